@@ -1,0 +1,180 @@
+"""Quantities written with their unit ("290 GB/s", "1 GiB", "120 s", "10 %", "8 x"),
+parsed into plain floats in base units, and formatted back for messages.
+
+A threshold without its unit is ambiguous (GB/s or GiB/s? bytes or MiB?), so a bare number is
+refused rather than guessed. Units are case-sensitive on purpose: "Gb/s" is gigabits, not GB/s.
+Bandwidth follows nccl-tests: GB/s = 1e9 bytes/s.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+# kind -> {unit: factor to the base unit}. Base units: bytes/s, bytes, seconds, fraction, ratio,
+# parameters, tokens/s.
+UNITS: dict[str, dict[str, float]] = {
+    "bandwidth": {
+        "B/s": 1.0,
+        "KB/s": 1e3,
+        "MB/s": 1e6,
+        "GB/s": 1e9,
+        "TB/s": 1e12,
+        "KiB/s": 2.0**10,
+        "MiB/s": 2.0**20,
+        "GiB/s": 2.0**30,
+    },
+    "size": {
+        "B": 1.0,
+        "KB": 1e3,
+        "MB": 1e6,
+        "GB": 1e9,
+        "TB": 1e12,
+        "KiB": 2.0**10,
+        "MiB": 2.0**20,
+        "GiB": 2.0**30,
+        "TiB": 2.0**40,
+    },
+    "time": {"ms": 1e-3, "s": 1.0, "min": 60.0},
+    "percent": {"%": 0.01},
+    "ratio": {"x": 1.0},
+    "params": {"params": 1.0},
+    "throughput": {"tokens/s": 1.0},
+}
+
+# Aliases: GPU memory is a size, but the word reads better where a memory limit is meant.
+KIND_ALIASES = {"memory": "size"}
+
+KINDS = tuple(UNITS) + tuple(KIND_ALIASES)
+
+# Shown in the fix of an error message: what a correct value of this kind looks like.
+EXAMPLES = {
+    "bandwidth": "290 GB/s",
+    "size": "1 GiB",
+    "time": "120 s",
+    "percent": "10 %",
+    "ratio": "8 x",
+    "params": "1.2e9 params",
+    "throughput": "20000 tokens/s",
+}
+
+# What a kind is called in messages ("... is a size, not a bandwidth").
+NOUNS = {
+    "bandwidth": "a bandwidth",
+    "size": "a size",
+    "time": "a duration",
+    "percent": "a percentage",
+    "ratio": "a ratio",
+    "params": "a parameter count",
+    "throughput": "a throughput",
+}
+
+_NUMBER = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)\s*$")
+
+
+class QuantityError(ValueError):
+    """A value that is not "<number> <unit>" of the expected kind. The message names where and the fix."""
+
+
+def _base_kind(kind: str) -> str:
+    base = KIND_ALIASES.get(kind, kind)
+    if base not in UNITS:
+        raise ValueError(f"unknown quantity kind {kind!r}; known: {', '.join(KINDS)}")
+    return base
+
+
+def _kind_of_unit(unit: str) -> str | None:
+    for kind, units in UNITS.items():
+        if unit in units:
+            return kind
+    return None
+
+
+def _quoted(text: object) -> str:
+    return f'"{text}"'
+
+
+def parse_quantity(text: object, kind: str, where: str) -> float:
+    """`text` ("290 GB/s") as a float in the base unit of `kind` (bytes/s here).
+
+    `where` prefixes every error ("thresholds.yaml: collectives.floors...min") so the reader
+    knows which value to fix. Negative values are refused: every quantity here is a magnitude.
+    """
+    base = _base_kind(kind)
+    units = UNITS[base]
+    example = EXAMPLES[base]
+    unit_list = ", ".join(units)
+
+    if isinstance(text, bool) or text is None:
+        raise QuantityError(f"{where}: {text!r} is not {NOUNS[base]}; write it with its unit, e.g. {_quoted(example)}")
+    if isinstance(text, (int, float)):
+        # A bare YAML number: the unit is the one thing we will not guess.
+        number = format(text, "g") if isinstance(text, float) else str(text)
+        default_unit = example.split(" ", 1)[1]
+        raise QuantityError(f"{where}: {_quoted(number)} has no unit; write it as {_quoted(f'{number} {default_unit}')}")
+    if not isinstance(text, str):
+        raise QuantityError(
+            f"{where}: expected {NOUNS[base]} as a string like {_quoted(example)}, got a {type(text).__name__}"
+        )
+
+    match = _NUMBER.match(text)
+    if not match:
+        raise QuantityError(
+            f"{where}: {_quoted(text)} does not start with a number; write {NOUNS[base]} like {_quoted(example)}"
+        )
+    number_text, unit = match.groups()
+    value = float(number_text)
+    if not unit:
+        default_unit = example.split(" ", 1)[1]
+        raise QuantityError(f"{where}: {_quoted(text)} has no unit; write it as {_quoted(f'{number_text} {default_unit}')}")
+    if unit not in units:
+        other = _kind_of_unit(unit)
+        if other is not None:
+            problem = f"{_quoted(text)} is {NOUNS[other]}, not {NOUNS[base]}"
+        else:
+            problem = f"{_quoted(text)} has an unknown unit {_quoted(unit)} for {NOUNS[base]}"
+        raise QuantityError(f"{where}: {problem}; write {NOUNS[base]} like {_quoted(example)} (units: {unit_list})")
+    if value < 0:
+        raise QuantityError(
+            f"{where}: {_quoted(text)} is negative; limits are magnitudes, write e.g. {_quoted(f'{-value:g} {unit}')}"
+        )
+    if not math.isfinite(value):
+        raise QuantityError(f"{where}: {_quoted(text)} is not a finite number; write e.g. {_quoted(example)}")
+    return value * units[unit]
+
+
+def _trim(value: float, decimals: int = 1) -> str:
+    """1.0 -> "1", 1.25 -> "1.2": short numbers for messages."""
+    text = f"{value:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def format_bytes(n_bytes: float) -> str:
+    """A size for messages, in binary units (buffers are powers of two): "512 MiB", "1.5 GiB"."""
+    for unit, factor in (("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10)):
+        if abs(n_bytes) >= factor:
+            return f"{_trim(n_bytes / factor)} {unit}"
+    return f"{_trim(n_bytes, 0)} B"
+
+
+def format_bw(bytes_per_s: float) -> str:
+    """A bandwidth for messages in GB/s (1e9 B/s, the nccl-tests unit) with one decimal: "327.5 GB/s"."""
+    return f"{bytes_per_s / 1e9:.1f} GB/s"
+
+
+def format_quantity(value: float, kind: str) -> str:
+    """A base-unit value of `kind` written back with a unit, for messages."""
+    base = _base_kind(kind)
+    if base == "bandwidth":
+        return format_bw(value)
+    if base == "size":
+        return format_bytes(value)
+    if base == "time":
+        return f"{_trim(value)} s"
+    if base == "percent":
+        return f"{_trim(value * 100)} %"
+    if base == "ratio":
+        return f"{_trim(value, 2)} x"
+    if base == "params":
+        return f"{value:.3g} params"
+    return f"{_trim(value, 0)} tokens/s"
