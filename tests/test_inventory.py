@@ -68,49 +68,45 @@ def test_pcie_generation(topology, profile, gpu, record):
         pytest.skip(f"GPU{gpu} at Gen{g.pcie_gen} of Gen{g.pcie_gen_max} while idle (it drops at idle); re-check under load")
 
 
-def _health(live, gpu):
-    return live.read_health()[gpu]
-
-
 def _value(value, what: str, gpu: int):
     if isinstance(value, Unsupported):
         pytest.skip(f"GPU{gpu} {what}: {value.reason}")
     return value
 
 
-def test_ecc_uncorrected(live, gpu, record):
+def test_ecc_uncorrected(gpu_health, gpu, record):
     """No volatile uncorrectable ECC error since the driver loaded."""
-    count = _value(_health(live, gpu).volatile_uncorrected_ecc, "volatile uncorrected ECC", gpu)
+    count = _value(gpu_health[gpu].volatile_uncorrected_ecc, "volatile uncorrected ECC", gpu)
     record("health", f"GPU{gpu} volatile uncorrected ECC", value=count, limit={"max": 0}, verdict="pass" if count == 0 else "fail")
     assert count == 0, f"GPU{gpu}: {count} volatile uncorrectable ECC errors: drain the node and reset the GPU"
 
 
-def test_row_remapping(live, gpu, record):
+def test_row_remapping(gpu_health, gpu, record):
     """No row remap pending (needs a GPU reset) or failed (the GPU needs replacing)."""
-    rows = _value(_health(live, gpu).remapped_rows, "row remapping", gpu)
+    rows = _value(gpu_health[gpu].remapped_rows, "row remapping", gpu)
     record("health", f"GPU{gpu} remapped rows", value=rows, verdict="pass" if not (rows.pending or rows.failure) else "fail")
     assert not rows.failure, f"GPU{gpu}: row remapping FAILED ({rows}): the GPU needs replacing"
     assert not rows.pending, f"GPU{gpu}: row remap pending ({rows}): reset the GPU before use"
 
 
-def test_persistence_mode(live, gpu, record):
-    mode = _value(_health(live, gpu).persistence_mode, "persistence mode", gpu)
+def test_persistence_mode(gpu_health, gpu, record):
+    mode = _value(gpu_health[gpu].persistence_mode, "persistence mode", gpu)
     record("health", f"GPU{gpu} persistence mode", value=mode, limit={"expected": 1}, verdict="pass" if mode == 1 else "fail")
     assert mode == 1, f"GPU{gpu}: persistence mode off: enable it (nvidia-persistenced, or nvidia-smi -pm 1)"
 
 
-def test_fabric_manager(live, topology, gpu, record):
+def test_fabric_manager(gpu_health, topology, gpu, record):
     """On NVSwitch nodes the fabric must be fully set up, or CUDA fails with error 802."""
     if topology.fabric != "nvswitch":
         pytest.skip(f"fabric is {topology.fabric}: no fabric manager involved")
-    fabric = _value(_health(live, gpu).fabric_state, "fabric state", gpu)
+    fabric = _value(gpu_health[gpu].fabric_state, "fabric state", gpu)
     ok = fabric.completed and fabric.status_ok
     record("health", f"GPU{gpu} fabric state", value=str(fabric), verdict="pass" if ok else "fail")
     assert ok, f"GPU{gpu}: NVSwitch fabric {fabric}: check nvidia-fabricmanager (systemctl status nvidia-fabricmanager)"
 
 
-def test_no_foreign_processes(live, gpu, record):
+def test_no_foreign_processes(gpu_health, gpu, record):
     """Nothing else runs on the GPUs: measurements would be invalid."""
-    procs = _value(_health(live, gpu).compute_processes, "compute processes", gpu)
+    procs = _value(gpu_health[gpu].compute_processes, "compute processes", gpu)
     record("health", f"GPU{gpu} foreign processes", value=[list(p) for p in procs], verdict="pass" if not procs else "fail")
     assert not procs, f"GPU{gpu} is in use by {procs}: results would be invalid; stop them or pick another node"

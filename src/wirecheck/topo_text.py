@@ -163,7 +163,7 @@ def _parse_row(line: str, lineno: int, devices: list[str], trailers: list[str], 
         )
     if n_cells != n:
         raise ValueError(
-            f"{source}, line {lineno}: row {label} has {n_cells} matrix cells; expected {n}, "
+            f"{source}, line {lineno}: row {label} has {n_cells} matrix cell{'' if n_cells == 1 else 's'}; expected {n}, "
             f"one per header column ({devices[0]}..{devices[-1]})"
         )
     cells = tuple(_cell_code(c) for c in rest[:n])

@@ -168,18 +168,23 @@ class Topology:
                 Gpu(**{**g, "nvlinks": tuple(NvLink(**link) for link in g.get("nvlinks", ()))})
                 for g in data["gpus"]
             )
-            return cls(
-                gpus=gpus,
-                nvlinks=tuple(tuple(int(c) for c in row) for row in data["nvlinks"]),
-                pcie_paths=tuple(tuple(row) for row in data["pcie_paths"]),
-                source=source,
-                driver_version=data.get("driver_version"),
-                cuda_driver_version=data.get("cuda_driver_version"),
-                nics=tuple(data.get("nics", ())),
-                declared_fabric=data.get("declared_fabric"),
-            )
-        except (KeyError, TypeError) as exc:
+            nvlinks = tuple(tuple(int(c) for c in row) for row in data["nvlinks"])
+            pcie_paths = tuple(tuple(row) for row in data["pcie_paths"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"{where}: malformed topology snapshot ({exc!r}); re-save it with `wirecheck topo --save`") from exc
+        if len(pcie_paths) != len(gpus) or any(len(row) != len(gpus) for row in pcie_paths):
+            raise ValueError(f"{where}: \"pcie_paths\" is not {len(gpus)}x{len(gpus)}; re-save it with `wirecheck topo --save`")
+        # Built outside the try: the model's own checks already name the file.
+        return cls(
+            gpus=gpus,
+            nvlinks=nvlinks,
+            pcie_paths=pcie_paths,
+            source=source,
+            driver_version=data.get("driver_version"),
+            cuda_driver_version=data.get("cuda_driver_version"),
+            nics=tuple(data.get("nics", ())),
+            declared_fabric=data.get("declared_fabric"),
+        )
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")

@@ -1,0 +1,138 @@
+"""Worker functions for the self-tests only: probes, and ways for a rank to misbehave.
+
+They run inside `WorkerGroup` ranks as "selftests.faulty_workers:<name>" (the group passes the parent's
+cwd and sys.path on, so this module resolves from the repository root). Breaking a collective's result
+is done here by swapping a table entry in the worker process: the library has no switch for it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from wirecheck import collectives
+from wirecheck.worker import RankContext
+
+
+def whoami(ctx: RankContext, env_names: tuple[str, ...] = ()) -> dict[str, Any]:
+    import torch.distributed as dist
+
+    initialized = dist.is_available() and dist.is_initialized()
+    return {
+        "rank": ctx.rank,
+        "world_size": ctx.world_size,
+        "local_rank": ctx.local_rank,
+        "backend": ctx.backend,
+        "device": str(ctx.device),
+        "label": ctx.label,
+        "pid": os.getpid(),
+        "is_rank_context": isinstance(ctx, RankContext),
+        "dist_initialized": initialized,
+        "dist_rank": dist.get_rank() if initialized else None,
+        "env": {name: os.environ.get(name) for name in env_names},
+    }
+
+
+def all_reduce_ranks(ctx: RankContext) -> float:
+    import torch
+    import torch.distributed as dist
+
+    t = torch.tensor([float(ctx.rank + 1)], device=ctx.device)
+    dist.all_reduce(t)
+    return float(t.item())
+
+
+def _nested_failure(rank: int) -> None:
+    raise ValueError(f"boom from rank {rank}")
+
+
+def raise_on(ctx: RankContext, rank: int = 1) -> int:
+    """`rank` raises from a nested function; the others return their rank."""
+    if ctx.rank == rank:
+        _nested_failure(ctx.rank)
+    return ctx.rank
+
+
+def raise_then_barrier(ctx: RankContext, rank: int = 1) -> int:
+    """`rank` raises; the others wait in a barrier that can never complete."""
+    import torch.distributed as dist
+
+    if ctx.rank == rank:
+        _nested_failure(ctx.rank)
+    dist.barrier()
+    return ctx.rank
+
+
+def hang_forever_here() -> None:
+    while True:
+        time.sleep(3600)
+
+
+def hang(ctx: RankContext, rank: int = 1) -> int:
+    """`rank` sleeps forever; the others return at once."""
+    if ctx.rank == rank:
+        hang_forever_here()
+    return ctx.rank
+
+
+def die(ctx: RankContext, rank: int = 1, how: str = "exit") -> int:
+    """`rank` says so on stderr and dies (exit code 3, or SIGSEGV); the others sleep long."""
+    if ctx.rank == rank:
+        print(f"rank {rank} is about to die on purpose ({how})", file=sys.stderr, flush=True)
+        if how == "segv":
+            ctypes.string_at(0)  # NULL read: SIGSEGV; faulthandler prints the Python stack first
+        os._exit(3)
+    time.sleep(60)
+    return ctx.rank
+
+
+def unpicklable(ctx: RankContext) -> Any:
+    return lambda: None
+
+
+def spawn_grandchild(ctx: RankContext) -> int:
+    """Start a long-lived child of this rank (like a compile or DataLoader worker); return its pid."""
+    return subprocess.Popen(["sleep", "300"]).pid
+
+
+def _corrupting(op: str, launch: Any, flip_rank: int, flip_index: int, rank: int) -> Any:
+    def launch_and_flip(inp: Any, out: Any) -> None:
+        launch(inp, out)
+        if rank == flip_rank:
+            out.view(-1)[flip_index] += 1.0
+
+    return launch_and_flip
+
+
+def measure_corrupt(ctx: RankContext, op: str, flip_rank: int = 1, flip_index: int = 5, **kw: Any) -> dict:
+    """collectives.measure with one output element of `flip_rank` off by one after every call."""
+    c = collectives.COLLECTIVES[op]
+    collectives.COLLECTIVES[op] = dataclasses.replace(
+        c, launch=_corrupting(op, c.launch, flip_rank, flip_index, ctx.rank))
+    try:
+        return collectives.measure(ctx, op=op, **kw)
+    finally:
+        collectives.COLLECTIVES[op] = c
+
+
+def measure_stale(ctx: RankContext, op: str, stale_rank: int = 1, **kw: Any) -> dict:
+    """collectives.measure where `stale_rank`'s output buffer is never written (the data goes elsewhere)."""
+    c = collectives.COLLECTIVES[op]
+
+    def launch_elsewhere(inp: Any, out: Any) -> None:
+        if ctx.rank != stale_rank:
+            return c.launch(inp, out)
+        scratch_out = out.clone()
+        scratch_in = scratch_out if inp is out else inp
+        c.launch(scratch_in, scratch_out)
+
+    collectives.COLLECTIVES[op] = dataclasses.replace(c, launch=launch_elsewhere)
+    try:
+        return collectives.measure(ctx, op=op, **kw)
+    finally:
+        collectives.COLLECTIVES[op] = c

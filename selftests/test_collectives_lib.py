@@ -1,0 +1,217 @@
+"""The collectives table and its measurement, on CPU: the table's arithmetic without processes, then
+real gloo groups of 2 and 8 ranks (the 8 stand in for an 8-GPU node)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from wirecheck import collectives as C
+from wirecheck.launcher import WorkerCallError, WorkerGroup
+
+FAULTY = "selftests.faulty_workers"
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
+SMALL_SIZES = [1024, 65536]
+CPU = torch.device("cpu")
+
+
+# ---- the table, no processes ---------------------------------------------------------------------
+
+
+def test_table_holds_the_five_collectives():
+    assert tuple(C.COLLECTIVES) == OPS
+
+
+@pytest.mark.parametrize(("op", "n", "factor"), [
+    ("all_reduce", 2, 1.0), ("all_reduce", 8, 1.75),
+    ("all_gather", 2, 0.5), ("all_gather", 8, 0.875),
+    ("reduce_scatter", 4, 0.75), ("broadcast", 8, 1.0), ("all_to_all", 4, 0.75),
+])
+def test_busbw_factor(op, n, factor):
+    assert C.busbw_factor(op, n) == pytest.approx(factor)
+
+
+def test_unknown_op_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown collective 'allreduce'; known: all_reduce"):
+        C.busbw_factor("allreduce", 2)
+
+
+def test_buffer_elements_round_down_like_nccl_tests():
+    assert C.buffer_elements("all_reduce", 1 << 30, 6) == (1 << 28)  # not split: no rounding
+    assert C.buffer_elements("all_gather", 1 << 30, 6) == (1 << 28) - (1 << 28) % 6
+    assert C.buffer_elements("all_gather", 1 << 30, 8) == 1 << 28
+    with pytest.raises(ValueError, match="size 16 B is too small for 8 ranks; need at least 32 B"):
+        C.buffer_elements("all_to_all", 16, 8)
+
+
+def simulate(op: str, n: int, count: int) -> list[torch.Tensor]:
+    """What each rank's output must be, computed from the table's inputs by the op's definition."""
+    c = C.COLLECTIVES[op]
+    inputs = []
+    for rank in range(n):
+        t = torch.empty(c.input_elements(count, n))
+        c.fill(t, rank, n)
+        inputs.append(t)
+    chunk = count // n
+    if op == "all_reduce":
+        return [sum(inputs)] * n
+    if op == "all_gather":
+        return [torch.cat(inputs)] * n
+    if op == "reduce_scatter":
+        total = sum(inputs)
+        return [total[r * chunk:(r + 1) * chunk] for r in range(n)]
+    if op == "broadcast":
+        return [inputs[0]] * n
+    if op == "all_to_all":
+        return [torch.cat([inputs[s][r * chunk:(r + 1) * chunk] for s in range(n)]) for r in range(n)]
+    raise AssertionError(op)
+
+
+@pytest.mark.parametrize("n", [2, 3, 8])
+@pytest.mark.parametrize("op", OPS)
+def test_expected_values_match_the_collectives_definition(op, n):
+    count = C.buffer_elements(op, 4 * 7 * n, n)
+    for rank, out in enumerate(simulate(op, n, count)):
+        expected = C.COLLECTIVES[op].expected(0, out.numel(), rank, n, count, CPU)
+        assert torch.equal(out, expected), (op, n, rank)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_misplaced_or_stale_data_does_not_pass(op):
+    """Every element differs from its neighbour one element or one chunk away, from what another rank
+    must hold, and (in-place collectives) from the rank's own unreduced input."""
+    n, count = 4, 4 * 64
+    c = C.COLLECTIVES[op]
+    outs = [c.expected(0, c.output_elements(count, n), r, n, count, CPU) for r in range(n)]
+    chunk = count // n
+    for r, out in enumerate(outs):
+        for shift in (1, chunk):
+            if shift < out.numel():
+                assert (torch.roll(out, shift) != out).all(), (op, r, shift)
+        if c.in_place and not (op == "broadcast" and r == C.BROADCAST_ROOT):
+            own_input = torch.empty(c.input_elements(count, n))
+            c.fill(own_input, r, n)
+            assert (own_input != out).all(), (op, r)
+    if op in ("reduce_scatter", "all_to_all"):  # the collectives whose outputs differ per rank
+        assert all((outs[0] != o).all() for o in outs[1:])
+
+
+def record(rank: int, times: list[float], wrong: list[int | None], first_bad: list[int | None],
+           op: str = "all_gather", n: int = 2, sizes=(1024, 4096)) -> dict:
+    return {"rank": rank, "op": op, "world_size": n, "results": [
+        {"bytes": s, "requested_bytes": s, "time_s": t, "wrong": w, "first_bad": f}
+        for s, t, w, f in zip(sizes, times, wrong, first_bad)
+    ]}
+
+
+def test_combine_takes_the_slowest_rank_and_applies_the_bus_factor():
+    recs = [record(1, [2e-6, 4e-6], [0, 3], [None, 7]), record(0, [1e-6, 4e-6], [0, 0], [None, None])]
+    small, big = C.combine("all_gather", 2, recs)
+    assert small.time_s == 2e-6 and small.rank_time_spread == 2.0
+    assert small.algbw == pytest.approx(1024 / 2e-6) and small.busbw == pytest.approx(small.algbw * 0.5)
+    assert small.ok and small.wrong_summary() is None
+    assert not big.ok and big.wrong == 3
+    assert big.wrong_by_rank == {0: 0, 1: 3} and big.first_bad_by_rank == {1: 7}
+    assert big.wrong_summary() == ("all_gather at 4096 B on 2 ranks: rank 1 has 3 wrong element(s) "
+                                   "(first at element 7)")
+    table = C.format_table("all_gather", [small, big])
+    assert "# all_gather, 2 ranks" in table and "busbw" in table
+    assert table.splitlines()[-1].split() == ["4096", "1024", "4.00", "1.02", "0.51", "3"]
+
+
+def test_combine_refuses_incomplete_or_mixed_records():
+    with pytest.raises(ValueError, match="one record per rank 0..1, got ranks \\[0\\]"):
+        C.combine("all_gather", 2, [record(0, [1, 1], [0, 0], [None, None])])
+    with pytest.raises(ValueError, match="rank 1 measured all_reduce"):
+        C.combine("all_gather", 2, [record(0, [1, 1], [0, 0], [None, None]),
+                                    record(1, [1, 1], [0, 0], [None, None], op="all_reduce")])
+
+
+def test_unchecked_results_are_not_ok():
+    (r,) = C.combine("all_gather", 2, [record(k, [1e-6], [None], [None], sizes=(1024,)) for k in (0, 1)])
+    assert not r.checked and r.wrong is None and not r.ok
+    assert C.format_table("all_gather", [r]).splitlines()[-1].split()[-1] == "-"
+
+
+# ---- real ranks ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pair():
+    with WorkerGroup("selftest-collectives", 2, "gloo") as group:
+        yield group
+
+
+def measure(group: WorkerGroup, op: str, fn: str = "wirecheck.collectives:measure", **kw) -> list:
+    args = {"op": op, "sizes": SMALL_SIZES, "warmup_iters": 2, "iters": 5, **kw}
+    return C.combine(op, group.world_size, group.run(fn, args, timeout_s=60, what=f"{op} {kw}"))
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_each_collective_is_correct_and_timed(pair, op):
+    results = measure(pair, op)
+    assert [r.bytes for r in results] == SMALL_SIZES
+    for r in results:
+        assert r.ok, r.wrong_summary()
+        assert r.wrong_by_rank == {0: 0, 1: 0}
+        assert r.time_s > 0 and r.busbw > 0 and math.isfinite(r.busbw)
+
+
+def test_records_carry_provenance(pair):
+    recs = pair.run("wirecheck.collectives:measure",
+                    {"op": "broadcast", "sizes": [1024], "warmup_iters": 0, "iters": 1}, timeout_s=60)
+    assert [r["rank"] for r in recs] == [0, 1]
+    assert all(r["device_name"] == "cpu" and r["nccl_version"] is None and r["backend"] == "gloo"
+               for r in recs)
+    assert all(isinstance(r["nccl_env"], dict) for r in recs)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_a_flipped_element_is_caught_and_located(pair, op):
+    results = measure(pair, op, fn=f"{FAULTY}:measure_corrupt", flip_rank=1, flip_index=5)
+    for r in results:
+        assert r.wrong_by_rank == {0: 0, 1: 1} and r.first_bad_by_rank == {1: 5}
+        assert f"{op} at {r.bytes} B on 2 ranks: rank 1 has 1 wrong element(s) (first at element 5)" \
+            == r.wrong_summary()
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_an_output_never_written_is_caught(pair, op):
+    results = measure(pair, op, fn=f"{FAULTY}:measure_stale", stale_rank=1)
+    c = C.COLLECTIVES[op]
+    for r in results:
+        count = r.bytes // C.ELEMENT_BYTES
+        assert r.wrong_by_rank == {0: 0, 1: c.output_elements(count, 2)}
+        assert r.first_bad_by_rank == {1: 0}
+
+
+def test_measure_loop_for_benchmark_rounds(pair):
+    recs = pair.run("wirecheck.collectives:measure_loop",
+                    {"op": "all_reduce", "size": 4096, "iters": 10}, timeout_s=60)
+    r = C.combine_loop("all_reduce", 2, recs)
+    assert r.bytes == 4096 and r.time_s == max(x["time_s"] for x in recs) and r.busbw > 0
+    assert not r.checked
+
+
+def test_bad_arguments_come_back_as_errors_and_leave_the_group_usable(pair):
+    with pytest.raises(WorkerCallError, match="unknown collective 'bogus'"):
+        pair.run("wirecheck.collectives:measure",
+                 {"op": "bogus", "sizes": [1024], "warmup_iters": 0, "iters": 1}, timeout_s=60)
+    with pytest.raises(WorkerCallError, match="too small for 2 ranks"):
+        pair.run("wirecheck.collectives:measure",
+                 {"op": "all_gather", "sizes": [4], "warmup_iters": 0, "iters": 1}, timeout_s=60)
+    assert pair.alive
+    assert measure(pair, "all_reduce")[0].ok
+
+
+def test_eight_ranks_like_an_eight_gpu_node():
+    with WorkerGroup("selftest-8", 8, "gloo", start_timeout_s=120) as group:
+        for op in OPS:
+            recs = group.run("wirecheck.collectives:measure",
+                             {"op": op, "sizes": [256, 4096], "warmup_iters": 1, "iters": 2},
+                             timeout_s=60, what=op)
+            for r in C.combine(op, 8, recs):
+                assert r.ok, r.wrong_summary()
+                assert r.busbw > 0 and r.wrong_by_rank == {k: 0 for k in range(8)}

@@ -1,0 +1,217 @@
+"""WorkerGroup on CPU/gloo: calls, environment, and every way a rank can fail.
+
+Each failing scenario needs a group of its own (a hang or a crash kills the group), and a rank costs
+an interpreter start plus `import torch` (2-3 s on two cores), so healthy checks share one group.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from wirecheck.launcher import (
+    WorkerCallError,
+    WorkerCrash,
+    WorkerGroup,
+    WorkerGroupDead,
+    WorkerTimeout,
+    describe_exit,
+)
+
+FAULTY = "selftests.faulty_workers"
+PAIR_GPUS = (3, 5)
+PAIR_ENV = {"WIRECHECK_SELFTEST_EXTRA": "yes"}
+PARENT_ENV = {"NCCL_NVLS_ENABLE": "0", "WIRECHECK_SELFTEST_PARENT": "passed-through"}
+
+
+def gone(pid: int) -> bool:
+    """True when pid no longer runs (a zombie waiting for a non-reaping init counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+def wait_gone(pids: list[int], timeout_s: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        alive = [p for p in pids if not gone(p)]
+        if not alive:
+            return []
+        time.sleep(0.05)
+    return [p for p in pids if not gone(p)]
+
+
+@pytest.fixture(scope="module")
+def pair():
+    # Set in the parent *before* the spawn, like the GPU machines' NCCL switches.
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in PARENT_ENV.items():
+            mp.setenv(name, value)
+        with WorkerGroup("selftest-pair", 2, "gloo", gpus=PAIR_GPUS, env=PAIR_ENV) as group:
+            yield group
+
+
+def whoami(group: WorkerGroup, *names: str) -> list[dict]:
+    return group.run(f"{FAULTY}:whoami", {"env_names": names}, timeout_s=30)
+
+
+def test_each_rank_gets_its_context(pair):
+    ranks = whoami(pair)
+    assert [r["rank"] for r in ranks] == [0, 1]
+    assert [r["local_rank"] for r in ranks] == [0, 1]
+    assert [r["dist_rank"] for r in ranks] == [0, 1]
+    assert all(r["dist_initialized"] and r["is_rank_context"] for r in ranks)
+    assert {(r["world_size"], r["backend"], r["device"], r["label"]) for r in ranks} == {
+        (2, "gloo", "cpu", "selftest-pair")
+    }
+    assert [r["pid"] for r in ranks] == pair.pids
+    assert [i["rank"] for i in pair.info] == [0, 1]
+
+
+def test_ranks_talk_to_each_other(pair):
+    assert pair.run(f"{FAULTY}:all_reduce_ranks", {}, timeout_s=30) == [3.0, 3.0]
+
+
+def test_parent_environment_passes_through(pair):
+    for r in whoami(pair, *PARENT_ENV, "PATH"):
+        assert r["env"] == {**PARENT_ENV, "PATH": os.environ["PATH"]}
+
+
+def test_extra_env_cuda_visible_devices_and_rank_variables(pair):
+    names = ("WIRECHECK_SELFTEST_EXTRA", "CUDA_VISIBLE_DEVICES", "RANK", "LOCAL_RANK", "WORLD_SIZE",
+             "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+    envs = [r["env"] for r in whoami(pair, *names)]
+    for rank, env in enumerate(envs):
+        assert env["WIRECHECK_SELFTEST_EXTRA"] == "yes"
+        assert env["CUDA_VISIBLE_DEVICES"] == "3,5"  # the same list for every rank
+        assert (env["RANK"], env["LOCAL_RANK"]) == (str(rank), str(rank))
+        assert (env["WORLD_SIZE"], env["LOCAL_WORLD_SIZE"], env["MASTER_ADDR"]) == ("2", "2", "127.0.0.1")
+    assert envs[0]["MASTER_PORT"] == envs[1]["MASTER_PORT"]
+
+
+def test_exception_in_a_worker_comes_back_with_its_traceback(pair):
+    with pytest.raises(WorkerCallError) as info:
+        pair.run(f"{FAULTY}:raise_on", {"rank": 1}, timeout_s=30, what="raise-test")
+    err = info.value
+    assert err.rank == 1 and err.label == "selftest-pair" and err.what == "raise-test"
+    assert "raise-test on selftest-pair: rank 1 raised ValueError: boom from rank 1" in str(err)
+    assert "_nested_failure" in str(err) and "_nested_failure" in err.traceback
+    assert err.partial == {0: 0}
+    # Every rank replied, so the group is still consistent and usable.
+    assert pair.alive
+    assert pair.run(f"{FAULTY}:all_reduce_ranks", {}, timeout_s=30) == [3.0, 3.0]
+
+
+def test_unsendable_return_value_is_an_error(pair):
+    with pytest.raises(WorkerCallError, match="could not be sent back"):
+        pair.run(f"{FAULTY}:unpicklable", {}, timeout_s=30)
+    assert pair.alive
+
+
+def test_unknown_worker_function(pair):
+    with pytest.raises(ValueError, match="package.module:function"):
+        pair.run("no_colon_here", {}, timeout_s=30)
+    with pytest.raises(WorkerCallError, match="ModuleNotFoundError"):
+        pair.run("wirecheck_no_such_module:fn", {}, timeout_s=30)
+    assert pair.alive
+
+
+def test_invalid_arguments_are_refused_before_spawning():
+    with pytest.raises(ValueError, match="one GPU per rank"):
+        WorkerGroup("bad", 2, "gloo", gpus=(0,))
+    with pytest.raises(ValueError, match="backend"):
+        WorkerGroup("bad", 2, "mpi")
+
+
+def test_hang_is_reported_with_the_stack_and_a_new_group_works():
+    group = WorkerGroup("selftest-hang", 2, "gloo")
+    pids = group.pids
+    t0 = time.monotonic()
+    with pytest.raises(WorkerTimeout) as info:
+        group.run(f"{FAULTY}:hang", {"rank": 1}, timeout_s=5, what="hang-test")
+    elapsed = time.monotonic() - t0
+    assert 5 <= elapsed < 9
+    err = info.value
+    message = str(err)
+    assert message.startswith("hang-test on selftest-hang did not finish within 5s; rank stacks:\n")
+    assert "replied: [0]; no reply: [1]" in message
+    assert "in hang_forever_here" in err.stacks[1] and "in hang" in message
+    assert err.replied == [0] and err.partial == {0: 0}
+    assert not group.alive
+    assert wait_gone(pids) == []
+    with pytest.raises(WorkerGroupDead, match="start a new WorkerGroup"):
+        group.run(f"{FAULTY}:whoami", {}, timeout_s=5)
+    group.close()
+
+    with WorkerGroup("selftest-hang", 2, "gloo") as fresh:
+        assert fresh.run(f"{FAULTY}:all_reduce_ranks", {}, timeout_s=30) == [3.0, 3.0]
+
+
+@pytest.mark.parametrize(("how", "returncode", "described"), [
+    ("exit", 3, "exit code 3"),
+    ("segv", -signal.SIGSEGV, "killed by SIGSEGV"),
+])
+def test_dying_rank_is_reported_at_once_with_its_stderr(how, returncode, described):
+    group = WorkerGroup("selftest-die", 2, "gloo")
+    pids = group.pids
+    t0 = time.monotonic()
+    with pytest.raises(WorkerCrash) as info:
+        group.run(f"{FAULTY}:die", {"rank": 1, "how": how}, timeout_s=60, what="die-test")
+    assert time.monotonic() - t0 < 5  # rank 0 sleeps 60 s: we did not wait for it
+    err = info.value
+    assert err.rank == 1 and err.returncode == returncode
+    assert f"die-test on selftest-die: rank 1 (pid {pids[1]}) died during the call: {described}" in str(err)
+    assert "about to die on purpose" in err.stderr_tail and "about to die on purpose" in str(err)
+    if how == "segv":
+        assert "Segmentation fault" in err.stderr_tail and "in die" in err.stderr_tail  # faulthandler
+    assert not group.alive
+    assert wait_gone(pids) == []  # rank 0 was killed too
+    group.close()
+
+
+def test_raise_while_others_wait_in_a_collective():
+    group = WorkerGroup("selftest-raise-stuck", 2, "gloo")
+    group.error_grace_s = 1.0
+    t0 = time.monotonic()
+    with pytest.raises(WorkerCallError) as info:
+        group.run(f"{FAULTY}:raise_then_barrier", {"rank": 1}, timeout_s=60)
+    assert time.monotonic() - t0 < 5
+    err = info.value
+    assert err.rank == 1 and "boom from rank 1" in str(err)
+    assert "ranks [0] did not reply" in str(err) and "raise_then_barrier" in str(err)  # rank 0's stack
+    assert not group.alive
+    group.close()
+
+
+def test_start_failure_is_reported_not_hung():
+    # No such devices on any machine: set_device fails in every rank before the process group forms.
+    with pytest.raises(WorkerCallError, match=r"start of 2 nccl worker\(s\) on selftest-nogpu: rank 0 raised"):
+        WorkerGroup("selftest-nogpu", 2, "nccl", gpus=(97, 98), start_timeout_s=60)
+
+
+def test_workers_import_from_the_parents_path_and_close_leaves_nothing(tmp_path, monkeypatch):
+    (tmp_path / "wirecheck_selftest_probe.py").write_text("def answer(ctx):\n    return 40 + ctx.rank\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    group = WorkerGroup("selftest-close", 2, "gloo", init_process_group=False)
+    assert group.run("wirecheck_selftest_probe:answer", {}, timeout_s=30) == [40, 41]
+    ranks = whoami(group, "RANK", "MASTER_PORT")
+    assert [r["dist_initialized"] for r in ranks] == [False, False]
+    assert [r["env"]["RANK"] for r in ranks] == ["0", "1"]
+    grandchildren = group.run(f"{FAULTY}:spawn_grandchild", {}, timeout_s=30)
+    pids = group.pids
+    group.close()
+    assert not group.alive
+    assert wait_gone(pids + grandchildren) == []
+    with pytest.raises(WorkerGroupDead):
+        group.run(f"{FAULTY}:whoami", {}, timeout_s=5)
+    group.close()  # twice is fine
+
+
+def test_describe_exit():
+    assert describe_exit(0) == "exit code 0"
+    assert describe_exit(-signal.SIGKILL).startswith("killed by SIGKILL (also what the kernel's OOM killer")

@@ -1,0 +1,95 @@
+"""Quantities with units: parsing into base units, refusing what is ambiguous, formatting for messages."""
+
+from __future__ import annotations
+
+import pytest
+
+from wirecheck.quantity import QuantityError, format_bw, format_bytes, format_quantity, parse_quantity
+
+WHERE = "thresholds.yaml: a.b"
+
+
+@pytest.mark.parametrize(
+    "text, kind, expected",
+    [
+        ("290 GB/s", "bandwidth", 290e9),
+        ("26.562 GB/s", "bandwidth", 26.562e9),
+        ("500 MB/s", "bandwidth", 500e6),
+        ("1 GiB/s", "bandwidth", 2**30),
+        ("0.005 GB/s", "bandwidth", 5e6),
+        ("290GB/s", "bandwidth", 290e9),  # no space is still unambiguous
+        ("1 GiB", "size", 2**30),
+        ("64 KiB", "size", 64 * 2**10),
+        ("512 MiB", "size", 512 * 2**20),
+        ("141 GB", "memory", 141e9),
+        ("10 B", "size", 10),
+        ("120 s", "time", 120.0),
+        ("250 ms", "time", 0.25),
+        ("2 min", "time", 120.0),
+        ("10 %", "percent", 0.1),
+        ("0.1 %", "percent", 0.001),
+        ("8 x", "ratio", 8.0),
+        ("1.05 x", "ratio", 1.05),
+        ("1.2e9 params", "params", 1.2e9),
+        ("20000 tokens/s", "throughput", 20000.0),
+        ("  3 s  ", "time", 3.0),
+    ],
+)
+def test_parses_into_base_units(text, kind, expected):
+    assert parse_quantity(text, kind, WHERE) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "value, kind, fragments",
+    [
+        ("290", "bandwidth", ['thresholds.yaml: a.b: "290" has no unit; write it as "290 GB/s"']),
+        (290, "bandwidth", ['"290" has no unit; write it as "290 GB/s"']),
+        (1.5, "size", ['"1.5" has no unit; write it as "1.5 GiB"']),
+        ("1 GiB", "bandwidth", ['"1 GiB" is a size, not a bandwidth', "GB/s"]),
+        ("290 GB/s", "size", ['"290 GB/s" is a bandwidth, not a size']),
+        ("290 Gb/s", "bandwidth", ['unknown unit "Gb/s"', "GB/s"]),  # gigabits are not gigabytes
+        ("-5 GB/s", "bandwidth", ['"-5 GB/s" is negative', '"5 GB/s"']),
+        ("fast", "bandwidth", ['"fast" does not start with a number']),
+        (None, "time", ["is not a duration", '"120 s"']),
+        (True, "ratio", ["is not a ratio", '"8 x"']),
+        (["1 GiB"], "size", ["got a list"]),
+        ("10", "percent", ['"10" has no unit; write it as "10 %"']),
+    ],
+)
+def test_refuses_with_where_and_fix(value, kind, fragments):
+    with pytest.raises(QuantityError) as info:
+        parse_quantity(value, kind, WHERE)
+    message = str(info.value)
+    assert message.startswith(WHERE + ":")
+    for fragment in fragments:
+        assert fragment in message
+
+
+def test_quantity_error_is_a_value_error():
+    assert issubclass(QuantityError, ValueError)
+
+
+def test_unknown_kind_is_a_caller_bug():
+    with pytest.raises(ValueError, match="unknown quantity kind"):
+        parse_quantity("1 s", "speed", WHERE)
+
+
+@pytest.mark.parametrize(
+    "n_bytes, text",
+    [(512, "512 B"), (64 * 2**10, "64 KiB"), (2**20, "1 MiB"), (1.5 * 2**20, "1.5 MiB"), (2**30, "1 GiB"), (141e9, "131.3 GiB")],
+)
+def test_format_bytes(n_bytes, text):
+    assert format_bytes(n_bytes) == text
+
+
+def test_format_bw_one_decimal_in_gb_per_s():
+    assert format_bw(327.5e9) == "327.5 GB/s"
+    assert format_bw(26.562e9) == "26.6 GB/s"
+
+
+def test_format_quantity_round_trips_the_unit():
+    assert format_quantity(0.1, "percent") == "10 %"
+    assert format_quantity(8.0, "ratio") == "8 x"
+    assert format_quantity(60 * 2**30, "memory") == "60 GiB"
+    assert format_quantity(20000.0, "throughput") == "20000 tokens/s"
+    assert format_quantity(120.0, "time") == "120 s"

@@ -1,0 +1,113 @@
+"""The validation suite as users run it, in simulation on this CPU machine."""
+
+from __future__ import annotations
+
+from e2e import make_project, records, run_suite, thresholds_with
+
+
+def test_k_nvl_quad_selects_exactly_the_quad_tests(pytester):
+    make_project(pytester)
+    result = run_suite(pytester, "--simulate=h200-nvl-8", "-k", "nvl_quad", "--collect-only", "-q")
+    ids = [line for line in result.outlines if "::" in line]
+    assert ids, result.stdout.str()
+    assert all("nvl_quad" in i for i in ids), [i for i in ids if "nvl_quad" not in i]
+    assert any("nvl_quad-4gpu-0.1.2.3" in i for i in ids) and any("nvl_quad-4gpu-4.5.6.7" in i for i in ids)
+    # every collective test of the quads is there
+    for op in ("all_reduce", "all_gather", "reduce_scatter"):
+        assert any(f"test_busbw[{op}-nvl_quad-4gpu-4.5.6.7]" in i for i in ids), op
+
+
+def test_header_says_simulation(pytester):
+    make_project(pytester)
+    result = run_suite(pytester, "--simulate=h200-nvl-8", "--collect-only", "-q", "tests/test_topology.py")
+    result.stdout.fnmatch_lines(["*SIMULATION on *h200-nvl-8*", "*8 GPUs*fabric bridged*{0,1,2,3} {4,5,6,7}*"])
+
+
+def test_no_gpu_fails_visibly_and_skips_the_rest(pytester):
+    make_project(pytester)
+    result = run_suite(pytester, "tests/test_inventory.py", "-rs")
+    result.assert_outcomes(failed=1, skipped=result.parseoutcomes().get("skipped", 0))
+    out = result.stdout.str()
+    assert "test_gpus_visible" in out and "no GPU visible" in out and "--simulate" in out
+    assert "NO GPU TOPOLOGY" in out
+
+
+def test_unknown_placement_is_a_usage_error(pytester):
+    make_project(pytester)
+    result = run_suite(pytester, "--simulate=h200-nvl-8", "--placement", "nvl_quad-4gpu-0.1.2.7", "--collect-only")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*--placement nvl_quad-4gpu-0.1.2.7: unknown placement*nvl_quad-4gpu-0.1.2.3*"])
+
+
+def test_unknown_simulation_name_is_a_usage_error(pytester):
+    make_project(pytester)
+    result = run_suite(pytester, "--simulate=no-such-node", "--collect-only")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*--simulate no-such-node*h200-nvl-8*"])
+
+
+def test_malformed_thresholds_stop_the_run(pytester):
+    make_project(pytester, thresholds_text="profiles: [\n")
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "--collect-only")
+    assert result.ret == 4
+    assert "thresholds.yaml" in result.stderr.str()
+
+
+def test_all_reduce_on_quads_runs_and_records_every_size(pytester):
+    root = make_project(pytester)
+    out = root / "run.jsonl"
+    result = run_suite(pytester, "--simulate=h200-nvl-8", "-k", "all_reduce and nvl_quad", f"--wirecheck-json={out}",
+                       "--benchmark-disable", "-v")
+    result.assert_outcomes(passed=4)
+    recs = [r for r in records(out) if r.get("kind") == "collective"]
+    sizes = {(r["placement"], r["details"]["bytes"]) for r in recs}
+    assert {p for p, _ in sizes} == {"nvl_quad-4gpu-0.1.2.3", "nvl_quad-4gpu-4.5.6.7"}
+    assert len(sizes) == 2 * len({b for _, b in sizes}) >= 6
+    result.stdout.fnmatch_lines(["*wirecheck measurements*", "*all_reduce on nvl_quad-4gpu-0.1.2.3*"])
+
+
+def test_floor_failure_names_everything(pytester):
+    def impossible_floor(data):
+        data["collectives"]["simulated_floors"]["all_reduce"]["any"]["min"] = "9999 GB/s"
+
+    make_project(pytester, thresholds_text=thresholds_with(impossible_floor))
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_busbw and all_reduce", "--benchmark-disable")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*all_reduce busbw at * on nvswitch-2gpu-0.1: measured * GB/s < floor 9999.0 GB/s*simulated*source:*"])
+
+
+CORRUPT = '''
+import pytest
+
+@pytest.fixture
+def collective_worker():
+    return "faulty_workers:measure_corrupt"
+'''
+
+
+def test_corrupted_result_is_caught_with_rank_and_size(pytester):
+    make_project(pytester, tests_conftest=CORRUPT)
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_result_correct and all_reduce", "--benchmark-disable")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*all_reduce on nvswitch-2gpu-0.1 returned wrong data*", "*rank 1 has * wrong elements*"])
+
+
+HANG = '''
+import pytest
+
+@pytest.fixture
+def collective_worker():
+    return "faulty_workers:measure_hang"
+'''
+
+
+def test_hang_is_reported_and_the_session_goes_on(pytester):
+    def short_timeout(data):
+        data["collectives"]["simulated"]["timeout"] = "8 s"
+
+    make_project(pytester, thresholds_text=thresholds_with(short_timeout), tests_conftest=HANG)
+    # measure_hang hangs rank 1 in all_reduce only; all_gather runs after it on a new group.
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_result_correct and (all_reduce or all_gather) and nvswitch",
+                       "--benchmark-disable")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*all_reduce at 64 KiB on nvswitch-2gpu-0.1 did not finish within 8*", "*rank 1*"])

@@ -1,0 +1,371 @@
+"""thresholds.yaml: the shipped file loads and answers every lookup; broken files stop with the
+file, the YAML path and the fix."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from wirecheck.placement import CLASSES
+from wirecheck.thresholds import OPS, STRATEGIES, ThresholdsError, load_thresholds
+
+SHIPPED = Path(__file__).resolve().parents[1] / "thresholds.yaml"
+GB = 1e9
+GiB = 2**30
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_thresholds(SHIPPED)
+
+
+@pytest.fixture(scope="module")
+def shipped_data():
+    """The shipped file as plain data, for tests that break one thing in it."""
+    return yaml.load(SHIPPED.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+# --- the shipped file -----------------------------------------------------------------------
+
+
+def test_shipped_file_knows_its_path(shipped):
+    assert shipped.path == SHIPPED
+
+
+def test_profiles(shipped):
+    assert set(shipped.profile_names) == {"h200-sxm-2", "h200-sxm-8", "h200-nvl-8", "h100-sxm-8"}
+    sxm = shipped.profile("h200-sxm-2")
+    assert (sxm.gpu_count, sxm.gpu_model, sxm.fabric) == (2, "NVIDIA H200", "nvswitch")
+    assert sxm.nvlinks_per_gpu == 18 and sxm.nvlinks_per_peer is None and sxm.group_size is None
+    assert sxm.nvlink_speed == pytest.approx(26.562 * GB)
+    assert (sxm.pcie_gen, sxm.pcie_width) == (5, 16)
+    nvl = shipped.profile("h200-nvl-8")
+    assert (nvl.gpu_model, nvl.fabric, nvl.nvlinks_per_peer, nvl.group_size) == ("NVIDIA H200 NVL", "bridged", 6, 4)
+    assert shipped.profile("h100-sxm-8").gpu_model == "NVIDIA H100 80GB HBM3"
+    # NVML reports 143771 MiB on an H200: the nominal size must not exceed it.
+    assert nvl.gpu_memory <= 143771 * 2**20
+
+
+def test_unknown_profile_lists_the_known_ones(shipped):
+    with pytest.raises(ThresholdsError) as info:
+        shipped.profile("h200-sxm-4")
+    message = str(info.value)
+    assert str(SHIPPED) in message and "--profile" in message
+    for name in shipped.profile_names:
+        assert name in message
+
+
+def test_collective_settings(shipped):
+    hw = shipped.collective_settings(simulated=False)
+    assert hw.sizes == (2**20, 8 * 2**20, 64 * 2**20, 512 * 2**20, GiB)
+    assert hw.floor_size == GiB
+    assert (hw.warmup_iters, hw.iters, hw.timeout_s, hw.benchmark_rounds) == (5, 20, 120.0, 3)
+    sim = shipped.collective_settings(simulated=True)
+    assert max(sim.sizes) <= 4 * 2**20 and sim.floor_size in sim.sizes and sim.timeout_s == 60.0
+
+
+def test_floors_sit_below_the_2x_h200_measurements(shipped):
+    # torch.distributed busbw at 1 GiB on 2x H200 SXM (fixtures/reference/h200-sxm-2).
+    measured = {"all_reduce": 327.5, "all_gather": 265.0, "reduce_scatter": 275.1}
+    for op, value in measured.items():
+        limit = shipped.busbw_limit("nvswitch", op, 2, simulated=False)
+        assert 0.8 * value * GB < limit.min < value * GB, op
+        assert limit.yaml_path == f"collectives.floors.nvswitch.{op}.2"
+        assert "measured" in limit.source
+    forced = {"all_reduce": 27.6, "all_gather": 25.2, "reduce_scatter": 25.5}
+    for op, value in forced.items():
+        limit = shipped.busbw_limit("forced_pcie", op, 2, simulated=False)
+        assert limit.min < value * GB < limit.max, op
+
+
+def test_busbw_lookup_order(shipped):
+    exact = shipped.busbw_limit("nvswitch", "all_gather", 2, simulated=False)
+    assert exact.yaml_path.endswith(".all_gather.2")
+    fallback = shipped.busbw_limit("nvswitch", "all_gather", 8, simulated=False)
+    assert fallback.yaml_path.endswith(".all_gather.any")
+    derived = shipped.busbw_limit("pair", "all_reduce", 2, simulated=False, link_ceiling_bytes_per_s=6 * 26.562 * GB)
+    assert derived.min == pytest.approx(6 * 26.562 * GB * shipped.derived_floor.efficiency)
+    assert derived.source.startswith("derived:") and derived.yaml_path == "collectives.derived_floor"
+    assert shipped.busbw_limit("pair", "all_reduce", 2, simulated=False) is None
+    assert shipped.busbw_limit("nvl_pair", "all_reduce", 4, simulated=False) is None  # no entry, no ceiling
+
+
+def test_cross_quad_floors_follow_the_article_and_stay_in_pcie_territory(shipped):
+    for n, article in ((2, 28), (4, 35), (8, 39)):
+        limit = shipped.busbw_limit("cross_quad", "all_reduce", n, simulated=False)
+        assert limit.min < article * GB < limit.max <= 64 * GB
+
+
+def test_simulated_floors_ignore_the_class(shipped):
+    for klass in ("nvswitch", "cross_quad", "forced_pcie"):
+        limit = shipped.busbw_limit(klass, "all_to_all", 4, simulated=True)
+        assert limit.min == pytest.approx(0.005 * GB) and limit.max is None
+
+
+def test_every_hardware_class_and_op_is_judged_somehow(shipped):
+    ceiling = 18 * 26.562 * GB
+    for klass in ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "pair"):
+        for op in OPS:
+            assert shipped.busbw_limit(klass, op, 4, False, ceiling) is not None, (klass, op)
+    for klass in ("cross_quad", "pcie", "forced_pcie"):
+        for op in OPS:
+            assert shipped.busbw_limit(klass, op, 2, False) is not None, (klass, op)
+
+
+def test_unknown_names_in_lookups_are_caller_bugs(shipped):
+    with pytest.raises(ValueError, match="unknown op"):
+        shipped.busbw_limit("nvswitch", "allreduce", 2, simulated=False)
+    with pytest.raises(ValueError, match="unknown placement class"):
+        shipped.busbw_limit("nvl_octet", "all_reduce", 2, simulated=False)
+    with pytest.raises(ValueError, match="unknown strategy"):
+        shipped.training_limits(False).throughput_floor("nvswitch", "zero4", 2)
+
+
+def test_ratio_checks(shipped):
+    assert shipped.wire_check.min_ratio == 8.0
+    assert shipped.wire_check.min_ratio < 327.5 / 27.6  # the 2x H200 SXM measurement passes
+    assert shipped.pair_spread.max_below_median == pytest.approx(0.10)
+    assert 2.0 <= shipped.group_scaling.quad_over_pair_min < 322 / 114
+    for check in (shipped.wire_check, shipped.pair_spread, shipped.group_scaling):
+        assert check.source and check.yaml_path.startswith("collectives.")
+
+
+def test_training_settings(shipped):
+    hw = shipped.training_settings(simulated=False)
+    assert (hw.model.n_layer, hw.model.d_model, hw.model.n_head, hw.model.vocab_size, hw.model.seq_len) == (20, 2048, 16, 32000, 1024)
+    assert (hw.micro_batch, hw.warmup_steps, hw.steps, hw.timeout_s, hw.precision) == (4, 2, 6, 600.0, "bf16")
+    sim = shipped.training_settings(simulated=True)
+    assert (sim.model.n_layer, sim.model.d_model, sim.precision) == (2, 64, "fp32")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sim.steps = 100
+
+
+def test_training_limits(shipped):
+    hw = shipped.training_limits(simulated=False)
+    assert hw.agreement.max_rel_diff == pytest.approx(0.02)
+    assert hw.agreement.yaml_path == "training.agreement.hardware.first_loss_max_rel_diff"
+    assert shipped.training_limits(simulated=True).agreement.max_rel_diff == pytest.approx(0.001)
+    assert hw.model_state.max_rel_diff_from_model == pytest.approx(0.10)
+    assert hw.model_state.zero3_vs_fsdp_max_rel_diff == pytest.approx(0.10)
+    assert hw.slow_wire.min_slowdown == pytest.approx(1.05) and hw.slow_wire.max_spread_ratio >= 1.0
+    assert hw.capacity.model_state_target == pytest.approx(1.10)
+    # The DDP >= ZeRO-1 >= ZeRO-2 >= ZeRO-3 staircase holds for the ceilings too.
+    peaks = [hw.peak_memory("nvswitch", s).max for s in ("ddp", "zero1", "zero2", "zero3")]
+    assert peaks == sorted(peaks, reverse=True) and peaks[0] <= 141e9
+    floor = hw.throughput_floor("nvswitch", "ddp", 2)
+    assert floor.min == 20000 and floor.kind == "throughput" and "guess" in floor.source
+
+
+def test_training_limits_in_simulation(shipped):
+    sim = shipped.training_limits(simulated=True)
+    assert sim.peak_memory("nvswitch", "ddp") is None  # no CUDA memory on the CPU path
+    for strategy in STRATEGIES:
+        assert sim.throughput_floor("nvl_quad", strategy, 4).min <= 10
+
+
+def test_every_training_class_and_strategy_has_a_floor(shipped):
+    hw = shipped.training_limits(simulated=False)
+    for klass in ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "cross_quad", "pcie", "forced_pcie"):
+        for strategy in STRATEGIES:
+            assert hw.throughput_floor(klass, strategy, 2) is not None, (klass, strategy)
+
+
+def test_every_limit_names_its_source(shipped):
+    limits = [shipped.busbw_limit(c, op, n, False) for c in CLASSES if c != "single" for op in OPS for n in (2, 4, 8)]
+    assert all(limit.source.strip() for limit in limits if limit is not None)
+
+
+# --- broken files ---------------------------------------------------------------------------
+
+
+def _write(tmp_path: Path, data) -> Path:
+    path = tmp_path / "thresholds.yaml"
+    # libyaml's dumper when present: the pure-Python one would make these tests slow.
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    path.write_text(data if isinstance(data, str) else yaml.dump(data, Dumper=dumper, sort_keys=False))
+    return path
+
+
+def _error(path: Path) -> str:
+    with pytest.raises(ThresholdsError) as info:
+        load_thresholds(path)
+    message = str(info.value)
+    assert str(path) in message  # every message names the file
+    return message
+
+
+def _floor(data):
+    return data["collectives"]["floors"]["nvswitch"]["all_reduce"]
+
+
+def _set(value):
+    def mutate(data):
+        _floor(data)[2]["min"] = value
+
+    return mutate
+
+
+BROKEN = {
+    "unknown top-level key": (
+        lambda d: d.update(collective_floors={}),
+        ["collective_floors: unknown key 'collective_floors'", "expected one of: profiles, collectives, training"],
+    ),
+    "unknown key deep inside": (
+        lambda d: _floor(d)[2].update(mni="1 GB/s"),
+        ["collectives.floors.nvswitch.all_reduce.2.mni: unknown key", "did you mean 'min'?", "expected one of: source, min, max"],
+    ),
+    "string where a mapping is expected": (
+        lambda d: d["collectives"].update(floors="fast"),
+        ['collectives.floors: expected a mapping of placement class entries, got the string "fast"', "key: value"],
+    ),
+    "missing placement class": (
+        lambda d: d["collectives"]["floors"].pop("nvl_quad"),
+        ["collectives.floors: missing placement class 'nvl_quad'", "add a nvl_quad: section", "nvl_quad: {}"],
+    ),
+    "missing source": (
+        lambda d: _floor(d)[2].pop("source"),
+        ["collectives.floors.nvswitch.all_reduce.2: missing required key 'source'", "add source:"],
+    ),
+    "negative value": (
+        _set("-295 GB/s"),
+        ['collectives.floors.nvswitch.all_reduce.2.min: "-295 GB/s" is negative', '"295 GB/s"'],
+    ),
+    "unit-less string": (
+        _set("290"),
+        ['collectives.floors.nvswitch.all_reduce.2.min: "290" has no unit; write it as "290 GB/s"'],
+    ),
+    "unit-less number": (
+        _set(290),
+        ['collectives.floors.nvswitch.all_reduce.2.min: "290" has no unit; write it as "290 GB/s"'],
+    ),
+    "wrong unit": (
+        _set("1 GiB"),
+        ['collectives.floors.nvswitch.all_reduce.2.min: "1 GiB" is a size, not a bandwidth', '"290 GB/s"'],
+    ),
+    "unknown op": (
+        lambda d: d["collectives"]["floors"]["nvswitch"].update(all_reduc={}),
+        ["collectives.floors.nvswitch.all_reduc: unknown op 'all_reduc'", "did you mean 'all_reduce'?", "all_gather"],
+    ),
+    "non-integer GPU count key": (
+        lambda d: _floor(d).update(two=_floor(d)[2]),
+        ["collectives.floors.nvswitch.all_reduce.two: GPU count key 'two'", "(2, 4, 8, ...) or `any`"],
+    ),
+    "profile missing gpu_count": (
+        lambda d: d["profiles"]["h200-sxm-2"].pop("gpu_count"),
+        ["profiles.h200-sxm-2: missing required key 'gpu_count'", "add gpu_count: 8"],
+    ),
+    "sizes not a list": (
+        lambda d: d["collectives"]["hardware"].update(sizes="1 GiB"),
+        ['collectives.hardware.sizes: expected a list of buffer sizes, got the string "1 GiB"', '["1 MiB"'],
+    ),
+    "size in the list without unit": (
+        lambda d: d["collectives"]["hardware"].update(sizes=["1 MiB", 1024]),
+        ['collectives.hardware.sizes[1]: "1024" has no unit; write it as "1024 GiB"'],
+    ),
+    "floor_size never measured": (
+        lambda d: d["collectives"]["hardware"].update(floor_size="2 GiB"),
+        ['collectives.hardware.floor_size: "2 GiB" is not one of the sizes measured', "add it to sizes"],
+    ),
+    "count with a unit": (
+        lambda d: d["collectives"]["hardware"].update(iters="20 x"),
+        ["collectives.hardware.iters: expected a count (a plain whole number)", "e.g. 20"],
+    ),
+    "negative count": (
+        lambda d: d["training"]["hardware"].update(steps=-3),
+        ["training.hardware.steps: -3 is negative", "at least 1"],
+    ),
+    "timeout without unit": (
+        lambda d: d["collectives"]["simulated"].update(timeout=60),
+        ['collectives.simulated.timeout: "60" has no unit; write it as "60 s"'],
+    ),
+    "bridged profile without group_size": (
+        lambda d: d["profiles"]["h200-nvl-8"].pop("group_size"),
+        ["profiles.h200-nvl-8: a bridged profile needs 'group_size'", "add group_size: 4"],
+    ),
+    "unknown fabric": (
+        lambda d: d["profiles"]["h200-sxm-2"].update(fabric="nvswich"),
+        ["profiles.h200-sxm-2.fabric:", "did you mean 'nvswitch'?", "nvswitch, bridged, pcie"],
+    ),
+    "floor above its ceiling": (
+        lambda d: d["collectives"]["floors"]["forced_pcie"]["all_reduce"][2].update(min="70 GB/s"),
+        ["collectives.floors.forced_pcie.all_reduce.2: min 70 GB/s is above max 64 GB/s"],
+    ),
+    "entry with neither bound": (
+        lambda d: _floor(d)[2].pop("min"),
+        ["collectives.floors.nvswitch.all_reduce.2: has neither min nor max", "add min:"],
+    ),
+    "unknown strategy": (
+        lambda d: d["training"]["throughput_floors"]["nvswitch"].update(zero4={}),
+        ["training.throughput_floors.nvswitch.zero4: unknown strategy 'zero4'", "ddp, zero1, zero2, zero3, fsdp"],
+    ),
+    "peak memory in bandwidth": (
+        lambda d: d["training"]["peak_memory"]["any"]["ddp"].update(max="60 GB/s"),
+        ['training.peak_memory.any.ddp.max: "60 GB/s" is a bandwidth, not a size'],
+    ),
+    "heads do not divide d_model": (
+        lambda d: d["training"]["hardware"]["model"].update(n_head=15),
+        ["training.hardware.model.n_head: d_model 2048 does not split into 15 heads"],
+    ),
+    "missing training section": (
+        lambda d: d["training"].pop("slow_wire"),
+        ["training: missing required key 'slow_wire'", "add slow_wire:"],
+    ),
+}
+
+
+@pytest.mark.parametrize("mutate, fragments", list(BROKEN.values()), ids=list(BROKEN))
+def test_broken_file_names_path_and_fix(tmp_path, shipped_data, mutate, fragments):
+    data = copy.deepcopy(shipped_data)
+    mutate(data)
+    message = _error(_write(tmp_path, data))
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+def test_error_is_a_value_error():
+    assert issubclass(ThresholdsError, ValueError)
+
+
+def test_empty_file(tmp_path):
+    message = _error(_write(tmp_path, "# nothing here yet\n"))
+    assert "the file is empty" in message and "profiles, collectives and training" in message
+
+
+def test_not_a_mapping_at_top(tmp_path):
+    message = _error(_write(tmp_path, "- profiles\n- collectives\n"))
+    assert "expected a mapping of top-level sections, got a list" in message
+
+
+def test_yaml_syntax_error_gives_the_line(tmp_path):
+    text = SHIPPED.read_text().splitlines()
+    line = next(i for i, t in enumerate(text) if t.strip() == "benchmark_rounds: 3")
+    text[line] = text[line].replace("benchmark_rounds: 3", "benchmark_rounds: 3: 4")
+    message = _error(_write(tmp_path, "\n".join(text) + "\n"))
+    assert f"not valid YAML at line {line + 1}, column" in message
+    assert "mapping values are not allowed" in message and "fix the file there" in message
+
+
+def test_bad_indentation_gives_the_line(tmp_path):
+    path = _write(tmp_path, "profiles:\n  a: 1\n b: 2\n")
+    assert "not valid YAML at line 3" in _error(path)
+
+
+def test_duplicate_key_is_refused_with_both_lines(tmp_path):
+    text = SHIPPED.read_text()
+    entry = '        2: {min: "295 GB/s"'
+    assert entry in text
+    text = text.replace(entry, '        2: {min: "1 GB/s", source: "x"}\n' + entry, 1)
+    message = _error(_write(tmp_path, text))
+    assert "duplicate key 2 (first at line" in message and "remove one of them" in message
+
+
+def test_semantic_errors_give_the_line(tmp_path):
+    text = SHIPPED.read_text().splitlines()
+    line = next(i for i, t in enumerate(text) if "warmup_iters: 5" in t)
+    text[line] = text[line].replace("warmup_iters: 5", "warmup_iters: five")
+    message = _error(_write(tmp_path, "\n".join(text) + "\n"))
+    assert "collectives.hardware.warmup_iters:" in message and f"(line {line + 1})" in message

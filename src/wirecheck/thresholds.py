@@ -1,0 +1,903 @@
+"""thresholds.yaml -> frozen dataclasses, validated at load.
+
+The file is the contract between the people who set limits and the tests that apply them, so a
+mistake in it must stop the run at session start with the file, the YAML path and the fix, never
+surface as a wrong verdict hours later. Everything is checked: unknown keys (typos would otherwise
+silently drop a floor), types, units (see wirecheck.quantity), signs, required sections (a missing
+placement class would silently judge nothing), and that every limit says where it came from.
+
+Values come back in base units: bytes/s, bytes, seconds, fractions, ratios, tokens/s.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import yaml
+
+from wirecheck.placement import (
+    CLASS_CROSS_QUAD,
+    CLASS_FORCED_PCIE,
+    CLASS_NVL_GROUP,
+    CLASS_NVL_PAIR,
+    CLASS_NVL_QUAD,
+    CLASS_NVSWITCH,
+    CLASS_PAIR,
+    CLASS_PCIE,
+    CLASSES,
+)
+from wirecheck.quantity import QuantityError, format_bw, format_quantity, parse_quantity
+from wirecheck.topology import BRIDGED, FABRICS, PCIE
+
+# The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
+STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
+PRECISIONS = ("bf16", "fp16", "fp32")
+ANY = "any"  # a GPU-count (or placement-class) key that matches whatever has no entry of its own
+
+# Sections that must be present, even if empty ({} = judged by the derived floor only): a class
+# left out by accident would otherwise judge nothing, silently.
+COLLECTIVE_FLOOR_CLASSES = (
+    CLASS_NVSWITCH,
+    CLASS_NVL_PAIR,
+    CLASS_NVL_QUAD,
+    CLASS_NVL_GROUP,
+    CLASS_CROSS_QUAD,
+    CLASS_PCIE,
+    CLASS_FORCED_PCIE,
+    CLASS_PAIR,
+)
+# Training runs on placements, not on per-pair link checks.
+THROUGHPUT_FLOOR_CLASSES = tuple(c for c in COLLECTIVE_FLOOR_CLASSES if c != CLASS_PAIR)
+
+SOURCE_HINT = '"<where the number came from: a measurement (machine, date), the article, or guess: ...>"'
+
+
+class ThresholdsError(ValueError):
+    """The thresholds file is wrong. The message names the file, the YAML path and the fix."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Result types
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A floor and/or ceiling in base units (bytes/s for bandwidth), with where it came from."""
+
+    min: float | None
+    max: float | None
+    source: str
+    yaml_path: str
+    kind: str = "bandwidth"  # the quantity kind of min/max, for formatting (wirecheck.quantity)
+
+    def describe(self) -> str:
+        """">= 295.0 GB/s and <= 64.0 GB/s" style bounds for messages."""
+        parts = []
+        if self.min is not None:
+            parts.append(f">= {format_quantity(self.min, self.kind)}")
+        if self.max is not None:
+            parts.append(f"<= {format_quantity(self.max, self.kind)}")
+        return " and ".join(parts)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """An expected node inventory (--profile NAME)."""
+
+    name: str
+    gpu_count: int
+    gpu_model: str  # as NVML names it
+    fabric: str  # nvswitch | bridged | pcie
+    nvlinks_per_gpu: int
+    nvlink_speed: float | None  # bytes/s per link per direction; None without NVLink
+    pcie_gen: int
+    pcie_width: int
+    gpu_memory: int  # bytes, nominal
+    source: str
+    yaml_path: str
+    nvlinks_per_peer: int | None = None  # bridged only
+    group_size: int | None = None  # bridged only
+
+
+@dataclass(frozen=True)
+class CollectiveSettings:
+    sizes: tuple[int, ...]  # bytes
+    floor_size: int  # bytes; floors are judged at this size only
+    warmup_iters: int
+    iters: int
+    timeout_s: float
+    benchmark_rounds: int
+
+
+@dataclass(frozen=True)
+class DerivedFloor:
+    efficiency: float  # fraction of the link ceiling
+    source: str
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class WireCheck:
+    min_ratio: float  # NVLink busbw / forced-host-path busbw
+    source: str
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class PairSpread:
+    max_below_median: float  # fraction
+    source: str
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class GroupScaling:
+    quad_over_pair_min: float  # ratio
+    source: str
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    n_layer: int
+    n_head: int
+    d_model: int
+    vocab_size: int
+    seq_len: int
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    model: ModelShape
+    micro_batch: int
+    warmup_steps: int
+    steps: int
+    timeout_s: float
+    precision: str  # bf16 | fp16 | fp32
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    max_rel_diff: float  # fraction
+    source: str
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class ModelStateLimits:
+    max_rel_diff_from_model: float  # fraction
+    zero3_vs_fsdp_max_rel_diff: float  # fraction
+    source: str
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class SlowWire:
+    min_slowdown: float  # ratio: NVLink tokens/s / forced_pcie tokens/s, per strategy
+    max_spread_ratio: float  # ratio: spread_slow <= spread_fast x this
+    source: str
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class Capacity:
+    model_state_target: float  # fraction of GPU memory for the DDP model state
+    steps: int
+    timeout_s: float
+    source: str
+    yaml_path: str
+
+
+# A GPU-count table: {2: Limit, 8: Limit, "any": Limit}.
+CountTable = Mapping["int | str", Limit]
+
+
+def _by_count(table: CountTable | None, n_gpus: int) -> Limit | None:
+    if not table:
+        return None
+    return table.get(n_gpus) or table.get(ANY)
+
+
+def _check_name(value: str, known: tuple[str, ...], what: str) -> None:
+    """Callers passing an unknown class/op/strategy is a bug in the caller, not in the file."""
+    if value not in known:
+        raise ValueError(f"unknown {what} {value!r}; known: {', '.join(known)}")
+
+
+@dataclass(frozen=True, eq=False)
+class TrainingLimits:
+    simulated: bool
+    agreement: Tolerance  # first-step losses across strategies (training.agreement)
+    model_state: ModelStateLimits
+    slow_wire: SlowWire
+    capacity: Capacity
+    _peak_memory: Mapping[tuple[str, str], Limit]
+    _throughput: Mapping[tuple[str, str], CountTable]
+    _simulated_throughput: Mapping[str, CountTable]
+
+    def peak_memory(self, placement_class: str, strategy: str) -> Limit | None:
+        """Max peak allocated bytes per GPU; None in simulation (no CUDA memory to read)."""
+        _check_name(placement_class, CLASSES, "placement class")
+        _check_name(strategy, STRATEGIES, "strategy")
+        if self.simulated:
+            return None
+        return self._peak_memory.get((placement_class, strategy)) or self._peak_memory.get((ANY, strategy))
+
+    def throughput_floor(self, placement_class: str, strategy: str, n_gpus: int) -> Limit | None:
+        """Min tokens/s over all ranks: exact GPU count, then `any`."""
+        _check_name(placement_class, CLASSES, "placement class")
+        _check_name(strategy, STRATEGIES, "strategy")
+        if self.simulated:
+            return _by_count(self._simulated_throughput.get(strategy), n_gpus)
+        return _by_count(self._throughput.get((placement_class, strategy)), n_gpus)
+
+
+@dataclass(frozen=True, eq=False)
+class Thresholds:
+    path: Path
+    profiles: Mapping[str, Profile]
+    derived_floor: DerivedFloor
+    wire_check: WireCheck
+    pair_spread: PairSpread
+    group_scaling: GroupScaling
+    _collective_settings: Mapping[bool, CollectiveSettings]  # keyed by `simulated`
+    _floors: Mapping[tuple[str, str], CountTable]
+    _simulated_floors: Mapping[str, CountTable]
+    _training_settings: Mapping[bool, TrainingSettings]
+    _training_limits: Mapping[bool, TrainingLimits]
+
+    @property
+    def profile_names(self) -> tuple[str, ...]:
+        return tuple(self.profiles)
+
+    def profile(self, name: str) -> Profile:
+        try:
+            return self.profiles[name]
+        except KeyError:
+            known = ", ".join(self.profiles)
+            close = difflib.get_close_matches(name, list(self.profiles), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ThresholdsError(
+                f"{self.path}: profiles: no profile {name!r}{hint}; known profiles: {known}. "
+                f"Pass one of them as --profile NAME, or add a profiles.{name} entry to the file"
+            ) from None
+
+    def collective_settings(self, simulated: bool) -> CollectiveSettings:
+        return self._collective_settings[bool(simulated)]
+
+    def busbw_limit(
+        self,
+        placement_class: str,
+        op: str,
+        n_gpus: int,
+        simulated: bool,
+        link_ceiling_bytes_per_s: float | None = None,
+    ) -> Limit | None:
+        """The busbw floor/ceiling for this placement, op and GPU count, or None (not judged).
+
+        Order: exact count, then `any`, then (hardware only) the derived floor from
+        `link_ceiling_bytes_per_s` (min NV# of the placement x per-link speed; pass None for
+        placements whose traffic does not ride NVLink). Simulation uses
+        the gloo sanity floors whatever the class: CPU numbers say nothing about the wires.
+        """
+        _check_name(placement_class, CLASSES, "placement class")
+        _check_name(op, OPS, "op")
+        if simulated:
+            return _by_count(self._simulated_floors.get(op), n_gpus)
+        found = _by_count(self._floors.get((placement_class, op)), n_gpus)
+        if found is not None:
+            return found
+        if link_ceiling_bytes_per_s:
+            eff = self.derived_floor.efficiency
+            return Limit(
+                min=link_ceiling_bytes_per_s * eff,
+                max=None,
+                source=(
+                    f"derived: {eff * 100:g} % of the link ceiling {format_bw(link_ceiling_bytes_per_s)} "
+                    f"(no table entry for {placement_class}/{op}/{n_gpus} GPUs; efficiency: {self.derived_floor.source})"
+                ),
+                yaml_path=self.derived_floor.yaml_path,
+            )
+        return None
+
+    def training_settings(self, simulated: bool) -> TrainingSettings:
+        return self._training_settings[bool(simulated)]
+
+    def training_limits(self, simulated: bool) -> TrainingLimits:
+        return self._training_limits[bool(simulated)]
+
+
+# ---------------------------------------------------------------------------------------------
+# YAML reading: mappings that remember line numbers, duplicate keys refused
+
+
+class _Map(dict):
+    """A YAML mapping plus the line (1-based) of each key, for error messages."""
+
+    key_lines: dict
+
+
+# libyaml's parser when present (several times faster: the self-tests load many files);
+# both keep the marks that give line numbers.
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    pass
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _Map:
+    loader.flatten_mapping(node)
+    out = _Map()
+    out.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            seen = key in out
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a key must be a plain word or number", key_node.start_mark
+            ) from None
+        if seen:
+            # PyYAML would keep the last one silently: a second `2:` would replace a floor unseen.
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"duplicate key {key!r} (first at line {out.key_lines[key]}); remove one of them",
+                key_node.start_mark,
+            )
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.key_lines[key] = key_node.start_mark.line + 1
+    return out
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return f"the boolean {value}"
+    if isinstance(value, str):
+        return f'the string "{value}"'
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"a {type(value).__name__}"
+
+
+def _suggest(word: Any, known: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(str(word), [str(k) for k in known], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+@dataclass(frozen=True)
+class _At:
+    """A value in the file and where it sits: every error is raised from here."""
+
+    file: str
+    path: tuple[str, ...]
+    value: Any
+    line: int | None = None
+
+    @property
+    def yaml_path(self) -> str:
+        return ".".join(self.path) if self.path else "(top level)"
+
+    def error(self, problem: str, fix: str | None = None) -> ThresholdsError:
+        message = f"{self.file}: {self.yaml_path}: {problem}"
+        if fix:
+            message += f"; {fix}"
+        if self.line:
+            message += f" (line {self.line})"
+        return ThresholdsError(message)
+
+    def child(self, key: Any) -> _At:
+        lines = getattr(self.value, "key_lines", {})
+        return _At(self.file, self.path + (str(key),), self.value[key], lines.get(key, self.line))
+
+    def mapping(self, what: str, allow_empty: bool = True) -> _Map:
+        if not isinstance(self.value, dict):
+            name = self.path[-1] if self.path else None
+            fix = f"write {what} as indented `key: value` lines"
+            if name:
+                fix += f" under {name}:" + (f" (or {name}: {{}} for none)" if allow_empty else "")
+            raise self.error(f"expected a mapping of {what}, got {_describe(self.value)}", fix)
+        if not allow_empty and not self.value:
+            raise self.error(f"is empty; it needs at least one entry of {what}")
+        return self.value
+
+    def fields(self, what: str, required: dict[str, str], optional: dict[str, str] | None = None) -> dict[str, _At]:
+        """The children of a fixed-key mapping. `required`/`optional`: key -> example value."""
+        optional = optional or {}
+        self.mapping(what)
+        known = tuple(required) + tuple(optional)
+        for key in self.value:
+            if key not in known:
+                raise self.child(key).error(
+                    f"unknown key {str(key)!r} in {what}{_suggest(key, known)}",
+                    f"expected one of: {', '.join(known)}",
+                )
+        for key, example in required.items():
+            if key not in self.value:
+                raise self.error(f"missing required key {key!r} in {what}", f"add {key}: {example}")
+        return {key: self.child(key) for key in self.value}
+
+    def count(self, minimum: int = 0) -> int:
+        value = self.value
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+                raise self.error(f'"{value}" is a quoted count', f"write it as a plain whole number: {value.strip()}")
+            raise self.error(
+                f"expected a count (a plain whole number), got {_describe(value)}",
+                "counts (iterations, steps, GPUs, links, layers, PCIe gen/width) are plain integers without unit, e.g. 20",
+            )
+        if value < 0:
+            raise self.error(f"{value} is negative", f"write a count of at least {minimum}")
+        if value < minimum:
+            raise self.error(f"{value} is too small", f"write a count of at least {minimum}")
+        return value
+
+    def text(self) -> str:
+        if not isinstance(self.value, str) or not self.value.strip():
+            raise self.error(f"expected a non-empty string, got {_describe(self.value)}", 'write it as text, e.g. "..."')
+        return self.value.strip()
+
+    def choice(self, choices: tuple[str, ...]) -> str:
+        if self.value not in choices:
+            raise self.error(
+                f"{_describe(self.value)} is not allowed{_suggest(self.value, choices)}",
+                f"write one of: {', '.join(choices)}",
+            )
+        return self.value
+
+    def source(self) -> str:
+        if not isinstance(self.value, str) or not self.value.strip():
+            raise self.error(f"expected where the number came from, got {_describe(self.value)}", f"write source: {SOURCE_HINT}")
+        return self.value.strip()
+
+    def quantity(self, kind: str, positive: bool = False) -> float:
+        try:
+            value = parse_quantity(self.value, kind, where=f"{self.file}: {self.yaml_path}")
+        except QuantityError as exc:
+            raise ThresholdsError(str(exc) + (f" (line {self.line})" if self.line else "")) from None
+        if positive and value <= 0:
+            raise self.error(f'"{self.value}" must be above zero', f"write a positive {kind}")
+        return value
+
+    def quantity_list(self, kind: str, what: str) -> tuple[float, ...]:
+        if not isinstance(self.value, list):
+            raise self.error(
+                f"expected a list of {what}, got {_describe(self.value)}",
+                'write it as a YAML list, e.g. ["1 MiB", "64 MiB", "1 GiB"]',
+            )
+        if not self.value:
+            raise self.error(f"the list of {what} is empty", "list at least one")
+        return tuple(
+            _At(self.file, self.path[:-1] + (f"{self.path[-1]}[{i}]",), item, self.line).quantity(kind, positive=True)
+            for i, item in enumerate(self.value)
+        )
+
+    def keyed(self, known: tuple[str, ...], what: str, fix: str) -> dict[str, _At]:
+        """Children of an open mapping whose keys must come from `known` (classes, ops, strategies)."""
+        self.mapping(f"{what} entries")
+        for key in self.value:
+            if key not in known:
+                raise self.child(key).error(
+                    f"unknown {what} {str(key)!r}{_suggest(key, known)}", f"{fix}: {', '.join(known)}"
+                )
+        return {key: self.child(key) for key in self.value}
+
+
+# ---------------------------------------------------------------------------------------------
+# Sections
+
+
+def _count_key(at: _At, key: Any) -> int | str:
+    """A GPU-count key: 2, 4, 8 ... or `any`."""
+    if key == ANY:
+        return ANY
+    if isinstance(key, int) and not isinstance(key, bool) and key >= 1:
+        return key
+    if isinstance(key, str) and key.isdigit() and int(key) >= 1:
+        return int(key)
+    raise at.child(key).error(
+        f"GPU count key {str(key)!r} is not a whole number of GPUs",
+        "key the entries by GPU count (2, 4, 8, ...) or `any`",
+    )
+
+
+def _count_table(at: _At, what: str, entry: Callable[[_At], Limit]) -> dict[int | str, Limit]:
+    at.mapping(f"GPU count -> {what}", allow_empty=False)
+    table: dict[int | str, Limit] = {}
+    for key in at.value:
+        n = _count_key(at, key)
+        if n in table:
+            raise at.child(key).error(f"GPU count {n} appears twice (as {key!r} and as another spelling)", "keep one")
+        table[n] = entry(at.child(key))
+    return MappingProxyType(table)
+
+
+def _bounds_entry(at: _At, kind: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> Limit:
+    """{min: ..., max: ..., source: ...} -> Limit. At least one bound; min <= max."""
+    example = {"bandwidth": '"290 GB/s"', "size": '"40 GiB"', "throughput": '"20000 tokens/s"'}[kind]
+    spec_required = {"source": SOURCE_HINT} | {k: example for k in required}
+    spec_optional = {k: example for k in allowed if k not in required}
+    f = at.fields("a limit entry", spec_required, spec_optional)
+    if not any(k in f for k in ("min", "max")):
+        raise at.error("has neither min nor max", f"add min: {example} (a floor) or max: {example} (a ceiling)")
+    low = f["min"].quantity(kind) if "min" in f else None
+    high = f["max"].quantity(kind) if "max" in f else None
+    if low is not None and high is not None and low > high:
+        raise at.error(
+            f"min {f['min'].value} is above max {f['max'].value}", "no value could pass; swap them or fix one"
+        )
+    return Limit(min=low, max=high, source=f["source"].source(), yaml_path=at.yaml_path, kind=kind)
+
+
+def _profile(at: _At, name: str) -> Profile:
+    f = at.fields(
+        "profile fields",
+        required={
+            "gpu_count": "8",
+            "gpu_model": "NVIDIA H200  (the name NVML reports)",
+            "fabric": "nvswitch  (or bridged, pcie)",
+            "nvlinks_per_gpu": "18",
+            "pcie_gen": "5",
+            "pcie_width": "16",
+            "gpu_memory": '"141 GB"',
+            "source": SOURCE_HINT,
+        },
+        optional={"nvlink_speed": '"26.562 GB/s"', "nvlinks_per_peer": "6", "group_size": "4"},
+    )
+    fabric = f["fabric"].choice(FABRICS)
+    gpu_count = f["gpu_count"].count(minimum=1)
+    links = f["nvlinks_per_gpu"].count()
+    speed = None
+    if "nvlink_speed" in f:
+        speed = f["nvlink_speed"].quantity("bandwidth", positive=True)
+    elif links > 0:
+        raise at.error(
+            f"nvlinks_per_gpu is {links} but nvlink_speed is missing",
+            'add nvlink_speed: "26.562 GB/s" (per link, per direction)',
+        )
+    per_peer = group = None
+    if fabric == BRIDGED:
+        for key, example in (("nvlinks_per_peer", "6"), ("group_size", "4")):
+            if key not in f:
+                raise at.error(f"a bridged profile needs {key!r}", f"add {key}: {example}")
+        per_peer = f["nvlinks_per_peer"].count(minimum=1)
+        group = f["group_size"].count(minimum=2)
+        if gpu_count % group:
+            raise f["group_size"].error(f"{gpu_count} GPUs do not split into groups of {group}", "fix gpu_count or group_size")
+        if per_peer * (group - 1) > links:
+            raise f["nvlinks_per_peer"].error(
+                f"{per_peer} links to each of {group - 1} peers exceed nvlinks_per_gpu {links}",
+                "fix nvlinks_per_peer, group_size or nvlinks_per_gpu",
+            )
+    else:
+        for key in ("nvlinks_per_peer", "group_size"):
+            if key in f:
+                raise f[key].error(f"only bridged (NVL) fabrics have {key}, this one is {fabric}", f"remove {key} or set fabric: bridged")
+    if fabric == PCIE and links:
+        raise f["nvlinks_per_gpu"].error(f"a pcie fabric has no NVLink but nvlinks_per_gpu is {links}", "write 0 or fix fabric")
+    return Profile(
+        name=name,
+        gpu_count=gpu_count,
+        gpu_model=f["gpu_model"].text(),
+        fabric=fabric,
+        nvlinks_per_gpu=links,
+        nvlink_speed=speed,
+        pcie_gen=f["pcie_gen"].count(minimum=1),
+        pcie_width=f["pcie_width"].count(minimum=1),
+        gpu_memory=int(f["gpu_memory"].quantity("memory", positive=True)),
+        source=f["source"].source(),
+        yaml_path=at.yaml_path,
+        nvlinks_per_peer=per_peer,
+        group_size=group,
+    )
+
+
+def _profiles(at: _At) -> dict[str, Profile]:
+    at.mapping("node profiles (name -> inventory)", allow_empty=False)
+    return MappingProxyType({str(name): _profile(at.child(name), str(name)) for name in at.value})
+
+
+def _collective_settings(at: _At) -> CollectiveSettings:
+    f = at.fields(
+        "collective run settings",
+        required={
+            "sizes": '["1 MiB", "64 MiB", "1 GiB"]',
+            "floor_size": '"1 GiB"',
+            "warmup_iters": "5",
+            "iters": "20",
+            "timeout": '"120 s"',
+            "benchmark_rounds": "3",
+        },
+    )
+    sizes = tuple(int(s) for s in f["sizes"].quantity_list("size", "buffer sizes"))
+    floor_size = int(f["floor_size"].quantity("size", positive=True))
+    if floor_size not in sizes:
+        # Floors are judged only at floor_size: if it is never measured, nothing is judged.
+        raise f["floor_size"].error(
+            f'"{f["floor_size"].value}" is not one of the sizes measured', "add it to sizes or pick one of sizes"
+        )
+    return CollectiveSettings(
+        sizes=sizes,
+        floor_size=floor_size,
+        warmup_iters=f["warmup_iters"].count(),
+        iters=f["iters"].count(minimum=1),
+        timeout_s=f["timeout"].quantity("time", positive=True),
+        benchmark_rounds=f["benchmark_rounds"].count(minimum=1),
+    )
+
+
+def _busbw_entry(at: _At) -> Limit:
+    return _bounds_entry(at, "bandwidth", ("min", "max"))
+
+
+def _floors(at: _At) -> dict[tuple[str, str], CountTable]:
+    classes = at.keyed(CLASSES, "placement class", "floors are keyed by placement class")
+    for klass in COLLECTIVE_FLOOR_CLASSES:
+        if klass not in classes:
+            raise at.error(
+                f"missing placement class {klass!r}",
+                f"add a {klass}: section (or {klass}: {{}} to judge it by the derived floor only)",
+            )
+    table: dict[tuple[str, str], CountTable] = {}
+    for klass, class_at in classes.items():
+        for op, op_at in class_at.keyed(OPS, "op", "ops are").items():
+            table[(klass, op)] = _count_table(op_at, "busbw floor", _busbw_entry)
+    return MappingProxyType(table)
+
+
+def _simulated_floors(at: _At) -> dict[str, CountTable]:
+    ops = at.keyed(OPS, "op", "ops are")
+    return MappingProxyType({op: _count_table(op_at, "busbw floor", _busbw_entry) for op, op_at in ops.items()})
+
+
+def _ratio_section(at: _At, key: str, kind: str, example: str) -> tuple[float, str]:
+    f = at.fields(f"{key} and source", required={key: example, "source": SOURCE_HINT})
+    return f[key].quantity(kind), f["source"].source()
+
+
+def _collectives(at: _At) -> dict[str, Any]:
+    f = at.fields(
+        "collectives sections",
+        required={
+            "hardware": "{sizes: [...], floor_size: ..., ...}",
+            "simulated": "{sizes: [...], floor_size: ..., ...}",
+            "floors": "{nvswitch: {...}, ...}",
+            "simulated_floors": "{all_reduce: {any: {...}}, ...}",
+            "derived_floor": '{efficiency: "50 %", source: ...}',
+            "wire_check": '{min_ratio: "8 x", source: ...}',
+            "pair_spread": '{max_below_median: "10 %", source: ...}',
+            "group_scaling": '{quad_over_pair_min: "2 x", source: ...}',
+        },
+    )
+    efficiency, eff_source = _ratio_section(f["derived_floor"], "efficiency", "percent", '"50 %"')
+    if efficiency > 1:
+        raise f["derived_floor"].child("efficiency").error("is above 100 %", "a floor cannot exceed the link ceiling; write at most 100 %")
+    wire, wire_source = _ratio_section(f["wire_check"], "min_ratio", "ratio", '"8 x"')
+    spread, spread_source = _ratio_section(f["pair_spread"], "max_below_median", "percent", '"10 %"')
+    scaling, scaling_source = _ratio_section(f["group_scaling"], "quad_over_pair_min", "ratio", '"2 x"')
+    return dict(
+        settings=MappingProxyType(
+            {False: _collective_settings(f["hardware"]), True: _collective_settings(f["simulated"])}
+        ),
+        floors=_floors(f["floors"]),
+        simulated_floors=_simulated_floors(f["simulated_floors"]),
+        derived_floor=DerivedFloor(efficiency, eff_source, f["derived_floor"].yaml_path),
+        wire_check=WireCheck(wire, wire_source, f["wire_check"].yaml_path),
+        pair_spread=PairSpread(spread, spread_source, f["pair_spread"].yaml_path),
+        group_scaling=GroupScaling(scaling, scaling_source, f["group_scaling"].yaml_path),
+    )
+
+
+def _model_shape(at: _At) -> ModelShape:
+    f = at.fields(
+        "model shape",
+        required={"n_layer": "20", "n_head": "16", "d_model": "2048", "vocab_size": "32000", "seq_len": "1024"},
+    )
+    shape = ModelShape(**{key: f[key].count(minimum=1) for key in f})
+    if shape.d_model % shape.n_head:
+        raise f["n_head"].error(
+            f"d_model {shape.d_model} does not split into {shape.n_head} heads", "pick n_head dividing d_model"
+        )
+    return shape
+
+
+def _training_settings(at: _At) -> TrainingSettings:
+    f = at.fields(
+        "training run settings",
+        required={
+            "model": "{n_layer: 20, n_head: 16, d_model: 2048, vocab_size: 32000, seq_len: 1024}",
+            "micro_batch": "4",
+            "warmup_steps": "2",
+            "steps": "6",
+            "timeout": '"600 s"',
+            "precision": "bf16",
+        },
+    )
+    return TrainingSettings(
+        model=_model_shape(f["model"]),
+        micro_batch=f["micro_batch"].count(minimum=1),
+        warmup_steps=f["warmup_steps"].count(),
+        steps=f["steps"].count(minimum=1),
+        timeout_s=f["timeout"].quantity("time", positive=True),
+        precision=f["precision"].choice(PRECISIONS),
+    )
+
+
+def _agreement(at: _At) -> dict[bool, Tolerance]:
+    f = at.fields(
+        "agreement per mode",
+        required={
+            "hardware": '{first_loss_max_rel_diff: "2 %", source: ...}',
+            "simulated": '{first_loss_max_rel_diff: "0.1 %", source: ...}',
+        },
+    )
+    out = {}
+    for simulated, key in ((False, "hardware"), (True, "simulated")):
+        value, source = _ratio_section(f[key], "first_loss_max_rel_diff", "percent", '"2 %"')
+        out[simulated] = Tolerance(value, source, f[key].child("first_loss_max_rel_diff").yaml_path)
+    return out
+
+
+def _peak_memory(at: _At) -> dict[tuple[str, str], Limit]:
+    classes = at.keyed(CLASSES + (ANY,), "placement class", "peak_memory is keyed by placement class or `any`")
+    table = {}
+    for klass, class_at in classes.items():
+        for strategy, entry_at in class_at.keyed(STRATEGIES, "strategy", "strategies are").items():
+            table[(klass, strategy)] = _bounds_entry(entry_at, "size", ("max",), required=("max",))
+    return MappingProxyType(table)
+
+
+def _throughput_entry(at: _At) -> Limit:
+    return _bounds_entry(at, "throughput", ("min",), required=("min",))
+
+
+def _throughput_floors(at: _At) -> dict[tuple[str, str], CountTable]:
+    classes = at.keyed(CLASSES, "placement class", "throughput floors are keyed by placement class")
+    for klass in THROUGHPUT_FLOOR_CLASSES:
+        if klass not in classes:
+            raise at.error(f"missing placement class {klass!r}", f"add a {klass}: section (or {klass}: {{}} to leave it unjudged)")
+    table = {}
+    for klass, class_at in classes.items():
+        for strategy, strategy_at in class_at.keyed(STRATEGIES, "strategy", "strategies are").items():
+            table[(klass, strategy)] = _count_table(strategy_at, "throughput floor", _throughput_entry)
+    return MappingProxyType(table)
+
+
+def _training(at: _At) -> dict[str, Any]:
+    f = at.fields(
+        "training sections",
+        required={
+            "hardware": "{model: {...}, micro_batch: 4, ...}",
+            "simulated": "{model: {...}, micro_batch: 2, ...}",
+            "agreement": "{hardware: {...}, simulated: {...}}",
+            "model_state": '{max_rel_diff_from_model: "10 %", zero3_vs_fsdp_max_rel_diff: "10 %", source: ...}',
+            "peak_memory": '{any: {ddp: {max: "60 GiB", source: ...}}}',
+            "throughput_floors": '{nvswitch: {ddp: {any: {min: "20000 tokens/s", source: ...}}}, ...}',
+            "simulated_throughput_floors": '{ddp: {any: {min: "1 tokens/s", source: ...}}}',
+            "slow_wire": '{min_slowdown: "1.05 x", max_spread_ratio: "1.5 x", source: ...}',
+            "capacity": '{model_state_target: "110 %", steps: 2, timeout: "600 s", source: ...}',
+        },
+    )
+    ms = f["model_state"].fields(
+        "model-state tolerances",
+        required={"max_rel_diff_from_model": '"10 %"', "zero3_vs_fsdp_max_rel_diff": '"10 %"', "source": SOURCE_HINT},
+    )
+    model_state = ModelStateLimits(
+        ms["max_rel_diff_from_model"].quantity("percent"),
+        ms["zero3_vs_fsdp_max_rel_diff"].quantity("percent"),
+        ms["source"].source(),
+        f["model_state"].yaml_path,
+    )
+    sw = f["slow_wire"].fields(
+        "slow-wire checks",
+        required={"min_slowdown": '"1.05 x"', "max_spread_ratio": '"1.5 x"', "source": SOURCE_HINT},
+    )
+    slow_wire = SlowWire(
+        sw["min_slowdown"].quantity("ratio"),
+        sw["max_spread_ratio"].quantity("ratio"),
+        sw["source"].source(),
+        f["slow_wire"].yaml_path,
+    )
+    cap = f["capacity"].fields(
+        "capacity check settings",
+        required={"model_state_target": '"110 %"', "steps": "2", "timeout": '"600 s"', "source": SOURCE_HINT},
+    )
+    capacity = Capacity(
+        cap["model_state_target"].quantity("percent", positive=True),
+        cap["steps"].count(minimum=1),
+        cap["timeout"].quantity("time", positive=True),
+        cap["source"].source(),
+        f["capacity"].yaml_path,
+    )
+    agreement = _agreement(f["agreement"])
+    peak = _peak_memory(f["peak_memory"])
+    throughput = _throughput_floors(f["throughput_floors"])
+    sim_strategies = f["simulated_throughput_floors"].keyed(STRATEGIES, "strategy", "strategies are")
+    sim_throughput = MappingProxyType(
+        {s: _count_table(s_at, "throughput floor", _throughput_entry) for s, s_at in sim_strategies.items()}
+    )
+    limits = {
+        simulated: TrainingLimits(
+            simulated=simulated,
+            agreement=agreement[simulated],
+            model_state=model_state,
+            slow_wire=slow_wire,
+            capacity=capacity,
+            _peak_memory=peak,
+            _throughput=throughput,
+            _simulated_throughput=sim_throughput,
+        )
+        for simulated in (False, True)
+    }
+    settings = {False: _training_settings(f["hardware"]), True: _training_settings(f["simulated"])}
+    return dict(settings=MappingProxyType(settings), limits=MappingProxyType(limits))
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ThresholdsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the file as UTF-8") from None
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = " ".join(p for p in (exc.context, exc.problem) if p)
+        raise ThresholdsError(
+            f"{path}: not valid YAML{where}: {problem}; fix the file there "
+            "(common causes: a tab in the indentation, a missing ':' or an unclosed quote or bracket)"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ThresholdsError(f"{path}: not valid YAML: {exc}; fix the file") from None
+
+
+def load_thresholds(path: str | Path) -> Thresholds:
+    """Read and validate a thresholds file. Raises ThresholdsError (or FileNotFoundError)."""
+    path = Path(path)
+    data = _read_yaml(path)
+    if data is None:
+        raise ThresholdsError(
+            f"{path}: the file is empty; it must hold the sections profiles, collectives and training "
+            "(start from the thresholds.yaml shipped with wirecheck)"
+        )
+    top = _At(str(path), (), data, 1)
+    f = top.fields(
+        "top-level sections",
+        required={
+            "profiles": "{h200-sxm-8: {...}}",
+            "collectives": "{hardware: {...}, floors: {...}, ...}",
+            "training": "{hardware: {...}, ...}",
+        },
+    )
+    profiles = _profiles(f["profiles"])
+    collectives = _collectives(f["collectives"])
+    training = _training(f["training"])
+    return Thresholds(
+        path=path,
+        profiles=profiles,
+        derived_floor=collectives["derived_floor"],
+        wire_check=collectives["wire_check"],
+        pair_spread=collectives["pair_spread"],
+        group_scaling=collectives["group_scaling"],
+        _collective_settings=collectives["settings"],
+        _floors=collectives["floors"],
+        _simulated_floors=collectives["simulated_floors"],
+        _training_settings=training["settings"],
+        _training_limits=training["limits"],
+    )

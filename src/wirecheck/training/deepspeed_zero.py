@@ -1,0 +1,163 @@
+"""DeepSpeed ZeRO stage 1, 2 and 3 through Accelerate, as people use it.
+
+`Accelerator(deepspeed_plugin=DeepSpeedPlugin(hf_ds_config={...}))`, then `prepare(model,
+optimizer)`, then `accelerator.backward(loss)` (which runs engine.backward and engine.step).
+The config is explicit wherever a default would make the strategies disagree or cost time:
+- gradient_clipping 0.0: DeepSpeed (and Accelerate's "auto") clip to 1.0 by default, which
+  the torch strategies do not do; the losses would differ from step 2 on.
+- a client torch.optim.AdamW: DeepSpeed's own Adam would JIT-compile an extension (FusedAdam
+  with nvcc on GPU, cpu_adam on CPU: 80+ s).
+- reduce_bucket_size, stage3_prefetch_bucket_size, stage3_param_persistence_threshold: the
+  values Accelerate derives from an HF model's hidden size (d², 0.9·d², 10·d). Our GPT has
+  no HF config, and DeepSpeed's own persistence threshold (1e5 elements) would keep every
+  parameter of a small model unpartitioned under ZeRO-3.
+- bf16 on GPU (DeepSpeed keeps bf16 params and grads, an fp32 master partition and fp32
+  Adam state); fp32 on CPU.
+
+CPU-only workarounds (never applied on GPU), from the CPU feasibility study:
+- InitProcessGroupKwargs(backend="gloo"): otherwise Accelerate finds LOCAL_RANK but no CUDA,
+  settles on one process, and DeepSpeed then fails its batch-size check.
+- DeepSpeed's TorchBackend JIT-builds a shared-memory comm op on CPU (~50 s, used only for
+  inference all-reduce): replaced by a no-op. It must be patched on the module object from
+  sys.modules: `import deepspeed.comm.torch as m` binds the real `torch` package, because
+  deepspeed.comm re-exports a name `torch`.
+In any environment without `transformers` (accelerate >= 1.8 needs it to set a weakref that
+only matters for `from_pretrained` under ZeRO-3) the weakref setter becomes a no-op.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+import torch
+
+from wirecheck.training.state_bytes import deepspeed_zero3_state, deepspeed_zero12_state
+
+STAGES = {"zero1": 1, "zero2": 2, "zero3": 3}
+
+
+def ds_config(stage: int, micro_batch: int, world_size: int, d_model: int, precision: str) -> dict:
+    return {
+        "train_micro_batch_size_per_gpu": micro_batch,
+        "train_batch_size": micro_batch * world_size,
+        "gradient_accumulation_steps": 1,
+        "gradient_clipping": 0.0,
+        "bf16": {"enabled": precision == "bf16"},
+        "fp16": {"enabled": False},
+        "zero_optimization": {
+            "stage": stage,
+            "reduce_bucket_size": d_model * d_model,
+            "stage3_prefetch_bucket_size": int(0.9 * d_model * d_model),
+            "stage3_param_persistence_threshold": 10 * d_model,
+        },
+        "steps_per_print": 2**31 - 1,
+        "wall_clock_breakdown": False,
+    }
+
+
+def _cpu_workarounds() -> list:
+    from accelerate.utils import InitProcessGroupKwargs
+
+    comm_torch = importlib.import_module("deepspeed.comm.torch")
+    comm_torch.build_shm_op = lambda: None
+    return [InitProcessGroupKwargs(backend="gloo")]
+
+
+def _without_transformers_weakref() -> None:
+    if importlib.util.find_spec("transformers") is None:
+        from accelerate.utils import DeepSpeedPlugin
+
+        DeepSpeedPlugin.set_deepspeed_weakref = lambda self: None
+
+
+class DeepSpeedTrainer:
+    def __init__(self, ctx, model: torch.nn.Module, lr: float, precision: str, micro_batch: int,
+                 strategy: str):
+        from accelerate import Accelerator
+        from accelerate.utils import DeepSpeedPlugin
+
+        self.strategy = strategy
+        self.stage = STAGES[strategy]
+        handlers = _cpu_workarounds() if ctx.device.type == "cpu" else []
+        _without_transformers_weakref()
+        config = ds_config(self.stage, micro_batch, ctx.world_size, model.shape.d_model, precision)
+        plugin = DeepSpeedPlugin(hf_ds_config=config, zero3_init_flag=False)
+        self.accelerator = Accelerator(
+            deepspeed_plugin=plugin,
+            mixed_precision="bf16" if precision == "bf16" else "no",
+            kwargs_handlers=handlers,
+        )
+        optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+        self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
+        self.wrapper = type(self.model).__name__
+        self._check(ctx, precision)
+
+    def _check(self, ctx, precision: str) -> None:
+        from accelerate.utils import DistributedType
+
+        acc = self.accelerator
+        if acc.distributed_type != DistributedType.DEEPSPEED:
+            raise RuntimeError(f"{self.strategy}: Accelerate runs {acc.distributed_type}, not DEEPSPEED")
+        if acc.num_processes != ctx.world_size:
+            raise RuntimeError(f"{self.strategy}: Accelerate sees {acc.num_processes} processes, expected {ctx.world_size}")
+        if self.wrapper != "DeepSpeedEngine":
+            raise RuntimeError(f"{self.strategy}: prepare() returned {self.wrapper}, not a DeepSpeedEngine")
+        stage = self.model.zero_optimization_stage()
+        if stage != self.stage:
+            raise RuntimeError(f"{self.strategy}: DeepSpeed runs ZeRO stage {stage}, expected {self.stage}")
+        if self.model.bfloat16_enabled() != (precision == "bf16"):
+            raise RuntimeError(f"{self.strategy}: DeepSpeed bf16={self.model.bfloat16_enabled()} for precision {precision}")
+        if self.model.dp_world_size != ctx.world_size:
+            raise RuntimeError(f"{self.strategy}: DeepSpeed shards over {self.model.dp_world_size} ranks, expected {ctx.world_size}")
+
+    def loss(self, x, y):
+        return self.model(x, y)
+
+    def update(self, loss) -> None:
+        self.accelerator.backward(loss)  # engine.backward + engine.step (+ zero grad)
+        self.optimizer.step()  # no-ops under DeepSpeed, kept as a user's loop has them
+        self.optimizer.zero_grad()
+
+    def measure_state(self, loss) -> dict:
+        """Backward without the step (accelerator.backward would also step), then the state.
+
+        ZeRO-1 reduces only once the whole backward is done, then keeps its partition of
+        the gradients and frees the rest: its full gradients exist between the end of
+        backward and that reduction, so for ZeRO-1 a snapshot is taken there too
+        (engine.allreduce_gradients is where it starts) and the larger figure per category
+        kept. ZeRO-2/3 reduce bucket by bucket during backward and never hold more than
+        their partition plus one bucket; at that moment ZeRO-3 also still holds gathered
+        parameters, which are communication buffers, not state: they are measured after
+        backward only.
+        """
+        engine = self.model
+        snapshots = []
+        if self.stage == 1:
+            reduce = engine.allreduce_gradients
+
+            def snapshot_then_reduce(*args, **kwargs):
+                snapshots.append(self._state_bytes())
+                return reduce(*args, **kwargs)
+
+            engine.allreduce_gradients = snapshot_then_reduce
+        try:
+            engine.backward(loss)
+        finally:
+            engine.__dict__.pop("allreduce_gradients", None)  # back to the class's method
+        if self.stage == 1 and not snapshots:
+            raise RuntimeError("zero1: DeepSpeed never called allreduce_gradients; "
+                               "the pre-reduction gradients could not be measured")
+        snapshots.append(self._state_bytes())
+        return {k: max(snap[k] for snap in snapshots) for k in snapshots[0]}
+
+    def _state_bytes(self) -> dict:
+        if self.stage == 3:
+            return deepspeed_zero3_state(self.model)
+        return deepspeed_zero12_state(self.model)
+
+    def close(self) -> None:
+        # drop hooks and every reference to the engine before the process group goes
+        if self.accelerator is not None:
+            self.accelerator.free_memory()
+        self.model = self.optimizer = self.accelerator = None
