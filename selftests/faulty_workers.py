@@ -100,11 +100,12 @@ def spawn_grandchild(ctx: RankContext) -> int:
     return subprocess.Popen(["sleep", "300"]).pid
 
 
-def _corrupting(op: str, launch: Any, flip_rank: int, flip_index: int, rank: int) -> Any:
+def _corrupting(launch: Any, flip_rank: int, flip_index: int, rank: int) -> Any:
     def launch_and_flip(inp: Any, out: Any) -> None:
         launch(inp, out)
         if rank == flip_rank:
-            out.view(-1)[flip_index] += 1.0
+            flat = out.view(-1)
+            flat[min(flip_index, flat.numel() - 1)] += 1.0
 
     return launch_and_flip
 
@@ -113,7 +114,7 @@ def measure_corrupt(ctx: RankContext, op: str, flip_rank: int = 1, flip_index: i
     """collectives.measure with one output element of `flip_rank` off by one after every call."""
     c = collectives.COLLECTIVES[op]
     collectives.COLLECTIVES[op] = dataclasses.replace(
-        c, launch=_corrupting(op, c.launch, flip_rank, flip_index, ctx.rank))
+        c, launch=_corrupting(c.launch, flip_rank, flip_index, ctx.rank))
     try:
         return collectives.measure(ctx, op=op, **kw)
     finally:
@@ -136,3 +137,11 @@ def measure_stale(ctx: RankContext, op: str, stale_rank: int = 1, **kw: Any) -> 
         return collectives.measure(ctx, op=op, **kw)
     finally:
         collectives.COLLECTIVES[op] = c
+
+
+def measure_hang(ctx: RankContext, op: str, hang_rank: int = 1, hang_op: str = "all_reduce", **kw: Any) -> dict:
+    """collectives.measure, except that `hang_rank` never comes to `hang_op`: the others wait for it
+    inside the collective, as they would for a rank stuck on a broken link. Other ops run normally."""
+    if op == hang_op and ctx.rank == hang_rank:
+        hang_forever_here()
+    return collectives.measure(ctx, op=op, **kw)

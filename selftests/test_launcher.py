@@ -46,14 +46,33 @@ def wait_gone(pids: list[int], timeout_s: float = 5.0) -> list[int]:
     return [p for p in pids if not gone(p)]
 
 
+PROBE_MODULE = "wirecheck_selftest_probe"
+
+
 @pytest.fixture(scope="module")
-def pair():
-    # Set in the parent *before* the spawn, like the GPU machines' NCCL switches.
+def pair_state(tmp_path_factory):
+    """Parent-side setup made *before* each spawn: the GPU machines' NCCL switches in the environment,
+    and a module only importable through the parent's sys.path."""
+    probe_dir = tmp_path_factory.mktemp("probe")
+    (probe_dir / f"{PROBE_MODULE}.py").write_text("def answer(ctx):\n    return 40 + ctx.rank\n")
+    state = {"group": None}
     with pytest.MonkeyPatch.context() as mp:
         for name, value in PARENT_ENV.items():
             mp.setenv(name, value)
-        with WorkerGroup("selftest-pair", 2, "gloo", gpus=PAIR_GPUS, env=PAIR_ENV) as group:
-            yield group
+        mp.syspath_prepend(str(probe_dir))
+        state["new"] = lambda: WorkerGroup("selftest-pair", 2, "gloo", gpus=PAIR_GPUS, env=PAIR_ENV)
+        yield state
+        if state["group"] is not None:
+            state["group"].close()
+
+
+@pytest.fixture
+def pair(pair_state) -> WorkerGroup:
+    """A healthy 2-rank group shared by the tests that leave it healthy (a rank costs ~3 s of CPU to
+    start); started again if a test closed it."""
+    if pair_state["group"] is None or not pair_state["group"].alive:
+        pair_state["group"] = pair_state["new"]()
+    return pair_state["group"]
 
 
 def whoami(group: WorkerGroup, *names: str) -> list[dict]:
@@ -118,7 +137,10 @@ def test_unknown_worker_function(pair):
         pair.run("no_colon_here", {}, timeout_s=30)
     with pytest.raises(WorkerCallError, match="ModuleNotFoundError"):
         pair.run("wirecheck_no_such_module:fn", {}, timeout_s=30)
+    with pytest.raises(ValueError, match="arguments cannot be sent"):
+        pair.run(f"{FAULTY}:whoami", {"env_names": lambda: None}, timeout_s=30)
     assert pair.alive
+    assert pair.run(f"{FAULTY}:all_reduce_ranks", {}, timeout_s=30) == [3.0, 3.0]
 
 
 def test_invalid_arguments_are_refused_before_spawning():
@@ -152,20 +174,29 @@ def test_hang_is_reported_with_the_stack_and_a_new_group_works():
         assert fresh.run(f"{FAULTY}:all_reduce_ranks", {}, timeout_s=30) == [3.0, 3.0]
 
 
-@pytest.mark.parametrize(("how", "returncode", "described"), [
-    ("exit", 3, "exit code 3"),
-    ("segv", -signal.SIGSEGV, "killed by SIGSEGV"),
+@pytest.mark.parametrize(("how", "world_size", "init_process_group", "returncode", "described"), [
+    ("exit", 2, True, 3, "exit code 3"),
+    # One rank is enough to see the signal and faulthandler's report (saves a torch start-up), and
+    # this group doubles as the check of a group that leaves the process group to its functions.
+    ("segv", 1, False, -signal.SIGSEGV, "killed by SIGSEGV"),
 ])
-def test_dying_rank_is_reported_at_once_with_its_stderr(how, returncode, described):
-    group = WorkerGroup("selftest-die", 2, "gloo")
+def test_dying_rank_is_reported_at_once_with_its_stderr(how, world_size, init_process_group, returncode,
+                                                       described):
+    group = WorkerGroup("selftest-die", world_size, "gloo", init_process_group=init_process_group)
+    if not init_process_group:
+        (r,) = whoami(group, "RANK", "WORLD_SIZE", "MASTER_PORT")
+        assert not r["dist_initialized"] and r["device"] == "cpu" and r["is_rank_context"]
+        assert r["env"]["RANK"] == "0" and r["env"]["WORLD_SIZE"] == "1" and r["env"]["MASTER_PORT"]
     pids = group.pids
+    rank = world_size - 1
     t0 = time.monotonic()
     with pytest.raises(WorkerCrash) as info:
-        group.run(f"{FAULTY}:die", {"rank": 1, "how": how}, timeout_s=60, what="die-test")
-    assert time.monotonic() - t0 < 5  # rank 0 sleeps 60 s: we did not wait for it
+        group.run(f"{FAULTY}:die", {"rank": rank, "how": how}, timeout_s=60, what="die-test")
+    assert time.monotonic() - t0 < 5  # the other rank sleeps 60 s: we did not wait for it
     err = info.value
-    assert err.rank == 1 and err.returncode == returncode
-    assert f"die-test on selftest-die: rank 1 (pid {pids[1]}) died during the call: {described}" in str(err)
+    assert err.rank == rank and err.returncode == returncode
+    assert f"die-test on selftest-die: rank {rank} (pid {pids[rank]}) died during the call: {described}" \
+        in str(err)
     assert "about to die on purpose" in err.stderr_tail and "about to die on purpose" in str(err)
     if how == "segv":
         assert "Segmentation fault" in err.stderr_tail and "in die" in err.stderr_tail  # faulthandler
@@ -190,26 +221,23 @@ def test_raise_while_others_wait_in_a_collective():
 
 def test_start_failure_is_reported_not_hung():
     # No such devices on any machine: set_device fails in every rank before the process group forms.
-    with pytest.raises(WorkerCallError, match=r"start of 2 nccl worker\(s\) on selftest-nogpu: rank 0 raised"):
-        WorkerGroup("selftest-nogpu", 2, "nccl", gpus=(97, 98), start_timeout_s=60)
+    with pytest.raises(WorkerCallError, match=r"start of 1 nccl worker\(s\) on selftest-nogpu: rank 0 raised"):
+        WorkerGroup("selftest-nogpu", 1, "nccl", gpus=(97,), start_timeout_s=60)
 
 
-def test_workers_import_from_the_parents_path_and_close_leaves_nothing(tmp_path, monkeypatch):
-    (tmp_path / "wirecheck_selftest_probe.py").write_text("def answer(ctx):\n    return 40 + ctx.rank\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    group = WorkerGroup("selftest-close", 2, "gloo", init_process_group=False)
-    assert group.run("wirecheck_selftest_probe:answer", {}, timeout_s=30) == [40, 41]
-    ranks = whoami(group, "RANK", "MASTER_PORT")
-    assert [r["dist_initialized"] for r in ranks] == [False, False]
-    assert [r["env"]["RANK"] for r in ranks] == ["0", "1"]
-    grandchildren = group.run(f"{FAULTY}:spawn_grandchild", {}, timeout_s=30)
-    pids = group.pids
-    group.close()
-    assert not group.alive
+def test_workers_import_from_the_parents_sys_path(pair):
+    assert pair.run(f"{PROBE_MODULE}:answer", {}, timeout_s=30) == [40, 41]
+
+
+def test_close_leaves_no_processes(pair):
+    grandchildren = pair.run(f"{FAULTY}:spawn_grandchild", {}, timeout_s=30)
+    pids = pair.pids
+    pair.close()
+    assert not pair.alive
     assert wait_gone(pids + grandchildren) == []
     with pytest.raises(WorkerGroupDead):
-        group.run(f"{FAULTY}:whoami", {}, timeout_s=5)
-    group.close()  # twice is fine
+        pair.run(f"{FAULTY}:whoami", {}, timeout_s=5)
+    pair.close()  # twice is fine
 
 
 def test_describe_exit():

@@ -14,12 +14,12 @@ def test_k_nvl_quad_selects_exactly_the_quad_tests(pytester):
     assert any("nvl_quad-4gpu-0.1.2.3" in i for i in ids) and any("nvl_quad-4gpu-4.5.6.7" in i for i in ids)
     # every collective test of the quads is there
     for op in ("all_reduce", "all_gather", "reduce_scatter"):
-        assert any(f"test_busbw[{op}-nvl_quad-4gpu-4.5.6.7]" in i for i in ids), op
+        assert any(f"test_busbw[nvl_quad-4gpu-4.5.6.7-{op}]" in i for i in ids), op
 
 
 def test_header_says_simulation(pytester):
     make_project(pytester)
-    result = run_suite(pytester, "--simulate=h200-nvl-8", "--collect-only", "-q", "tests/test_topology.py")
+    result = run_suite(pytester, "--simulate=h200-nvl-8", "--collect-only", "tests/test_topology.py")
     result.stdout.fnmatch_lines(["*SIMULATION on *h200-nvl-8*", "*8 GPUs*fabric bridged*{0,1,2,3} {4,5,6,7}*"])
 
 
@@ -71,9 +71,9 @@ def test_floor_failure_names_everything(pytester):
         data["collectives"]["simulated_floors"]["all_reduce"]["any"]["min"] = "9999 GB/s"
 
     make_project(pytester, thresholds_text=thresholds_with(impossible_floor))
-    result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_busbw and all_reduce", "--benchmark-disable")
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_busbw and all_reduce and nvswitch", "--benchmark-disable")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*all_reduce busbw at * on nvswitch-2gpu-0.1: measured * GB/s < floor 9999.0 GB/s*simulated*source:*"])
+    result.stdout.fnmatch_lines(["*all_reduce busbw at * on nvswitch-2gpu-0.1: measured * GB/s < floor 9999.0 GB/s (thresholds.yaml: collectives.simulated_floors.all_reduce.any; source:*"])
 
 
 CORRUPT = '''
@@ -87,7 +87,7 @@ def collective_worker():
 
 def test_corrupted_result_is_caught_with_rank_and_size(pytester):
     make_project(pytester, tests_conftest=CORRUPT)
-    result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_result_correct and all_reduce", "--benchmark-disable")
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_result_correct and all_reduce and nvswitch", "--benchmark-disable")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*all_reduce on nvswitch-2gpu-0.1 returned wrong data*", "*rank 1 has * wrong elements*"])
 

@@ -74,7 +74,7 @@ def test_floors_sit_below_the_2x_h200_measurements(shipped):
     for op, value in measured.items():
         limit = shipped.busbw_limit("nvswitch", op, 2, simulated=False)
         assert 0.8 * value * GB < limit.min < value * GB, op
-        assert limit.yaml_path == f"collectives.floors.nvswitch.{op}.2"
+        assert limit.yaml_path == f"thresholds.yaml: collectives.floors.nvswitch.{op}.2"
         assert "measured" in limit.source
     forced = {"all_reduce": 27.6, "all_gather": 25.2, "reduce_scatter": 25.5}
     for op, value in forced.items():
@@ -89,7 +89,7 @@ def test_busbw_lookup_order(shipped):
     assert fallback.yaml_path.endswith(".all_gather.any")
     derived = shipped.busbw_limit("pair", "all_reduce", 2, simulated=False, link_ceiling_bytes_per_s=6 * 26.562 * GB)
     assert derived.min == pytest.approx(6 * 26.562 * GB * shipped.derived_floor.efficiency)
-    assert derived.source.startswith("derived:") and derived.yaml_path == "collectives.derived_floor"
+    assert derived.source.startswith("derived:") and derived.yaml_path == "thresholds.yaml: collectives.derived_floor"
     assert shipped.busbw_limit("pair", "all_reduce", 2, simulated=False) is None
     assert shipped.busbw_limit("nvl_pair", "all_reduce", 4, simulated=False) is None  # no entry, no ceiling
 
@@ -131,7 +131,7 @@ def test_ratio_checks(shipped):
     assert shipped.pair_spread.max_below_median == pytest.approx(0.10)
     assert 2.0 <= shipped.group_scaling.quad_over_pair_min < 322 / 114
     for check in (shipped.wire_check, shipped.pair_spread, shipped.group_scaling):
-        assert check.source and check.yaml_path.startswith("collectives.")
+        assert check.source and check.yaml_path.startswith("thresholds.yaml: collectives.")
 
 
 def test_training_settings(shipped):
@@ -147,7 +147,7 @@ def test_training_settings(shipped):
 def test_training_limits(shipped):
     hw = shipped.training_limits(simulated=False)
     assert hw.agreement.max_rel_diff == pytest.approx(0.02)
-    assert hw.agreement.yaml_path == "training.agreement.hardware.first_loss_max_rel_diff"
+    assert hw.agreement.yaml_path == "thresholds.yaml: training.agreement.hardware.first_loss_max_rel_diff"
     assert shipped.training_limits(simulated=True).agreement.max_rel_diff == pytest.approx(0.001)
     assert hw.model_state.max_rel_diff_from_model == pytest.approx(0.10)
     assert hw.model_state.zero3_vs_fsdp_max_rel_diff == pytest.approx(0.10)

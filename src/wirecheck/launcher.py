@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import pickle
 import re
 import shutil
 import signal
@@ -204,7 +205,12 @@ class WorkerGroup:
         self._logdir = tempfile.mkdtemp(prefix=f"wirecheck-{safe}-")
         self.log_paths = [os.path.join(self._logdir, f"rank{r}.log") for r in range(world_size)]
         _LIVE_GROUPS.add(self)
-        self._start(start_timeout_s)
+        try:
+            self._start(start_timeout_s)
+        except BaseException:
+            self._kill("start failed")
+            self._remove_logs()  # no object for the caller to close; the error carries the tails
+            raise
 
     # ---- public -------------------------------------------------------------------------------
 
@@ -234,13 +240,20 @@ class WorkerGroup:
             raise ValueError(f"{what} on {self.label}: worker function {fn!r} must be 'package.module:function'")
         self._raise_if_dead_rank(what, {})
         self._seq += 1
-        msg = ("call", self._seq, fn, dict(kwargs or {}))
+        try:
+            # Pickled once, here: a bad argument fails before any rank got the call.
+            payload = pickle.dumps(("call", self._seq, fn, dict(kwargs or {})), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            raise ValueError(f"{what} on {self.label}: the arguments cannot be sent to the workers: {exc}") from exc
         for rank, conn in enumerate(self._conns):
             try:
-                conn.send(msg)
-            except (OSError, EOFError):
+                conn.send_bytes(payload)
+            except (OSError, EOFError) as exc:
+                # A closed socket means a dying rank; some ranks already have the call: unusable.
                 self._raise_if_dead_rank(what, {}, wait_s=2.0)
-                raise
+                self._kill(f"could not send {what} to rank {rank}")
+                raise WorkerGroupDead(f"{what} on {self.label}: could not send the call to rank {rank}: {exc}",
+                                      label=self.label, what=what) from exc
         return self._collect(self._seq, what, timeout_s)
 
     def close(self) -> None:
@@ -340,6 +353,7 @@ class WorkerGroup:
                     raise
                 # Someone took our free port before rank 0 bound it: try another.
                 self._procs, self._conns, self._dead = [], [], None
+                _LIVE_GROUPS.add(self)
 
     # ---- waiting ------------------------------------------------------------------------------
 
@@ -362,11 +376,12 @@ class WorkerGroup:
                 for conn in ready:
                     rank = self._conns.index(conn)
                     self._take_reply(rank, seq, what, values, errors, pending)
-                for rank in sorted(pending):
-                    if self._procs[rank].poll() is not None:
+                # Every rank, not only the pending ones: a rank that replied and then died leaves
+                # the others waiting for it in the next collective.
+                for rank, proc in enumerate(self._procs):
+                    if proc.poll() is not None:
                         self._drain(rank, seq, values, errors, pending)
-                        if rank in pending:
-                            self._raise_crash(rank, what, values, errors)
+                        self._raise_crash(rank, what, values, errors)
         except WorkerError:
             raise
         except BaseException:

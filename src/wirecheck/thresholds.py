@@ -390,6 +390,11 @@ class _At:
     def yaml_path(self) -> str:
         return ".".join(self.path) if self.path else "(top level)"
 
+    @property
+    def cite(self) -> str:
+        """File and key, as verdict messages cite a limit: `thresholds.yaml: collectives.floors...`."""
+        return f"{Path(self.file).name}: {self.yaml_path}"
+
     def error(self, problem: str, fix: str | None = None) -> ThresholdsError:
         message = f"{self.file}: {self.yaml_path}: {problem}"
         if fix:
@@ -538,7 +543,7 @@ def _bounds_entry(at: _At, kind: str, allowed: tuple[str, ...], required: tuple[
         raise at.error(
             f"min {f['min'].value} is above max {f['max'].value}", "no value could pass; swap them or fix one"
         )
-    return Limit(min=low, max=high, source=f["source"].source(), yaml_path=at.yaml_path, kind=kind)
+    return Limit(min=low, max=high, source=f["source"].source(), yaml_path=at.cite, kind=kind)
 
 
 def _profile(at: _At, name: str) -> Profile:
@@ -598,7 +603,7 @@ def _profile(at: _At, name: str) -> Profile:
         pcie_width=f["pcie_width"].count(minimum=1),
         gpu_memory=int(f["gpu_memory"].quantity("memory", positive=True)),
         source=f["source"].source(),
-        yaml_path=at.yaml_path,
+        yaml_path=at.cite,
         nvlinks_per_peer=per_peer,
         group_size=group,
     )
@@ -693,10 +698,10 @@ def _collectives(at: _At) -> dict[str, Any]:
         ),
         floors=_floors(f["floors"]),
         simulated_floors=_simulated_floors(f["simulated_floors"]),
-        derived_floor=DerivedFloor(efficiency, eff_source, f["derived_floor"].yaml_path),
-        wire_check=WireCheck(wire, wire_source, f["wire_check"].yaml_path),
-        pair_spread=PairSpread(spread, spread_source, f["pair_spread"].yaml_path),
-        group_scaling=GroupScaling(scaling, scaling_source, f["group_scaling"].yaml_path),
+        derived_floor=DerivedFloor(efficiency, eff_source, f["derived_floor"].cite),
+        wire_check=WireCheck(wire, wire_source, f["wire_check"].cite),
+        pair_spread=PairSpread(spread, spread_source, f["pair_spread"].cite),
+        group_scaling=GroupScaling(scaling, scaling_source, f["group_scaling"].cite),
     )
 
 
@@ -746,7 +751,7 @@ def _agreement(at: _At) -> dict[bool, Tolerance]:
     out = {}
     for simulated, key in ((False, "hardware"), (True, "simulated")):
         value, source = _ratio_section(f[key], "first_loss_max_rel_diff", "percent", '"2 %"')
-        out[simulated] = Tolerance(value, source, f[key].child("first_loss_max_rel_diff").yaml_path)
+        out[simulated] = Tolerance(value, source, f[key].child("first_loss_max_rel_diff").cite)
     return out
 
 
@@ -798,7 +803,7 @@ def _training(at: _At) -> dict[str, Any]:
         ms["max_rel_diff_from_model"].quantity("percent"),
         ms["zero3_vs_fsdp_max_rel_diff"].quantity("percent"),
         ms["source"].source(),
-        f["model_state"].yaml_path,
+        f["model_state"].cite,
     )
     sw = f["slow_wire"].fields(
         "slow-wire checks",
@@ -808,7 +813,7 @@ def _training(at: _At) -> dict[str, Any]:
         sw["min_slowdown"].quantity("ratio"),
         sw["max_spread_ratio"].quantity("ratio"),
         sw["source"].source(),
-        f["slow_wire"].yaml_path,
+        f["slow_wire"].cite,
     )
     cap = f["capacity"].fields(
         "capacity check settings",
@@ -819,7 +824,7 @@ def _training(at: _At) -> dict[str, Any]:
         cap["steps"].count(minimum=1),
         cap["timeout"].quantity("time", positive=True),
         cap["source"].source(),
-        f["capacity"].yaml_path,
+        f["capacity"].cite,
     )
     agreement = _agreement(f["agreement"])
     peak = _peak_memory(f["peak_memory"])

@@ -45,10 +45,6 @@ class RankContext:
     device: "torch.device"
     label: str
 
-    @property
-    def is_cuda(self) -> bool:
-        return self.device.type == "cuda"
-
 
 def resolve(fn: str) -> Callable[..., Any]:
     """'package.module:function' -> the function. Import errors surface as the call's error."""
@@ -135,11 +131,22 @@ def _shutdown() -> None:
         dist.destroy_process_group()
 
 
+def _wait_for_exit(conn: Connection) -> None:
+    try:
+        while conn.recv()[0] != "exit":
+            pass
+    except (EOFError, OSError):
+        pass
+
+
 def serve(conn: Connection, label: str, backend: str, init_process_group: bool) -> int:
     try:
         ctx, info = _setup(label, backend, init_process_group)
     except BaseException as exc:
         conn.send(("init_error", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+        # Stay until the parent ends us: exiting now would race our error report with a
+        # "rank died" verdict that hides the traceback.
+        _wait_for_exit(conn)
         return 1
     conn.send(("ready", info))
 

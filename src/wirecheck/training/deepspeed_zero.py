@@ -110,6 +110,26 @@ class DeepSpeedTrainer:
             raise RuntimeError(f"{self.strategy}: DeepSpeed bf16={self.model.bfloat16_enabled()} for precision {precision}")
         if self.model.dp_world_size != ctx.world_size:
             raise RuntimeError(f"{self.strategy}: DeepSpeed shards over {self.model.dp_world_size} ranks, expected {ctx.world_size}")
+        self._check_sharding(ctx.world_size)
+
+    def _check_sharding(self, world_size: int) -> None:
+        """The fp32 master copy (and under ZeRO-3 the parameters) hold 1/N of the model here."""
+        engine, zero = self.model, self.model.optimizer
+        n_params = sum(p.ds_numel if hasattr(p, "ds_numel") else p.numel() for p in engine.module.parameters())
+        share = n_params / world_size * 1.02 + 1024  # DeepSpeed pads partitions for alignment
+        masters = getattr(zero, "fp32_partitioned_groups_flat" if self.stage == 3 else "single_partition_of_fp32_groups", None)
+        if not masters:
+            raise RuntimeError(f"{self.strategy}: {type(zero).__name__} holds no fp32 master partition")
+        held = sum(t.numel() for t in masters)
+        if not 0 < held <= share:
+            raise RuntimeError(f"{self.strategy}: this rank's optimizer partition holds {held} of {n_params} "
+                               f"parameters; sharded over {world_size} ranks it would hold at most {share:.0f}")
+        if self.stage == 3:
+            local = sum(p.ds_tensor.numel() for p in engine.module.parameters())
+            if not 0 < local <= share:
+                raise RuntimeError(f"{self.strategy}: this rank's parameter partitions hold {local} of {n_params}")
+        if getattr(zero, "partition_gradients", self.stage >= 2) != (self.stage >= 2):
+            raise RuntimeError(f"{self.strategy}: DeepSpeed partition_gradients={zero.partition_gradients}")
 
     def loss(self, x, y):
         return self.model(x, y)

@@ -21,7 +21,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 HEAD_DIM = 64  # head size used by shape_for_params; the usual choice for GPT-style models
-ASPECT_RATIO = 64  # d_model / n_layer of GPT-2 small; shape_for_params aims for it
+D_MODEL_STEP = 128  # shape_for_params keeps d_model a multiple of this (tensor-core friendly)
+ASPECT_RATIO = 96  # d_model / n_layer aimed at: GPT-3 runs from 64 (125M) to 128 (6.7B)
 
 
 @dataclass(frozen=True)
@@ -69,26 +70,27 @@ def shape_for_params(
 ) -> dict:
     """A GPT shape whose parameter count is close to `target_params`.
 
-    d_model is a multiple of head_dim (n_head = d_model / head_dim) and the depth keeps
-    d_model / n_layer near ASPECT_RATIO, like GPT-2. Among the shapes near that aspect the
-    one closest to the target wins. A target below what the embeddings alone cost gives the
-    smallest shape (one layer, one head), so check `param_count` when the target is tiny.
+    d_model is a multiple of D_MODEL_STEP with n_head = d_model / head_dim, and the depth
+    keeps d_model / n_layer near ASPECT_RATIO: among the shapes within 2 % of the target the
+    most GPT-like wins, otherwise the closest. A target below what the embeddings alone cost
+    gives the smallest shape (one layer), so check `param_count` when the target is tiny.
     """
     if target_params <= 0:
         raise ValueError(f"target_params must be positive, got {target_params}")
+    if D_MODEL_STEP % head_dim:
+        raise ValueError(f"head_dim {head_dim} must divide {D_MODEL_STEP}")
     best = None
-    for k in range(1, 1025):  # d_model up to 65536
-        d = k * head_dim
+    for k in range(1, 513):  # d_model up to 65536
+        d = k * D_MODEL_STEP
         fixed = 2 * vocab * d + seq_len * d + 2 * d
         per_block = 12 * d * d + 4 * d
         layers = max(1, round((target_params - fixed) / per_block))
         count = fixed + layers * per_block
-        aspect_penalty = abs(math.log((d / layers) / ASPECT_RATIO))
-        # within 2 % of the target, prefer GPT-like proportions; otherwise the closest count
         error = abs(count - target_params) / target_params
+        aspect_penalty = abs(math.log((d / layers) / ASPECT_RATIO))
         key = (max(error, 0.02), aspect_penalty)
         if best is None or key < best[0]:
-            best = (key, GPTShape(layers, k, d, vocab, seq_len))
+            best = (key, GPTShape(layers, d // head_dim, d, vocab, seq_len))
         if fixed > 2 * target_params:
             break
     return best[1].as_dict()

@@ -11,13 +11,15 @@ What the record holds and how it is measured:
   batch loss), so it is comparable across strategies and rank counts. losses[0] is computed
   before any update: it only shows that every strategy starts from the same weights and
   data. A wrong gradient (reduction, sharding) shows from losses[1] on, so agreement checks
-  must compare losses[1] too.
+  must compare losses[1] too. Adam's first update is lr * g/|g| per element: a gradient
+  wrong only by a constant factor (a sum where a mean was due) barely shows even there.
 - step_times_s: wall time of each timed step, device synchronised at both ends; warm-up
   steps are run first and not timed. tokens_per_s is the global rate at the median step.
 - model_state_bytes: params/grads/optimizer bytes this rank holds, local shards only
-  (state_bytes.py), taken after an extra backward pass that follows the timed steps, between
-  backward and the optimizer step, when gradients and optimizer state both exist. The
-  extra pass is not in losses or step times.
+  (state_bytes.py), taken in an extra backward pass after the timed steps, between backward
+  and the optimizer step, when gradients and optimizer state both exist (ZeRO-1 also just
+  before its end-of-backward reduction: deepspeed_zero.py). The extra pass is in neither
+  losses nor step times.
 - peak_allocated_bytes / peak_reserved_bytes: CUDA allocator peaks over the training steps
   (reset after the model is wrapped: each rank builds the full model before sharding it,
   which a real job avoids with meta-device or zero.Init construction); None on CPU.
@@ -162,7 +164,7 @@ def _train(ctx, strategy, shape, micro_batch, warmup_steps, steps, seed, precisi
             "tokens_per_s": micro_batch * s.seq_len * ctx.world_size / median,
             "peak_allocated_bytes": None,
             "peak_reserved_bytes": None,
-            "model_state_bytes": {**state, "total": sum(state.values())},
+            "model_state_bytes": state,  # {params, grads, optimizer}: sum them for the total
             "wrapper": trainer.wrapper,
             "precision": precision,
             "device_name": _device_name(device),

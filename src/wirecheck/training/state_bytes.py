@@ -78,10 +78,10 @@ def _grad_containers(value):
     if isinstance(value, torch.Tensor):
         yield value
         return
-    flat = getattr(value, "flat_partition", None)
+    flat = getattr(value, "flat_partition", None)  # GradPartitionBufferGroup, a list subclass
     if isinstance(flat, torch.Tensor):
         yield flat
-    if isinstance(value, (list, tuple)) or hasattr(value, "__iter__"):
+    if isinstance(value, (list, tuple)):
         for item in value:
             if isinstance(item, torch.Tensor):
                 yield item
