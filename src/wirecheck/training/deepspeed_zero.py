@@ -79,6 +79,10 @@ class DeepSpeedTrainer:
 
         self.strategy = strategy
         self.stage = STAGES[strategy]
+        if ctx.device.type == "cpu" and torch.cuda.is_available():
+            # Accelerate and DeepSpeed pick their device from what CUDA shows, not from us
+            raise RuntimeError(f"{strategy}: a CPU run on a host with visible GPUs would train on "
+                               "the GPUs; hide them from CPU workers (CUDA_VISIBLE_DEVICES='')")
         handlers = _cpu_workarounds() if ctx.device.type == "cpu" else []
         _without_transformers_weakref()
         config = ds_config(self.stage, micro_batch, ctx.world_size, model.shape.d_model, precision)

@@ -140,6 +140,10 @@ def _train(ctx, strategy, shape, micro_batch, warmup_steps, steps, seed, precisi
                 times.append(time.perf_counter() - t0)
             losses.append(loss.detach().float().reshape(1))
 
+        peaks = (None, None)
+        if device.type == "cuda":  # the training steps' peak, before the measurement pass
+            peaks = (torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device))
+
         # measurement pass: gradients and optimizer state both present (see module doc)
         x, y = batches[0]
         state = trainer.measure_state(trainer.loss(x, y))
@@ -162,8 +166,8 @@ def _train(ctx, strategy, shape, micro_batch, warmup_steps, steps, seed, precisi
             "step_time_median_s": median,
             "step_time_spread": max(times) / min(times),
             "tokens_per_s": micro_batch * s.seq_len * ctx.world_size / median,
-            "peak_allocated_bytes": None,
-            "peak_reserved_bytes": None,
+            "peak_allocated_bytes": peaks[0],
+            "peak_reserved_bytes": peaks[1],
             "model_state_bytes": state,  # {params, grads, optimizer}: sum them for the total
             "wrapper": trainer.wrapper,
             "precision": precision,
@@ -171,13 +175,12 @@ def _train(ctx, strategy, shape, micro_batch, warmup_steps, steps, seed, precisi
             "backend": ctx.backend,
             "torch_version": torch.__version__,
         }
-        if device.type == "cuda":
-            record["peak_allocated_bytes"] = torch.cuda.max_memory_allocated(device)
-            record["peak_reserved_bytes"] = torch.cuda.max_memory_reserved(device)
         if strategy.startswith("zero"):
+            import accelerate
             import deepspeed
 
             record["deepspeed_version"] = deepspeed.__version__
+            record["accelerate_version"] = accelerate.__version__
         return record
     finally:
         trainer.close()
