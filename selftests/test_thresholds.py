@@ -146,18 +146,20 @@ def test_training_settings(shipped):
 
 def test_training_limits(shipped):
     hw = shipped.training_limits(simulated=False)
-    assert hw.agreement.max_rel_diff == pytest.approx(0.02)
+    assert hw.agreement.max_rel_diff == pytest.approx(0.001)
     assert hw.agreement.yaml_path == "thresholds.yaml: training.agreement.hardware.first_loss_max_rel_diff"
     assert shipped.training_limits(simulated=True).agreement.max_rel_diff == pytest.approx(0.001)
     assert hw.model_state.max_rel_diff_from_model == pytest.approx(0.10)
     assert hw.model_state.zero3_vs_fsdp_max_rel_diff == pytest.approx(0.10)
-    assert hw.slow_wire.min_slowdown == pytest.approx(1.05) and hw.slow_wire.max_spread_ratio >= 1.0
+    assert hw.slow_wire.min_slowdown == pytest.approx(1.2) and hw.slow_wire.max_spread_ratio >= 1.0
     assert hw.capacity.model_state_target == pytest.approx(1.10)
-    # The DDP >= ZeRO-1 >= ZeRO-2 >= ZeRO-3 staircase holds for the ceilings too.
-    peaks = [hw.peak_memory("nvswitch", s).max for s in ("ddp", "zero1", "zero2", "zero3")]
-    assert peaks == sorted(peaks, reverse=True) and peaks[0] <= 141e9
+    # Peak ceilings fit an H200; they need not form a staircase (ZeRO-3's gathered layers and
+    # prefetch put its peak above ZeRO-2's on the measured 1e9-parameter model).
+    peaks = [hw.peak_memory("nvswitch", s).max for s in ("ddp", "zero1", "zero2", "zero3", "fsdp")]
+    assert max(peaks) == peaks[0] <= 141e9
     floor = hw.throughput_floor("nvswitch", "ddp", 2)
-    assert floor.min == 20000 and floor.kind == "throughput" and "guess" in floor.source
+    assert floor.min == 66700 and floor.kind == "throughput" and "measured" in floor.source
+    assert "guess" in hw.throughput_floor("nvswitch", "ddp", 8).source
 
 
 def test_training_limits_in_simulation(shipped):
