@@ -145,3 +145,10 @@ def measure_hang(ctx: RankContext, op: str, hang_rank: int = 1, hang_op: str = "
     if op == hang_op and ctx.rank == hang_rank:
         hang_forever_here()
     return collectives.measure(ctx, op=op, **kw)
+
+
+def run_out_of_memory(ctx: RankContext, **kw: Any) -> dict:
+    """Rank 0 fails the way a CUDA allocator does when a model does not fit."""
+    if ctx.rank == 0:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 290.00 MiB (simulated by a self-test)")
+    return {"rank": ctx.rank}

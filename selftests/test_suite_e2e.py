@@ -111,3 +111,23 @@ def test_hang_is_reported_and_the_session_goes_on(pytester):
                        "--benchmark-disable")
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(["*all_reduce at 64 KiB on nvswitch-2gpu-0.1 did not finish within 8*", "*rank 1*"])
+
+
+WRONG_GRADIENT = '''
+import pytest
+
+@pytest.fixture
+def grad_hook(request):
+    # only FSDP computes a wrong gradient; DDP (the reference) stays right
+    return "faulty_training:flip_first_block_grad" if request.node.callspec.params.get("strategy") == "fsdp" else None
+'''
+
+
+def test_wrong_gradient_fails_the_agreement_check(pytester):
+    make_project(pytester, tests_conftest=WRONG_GRADIENT)
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_losses_agree and nvswitch and (fsdp or zero1)",
+                       "--benchmark-disable")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "FAILED tests/test_strategies.py::test_losses_agree[nvswitch-2gpu-0.1-fsdp]" in out
+    result.stdout.fnmatch_lines(["*fsdp on nvswitch-2gpu-0.1: loss at step 2 * vs ddp *: relative difference*"])
