@@ -20,15 +20,9 @@ from typing import Any, Callable, Mapping
 import yaml
 
 from wirecheck.placement import (
-    CLASS_CROSS_QUAD,
-    CLASS_FORCED_PCIE,
-    CLASS_NVL_GROUP,
-    CLASS_NVL_PAIR,
-    CLASS_NVL_QUAD,
-    CLASS_NVSWITCH,
-    CLASS_PAIR,
-    CLASS_PCIE,
     CLASSES,
+    CLASS_PAIR,
+    CLASS_SINGLE,
 )
 from wirecheck.quantity import QuantityError, format_bw, format_quantity, parse_quantity
 from wirecheck.topology import BRIDGED, FABRICS, PCIE
@@ -41,16 +35,7 @@ ANY = "any"  # a GPU-count (or placement-class) key that matches whatever has no
 
 # Sections that must be present, even if empty ({} = judged by the derived floor only): a class
 # left out by accident would otherwise judge nothing, silently.
-COLLECTIVE_FLOOR_CLASSES = (
-    CLASS_NVSWITCH,
-    CLASS_NVL_PAIR,
-    CLASS_NVL_QUAD,
-    CLASS_NVL_GROUP,
-    CLASS_CROSS_QUAD,
-    CLASS_PCIE,
-    CLASS_FORCED_PCIE,
-    CLASS_PAIR,
-)
+COLLECTIVE_FLOOR_CLASSES = tuple(c for c in CLASSES if c != CLASS_SINGLE)  # one GPU has no collective
 # Training runs on placements, not on per-pair link checks.
 THROUGHPUT_FLOOR_CLASSES = tuple(c for c in COLLECTIVE_FLOOR_CLASSES if c != CLASS_PAIR)
 

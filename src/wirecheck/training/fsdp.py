@@ -17,10 +17,10 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor, Shard
 
-from wirecheck.training.state_bytes import torch_module_state
+from wirecheck.training.torch_trainer import TorchTrainer
 
 
-class FSDPTrainer:
+class FSDPTrainer(TorchTrainer):
     strategy = "fsdp"
 
     def __init__(self, ctx, model: torch.nn.Module, lr: float, precision: str, micro_batch: int):
@@ -31,10 +31,7 @@ class FSDPTrainer:
             mp = MixedPrecisionPolicy()
         for block in model.blocks:
             fully_shard(block, mesh=mesh, mp_policy=mp)
-        self.model = fully_shard(model, mesh=mesh, mp_policy=mp)
-        # the optimizer is built on the sharded (DTensor) parameters, so its state is sharded
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr)
-        self.wrapper = type(self.model).__name__
+        self._finish(fully_shard(model, mesh=mesh, mp_policy=mp), lr)
         self._check(ctx)
 
     def _check(self, ctx) -> None:
@@ -47,21 +44,3 @@ class FSDPTrainer:
                     f"fsdp: parameter {name} placed {p.placements} over a mesh of "
                     f"{p.device_mesh.size()}, expected Shard(0) over {ctx.world_size}"
                 )
-
-    def loss(self, x, y):
-        return self.model(x, y)
-
-    def update(self, loss) -> None:
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
-
-    def measure_state(self, loss) -> dict:
-        """Backward without the step: gradients and optimizer state both held."""
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        return torch_module_state(self.model, self.optimizer)
-
-    def close(self) -> None:
-        self.optimizer = None
-        self.model = None
