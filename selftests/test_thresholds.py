@@ -158,7 +158,7 @@ def test_training_limits(shipped):
     peaks = [hw.peak_memory("nvswitch", s).max for s in ("ddp", "zero1", "zero2", "zero3", "fsdp")]
     assert max(peaks) == peaks[0] <= 141e9
     floor = hw.throughput_floor("nvswitch", "ddp", 2)
-    assert floor.min == 66700 and floor.kind == "throughput" and "measured" in floor.source
+    assert floor.min == 52600 and floor.kind == "throughput" and "measured" in floor.source
     assert "guess" in hw.throughput_floor("nvswitch", "ddp", 8).source
 
 
