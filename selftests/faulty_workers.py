@@ -15,6 +15,8 @@ import sys
 import time
 from typing import Any
 
+import torch
+
 from wirecheck import collectives
 from wirecheck.worker import RankContext
 

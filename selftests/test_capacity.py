@@ -32,6 +32,11 @@ def test_a_hang_is_a_failure_not_an_oom():
     assert capacity.outcome(_error_of("faulty_workers:hang", timeout_s=3)) == capacity.FAILURE
 
 
+def test_an_error_that_only_mentions_oom_is_a_failure():
+    error = _error_of("faulty_workers:raise_on", rank=0)
+    assert capacity.outcome(error + "\n  hint: OutOfMemoryError") == capacity.FAILURE
+
+
 def test_a_run_that_fits():
     assert capacity.outcome(None) == capacity.FIT
 

@@ -3,14 +3,18 @@ FSDP on the placement can (the article's Mistral-7B on 80 GB, scaled to the GPU 
 
 from __future__ import annotations
 
+import re
+
 from wirecheck.memory_model import predict
 from wirecheck.training.model import shape_for_params
 
 FIT, OOM, FAILURE = "fit", "oom", "failure"
 
-# How an allocator running out of device memory reads in a rank's traceback
-# (torch.OutOfMemoryError; older builds raise RuntimeError "CUDA out of memory").
-_OOM_MARKERS = ("OutOfMemoryError", "CUDA out of memory", "out of memory")
+# How a rank's allocator running out of device memory reads in the launcher's headline
+# ("... rank 0 raised OutOfMemoryError: CUDA out of memory ..."; older torch builds raise
+# RuntimeError "CUDA out of memory"). Only the headline counts: a traceback that merely
+# mentions the word is not an out-of-memory.
+_OOM_HEADLINE = re.compile(r"raised (\w+\.)*OutOfMemoryError|raised RuntimeError: CUDA out of memory")
 
 
 def capacity_params(gpu_memory_bytes: int, ddp_fraction: float, precision: str) -> float:
@@ -31,4 +35,4 @@ def outcome(error: str | None) -> str:
     headline = error.split("\n", 1)[0]
     if "did not finish within" in headline or " died " in headline:  # launcher: hang / dead rank
         return FAILURE
-    return OOM if any(marker in error for marker in _OOM_MARKERS) else FAILURE
+    return OOM if _OOM_HEADLINE.search(headline) else FAILURE
