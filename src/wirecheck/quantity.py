@@ -40,6 +40,7 @@ UNITS: dict[str, dict[str, float]] = {
     "ratio": {"x": 1.0},
     "params": {"params": 1.0},
     "throughput": {"tokens/s": 1.0},
+    "rate": {"/s": 1.0, "/min": 1 / 60},  # events per time: error-counter growth
 }
 
 # Aliases: GPU memory is a size, but the word reads better where a memory limit is meant.
@@ -56,6 +57,7 @@ EXAMPLES = {
     "ratio": "8 x",
     "params": "1.2e9 params",
     "throughput": "20000 tokens/s",
+    "rate": "100 /s",
 }
 
 # What a kind is called in messages ("... is a size, not a bandwidth").
@@ -67,6 +69,7 @@ NOUNS = {
     "ratio": "a ratio",
     "params": "a parameter count",
     "throughput": "a throughput",
+    "rate": "a rate",
 }
 
 _NUMBER = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)\s*$")

@@ -172,6 +172,18 @@ class Capacity:
     yaml_path: str
 
 
+@dataclass(frozen=True)
+class HealthLimits:
+    """How much each error counter may grow over a run (DCGM's health-watch rules)."""
+
+    nvlink_replay: int  # events, over the whole run
+    nvlink_recovery: int
+    nvlink_crc_rate: float  # CRC flit + data errors per second, per link
+    pcie_replay_rate: float  # replays per second, per GPU
+    source: str
+    yaml_path: str
+
+
 # A GPU-count table: {2: Limit, 8: Limit, "any": Limit}.
 CountTable = Mapping["int | str", Limit]
 
@@ -229,6 +241,7 @@ class Thresholds:
     _simulated_floors: Mapping[str, CountTable]
     _training_settings: Mapping[bool, TrainingSettings]
     _training_limits: Mapping[bool, TrainingLimits]
+    health: HealthLimits
 
     @property
     def profile_names(self) -> tuple[str, ...]:
@@ -642,6 +655,22 @@ def _training(at: _At) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
+def _health(at: _At) -> HealthLimits:
+    h = at.fields(
+        "error-counter growth limits",
+        required={"nvlink_replay": "0", "nvlink_recovery": "0", "nvlink_crc_rate": '"100 /s"',
+                  "pcie_replay_rate": '"8 /min"', "source": SOURCE_HINT},
+    )
+    return HealthLimits(
+        h["nvlink_replay"].count(),
+        h["nvlink_recovery"].count(),
+        h["nvlink_crc_rate"].quantity("rate"),
+        h["pcie_replay_rate"].quantity("rate"),
+        h["source"].source(),
+        at.cite,
+    )
+
+
 def load_thresholds(path: str | Path) -> Thresholds:
     """Read and validate a thresholds file. Raises ThresholdsError (or FileNotFoundError)."""
     path = Path(path)
@@ -658,6 +687,7 @@ def load_thresholds(path: str | Path) -> Thresholds:
             "profiles": "{h200-sxm-8: {...}}",
             "collectives": "{hardware: {...}, floors: {...}, ...}",
             "training": "{hardware: {...}, ...}",
+            "health": '{nvlink_replay: 0, nvlink_recovery: 0, nvlink_crc_rate: "100 /s", pcie_replay_rate: "8 /min", source: ...}',
         },
     )
     profiles = _profiles(f["profiles"])
@@ -675,4 +705,5 @@ def load_thresholds(path: str | Path) -> Thresholds:
         _simulated_floors=collectives["simulated_floors"],
         _training_settings=training["settings"],
         _training_limits=training["limits"],
+        health=_health(f["health"]),
     )
