@@ -299,6 +299,9 @@ class WorkerGroup:
         env.setdefault("OMP_NUM_THREADS", "1")
         env.setdefault("PYTHONUNBUFFERED", "1")  # prints reach the log before a crash
         if self.gpus is not None:
+            # Placements use NVML indices, which follow PCI bus order; CUDA's default order is
+            # fastest-first, which can differ on mixed nodes. Make CUDA count as NVML does.
+            env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in self.gpus)
         env["PYTHONPATH"] = _python_path(env.get("PYTHONPATH"))
         env.update(
