@@ -11,14 +11,13 @@ import statistics
 
 import pytest
 
-from fixtures.measurements import require
+from fixtures.measurements import nvlink_twin_or_skip, require
 from wirecheck.placement import CLASS_FORCED_PCIE, CLASS_PAIR
 from wirecheck.quantity import format_bw, format_bytes
 from wirecheck.verdict import judge, judge_ratio, limit_dict
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
 BANDWIDTH_CLASSES = ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "cross_quad", "pcie", "forced_pcie")
-NVLINK_CLASSES = ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "pair")
 
 
 def _link_ceiling(node, placement) -> float | None:
@@ -42,14 +41,6 @@ def _floor_result(node, sweep):
         pytest.fail(f"{sweep.op} on {sweep.placement.id}: no measurement at the floor size {format_bytes(size)} "
                     "(thresholds.yaml collectives: floor_size must be one of sizes)", pytrace=False)
     return result
-
-
-def _twin(node, placement, classes):
-    """The placement on the same GPUs in one of `classes` (the NVLink twin of forced_pcie)."""
-    for p in node.placements:
-        if p.gpus == placement.gpus and p.klass in classes:
-            return p
-    pytest.skip(f"no {'/'.join(classes)} placement on GPUs {placement.gpus} to compare with")
 
 
 @pytest.mark.placements(*BANDWIDTH_CLASSES)
@@ -105,7 +96,7 @@ def test_nvlink_worth_it(node, measurements, placement, collective_worker, recor
     """The wire check: the same GPUs must be much faster with NCCL's NVLink path than without."""
     if node.simulated:
         pytest.skip("simulation: gloo on CPU has no NVLink to compare against the host path")
-    fast = _twin(node, placement, NVLINK_CLASSES)
+    fast = nvlink_twin_or_skip(node, placement)
     slow_sweep, fast_sweep = measurements.sweep(placement, "all_reduce", collective_worker), measurements.sweep(fast, "all_reduce", collective_worker)
     require(slow_sweep)
     require(fast_sweep)

@@ -10,14 +10,13 @@ import math
 
 import pytest
 
-from fixtures.measurements import feed_benchmark, require
+from fixtures.measurements import feed_benchmark, nvlink_twin_or_skip, require
 from wirecheck import capacity
 from wirecheck.memory_model import STRATEGIES, predict
 from wirecheck.quantity import format_bytes
 from wirecheck.verdict import judge, limit_dict
 
 TRAINING_CLASSES = ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "cross_quad", "pcie", "forced_pcie")
-NVLINK_CLASSES = ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group")
 REFERENCE = "ddp"
 
 training_placements = pytest.mark.placements(*TRAINING_CLASSES, one_per_size=True)
@@ -163,20 +162,13 @@ def test_throughput(node, measurements, placement, strategy, strategy_worker, gr
     assert verdict.ok, verdict.message
 
 
-def _fast_twin(node, placement):
-    for p in node.placements:
-        if p.gpus == placement.gpus and p.klass in NVLINK_CLASSES:
-            return p
-    pytest.skip(f"no NVLink placement on GPUs {placement.gpus} to compare with")
-
-
 @pytest.mark.placements("forced_pcie")
 @each_strategy
 def test_slow_wire_costs(node, measurements, placement, strategy, strategy_worker, grad_hook, record):
     """On the host path every strategy is slower than on NVLink with the same GPUs."""
     if node.simulated:
         pytest.skip("simulation: gloo on CPU has no NVLink to lose")
-    fast = _run(measurements, _fast_twin(node, placement), strategy, strategy_worker, grad_hook)
+    fast = _run(measurements, nvlink_twin_or_skip(node, placement), strategy, strategy_worker, grad_hook)
     slow = _run(measurements, placement, strategy, strategy_worker, grad_hook)
     rule = node.thresholds.training_limits(node.simulated).slow_wire
     slowdown = fast.tokens_per_s / slow.tokens_per_s
@@ -193,7 +185,7 @@ def test_dial_flattens(node, measurements, placement, strategy_worker, grad_hook
     """On a slow wire the strategies move closer together (the dial flattens) or at least not apart."""
     if node.simulated:
         pytest.skip("simulation: gloo on CPU has no NVLink to lose")
-    twin = _fast_twin(node, placement)
+    twin = nvlink_twin_or_skip(node, placement)
     fast = {s: _run(measurements, twin, s, strategy_worker, grad_hook).tokens_per_s for s in STRATEGIES}
     slow = {s: _run(measurements, placement, s, strategy_worker, grad_hook).tokens_per_s for s in STRATEGIES}
     spread_fast, spread_slow = max(fast.values()) / min(fast.values()), max(slow.values()) / min(slow.values())

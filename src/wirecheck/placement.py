@@ -61,7 +61,7 @@ class Placement:
     @property
     def nvlink(self) -> bool:
         """True when NCCL may use NVLink between these GPUs."""
-        return self.klass in (CLASS_NVSWITCH, CLASS_NVL_PAIR, CLASS_NVL_QUAD, CLASS_NVL_GROUP, CLASS_PAIR)
+        return self.klass in NVLINK_CLASSES
 
     @property
     def cuda_visible_devices(self) -> str:
@@ -128,6 +128,18 @@ def enumerate_placements(topo: Topology) -> list[Placement]:
         out.append(Placement(CLASS_FORCED_PCIE, nv_pairs[0], dict(FORCED_PCIE_ENV)))
     out += [Placement(CLASS_PAIR, pair) for pair in nv_pairs]
     return out
+
+
+# Classes where NCCL may use NVLink between every pair of the subset.
+NVLINK_CLASSES = (CLASS_NVSWITCH, CLASS_NVL_PAIR, CLASS_NVL_QUAD, CLASS_NVL_GROUP, CLASS_PAIR)
+
+
+def nvlink_twin(placements: list[Placement], placement: Placement) -> Placement | None:
+    """The NVLink placement on the same GPUs (what forced_pcie is compared against)."""
+    for other in placements:
+        if other.gpus == placement.gpus and other.klass in NVLINK_CLASSES:
+            return other
+    return None
 
 
 def find_placement(placements: list[Placement], placement_id: str) -> Placement:
