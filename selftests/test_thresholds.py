@@ -151,7 +151,9 @@ def test_training_limits(shipped):
     assert shipped.training_limits(simulated=True).agreement.max_rel_diff == pytest.approx(0.001)
     assert hw.model_state.max_rel_diff_from_model == pytest.approx(0.10)
     assert hw.model_state.zero3_vs_fsdp_max_rel_diff == pytest.approx(0.10)
-    assert hw.slow_wire.min_slowdown == pytest.approx(1.2) and hw.slow_wire.max_spread_ratio >= 1.0
+    assert hw.slow_wire.min_slowdown("ddp") == pytest.approx(1.7) and hw.slow_wire.max_spread_ratio >= 1.0
+    with pytest.raises(ValueError, match="strategy"):
+        hw.slow_wire.min_slowdown("zero4")
     assert hw.capacity.model_state_target == pytest.approx(1.10)
     # Peak ceilings fit an H200; they need not form a staircase (ZeRO-3's gathered layers and
     # prefetch put its peak above ZeRO-2's on the measured 1e9-parameter model).

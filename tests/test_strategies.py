@@ -165,19 +165,21 @@ def test_throughput(node, measurements, placement, strategy, strategy_worker, gr
 @pytest.mark.placements("forced_pcie")
 @each_strategy
 def test_slow_wire_costs(node, measurements, placement, strategy, strategy_worker, grad_hook, record):
-    """On the host path every strategy is slower than on NVLink with the same GPUs."""
+    """On the host path each strategy is slower than on NVLink with the same GPUs, by at least
+    its floor (ZeRO-3's floor is below 1: untuned, it is bound by its gather hooks, not the wire)."""
     if node.simulated:
         pytest.skip("simulation: gloo on CPU has no NVLink to lose")
     fast = _run(measurements, nvlink_twin_or_skip(node, placement), strategy, strategy_worker, grad_hook)
     slow = _run(measurements, placement, strategy, strategy_worker, grad_hook)
     rule = node.thresholds.training_limits(node.simulated).slow_wire
     slowdown = fast.tokens_per_s / slow.tokens_per_s
-    ok = slowdown >= rule.min_slowdown
+    minimum = rule.min_slowdown(strategy)
+    ok = slowdown >= minimum
     record("slow_wire", f"{strategy} NVLink/host-path throughput", value=slowdown, unit="x", verdict="pass" if ok else "fail",
-           limit={"min": rule.min_slowdown, "source": rule.source, "yaml_path": rule.yaml_path},
+           limit={"min": minimum, "source": rule.source, "yaml_path": rule.yaml_path},
            details={"fast": fast.tokens_per_s, "slow": slow.tokens_per_s})
     assert ok, (f"{strategy}: {_tokens(fast.tokens_per_s)} on {fast.placement.id} vs {_tokens(slow.tokens_per_s)} on "
-                f"{placement.id}: slowdown {slowdown:.2f}x < {rule.min_slowdown:.2f}x ({rule.yaml_path}; source: {rule.source})")
+                f"{placement.id}: slowdown {slowdown:.2f}x < {minimum:.2f}x ({rule.yaml_path}.min_slowdown.{strategy}; source: {rule.source})")
 
 
 @pytest.mark.placements("forced_pcie")

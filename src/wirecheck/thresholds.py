@@ -157,10 +157,14 @@ class ModelStateLimits:
 
 @dataclass(frozen=True)
 class SlowWire:
-    min_slowdown: float  # ratio: NVLink tokens/s / forced_pcie tokens/s, per strategy
+    min_slowdown_by_strategy: Mapping[str, float]  # ratio: NVLink tokens/s / forced_pcie tokens/s
     max_spread_ratio: float  # ratio: spread_slow <= spread_fast x this
     source: str
     yaml_path: str
+
+    def min_slowdown(self, strategy: str) -> float:
+        _check_name(strategy, STRATEGIES, "strategy")
+        return self.min_slowdown_by_strategy[strategy]
 
 
 @dataclass(frozen=True)
@@ -609,10 +613,13 @@ def _training(at: _At) -> dict[str, Any]:
     )
     sw = f["slow_wire"].fields(
         "slow-wire checks",
-        required={"min_slowdown": '"1.05 x"', "max_spread_ratio": '"1.5 x"', "source": SOURCE_HINT},
+        required={"min_slowdown": '{ddp: "1.7 x", zero1: "1.1 x", ...}', "max_spread_ratio": '"1.0 x"', "source": SOURCE_HINT},
+    )
+    per_strategy = sw["min_slowdown"].fields(
+        "minimum slowdown per strategy", required={s: '"1.1 x"' for s in STRATEGIES}
     )
     slow_wire = SlowWire(
-        sw["min_slowdown"].quantity("ratio"),
+        MappingProxyType({s: per_strategy[s].quantity("ratio") for s in STRATEGIES}),
         sw["max_spread_ratio"].quantity("ratio"),
         sw["source"].source(),
         f["slow_wire"].cite,
