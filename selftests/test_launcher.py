@@ -174,16 +174,16 @@ def test_hang_is_reported_with_the_stack_and_a_new_group_works():
         assert fresh.run(f"{FAULTY}:all_reduce_ranks", {}, timeout_s=30) == [3.0, 3.0]
 
 
-@pytest.mark.parametrize(("how", "world_size", "init_process_group", "returncode", "described"), [
+@pytest.mark.parametrize(("how", "world_size", "join_group", "returncode", "described"), [
     ("exit", 2, True, 3, "exit code 3"),
     # One rank is enough to see the signal and faulthandler's report (saves a torch start-up), and
     # this group doubles as the check of a group that leaves the process group to its functions.
     ("segv", 1, False, -signal.SIGSEGV, "killed by SIGSEGV"),
 ])
-def test_dying_rank_is_reported_at_once_with_its_stderr(how, world_size, init_process_group, returncode,
+def test_dying_rank_is_reported_at_once_with_its_stderr(how, world_size, join_group, returncode,
                                                        described):
-    group = WorkerGroup("selftest-die", world_size, "gloo", init_process_group=init_process_group)
-    if not init_process_group:
+    group = WorkerGroup("selftest-die", world_size, "gloo", join_process_group=join_group)
+    if not join_group:
         (r,) = whoami(group, "RANK", "WORLD_SIZE", "MASTER_PORT")
         assert not r["dist_initialized"] and r["device"] == "cpu" and r["is_rank_context"]
         assert r["env"]["RANK"] == "0" and r["env"]["WORLD_SIZE"] == "1" and r["env"]["MASTER_PORT"]

@@ -32,7 +32,7 @@ STATE_RTOL = 0.05  # measured model state vs memory_model IMPLEMENTATION(fp32)
 
 def _train(strategy: str, grad_hook: str | None = None) -> dict:
     start = time.monotonic()
-    with WorkerGroup(f"selftest-{strategy}", WORLD_SIZE, "gloo", init_process_group=False) as group:
+    with WorkerGroup(f"selftest-{strategy}", WORLD_SIZE, "gloo", join_process_group=False) as group:
         ranks = group.run(WORKER, {**RUN, "strategy": strategy, "grad_hook": grad_hook},
                           timeout_s=TIMEOUT_S, what=f"{strategy} training steps")
     return {"ranks": ranks, "wall_s": time.monotonic() - start}

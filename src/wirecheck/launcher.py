@@ -160,7 +160,7 @@ class WorkerGroup:
     """`world_size` worker processes for one label (a placement id), serving `run` calls.
 
     On NCCL rank r uses local device r of `gpus` (CUDA_VISIBLE_DEVICES is the same list for every rank).
-    With init_process_group=False the rank environment (RANK, WORLD_SIZE, MASTER_ADDR, ...) is set but
+    With join_process_group=False the rank environment (RANK, WORLD_SIZE, MASTER_ADDR, ...) is set but
     the group is left to the worker function (Accelerate/DeepSpeed initialise it themselves).
     """
 
@@ -178,7 +178,7 @@ class WorkerGroup:
         backend: str,
         gpus: tuple[int, ...] | None = None,
         env: dict[str, str] | None = None,
-        init_process_group: bool = True,
+        join_process_group: bool = True,
         start_timeout_s: float = 120,
     ):
         if backend not in BACKENDS:
@@ -195,7 +195,7 @@ class WorkerGroup:
         self.backend = backend
         self.gpus = tuple(gpus) if gpus is not None else None
         self.env = dict(env or {})
-        self.init_process_group = init_process_group
+        self.join_process_group = join_process_group
         self.info: list[dict[str, Any]] = []  # per rank, from the worker: pid, torch, device name, NCCL
         self._procs: list[subprocess.Popen] = []
         self._conns: list[Connection] = []
@@ -326,7 +326,7 @@ class WorkerGroup:
                         "--parent-pid", str(os.getpid()),
                         "--label", self.label,
                         "--backend", self.backend,
-                        *(["--no-process-group"] if not self.init_process_group else []),
+                        *(["--no-process-group"] if not self.join_process_group else []),
                     ],
                     env=self._worker_env(rank, port),
                     stdin=subprocess.DEVNULL,

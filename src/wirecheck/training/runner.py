@@ -3,7 +3,7 @@
 Called by the launcher in every rank of a fresh worker group (DeepSpeed and Accelerate keep
 process-global state, so a strategy never shares processes with another):
 
-    WorkerGroup(label, world_size, backend, init_process_group=False).run(
+    WorkerGroup(label, world_size, backend, join_process_group=False).run(
         "wirecheck.training.runner:run_strategy", kwargs, timeout_s, what)
 
 What the record holds and how it is measured:
