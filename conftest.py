@@ -1,10 +1,7 @@
-"""Root conftest: only lists the wirecheck plugin modules (they live in fixtures/)."""
+"""Root conftest: switches the wirecheck plugin on for the suite in tests/.
 
-pytest_plugins = [
-    "fixtures.options",
-    "fixtures.node",
-    "fixtures.placements",
-    "fixtures.workers",
-    "fixtures.reporting",
-    "fixtures.measurements",
-]
+The plugin's code lives in fixtures/ (installed as the package `pytest_wirecheck`); its
+options are registered for every pytest run by an entry point, the rest only here.
+"""
+
+pytest_plugins = ["pytest_wirecheck.plugin"]

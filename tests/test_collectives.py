@@ -11,7 +11,7 @@ import statistics
 
 import pytest
 
-from fixtures.measurements import nvlink_twin_or_skip, require
+from pytest_wirecheck.measurements import nvlink_twin_or_skip, require
 from wirecheck.placement import CLASS_FORCED_PCIE, CLASS_PAIR
 from wirecheck.quantity import format_bw, format_bytes
 from wirecheck.verdict import judge, judge_ratio, limit_dict

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from fixtures.measurements import feed_benchmark, nvlink_twin_or_skip, require
+from pytest_wirecheck.measurements import feed_benchmark, nvlink_twin_or_skip, require
 from wirecheck import capacity
 from wirecheck.memory_model import STRATEGIES, predict
 from wirecheck.quantity import format_bytes

@@ -1,0 +1,44 @@
+"""Where the suite's own files are: the validation tests, the default thresholds, the recorded
+topologies. Found without importing pytest (the `wirecheck` command needs them too).
+
+Two layouts hold them:
+- a checkout (installed editable): the plugin package `pytest_wirecheck` is the folder
+  `fixtures/`, with `tests/` and `thresholds.yaml` beside it at the top of the checkout;
+- an installed wheel: the build copies `tests/` and `thresholds.yaml` into the package, so
+  they sit inside `pytest_wirecheck/` (see setup.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+PLUGIN_PACKAGE = "pytest_wirecheck"
+
+
+@dataclass(frozen=True)
+class SuitePaths:
+    root: Path  # the directory pytest runs the suite from (its rootdir)
+    tests: Path
+    thresholds: Path
+    topologies: Path
+    checkout: bool  # True in a source checkout, False in an installed wheel
+
+
+def plugin_dir() -> Path:
+    spec = importlib.util.find_spec(PLUGIN_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(
+            f"the package {PLUGIN_PACKAGE} is not installed in this Python ({PLUGIN_PACKAGE} ships with wirecheck): "
+            "reinstall wirecheck (./install.sh in a checkout, or pip install wirecheck)"
+        )
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+def suite_paths() -> SuitePaths:
+    plugin = plugin_dir()
+    top = plugin.parent
+    if (top / "tests").is_dir() and (top / "thresholds.yaml").is_file() and (top / "conftest.py").is_file():
+        return SuitePaths(top, top / "tests", top / "thresholds.yaml", plugin / "topologies", checkout=True)
+    return SuitePaths(plugin / "tests", plugin / "tests", plugin / "thresholds.yaml", plugin / "topologies", checkout=False)
