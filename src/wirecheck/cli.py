@@ -10,18 +10,17 @@ import sys
 from pathlib import Path
 
 from wirecheck import nvml
+from wirecheck.paths import suite_paths
 from wirecheck.placement import enumerate_placements, pinning_advice
 from wirecheck.topo_text import load_recorded
 from wirecheck.topology import Topology
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout (installed editable)
-TOPOLOGY_DIR = PROJECT_ROOT / "fixtures" / "topologies"
 DEFAULT_SIMULATION = "h200-nvl-8"
 
 
 def _topology(simulate: str | None) -> Topology:
     if simulate:
-        return load_recorded(simulate, TOPOLOGY_DIR)
+        return load_recorded(simulate, suite_paths().topologies)
     return nvml.read_topology()
 
 
@@ -80,7 +79,11 @@ def cmd_memory(args) -> int:
 
 def cmd_validate(args, pytest_args: list[str]) -> int:
     """Run the suite on this node; without a GPU, in simulation, and say so."""
-    cmd = [sys.executable, "-m", "pytest", str(PROJECT_ROOT / "tests"), "--rootdir", str(PROJECT_ROOT)]
+    suite = suite_paths()
+    cmd = [sys.executable, "-m", "pytest", str(suite.tests), "--rootdir", str(suite.root)]
+    if not suite.checkout:
+        # An installed suite lives in site-packages: keep pytest's cache out of it.
+        cmd += ["-p", "no:cacheprovider"]
     if not any(a.startswith("--simulate") for a in pytest_args):
         try:
             nvml.read_topology()
@@ -90,7 +93,7 @@ def cmd_validate(args, pytest_args: list[str]) -> int:
             cmd.append(f"--simulate={DEFAULT_SIMULATION}")
     cmd += pytest_args
     print("wirecheck validate: " + " ".join(cmd), file=sys.stderr)
-    return subprocess.call(cmd, cwd=PROJECT_ROOT)
+    return subprocess.call(cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:
