@@ -1,13 +1,17 @@
 """The worker process: one per rank, started by `launcher.WorkerGroup`, run as `python -m wirecheck.worker`.
 
-It sets up its device (and, unless told otherwise, the process group), then serves calls from the
-parent over a private socket until told to exit. Only these processes touch CUDA and torch.distributed:
-the pytest process must never create a CUDA context.
+It takes part in the group's rendezvous (wirecheck.rendezvous), sets up its device (and, unless told
+otherwise, the process group), then serves calls from the parent over a private socket until told to
+exit. Only these processes touch CUDA and torch.distributed: the pytest process must never create a
+CUDA context.
 
 Protocol (pickled tuples over a `multiprocessing.connection.Connection`):
-  parent -> worker  ("call", seq, "pkg.module:function", kwargs)   |  ("exit",)
-  worker -> parent  ("ready", info) | ("init_error", summary, traceback)
-                    ("ok", seq, value) | ("error", seq, summary, traceback)
+  parent -> worker  ("rendezvous", port)  (ranks > 0, once)  |  ("call", seq, "pkg.module:function", kwargs)
+                    ("exit",)
+  worker -> parent  ("rendezvous", port)  (rank 0, once: its store's real port)
+                    ("ready", info) | ("init_error", summary, traceback, facts)
+                    ("ok", seq, value) | ("error", seq, summary, traceback, facts)
+`facts` describe a raised exception as data (see `exception_facts`), so the parent never reads text.
 """
 
 from __future__ import annotations
@@ -67,6 +71,35 @@ def _watch_parent(parent_pid: int) -> None:
                 os._exit(70)
 
     threading.Thread(target=watch, name="wirecheck-parent-watch", daemon=True).start()
+
+
+def exception_facts(exc: BaseException) -> dict[str, Any]:
+    """When and what was raised, as data: the parent orders failures by `at` (torch elastic's
+    earliest-failure rule) and the capacity check asks `out_of_memory`, decided here by type."""
+    return {
+        "at": time.time(),
+        "exception": f"{type(exc).__module__}.{type(exc).__qualname__}",
+        "out_of_memory": _is_out_of_memory(exc),
+    }
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    torch = sys.modules.get("torch")
+    oom_types = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
+                                  getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None))
+                      if isinstance(t, type))
+    if not oom_types:
+        return False
+    # The exception itself or one it was raised from (a wrapper re-raising an allocator failure);
+    # bounded: chains can be cyclic.
+    seen: BaseException | None = exc
+    for _ in range(16):
+        if seen is None:
+            return False
+        if isinstance(seen, oom_types):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _nccl_version() -> str | None:
@@ -139,11 +172,17 @@ def _wait_for_exit(conn: Connection) -> None:
         pass
 
 
-def serve(conn: Connection, label: str, backend: str, init_process_group: bool) -> int:
+def serve(conn: Connection, label: str, backend: str, init_process_group: bool, rendezvous_timeout_s: float) -> int:
+    from wirecheck import rendezvous
+
     try:
+        joined = rendezvous.join(conn, int(os.environ["RANK"]), rendezvous_timeout_s)
+        if joined is None:
+            return 0  # told to exit before the rendezvous was complete
         ctx, info = _setup(label, backend, init_process_group)
+        info["port"] = joined
     except BaseException as exc:
-        conn.send(("init_error", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+        conn.send(("init_error", f"{type(exc).__name__}: {exc}", traceback.format_exc(), exception_facts(exc)))
         # Stay until the parent ends us: exiting now would race our error report with a
         # "rank died" verdict that hides the traceback.
         _wait_for_exit(conn)
@@ -161,12 +200,12 @@ def serve(conn: Connection, label: str, backend: str, init_process_group: bool) 
         try:
             reply = ("ok", seq, _call(ctx, fn, kwargs))
         except BaseException as exc:  # SystemExit from a worker function is an error, not our exit
-            reply = ("error", seq, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            reply = ("error", seq, f"{type(exc).__name__}: {exc}", traceback.format_exc(), exception_facts(exc))
         try:
             conn.send(reply)  # pickles before writing: a bad value leaves the stream intact
         except Exception as exc:
             conn.send(("error", seq, f"the return value of {fn} could not be sent back: {exc}",
-                       traceback.format_exc()))
+                       traceback.format_exc(), exception_facts(exc)))
         del reply
     _shutdown()
     return 0
@@ -183,12 +222,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--label", required=True)
     parser.add_argument("--backend", required=True)
     parser.add_argument("--no-process-group", action="store_true")
+    parser.add_argument("--rendezvous-timeout", type=float, default=120.0,
+                        help="seconds to wait for the group's store (the parent's start timeout)")
     args = parser.parse_args(argv)
 
     _watch_parent(args.parent_pid)
     conn = Connection(args.fd)
     try:
-        return serve(conn, args.label, args.backend, not args.no_process_group)
+        return serve(conn, args.label, args.backend, not args.no_process_group, args.rendezvous_timeout)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
