@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -53,9 +54,11 @@ def _nested_failure(rank: int) -> None:
     raise ValueError(f"boom from rank {rank}")
 
 
-def raise_on(ctx: RankContext, rank: int = 1) -> int:
-    """`rank` raises from a nested function; the others return their rank."""
+def raise_on(ctx: RankContext, rank: int = 1, message: str | None = None) -> int:
+    """`rank` raises from a nested function (ValueError, `message` if given); the others return their rank."""
     if ctx.rank == rank:
+        if message:
+            raise ValueError(message)
         _nested_failure(ctx.rank)
     return ctx.rank
 
@@ -149,8 +152,22 @@ def measure_hang(ctx: RankContext, op: str, hang_rank: int = 1, hang_op: str = "
     return collectives.measure(ctx, op=op, **kw)
 
 
-def run_out_of_memory(ctx: RankContext, **kw: Any) -> dict:
-    """Rank 0 fails the way a CUDA allocator does when a model does not fit."""
+def run_out_of_memory(ctx: RankContext, wrapped: bool = False, **kw: Any) -> dict:
+    """Rank 0 fails the way a CUDA allocator does when a model does not fit (`wrapped`: re-raised
+    as a RuntimeError from it, as a framework might)."""
     if ctx.rank == 0:
-        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 290.00 MiB (simulated by a self-test)")
+        try:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 290.00 MiB (simulated by a self-test)")
+        except torch.OutOfMemoryError as exc:
+            if wrapped:
+                raise RuntimeError("engine step failed") from exc
+            raise
     return {"rank": ctx.rank}
+
+
+def die_then_oom(ctx: RankContext) -> dict:
+    """Rank 1 is killed; half a second later rank 0 raises an out-of-memory error."""
+    if ctx.rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.5)
+    raise torch.OutOfMemoryError("CUDA out of memory (simulated, after a peer died)")

@@ -3,18 +3,11 @@ FSDP on the placement can (the article's Mistral-7B on 80 GB, scaled to the GPU 
 
 from __future__ import annotations
 
-import re
-
+from wirecheck.failures import GroupFailure
 from wirecheck.memory_model import predict
 from wirecheck.training.model import shape_for_params
 
 FIT, OOM, FAILURE = "fit", "oom", "failure"
-
-# How a rank's allocator running out of device memory reads in the launcher's headline
-# ("... rank 0 raised OutOfMemoryError: CUDA out of memory ..."; older torch builds raise
-# RuntimeError "CUDA out of memory"). Only the headline counts: a traceback that merely
-# mentions the word is not an out-of-memory.
-_OOM_HEADLINE = re.compile(r"raised (\w+\.)*OutOfMemoryError|raised RuntimeError: CUDA out of memory")
 
 
 def capacity_params(gpu_memory_bytes: int, ddp_fraction: float, precision: str) -> float:
@@ -27,12 +20,11 @@ def capacity_shape(gpu_memory_bytes: int, ddp_fraction: float, precision: str, s
     return shape_for_params(capacity_params(gpu_memory_bytes, ddp_fraction, precision), seq_len, vocab)
 
 
-def outcome(error: str | None) -> str:
-    """fit (the run completed), oom (a clean, reported out-of-memory in a rank), or failure
-    (a hang, a crash, any other error: never an acceptable answer)."""
-    if error is None:
+def outcome(failure: GroupFailure | None) -> str:
+    """fit (the run completed), oom (the first failure was a rank raising torch's out-of-memory
+    error, decided in the rank by exception type), or failure (a hang, a dead rank, any other
+    error first: never an acceptable answer). A rank's allocator failing takes the others down in
+    their next collective; only the earliest failure says what happened."""
+    if failure is None:
         return FIT
-    headline = error.split("\n", 1)[0]
-    if "did not finish within" in headline or " died " in headline:  # launcher: hang / dead rank
-        return FAILURE
-    return OOM if _OOM_HEADLINE.search(headline) else FAILURE
+    return OOM if failure.out_of_memory else FAILURE

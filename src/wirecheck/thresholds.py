@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 
+from wirecheck.deadlines import DeadlineRule
 from wirecheck.placement import (
     CLASSES,
     CLASS_PAIR,
@@ -188,6 +189,19 @@ class HealthLimits:
     yaml_path: str
 
 
+@dataclass(frozen=True)
+class WorkerSettings:
+    """workers: per-call deadlines (hardware / simulated) and the per-node lock."""
+
+    _deadlines: Mapping[bool, DeadlineRule]  # keyed by `simulated`
+    lock_wait_s: float  # how long a run waits for another run to release the node
+    lock_source: str
+    lock_yaml_path: str
+
+    def deadline_rule(self, simulated: bool) -> DeadlineRule:
+        return self._deadlines[bool(simulated)]
+
+
 # A GPU-count table: {2: Limit, 8: Limit, "any": Limit}.
 CountTable = Mapping["int | str", Limit]
 
@@ -246,6 +260,7 @@ class Thresholds:
     _training_settings: Mapping[bool, TrainingSettings]
     _training_limits: Mapping[bool, TrainingLimits]
     health: HealthLimits
+    workers: WorkerSettings
 
     @property
     def profile_names(self) -> tuple[str, ...]:
@@ -298,6 +313,17 @@ class Thresholds:
                 yaml_path=self.derived_floor.yaml_path,
             )
         return None
+
+    def slowest_busbw_floor(self, op: str, simulated: bool) -> Limit | None:
+        """The lowest busbw floor any class and GPU count has for `op`: the slowest wire the file
+        admits, for estimating a call's time where the placement's own class has no floor."""
+        _check_name(op, OPS, "op")
+        if simulated:
+            tables = [self._simulated_floors.get(op) or {}]
+        else:
+            tables = [t for (klass, o), t in self._floors.items() if o == op]
+        floors = [lim for table in tables for lim in table.values() if lim.min]
+        return min(floors, key=lambda lim: lim.min) if floors else None
 
     def training_settings(self, simulated: bool) -> TrainingSettings:
         return self._training_settings[bool(simulated)]
@@ -678,6 +704,45 @@ def _health(at: _At) -> HealthLimits:
     )
 
 
+def _workers(at: _At, collective_settings: Mapping[bool, CollectiveSettings]) -> WorkerSettings:
+    f = at.fields(
+        "worker settings",
+        required={
+            "deadlines": '{hardware: {minimum: "10 s", safety_factor: "10 x", source: ...}, simulated: {...}}',
+            "node_lock": '{wait: "30 s", source: ...}',
+        },
+    )
+    d = f["deadlines"].fields(
+        "deadline rules",
+        required={"hardware": '{minimum: "10 s", safety_factor: "10 x", source: ...}',
+                  "simulated": '{minimum: "10 s", safety_factor: "10 x", source: ...}'},
+    )
+    rules = {}
+    for simulated, key in ((False, "hardware"), (True, "simulated")):
+        r = d[key].fields("a deadline rule",
+                          required={"minimum": '"10 s"', "safety_factor": '"10 x"', "source": SOURCE_HINT})
+        minimum = r["minimum"].quantity("time", positive=True)
+        factor = r["safety_factor"].quantity("ratio", positive=True)
+        if factor < 1:
+            raise r["safety_factor"].error(
+                f'"{r["safety_factor"].value}" is below 1 x: the deadline would be shorter than the work itself',
+                'write at least "1 x" (10 x leaves room for a slow but healthy call)')
+        ceiling = collective_settings[simulated].timeout_s
+        if minimum > ceiling:
+            raise r["minimum"].error(
+                f'"{r["minimum"].value}" is above the hard ceiling collectives.{key}.timeout '
+                f"({ceiling:g} s): no call could get its minimum",
+                f"lower the minimum or raise collectives.{key}.timeout")
+        rules[simulated] = DeadlineRule(minimum, factor, r["source"].source(), d[key].cite)
+    lock = f["node_lock"].fields("node lock settings", required={"wait": '"30 s"', "source": SOURCE_HINT})
+    return WorkerSettings(
+        _deadlines=MappingProxyType(rules),
+        lock_wait_s=lock["wait"].quantity("time"),
+        lock_source=lock["source"].source(),
+        lock_yaml_path=f["node_lock"].cite,
+    )
+
+
 def load_thresholds(path: str | Path) -> Thresholds:
     """Read and validate a thresholds file. Raises ThresholdsError (or FileNotFoundError)."""
     path = Path(path)
@@ -695,6 +760,7 @@ def load_thresholds(path: str | Path) -> Thresholds:
             "collectives": "{hardware: {...}, floors: {...}, ...}",
             "training": "{hardware: {...}, ...}",
             "health": '{nvlink_replay: 0, nvlink_recovery: 0, nvlink_crc_rate: "100 /s", pcie_replay_rate: "8 /min", source: ...}',
+            "workers": '{deadlines: {hardware: {...}, simulated: {...}}, node_lock: {wait: "30 s", source: ...}}',
         },
     )
     profiles = _profiles(f["profiles"])
@@ -713,4 +779,5 @@ def load_thresholds(path: str | Path) -> Thresholds:
         _training_settings=training["settings"],
         _training_limits=training["limits"],
         health=_health(f["health"]),
+        workers=_workers(f["workers"], collectives["settings"]),
     )
