@@ -59,9 +59,6 @@ BROKEN = {
                          ['workers.deadlines.hardware.safety_factor: "10 s" is a duration, not a ratio']),
     "factor below 1": (lambda d: _hw(d).update(safety_factor="0.5 x"),
                        ['workers.deadlines.hardware.safety_factor: "0.5 x" is below 1 x', 'at least "1 x"']),
-    "minimum above the ceiling": (lambda d: _hw(d).update(minimum="10 min"),
-                                  ['workers.deadlines.hardware.minimum: "10 min" is above the hard ceiling '
-                                   "collectives.hardware.timeout (120 s)", "raise collectives.hardware.timeout"]),
     "no source": (lambda d: _hw(d).pop("source"),
                   ["workers.deadlines.hardware: missing required key 'source'"]),
     "simulated rule missing": (lambda d: d["workers"]["deadlines"].pop("simulated"),

@@ -219,7 +219,7 @@ def test_capacity(node, topology, measurements, placement, strategy, expected, s
                     "too few GPUs to show the case")
     run = measurements.run(placement, strategy, strategy_worker, None, shape=shape, warmup_steps=0, steps=rule.steps,
                            timeout_s=rule.timeout_s)
-    got = capacity.outcome(run.error)
+    got = capacity.outcome(run.failure)
     record("capacity", f"{strategy} with a {n_params / 1e9:.1f}B-parameter model", value=got,
            limit={"expected": expected, "source": rule.source, "yaml_path": rule.yaml_path},
            verdict="pass" if got == expected else "fail", details={"shape": shape, "gpu_memory": memory, "error": run.error})
