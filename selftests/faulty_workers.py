@@ -171,3 +171,78 @@ def die_then_oom(ctx: RankContext) -> dict:
         os.kill(os.getpid(), signal.SIGKILL)
     time.sleep(0.5)
     raise torch.OutOfMemoryError("CUDA out of memory (simulated, after a peer died)")
+
+
+def init_from_env_and_all_reduce(ctx: RankContext) -> float:
+    """What Accelerate/DeepSpeed do in a group left to them: init_process_group from env://."""
+    import torch.distributed as dist
+
+    dist.init_process_group(backend=ctx.backend)
+    try:
+        return all_reduce_ranks(ctx)
+    finally:
+        dist.destroy_process_group()
+
+
+def rendezvous_loop(ctx: RankContext, n: int) -> list[int]:
+    """`n` rendezvous in a row through wirecheck.rendezvous, each with a gloo group that all_reduces.
+
+    Rank 0 hosts a store on a port the kernel picks (rendezvous.host); the port reaches the other
+    ranks over this group (a start relays it through the parent); every rank then joins through
+    env:// with rendezvous.env_for, the path init_process_group takes inside Accelerate/DeepSpeed.
+    Returns the ports used.
+    """
+    import datetime
+
+    import torch.distributed as dist
+
+    from wirecheck import rendezvous
+
+    timeout = datetime.timedelta(seconds=30)
+    ports = []
+    for i in range(n):
+        port = torch.zeros(1, dtype=torch.int64)
+        server = rendezvous.host(30) if ctx.rank == 0 else None
+        if server is not None:
+            port[0] = server.port
+        dist.broadcast(port, src=0)
+        os.environ.update(rendezvous.env_for(int(port.item())))
+        store, rank, world_size = next(dist.rendezvous("env://", rank=ctx.rank, world_size=ctx.world_size,
+                                                       timeout=timeout))
+        group = dist.ProcessGroupGloo(dist.PrefixStore(f"loop{i}", store), rank, world_size, timeout)
+        x = torch.full((1,), float(ctx.rank + 1))
+        group.allreduce([x]).wait()
+        if x.item() != world_size * (world_size + 1) / 2:
+            raise AssertionError(f"iteration {i}: all_reduce gave {x.item()}")
+        ports.append(int(port.item()))
+        del group, store
+        dist.barrier()  # rank 0 keeps its store until every rank is done with it
+        del server
+    return ports
+
+
+def raise_in_order(ctx: RankContext, first: int = 1, delay_s: float = 0.5) -> None:
+    """Rank `first` raises at once, the others `delay_s` later: the lowest rank is not the first."""
+    if ctx.rank != first:
+        time.sleep(delay_s)
+    raise ValueError(f"rank {ctx.rank} fails {'first' if ctx.rank == first else 'later'}")
+
+
+def all_reduce_until_killed(ctx: RankContext, victim: int = 1, after_s: float = 0.5) -> int:
+    """Every rank all_reduces 1 MiB in a loop; `victim` is SIGKILLed from a thread while inside one,
+    as the OOM killer or an operator would."""
+    import threading
+
+    import torch.distributed as dist
+
+    if ctx.rank == victim:
+        def kill() -> None:
+            time.sleep(after_s)
+            print(f"rank {victim}: SIGKILL now, mid all_reduce", file=sys.stderr, flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        threading.Thread(target=kill, daemon=True).start()
+    t = torch.ones(1 << 18, device=ctx.device)
+    for _ in range(1_000_000):
+        dist.all_reduce(t)
+    return ctx.rank

@@ -7,11 +7,15 @@ an interpreter start plus `import torch` (2-3 s on two cores), so healthy checks
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
+from wirecheck import failures
+from wirecheck.deadlines import DeadlineRule, collective_deadline
 from wirecheck.launcher import (
     WorkerCallError,
     WorkerCrash,
@@ -60,7 +64,9 @@ def pair_state(tmp_path_factory):
         for name, value in PARENT_ENV.items():
             mp.setenv(name, value)
         mp.syspath_prepend(str(probe_dir))
-        state["new"] = lambda: WorkerGroup("selftest-pair", 2, "gloo", gpus=PAIR_GPUS, env=PAIR_ENV)
+        state["logs"] = tmp_path_factory.mktemp("pair-logs")
+        state["new"] = lambda: WorkerGroup("selftest-pair", 2, "gloo", gpus=PAIR_GPUS, env=PAIR_ENV,
+                                           log_dir=state["logs"])
         yield state
         if state["group"] is not None:
             state["group"].close()
@@ -243,3 +249,83 @@ def test_close_leaves_no_processes(pair):
 def test_describe_exit():
     assert describe_exit(0) == "exit code 0"
     assert describe_exit(-signal.SIGKILL).startswith("killed by SIGKILL (also what the kernel's OOM killer")
+
+
+def test_the_earliest_failure_is_the_root_cause_not_the_lowest_rank(pair):
+    with pytest.raises(WorkerCallError) as info:
+        pair.run(f"{FAULTY}:raise_in_order", {"first": 1, "delay_s": 0.3}, timeout_s=30, what="order-test")
+    failure = info.value.failure
+    assert info.value.rank == 1 and failure.root.rank == 1 and failure.kind == failures.RAISED
+    assert [(r.rank, r.kind) for r in failure.ranks] == [(1, "raised"), (0, "raised")]
+    assert failure.ranks[1].at - failure.root.at >= 0.25
+    message = str(info.value)
+    assert message.startswith("order-test on selftest-pair: rank 1 raised ValueError: rank 1 fails first\n")
+    assert re.search(r"\nroot cause: the earliest failure; after it: rank 0 raised \(ValueError: rank 0 fails later\) "
+                     r"\+\d\.\d\ds\n", message), message
+    assert failure.root.exception == "builtins.ValueError" and not failure.out_of_memory
+    assert pair.alive  # both answered: still in step
+
+
+def test_a_healthy_group_leaves_no_logs_a_failed_one_keeps_them(pair_state, tmp_path):
+    with WorkerGroup("selftest-logs", 1, "gloo", log_dir=tmp_path) as healthy:
+        healthy.run(f"{FAULTY}:whoami", {}, timeout_s=30)
+    assert not any(tmp_path.iterdir())
+    pair = pair_state["group"] if pair_state["group"] is not None and pair_state["group"].alive else pair_state["new"]()
+    with pytest.raises(WorkerCallError) as info:
+        pair.run(f"{FAULTY}:raise_on", {"rank": 0}, timeout_s=30)
+    log_dir = Path(info.value.failure.log_dir)
+    assert f"logs of every rank kept in {log_dir}" in str(info.value)
+    assert info.value.failure.root.log == str(log_dir / "rank0.log")
+    pair.close()
+    pair_state["group"] = None
+    assert sorted(p.name for p in log_dir.iterdir()) == ["rank0.log", "rank1.log"]  # kept after close
+
+
+def test_a_rank_killed_mid_all_reduce_is_the_root_cause_in_seconds_and_a_new_group_works(tmp_path):
+    group = WorkerGroup("selftest-kill", 2, "gloo", log_dir=tmp_path)
+    pids = group.pids
+    t0 = time.monotonic()
+    with pytest.raises(WorkerCrash) as info:
+        group.run(f"{FAULTY}:all_reduce_until_killed", {"victim": 1, "after_s": 0.5}, timeout_s=60,
+                  what="all_reduce at 1 MiB")
+    elapsed = time.monotonic() - t0
+    assert elapsed < 0.5 + 5, elapsed  # seen at once, not after the 60 s deadline
+    failure = info.value.failure
+    # Rank 0 notices the closed connection and raises too, after rank 1 died: rank 1 is the cause.
+    assert (failure.root.rank, failure.root.kind, failure.root.returncode) == (1, "died", -signal.SIGKILL)
+    assert failure.phase == failures.CALL
+    # rank 0 then raises (gloo sees the closed connection) or, had it not noticed, hangs: never the cause
+    assert [r.rank for r in failure.ranks] == [1, 0] and failure.ranks[1].kind in (failures.RAISED, failures.HUNG)
+    message = str(info.value)
+    assert message.startswith(f"all_reduce at 1 MiB on selftest-kill: rank 1 (pid {pids[1]}) died during the call: "
+                              "killed by SIGKILL")
+    assert "SIGKILL now, mid all_reduce" in message  # its stderr tail
+    assert f"logs of every rank kept in {failure.log_dir}" in message and failure.log_dir.startswith(str(tmp_path))
+    assert wait_gone(pids) == []
+    group.close()
+    assert (Path(failure.log_dir) / "rank1.log").exists()  # kept after close
+    with WorkerGroup("selftest-kill", 2, "gloo", log_dir=tmp_path) as fresh:
+        assert fresh.run(f"{FAULTY}:all_reduce_ranks", {}, timeout_s=30) == [3.0, 3.0]
+
+
+def test_a_hung_small_collective_is_reported_within_its_deadline_with_every_rank_stack(tmp_path):
+    rule = DeadlineRule(minimum_s=3.0, safety_factor=10.0, source="test", yaml_path="workers.deadlines.simulated")
+    # 7 calls of 1 MiB (bus factor 1/2) at 50 MB/s: 73 ms of work, x 10 is below the 3 s minimum.
+    deadline = collective_deadline(rule, 60, "all_gather", 2**20, 0.5, 7, 50e6, "simulated floor")
+    assert deadline.seconds == 3.0
+    group = WorkerGroup("selftest-hung", 2, "gloo", log_dir=tmp_path)
+    t0 = time.monotonic()
+    with pytest.raises(WorkerTimeout) as info:
+        group.run(f"{FAULTY}:measure_hang",
+                  {"op": "all_gather", "hang_op": "all_gather", "hang_rank": 1, "sizes": [2**20],
+                   "warmup_iters": 2, "iters": 5}, timeout_s=deadline, what="all_gather at 1 MiB")
+    elapsed = time.monotonic() - t0
+    assert deadline.seconds <= elapsed < deadline.seconds + 5, elapsed
+    failure = info.value.failure
+    assert failure.kind == failures.HUNG and [r.rank for r in failure.ranks] == [0, 1] and failure.replied == ()
+    assert "in hang_forever_here" in info.value.stacks[1]
+    assert "all_gather" in info.value.stacks[0]  # rank 0 waits inside the collective
+    message = str(info.value)
+    assert message.startswith("all_gather at 1 MiB on selftest-hung did not finish within 3s (the minimum "
+                              "(workers.deadlines.simulated); 7 x all_gather at 1 MiB should take ")
+    group.close()
