@@ -246,3 +246,10 @@ def all_reduce_until_killed(ctx: RankContext, victim: int = 1, after_s: float = 
     for _ in range(1_000_000):
         dist.all_reduce(t)
     return ctx.rank
+
+
+def measure_hang_every_op(ctx: RankContext, op: str, hang_rank: int = 1, **kw: Any) -> dict:
+    """collectives.measure where `hang_rank` never comes, for every op: a node whose wires move nothing."""
+    if ctx.rank == hang_rank:
+        hang_forever_here()
+    return collectives.measure(ctx, op=op, **kw)

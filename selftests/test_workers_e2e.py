@@ -1,0 +1,119 @@
+"""The suite as users run it, for what the workers promise: a node whose collectives all hang
+finishes in bounded time with every hang named, and two runs never share a node's GPUs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+
+from e2e import make_project, records, run_suite, thresholds_with
+
+# Every collective hangs: rank 1 never arrives, the others wait inside the collective. Training
+# hangs too (both ranks), as it would on a node whose wires do not move data.
+ALL_HANG = '''
+import pytest
+
+@pytest.fixture
+def collective_worker():
+    return "faulty_workers:measure_hang_every_op"
+
+@pytest.fixture
+def strategy_worker():
+    return "faulty_workers:hang"
+'''
+
+DEADLINE_S = 4  # the simulated minimum for this run: every first call is a small one
+
+
+def test_a_node_where_every_collective_hangs_finishes_in_bounded_time_naming_every_hang(pytester):
+    def quick(data):
+        data["workers"]["deadlines"]["simulated"]["minimum"] = f"{DEADLINE_S} s"
+
+    root = make_project(pytester, thresholds_text=thresholds_with(quick), tests_conftest=ALL_HANG)
+    out = root / "run.jsonl"
+    t0 = time.monotonic()
+    result = run_suite(pytester, "--simulate=h200-sxm-2", f"--thresholds={root / 'thresholds.yaml'}",
+                       f"--wirecheck-json={out}", "--benchmark-disable", "-rfs")
+    elapsed = time.monotonic() - t0
+    text = result.stdout.str()
+    # One failure per placement that runs collectives, each naming its hang ...
+    failed = sorted(set(re.findall(r"FAILED tests/\S+\[(\S+?-2gpu-0\.1)-", text)))
+    assert failed == ["forced_pcie-2gpu-0.1", "nvswitch-2gpu-0.1"], text
+    assert result.parseoutcomes()["failed"] == 2, text
+    for placement in failed:
+        assert re.search(rf"all_reduce at 64 KiB on {placement} did not finish within {DEADLINE_S}s \(the minimum ", text)
+    # ... and every other test on them skipped at once, saying why.
+    skips = re.findall(r"SKIPPED \[\d+\] \S+: (\S+) hung earlier \(all_reduce at 64 KiB did not finish within "
+                       rf"{DEADLINE_S}s; logs in (\S+)\): its remaining tests are skipped", text)
+    assert {p for p, _ in skips} == set(failed), text
+    # The hung groups' logs are next to the records.
+    logs = {d for _, d in skips}
+    assert all(d.startswith(str(root / "run-logs")) for d in logs), logs
+    assert all(sorted(p.name for p in (root / "run-logs").glob(f"{pl}-*/rank*.log")) for pl in failed)
+    errors = [r for r in records(out) if r.get("verdict") == "error"]
+    assert {r["placement"] for r in errors} == set(failed)
+    # Bounded: per hang, a group start (2 CPU ranks) + the deadline + stack dump and kill, plus the
+    # session itself; nothing waits for the 60 s ceiling or the training timeout.
+    assert elapsed < 2 * (30 + DEADLINE_S + 5) + 60, elapsed
+
+
+FAKE_NODE = '''
+import sys
+import fake_pynvml
+
+# A 2-GPU NVSwitch node as NVML would describe it: the run is a real (not simulated) one.
+sys.modules["pynvml"] = fake_pynvml.build(fake_pynvml.nvswitch(2))
+'''
+
+HOLD = """
+import sys, time
+from wirecheck.node_lock import NodeLock
+lock = NodeLock(sys.argv[1]).acquire(0, command=["pytest", "--profile", "h200-sxm-8", "(acceptance)"])
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def _hold(path, seconds: float) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(path), str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_second_gpu_run_stops_naming_who_holds_the_node(pytester):
+    root = make_project(pytester, tests_conftest=FAKE_NODE)
+    lock = root / "node.lock"
+    holder = _hold(lock, 120)
+    try:
+        t0 = time.monotonic()
+        result = run_suite(pytester, f"--node-lock={lock}", "--wait-for-node=2s", "tests/test_inventory.py",
+                           "-k", "test_gpus_visible")
+        assert time.monotonic() - t0 < 60
+        assert result.ret == 4, result.stdout.str() + result.stderr.str()
+        err = result.stderr.str()
+        assert f"node busy: another wirecheck run holds the GPUs: pid {holder.pid} (pytest --profile h200-sxm-8 " \
+               "(acceptance)), user " in err, err
+        assert "since 20" in err and "Waited 2 s" in err and "--wait-for-node DURATION" in err
+        assert "wirecheck: node busy: GPUs held by pid" in result.stdout.str()  # said while waiting
+
+        # A simulated run takes no GPU lock: it runs while the node is held.
+        sim = run_suite(pytester, f"--node-lock={lock}", "--wait-for-node=0", "--simulate=h200-sxm-2",
+                        "tests/test_topology.py", "-k", "full_meshes")
+        sim.assert_outcomes(passed=1)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_second_gpu_run_can_wait_for_the_node(pytester):
+    root = make_project(pytester, tests_conftest=FAKE_NODE)
+    lock = root / "node.lock"
+    holder = _hold(lock, 3)
+    result = run_suite(pytester, f"--node-lock={lock}", "--wait-for-node=2min", "tests/test_inventory.py",
+                       "-k", "test_gpus_visible")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"wirecheck: node busy: GPUs held by pid {holder.pid} (pytest --profile h200-sxm-8 "
+                                 "(acceptance)), user *; waiting up to 120 s (lock *node.lock)"])
+    holder.wait(timeout=30)
