@@ -183,6 +183,10 @@ COLLECTIVES: dict[str, Collective] = {
 }
 
 
+# The collectives the suite runs, in order: tests, thresholds and reports take the names from here.
+OPS = tuple(COLLECTIVES)
+
+
 def get(op: str) -> Collective:
     try:
         return COLLECTIVES[op]

@@ -22,12 +22,12 @@ from wirecheck.placement import (
     CLASS_PAIR,
     CLASS_SINGLE,
 )
+from wirecheck.collectives import OPS
 from wirecheck.quantity import format_bw, format_quantity
 from wirecheck.thresholds_yaml import SOURCE_HINT, ThresholdsError, _At, _read_yaml, _suggest
 from wirecheck.topology import BRIDGED, FABRICS, PCIE
 
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
 STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 PRECISIONS = ("bf16", "fp16", "fp32")
 ANY = "any"  # a GPU-count (or placement-class) key that matches whatever has no entry of its own
