@@ -45,7 +45,7 @@ def test_steps_complete(node, measurements, placement, strategy, strategy_worker
 
 @training_placements
 @pytest.mark.parametrize("strategy", [s for s in STRATEGIES if s != REFERENCE])
-@pytest.mark.parametrize("step", [1, 2])
+@pytest.mark.parametrize("step", [1, 2], ids=["step1", "step2"])
 def test_losses_agree(node, measurements, placement, strategy, step, strategy_worker, grad_hook, record):
     """Same seed, same data: losses 1 and 2 match DDP's (the second one sees the first update,
     so a wrong gradient path shows up there)."""

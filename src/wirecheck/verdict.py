@@ -32,6 +32,9 @@ class Verdict:
     inputs: dict = field(default_factory=dict)  # the check's arguments, to judge it again
     details: dict = field(default_factory=dict)
 
+    def __repr__(self) -> str:  # short: pytest prints it under a failed `assert verdict.ok`
+        return f"Verdict({self.check} {self.outcome} on {self.where or 'the node'})"
+
     @property
     def ok(self) -> bool:
         return self.outcome != FAIL
