@@ -110,11 +110,12 @@ def _spread(groups: tuple[tuple[int, ...], ...], size: int) -> tuple[int, ...] |
 
 def enumerate_placements(topo: Topology) -> list[Placement]:
     """Every placement worth testing on this topology, in a stable order."""
-    gpus = topo.indices
-    pos = {g: p for p, g in enumerate(gpus)}
+    # By GPU index, whatever order the source listed the GPUs in: ids must not depend on it.
+    gpus = tuple(sorted(topo.indices))
+    pos = {g.index: p for p, g in enumerate(topo.gpus)}
     out: list[Placement] = [Placement(CLASS_SINGLE, (g,)) for g in gpus]
     fabric = topo.fabric
-    groups = tuple(tuple(gpus[p] for p in group) for group in topo.groups)
+    groups = tuple(sorted(tuple(sorted(group)) for group in topo.index_groups))
 
     if fabric == NVSWITCH:
         # Placement does not matter on a switch: one subset per size is enough.
