@@ -54,15 +54,6 @@ class Limit:
     yaml_path: str
     kind: str = "bandwidth"  # the quantity kind of min/max, for formatting (wirecheck.quantity)
 
-    def describe(self) -> str:
-        """">= 295.0 GB/s and <= 64.0 GB/s" style bounds for messages."""
-        parts = []
-        if self.min is not None:
-            parts.append(f">= {format_quantity(self.min, self.kind)}")
-        if self.max is not None:
-            parts.append(f"<= {format_quantity(self.max, self.kind)}")
-        return " and ".join(parts)
-
 
 @dataclass(frozen=True)
 class Profile:
