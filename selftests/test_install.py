@@ -75,6 +75,22 @@ def test_install_sh_layers_the_venv_over_the_environment_that_holds_torch(tmp_pa
     assert (project / ".venv" / "bin" / "wirecheck").exists()
 
 
+def test_layered_venv_follows_the_environments_own_pth_files(tmp_path):
+    """A package the environment reaches only through a .pth of its own (an editable or develop
+    install, a venv layered the same way) is seen in the layered venv too."""
+    node = tmp_path / "node"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(node)], check=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "wirecheck_probe.py").write_text("WHERE = 'elsewhere'\n")
+    (node_site,) = node.glob("lib/python*/site-packages")
+    (node_site / "develop.pth").write_text(f"{elsewhere}\n")
+    layered = run([node / "bin" / "python", PROJECT / "scripts" / "layered_venv.py", tmp_path / "venv"])
+    assert layered.returncode == 0, layered.stderr
+    probe = run([tmp_path / "venv" / "bin" / "python", "-c", "import wirecheck_probe; print(wirecheck_probe.WHERE)"])
+    assert probe.stdout.strip() == "elsewhere", probe.stderr
+
+
 def python_without_torch(tmp_path: Path) -> str:
     """A bare venv: the Python of a node whose torch lives elsewhere."""
     bare = tmp_path / "bare"
