@@ -80,23 +80,22 @@ if ! "$py" -m pip --version >/dev/null 2>&1; then
   # ensurepip may bring an old setuptools (65 on Python 3.11) that would shadow a working one underneath.
   if [ "$layered" = 1 ]; then "$py" -m pip uninstall -q -y setuptools >/dev/null 2>&1 || true; fi
 fi
-build=()
-if [ -n "$wheels" ]; then
-  # Offline, wirecheck is built without build isolation (an isolated build downloads setuptools):
-  # setuptools >= 70.1 (or >= 68 with the wheel package) must be in the venv or underneath.
-  build=(--no-build-isolation)
-  setuptools_ok='import sys, importlib.util as u
+# setuptools >= 70.1 (or >= 68 with the wheel package), in the venv or underneath: offline,
+# wirecheck is built without build isolation (an isolated build downloads setuptools), and the
+# self-tests build its wheel the same way. A venv's bundled setuptools can be older.
+setuptools_ok='import sys, importlib.util as u
 try:
     import setuptools
     v = tuple(int(x) for x in setuptools.__version__.split(".")[:2])
 except Exception:
     sys.exit(1)
 sys.exit(not (v >= (70, 1) or (v >= (68, 0) and u.find_spec("wheel"))))'
-  if ! "$py" -c "$setuptools_ok" 2>/dev/null; then
-    pip_quiet "setuptools>=70.1" \
-      || die "building wirecheck offline needs setuptools>=70.1, and $wheels has none: add one (pip download setuptools -d $wheels) or install setuptools in the environment of $PYTHON"
-  fi
+if ! "$py" -c "$setuptools_ok" 2>/dev/null; then
+  pip_quiet "setuptools>=70.1" \
+    || die "building wirecheck needs setuptools>=70.1 and pip could not get it${wheels:+ from $wheels}: ${wheels:+add one (pip download setuptools -d $wheels) or }install setuptools in the environment of $PYTHON"
 fi
+build=()
+if [ -n "$wheels" ]; then build=(--no-build-isolation); fi
 
 if [ "$layered" = 0 ]; then pip_install "torch 2.13.0 (CPU build)" torch==2.13.0; fi
 pip_install "wirecheck and its dependencies" ${build[@]+"${build[@]}"} -e .

@@ -11,8 +11,10 @@ DIR come first on sys.path; everything else (torch above all) is taken from the 
 underneath and never downloaded again.
 
 The venv is made without pip: pip, setuptools and the rest come from the environment
-underneath (a venv's bundled setuptools can be old enough to shadow a working one).
-Stdlib only: it runs before anything is installed. Prints the directories layered in.
+underneath (a venv's bundled setuptools can be old enough to shadow a working one; install.sh
+falls back to ensurepip where there is no pip). The venv gets `pytest` and `pip` commands of its
+own (see COMMANDS). Stdlib only: it runs before
+anything is installed. Prints the directories layered in.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ import venv
 from pathlib import Path
 
 PTH_NAME = "wirecheck-base-env.pth"
+# Commands whose packages may come from the environment underneath. Their scripts stay there, so
+# without one of its own an activated venv would run the other environment's Python: its pytest
+# lacks wirecheck, its pip installs into that environment.
+COMMANDS = {"pytest": "pytest", "pip": "pip"}  # command: module run with -m
 
 
 def base_site_dirs() -> list[Path]:
@@ -65,6 +71,15 @@ def ensure_venv(venv_dir: Path) -> None:
     venv.EnvBuilder(with_pip=False, symlinks=True).create(venv_dir)
 
 
+def add_commands(venv_dir: Path) -> None:
+    for command, module in COMMANDS.items():
+        script = venv_dir / "bin" / command
+        if not script.exists() and importlib.util.find_spec(module) is not None:
+            script.write_text(f'#!/bin/sh\n# {module} from the environment underneath, run by this venv\'s Python\n'
+                              f'exec "{venv_dir / "bin" / "python"}" -m {module} "$@"\n')
+            script.chmod(0o755)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         sys.exit("usage: PYTHON scripts/layered_venv.py DIR")
@@ -76,6 +91,7 @@ def main(argv: list[str]) -> int:
     # `import` lines run site.addsitedir, which also reads those directories' own .pth files.
     lines += [f"import site; site.addsitedir({str(d)!r})" for d in dirs]
     (own / PTH_NAME).write_text("\n".join(lines) + "\n")
+    add_commands(venv_dir)
     for d in dirs:
         print(d)
     return 0

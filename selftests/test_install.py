@@ -73,6 +73,9 @@ def test_install_sh_layers_the_venv_over_the_environment_that_holds_torch(tmp_pa
     assert not list((project / ".venv").glob("lib/python*/site-packages/torch"))
     assert Path(wirecheck_at).is_relative_to(project / "src")  # editable install of this checkout
     assert (project / ".venv" / "bin" / "wirecheck").exists()
+    # An activated .venv runs its own pytest, with this checkout's plugin (not the one underneath).
+    plugins = run([project / ".venv" / "bin" / "pytest", "-VV"], cwd=tmp_path)
+    assert f"wirecheck-0.1.0 at {project / 'fixtures' / 'options.py'}" in plugins.stdout + plugins.stderr, plugins.stdout
 
 
 def test_layered_venv_follows_the_environments_own_pth_files(tmp_path):
