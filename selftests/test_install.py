@@ -35,13 +35,22 @@ def copy_checkout(dest: Path) -> Path:
     return dest
 
 
+def offline_env() -> dict:
+    """This environment with pip's configuration and extra wheel folders switched off: with
+    --no-index nothing can be found that is not named on the command line."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "WIRECHECK_WHEELS", "VIRTUAL_ENV") and not k.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = os.devnull  # pip reads no configuration file at all
+    return env
+
+
 def env_with_nvidia_smi(tmp_path: Path, script: str, python: str) -> dict:
     """install.sh's environment: PYTHON, and an nvidia-smi that says GPU or no GPU, whatever this machine has."""
     bin_dir = tmp_path / "fakebin"
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "nvidia-smi").write_text(script)
     (bin_dir / "nvidia-smi").chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "WIRECHECK_WHEELS", "VIRTUAL_ENV")}
+    env = offline_env()
     env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", PYTHON=python)
     return env
 
@@ -138,7 +147,7 @@ def build_wheel(tmp_path: Path) -> Path:
     source = copy_checkout(tmp_path / "source")
     dist = tmp_path / "dist"
     result = run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-index", "--no-build-isolation",
-                  source, "-w", dist])
+                  source, "-w", dist], env=offline_env())
     assert result.returncode == 0, result.stdout + result.stderr
     (wheel,) = dist.glob("wirecheck-*.whl")
     return wheel
@@ -158,12 +167,13 @@ def test_wheel_installed_without_the_checkout_validates_from_any_directory(tmp_p
     venv_dir = tmp_path / "venv"
     layered = run([sys.executable, PROJECT / "scripts" / "layered_venv.py", venv_dir])
     assert layered.returncode == 0, layered.stderr
-    installed = run([venv_dir / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel])
+    installed = run([venv_dir / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel],
+                    env=offline_env())
     assert installed.returncode == 0, installed.stdout + installed.stderr
 
     empty = tmp_path / "anywhere"
     empty.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = offline_env()
     where = run([venv_dir / "bin" / "python", "-c", "import wirecheck, pytest_wirecheck; "
                  "print(wirecheck.__file__); print(pytest_wirecheck.__file__)"], cwd=empty, env=env)
     assert all(Path(f).is_relative_to(venv_dir) for f in where.stdout.split()), where.stdout  # not the checkout
