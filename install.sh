@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install wirecheck and its stack into ./.venv. Idempotent: a second run only checks.
+# Install wirecheck and its stack into ./.venv. Idempotent: a second run keeps what is there and checks it.
 #
 #   ./install.sh [--wheels DIR]        (or WIRECHECK_WHEELS=DIR; PYTHON=... picks the interpreter)
 #

@@ -13,8 +13,8 @@ underneath and never downloaded again.
 The venv is made without pip: pip, setuptools and the rest come from the environment
 underneath (a venv's bundled setuptools can be old enough to shadow a working one; install.sh
 falls back to ensurepip where there is no pip). The venv gets `pytest` and `pip` commands of its
-own (see COMMANDS). Stdlib only: it runs before
-anything is installed. Prints the directories layered in.
+own (see COMMANDS). Stdlib only: it runs before anything is installed. Prints the directories
+layered in.
 """
 
 from __future__ import annotations
