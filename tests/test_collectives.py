@@ -12,6 +12,7 @@ import statistics
 import pytest
 
 from pytest_wirecheck.measurements import nvlink_twin_or_skip, require
+from wirecheck.checks.latency import half_peak_check, latency_check
 from wirecheck.placement import CLASS_FORCED_PCIE, CLASS_PAIR
 from wirecheck.quantity import format_bw, format_bytes
 from wirecheck.verdict import judge, judge_ratio, limit_dict
@@ -181,3 +182,33 @@ def test_quad_beats_pair(node, measurements, placement, collective_worker, recor
     record("group_scaling", "quad/pair all_reduce busbw", value=q / p, unit="x",
            limit={"min": rule.quad_over_pair_min, "source": rule.source, "yaml_path": rule.yaml_path}, verdict=verdict.word)
     assert verdict.ok, verdict.message
+
+
+@pytest.mark.placements(*BANDWIDTH_CLASSES)
+@pytest.mark.parametrize("op", OPS)
+def test_small_message_latency(node, measurements, placement, op, collective_worker, record):
+    """Small messages are fast: the median time per call up to latency.up_to stays under the ceiling."""
+    sweep = measurements.sweep(placement, op, collective_worker)
+    require(sweep)
+    limit = node.thresholds.latency_limit(placement.klass, op, placement.n_gpus, node.simulated)
+    check = latency_check(sweep.results, limit, node.thresholds.latency.up_to, op, placement.id)
+    record("latency", f"{op} small-message latency", value=None if check.value is None else check.value * 1e6, unit="µs",
+           limit=limit_dict(limit), verdict=check.verdict.word if check.verdict else "skip", details=check.details())
+    if check.verdict is None:
+        pytest.skip(check.skip_reason)
+    assert check.verdict.ok, check.verdict.message
+
+
+@pytest.mark.placements(*BANDWIDTH_CLASSES)
+@pytest.mark.parametrize("op", OPS)
+def test_half_peak_size(node, measurements, placement, op, collective_worker, record):
+    """n½: busbw reaches half its peak by a size under the ceiling (slow small messages push it up)."""
+    sweep = measurements.sweep(placement, op, collective_worker)
+    require(sweep)
+    limit = node.thresholds.half_peak_limit(placement.klass, op, placement.n_gpus, node.simulated)
+    check = half_peak_check(sweep.results, limit, node.thresholds.half_peak.fraction, op, placement.id)
+    record("half_peak", f"{op} n½", value=check.value, unit="B", limit=limit_dict(limit),
+           verdict=check.verdict.word if check.verdict else "skip", details=check.details())
+    if check.verdict is None:
+        pytest.skip(check.skip_reason)
+    assert check.verdict.ok, check.verdict.message
