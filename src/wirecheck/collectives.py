@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
