@@ -60,11 +60,8 @@ pick_python() {
 
 PY=$(pick_python) || { log "no Python whose torch sees a GPU (tried \$PYTHON, .venv/bin/python, python3)"; exit 2; }
 
-# Wheels the lead carries (.whl/, e.g. deepspeed) and wirecheck itself, without installing into the image.
-if ls "$ROOT"/.whl/*.whl >/dev/null 2>&1 && ! "$PY" -c "import deepspeed" 2>/dev/null; then
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/wirecheck-site \
-    "$ROOT"/.whl/*.whl && export PYTHONPATH=/tmp/wirecheck-site${PYTHONPATH:+:$PYTHONPATH}
-fi
+# wirecheck from this checkout without installing it into the image (the collectives need no
+# DeepSpeed/Accelerate).
 if ! "$PY" -c "import wirecheck, pytest_wirecheck" 2>/dev/null; then
   shim=$(mktemp -d)
   ln -s "$ROOT/fixtures" "$shim/pytest_wirecheck"  # the checkout's layout: the plugin package is fixtures/
