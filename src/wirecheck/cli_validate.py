@@ -134,17 +134,20 @@ class Mode:
 
 def choose_mode(
     pytest_args: Sequence[str],
-    read_topology: Callable = nvml.read_topology,
-    detect_driver: Callable[[], driver.DriverEvidence] = driver.detect,
+    read_topology: Callable | None = None,
+    detect_driver: Callable[[], driver.DriverEvidence] | None = None,
 ) -> Mode:
-    """Hardware if NVML reads the GPUs; simulation if asked, or if there is no driver at all; else a refusal."""
+    """Hardware if NVML reads the GPUs; simulation if asked, or if there is no driver at all; else a refusal.
+
+    read_topology and detect_driver default to nvml.read_topology and driver.detect.
+    """
     asked = simulation_target(pytest_args)
     if asked is not None:
-        return Mode(simulate=asked)
+        return Mode(simulate=asked)  # a dry run on purpose: NVML is not even asked
     try:
-        topology = read_topology()
+        topology = (read_topology or nvml.read_topology)()
     except nvml.NvmlUnavailable as exc:
-        evidence = detect_driver()
+        evidence = (detect_driver or driver.detect)()
         if evidence.present:
             return Mode(refusal=(
                 f"NVML failed: {exc}\n"
