@@ -9,6 +9,8 @@ COMMANDS.
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 
 from wirecheck import cli_memory, cli_topo, cli_validate
@@ -31,7 +33,13 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = build_parser().parse_known_args(argv)
     if extra and not getattr(args, "passes_extra_args", False):
         args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    return args.run(args, extra)
+    try:
+        return args.run(args, extra)
+    except BrokenPipeError:
+        # The reader went away (`wirecheck topo | head`): stop quietly, as a command killed by
+        # SIGPIPE does. stdout goes to devnull so that the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":
