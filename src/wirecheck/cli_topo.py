@@ -10,11 +10,10 @@ import sys
 from wirecheck import nvml
 from wirecheck.paths import suite_paths
 from wirecheck.placement import enumerate_placements, pinning_advice
-from wirecheck.topo_text import load_recorded
+from wirecheck.topo_text import DEFAULT_SIMULATION, load_recorded
 from wirecheck.topology import Topology
 
 NAME = "topo"
-DEFAULT_SIMULATION = "h200-nvl-8"  # the plugin's --simulate default (fixtures/options.py)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -18,10 +18,10 @@ from typing import Callable, Sequence
 from wirecheck import driver, nvml
 from wirecheck.foreground import Outcome, run_foreground
 from wirecheck.paths import suite_paths
+from wirecheck.topo_text import DEFAULT_SIMULATION
 
 NAME = "validate"
 PROG = f"wirecheck {NAME}"
-DEFAULT_SIMULATION = "h200-nvl-8"  # the plugin's --simulate default (fixtures/options.py)
 
 # The exit codes, one table: the help, the README and the last line all say the same.
 ACCEPTED = 0
