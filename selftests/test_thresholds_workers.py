@@ -54,7 +54,7 @@ def _hw(data):
 BROKEN = {
     "missing section": (lambda d: d.pop("workers"), ["missing required key 'workers'", "add workers:"]),
     "minimum without unit": (lambda d: _hw(d).update(minimum=10),
-                             ['workers.deadlines.hardware.minimum: "10" has no unit; write it as "10 s"']),
+                             ['workers.deadlines.hardware.minimum: "10" has no unit', 'write "10 s"']),
     "factor as a time": (lambda d: _hw(d).update(safety_factor="10 s"),
                          ['workers.deadlines.hardware.safety_factor: "10 s" is a duration, not a ratio']),
     "factor below 1": (lambda d: _hw(d).update(safety_factor="0.5 x"),

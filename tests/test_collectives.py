@@ -77,7 +77,8 @@ def test_busbw(node, measurements, worker_pool, placement, op, collective_worker
 
     def one_round() -> float:
         ranks = group.run("wirecheck.collectives:measure_loop", {"op": op, "size": result.bytes, "iters": settings.iters},
-                          timeout_s=settings.timeout_s, what=f"{op} benchmark at {format_bytes(result.bytes)}")
+                          timeout_s=worker_pool.collective_deadline(placement, op, result.bytes, settings.iters + 1),
+                          what=f"{op} benchmark at {format_bytes(result.bytes)}")
         return max(r["time_s"] for r in ranks) * settings.iters
 
     time_rounds(benchmark, one_round, settings.benchmark_rounds)

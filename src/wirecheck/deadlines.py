@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wirecheck.quantity import format_bw, format_bytes
+from wirecheck.quantity import format_bytes
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def collective_deadline(rule: DeadlineRule, ceiling_s: float, op: str, size_byte
         return Deadline(ceiling_s, f"the ceiling: no busbw floor to estimate {work} from")
     expected = expected_collective_s(size_bytes, bus_factor, calls, floor_busbw)
     scaled = rule.safety_factor * expected
-    at = f"{work} should take {_seconds(expected)} at the {floor_what} {format_bw(floor_busbw)}"
+    at = f"{work} should take {_seconds(expected)} at the {floor_what} {floor_busbw / 1e9:.3g} GB/s"
     if scaled <= rule.minimum_s:
         seconds, why = rule.minimum_s, f"the minimum ({rule.yaml_path}); {at}"
     elif scaled >= ceiling_s:

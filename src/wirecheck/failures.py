@@ -75,9 +75,12 @@ class GroupFailure:
         """The root cause is a rank that raised an out-of-memory error."""
         return self.root.kind == RAISED and self.root.out_of_memory
 
-    def as_dict(self) -> dict:
+    def as_dict(self, message: bool = True) -> dict:
+        """For a record; message=False leaves out the text (the record keeps it elsewhere)."""
         d = asdict(self)
         d["kind"] = self.kind
+        if not message:
+            del d["message"]
         return d
 
 
