@@ -317,3 +317,9 @@ def measure_with_stand_in_graphs(ctx: RankContext, op: str, graph_time_s: float 
         collectives.COLLECTIVES[op] = c
         for name, fn in saved.items():
             setattr(timing, name, fn)
+
+
+def train_hang(ctx: RankContext, **kw: Any) -> dict:
+    """A training run (any run_strategy arguments) that never returns: no step completes."""
+    hang_forever_here()
+    return {}

@@ -22,7 +22,7 @@ def collective_worker():
 
 @pytest.fixture
 def strategy_worker():
-    return "faulty_workers:hang"
+    return "faulty_workers:train_hang"
 '''
 
 DEADLINE_S = 4  # the simulated minimum for this run: every first call is a small one

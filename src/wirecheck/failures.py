@@ -7,14 +7,24 @@ Everything here is JSON-able (`as_dict`) so a record can keep it whole.
 The root cause is the earliest failure in time (torch elastic's rule): when rank 1 is killed and
 rank 0 then raises "connection closed by peer", rank 1's death is the cause and rank 0's error a
 consequence, whatever their rank numbers. A raise is timed by the rank itself when it caught the
-exception; a death by the parent when it saw the rank's pipe close (the kernel closes a dying
-process's descriptors in order, and the pipe, opened first, goes before any socket a peer listens
-on). A hang has no moment: ranks that never replied are `hung` and come last.
+exception; a death by the parent, at the last moment it saw the rank's pipe open. That moment is
+only as good as the kernel's order of events: on Linux the dying rank's pipe closes before its
+sockets (launcher), but a sandboxed kernel (gVisor) resets the sockets first, and a peer's
+"connection reset" was stamped up to a fraction of a millisecond before the pipe was last seen open.
+So a raise less than DEATH_FIRST_WITHIN_S before a death counts as simultaneous with it, and the
+death as the cause: a death makes peers raise; a raise does not kill a peer within milliseconds
+(NCCL's watchdog takes minutes). A hang has no moment: ranks that never replied are `hung` and come
+last.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+
+# How close a raise and a death must be to count as simultaneous (the death then comes first):
+# well above the clock error measured on a sandboxed kernel (0.2 ms), well below any real cause and
+# effect between a raise and a death (seconds to minutes).
+DEATH_FIRST_WITHIN_S = 0.25
 
 RAISED = "raised"  # the worker function (or the rank's setup) raised
 DIED = "died"  # the process exited or was killed
@@ -85,8 +95,13 @@ class GroupFailure:
 
 
 def order(failures: list[RankFailure]) -> list[RankFailure]:
-    """Raises and deaths by time (ties: deaths first, then by rank), then hung ranks by rank."""
-    timed = sorted((f for f in failures if f.kind != HUNG),
-                   key=lambda f: (f.at if f.at is not None else float("inf"), f.kind != DIED, f.rank))
+    """Raises and deaths by time (a death within DEATH_FIRST_WITHIN_S after a raise first; ties:
+    deaths first, then by rank), then hung ranks by rank."""
+    def when(f: RankFailure) -> float:
+        if f.at is None:
+            return float("inf")
+        return f.at - DEATH_FIRST_WITHIN_S if f.kind == DIED else f.at
+
+    timed = sorted((f for f in failures if f.kind != HUNG), key=lambda f: (when(f), f.kind != DIED, f.rank))
     hung = sorted((f for f in failures if f.kind == HUNG), key=lambda f: f.rank)
     return timed + hung

@@ -194,6 +194,9 @@ class _Call:
         self.values: dict[int, Any] = {}
         self.failed: dict[int, RankFailure] = {}
         self.grace_end: float | None = None
+        # When the pipes of the ranks still running were last seen open (time.time()): a death
+        # found later happened after this, and is dated here (see _record_death).
+        self.alive_at = time.time()
 
 
 class WorkerGroup:
@@ -426,15 +429,18 @@ class WorkerGroup:
                 limit = min(end, call.grace_end) if call.grace_end is not None else end
                 if now >= limit:
                     break
-                listening = [self._conns[r] for r in sorted(call.pending)]
-                for conn in wait(listening, timeout=min(POLL_S, limit - now)):
+                # Every rank not failed yet, also those that replied: one that replied and then
+                # died leaves the others waiting for it in the next collective.
+                listening = [self._conns[r] for r in range(self.world_size) if r not in call.failed]
+                ready = wait(listening, timeout=min(POLL_S, limit - now))
+                checked_at = time.time()  # every pipe not ready was open until here
+                for conn in ready:
                     self._take_reply(self._conns.index(conn), seq, call)
-                # Every rank, not only the pending ones: a rank that replied and then died leaves
-                # the others waiting for it in the next collective.
                 for rank, proc in enumerate(self._procs):
                     if proc.poll() is not None and rank not in call.failed:
                         self._drain(rank, seq, call)
                         self._record_death(rank, call)
+                call.alive_at = checked_at
                 if call.failed and call.grace_end is None:
                     died = any(f.kind == F.DIED for f in call.failed.values())
                     call.grace_end = time.monotonic() + (self.death_grace_s if died else self.error_grace_s)
@@ -493,16 +499,21 @@ class WorkerGroup:
                            log=self.log_paths[rank])
 
     def _record_death(self, rank: int, call: _Call) -> None:
+        """A rank's pipe closed or its process ended. It is dated at the last moment its pipe was
+        seen open, not when this (possibly descheduled) parent noticed: a peer's "connection closed"
+        error is stamped by the peer itself within milliseconds of the death and must not come
+        first. The worker holds its pipe on its lowest descriptor and the kernel closes a dying
+        process's descriptors in ascending order, so the pipe closes before any socket a peer
+        could see close. A peer's raise stamped before that moment did come first."""
         if rank in call.failed:
             return  # it raised first: its death (an abort after the error) is a consequence
-        seen = time.time()  # before waiting for the exit status: the death is no later than now
         proc = self._procs[rank]
         try:
             proc.wait(timeout=2.0)
         except subprocess.TimeoutExpired:
             pass
         call.failed[rank] = RankFailure(
-            rank=rank, kind=F.DIED, at=seen, summary=describe_exit(proc.returncode), pid=proc.pid,
+            rank=rank, kind=F.DIED, at=call.alive_at, summary=describe_exit(proc.returncode), pid=proc.pid,
             returncode=proc.returncode, evidence=_tail(self.log_paths[rank], STDERR_TAIL_LINES),
             log=self.log_paths[rank])
         call.pending.discard(rank)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import fcntl
 import gc
 import importlib
 import os
@@ -211,6 +212,21 @@ def serve(conn: Connection, label: str, backend: str, init_process_group: bool, 
     return 0
 
 
+def _lowest_descriptor(fd: int) -> int:
+    """Move the parent's pipe to the lowest free descriptor, before torch opens any socket.
+
+    At exit (a SIGKILL included) the kernel closes descriptors in ascending order: the parent then
+    sees this rank's pipe close before a peer sees one of its sockets close, so the peer's
+    "connection closed" error cannot look earlier than this rank's death (launcher._record_death).
+    """
+    low = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    if low < fd:
+        os.close(fd)
+        return low
+    os.close(low)
+    return fd
+
+
 def main(argv: list[str] | None = None) -> int:
     # First thing: a hang or a fatal signal anywhere later must leave a Python stack in our log.
     faulthandler.enable(file=sys.stderr, all_threads=True)
@@ -227,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     _watch_parent(args.parent_pid)
-    conn = Connection(args.fd)
+    conn = Connection(_lowest_descriptor(args.fd))
     try:
         return serve(conn, args.label, args.backend, not args.no_process_group, args.rendezvous_timeout)
     finally:
