@@ -156,8 +156,8 @@ def test_invalid_arguments_are_refused_before_spawning():
         WorkerGroup("bad", 2, "mpi")
 
 
-def test_hang_is_reported_with_the_stack_and_a_new_group_works():
-    group = WorkerGroup("selftest-hang", 2, "gloo")
+def test_hang_is_reported_with_the_stack_and_a_new_group_works(tmp_path):
+    group = WorkerGroup("selftest-hang", 2, "gloo", log_dir=tmp_path)
     pids = group.pids
     t0 = time.monotonic()
     with pytest.raises(WorkerTimeout) as info:
@@ -176,7 +176,7 @@ def test_hang_is_reported_with_the_stack_and_a_new_group_works():
         group.run(f"{FAULTY}:whoami", {}, timeout_s=5)
     group.close()
 
-    with WorkerGroup("selftest-hang", 2, "gloo") as fresh:
+    with WorkerGroup("selftest-hang", 2, "gloo", log_dir=tmp_path) as fresh:
         assert fresh.run(f"{FAULTY}:all_reduce_ranks", {}, timeout_s=30) == [3.0, 3.0]
 
 
@@ -187,8 +187,8 @@ def test_hang_is_reported_with_the_stack_and_a_new_group_works():
     ("segv", 1, False, -signal.SIGSEGV, "killed by SIGSEGV"),
 ])
 def test_dying_rank_is_reported_at_once_with_its_stderr(how, world_size, join_group, returncode,
-                                                       described):
-    group = WorkerGroup("selftest-die", world_size, "gloo", join_process_group=join_group)
+                                                       described, tmp_path):
+    group = WorkerGroup("selftest-die", world_size, "gloo", join_process_group=join_group, log_dir=tmp_path)
     if not join_group:
         (r,) = whoami(group, "RANK", "WORLD_SIZE", "MASTER_PORT")
         assert not r["dist_initialized"] and r["device"] == "cpu" and r["is_rank_context"]
@@ -211,8 +211,8 @@ def test_dying_rank_is_reported_at_once_with_its_stderr(how, world_size, join_gr
     group.close()
 
 
-def test_raise_while_others_wait_in_a_collective():
-    group = WorkerGroup("selftest-raise-stuck", 2, "gloo")
+def test_raise_while_others_wait_in_a_collective(tmp_path):
+    group = WorkerGroup("selftest-raise-stuck", 2, "gloo", log_dir=tmp_path)
     group.error_grace_s = 1.0
     t0 = time.monotonic()
     with pytest.raises(WorkerCallError) as info:
@@ -225,10 +225,12 @@ def test_raise_while_others_wait_in_a_collective():
     group.close()
 
 
-def test_start_failure_is_reported_not_hung():
+def test_start_failure_is_reported_not_hung(tmp_path):
     # No such devices on any machine: set_device fails in every rank before the process group forms.
-    with pytest.raises(WorkerCallError, match=r"start of 1 nccl worker\(s\) on selftest-nogpu: rank 0 raised"):
-        WorkerGroup("selftest-nogpu", 1, "nccl", gpus=(97,), start_timeout_s=60)
+    with pytest.raises(WorkerCallError, match=r"start of 1 nccl worker\(s\) on selftest-nogpu: rank 0 raised") as info:
+        WorkerGroup("selftest-nogpu", 1, "nccl", gpus=(97,), start_timeout_s=60, log_dir=tmp_path)
+    failure = info.value.failure
+    assert failure.phase == failures.START and (Path(failure.log_dir) / "rank0.log").is_file()  # kept
 
 
 def test_workers_import_from_the_parents_sys_path(pair):
