@@ -218,7 +218,7 @@ def test_capacity(node, topology, measurements, placement, strategy, expected, s
         pytest.skip(f"{placement.id}: FSDP would need {format_bytes(fsdp_need)} per GPU of {format_bytes(memory)}: "
                     "too few GPUs to show the case")
     run = measurements.run(placement, strategy, strategy_worker, None, shape=shape, warmup_steps=0, steps=rule.steps,
-                           timeout_s=rule.timeout_s)
+                           max_steps=None, local_baseline=False, timeout_s=rule.timeout_s)
     got = capacity.outcome(run.error)
     record("capacity", f"{strategy} with a {n_params / 1e9:.1f}B-parameter model", value=got,
            limit={"expected": expected, "source": rule.source, "yaml_path": rule.yaml_path},
