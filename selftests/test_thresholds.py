@@ -137,11 +137,15 @@ def test_ratio_checks(shipped):
 def test_training_settings(shipped):
     hw = shipped.training_settings(simulated=False)
     assert (hw.model.n_layer, hw.model.d_model, hw.model.n_head, hw.model.vocab_size, hw.model.seq_len) == (20, 2048, 16, 32000, 1024)
-    assert (hw.micro_batch, hw.warmup_steps, hw.steps, hw.timeout_s, hw.precision) == (4, 2, 6, 600.0, "bf16")
+    assert (hw.micro_batch, hw.warmup_steps, hw.timeout_s, hw.precision) == (4, 3, 600.0, "bf16")
+    assert (hw.min_steps, hw.max_steps) == (8, 30)
+    assert hw.median_ci.confidence == pytest.approx(0.95) and hw.median_ci.max_halfwidth == pytest.approx(0.02)
+    assert hw.median_ci.yaml_path == "thresholds.yaml: training.hardware.median_ci" and hw.median_ci.source
     sim = shipped.training_settings(simulated=True)
     assert (sim.model.n_layer, sim.model.d_model, sim.precision) == (2, 64, "fp32")
+    assert sim.min_steps <= sim.max_steps <= 12  # CI time
     with pytest.raises(dataclasses.FrozenInstanceError):
-        sim.steps = 100
+        sim.max_steps = 100
 
 
 def test_training_limits(shipped):
@@ -279,8 +283,8 @@ BROKEN = {
         ["collectives.hardware.iters: expected a count (a plain whole number)", "e.g. 20"],
     ),
     "negative count": (
-        lambda d: d["training"]["hardware"].update(steps=-3),
-        ["training.hardware.steps: -3 is negative", "at least 1"],
+        lambda d: d["training"]["hardware"]["steps"].update(min=-3),
+        ["training.hardware.steps.min: -3 is negative", "at least 1"],
     ),
     "timeout without unit": (
         lambda d: d["collectives"]["simulated"].update(timeout=60),
