@@ -98,9 +98,17 @@ def test_irregular_bridged_groups_are_not_assumed_adjacent():
 
 @pytest.mark.parametrize("name", ["h200-nvl-8", "h200-sxm-2", "h100-sxm-8-nics", "rtx4090-pcie-8", "a100-pcie-nv12-pairs-4"])
 def test_ids_unique_and_stable(name):
-    first, again = _ids_of(name), _ids_of(name)
+    """Ids depend on the topology only: the same node read again, or its GPUs listed in another
+    order, gives the same ids (nightly history is keyed by them)."""
+    topo = load_recorded(name, TOPOLOGIES)
+    first = [p.id for p in enumerate_placements(topo)]
     assert len(set(first)) == len(first)
-    assert first == again
+    order = list(range(topo.n_gpus))[::-1]
+    shuffled = Topology(gpus=tuple(topo.gpus[i] for i in order),
+                        nvlinks=tuple(tuple(topo.nvlinks[i][j] for j in order) for i in order),
+                        pcie_paths=tuple(tuple(topo.pcie_paths[i][j] for j in order) for i in order),
+                        source=topo.source, declared_fabric=topo.declared_fabric)
+    assert sorted(p.id for p in enumerate_placements(shuffled)) == sorted(first)
 
 
 def test_find_placement_unknown_id_lists_known():

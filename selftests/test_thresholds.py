@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from wirecheck.placement import CLASSES
+from wirecheck.quantity import parse_quantity
 from wirecheck.thresholds import OPS, STRATEGIES, ThresholdsError, load_thresholds
 
 SHIPPED = Path(__file__).resolve().parents[1] / "thresholds.yaml"
@@ -59,13 +60,64 @@ def test_unknown_profile_lists_the_known_ones(shipped):
         assert name in message
 
 
-def test_collective_settings(shipped):
+def _q(text: str, kind: str) -> float:
+    """A value of the shipped file as the loader must read it (the file, not a copy, is the truth)."""
+    return parse_quantity(text, kind, "selftest")
+
+
+def test_collective_settings(shipped, shipped_data):
+    for simulated, key in ((False, "hardware"), (True, "simulated")):
+        raw, got = shipped_data["collectives"][key], shipped.collective_settings(simulated=simulated)
+        assert got.floor_size == _q(raw["floor_size"], "size") and got.floor_size in got.sizes
+        assert (got.warmup_iters, got.iters, got.benchmark_rounds) == (raw["warmup_iters"], raw["iters"], raw["benchmark_rounds"])
+        assert got.timeout_s == _q(raw["timeout"], "time")
     hw = shipped.collective_settings(simulated=False)
-    assert hw.sizes == (2**20, 8 * 2**20, 64 * 2**20, 512 * 2**20, GiB)
-    assert hw.floor_size == GiB
-    assert (hw.warmup_iters, hw.iters, hw.timeout_s, hw.benchmark_rounds) == (5, 20, 120.0, 3)
+    full = hw.sizes_for("full")
+    assert set(hw.sizes) <= set(full) and hw.floor_size in full  # quick is a subset of the full sweep
+    assert hw.sweep("full").nccl_tests_args()[:2] == ["-b", str(full[0])]
     sim = shipped.collective_settings(simulated=True)
-    assert max(sim.sizes) <= 4 * 2**20 and sim.floor_size in sim.sizes and sim.timeout_s == 60.0
+    assert max(sim.sizes) <= 16 * 2**20  # CPU ranks on a 2-core CI machine
+    assert sim.graph_up_to is None  # gloo: no CUDA graphs
+    with pytest.raises(ValueError, match="unknown sweep 'fast'"):
+        hw.sizes_for("fast")
+
+
+def test_latency_ceilings(shipped):
+    rule = shipped.latency
+    assert rule.up_to == 64 * 2**10 and rule.yaml_path == "thresholds.yaml: collectives.latency.up_to"
+    two = shipped.latency_limit("nvswitch", "all_reduce", 2, simulated=False)
+    # issue 13: 18.8-19.6 us graph-replayed, nccl-tests' launch floor ~21 us on 2x H200 SXM
+    assert 21e-6 < two.max <= 40e-6 and two.min is None and two.kind == "time"
+    assert two.yaml_path == "thresholds.yaml: collectives.latency.ceilings.nvswitch.all_reduce.2"
+    eight = shipped.latency_limit("nvswitch", "all_reduce", 8, simulated=False)
+    assert eight.yaml_path.endswith(".all_reduce.any") and eight.max > two.max
+    assert shipped.latency_limit("nvl_group", "all_reduce", 3, simulated=False) is None  # {}: not judged
+    assert shipped.latency_limit("pair", "all_reduce", 2, simulated=False) is None
+    sim = shipped.latency_limit("forced_pcie", "all_to_all", 2, simulated=True)
+    assert sim.yaml_path == "thresholds.yaml: collectives.latency.simulated_ceilings.all_to_all.any"
+    with pytest.raises(ValueError, match="unknown op"):
+        shipped.latency_limit("nvswitch", "allreduce", 2, simulated=False)
+
+
+def test_half_peak_ceilings(shipped):
+    assert shipped.half_peak.fraction == pytest.approx(0.5)
+    two = shipped.half_peak_limit("nvswitch", "all_reduce", 2, simulated=False)
+    # nccl-tests reached half its peak busbw by 8 MiB on 2x H200 SXM: the ceiling must let that pass
+    assert two.max >= 8 * 2**20 and two.kind == "size"
+    assert shipped.half_peak_limit("forced_pcie", "all_reduce", 2, simulated=False).max < two.max
+    assert shipped.half_peak_limit("nvswitch", "all_reduce", 2, simulated=True) is None  # {} in simulation
+
+
+def test_curve_ceilings_name_their_source_and_guesses_say_so(shipped):
+    for klass in CLASSES:
+        if klass == "single":
+            continue
+        for op in OPS:
+            for n in (2, 4, 8):
+                for limit in (shipped.latency_limit(klass, op, n, False), shipped.half_peak_limit(klass, op, n, False)):
+                    if limit is not None:
+                        assert limit.source.startswith(("measured", "guess:")), limit.yaml_path
+                        assert limit.max is not None and limit.min is None, limit.yaml_path
 
 
 def test_floors_sit_below_the_2x_h200_measurements(shipped):
@@ -125,46 +177,52 @@ def test_unknown_names_in_lookups_are_caller_bugs(shipped):
         shipped.training_limits(False).throughput_floor("nvswitch", "zero4", 2)
 
 
-def test_ratio_checks(shipped):
-    assert shipped.wire_check.min_ratio == 8.0
+def test_ratio_checks(shipped, shipped_data):
+    raw = shipped_data["collectives"]
+    assert shipped.wire_check.min_ratio == _q(raw["wire_check"]["min_ratio"], "ratio")
     assert shipped.wire_check.min_ratio < 327.5 / 27.6  # the 2x H200 SXM measurement passes
-    assert shipped.pair_spread.max_below_median == pytest.approx(0.10)
-    assert 2.0 <= shipped.group_scaling.quad_over_pair_min < 322 / 114
+    assert shipped.pair_spread.max_below_median == pytest.approx(_q(raw["pair_spread"]["max_below_median"], "percent"))
+    assert 1.0 < shipped.group_scaling.quad_over_pair_min < 322 / 114  # the article's quad passes
     for check in (shipped.wire_check, shipped.pair_spread, shipped.group_scaling):
         assert check.source and check.yaml_path.startswith("thresholds.yaml: collectives.")
 
 
-def test_training_settings(shipped):
-    hw = shipped.training_settings(simulated=False)
-    assert (hw.model.n_layer, hw.model.d_model, hw.model.n_head, hw.model.vocab_size, hw.model.seq_len) == (20, 2048, 16, 32000, 1024)
-    assert (hw.micro_batch, hw.warmup_steps, hw.timeout_s, hw.precision) == (4, 3, 600.0, "bf16")
-    assert (hw.min_steps, hw.max_steps) == (8, 30)
-    assert hw.median_ci.confidence == pytest.approx(0.95) and hw.median_ci.max_halfwidth == pytest.approx(0.02)
-    assert hw.median_ci.yaml_path == "thresholds.yaml: training.hardware.median_ci" and hw.median_ci.source
+def test_training_settings(shipped, shipped_data):
+    for simulated, key in ((False, "hardware"), (True, "simulated")):
+        raw, got = shipped_data["training"][key], shipped.training_settings(simulated=simulated)
+        assert dataclasses.asdict(got.model) == raw["model"]
+        assert (got.micro_batch, got.precision) == (raw["micro_batch"], raw["precision"])
+        assert got.timeout_s == _q(raw["timeout"], "time")
+        assert (got.warmup_steps, got.min_steps, got.max_steps) == (raw["warmup_steps"], raw["steps"]["min"], raw["steps"]["max"])
+        assert got.median_ci.confidence == pytest.approx(_q(raw["median_ci"]["confidence"], "percent"))
+        assert got.median_ci.max_halfwidth == pytest.approx(_q(raw["median_ci"]["max_halfwidth"], "percent"))
+        assert got.median_ci.yaml_path == f"thresholds.yaml: training.{key}.median_ci" and got.median_ci.source
     sim = shipped.training_settings(simulated=True)
-    assert (sim.model.n_layer, sim.model.d_model, sim.precision) == (2, 64, "fp32")
-    assert sim.min_steps <= sim.max_steps <= 12  # CI time
     with pytest.raises(dataclasses.FrozenInstanceError):
-        sim.max_steps = 100
+        sim.micro_batch = 100
 
 
-def test_training_limits(shipped):
+def test_training_limits(shipped, shipped_data):
     hw = shipped.training_limits(simulated=False)
-    assert hw.agreement.max_rel_diff == pytest.approx(0.001)
+    raw = shipped_data["training"]
+    assert hw.agreement.max_rel_diff == pytest.approx(_q(raw["agreement"]["hardware"]["first_loss_max_rel_diff"], "percent"))
     assert hw.agreement.yaml_path == "thresholds.yaml: training.agreement.hardware.first_loss_max_rel_diff"
-    assert shipped.training_limits(simulated=True).agreement.max_rel_diff == pytest.approx(0.001)
-    assert hw.model_state.max_rel_diff_from_model == pytest.approx(0.10)
-    assert hw.model_state.zero3_vs_fsdp_max_rel_diff == pytest.approx(0.10)
-    assert hw.slow_wire.min_slowdown("ddp") == pytest.approx(1.7) and hw.slow_wire.max_spread_ratio >= 1.0
+    assert shipped.training_limits(simulated=True).agreement.max_rel_diff == pytest.approx(
+        _q(raw["agreement"]["simulated"]["first_loss_max_rel_diff"], "percent"))
+    assert hw.model_state.max_rel_diff_from_model == pytest.approx(_q(raw["model_state"]["max_rel_diff_from_model"], "percent"))
+    for strategy in STRATEGIES:
+        assert hw.slow_wire.min_slowdown(strategy) == pytest.approx(_q(raw["slow_wire"]["min_slowdown"][strategy], "ratio"))
+    assert hw.slow_wire.max_spread_ratio >= 1.0
     with pytest.raises(ValueError, match="strategy"):
         hw.slow_wire.min_slowdown("zero4")
-    assert hw.capacity.model_state_target == pytest.approx(1.10)
+    assert hw.capacity.model_state_target > 1.0  # DDP must not fit
     # Peak ceilings fit an H200; they need not form a staircase (ZeRO-3's gathered layers and
     # prefetch put its peak above ZeRO-2's on the measured 1e9-parameter model).
     peaks = [hw.peak_memory("nvswitch", s).max for s in ("ddp", "zero1", "zero2", "zero3", "fsdp")]
     assert max(peaks) == peaks[0] <= 141e9
     floor = hw.throughput_floor("nvswitch", "ddp", 2)
-    assert floor.min == 52600 and floor.kind == "throughput" and "measured" in floor.source
+    assert floor.min == _q(raw["throughput_floors"]["nvswitch"]["ddp"][2]["min"], "throughput")
+    assert floor.kind == "throughput" and "measured" in floor.source
     assert "guess" in hw.throughput_floor("nvswitch", "ddp", 8).source
 
 
@@ -266,17 +324,72 @@ BROKEN = {
         lambda d: d["profiles"]["h200-sxm-2"].pop("gpu_count"),
         ["profiles.h200-sxm-2: missing required key 'gpu_count'", "add gpu_count: 8"],
     ),
-    "sizes not a list": (
-        lambda d: d["collectives"]["hardware"].update(sizes="1 GiB"),
-        ['collectives.hardware.sizes: expected a list of buffer sizes, got the string "1 GiB"', '["1 MiB"'],
+    "old sizes list instead of sweeps": (
+        lambda d: d["collectives"]["hardware"].update(sizes=["1 MiB", "1 GiB"]),
+        ["collectives.hardware.sizes: a list of sizes is no longer read; the sizes come from sweeps",
+         'write sweeps: {quick: {from: "8 B"'],
     ),
-    "size in the list without unit": (
-        lambda d: d["collectives"]["hardware"].update(sizes=["1 MiB", 1024]),
-        ['collectives.hardware.sizes[1]: "1024" has no unit; write it as "1024 GiB"'],
+    "sweep missing": (
+        lambda d: d["collectives"]["hardware"]["sweeps"].pop("full"),
+        ["collectives.hardware.sweeps: missing required key 'full'", "add full: {from:"],
     ),
-    "floor_size never measured": (
+    "sweep size without unit": (
+        lambda d: d["collectives"]["hardware"]["sweeps"]["quick"].update({"from": 8}),
+        ['collectives.hardware.sweeps.quick.from: "8" has no unit; write it as "8 GiB"'],
+    ),
+    "sweep step not a whole factor": (
+        lambda d: d["collectives"]["hardware"]["sweeps"]["quick"].update(step="1.5 x"),
+        ['collectives.hardware.sweeps.quick.step: "1.5 x" is not a whole factor of at least 2', "nccl-tests -f"],
+    ),
+    "sweep end off the grid": (
+        lambda d: d["collectives"]["hardware"]["sweeps"]["quick"].update(to="1000 MiB"),
+        ["collectives.hardware.sweeps.quick.to: is not from x step^k: the sweep would stop at 134217728 B",
+         "write to: 134217728 B or 1073741824 B"],
+    ),
+    "sweep end below its start": (
+        lambda d: d["collectives"]["hardware"]["sweeps"]["full"].update(to="4 B"),
+        ['collectives.hardware.sweeps.full.to: "4 B" is below from "8 B"'],
+    ),
+    "floor_size not in the quick sweep": (
         lambda d: d["collectives"]["hardware"].update(floor_size="2 GiB"),
-        ['collectives.hardware.floor_size: "2 GiB" is not one of the sizes measured', "add it to sizes"],
+        ['collectives.hardware.floor_size: "2 GiB" is not one of the sizes the quick sweep measures',
+         "make sweeps.quick pass through it"],
+    ),
+    "graph replay in simulation": (
+        lambda d: d["collectives"]["simulated"].update(graph_up_to="1 MiB"),
+        ["collectives.simulated.graph_up_to: simulation runs on gloo, which has no CUDA graphs", "remove graph_up_to"],
+    ),
+    "latency ceiling as a bandwidth": (
+        lambda d: d["collectives"]["latency"]["ceilings"]["nvswitch"]["all_reduce"][2].update(max="30 GB/s"),
+        ['collectives.latency.ceilings.nvswitch.all_reduce.2.max: "30 GB/s" is a bandwidth, not a duration', 'units: us, µs'],
+    ),
+    "latency ceiling without source": (
+        lambda d: d["collectives"]["latency"]["ceilings"]["nvswitch"]["all_reduce"][2].pop("source"),
+        ["collectives.latency.ceilings.nvswitch.all_reduce.2: missing required key 'source'"],
+    ),
+    "latency floor instead of ceiling": (
+        lambda d: d["collectives"]["latency"]["ceilings"]["nvswitch"]["all_reduce"][2].update(min="1 µs"),
+        ["collectives.latency.ceilings.nvswitch.all_reduce.2.min: unknown key 'min'", "expected one of: source, max"],
+    ),
+    "latency class missing": (
+        lambda d: d["collectives"]["latency"]["ceilings"].pop("forced_pcie"),
+        ["collectives.latency.ceilings: missing placement class 'forced_pcie'", "forced_pcie: {} to leave it unjudged"],
+    ),
+    "latency bound missing": (
+        lambda d: d["collectives"]["latency"].pop("up_to"),
+        ["collectives.latency: missing required key 'up_to'", 'add up_to: "64 KiB"'],
+    ),
+    "n½ fraction above 100 %": (
+        lambda d: d["collectives"]["half_peak"].update(fraction="150 %"),
+        ["collectives.half_peak.fraction: is above 100 %"],
+    ),
+    "n½ ceiling as a duration": (
+        lambda d: d["collectives"]["half_peak"]["ceilings"]["nvswitch"]["all_reduce"][2].update(max="30 µs"),
+        ['collectives.half_peak.ceilings.nvswitch.all_reduce.2.max: "30 µs" is a duration, not a size'],
+    ),
+    "n½ section missing": (
+        lambda d: d["collectives"].pop("half_peak"),
+        ["collectives: missing required key 'half_peak'", 'add half_peak: {fraction: "50 %"'],
     ),
     "count with a unit": (
         lambda d: d["collectives"]["hardware"].update(iters="20 x"),

@@ -1,29 +1,16 @@
-"""Error counters over a run: what grew between two NVML readings, against the limits.
+"""Error counters over a run: what grew between two NVML readings.
 
 Counters are never judged as absolutes (idle H200s show non-zero CRC-data counts, PCIe
 replays accumulate since boot): only their growth while the suite loaded the links counts.
+The deltas are plain data, so the check (wirecheck.checks.health) can judge a recorded run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from wirecheck.nvml import GpuHealth, is_supported
 
-
-@dataclass(frozen=True)
-class Growth:
-    counter: str  # "NVLink 3 replay", "PCIe replay"
-    grew_by: int
-    allowed: float  # events over the run
-    seconds: float
-
-    @property
-    def ok(self) -> bool:
-        return self.grew_by <= self.allowed
-
-    def __str__(self) -> str:
-        return f"{self.counter} +{self.grew_by} in {self.seconds:.0f} s (allowed {self.allowed:g})"
+# Counter kinds and which thresholds.yaml `health:` limit applies to each.
+REPLAY, RECOVERY, CRC, PCIE_REPLAY = "nvlink_replay", "nvlink_recovery", "nvlink_crc", "pcie_replay"
 
 
 def _delta(before, after) -> int | None:
@@ -32,28 +19,38 @@ def _delta(before, after) -> int | None:
     return after - before
 
 
-def counter_growth(before: GpuHealth, after: GpuHealth, seconds: float, limits) -> tuple[list[Growth], list[str]]:
-    """(every counter that could be read with its growth and allowance, names of unreadable ones)."""
+def counter_deltas(before: GpuHealth, after: GpuHealth) -> tuple[list[dict], list[str]]:
+    """([{"counter", "kind", "grew_by"}] for every readable counter, names of unreadable ones)."""
     found, unreadable = [], []
     links_before = {c.link: c for c in before.nvlink_counters}
     for now in after.nvlink_counters:
         then = links_before.get(now.link)
         if then is None:
             continue
-        for name, allowed in (("replay", limits.nvlink_replay), ("recovery", limits.nvlink_recovery)):
+        for name, kind in (("replay", REPLAY), ("recovery", RECOVERY)):
             d = _delta(getattr(then, name), getattr(now, name))
             if d is None:
                 unreadable.append(f"NVLink {now.link} {name}")
             else:
-                found.append(Growth(f"NVLink {now.link} {name}", d, allowed, seconds))
+                found.append({"counter": f"NVLink {now.link} {name}", "kind": kind, "grew_by": d})
         crc = [_delta(getattr(then, n), getattr(now, n)) for n in ("crc_flit", "crc_data")]
         if None in crc:
             unreadable.append(f"NVLink {now.link} CRC")
         else:
-            found.append(Growth(f"NVLink {now.link} CRC", sum(crc), limits.nvlink_crc_rate * seconds, seconds))
+            found.append({"counter": f"NVLink {now.link} CRC", "kind": CRC, "grew_by": sum(crc)})
     d = _delta(before.pcie_replay_counter, after.pcie_replay_counter)
     if d is None:
         unreadable.append("PCIe replay")
     else:
-        found.append(Growth("PCIe replay", d, limits.pcie_replay_rate * seconds, seconds))
+        found.append({"counter": "PCIe replay", "kind": PCIE_REPLAY, "grew_by": d})
     return found, unreadable
+
+
+def allowed_growth(kind: str, seconds: float, limits) -> float:
+    """Events a counter of `kind` may grow by over `seconds` (DCGM's rules, from thresholds.yaml)."""
+    return {
+        REPLAY: lambda: limits.nvlink_replay,
+        RECOVERY: lambda: limits.nvlink_recovery,
+        CRC: lambda: limits.nvlink_crc_rate * seconds,
+        PCIE_REPLAY: lambda: limits.pcie_replay_rate * seconds,
+    }[kind]()

@@ -22,17 +22,32 @@ CLASS_FORCED_PCIE = "forced_pcie"
 CLASS_SINGLE = "single"
 CLASS_PAIR = "pair"  # per-pair link checks, one per NVLink-connected pair
 
-CLASSES = (
-    CLASS_NVSWITCH,
-    CLASS_NVL_PAIR,
-    CLASS_NVL_QUAD,
-    CLASS_NVL_GROUP,
-    CLASS_CROSS_QUAD,
-    CLASS_PCIE,
-    CLASS_FORCED_PCIE,
-    CLASS_SINGLE,
-    CLASS_PAIR,
+
+
+@dataclass(frozen=True)
+class PlacementClass:
+    """One placement class, defined once: the tests, thresholds and docs look it up here."""
+
+    name: str
+    description: str
+    collectives: bool  # the collective sweep and its checks run on it
+    training: bool  # the training strategies run on it
+
+
+CLASS_TABLE = (
+    PlacementClass(CLASS_NVSWITCH, "NVSwitch node: any subset is equivalent, one per size", True, True),
+    PlacementClass(CLASS_NVL_PAIR, "two GPUs inside one bridged NVLink group", True, True),
+    PlacementClass(CLASS_NVL_QUAD, "a whole 4-GPU bridged group", True, True),
+    PlacementClass(CLASS_NVL_GROUP, "a bridged group of another size", True, True),
+    PlacementClass(CLASS_CROSS_QUAD, "GPUs spread over bridged groups: traffic crosses PCIe", True, True),
+    PlacementClass(CLASS_PCIE, "no NVLink at all", True, True),
+    PlacementClass(CLASS_FORCED_PCIE, "NVLink GPUs with NCCL's peer-to-peer path off: only the wire changes", True, True),
+    PlacementClass(CLASS_SINGLE, "one GPU", False, False),
+    PlacementClass(CLASS_PAIR, "every NVLink-connected pair, for per-link checks", False, False),
 )
+CLASSES = tuple(c.name for c in CLASS_TABLE)
+COLLECTIVE_CLASSES = tuple(c.name for c in CLASS_TABLE if c.collectives)
+TRAINING_CLASSES = tuple(c.name for c in CLASS_TABLE if c.training)
 
 # The same GPUs with NCCL's peer-to-peer transport off: traffic goes through host memory.
 # Only the wire changes, which is what the wire check compares.
@@ -95,11 +110,12 @@ def _spread(groups: tuple[tuple[int, ...], ...], size: int) -> tuple[int, ...] |
 
 def enumerate_placements(topo: Topology) -> list[Placement]:
     """Every placement worth testing on this topology, in a stable order."""
-    gpus = topo.indices
-    pos = {g: p for p, g in enumerate(gpus)}
+    # By GPU index, whatever order the source listed the GPUs in: ids must not depend on it.
+    gpus = tuple(sorted(topo.indices))
+    pos = {g.index: p for p, g in enumerate(topo.gpus)}
     out: list[Placement] = [Placement(CLASS_SINGLE, (g,)) for g in gpus]
     fabric = topo.fabric
-    groups = tuple(tuple(gpus[p] for p in group) for group in topo.groups)
+    groups = tuple(sorted(tuple(sorted(group)) for group in topo.index_groups))
 
     if fabric == NVSWITCH:
         # Placement does not matter on a switch: one subset per size is enough.

@@ -1,7 +1,11 @@
-"""Measurement records and the run's JSON-lines file.
+"""The run's record file: JSON lines, written and flushed the moment each thing exists.
 
-Every record is written (and flushed to disk) the moment it exists, one JSON object per
-line, so a crash, a hung rank or Ctrl-C loses nothing already measured.
+A crash, a hung rank or Ctrl-C loses nothing already measured. Line types:
+- `run`: the first line: host, node, versions, simulation, thresholds file, placements;
+- `measurement`: raw figures as the workers reported them (a collective size, a strategy run);
+- `verdict`: one checked thing (wirecheck.verdict.Verdict, with the inputs it was judged on);
+- `end`: the last line: complete or interrupted, test and verdict counts, wall time.
+A file without an `end` line was cut short (killed, out of disk): readers say so.
 """
 
 from __future__ import annotations
@@ -13,6 +17,10 @@ import platform
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from wirecheck.verdict import Verdict
+
+SCHEMA = 2
 
 # Environment switches that change what NCCL does; recorded with every run.
 ENV_SWITCHES = (
@@ -38,29 +46,37 @@ def env_switches(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-@dataclass
-class Record:
-    """One checked or measured thing: what, where, value, limit, verdict."""
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
-    kind: str  # "collective", "strategy", "inventory", "wire_check", ...
-    test: str  # pytest node id
+
+@dataclass
+class Measurement:
+    """Raw figures of one measurement (not a verdict): what, where, the value and everything behind it."""
+
+    kind: str  # "collective", "strategy", ...
     placement: str | None
-    what: str  # e.g. "all_reduce busbw @ 1 GiB"
+    what: str  # e.g. "all_reduce at 1 GiB"
     value: Any = None
     unit: str | None = None
-    limit: dict | None = None  # {"min", "max", "source", "yaml_path"}
-    verdict: str | None = None  # "pass" | "fail" | "skip" | "info"
     details: dict = field(default_factory=dict)
-    time: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    time: str = field(default_factory=now)
+
+
+class RecordFileError(ValueError):
+    """A record file that cannot be written or read."""
 
 
 class RecordFile:
-    """Append-only JSON-lines file: one header line, then one line per record."""
+    """Append-only JSON-lines file: one `run` line, then measurements and verdicts, then `end`."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "a", encoding="utf-8")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8")
+        except OSError as exc:
+            raise RecordFileError(f"cannot write the record file {self.path}: {exc.strerror or exc}") from None
 
     def write(self, obj: dict) -> None:
         self._fh.write(json.dumps(obj, default=_jsonable) + "\n")
@@ -68,25 +84,70 @@ class RecordFile:
         os.fsync(self._fh.fileno())
 
     def header(self, provenance: dict) -> None:
-        self.write({"type": "run", "host": platform.node(), **provenance})
+        self.write({"type": "run", "schema": SCHEMA, "host": platform.node(), "started": now(), **provenance})
 
-    def record(self, rec: Record) -> None:
-        self.write({"type": "record", **asdict(rec)})
+    def measurement(self, m: Measurement) -> None:
+        self.write({"type": "measurement", **asdict(m)})
+
+    def verdict(self, v: Verdict, test: str | None = None) -> None:
+        self.write({"type": "verdict", "test": test, "time": now(), **v.as_record()})
+
+    def end(self, summary: dict) -> None:
+        self.write({"type": "end", "finished": now(), **summary})
 
     def close(self) -> None:
         if not self._fh.closed:
             self._fh.close()
 
 
-def read_records(path: str | Path) -> list[dict]:
-    """All lines of a record file; a torn last line (crash mid-write) is skipped."""
-    out = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
+@dataclass
+class RunRecord:
+    """A record file read back."""
+
+    path: Path
+    run: dict
+    measurements: list[dict]
+    verdicts: list[dict]
+    end: dict | None  # None: the run was cut short before it could write its end
+
+    @property
+    def simulated(self) -> bool:
+        return bool(self.run.get("simulated"))
+
+    @property
+    def complete(self) -> bool:
+        return self.end is not None and self.end.get("status") == "complete"
+
+
+def read_run(path: str | Path) -> RunRecord:
+    """Read a record file. A torn last line (killed mid-write) is dropped; a file that is not a
+    wirecheck record raises RecordFileError naming the file and line."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise RecordFileError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    objs = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
             continue
-    return out
+        try:
+            objs.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            if number == len(lines):
+                break  # cut mid-write
+            raise RecordFileError(f"{path}:{number}: not JSON ({exc.msg}); is this a wirecheck record file?") from None
+    if not objs or objs[0].get("type") != "run":
+        raise RecordFileError(f"{path}: no `run` header on the first line: not a wirecheck record file "
+                              "(pytest --wirecheck-json writes them)")
+    run = objs[0]
+    if run.get("schema") != SCHEMA:
+        raise RecordFileError(f"{path}: record schema {run.get('schema')!r}; this wirecheck reads schema {SCHEMA}")
+    by_type: dict[str, list[dict]] = {"measurement": [], "verdict": [], "end": []}
+    for obj in objs[1:]:
+        by_type.setdefault(obj.get("type"), []).append(obj)
+    ends = by_type["end"]
+    return RunRecord(path, run, by_type["measurement"], by_type["verdict"], ends[-1] if ends else None)
 
 
 def _jsonable(obj: Any) -> Any:

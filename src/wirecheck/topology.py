@@ -112,6 +112,26 @@ class Topology:
         """NV# between GPUs at positions i and j."""
         return self.nvlinks[i][j]
 
+    # GPU indices (NVML's numbering, what placements and test ids use) and positions in
+    # `gpus` differ when NVML skips a GPU or a recorded file starts elsewhere: look up by index.
+    def position(self, index: int) -> int:
+        for pos, g in enumerate(self.gpus):
+            if g.index == index:
+                return pos
+        raise KeyError(f"{self.source}: no GPU with index {index} (indices: {list(self.indices)})")
+
+    def gpu(self, index: int) -> Gpu:
+        return self.gpus[self.position(index)]
+
+    def nv_between(self, a: int, b: int) -> int:
+        """NV# between the GPUs with indices a and b."""
+        return self.nvlinks[self.position(a)][self.position(b)]
+
+    @property
+    def index_groups(self) -> tuple[tuple[int, ...], ...]:
+        """`groups`, as GPU indices."""
+        return tuple(tuple(self.gpus[p].index for p in group) for group in self.groups)
+
     @property
     def fabric(self) -> str:
         if self.declared_fabric:

@@ -1,0 +1,51 @@
+"""Every check of the suite, as one function of (thresholds, measured inputs) -> Verdict.
+
+A test gathers the inputs (from NVML, the topology or the workers' measurements), calls the
+check and asserts the verdict; the record keeps the verdict with its inputs. `judge` calls
+the same function on those inputs again, with any thresholds file, without GPUs. Inputs are
+plain JSON data (numbers, strings, lists, dicts), so a record can be judged by another
+version of the suite as long as the check keeps its arguments.
+
+Register a check with `@check("name")`; its keyword arguments are its inputs.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from wirecheck.verdict import Verdict
+
+CHECKS: dict[str, Callable[..., Verdict]] = {}
+
+
+def check(name: str):
+    """Register `fn(thresholds, **inputs) -> Verdict` under `name`; its verdicts carry the name and inputs."""
+
+    def register(fn):
+        if name in CHECKS:
+            raise ValueError(f"check {name!r} is registered twice")
+
+        @functools.wraps(fn)
+        def run(thresholds, **inputs: Any) -> Verdict:
+            return fn(thresholds, **inputs).with_inputs(name, inputs)
+
+        CHECKS[name] = run
+        return run
+
+    return register
+
+
+def rejudge(verdict: Verdict, thresholds) -> Verdict:
+    """The same check on the same inputs, against `thresholds`."""
+    try:
+        fn = CHECKS[verdict.check]
+    except KeyError:
+        raise ValueError(f"the record names a check {verdict.check!r} this version of wirecheck does not have; "
+                         f"known: {', '.join(sorted(CHECKS))}") from None
+    return fn(thresholds, **verdict.inputs)
+
+
+# The check modules register themselves on import.
+from wirecheck.checks import collectives, health, inventory, latency, measurement, topology, training  # noqa: E402,F401
+from wirecheck.checks.measurement import measurement_completed  # noqa: E402,F401

@@ -1,0 +1,132 @@
+"""Records, verdicts and first contact, as an operator meets them (simulation on this CPU).
+
+A record file re-judged by `wirecheck judge` gives the run's verdicts, and fails when a floor
+is raised; the nightly command passes on its first night and compares on the second; option
+values that are existing paths parse; a simulated run never reads as an accepted node.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from e2e import make_project, records, run_suite, thresholds_with
+from wirecheck.judge import EXIT_FAILED, EXIT_SIMULATION, main as judge
+
+BUSBW = ("-k", "test_busbw and nvswitch")
+
+
+def _verdicts(path: Path) -> dict[str, str]:
+    return {r["test"]: r["outcome"] for r in records(path) if r["type"] == "verdict"}
+
+
+def test_judge_gives_the_runs_verdicts_and_fails_a_raised_floor(pytester, capsys):
+    root = make_project(pytester)
+    out = root / "run.jsonl"
+    result = run_suite(pytester, "--simulate=h200-sxm-2", *BUSBW, f"--wirecheck-json={out}", "--benchmark-disable")
+    result.assert_outcomes(passed=5)
+    recorded = _verdicts(out)
+    assert len(recorded) == 5 and set(recorded.values()) == {"pass"}
+    lines = records(out)
+    assert lines[0]["type"] == "run" and lines[0]["simulated"] is True
+    assert lines[-1]["type"] == "end" and lines[-1]["status"] == "complete" and lines[-1]["tests"] == {"passed": 5}
+
+    assert judge([str(out), "--thresholds", str(root / "thresholds.yaml")]) == EXIT_SIMULATION
+    text = capsys.readouterr().out
+    assert "0 failed, 5 passed" in text and "0 changed since recorded" in text and "SIMULATION" in text
+
+    def raise_all_reduce(data):
+        data["collectives"]["simulated_floors"]["all_reduce"]["any"] = {"min": "5000 GB/s", "source": "selftest: raised"}
+
+    raised = root / "raised.yaml"
+    raised.write_text(thresholds_with(raise_all_reduce))
+    assert judge([str(out), "--thresholds", str(raised)]) == EXIT_FAILED
+    text = capsys.readouterr().out
+    assert "1 failed, 4 passed" in text
+    failure = next(line for line in text.splitlines() if line.startswith("FAIL"))
+    assert "busbw" in failure and "nvswitch-2gpu-0.1" in failure and "floor 5000.0 GB/s" in failure
+    assert "raised.yaml: collectives.simulated_floors.all_reduce.any" in text and "source: selftest: raised" in text
+    assert "was pass when recorded" in text
+
+
+def test_judge_refuses_what_is_not_a_record(tmp_path, capsys):
+    bogus = tmp_path / "notes.jsonl"
+    bogus.write_text('{"hello": 1}\n')
+    assert judge([str(bogus)]) == 2
+    assert "not a wirecheck record file" in capsys.readouterr().err
+
+
+def test_a_run_cut_short_fails_judgement(pytester, capsys):
+    root = make_project(pytester)
+    out = root / "run.jsonl"
+    run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_busbw and all_reduce and nvswitch", f"--wirecheck-json={out}",
+              "--benchmark-disable").assert_outcomes(passed=1)
+    cut = root / "cut.jsonl"
+    cut.write_text("".join(line + "\n" for line in out.read_text().splitlines()[:-1]))  # no end record
+    assert judge([str(cut), "--thresholds", str(root / "thresholds.yaml")]) == EXIT_FAILED
+    assert "cut short" in capsys.readouterr().out
+
+
+NIGHTLY = ("--benchmark-autosave", "--benchmark-compare", "--benchmark-compare-fail=median:10%")
+
+
+def test_nightly_command_runs_on_the_first_night_and_compares_on_the_second(pytester):
+    make_project(pytester)
+    selection = ("-k", "test_busbw and all_reduce and nvswitch")
+    first = run_suite(pytester, "--simulate=h200-sxm-2", *selection, *NIGHTLY)
+    first.assert_outcomes(passed=1)
+    first.stdout.fnmatch_lines(["*first night: no saved benchmark run*this run is saved as the first*"])
+    saved = list(Path(pytester.path, ".benchmarks", "simulated").rglob("*.json"))
+    assert len(saved) == 1, "a simulated run is saved apart from hardware history"
+    bench = json.loads(saved[0].read_text())["benchmarks"][0]
+    assert bench["options"]["timer"].endswith("wirecheck_device_clock") and bench["stats"]["rounds"] >= 2
+    second = run_suite(pytester, "--simulate=h200-sxm-2", *selection, *NIGHTLY)
+    second.assert_outcomes(passed=1)
+    assert "first night" not in second.stdout.str()
+    second.stdout.fnmatch_lines(["*comparisons shown, not judged*"])
+    assert "Comparing against benchmarks from" in second.stdout.str() + second.stderr.str()
+
+
+def test_option_values_that_are_existing_paths(pytester):
+    """`--wirecheck-json PATH` with a space, PATH an existing file: pytest must not take it for a test path."""
+    root = make_project(pytester)
+    existing = root / "x.jsonl"
+    existing.write_text("")
+    result = run_suite(pytester, "--simulate", "-k", "inventory", "--wirecheck-json", str(existing))
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    assert [r["type"] for r in records(existing)][0] == "run"
+
+
+def test_simulation_passes_no_inventory_check_and_says_so_last(pytester):
+    make_project(pytester)
+    result = run_suite(pytester, "--simulate=h200-nvl-8", "tests/test_inventory.py", "--profile", "h200-nvl-8", "-rs")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) == 0 and outcomes["skipped"] > 0, outcomes
+    assert "simulation: the inventory is read from the live node only" in result.stdout.str()
+    assert result.outlines[-1].startswith("wirecheck: SIMULATION of"), result.outlines[-3:]
+
+
+def test_an_unwritable_record_path_is_a_usage_error(pytester):
+    make_project(pytester)
+    result = run_suite(pytester, "--simulate", "-k", "inventory", "--wirecheck-json=/proc/wirecheck/x.jsonl")
+    assert result.ret == 4
+    assert "--wirecheck-json: cannot write the record file /proc/wirecheck/x.jsonl" in result.stderr.str()
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+INTERRUPT = '''
+import pytest
+
+@pytest.fixture
+def collective_worker():
+    raise KeyboardInterrupt
+'''
+
+
+def test_an_interrupted_run_keeps_its_records_and_says_so(pytester):
+    root = make_project(pytester, tests_conftest=INTERRUPT)
+    out = root / "run.jsonl"
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "nvswitch", f"--wirecheck-json={out}", "--benchmark-disable")
+    assert result.ret == 2
+    end = records(out)[-1]
+    assert end["type"] == "end" and end["status"] == "interrupted"
