@@ -20,7 +20,8 @@ What the record holds and how it is measured:
   must compare losses[1] too. Adam's first update is lr * g/|g| per element: a gradient
   wrong only by a constant factor (a sum where a mean was due) barely shows even there.
 - step_times_s: each timed step, CUDA events on GPUs (perf_counter on CPU), the slowest rank
-  per step; identical on every rank. At least `steps` of them, then more until the median's
+  per step; identical on every rank (so tokens_per_s is the same on every rank too). The host
+  synchronises only every few steps (timing.py), so the CPU may run ahead as in real training. At least `steps` of them, then more until the median's
   distribution-free confidence interval (ci_confidence) lies within ci_max_halfwidth of the
   median, at most max_steps (stop_reason says which). tokens_per_s is the global rate at the
   median step; tokens_per_s_min/max at the slowest/fastest step.
@@ -29,6 +30,8 @@ What the record holds and how it is measured:
   and the optimizer step, when gradients and optimizer state both exist (ZeRO-1 also just
   before its end-of-backward reduction: deepspeed_zero.py). The extra pass is in neither
   losses nor step times.
+- comm_buffer_bytes: DeepSpeed's reduce buckets held at the state measurement, kept out of
+  model_state_bytes (their size is a setting: reduce_bucket_size).
 - peak_allocated_bytes / peak_reserved_bytes: CUDA allocator peaks over the training steps
   (reset after the model is wrapped: each rank builds the full model before sharding it,
   which a real job avoids with meta-device or zero.Init construction); None on CPU.
@@ -233,7 +236,7 @@ def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, l
         "peak_allocated_bytes": peaks[0],
         "peak_reserved_bytes": peaks[1],
         "model_state_bytes": state,  # {params, grads, optimizer}: sum them for the total
-        "comm_buffer_bytes": buffers,  # DeepSpeed's reduce buckets (state_bytes.py), 0 elsewhere
+        "comm_buffer_bytes": buffers,  # DeepSpeed reduce buckets held at that point (state_bytes.py); 0 for torch
         "settings": in_force,
         "wrapper": wrapper,
         "precision": precision,

@@ -5,10 +5,11 @@ every storage once (a parameter that is a view into a flat buffer counts the buf
 Storage bytes rather than numel x itemsize, because padding and flat buffers are memory held
 too. What is not model state is left out on purpose: activations, the transient all-gathered
 copies of sharded parameters, and communication buckets. DeepSpeed's reduce buckets
-(`ipg_buckets`, reduce_bucket_size elements, two of them with overlap_comm in stages 1-2) are
-allocated once and kept, and with contiguous_gradients a gradient waiting for its reduction is
-a view into one: they are counted apart, as `buffers` (their size is a setting, not a property
-of the model), and a gradient that lives in a bucket counts there, not as model state.
+(`ipg_buckets`, reduce_bucket_size elements each; ZeRO-3 keeps one for the whole run, stages
+1-2 allocate one, two with overlap_comm, at each backward and free them at the step), and with
+contiguous_gradients a gradient waiting for its reduction is a view into one: they are counted
+apart, as `buffers` (their size is a setting, not a property of the model), and a gradient
+that lives in a bucket counts there, not as model state.
 
 - torch modules (DDP, FSDP2): parameters, their .grad and the optimizer's state; a DTensor
   counts its local shard (`to_local()`), never the global size.
