@@ -5,8 +5,9 @@ optimizer)`, then `accelerator.backward(loss)` (which runs engine.backward and e
 The config is explicit wherever a default would make the strategies disagree or cost time:
 - gradient_clipping 0.0: DeepSpeed (and Accelerate's "auto") clip to 1.0 by default, which
   the torch strategies do not do; the losses would differ from step 2 on.
-- a client torch.optim.AdamW: DeepSpeed's own Adam would JIT-compile an extension (FusedAdam
-  with nvcc on GPU, cpu_adam on CPU: 80+ s).
+- a client torch.optim.AdamW (fused by default, as the table says): DeepSpeed's own Adam would
+  JIT-compile an extension (FusedAdam with nvcc on GPU, cpu_adam on CPU: 80+ s); torch's fused
+  kernel does the same work on the flat fp32 partition DeepSpeed hands it.
 - the zero_optimization settings of the strategies table (strategies.py): DeepSpeed's own
   defaults and documented tuned values, each read back from the engine after prepare() (an
   unknown or ignored key would otherwise leave DeepSpeed's default silently in force).
