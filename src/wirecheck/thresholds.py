@@ -24,13 +24,14 @@ from wirecheck.placement import (
     CLASS_SINGLE,
 )
 from wirecheck.collectives import OPS
+from wirecheck.precision import NAMES as PRECISIONS
+from wirecheck.precision import why_unsupported
 from wirecheck.quantity import format_bw, format_quantity
 from wirecheck.thresholds_yaml import SOURCE_HINT, ThresholdsError, _At, _read_yaml, _suggest
 from wirecheck.topology import BRIDGED, FABRICS, PCIE
 
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
 STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
-PRECISIONS = ("bf16", "fp16", "fp32")
 ANY = "any"  # a GPU-count (or placement-class) key that matches whatever has no entry of its own
 
 # Sections that must be present, even if empty ({} = judged by the derived floor only): a class
@@ -173,7 +174,7 @@ class TrainingSettings:
     max_steps: int  # ...then until the median settles (median_ci), at most this many
     median_ci: MedianBound
     timeout_s: float
-    precision: str  # bf16 | fp16 | fp32
+    precision: str  # a name in wirecheck.precision.PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -748,7 +749,7 @@ def _training_settings(at: _At) -> TrainingSettings:
         max_steps=max_steps,
         median_ci=bound,
         timeout_s=f["timeout"].quantity("time", positive=True),
-        precision=f["precision"].choice(PRECISIONS),
+        precision=_precision(f["precision"]),
     )
 
 
@@ -771,6 +772,15 @@ def _peak_flops(at: _At) -> dict[tuple[str, str], PeakFlops]:
         for p in precisions:
             table[(gpu_model, p)] = PeakFlops(gpu_model, p, f[p].quantity("compute", positive=True), source, f[p].cite)
     return MappingProxyType(table)
+
+
+def _precision(at: _At) -> str:
+    reason = why_unsupported(at.value)
+    if reason:
+        # Refused here: the workers would only fail on it hours into the run.
+        raise at.error(f"{at.value} is not supported by the training runners ({reason})",
+                       f"write precision: {' or '.join(PRECISIONS)}")
+    return at.choice(PRECISIONS)
 
 
 def _agreement(at: _At) -> dict[bool, Tolerance]:

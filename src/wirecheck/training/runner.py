@@ -56,6 +56,7 @@ import time
 import torch
 import torch.distributed as dist
 
+from wirecheck.precision import precision as check_precision
 from wirecheck.training import figures
 from wirecheck.training.baseline import local_step_times
 from wirecheck.training.data import local_batch
@@ -65,7 +66,6 @@ from wirecheck.training.strategies import NAMES, check_in_force, resolve_setting
 from wirecheck.training.timing import StepClock, StopRule, time_steps
 
 STRATEGIES = NAMES
-PRECISIONS = ("bf16", "fp32")
 CHECK_EVERY = 4  # steps between looks at the stop rule (each look synchronises the device)
 
 
@@ -133,8 +133,7 @@ def _slowest_rank(device: torch.device):
 def _validate(strategy, precision, warmup_steps, steps, micro_batch, max_steps):
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy {strategy!r}: expected one of {STRATEGIES}")
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision {precision!r}: expected one of {PRECISIONS}")
+    check_precision(precision)
     if steps < 1 or warmup_steps < 0 or micro_batch < 1:
         raise ValueError(f"need steps >= 1, warmup_steps >= 0, micro_batch >= 1 "
                          f"(got {steps}, {warmup_steps}, {micro_batch})")
