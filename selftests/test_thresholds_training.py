@@ -81,7 +81,7 @@ BROKEN = {
     ),
     "half-width without unit": (
         lambda d: _hw(d)["median_ci"].update(max_halfwidth=0.02),
-        ['training.hardware.median_ci.max_halfwidth: "0.02" has no unit; write it as "0.02 %"'],
+        ['training.hardware.median_ci.max_halfwidth: "0.02" has no unit', 'write "2 %"'],
     ),
     "bound without source": (
         lambda d: _hw(d)["median_ci"].pop("source"),
