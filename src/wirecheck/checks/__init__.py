@@ -47,5 +47,14 @@ def rejudge(verdict: Verdict, thresholds) -> Verdict:
 
 
 # The check modules register themselves on import.
-from wirecheck.checks import collectives, health, inventory, measurement, topology, training  # noqa: E402,F401
+from wirecheck.checks import (  # noqa: E402,F401
+    collectives,
+    copy_bandwidth,
+    health,
+    inventory,
+    measurement,
+    nccl_path,
+    topology,
+    training,
+)
 from wirecheck.checks.measurement import measurement_completed  # noqa: E402,F401
