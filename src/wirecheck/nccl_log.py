@@ -38,7 +38,7 @@ NVLINK_PATH_TYPES = ("NVL", "NVB")
 _INFO = re.compile(r"(?:(?P<prefix>\S+:\d+:\d+) )?\[(?P<dev>\d+)\] NCCL INFO (?P<msg>.*)$")
 _CONNECTION = re.compile(
     r"^Channel (?P<channel>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+)\[(?P<src_dev>[0-9a-fx]+)\] -> "
-    r"(?P<dst>\d+)\[(?P<dst_dev>[0-9a-fx]+)\](?: \[(?P<direction>send|receive)\])? via (?P<transport>[A-Za-z]+)"
+    r"(?P<dst>\d+)\[(?P<dst_dev>[0-9a-fx]+)\](?: \[(?P<direction>send|receive)\])? via (?P<transport>[A-Za-z][A-Za-z0-9]*)"
     r"(?:/(?P<detail>.*?))?\s*$")
 _GPU_PATHS = re.compile(r"^GPU/(?P<sys>[0-9a-f]+)-(?P<bus>[0-9a-f]+) :(?P<rest>.*)$")
 _PATH_ENTRY = re.compile(r"(?P<kind>[A-Z]+)/(?P<sys>[0-9a-f]+)-(?P<bus>[0-9a-f]+) \((?P<hops>\d+)/(?P<bw>[\d.]+)/(?P<type>[A-Z]+)\)")

@@ -76,6 +76,13 @@ def _gbps(ax) -> None:
     ax.grid(True, which="both", alpha=0.3)
 
 
+def _plain_log_y(ax) -> None:
+    """Log y labelled 20, 50, 100, 200 ... instead of 2x10^1."""
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:e}"[0] in "25" else ""))
+    ax.tick_params(axis="y", which="minor", labelsize=7)
+
+
 def _note(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=10, color="#666666", wrap=True)
     ax.set_xticks([])
@@ -101,12 +108,13 @@ def busbw_vs_size(op: str, sweeps: list, floors: dict, simulated: bool) -> Image
         ys = [p.busbw / 1e9 for p in s.points]
         ax.plot(xs, ys, STYLES[k % len(STYLES)], marker=MARKERS[k % len(MARKERS)], color=c, label=s.placement, ms=4)
         f = floors.get(s.placement)
-        if f is not None:
-            for bound, style in ((f.min, "_"), (f.max, "1")):
+        if f is not None:  # a short bar across the floor size: solid the floor, dashed the ceiling
+            for bound, style in ((f.min, "-"), (f.max, "--")):
                 if bound is not None:
-                    ax.plot([f.size], [bound], marker=style, color=c, ms=22, mew=2.5, ls="none")
+                    ax.hlines(bound, f.size / 1.6, f.size * 1.6, colors=c, linestyles=style, lw=2.5)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    _plain_log_y(ax)
     _size_ticks(ax)
     ax.set_xlabel("message size (total buffer, nccl-tests convention)")
     _gbps(ax)
@@ -117,7 +125,7 @@ def busbw_vs_size(op: str, sweeps: list, floors: dict, simulated: bool) -> Image
         ax.legend(fontsize=7, loc="best")
     return render(fig, f"fig-busbw-{op}", f"{op} bus bandwidth in GB/s against message size for "
                   f"{', '.join(s.placement for s in sweeps)}; floors drawn as bars at the floor size",
-                  f"{op}: busbw against size (log-log). A bar marks the floor (and a tick the ceiling) the run "
+                  f"{op}: busbw against size (log-log). A short solid bar marks the floor (a dashed one the ceiling) the run "
                   "judged against, at the floor size, in the placement's colour.")
 
 
@@ -135,8 +143,9 @@ def wire(rows: list[tuple[str, float, float]], nvlink: str, host: str, size: int
             ax.annotate(f"{f / s:.1f}x", (x, max(f, s)), ha="center", va="bottom", fontsize=9)
     ax.set_xticks(list(xs), [r[0] for r in rows])
     _gbps(ax)
+    ax.set_ylim(0, max(fast + slow + [0.0]) * 1.3 or 1)  # room above the bars for the legend
     ax.set_title(f"NVLink vs host path at {format_bytes(size)}" + (" (SIMULATION: both are gloo on CPU)" if simulated else ""))
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", ncol=2)
     return render(fig, f"fig-wire-{host}", f"bus bandwidth per collective on {nvlink} and on {host} at {format_bytes(size)}, "
                   "with the NVLink/host-path ratio above each pair of bars",
                   "The wire: the same GPUs with NCCL's NVLink path and with it turned off (NCCL_P2P_DISABLE=1).")
@@ -343,6 +352,7 @@ def trend(fid: str, title: str, unit: str, panels: list[tuple[str, dict[str, lis
                     ax.plot([x for x, _ in out], [y for _, y in out], "o", mfc="none", mec="red", ms=10, mew=1.5)
         if log_y:
             ax.set_yscale("log")
+            _plain_log_y(ax)
         ax.set_title(name, fontsize=9)
         ax.set_ylabel(unit, fontsize=8)
         ax.tick_params(axis="x", labelsize=6, rotation=30)

@@ -128,10 +128,10 @@ class RunView:
     def nvlink_twin(self, placement: str) -> str | None:
         """The NVLink placement on the same GPUs as a host-path one (what the wire check compares)."""
         gpus = self.gpus_of(placement)
-        for pid, p in self.placements.items():
-            if pid != placement and tuple(p.get("gpus") or ()) == gpus and p.get("class") in NVLINK_CLASSES:
-                return pid
-        return None
+        twins = [pid for pid, p in self.placements.items()
+                 if pid != placement and tuple(p.get("gpus") or ()) == gpus and p.get("class") in NVLINK_CLASSES]
+        # A class placement (nvswitch-2gpu-0.1) runs every collective; a per-pair check (pair-0.1) only all_reduce.
+        return min(twins, key=lambda pid: self.klass(pid) == "pair", default=None)
 
     @property
     def ops(self) -> list[str]:
@@ -184,10 +184,11 @@ class RunView:
 
     def _add_strategy(self, m: dict) -> None:
         d = m.get("details") or {}
-        placement, strategy = m.get("placement"), d.get("strategy")
+        ranks = [r for r in d.get("ranks") or [] if isinstance(r, dict)]
+        placement = m.get("placement")
+        strategy = d.get("strategy") or next((r.get("strategy") for r in ranks if r.get("strategy")), None)
         if not placement or not strategy:
             return
-        ranks = [r for r in d.get("ranks") or [] if isinstance(r, dict)]
         settings = d.get("settings") or {}
         n_gpus = int(d.get("n_gpus") or len(ranks) or 1)
         n_params = next((r.get("n_params") for r in ranks if r.get("n_params")), None)
