@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # before anything else of matplotlib: no display here, ever
 
+from matplotlib.dates import AutoDateLocator, ConciseDateFormatter  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
@@ -318,30 +319,40 @@ def counter_growth(rows: list[dict]) -> Image:
 # -- history ----------------------------------------------------------------------------------
 
 
+# The band never narrows below this fraction of the median: a series that repeats itself exactly
+# (MAD 0) would otherwise flag any change at all, however small.
+MIN_BAND = 0.01
+
+
 def mad_band(values: list[float], k: float = 3.0) -> tuple[float, float, float] | None:
     """(median, low, high): median +- k x the scaled median absolute deviation (1.4826 x MAD, which
-    estimates sigma for normal noise and ignores the outliers it is meant to flag); None below 3 points."""
+    estimates sigma for normal noise and ignores the outliers it is meant to flag), at least
+    +- MIN_BAND x median; None below 3 points."""
     if len(values) < 3:
         return None
     med = statistics.median(values)
-    mad = 1.4826 * statistics.median(abs(v - med) for v in values)
-    return med, med - k * mad, med + k * mad
+    half = max(k * 1.4826 * statistics.median(abs(v - med) for v in values), MIN_BAND * abs(med))
+    return med, med - half, med + half
 
 
 def trend(fid: str, title: str, unit: str, panels: list[tuple[str, dict[str, list[tuple]]]], log_y: bool = False) -> Image:
     """One subplot per panel, one line per series over run start times, each with its noise band
-    (median +- 3 scaled MAD); points outside their band are circled red."""
+    (median +- 3 scaled MAD); points outside their band are circled red. A series named by a
+    placement id takes its class's colour. `log_y` applies where a panel spans more than 20x."""
     cols = min(3, len(panels))
     rows = (len(panels) + cols - 1) // cols
     fig = _figure(4.2 * cols, 2.8 * rows)
     axes = fig.subplots(rows, cols, squeeze=False)
     for n, (name, series) in enumerate(panels):
         ax = axes[n // cols][n % cols]
+        values = [v for points in series.values() for _, v in points if v > 0]
         for k, (label, points) in enumerate(series.items()):
             points = sorted(points)
             xs = [t for t, _ in points]
             ys = [v for _, v in points]
-            line, = ax.plot(xs, ys, STYLES[k % len(STYLES)], marker=MARKERS[k % len(MARKERS)], ms=4, label=label)
+            klass = label.split("-", 1)[0]
+            line, = ax.plot(xs, ys, STYLES[k % len(STYLES)], marker=MARKERS[k % len(MARKERS)], ms=4, label=label,
+                            **({"color": CLASS_COLOURS[klass]} if klass in CLASS_COLOURS else {}))
             band = mad_band(ys)
             if band:
                 med, low, high = band
@@ -350,12 +361,15 @@ def trend(fid: str, title: str, unit: str, panels: list[tuple[str, dict[str, lis
                 out = [(x, y) for x, y in zip(xs, ys) if not low <= y <= high]
                 if out:
                     ax.plot([x for x, _ in out], [y for _, y in out], "o", mfc="none", mec="red", ms=10, mew=1.5)
-        if log_y:
+        if log_y and values and max(values) / min(values) > 20:
             ax.set_yscale("log")
             _plain_log_y(ax)
+        locator = AutoDateLocator()
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
         ax.set_title(name, fontsize=9)
         ax.set_ylabel(unit, fontsize=8)
-        ax.tick_params(axis="x", labelsize=6, rotation=30)
+        ax.tick_params(axis="x", labelsize=7)
         ax.grid(True, alpha=0.3)
         if len(series) <= 8:
             ax.legend(fontsize=6)

@@ -381,7 +381,7 @@ def trends_section(view: RunView, history: list[RunView], skipped: list) -> Sect
     else:
         table_ = gather(views)
         for family, (title, unit, log_y) in FAMILIES.items():
-            panels = [(panel, series) for panel, series in sorted(table_.get(family, {}).items())
+            panels = [(panel, series) for panel, series in table_.get(family, {}).items()
                       if any(len(points) >= 2 for points in series.values())]
             if panels:
                 s.add(Raw(f"<h3>{esc(title)}</h3>"),
