@@ -25,6 +25,9 @@ WHERE = "thresholds.yaml: a.b"
         ("10 B", "size", 10),
         ("120 s", "time", 120.0),
         ("250 ms", "time", 0.25),
+        ("30 us", "time", 30e-6),
+        ("30 µs", "time", 30e-6),  # micro sign
+        ("30 μs", "time", 30e-6),  # Greek mu
         ("2 min", "time", 120.0),
         ("10 %", "percent", 0.1),
         ("0.1 %", "percent", 0.001),
@@ -93,3 +96,5 @@ def test_format_quantity_round_trips_the_unit():
     assert format_quantity(60 * 2**30, "memory") == "60 GiB"
     assert format_quantity(20000.0, "throughput") == "20000 tokens/s"
     assert format_quantity(120.0, "time") == "120 s"
+    assert format_quantity(19.6e-6, "time") == "19.6 µs"
+    assert format_quantity(3.25e-3, "time") == "3.25 ms"

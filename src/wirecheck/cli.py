@@ -112,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="article: 2+2+8 bytes/param (default); implementation: how each library really stores it")
     mem.add_argument("--precision", choices=("bf16", "fp32"), default="bf16", help="training precision (default bf16)")
     sub.add_parser("validate", help="run the validation suite (extra arguments go to pytest)", add_help=False)
+    sub.add_parser("nccl-tests", help="run nccl-tests beside the suite on the same placements and sizes", add_help=False)
     sub.add_parser("judge", help="judge recorded runs again against a thresholds file, without GPUs", add_help=False)
     return parser
 
@@ -120,6 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "validate":
         return cmd_validate(None, argv[1:])
+    if argv and argv[0] == "nccl-tests":
+        from wirecheck.nccl_tests import main as nccl_tests_main
+
+        return nccl_tests_main(argv[1:])
     if argv and argv[0] == "judge":
         from wirecheck.judge import main as judge_main
 

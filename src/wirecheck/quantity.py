@@ -35,7 +35,8 @@ UNITS: dict[str, dict[str, float]] = {
         "GiB": 2.0**30,
         "TiB": 2.0**40,
     },
-    "time": {"ms": 1e-3, "s": 1.0, "min": 60.0},
+    # Microseconds for small-message latencies: "us" (ASCII), "µs" (micro sign) and "μs" (Greek mu).
+    "time": {"us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0},
     "percent": {"%": 0.01},
     "ratio": {"x": 1.0},
     "params": {"params": 1.0},
@@ -160,6 +161,15 @@ def format_bytes(n_bytes: float) -> str:
     return f"{_trim(n_bytes, 0)} B"
 
 
+def format_time(seconds: float) -> str:
+    """A duration for messages in the unit that keeps it readable: "19.6 µs", "3.3 ms", "120 s"."""
+    if abs(seconds) < 1e-3:
+        return f"{_trim(seconds * 1e6)} \u00b5s"
+    if abs(seconds) < 1.0:
+        return f"{_trim(seconds * 1e3, 2)} ms"
+    return f"{_trim(seconds)} s"
+
+
 def format_bw(bytes_per_s: float) -> str:
     """A bandwidth for messages in GB/s (1e9 B/s, the nccl-tests unit) with one decimal: "327.5 GB/s"."""
     return f"{bytes_per_s / 1e9:.1f} GB/s"
@@ -173,7 +183,7 @@ def format_quantity(value: float, kind: str) -> str:
     if base == "size":
         return format_bytes(value)
     if base == "time":
-        return f"{_trim(value)} s"
+        return format_time(value)
     if base == "percent":
         return f"{_trim(value * 100)} %"
     if base == "ratio":

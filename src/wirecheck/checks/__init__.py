@@ -52,6 +52,7 @@ from wirecheck.checks import (  # noqa: E402,F401
     copy_bandwidth,
     health,
     inventory,
+    latency,
     measurement,
     nccl_path,
     topology,
