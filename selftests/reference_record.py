@@ -78,3 +78,50 @@ def convert(dst: Path, src: Path = RUN5) -> Path:
            "tests": {"passed": 105, "skipped": 6}, "verdicts": {}, "wall_s": 256.0}
     dst.write_text("".join(json.dumps(x) + "\n" for x in [header, *out, end]))
     return dst
+
+
+def with_evidence(dst: Path) -> Path:
+    """The device record plus NCCL's path (the composed logs of selftests/data/nccl) and copy figures
+    as the 2x H200 machine gave them (shared/research: 52.5-53.6 / 55.2-55.3 / 392.6-393.4 GB/s),
+    each with the verdict its check gives: the report's evidence sections on plausible data."""
+    from wirecheck import checks, nccl_log
+    from wirecheck.thresholds import load_thresholds
+
+    th = load_thresholds(PROJECT / "thresholds.yaml")
+    convert(dst)
+    objs = [json.loads(line) for line in dst.read_text().splitlines()]
+    end = objs.pop()
+    data = Path(__file__).parent / "data" / "nccl"
+    for pid, forced in (("nvswitch-2gpu-0.1", False), ("forced_pcie-2gpu-0.1", True)):
+        s = nccl_log.summarize(p.read_text() for p in sorted(data.glob(f"composed-{pid}.rank*.log")))
+        objs.append({"type": "measurement", "kind": "nccl_path", "placement": pid, "what": "NCCL path", "value": None,
+                     "unit": None, "details": {**s, "error": None, "gpus": [0, 1], "log_files": [f"{pid}/nccl.1.log"],
+                                               "env": {"NCCL_P2P_DISABLE": "1"} if forced else {}}, "time": end["finished"]})
+        v = checks.nccl_path.nccl_path(th, placement=pid, gpus=[0, 1], nv={"0-1": 18}, p2p_disabled=forced,
+                                       evidence={k: s[k] for k in ("connections", "path_types", "info_lines")},
+                                       simulated=False)
+        objs.append({"type": "verdict", "test": f"tests/test_nccl_path.py::test_nccl_path[{pid}]", "time": end["finished"],
+                     **v.as_record()})
+    link = {"gen": 5, "width": 16, "gen_max": 5, "width_max": 16}
+    copies = {"size": 2**30, "warmup_iters": 2, "iters": 10, "torch": "2.11.0", "error": None,
+              "host": [{"gpu": g, "h2d_bytes_per_s": h2d, "d2h_bytes_per_s": d2h,
+                        "pcie": {"link": link, "under_load": True, "error": None}}
+                       for g, h2d, d2h in ((0, 53.6e9, 55.3e9), (1, 52.5e9, 55.2e9))],
+              "peer": [{"src": 0, "dst": 1, "bytes_per_s": 392.6e9, "peer_access": True},
+                       {"src": 1, "dst": 0, "bytes_per_s": 393.4e9, "peer_access": True}]}
+    objs.append({"type": "measurement", "kind": "copy_bandwidth", "placement": None, "what": "copy bandwidth",
+                 "value": None, "unit": None, "details": copies, "time": end["finished"]})
+    for h in copies["host"]:
+        pcie = {**link, "under_load": True, "error": None}
+        for direction in ("h2d", "d2h"):
+            v = checks.copy_bandwidth.host_copy(th, gpu=h["gpu"], direction=direction, fabric="nvswitch",
+                                                bytes_per_s=h[f"{direction}_bytes_per_s"], pcie=pcie, simulated=False)
+            objs.append({"type": "verdict", "test": f"tests/test_copy_bandwidth.py::test_host_copy[gpu{h['gpu']}-{direction}]",
+                         "time": end["finished"], **v.as_record()})
+    v = checks.copy_bandwidth.peer_copy(th, pair="pair-0.1", fabric="nvswitch", nv=18, link_speed_bytes_per_s=26.562e9,
+                                        directions=copies["peer"], simulated=False)
+    objs.append({"type": "verdict", "test": "tests/test_copy_bandwidth.py::test_peer_copy[pair-0.1]",
+                 "time": end["finished"], **v.as_record()})
+    objs.append(end)
+    dst.write_text("".join(json.dumps(x) + "\n" for x in objs))
+    return dst

@@ -145,3 +145,22 @@ def test_recorded_logs(directory):
     v = _judge(summary, p2p_disabled=forced, nv=nv, gpus=gpus, placement=directory.name)
     assert v.ok, v.message
     assert summary["collectives"], "no TUNING line: algorithm and protocol were not logged"
+
+
+def test_the_probe_reads_each_ranks_log_through_a_worker_group(tmp_path):
+    """The plumbing on CPU: the debug environment reaches every rank, each runs the collectives
+    (gloo here) and hands back the log NCCL wrote at its own path; summarized, it judges as on a node."""
+    from wirecheck import nccl_path
+    from wirecheck.launcher import WorkerGroup
+
+    lines = [x for p in sorted(DATA.glob("composed-nvswitch-2gpu-0.1.rank*.log")) for x in p.read_text().splitlines()]
+    with WorkerGroup("nvswitch-2gpu-0.1", 2, "gloo", env=nccl_path.debug_env(tmp_path)) as group:
+        ranks = group.run("selftests.faulty_workers:nccl_probe_with_a_log",
+                          {"ops": ["all_reduce", "all_to_all"], "sizes": [8, 65536], "log_lines": lines}, timeout_s=60)
+    assert [r["rank"] for r in ranks] == [0, 1]
+    for r in ranks:
+        assert r["log_path"] == str(tmp_path / f"nccl.{r['pid']}.log")
+        assert r["nccl_env"]["NCCL_DEBUG"] == "INFO" and r["nccl_env"]["NCCL_DEBUG_SUBSYS"] == nccl_path.DEBUG_SUBSYS
+    summary = nccl_log.summarize(r["text"] for r in ranks)
+    assert len(summary["connections"]) == 2 and summary["ranks"].keys() == {"0", "1"}
+    assert _judge(summary, p2p_disabled=False).outcome == "pass"

@@ -185,3 +185,45 @@ def test_bad_input_is_one_clear_message(tmp_path, capsys):
     assert "cannot write /proc/wirecheck" in err and "Traceback" not in err
     assert report([str(SIM), "-o", str(tmp_path / "r.html"), "--history", str(tmp_path / "nope")]) == 2
     assert "--history" in capsys.readouterr().err and not (tmp_path / "r.html").exists()
+
+
+def test_evidence_sections_nccl_path_and_copies(tmp_path):
+    from reference_record import with_evidence
+
+    page = make(tmp_path, with_evidence(tmp_path / "evidence.jsonl"))
+    nccl = section(page, "nccl-path")
+    assert nccl.count('<span class="outcome-pass">PASS</span>') == 2
+    assert "<td>GPU0 -&gt; GPU1</td><td>P2P/CUMEM/read</td><td>NVL</td>" in nccl
+    assert "<td>GPU0 -&gt; GPU1</td><td>SHM/direct/direct</td><td>PHB</td>" in nccl
+    assert "<td>AllReduce</td><td class=\"num\">1073741824</td><td>RING</td><td>SIMPLE</td>" in nccl
+    copies = section(page, "copies")
+    assert "fig-copy-bandwidth" in copies and "<td>GPU1</td><td class=\"num\">52.50</td>" in copies
+    assert "<td>GPU0 -&gt; GPU1</td><td class=\"num\">392.6</td><td>yes</td>" in copies
+    assert "Gen5 x16 (max Gen5 x16)" in copies
+
+
+def test_the_device_scripts_summary_reads_the_evidence(tmp_path):
+    import subprocess
+    import sys
+
+    from e2e import PROJECT
+    from reference_record import with_evidence
+
+    record = with_evidence(tmp_path / "evidence.jsonl")
+    out = subprocess.run([sys.executable, str(PROJECT / "scripts/device/report_check.py"), "evidence", str(record)],
+                         capture_output=True, text=True, check=True).stdout
+    assert re.search(r"GPU0->GPU1\s+P2P/CUMEM/read\s+NVL\s+16", out)
+    assert re.search(r"GPU1->GPU0\s+SHM/direct/direct\s+PHB\s+16", out)
+    assert "AllReduce        1073741824 B -> RING/SIMPLE, 16 channels" in out
+    assert "GPU1: H2D    52.5 GB/s  D2H    55.2 GB/s  PCIe under load Gen5 x16" in out
+    assert "GPU1 -> GPU0:   393.4 GB/s" in out and "PASS peer copy bandwidth" in out
+    log = tmp_path / "pytest.log"
+    log.write_text("============ slowest durations ============\n"
+                   "5.01s call     tests/test_nccl_path.py::test_nccl_path[nvswitch-2gpu-0.1]\n"
+                   "4.20s call     tests/test_nccl_path.py::test_nccl_path[forced_pcie-2gpu-0.1]\n"
+                   "3.30s call     tests/test_copy_bandwidth.py::test_host_copy[gpu0-h2d]\n"
+                   "0.00s setup    tests/test_copy_bandwidth.py::test_peer_copy[pair-0.1]\n"
+                   "40.00s call    tests/test_collectives.py::test_busbw[nvswitch-2gpu-0.1-all_reduce]\n")
+    out = subprocess.run([sys.executable, str(PROJECT / "scripts/device/report_check.py"), "durations", str(log)],
+                         capture_output=True, text=True, check=True).stdout
+    assert "12.5 s  added by tests/test_nccl_path.py + tests/test_copy_bandwidth.py (aim: under 20 s), of 52.5 s" in out

@@ -24,7 +24,7 @@ PROBE_WORKER = "wirecheck.nccl_path:probe"
 
 @pytest.fixture(scope="module")
 def nccl_log_dir(reporter) -> Path:
-    """NCCL's logs go beside the record file: `<record>.nccl/`."""
+    """NCCL's logs go beside the record file: `<record>.nccl/<placement>/nccl.<pid>.log`."""
     path = reporter.file.path.with_suffix(".nccl")
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -46,9 +46,11 @@ def _probe(node, worker_pool, placement, log_dir: Path) -> tuple[dict | None, li
     settings = node.thresholds.collective_settings(node.simulated)
     sizes = sorted({min(settings.sizes), settings.floor_size})
     worker_pool.close()  # the shared group must not hold the GPUs meanwhile
+    log_dir = log_dir / placement.id
+    log_dir.mkdir(exist_ok=True)
     try:
         with WorkerGroup(label=placement.id, world_size=placement.n_gpus, backend=node.backend, gpus=placement.gpus,
-                         env={**placement.env, **nccl_path.debug_env(log_dir, placement.id)}) as group:
+                         env={**placement.env, **nccl_path.debug_env(log_dir)}) as group:
             ranks = group.run(PROBE_WORKER, {"ops": list(OPS), "sizes": sizes}, timeout_s=settings.timeout_s,
                               what="NCCL path probe")
     except WorkerError as exc:

@@ -21,13 +21,13 @@ if TYPE_CHECKING:
 DEBUG_SUBSYS = "INIT,GRAPH,TUNING,ENV"
 
 
-def debug_env(log_dir: str | Path, label: str) -> dict[str, str]:
-    """The environment for the probe's workers: NCCL logs at INFO into `log_dir`, one file per
-    process (NCCL expands %p to the pid; the worker renames nothing, it returns its path)."""
+def debug_env(log_dir: str | Path) -> dict[str, str]:
+    """The environment for the probe's workers: NCCL logs at INFO into `log_dir` (one directory
+    per placement), one file per process (NCCL expands %p to the pid; each rank returns its path)."""
     return {
         "NCCL_DEBUG": "INFO",
         "NCCL_DEBUG_SUBSYS": DEBUG_SUBSYS,
-        "NCCL_DEBUG_FILE": str(Path(log_dir) / f"{label}.nccl.%p.log"),
+        "NCCL_DEBUG_FILE": str(Path(log_dir) / "nccl.%p.log"),
     }
 
 
@@ -42,7 +42,10 @@ def probe(ctx: RankContext, ops: list[str], sizes: list[int]) -> dict[str, Any]:
     from wirecheck import collectives
 
     for op in ops:
-        collectives.measure(ctx, op, sizes, warmup_iters=0, iters=1, check=False)
+        # The smallest sizes of a sweep may be too small for a chunked op on these ranks.
+        feasible = collectives.feasible_sizes(op, sizes, ctx.world_size)
+        if feasible:
+            collectives.measure(ctx, op, feasible, warmup_iters=0, iters=1, check=False)
     if ctx.device.type == "cuda":
         torch.cuda.synchronize(ctx.device)
     template = os.environ.get("NCCL_DEBUG_FILE")

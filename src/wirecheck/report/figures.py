@@ -216,7 +216,10 @@ def strategy_dial(points: list) -> Image:
          lambda p: p.model_state_bytes, lambda v: v / state_div, True),
         (axes[0][1], f"peak allocated per GPU ({peak_unit})", lambda p: p.peak_bytes, lambda v: v / peak_div, False),
         (axes[1][0], "tokens/s (whole job, timed on the slowest rank)", lambda p: p.tokens_per_s, lambda v: v, False),
-        (axes[1][1], "MFU (model FLOPs utilisation)", lambda p: p.mfu, lambda v: v * 100, False),
+        (axes[1][1], "MFU (model FLOPs utilisation)", lambda p: p.mfu, lambda v: v * 100, False)
+        if any(p.mfu is not None for p in points) else
+        (axes[1][1], "achieved TFLOP/s per GPU (6 N x tokens/s; no peak to make an MFU)",
+         lambda p: p.achieved_flops_per_gpu, lambda v: v / 1e12, False),
     )
     for ax, title, get, scale, predicted in panels:
         drawn = False
@@ -239,14 +242,14 @@ def strategy_dial(points: list) -> Image:
                 if pts:
                     ax.plot([x for x, _ in pts], [y for _, y in pts], "_", color="black", ms=14, mew=2,
                             label="memory model" if k == 0 else None)
-        ax.set_title(title + (" %" if "MFU" in title and drawn else ""), fontsize=9)
+        ax.set_title(title + (" %" if title.startswith("MFU") and drawn else ""), fontsize=9)
         if drawn:
             ax.set_xticks(range(len(strategies)), strategies)
             ax.grid(True, axis="y", alpha=0.3)
             ax.legend(fontsize=7)
         else:
-            reason = ("not in these records (simulation: no device memory)" if "peak" in title else
-                      "not in these records (the runner does not report it yet)" if "MFU" in title else "not measured")
+            reason = ("not in these records (simulation: no device memory)" if "peak allocated" in title else
+                      "MFU: not in these records (the runner does not report it)" if "FLOP" in title else "not measured")
             _note(ax, reason)
     return render(fig, "fig-strategy-dial", "four panels per strategy and placement: model state measured against the "
                   "memory model, peak allocated memory, tokens per second and MFU",
@@ -272,8 +275,10 @@ def copy_bandwidth(host: list[dict], peer: list[dict], floors: dict) -> Image:
                 ax.plot([x + off], [f], "_", color="black", ms=16, mew=2)
     ax.set_xticks(list(xs), [f"GPU{h['gpu']}" for h in host])
     _gbps(ax)
+    top = max([h[f"{k}_bytes_per_s"] / 1e9 for h in host for k in ("h2d", "d2h")] + [0.0])
+    ax.set_ylim(0, top * 1.3 or 1)  # room for the legend above the bars
     ax.set_title("pinned host copies (tick: floor)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
     ax = axes[1]
     if peer:
         ys = [p["bytes_per_s"] / 1e9 for p in peer]
@@ -282,7 +287,7 @@ def copy_bandwidth(host: list[dict], peer: list[dict], floors: dict) -> Image:
             f = floors.get((f"{min(p['src'], p['dst'])}.{max(p['src'], p['dst'])}", "peer"))
             if f:
                 ax.plot([x], [f], "_", color="black", ms=16, mew=2)
-        ax.set_xticks(range(len(peer)), [f"{p['src']}->{p['dst']}" for p in peer], fontsize=7)
+        ax.set_xticks(range(len(peer)), [f"GPU{p['src']}->GPU{p['dst']}" for p in peer], fontsize=7)
         _gbps(ax)
         ax.set_title("peer copies over NVLink (tick: floor)", fontsize=9)
     else:

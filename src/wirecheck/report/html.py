@@ -39,11 +39,12 @@ tr.skip td { color: #666; }
 .outcome-fail { color: #b02a37; font-weight: 700; }
 .outcome-pass { color: #146c43; font-weight: 700; }
 .outcome-skip { color: #666; }
-.pair { display: grid; grid-template-columns: minmax(0, auto) minmax(0, 1fr); gap: 1em; align-items: start; }
+.pair { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; }
+.pair > div { flex: 0 1 auto; min-width: 0; }
 .scroll { max-height: 430px; overflow: auto; }
 figure { margin: 0.5em 0; }
 figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-figcaption { font-size: 0.85em; color: #444; max-width: 60em; }
+figcaption { font-size: 0.85em; color: #444; max-width: 48em; }
 code, pre { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 0.85em; }
 pre { white-space: pre-wrap; word-break: break-word; background: #f7f7f7; padding: 0.4em; }
 nav a { margin-right: 0.8em; }

@@ -32,6 +32,7 @@ class SizePoint:
     algbw: float
     time_s: float
     wrong: int | None  # None: not checked
+    path: str | None = None  # how it was timed: eager calls or a CUDA-graph replay
 
 
 @dataclass
@@ -74,7 +75,8 @@ class StrategyPoint:
     predicted_bytes: int | None  # memory_model, implementation accounting
     peak_bytes: int | None  # None in simulation
     tokens_per_s: float | None  # slowest rank
-    mfu: float | None  # when the runner reports it
+    mfu: float | None  # when the record has it (or the achieved FLOP/s and the GPU's peak)
+    achieved_flops_per_gpu: float | None  # 6 N x tokens/s / ranks, when the runner reports it
     exposed_comm_s: float | None
     error: str | None
 
@@ -180,7 +182,8 @@ class RunView:
         wrong = d.get("wrong_by_rank") or {}
         checked = wrong and all(w is not None for w in wrong.values())
         sweep.points.append(SizePoint(int(d["bytes"]), float(d["busbw"]), float(d.get("algbw") or 0.0),
-                                      float(d.get("time_s") or 0.0), sum(wrong.values()) if checked else None))
+                                      float(d.get("time_s") or 0.0), sum(wrong.values()) if checked else None,
+                                      d.get("path")))
 
     def _add_strategy(self, m: dict) -> None:
         d = m.get("details") or {}
@@ -200,11 +203,16 @@ class RunView:
                 predicted = predict(strategy, n_params, n_gpus, accounting="implementation", precision=precision).total
             except ValueError:
                 predicted = None  # a strategy or precision this memory model does not know
+        achieved = _worst(ranks, "achieved_flops_per_gpu", min)
+        mfu = _worst(ranks, "mfu", min) if _worst(ranks, "mfu", min) is not None else d.get("mfu")
+        peak = d.get("peak_flops_per_gpu") or _worst(ranks, "peak_flops_per_gpu", min)
+        if mfu is None and achieved and peak:
+            mfu = achieved / peak
         self.strategies[(placement, strategy)] = StrategyPoint(
             placement, self.klass(placement), strategy, n_gpus, n_params, precision,
             max(states) if states else None, predicted,
             _worst(ranks, "peak_allocated_bytes", max), _worst(ranks, "tokens_per_s", min),
-            _worst(ranks, "mfu", min), _worst(ranks, "exposed_comm_s", max), d.get("error"))
+            mfu, achieved, _worst(ranks, "exposed_comm_s", max), d.get("error"))
 
     def _add_floor(self, v: dict) -> None:
         inputs, limit = v.get("inputs") or {}, v.get("limit") or {}

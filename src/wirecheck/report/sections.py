@@ -144,15 +144,15 @@ def _sweep_table(view: RunView, sweeps) -> Raw:
         classes.append("")
         for p in sw.points:
             judged = floor is not None and floor.size == p.bytes
-            shown = (f"{outcome(floor.outcome)} min {_num(floor.min)}" + (f" max {_num(floor.max)}" if floor.max else "")
+            shown = (f"{outcome(floor.outcome)} &ge;&nbsp;{_num(floor.min)}" + (f" &le;&nbsp;{_num(floor.max)}" if floor.max else "")
                      if judged else "")
             rows.append([p.bytes, p.bytes // 4, f"{p.time_s * 1e6:.2f}", gbps(p.algbw), gbps(p.busbw),
-                         "-" if p.wrong is None else p.wrong, Raw(shown)])
+                         "-" if p.wrong is None else p.wrong, p.path or "", Raw(shown)])
             classes.append(FAIL if judged and floor.outcome == FAIL else "")
         if sw.error:
-            rows.append(["stopped", "", "", "", "", "", sw.error.splitlines()[0]])
+            rows.append(["stopped", "", "", "", "", "", "", sw.error.splitlines()[0]])
             classes.append(FAIL)
-    return table(["size (B)", "count (float32)", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "#wrong", "floor (GB/s)"],
+    return table(["size (B)", "count", "time (us)", "algbw", "busbw", "#wrong", "timed", "limit"],
                  rows, classes, numeric=(0, 1, 2, 3, 4, 5))
 
 
@@ -161,8 +161,10 @@ def collectives_section(view: RunView) -> Section:
     if not view.sweeps:
         return s.add(note("No collective measurements in this record (a -k selection without test_collectives, "
                           "or a run cut short before them)."))
-    s.add(note("nccl-tests conventions: slowest rank's mean time per call; busbw = algbw x 2(n-1)/n for all_reduce, "
-               "(n-1)/n for all_gather, reduce_scatter and all_to_all, 1 for broadcast; GB/s = 1e9 B/s."))
+    s.add(note("nccl-tests conventions: count in float32 elements; slowest rank's mean time per call; algbw and busbw "
+               "in GB/s (1e9 B/s), busbw = algbw x 2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter "
+               "and all_to_all, 1 for broadcast; timed: eager calls or a CUDA-graph replay; limit: the floor (and "
+               "ceiling) judged at the floor size, GB/s."))
     for op in view.ops:
         sweeps = [sw for (pid, o), sw in view.sweeps.items() if o == op]
         floors = {sw.placement: view.floors[(sw.placement, op)] for sw in sweeps if (sw.placement, op) in view.floors}
@@ -258,11 +260,12 @@ def strategies_section(view: RunView) -> Section:
         rows.append([p.placement, p.strategy, p.n_gpus, format_bytes(p.model_state_bytes) if p.model_state_bytes else "-",
                      format_bytes(p.predicted_bytes) if p.predicted_bytes else "-", diff,
                      format_bytes(p.peak_bytes) if p.peak_bytes else "-",
-                     f"{p.tokens_per_s:,.0f}" if p.tokens_per_s else "-", f"{p.mfu * 100:.1f} %" if p.mfu else "-",
+                     f"{p.tokens_per_s:,.0f}" if p.tokens_per_s else "-",
+                     f"{p.mfu * 100:.1f} %" if p.mfu else f"{p.achieved_flops_per_gpu / 1e12:.0f} TFLOP/s" if p.achieved_flops_per_gpu else "-",
                      f"{p.exposed_comm_s:.3f}" if p.exposed_comm_s is not None else "-",
                      (p.error or "").splitlines()[0] if p.error else ""])
     s.add(table(["placement", "strategy", "GPUs", "model state measured", "memory model", "off", "peak allocated",
-                 "tokens/s", "MFU", "exposed comm (s)", "error"], rows, [FAIL if r[-1] else "" for r in rows],
+                 "tokens/s", "MFU (or TFLOP/s per GPU)", "exposed comm (s)", "error"], rows, [FAIL if r[-1] else "" for r in rows],
                 numeric=(2, 3, 4, 5, 6, 7, 8, 9)))
     precision = next((p.precision for p in points if p.precision), None)
     s.add(note(f"Memory model: wirecheck.memory_model.predict(..., accounting='implementation', precision={precision!r})."))
