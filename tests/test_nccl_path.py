@@ -25,9 +25,7 @@ PROBE_WORKER = "wirecheck.nccl_path:probe"
 @pytest.fixture(scope="module")
 def nccl_log_dir(reporter) -> Path:
     """NCCL's logs go beside the record file: `<record>.nccl/<placement>/nccl.<pid>.log`."""
-    path = reporter.file.path.with_suffix(".nccl")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return reporter.file.path.with_suffix(".nccl")  # made when a probe runs (never in simulation)
 
 
 def _nv(node, placement) -> dict:
@@ -47,7 +45,7 @@ def _probe(node, worker_pool, placement, log_dir: Path) -> tuple[dict | None, li
     sizes = sorted({min(settings.sizes), settings.floor_size})
     worker_pool.close()  # the shared group must not hold the GPUs meanwhile
     log_dir = log_dir / placement.id
-    log_dir.mkdir(exist_ok=True)
+    log_dir.mkdir(parents=True, exist_ok=True)
     try:
         with WorkerGroup(label=placement.id, world_size=placement.n_gpus, backend=node.backend, gpus=placement.gpus,
                          env={**placement.env, **nccl_path.debug_env(log_dir)}) as group:

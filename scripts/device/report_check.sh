@@ -33,7 +33,6 @@ STEPS=("$@")
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 status=0
-exec > >(tee -a "$OUT/summary.txt") 2>&1
 
 log() { echo "[report_check +${SECONDS}s] $*"; }
 allow() {  # seconds a step may take: its own cap, or what is left of the budget
@@ -55,31 +54,6 @@ pick_python() {
   done
   return 1
 }
-PY=$(pick_python) || { log "no Python whose torch sees a GPU (tried \$PYTHON, .venv/bin/python, python3)"; exit 2; }
-
-# wirecheck from this checkout, not installed into the image; DeepSpeed and what it needs from .whl/
-# into a private directory, so the image's own packages stay in charge.
-if ! "$PY" -c "import wirecheck, pytest_wirecheck" 2>/dev/null; then
-  shim=$(mktemp -d)
-  ln -s "$ROOT/fixtures" "$shim/pytest_wirecheck"  # the checkout's layout: the plugin package is fixtures/
-  export PYTHONPATH=$ROOT/src:$shim${PYTHONPATH:+:$PYTHONPATH}
-fi
-if ! "$PY" -c "import deepspeed" 2>/dev/null; then
-  wheels=()
-  for pattern in deepspeed- hjson- pydantic- pydantic_core- annotated_types- typing_inspection- typing_extensions-; do
-    for w in .whl/${pattern}*.whl; do [ -e "$w" ] && wheels+=("$w"); done
-  done
-  if [ ${#wheels[@]} -gt 0 ]; then
-    site=$(mktemp -d)
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "${wheels[@]}" \
-      && export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
-  fi
-fi
-log "python $PY: $("$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "NCCL", ".".join(map(str, torch.cuda.nccl.version())))')"
-log "matplotlib $("$PY" -c 'import matplotlib; print(matplotlib.__version__)' 2>&1 | tail -1); deepspeed $("$PY" -c 'import deepspeed; print(deepspeed.__version__)' 2>/dev/null | tail -1 || echo missing)"
-log "environment: $(env | grep -E '^(NCCL_|TORCH_SYMM|NVSHMEM_|CUDA_VISIBLE)' | sort | tr '\n' ' ')"
-nvidia-smi --query-gpu=index,name,pci.bus_id,pcie.link.gen.max,pcie.link.width.max --format=csv,noheader | sed 's/^/  /'
-
 step_evidence() {
   local t start rc
   t=$(allow 150)
@@ -126,21 +100,52 @@ step_report() {
   return $rc
 }
 
-for step in "${STEPS[@]}"; do
-  case $step in
-    evidence|suite|report) ;;
-    *) log "unknown step $step (evidence suite report)"; exit 2 ;;
-  esac
-  if [ $((BUDGET - SECONDS)) -lt 20 ]; then
-    log "$step: skipped, the ${BUDGET}s budget is spent"
-    status=1
-    continue
+main() {
+  PY=$(pick_python) || { log "no Python whose torch sees a GPU (tried \$PYTHON, .venv/bin/python, python3)"; return 2; }
+
+  # wirecheck from this checkout, not installed into the image; DeepSpeed and what it needs from .whl/
+  # into a private directory, so the image's own packages stay in charge.
+  if ! "$PY" -c "import wirecheck, pytest_wirecheck" 2>/dev/null; then
+    shim=$(mktemp -d)
+    ln -s "$ROOT/fixtures" "$shim/pytest_wirecheck"  # the checkout's layout: the plugin package is fixtures/
+    export PYTHONPATH=$ROOT/src:$shim${PYTHONPATH:+:$PYTHONPATH}
   fi
-  log "== $step"
-  "step_$step" || status=1
-done
-# NCCL's logs per placement and rank (beside the records), for fixtures/reference/<node>/nccl-path/.
-(cd "$WORK" && ls -d ./*.nccl >/dev/null 2>&1 && tar -czf "$OUT/nccl-logs.tar.gz" ./*.nccl) \
-  && log "NCCL logs: nccl-logs.tar.gz ($(tar -tzf "$OUT/nccl-logs.tar.gz" | grep -c '\.log$') files)"
-log "done, exit $status; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
-exit $status
+  if ! "$PY" -c "import deepspeed" 2>/dev/null; then
+    wheels=()
+    for pattern in deepspeed- hjson- pydantic- pydantic_core- annotated_types- typing_inspection- typing_extensions-; do
+      for w in .whl/${pattern}*.whl; do [ -e "$w" ] && wheels+=("$w"); done
+    done
+    if [ ${#wheels[@]} -gt 0 ]; then
+      site=$(mktemp -d)
+      "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "${wheels[@]}" \
+        && export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
+    fi
+  fi
+  log "python $PY: $("$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "NCCL", ".".join(map(str, torch.cuda.nccl.version())))')"
+  log "matplotlib $("$PY" -c 'import matplotlib; print(matplotlib.__version__)' 2>&1 | tail -1); deepspeed $("$PY" -c 'import deepspeed; print(deepspeed.__version__)' 2>/dev/null | tail -1 || echo missing)"
+  log "environment: $(env | grep -E '^(NCCL_|TORCH_SYMM|NVSHMEM_|CUDA_VISIBLE)' | sort | tr '\n' ' ')"
+  nvidia-smi --query-gpu=index,name,pci.bus_id,pcie.link.gen.max,pcie.link.width.max --format=csv,noheader | sed 's/^/  /'
+
+  for step in "${STEPS[@]}"; do
+    case $step in
+      evidence|suite|report) ;;
+      *) log "unknown step $step (evidence suite report)"; return 2 ;;
+    esac
+    if [ $((BUDGET - SECONDS)) -lt 20 ]; then
+      log "$step: skipped, the ${BUDGET}s budget is spent"
+      status=1
+      continue
+    fi
+    log "== $step"
+    "step_$step" || status=1
+  done
+  # NCCL's logs per placement and rank (beside the records), for fixtures/reference/<node>/nccl-path/.
+  (cd "$WORK" && ls -d ./*.nccl >/dev/null 2>&1 && tar -czf "$OUT/nccl-logs.tar.gz" ./*.nccl) \
+    && log "NCCL logs: nccl-logs.tar.gz ($(tar -tzf "$OUT/nccl-logs.tar.gz" | grep -c '\.log$') files)"
+  log "done, exit $status; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
+  return $status
+}
+
+# Everything printed also goes to summary.txt (the pipe ends before the script does).
+main 2>&1 | tee "$OUT/summary.txt"
+exit "${PIPESTATUS[0]}"
