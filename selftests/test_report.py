@@ -227,3 +227,19 @@ def test_the_device_scripts_summary_reads_the_evidence(tmp_path):
     out = subprocess.run([sys.executable, str(PROJECT / "scripts/device/report_check.py"), "durations", str(log)],
                          capture_output=True, text=True, check=True).stdout
     assert "12.5 s  added by tests/test_nccl_path.py + tests/test_copy_bandwidth.py (aim: under 20 s), of 52.5 s" in out
+
+
+def test_mfu_and_exposed_communication_are_drawn_when_the_records_have_them(tmp_path):
+    from wirecheck.report.model import RunView
+    from wirecheck.report.prometheus import exposition
+    from wirecheck.results import read_run
+
+    objs = lines(SIM)
+    for o in objs:
+        if o["type"] == "measurement" and o["kind"] == "strategy":
+            for r in o["details"]["ranks"]:
+                r.update(mfu=0.3 if r["rank"] == 0 else 0.25, exposed_comm_s=0.004 * (r["rank"] + 1))
+    record = write(tmp_path / "mfu.jsonl", objs)
+    dial = section(make(tmp_path, record), "strategies")
+    assert "<td class=\"num\">25.0 %</td><td class=\"num\">0.008</td>" in dial  # slowest rank's MFU, worst exposure
+    assert "wirecheck_training_mfu_ratio{" in exposition(RunView.of(read_run(record)))

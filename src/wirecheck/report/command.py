@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import os
 import sys
 from pathlib import Path
 
@@ -71,6 +72,18 @@ def _trend_runs(view, others, history, skipped):
     return kept
 
 
+def _unwritable(path: Path) -> str | None:
+    """Why `path` cannot be written, checked before any drawing (a page takes seconds to draw)."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        return f"{path} is a directory"
+    if not folder.is_dir():
+        return f"{folder} does not exist"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is not writable"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from wirecheck.report.model import load_history, load_runs
@@ -83,8 +96,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wirecheck report: {exc}", file=sys.stderr)
         return EXIT_USAGE
     view = views[0]
-    trend = _trend_runs(view, views[1:], history, skipped)
     output = Path(args.output) if args.output else Path(args.records[0]).with_suffix(".html")
+    for target in [output] + ([Path(args.prometheus)] if args.prometheus else []):
+        why = _unwritable(target)
+        if why:
+            print(f"wirecheck report: cannot write {target}: {why}; pass a writable path", file=sys.stderr)
+            return EXIT_USAGE
+    trend = _trend_runs(view, views[1:], history, skipped)
     page, images = build_html(view, trend, skipped, args.records)
     try:
         write_atomically(output, page)
