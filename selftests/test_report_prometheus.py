@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families

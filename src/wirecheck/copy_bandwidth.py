@@ -59,34 +59,30 @@ def _pcie_under_load(device: int, gpu: int, copy: Callable[[], Any], iters: int)
 
 def _host(local: int, gpu: int, host: torch.Tensor, warmup_iters: int, iters: int) -> dict[str, Any]:
     dev = torch.empty_like(host, device=torch.device("cuda", local))
-    try:
-        h2d = _time_copies(local, lambda: dev.copy_(host, non_blocking=True), warmup_iters, iters)
-        d2h = _time_copies(local, lambda: host.copy_(dev, non_blocking=True), warmup_iters, iters)
-        pcie = _pcie_under_load(local, gpu, lambda: dev.copy_(host, non_blocking=True), iters)
-    finally:
-        del dev
-        torch.cuda.empty_cache()
+    h2d = _time_copies(local, lambda: dev.copy_(host, non_blocking=True), warmup_iters, iters)
+    d2h = _time_copies(local, lambda: host.copy_(dev, non_blocking=True), warmup_iters, iters)
+    pcie = _pcie_under_load(local, gpu, lambda: dev.copy_(host, non_blocking=True), iters)
     n = host.numel()
     return {"gpu": gpu, "h2d_bytes_per_s": n / h2d, "d2h_bytes_per_s": n / d2h, "h2d_time_s": h2d, "d2h_time_s": d2h,
             "pcie": pcie}
 
 
 def _peer(locals_: dict[int, int], a: int, b: int, size: int, warmup_iters: int, iters: int) -> list[dict[str, Any]]:
-    la, lb = locals_[a], locals_[b]
-    out = []
     buf = {g: torch.empty(size, dtype=torch.uint8, device=torch.device("cuda", locals_[g])) for g in (a, b)}
-    try:
-        for src, dst in ((a, b), (b, a)):
-            ls, ld = locals_[src], locals_[dst]
-            access = torch.cuda.can_device_access_peer(ls, ld)
-            t = _time_copies(ls, lambda: buf[dst].copy_(buf[src], non_blocking=True), warmup_iters, iters)
-            out.append({"src": src, "dst": dst, "bytes_per_s": size / t, "time_s": t, "peer_access": access})
-    finally:
-        del buf
-        for d in (la, lb):
-            with torch.cuda.device(d):
-                torch.cuda.empty_cache()
+    out = []
+    for src, dst in ((a, b), (b, a)):
+        ls, ld = locals_[src], locals_[dst]
+        access = torch.cuda.can_device_access_peer(ls, ld)
+        t = _time_copies(ls, lambda: buf[dst].copy_(buf[src], non_blocking=True), warmup_iters, iters)
+        out.append({"src": src, "dst": dst, "bytes_per_s": size / t, "time_s": t, "peer_access": access})
     return out
+
+
+def _release(devices) -> None:
+    """Give the 1 GiB buffers of the last GPU or pair back before the next one allocates."""
+    for d in devices:
+        with torch.cuda.device(d):
+            torch.cuda.empty_cache()
 
 
 def measure(ctx: RankContext, gpus: list[int], pairs: list[list[int]], size: int, warmup_iters: int,
@@ -100,11 +96,15 @@ def measure(ctx: RankContext, gpus: list[int], pairs: list[list[int]], size: int
                            "CUDA_VISIBLE_DEVICES must list them all")
     locals_ = {g: i for i, g in enumerate(gpus)}
     host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
-    try:
-        host_results = [_host(locals_[g], g, host, warmup_iters, iters) for g in gpus]
-    finally:
-        del host
-    peer_results = [r for a, b in pairs for r in _peer(locals_, a, b, size, warmup_iters, iters)]
+    host_results = []
+    for g in gpus:
+        host_results.append(_host(locals_[g], g, host, warmup_iters, iters))
+        _release([locals_[g]])
+    del host
+    peer_results = []
+    for a, b in pairs:
+        peer_results += _peer(locals_, a, b, size, warmup_iters, iters)
+        _release([locals_[a], locals_[b]])
     return {
         "size": size,
         "warmup_iters": warmup_iters,

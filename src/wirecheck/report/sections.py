@@ -10,7 +10,7 @@ from __future__ import annotations
 from wirecheck.quantity import format_bytes
 from wirecheck.report import figures
 from wirecheck.report.html import Raw, Section, details, esc, note, outcome, pre, table
-from wirecheck.report.model import HOST_PATH_CLASS, NVLINK_CLASSES, RunView
+from wirecheck.report.model import HOST_PATH_CLASS, RunView
 from wirecheck.report.trends import FAMILIES, drifts, gather
 from wirecheck.verdict import FAIL, PASS, SKIP
 
