@@ -243,3 +243,16 @@ def test_mfu_and_exposed_communication_are_drawn_when_the_records_have_them(tmp_
     dial = section(make(tmp_path, record), "strategies")
     assert "<td class=\"num\">25.0 %</td><td class=\"num\">0.008</td>" in dial  # slowest rank's MFU, worst exposure
     assert "wirecheck_training_mfu_ratio{" in exposition(RunView.of(read_run(record)))
+
+
+def test_the_command_module_plugs_into_a_subcommand_parser(tmp_path):
+    """`wirecheck report` as a subcommand: NAME, add_parser(subparsers), run(args, extra)."""
+    import argparse
+
+    from wirecheck.report import command
+
+    parser = argparse.ArgumentParser(prog="wirecheck")
+    sub = parser.add_subparsers(dest="command")
+    command.add_parser(sub)
+    args = parser.parse_args([command.NAME, str(SIM), "-o", str(tmp_path / "r.html")])
+    assert command.run(args, []) == 0 and (tmp_path / "r.html").stat().st_size > 100_000

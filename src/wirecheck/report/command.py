@@ -25,9 +25,11 @@ from wirecheck.results import RecordFileError
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="wirecheck report", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+NAME = "report"
+HELP = "one self-contained HTML page (and Prometheus figures) from record files, with the trend over earlier runs"
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("records", nargs="+", metavar="RESULTS.jsonl",
                         help="record files written by a run (--wirecheck-json); the first is the run described")
     parser.add_argument("--history", metavar="DIR", help="a directory of earlier record files (*.jsonl, searched "
@@ -38,6 +40,21 @@ def _parser() -> argparse.ArgumentParser:
                         help="also write the key figures and verdict counts in Prometheus' text format (for "
                              "node_exporter's textfile collector: give it a .prom name in the collector's directory)")
     return parser
+
+
+def _parser() -> argparse.ArgumentParser:
+    return _add_arguments(argparse.ArgumentParser(prog="wirecheck report", description=__doc__,
+                                                  formatter_class=argparse.RawDescriptionHelpFormatter))
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """The `wirecheck` command-module protocol (NAME, add_parser, run): `wirecheck report ...`."""
+    return _add_arguments(subparsers.add_parser(NAME, help=HELP, description=__doc__,
+                                                formatter_class=argparse.RawDescriptionHelpFormatter))
+
+
+def run(args: argparse.Namespace, extra_args: list[str] | None = None) -> int:
+    return _run(args)
 
 
 def build_html(view, history, skipped, sources: list[str]) -> tuple[str, list]:
@@ -85,7 +102,10 @@ def _unwritable(path: Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    return _run(_parser().parse_args(argv))
+
+
+def _run(args: argparse.Namespace) -> int:
     from wirecheck.report.model import load_history, load_runs
     from wirecheck.report.prometheus import exposition, write_atomically
 
