@@ -298,11 +298,11 @@ BROKEN = {
     ),
     "unit-less string": (
         _set("290"),
-        ['collectives.floors.nvswitch.all_reduce.2.min: "290" has no unit; write it as "290 GB/s"'],
+        ['collectives.floors.nvswitch.all_reduce.2.min: "290" has no unit;', 'most likely GB/s', 'write "290 GB/s"'],
     ),
     "unit-less number": (
         _set(290),
-        ['collectives.floors.nvswitch.all_reduce.2.min: "290" has no unit; write it as "290 GB/s"'],
+        ['collectives.floors.nvswitch.all_reduce.2.min: "290" has no unit;', 'write "290 GB/s"'],
     ),
     "wrong unit": (
         _set("1 GiB"),
@@ -329,9 +329,25 @@ BROKEN = {
         lambda d: d["collectives"]["hardware"]["sweeps"].pop("full"),
         ["collectives.hardware.sweeps: missing required key 'full'", "add full: {from:"],
     ),
+    # The old fix, "4194304 GiB", would have made 4 MiB into 4 PiB.
+    "floor_size in bytes without unit": (
+        lambda d: d["collectives"]["hardware"].update(floor_size=4194304),
+        ['collectives.hardware.floor_size: "4194304" has no unit;', 'most likely bytes: write "4 MiB"',
+         '"4194304 B"'],
+    ),
+    "efficiency as a bare fraction": (
+        lambda d: d["collectives"]["derived_floor"].update(efficiency=0.5),
+        ['collectives.derived_floor.efficiency: "0.5" has no unit;', 'most likely a fraction: write "50 %"'],
+    ),
+    # The runners train in bf16 or fp32 only: fp16 must stop the run here, not inside the workers.
+    "fp16 precision": (
+        lambda d: d["training"]["hardware"].update(precision="fp16"),
+        ["training.hardware.precision: fp16 is not supported by the training runners", "loss scaler",
+         "write precision: bf16 or fp32", "(line "],
+    ),
     "sweep size without unit": (
         lambda d: d["collectives"]["hardware"]["sweeps"]["quick"].update({"from": 8}),
-        ['collectives.hardware.sweeps.quick.from: "8" has no unit; write it as "8 GiB"'],
+        ['collectives.hardware.sweeps.quick.from: "8" has no unit; write it with the unit you meant'],
     ),
     "sweep step not a whole factor": (
         lambda d: d["collectives"]["hardware"]["sweeps"]["quick"].update(step="1.5 x"),
@@ -397,7 +413,7 @@ BROKEN = {
     ),
     "timeout without unit": (
         lambda d: d["collectives"]["simulated"].update(timeout=60),
-        ['collectives.simulated.timeout: "60" has no unit; write it as "60 s"'],
+        ['collectives.simulated.timeout: "60" has no unit;', 'most likely seconds: write "60 s"'],
     ),
     "bridged profile without group_size": (
         lambda d: d["profiles"]["h200-nvl-8"].pop("group_size"),

@@ -152,7 +152,7 @@ step_crosscheck() {
 step_explore() {
   local t rc
   t=$(allow 120)
-  timeout "$t" "$PY" scripts/device/explore_paths.py --placement "$PLACEMENT" --ops "$OPS" --sizes 8B:1GiB:4 \
+  timeout "$t" "$PY" scripts/device/explore_paths.py --placement "$PLACEMENT" --ops "$OPS" --sizes 8B:512MiB:4 \
     --out "$OUT/explore.jsonl" ${EXPLORE_ARGS:-}
   rc=$?
   log "explore: exit $rc"

@@ -1,6 +1,6 @@
 """Eager calls vs CUDA-graph replay at every size, to check the suite's per-size choice of timing path.
 
-    python scripts/device/explore_paths.py [--placement ID] [--sizes 8B:1GiB:4] [--ops all_reduce,...]
+    python scripts/device/explore_paths.py [--placement ID] [--sizes 8B:512MiB:4] [--ops all_reduce,...]
                                            [--env NCCL_GRAPH_MIXING_SUPPORT=0 ...] [--out FILE.jsonl]
 
 The suite times both paths only up to thresholds.yaml's graph_up_to and keeps the faster; here both are
@@ -56,7 +56,7 @@ def _table(op: str, placement: Placement, results, graph_up_to: int | None, iter
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--placement", default="nvswitch-2gpu-0.1", help="placement id (default nvswitch-2gpu-0.1)")
-    parser.add_argument("--sizes", default="8B:1GiB:4", help="FROM:TO:STEP (default 8B:1GiB:4)")
+    parser.add_argument("--sizes", default="8B:512MiB:4", help="FROM:TO:STEP (default 8B:512MiB:4)")
     parser.add_argument("--ops", default=",".join(nccl_tests.DEFAULT_OPS))
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra worker environment")
     parser.add_argument("--out", type=Path, help="JSON lines: one per op and size")

@@ -19,11 +19,15 @@ now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
 dest=$(mktemp -d /tmp/wirecheck-fresh.XXXXXX)/wirecheck
-if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
+if git -C "$src" rev-parse --git-dir >/dev/null 2>&1 && [ -z "$(git -C "$src" status --porcelain --untracked-files=no)" ]; then
   git clone -q "$src" "$dest" || exit 2
   echo "== fresh clone of $(git -C "$dest" log -1 --format='%h %s') in $dest"
-  [ -z "$(git -C "$src" status --porcelain --untracked-files=no)" ] \
-    || echo "   note: uncommitted changes in $src are not in the clone"
+elif git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
+  # The working tree is ahead of its .git (a copy sent with stale git data): what a clone of the
+  # current tree would hold is git's file list, tracked and untracked-but-not-ignored.
+  mkdir -p "$dest"
+  (cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -C "$dest" -xf - || exit 2
+  echo "== copy of the working tree's files (git ls-files; its .git is behind) in $dest"
 else
   # No git data here: copy the files, less what a run leaves behind (venv, records, build outputs).
   mkdir -p "$dest"

@@ -24,6 +24,8 @@ from wirecheck.placement import (
     CLASS_SINGLE,
 )
 from wirecheck.collectives import OPS
+from wirecheck.precision import NAMES as PRECISIONS
+from wirecheck.precision import why_unsupported
 from wirecheck.quantity import format_bw, format_quantity
 from wirecheck.thresholds_copy import CopyBandwidth, parse_copy_bandwidth
 from wirecheck.thresholds_yaml import SOURCE_HINT, ThresholdsError, _At, _read_yaml, _suggest
@@ -31,7 +33,6 @@ from wirecheck.topology import BRIDGED, FABRICS, PCIE
 
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
 STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
-PRECISIONS = ("bf16", "fp16", "fp32")
 ANY = "any"  # a GPU-count (or placement-class) key that matches whatever has no entry of its own
 
 # Sections that must be present, even if empty ({} = judged by the derived floor only): a class
@@ -161,7 +162,7 @@ class TrainingSettings:
     warmup_steps: int
     steps: int
     timeout_s: float
-    precision: str  # bf16 | fp16 | fp32
+    precision: str  # a name in wirecheck.precision.PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -683,8 +684,17 @@ def _training_settings(at: _At) -> TrainingSettings:
         warmup_steps=f["warmup_steps"].count(),
         steps=f["steps"].count(minimum=1),
         timeout_s=f["timeout"].quantity("time", positive=True),
-        precision=f["precision"].choice(PRECISIONS),
+        precision=_precision(f["precision"]),
     )
+
+
+def _precision(at: _At) -> str:
+    reason = why_unsupported(at.value)
+    if reason:
+        # Refused here: the workers would only fail on it hours into the run.
+        raise at.error(f"{at.value} is not supported by the training runners ({reason})",
+                       f"write precision: {' or '.join(PRECISIONS)}")
+    return at.choice(PRECISIONS)
 
 
 def _agreement(at: _At) -> dict[bool, Tolerance]:
