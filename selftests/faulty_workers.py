@@ -218,3 +218,14 @@ def measure_with_stand_in_graphs(ctx: RankContext, op: str, graph_time_s: float 
         collectives.COLLECTIVES[op] = c
         for name, fn in saved.items():
             setattr(timing, name, fn)
+
+
+def nccl_probe_with_a_log(ctx: RankContext, ops: list[str], sizes: list[int], log_lines: list[str]) -> dict[str, Any]:
+    """gloo writes no NCCL log: write this rank's lines where NCCL would (NCCL_DEBUG_FILE, %p the pid),
+    then run the real probe, which runs the collectives and reads the file back."""
+    from wirecheck import nccl_path
+
+    path = nccl_path.log_path(os.environ["NCCL_DEBUG_FILE"], os.getpid())
+    with open(path, "w") as f:
+        f.write("".join(line + "\n" for line in log_lines if line.startswith(f"vm:41{ctx.rank}")))
+    return nccl_path.probe(ctx, ops, sizes)

@@ -27,6 +27,7 @@ from wirecheck.collectives import OPS
 from wirecheck.precision import NAMES as PRECISIONS
 from wirecheck.precision import why_unsupported
 from wirecheck.quantity import format_bw, format_quantity
+from wirecheck.thresholds_copy import CopyBandwidth, parse_copy_bandwidth
 from wirecheck.thresholds_yaml import SOURCE_HINT, ThresholdsError, _At, _read_yaml, _suggest
 from wirecheck.topology import BRIDGED, FABRICS, PCIE
 
@@ -307,6 +308,7 @@ class Thresholds:
     _training_settings: Mapping[bool, TrainingSettings]
     _training_limits: Mapping[bool, TrainingLimits]
     health: HealthLimits
+    copy_bandwidth: CopyBandwidth  # host<->device and peer copies without NCCL (thresholds_copy)
 
     @property
     def profile_names(self) -> tuple[str, ...]:
@@ -935,6 +937,7 @@ def load_thresholds(path: str | Path) -> Thresholds:
             "collectives": "{hardware: {...}, floors: {...}, ...}",
             "training": "{hardware: {...}, ...}",
             "health": '{nvlink_replay: 0, nvlink_recovery: 0, nvlink_crc_rate: "100 /s", pcie_replay_rate: "8 /min", source: ...}',
+            "copy_bandwidth": '{settings: {...}, floors: {nvswitch: {h2d: {min: "48 GB/s", source: ...}}}, derived_floor: {...}}',
         },
     )
     profiles = _profiles(f["profiles"])
@@ -957,4 +960,5 @@ def load_thresholds(path: str | Path) -> Thresholds:
         _training_settings=training["settings"],
         _training_limits=training["limits"],
         health=_health(f["health"]),
+        copy_bandwidth=parse_copy_bandwidth(f["copy_bandwidth"]),
     )
