@@ -47,5 +47,5 @@ def rejudge(verdict: Verdict, thresholds) -> Verdict:
 
 
 # The check modules register themselves on import.
-from wirecheck.checks import collectives, health, inventory, measurement, topology, training  # noqa: E402,F401
+from wirecheck.checks import collectives, fleet, health, inventory, measurement, network, topology, training  # noqa: E402,F401,E501
 from wirecheck.checks.measurement import measurement_completed  # noqa: E402,F401
