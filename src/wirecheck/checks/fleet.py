@@ -13,7 +13,6 @@ import statistics
 from wirecheck.checks import check
 from wirecheck.fleet.schedule import pair_key
 from wirecheck.fleet.stats import below_median
-from wirecheck.quantity import format_bw
 from wirecheck.verdict import FAIL, PASS, Verdict, cite, skip
 
 KINDS = ("busbw", "throughput")
@@ -90,6 +89,11 @@ def slow_nodes(pairs: list, thresholds, simulated: bool) -> list[str]:
         if b is not None and b.named:
             out.append(node)
     return out
+
+
+def format_bw(bytes_per_s: float) -> str:
+    """Three significant digits: simulated pairs run at a few hundredths of a GB/s."""
+    return f"{bytes_per_s / GB:.3g} GB/s"
 
 
 def _pair_text(p: dict) -> str:
