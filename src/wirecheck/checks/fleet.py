@@ -8,8 +8,6 @@ A node cleared by its own floors can still be slower than its peers: the fleet r
 
 from __future__ import annotations
 
-import statistics
-
 from wirecheck.checks import check
 from wirecheck.fleet.schedule import pair_key
 from wirecheck.fleet.stats import below_median
@@ -72,13 +70,15 @@ def _nodes(pairs: list) -> list[str]:
 
 
 def _node_judgement(node: str, pairs: list, rule, min_reference: int):
-    """(None or the Below of the node's median pair against the pairs without it, its pairs, the rest)."""
+    """(None or the Below of the node's fastest pair against the pairs without it, its pairs, the rest).
+    The fastest: a slow node is slow with every partner, while two slow links that meet at a healthy
+    node leave it fast with its other partners."""
     mine = [p for p in pairs if node in (p["a"], p["b"])]
     rest = [p["busbw_bytes_per_s"] for p in pairs if node not in (p["a"], p["b"])]
     if len(mine) < 2 or len(rest) < min_reference:
         return None, mine, rest
-    typical = statistics.median(p["busbw_bytes_per_s"] for p in mine)
-    return below_median(typical, rest, rule.max_below_median, rule.mad_k), mine, rest
+    fastest = max(p["busbw_bytes_per_s"] for p in mine)
+    return below_median(fastest, rest, rule.max_below_median, rule.mad_k), mine, rest
 
 
 def slow_nodes(pairs: list, thresholds, simulated: bool) -> list[str]:
@@ -102,8 +102,8 @@ def _pair_text(p: dict) -> str:
 
 @check("pair_node")
 def pair_node(thresholds, *, node: str, pairs: list, simulated: bool) -> Verdict:
-    """A node is slow when its pairs (with every partner, over both rounds) are typically below the
-    pairs it is not in. `pairs`: [{"a", "b", "busbw_bytes_per_s"}] of the whole schedule."""
+    """A node is slow when even its fastest pair (over every partner of both rounds) is below the pairs
+    it is not in. `pairs`: [{"a", "b", "busbw_bytes_per_s"}] of the whole schedule."""
     limits = thresholds.fleet(simulated)
     rule = limits.pairs
     what = "node pairs of the ring schedule"
@@ -112,7 +112,7 @@ def pair_node(thresholds, *, node: str, pairs: list, simulated: bool) -> Verdict
         return skip(what, node, f"{len(mine)} pair(s) with {node} and {len(rest)} without it: telling a slow node "
                                 f"from a slow link needs 2 with and {limits.min_nodes} without (4 or more nodes)")
     listed = ", ".join(_pair_text(p) for p in mine)
-    body = (f"its pairs ({listed}) typically {b.describe(format_bw)} pairs without it; allowed "
+    body = (f"its pairs ({listed}): the fastest {b.describe(format_bw)} pairs without it; allowed "
             f"{rule.max_below_median * 100:g} % or {rule.mad_k:g} x scaled MAD ({cite(rule.yaml_path, rule.source)})")
     text = f"node {node} is slow with every partner: {body}" if b.named else f"node {node}: {body}"
     return Verdict("", what, node, FAIL if b.named else PASS, text, measured=b.value / GB, unit="GB/s",
