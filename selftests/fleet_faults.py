@@ -45,3 +45,8 @@ def slow_collective(ctx, **kwargs):
 def slow_pair(ctx, **kwargs):
     _slow_down()
     return pairs.measure_pair(ctx, **kwargs)
+
+
+def broken_collective(ctx, **kwargs):
+    """This node's measurement raises before its first collective (a driver error, an OOM)."""
+    raise RuntimeError(f"fleet_faults: rank {ctx.rank} broke on purpose")

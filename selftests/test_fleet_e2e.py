@@ -180,3 +180,29 @@ def test_outside_torchrun_the_fix_is_named(tmp_path):
                           env={k: v for k, v in _env().items() if not k.startswith("SLURM_")}, capture_output=True,
                           text=True, timeout=TIMEOUT_S)
     assert bare.returncode == 2 and "--nnodes: not given and $SLURM_JOB_NUM_NODES is not set" in bare.stderr
+
+
+def test_a_rank_that_breaks_ends_the_job_and_its_record_says_so(tmp_path, capsys):
+    """node1's measurement raises: rank 0's collective fails (peer gone), rank 0 records the failure and
+    ends its record, and every agent exits non-zero instead of hanging."""
+    port = _free_port()
+    record = tmp_path / "results" / "network.jsonl"
+    procs = []
+    for k in range(2):
+        broken = ["--collective-worker", "fleet_faults:broken_collective"] if k == 1 else []
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend",
+             "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "broken", "-m", "wirecheck.multinode",
+             "--simulate", "--node-name", f"node{k}", "--ops", "all_reduce", f"--wirecheck-json={record}", *broken],
+            cwd=PROJECT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = [p.communicate(timeout=TIMEOUT_S)[0] for p in procs]
+    assert [p.returncode for p in procs] == [1, 1], outs
+    assert "fleet_faults: rank 1 broke on purpose" in outs[1]
+    lines = records(record)
+    failed = [v for v in lines if v["type"] == "verdict" and v["outcome"] == "fail"]
+    assert len(failed) == 1 and failed[0]["check"] == "measurement_completed"
+    assert failed[0]["message"].startswith("all_reduce across 2 nodes stopped on rank 0 (node0)")
+    assert lines[-1]["type"] == "end" and lines[-1]["status"] == "error"
+    assert report([str(record.parent)]) == 1
+    out = capsys.readouterr().out
+    assert "network run network.jsonl: 2 nodes, the multi-node run ended with status error" in out

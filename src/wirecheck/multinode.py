@@ -170,15 +170,12 @@ class Job:
         return job_line_rate(info)
 
     def collective(self, op: str):
-        """Measure `op` over the whole job; every rank gets every rank's record (or error)."""
-        try:
-            rec, err = self.collective_worker(self.ctx, op=op, sizes=self.sizes,
-                                              warmup_iters=self.settings.warmup_iters, iters=self.settings.iters), None
-        except Exception as exc:  # this rank's failure; the others see it in the gathered list
-            rec, err = None, f"rank {self.rank} on node {self.node}: {type(exc).__name__}: {exc}"
-            traceback.print_exc()
+        """Measure `op` over the whole job; every rank gets every rank's record. A rank whose measurement
+        raises leaves the job (see `run`): its peers' collectives then fail, and rank 0 records that."""
+        rec = self.collective_worker(self.ctx, op=op, sizes=self.sizes, warmup_iters=self.settings.warmup_iters,
+                                     iters=self.settings.iters)
         gathered: list = [None] * self.world
-        self.dist.all_gather_object(gathered, (rec, err))
+        self.dist.all_gather_object(gathered, rec)
         return gathered
 
     def pairs(self):
@@ -201,14 +198,9 @@ class Job:
                 for a, b in matching:
                     ranks, group = groups[pair_key(a, b)]
                     if self.rank in ranks:
-                        try:
-                            res = self.pair_worker(self.ctx, group=group, group_ranks=ranks, size=size,
-                                                   warmup_iters=self.settings.warmup_iters, iters=self.settings.iters)
-                            mine.append((pair_key(a, b), a, b, r.shift, res, None))
-                        except Exception as exc:
-                            traceback.print_exc()
-                            mine.append((pair_key(a, b), a, b, r.shift, None,
-                                         f"rank {self.rank} on node {self.node}: {type(exc).__name__}: {exc}"))
+                        res = self.pair_worker(self.ctx, group=group, group_ranks=ranks, size=size,
+                                               warmup_iters=self.settings.warmup_iters, iters=self.settings.iters)
+                        mine.append((pair_key(a, b), a, b, r.shift, res))
                 self.dist.barrier()  # the next matching starts when this one is done everywhere
         gathered: list = [None] * self.world
         self.dist.all_gather_object(gathered, mine)
@@ -293,20 +285,14 @@ class Judge:
         from wirecheck.quantity import format_bytes
 
         job, where = self.job, self.placement_id
-        errors = [err for _, err in gathered if err]
-        if errors:
-            self.broken.append(f"{op}: " + "; ".join(errors))
-            self.verdict(checks.measurement_completed(job.thresholds, what=f"{op} across {len(job.nodes)} nodes",
-                                                      placement=where, error="; ".join(errors)), f"multinode::{op}")
-            return
-        results = collectives.combine(op, job.world, [rec for rec, _ in gathered])
+        results = collectives.combine(op, job.world, gathered)
         print(collectives.format_table(op, results), flush=True)
         rate, why = job.line_rate(job.nodes)
         for k, res in enumerate(results):
             self.measurement("collective", where, f"{op} busbw at {format_bytes(res.bytes)}", res.busbw / 1e9, {
                 **asdict(res), "op": op, "placement_class": CLASS_NETWORK, "n_gpus": job.world, "backend": job.ctx.backend,
-                "simulated": job.simulated, "nodes": job.nodes, "nccl_version": gathered[0][0].get("nccl_version"),
-                "rank_time_s": [rec["results"][k]["time_s"] for rec, _ in gathered],
+                "simulated": job.simulated, "nodes": job.nodes, "nccl_version": gathered[0].get("nccl_version"),
+                "rank_time_s": [rec["results"][k]["time_s"] for rec in gathered],
             })
         sizes = [{"bytes": r.bytes, "wrong_by_rank": r.wrong_by_rank, "first_bad_by_rank": r.first_bad_by_rank}
                  for r in results]
@@ -332,23 +318,20 @@ class Judge:
 
         job = self.job
         by_pair: dict[str, list] = {}
-        for key, a, b, shift, res, err in results:
-            by_pair.setdefault(key, []).append((a, b, shift, res, err))
+        for key, _a, _b, _shift, res in results:
+            by_pair.setdefault(key, []).append(res)
         measured = []
         print(f"# node pairs: ring (shift 1) then shift 2; all_reduce at {format_bytes(job.settings.floor_size)}", flush=True)
         for r in rounds:
             for a, b in r.pairs:
                 key = pair_key(a, b)
                 ranks, _ = groups[key]
-                items = by_pair.get(key, [])
-                errors = [err for *_, err in items if err]
-                if errors or len(items) != len(ranks):
-                    error = "; ".join(errors) or f"{len(items)} of {len(ranks)} ranks reported"
-                    self.broken.append(f"pair {a}-{b}: {error}")
+                res = by_pair.get(key, [])
+                if len(res) != len(ranks):  # every rank of the pair reports, or the job broke before
+                    self.broken.append(f"pair {a}-{b}: {len(res)} of {len(ranks)} ranks reported")
                     self.verdict(checks.measurement_completed(job.thresholds, what=f"pair {a}-{b}", placement=key,
-                                                              error=error), f"multinode::pair::{key}")
+                                                              error=self.broken[-1]), f"multinode::pair::{key}")
                     continue
-                res = [it[3] for it in items]
                 n = len(ranks)
                 slowest = max(x["time_s"] for x in res)
                 nbytes = res[0]["bytes"]
@@ -379,6 +362,16 @@ class Judge:
         for p in measured:
             self.verdict(checks.fleet.pair_link(job.thresholds, a=p["a"], b=p["b"], pairs=measured,
                                                 simulated=job.simulated), f"multinode::pair_link::{p['a']}~{p['b']}")
+
+    def record_break(self, what: str, exc: BaseException) -> int:
+        """The job broke in `what` (this rank raised, or a peer died or hung): record it and end."""
+        from wirecheck import checks
+
+        error = (f"{what} stopped on rank 0 ({self.job.node}): {type(exc).__name__}: {exc}; a peer that died or hung "
+                 "shows in its own node's torchrun log")
+        self.verdict(checks.measurement_completed(self.job.thresholds, what=what, placement=self.placement_id,
+                                                  error=error), f"multinode::{what}")
+        return self.end(status="error")
 
     def end(self, status: str = "complete") -> int:
         failed = self.counts["fail"] > 0 or bool(self.broken)
@@ -415,14 +408,27 @@ def run(args) -> int:
         judge.header()
         print(f"wirecheck multinode: {len(job.nodes)} nodes ({', '.join(job.nodes)}), {job.world} ranks, "
               f"{job.ctx.backend}", flush=True)
-    for op in ops:
-        gathered = job.collective(op)
-        if judge:
-            judge.collective(op, gathered)
-    if args.pairs and len(job.nodes) >= 2:
-        rounds, groups, results = job.pairs()
-        if judge:
-            judge.pairs(rounds, groups, results)
+    what = "setup"
+    try:
+        for op in ops:
+            what = f"{op} across {len(job.nodes)} nodes"
+            gathered = job.collective(op)
+            if judge:
+                judge.collective(op, gathered)
+        if args.pairs and len(job.nodes) >= 2:
+            what = "the pair schedule"
+            rounds, groups, results = job.pairs()
+            if judge:
+                judge.pairs(rounds, groups, results)
+    except Exception as exc:
+        # This rank raised, or a peer died or hung (its collective failed or timed out): the process group
+        # cannot be trusted for another call. Rank 0 records the failure and ends its record; every rank
+        # leaves at once, so torchrun reports the job failed instead of waiting on it.
+        traceback.print_exc()
+        code = judge.record_break(what, exc) if judge else EXIT_FAILED
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code or EXIT_FAILED)
     code = judge.end() if judge else EXIT_OK
     return job.finish(code)
 

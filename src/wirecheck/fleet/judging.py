@@ -99,9 +99,9 @@ def _node(n: NodeRun, thresholds: Thresholds) -> NodeResult:
 def _network(run: RunRecord, thresholds: Thresholds) -> NetworkResult:
     problem = None
     if run.end is None:
-        problem = f"{run.path.name} was cut short (no end line): the multi-node run died or hung"
+        problem = "cut short (no end line): rank 0 of the multi-node run died or hung"
     elif run.end.get("status") != "complete":
-        problem = f"{run.path.name}: the multi-node run was {run.end.get('status')}"
+        problem = f"the multi-node run ended with status {run.end.get('status')} (a rank broke; see the failure below)"
     _, verdicts = _rejudge(run, thresholds)
     if problem:
         verdicts.append(Verdict("measurement_completed", "multi-node run", run.path.name, FAIL, problem))
