@@ -50,8 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wirecheck-json", metavar="PATH", help="record file rank 0 writes "
                                                           "(default .wirecheck/multinode-<UTC>.jsonl)")
     p.add_argument("--node-name", default=None,
-                   help="this node's name in the record and the pair schedule (default: its host name; give one "
-                        "per torchrun agent when several agents share a host)")
+                   help="this node's name in the record and the pair schedule, as its record file is named "
+                        "(default: $SLURMD_NODENAME under Slurm, else the host name; give one per torchrun agent "
+                        "when several agents share a host)")
     p.add_argument("--collective-worker", default=COLLECTIVE_WORKER, metavar="MODULE:FUNCTION",
                    help=f"worker function for the whole-job collectives (default {COLLECTIVE_WORKER})")
     p.add_argument("--pair-worker", default=PAIR_WORKER, metavar="MODULE:FUNCTION",
@@ -114,7 +115,8 @@ class Job:
         self.args, self.thresholds, self.settings, self.sizes, self.ops = args, thresholds, settings, sizes, ops
         self.simulated = simulated
         self.rank, self.world = env["RANK"], env["WORLD_SIZE"]
-        self.node = args.node_name or socket.gethostname()
+        # The name the node's own record carries (DIR/<name>.jsonl), so the fleet report can join them.
+        self.node = args.node_name or os.environ.get("SLURMD_NODENAME") or socket.gethostname()
         backend = "gloo" if simulated else "nccl"
         if simulated:
             device = torch.device("cpu")
