@@ -154,3 +154,67 @@ def run_out_of_memory(ctx: RankContext, **kw: Any) -> dict:
     if ctx.rank == 0:
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 290.00 MiB (simulated by a self-test)")
     return {"rank": ctx.rank}
+
+
+# ---- CUDA graphs without CUDA: the graph path's orchestration on gloo ------------------------------
+
+class _ReplayedCalls:
+    """A CPU stand-in for a captured CUDA graph: the launches it captured, called again on replay."""
+
+    replaying = False  # set while a stand-in graph replays: lets a launch misbehave on that path only
+
+    def __init__(self, launch, calls: int):
+        self.launch, self.calls = launch, calls
+
+    def replay(self) -> None:
+        _ReplayedCalls.replaying = True
+        try:
+            for _ in range(self.calls):
+                self.launch()
+        finally:
+            _ReplayedCalls.replaying = False
+
+
+def measure_with_stand_in_graphs(ctx: RankContext, op: str, graph_time_s: float | None = None,
+                                 corrupt_graph_rank: int | None = None, fail_capture_rank: int | None = None,
+                                 **kw: Any) -> dict:
+    """collectives.measure with wirecheck.collective_timing's capture/replay swapped for CPU stand-ins,
+    so the graph path's bookkeeping (which sizes, both paths checked, a failed capture) runs on gloo.
+
+    graph_time_s: what the stand-in reports as the replay time (None: measured on the CPU).
+    corrupt_graph_rank: that rank's output is off by one at element 5 after every replayed call.
+    fail_capture_rank: that rank's capture raises as CUDA does when a capture is invalidated.
+    """
+    from wirecheck import collective_timing as timing
+
+    saved = {name: getattr(timing, name) for name in ("capture", "replay", "time_replay", "graph_unavailable")}
+
+    def capture(ctx_, launch, calls):
+        if ctx_.rank == fail_capture_rank:
+            raise RuntimeError("CUDA error: operation not permitted when stream is capturing (stand-in)")
+        return _ReplayedCalls(launch, calls)
+
+    def time_replay(ctx_, graph, calls):
+        t0 = time.perf_counter()
+        graph.replay()
+        measured = (time.perf_counter() - t0) / calls
+        return measured if graph_time_s is None else graph_time_s
+
+    c = collectives.COLLECTIVES[op]
+
+    def launch_then_maybe_flip(inp: Any, out: Any) -> None:
+        c.launch(inp, out)
+        if _ReplayedCalls.replaying and ctx.rank == corrupt_graph_rank:
+            out.view(-1)[5] += 1.0
+
+    timing.capture = capture
+    timing.replay = lambda ctx_, graph: graph.replay()
+    timing.time_replay = time_replay
+    timing.graph_unavailable = lambda ctx_, nccl_version, env=None: None
+    collectives.COLLECTIVES[op] = dataclasses.replace(c, launch=launch_then_maybe_flip)
+    try:
+        return collectives.measure(ctx, op=op, **kw)
+    finally:
+        collectives.COLLECTIVES[op] = c
+        for name, fn in saved.items():
+            setattr(timing, name, fn)

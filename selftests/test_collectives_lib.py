@@ -118,7 +118,8 @@ def test_combine_takes_the_slowest_rank_and_applies_the_bus_factor():
                                    "(first at element 7)")
     table = C.format_table("all_gather", [small, big])
     assert "# all_gather, 2 ranks" in table and "busbw" in table
-    assert table.splitlines()[-1].split() == ["4096", "1024", "4.00", "1.02", "0.51", "3"]
+    # size, count, time, algbw, busbw, path, eager time, graph time (not timed), #wrong
+    assert table.splitlines()[-1].split() == ["4096", "1024", "4.00", "1.02", "0.51", "eager", "4.00", "-", "3"]
 
 
 def test_combine_refuses_incomplete_or_mixed_records():
@@ -215,3 +216,117 @@ def test_eight_ranks_like_an_eight_gpu_node():
             for r in C.combine(op, 8, recs):
                 assert r.ok, r.wrong_summary()
                 assert r.busbw > 0 and r.wrong_by_rank == {k: 0 for k in range(8)}
+
+
+# ---- sweeps and the graph path -------------------------------------------------------------------
+
+
+def test_sizes_too_small_for_every_rank_are_left_out():
+    sweep = [8, 16, 32, 64, 1024]
+    assert C.feasible_sizes("all_reduce", sweep, 8) == sweep  # not split: one element is enough
+    assert C.feasible_sizes("all_gather", sweep, 8) == [32, 64, 1024]  # 8 ranks x 4 B
+    assert C.feasible_sizes("all_to_all", sweep, 2) == sweep
+    assert C.min_size("reduce_scatter", 3) == 12
+
+
+def path_record(rank: int, eager: list[float], graph: list[float | None], note: str | None = None,
+                wrong_by_path: list[dict] | None = None, sizes=(1024, 1 << 20), op: str = "all_reduce") -> dict:
+    wrong_by_path = wrong_by_path or [{"eager": 0, "graph": 0} if g is not None else {"eager": 0} for g in graph]
+    return {"rank": rank, "op": op, "world_size": 2, "results": [
+        {"bytes": s, "requested_bytes": s, "time_s": e, "graph_time_s": g, "graph_note": note,
+         "wrong": sum(w.values()), "first_bad": 5 if sum(w.values()) else None, "wrong_by_path": w}
+        for s, e, g, w in zip(sizes, eager, graph, wrong_by_path)
+    ]}
+
+
+def test_combine_keeps_the_faster_path_per_size_and_both_times():
+    # small size: graph 20 us vs eager 45 us (slowest ranks); large: graph slower than eager
+    recs = [path_record(0, [44e-6, 50e-6], [19e-6, 70e-6]), path_record(1, [45e-6, 52e-6], [20e-6, 63e-6])]
+    small, large = C.combine("all_reduce", 2, recs)
+    assert (small.path, small.time_s, small.eager_time_s, small.graph_time_s) == ("graph", 20e-6, 45e-6, 20e-6)
+    assert small.busbw == pytest.approx(1024 / 20e-6)  # busbw from the path that counts
+    assert small.rank_time_spread == pytest.approx(20 / 19)  # the spread of that path
+    assert (large.path, large.time_s, large.graph_time_s) == ("eager", 52e-6, 70e-6)
+    table = C.format_table("all_reduce", [small, large]).splitlines()
+    assert table[-2].split() == ["1024", "256", "20.00", "0.05", "0.05", "graph", "45.00", "20.00", "0"]
+    assert table[-1].split()[5:8] == ["eager", "52.00", "70.00"]
+
+
+def test_a_rank_without_a_graph_time_keeps_the_size_on_eager():
+    recs = [path_record(0, [45e-6], [19e-6], sizes=(1024,)), path_record(1, [45e-6], [None], sizes=(1024,))]
+    (r,) = C.combine("all_reduce", 2, recs)
+    assert r.path == "eager" and r.time_s == 45e-6 and r.graph_time_s is None
+
+
+def test_the_reason_for_no_graph_reaches_the_table():
+    note = "gloo on cpu: no CUDA graphs, eager calls only"
+    recs = [path_record(k, [1e-4], [None], note=note, sizes=(1024,)) for k in (0, 1)]
+    (r,) = C.combine("all_reduce", 2, recs)
+    assert r.graph_note == note and r.path == "eager"
+    assert C.format_table("all_reduce", [r]).splitlines()[-1] == f"# graph path: {note}"
+
+
+def test_wrong_data_on_the_graph_path_is_named():
+    bad = [{"eager": 0, "graph": 2}]
+    recs = [path_record(0, [45e-6], [19e-6], sizes=(1024,)),
+            path_record(1, [45e-6], [19e-6], wrong_by_path=bad, sizes=(1024,))]
+    (r,) = C.combine("all_reduce", 2, recs)
+    assert not r.ok and r.bad_paths == ("graph",)
+    assert r.wrong_summary() == ("all_reduce at 1024 B on 2 ranks: rank 1 has 2 wrong element(s) "
+                                 "(first at element 5) (graph path)")
+
+
+class _Ctx:
+    def __init__(self, device: str, backend: str = "nccl"):
+        self.device, self.backend, self.rank = torch.device(device), backend, 0
+
+
+@pytest.mark.parametrize(("device", "nccl", "env", "expected"), [
+    ("cpu", None, {}, "gloo on cpu: no CUDA graphs"),
+    ("cuda", None, {}, "NCCL version unknown"),
+    ("cuda", "2.9.5", {}, "NCCL 2.9.5 cannot be captured"),
+    ("cuda", "2.28.9", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, "expandable_segments is on and NCCL 2.28.9"),
+    ("cuda", "2.29.1", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, None),
+    ("cuda", "2.28.9", {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:512"}, None),
+])
+def test_when_graphs_are_not_attempted(device, nccl, env, expected):
+    from wirecheck.collective_timing import graph_unavailable
+
+    ctx = _Ctx(device, "gloo" if device == "cpu" else "nccl")
+    note = graph_unavailable(ctx, nccl, env)
+    assert (note is None) if expected is None else (expected in note), note
+
+
+def test_gloo_ranks_say_why_they_time_no_graph(pair):
+    results = measure(pair, "all_reduce", graph_up_to=4096)
+    small, large = results  # 1024 B (graph asked for) and 65536 B (above graph_up_to)
+    assert small.graph_note == "gloo on cpu: no CUDA graphs, eager calls only" and small.graph_time_s is None
+    assert large.graph_note is None
+    assert all(r.path == "eager" and r.ok for r in results)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_graph_path_is_timed_up_to_graph_up_to_and_checked(pair, op):
+    results = measure(pair, op, fn=f"{FAULTY}:measure_with_stand_in_graphs", graph_up_to=4096, graph_time_s=1e-9)
+    small, large = results
+    assert small.graph_time_s == 1e-9 and small.path == "graph" and small.time_s == 1e-9
+    assert large.graph_time_s is None and large.path == "eager"
+    assert small.ok and large.ok
+
+
+def test_wrong_data_on_the_graph_path_only_is_caught(pair):
+    results = measure(pair, "all_gather", fn=f"{FAULTY}:measure_with_stand_in_graphs", graph_up_to=4096,
+                      corrupt_graph_rank=1)
+    small, large = results
+    assert small.wrong_by_rank == {0: 0, 1: 1} and small.bad_paths == ("graph",)
+    assert "(graph path)" in small.wrong_summary()
+    assert large.ok  # above graph_up_to nothing is replayed
+
+
+def test_a_capture_that_fails_on_one_rank_leaves_every_rank_on_eager(pair):
+    results = measure(pair, "all_reduce", fn=f"{FAULTY}:measure_with_stand_in_graphs", graph_up_to=4096,
+                      fail_capture_rank=1)
+    small = results[0]
+    assert small.graph_time_s is None and small.path == "eager" and small.ok
+    assert small.graph_note.startswith("capture failed on rank 1: CUDA error: operation not permitted")
+    assert pair.alive and measure(pair, "all_reduce")[0].ok  # the group goes on

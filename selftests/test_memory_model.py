@@ -80,6 +80,10 @@ def test_implementation_zero3_and_fsdp_hold_the_same_in_bf16():
     ({"accounting": "paper"}, "accounting 'paper'"),
     ({"precision": "fp16"}, "precision 'fp16'"),
     ({"n_params": -1}, "n_params"),
+    ({"n_params": 0.5}, "at least 1"),  # a fraction of a parameter: a table of zeros before
+    ({"n_params": float("nan")}, "finite"),  # failed inside round() before
+    ({"n_params": float("inf")}, "finite"),
+    ({"n_params": "7e9"}, "a number of parameters"),
 ])
 def test_bad_arguments_name_themselves(kwargs, match):
     args = {"strategy": "ddp", "n_params": 1000, "n_gpus": 2, **kwargs}
@@ -95,3 +99,19 @@ def test_table_lists_every_strategy_in_gb():
     assert list(rows) == list(STRATEGIES)
     assert float(rows["ddp"][-1]) == pytest.approx(86.88, abs=0.01)
     assert float(rows["fsdp"][-1]) == pytest.approx(21.72, abs=0.01)
+
+
+def test_article_accounting_follows_the_precision():
+    """fp32 holds params and grads in 4 bytes: 4+4+8. Before, ARTICLE ignored the precision and
+    `wirecheck memory --precision fp32` printed the bf16 figures."""
+    assert bytes_per_param("ddp", 4, ARTICLE, "fp32") == pytest.approx((4, 4, 8))
+    assert bytes_per_param("zero2", 4, ARTICLE, "fp32") == pytest.approx((4, 1, 2))
+    assert _gb("ddp", 4, ARTICLE, "fp32") == pytest.approx(16 * MISTRAL_7B / GB)
+
+
+def test_table_prints_the_figures_of_its_precision():
+    fp32 = format_memory_table(MISTRAL_7B, 4, ARTICLE, "fp32")
+    bf16 = format_memory_table(MISTRAL_7B, 4, ARTICLE, "bf16")
+    assert "fp32" in fp32.splitlines()[0] and "4+4+8" in fp32.splitlines()[0]
+    ddp_total = {t: float(table.splitlines()[2].split()[-1]) for t, table in (("fp32", fp32), ("bf16", bf16))}
+    assert ddp_total == pytest.approx({"fp32": 115.84, "bf16": 86.88}, abs=0.01)

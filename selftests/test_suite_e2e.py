@@ -59,12 +59,15 @@ def test_all_reduce_on_quads_runs_and_records_every_size(pytester):
     out = root / "run.jsonl"
     result = run_suite(pytester, "--simulate=h200-nvl-8", "-k", "all_reduce and nvl_quad", f"--wirecheck-json={out}",
                        "--benchmark-disable", "-v")
-    result.assert_outcomes(passed=4)
+    # busbw, correctness and latency on both quads; n½ is not judged in simulation (a skip says so)
+    result.assert_outcomes(passed=6, skipped=2)
     recs = [r for r in records(out) if r.get("kind") == "collective"]
     sizes = {(r["placement"], r["details"]["bytes"]) for r in recs}
     assert {p for p, _ in sizes} == {"nvl_quad-4gpu-0.1.2.3", "nvl_quad-4gpu-4.5.6.7"}
     assert len(sizes) == 2 * len({b for _, b in sizes}) >= 6
-    result.stdout.fnmatch_lines(["*wirecheck measurements*", "*all_reduce on nvl_quad-4gpu-0.1.2.3*"])
+    result.stdout.fnmatch_lines(["*wirecheck measurements*", "*all_reduce on nvl_quad-4gpu-0.1.2.3*",
+                                 "*size*count*time*algbw*busbw*path*eager*graph*#wrong*", "*65536*eager*-*0"])
+    assert all(r["details"]["path"] == "eager" and r["details"]["graph_time_s"] is None for r in recs)
 
 
 def test_floor_failure_names_everything(pytester):
@@ -132,3 +135,24 @@ def test_wrong_gradient_fails_the_agreement_check(pytester):
     out = result.stdout.str()
     assert "FAILED tests/test_strategies.py::test_losses_agree[nvswitch-2gpu-0.1-step2-fsdp]" in out
     result.stdout.fnmatch_lines(["*fsdp loss at step 2 vs ddp on nvswitch-2gpu-0.1: * > allowed *(thresholds.yaml: training.agreement*"])
+
+
+def test_slow_small_messages_fail_by_name(pytester):
+    def impossible_ceilings(data):
+        data["collectives"]["latency"]["simulated_ceilings"]["all_reduce"]["any"]["max"] = "1 us"
+        data["collectives"]["half_peak"]["simulated_ceilings"] = {
+            "all_reduce": {"any": {"max": "1 KiB", "source": "test: impossible"}}}
+
+    make_project(pytester, thresholds_text=thresholds_with(impossible_ceilings))
+    # --thresholds named: the default is the installed suite's file, not the pytester copy
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "--thresholds=thresholds.yaml", "-k",
+                       "(test_small_message_latency or test_half_peak_size) and all_reduce and nvswitch",
+                       "--benchmark-disable")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines_random([
+        "*all_reduce small-message latency (median of 1 size(s) from 64 KiB to 64 KiB, eager path: 64 KiB * eager)"
+        " on nvswitch-2gpu-0.1: measured * > ceiling 1 µs (thresholds.yaml: collectives.latency.simulated_ceilings"
+        ".all_reduce.any; source: CPU gloo sanity ceiling*",
+        "*all_reduce n½ (busbw first reaches 50% of the peak * GB/s at * on nvswitch-2gpu-0.1: measured * > ceiling"
+        " 1 KiB (thresholds.yaml: collectives.half_peak.simulated_ceilings.all_reduce.any; source: test: impossible)*",
+    ])

@@ -68,12 +68,56 @@ def _q(text: str, kind: str) -> float:
 def test_collective_settings(shipped, shipped_data):
     for simulated, key in ((False, "hardware"), (True, "simulated")):
         raw, got = shipped_data["collectives"][key], shipped.collective_settings(simulated=simulated)
-        assert got.sizes == tuple(int(_q(s, "size")) for s in raw["sizes"])
         assert got.floor_size == _q(raw["floor_size"], "size") and got.floor_size in got.sizes
         assert (got.warmup_iters, got.iters, got.benchmark_rounds) == (raw["warmup_iters"], raw["iters"], raw["benchmark_rounds"])
         assert got.timeout_s == _q(raw["timeout"], "time")
-    # Simulation stays small: CPU ranks on a 2-core CI machine.
-    assert max(shipped.collective_settings(simulated=True).sizes) <= 16 * 2**20
+    hw = shipped.collective_settings(simulated=False)
+    full = hw.sizes_for("full")
+    assert set(hw.sizes) <= set(full) and hw.floor_size in full  # quick is a subset of the full sweep
+    assert hw.sweep("full").nccl_tests_args()[:2] == ["-b", str(full[0])]
+    sim = shipped.collective_settings(simulated=True)
+    assert max(sim.sizes) <= 16 * 2**20  # CPU ranks on a 2-core CI machine
+    assert sim.graph_up_to is None  # gloo: no CUDA graphs
+    with pytest.raises(ValueError, match="unknown sweep 'fast'"):
+        hw.sizes_for("fast")
+
+
+def test_latency_ceilings(shipped):
+    rule = shipped.latency
+    assert rule.up_to == 64 * 2**10 and rule.yaml_path == "thresholds.yaml: collectives.latency.up_to"
+    two = shipped.latency_limit("nvswitch", "all_reduce", 2, simulated=False)
+    # issue 13: 18.8-19.6 us graph-replayed, nccl-tests' launch floor ~21 us on 2x H200 SXM
+    assert 21e-6 < two.max <= 40e-6 and two.min is None and two.kind == "time"
+    assert two.yaml_path == "thresholds.yaml: collectives.latency.ceilings.nvswitch.all_reduce.2"
+    eight = shipped.latency_limit("nvswitch", "all_reduce", 8, simulated=False)
+    assert eight.yaml_path.endswith(".all_reduce.any") and eight.max > two.max
+    assert shipped.latency_limit("nvl_group", "all_reduce", 3, simulated=False) is None  # {}: not judged
+    assert shipped.latency_limit("pair", "all_reduce", 2, simulated=False) is None
+    sim = shipped.latency_limit("forced_pcie", "all_to_all", 2, simulated=True)
+    assert sim.yaml_path == "thresholds.yaml: collectives.latency.simulated_ceilings.all_to_all.any"
+    with pytest.raises(ValueError, match="unknown op"):
+        shipped.latency_limit("nvswitch", "allreduce", 2, simulated=False)
+
+
+def test_half_peak_ceilings(shipped):
+    assert shipped.half_peak.fraction == pytest.approx(0.5)
+    two = shipped.half_peak_limit("nvswitch", "all_reduce", 2, simulated=False)
+    # nccl-tests reached half its peak busbw by 8 MiB on 2x H200 SXM: the ceiling must let that pass
+    assert two.max >= 8 * 2**20 and two.kind == "size"
+    assert shipped.half_peak_limit("forced_pcie", "all_reduce", 2, simulated=False).max < two.max
+    assert shipped.half_peak_limit("nvswitch", "all_reduce", 2, simulated=True) is None  # {} in simulation
+
+
+def test_curve_ceilings_name_their_source_and_guesses_say_so(shipped):
+    for klass in CLASSES:
+        if klass == "single":
+            continue
+        for op in OPS:
+            for n in (2, 4, 8):
+                for limit in (shipped.latency_limit(klass, op, n, False), shipped.half_peak_limit(klass, op, n, False)):
+                    if limit is not None:
+                        assert limit.source.startswith(("measured", "guess:")), limit.yaml_path
+                        assert limit.max is not None and limit.min is None, limit.yaml_path
 
 
 def test_floors_sit_below_the_2x_h200_measurements(shipped):
@@ -254,11 +298,11 @@ BROKEN = {
     ),
     "unit-less string": (
         _set("290"),
-        ['collectives.floors.nvswitch.all_reduce.2.min: "290" has no unit; write it as "290 GB/s"'],
+        ['collectives.floors.nvswitch.all_reduce.2.min: "290" has no unit;', 'most likely GB/s', 'write "290 GB/s"'],
     ),
     "unit-less number": (
         _set(290),
-        ['collectives.floors.nvswitch.all_reduce.2.min: "290" has no unit; write it as "290 GB/s"'],
+        ['collectives.floors.nvswitch.all_reduce.2.min: "290" has no unit;', 'write "290 GB/s"'],
     ),
     "wrong unit": (
         _set("1 GiB"),
@@ -276,17 +320,88 @@ BROKEN = {
         lambda d: d["profiles"]["h200-sxm-2"].pop("gpu_count"),
         ["profiles.h200-sxm-2: missing required key 'gpu_count'", "add gpu_count: 8"],
     ),
-    "sizes not a list": (
-        lambda d: d["collectives"]["hardware"].update(sizes="1 GiB"),
-        ['collectives.hardware.sizes: expected a list of buffer sizes, got the string "1 GiB"', '["1 MiB"'],
+    "old sizes list instead of sweeps": (
+        lambda d: d["collectives"]["hardware"].update(sizes=["1 MiB", "1 GiB"]),
+        ["collectives.hardware.sizes: a list of sizes is no longer read; the sizes come from sweeps",
+         'write sweeps: {quick: {from: "8 B"'],
     ),
-    "size in the list without unit": (
-        lambda d: d["collectives"]["hardware"].update(sizes=["1 MiB", 1024]),
-        ['collectives.hardware.sizes[1]: "1024" has no unit; write it as "1024 GiB"'],
+    "sweep missing": (
+        lambda d: d["collectives"]["hardware"]["sweeps"].pop("full"),
+        ["collectives.hardware.sweeps: missing required key 'full'", "add full: {from:"],
     ),
-    "floor_size never measured": (
+    # The old fix, "4194304 GiB", would have made 4 MiB into 4 PiB.
+    "floor_size in bytes without unit": (
+        lambda d: d["collectives"]["hardware"].update(floor_size=4194304),
+        ['collectives.hardware.floor_size: "4194304" has no unit;', 'most likely bytes: write "4 MiB"',
+         '"4194304 B"'],
+    ),
+    "efficiency as a bare fraction": (
+        lambda d: d["collectives"]["derived_floor"].update(efficiency=0.5),
+        ['collectives.derived_floor.efficiency: "0.5" has no unit;', 'most likely a fraction: write "50 %"'],
+    ),
+    # The runners train in bf16 or fp32 only: fp16 must stop the run here, not inside the workers.
+    "fp16 precision": (
+        lambda d: d["training"]["hardware"].update(precision="fp16"),
+        ["training.hardware.precision: fp16 is not supported by the training runners", "loss scaler",
+         "write precision: bf16 or fp32", "(line "],
+    ),
+    "sweep size without unit": (
+        lambda d: d["collectives"]["hardware"]["sweeps"]["quick"].update({"from": 8}),
+        ['collectives.hardware.sweeps.quick.from: "8" has no unit; write it with the unit you meant'],
+    ),
+    "sweep step not a whole factor": (
+        lambda d: d["collectives"]["hardware"]["sweeps"]["quick"].update(step="1.5 x"),
+        ['collectives.hardware.sweeps.quick.step: "1.5 x" is not a whole factor of at least 2', "nccl-tests -f"],
+    ),
+    "sweep end off the grid": (
+        lambda d: d["collectives"]["hardware"]["sweeps"]["quick"].update(to="1000 MiB"),
+        ["collectives.hardware.sweeps.quick.to: is not from x step^k: the sweep would stop at 134217728 B",
+         "write to: 134217728 B or 1073741824 B"],
+    ),
+    "sweep end below its start": (
+        lambda d: d["collectives"]["hardware"]["sweeps"]["full"].update(to="4 B"),
+        ['collectives.hardware.sweeps.full.to: "4 B" is below from "8 B"'],
+    ),
+    "floor_size not in the quick sweep": (
         lambda d: d["collectives"]["hardware"].update(floor_size="2 GiB"),
-        ['collectives.hardware.floor_size: "2 GiB" is not one of the sizes measured', "add it to sizes"],
+        ['collectives.hardware.floor_size: "2 GiB" is not one of the sizes the quick sweep measures',
+         "make sweeps.quick pass through it"],
+    ),
+    "graph replay in simulation": (
+        lambda d: d["collectives"]["simulated"].update(graph_up_to="1 MiB"),
+        ["collectives.simulated.graph_up_to: simulation runs on gloo, which has no CUDA graphs", "remove graph_up_to"],
+    ),
+    "latency ceiling as a bandwidth": (
+        lambda d: d["collectives"]["latency"]["ceilings"]["nvswitch"]["all_reduce"][2].update(max="30 GB/s"),
+        ['collectives.latency.ceilings.nvswitch.all_reduce.2.max: "30 GB/s" is a bandwidth, not a duration', 'units: us, µs'],
+    ),
+    "latency ceiling without source": (
+        lambda d: d["collectives"]["latency"]["ceilings"]["nvswitch"]["all_reduce"][2].pop("source"),
+        ["collectives.latency.ceilings.nvswitch.all_reduce.2: missing required key 'source'"],
+    ),
+    "latency floor instead of ceiling": (
+        lambda d: d["collectives"]["latency"]["ceilings"]["nvswitch"]["all_reduce"][2].update(min="1 µs"),
+        ["collectives.latency.ceilings.nvswitch.all_reduce.2.min: unknown key 'min'", "expected one of: source, max"],
+    ),
+    "latency class missing": (
+        lambda d: d["collectives"]["latency"]["ceilings"].pop("forced_pcie"),
+        ["collectives.latency.ceilings: missing placement class 'forced_pcie'", "forced_pcie: {} to leave it unjudged"],
+    ),
+    "latency bound missing": (
+        lambda d: d["collectives"]["latency"].pop("up_to"),
+        ["collectives.latency: missing required key 'up_to'", 'add up_to: "64 KiB"'],
+    ),
+    "n½ fraction above 100 %": (
+        lambda d: d["collectives"]["half_peak"].update(fraction="150 %"),
+        ["collectives.half_peak.fraction: is above 100 %"],
+    ),
+    "n½ ceiling as a duration": (
+        lambda d: d["collectives"]["half_peak"]["ceilings"]["nvswitch"]["all_reduce"][2].update(max="30 µs"),
+        ['collectives.half_peak.ceilings.nvswitch.all_reduce.2.max: "30 µs" is a duration, not a size'],
+    ),
+    "n½ section missing": (
+        lambda d: d["collectives"].pop("half_peak"),
+        ["collectives: missing required key 'half_peak'", 'add half_peak: {fraction: "50 %"'],
     ),
     "count with a unit": (
         lambda d: d["collectives"]["hardware"].update(iters="20 x"),
@@ -298,7 +413,7 @@ BROKEN = {
     ),
     "timeout without unit": (
         lambda d: d["collectives"]["simulated"].update(timeout=60),
-        ['collectives.simulated.timeout: "60" has no unit; write it as "60 s"'],
+        ['collectives.simulated.timeout: "60" has no unit;', 'most likely seconds: write "60 s"'],
     ),
     "bridged profile without group_size": (
         lambda d: d["profiles"]["h200-nvl-8"].pop("group_size"),

@@ -142,3 +142,31 @@ def test_quad_beats_pair(node, measurements, placement, collective_worker, recor
         node.thresholds, placement=placement.id, pair_placement=inner[0].id, quad_busbw_bytes_per_s=quad.busbw,
         pair_busbw_bytes_per_s=pair.busbw))
     assert verdict.ok, verdict.message
+
+
+def _curve(sweep) -> list:
+    return [{"bytes": r.bytes, "time_s": r.time_s, "busbw": r.busbw, "path": getattr(r, "path", "")} for r in sweep.results]
+
+
+@pytest.mark.placements(*COLLECTIVE_CLASSES)
+@pytest.mark.parametrize("op", OPS)
+def test_small_message_latency(node, measurements, placement, op, collective_worker, record):
+    """Small messages are fast: the median time per call up to latency.up_to stays under the ceiling."""
+    sweep = measurements.sweep(placement, op, collective_worker)
+    require(record, f"{op} sweep", placement, sweep)
+    verdict = record(checks.latency.small_message_latency_check(
+        node.thresholds, op=op, placement=placement.id, placement_class=placement.klass, n_gpus=placement.n_gpus,
+        simulated=node.simulated, curve=_curve(sweep)))
+    assert verdict.ok, verdict.message
+
+
+@pytest.mark.placements(*COLLECTIVE_CLASSES)
+@pytest.mark.parametrize("op", OPS)
+def test_half_peak_size(node, measurements, placement, op, collective_worker, record):
+    """n½: busbw reaches half its peak by a size under the ceiling (slow small messages push it up)."""
+    sweep = measurements.sweep(placement, op, collective_worker)
+    require(record, f"{op} sweep", placement, sweep)
+    verdict = record(checks.latency.half_peak_size_check(
+        node.thresholds, op=op, placement=placement.id, placement_class=placement.klass, n_gpus=placement.n_gpus,
+        simulated=node.simulated, curve=_curve(sweep)))
+    assert verdict.ok, verdict.message

@@ -11,20 +11,26 @@ float32 whatever order NCCL adds in. A wrong, stale (not written) or misplaced e
 differs from the expected value; outputs start as NaN before the checked pass so an element the
 collective never wrote cannot pass.
 
+Timing: on GPUs, sizes up to `graph_up_to` are timed twice, as eager calls and as the same calls
+replayed from a CUDA graph (see wirecheck.collective_timing); the parent keeps the faster path per size
+and records both. Each timed path is checked element by element. gloo/CPU has eager calls only.
+
 Worker functions (`measure`, `measure_loop`) run inside `launcher.WorkerGroup` ranks; `combine`,
-`busbw_factor` and `format_table` run in the parent and touch no device.
+`busbw_factor`, `feasible_sizes` and `format_table` run in the parent and touch no device.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 import torch.distributed as dist
+
+from wirecheck import collective_timing as timing
+from wirecheck.curve import EAGER, GRAPH, choose_path
 
 if TYPE_CHECKING:
     from wirecheck.worker import RankContext
@@ -40,6 +46,7 @@ MAX_RANKS = 256
 # Elements generated/compared at a time: keeps the checker's temporaries small next to 1 GiB buffers.
 CHUNK_ELEMENTS = 1 << 24
 BROADCAST_ROOT = 0
+CAPTURE_FAILED_ELSEWHERE = "capture failed on another rank"
 
 # ---- data ----------------------------------------------------------------------------------------
 
@@ -199,6 +206,17 @@ def busbw_factor(op: str, n: int) -> float:
     return get(op).bus_factor(n)
 
 
+def min_size(op: str, n: int) -> int:
+    """The smallest size in bytes that gives every rank at least one element of `op`'s buffers."""
+    return ELEMENT_BYTES * (n if get(op).chunked else 1)
+
+
+def feasible_sizes(op: str, sizes, n: int) -> list[int]:
+    """The sizes of a sweep that `op` can run on n ranks (nccl-tests prints 0-byte rows for the others;
+    we leave them out)."""
+    return [s for s in sizes if s >= min_size(op, n)]
+
+
 def buffer_elements(op: str, size: int, n: int) -> int:
     """Elements of the size-defining buffer for `size` bytes on n ranks (rounded down as nccl-tests does)."""
     c = get(op)
@@ -218,36 +236,6 @@ def buffer_elements(op: str, size: int, n: int) -> int:
 
 def _is_cuda(ctx: RankContext) -> bool:
     return ctx.device.type == "cuda"
-
-
-def _line_up(ctx: RankContext) -> None:
-    """All ranks enter the timed loop together and with an idle device."""
-    if _is_cuda(ctx):
-        dist.barrier(device_ids=[ctx.device.index])
-        torch.cuda.synchronize(ctx.device)
-    else:
-        dist.barrier()
-
-
-def _timed(ctx: RankContext, c: Collective, inp: torch.Tensor, out: torch.Tensor, iters: int) -> float:
-    """Mean seconds per call over `iters` back-to-back calls on this rank."""
-    _line_up(ctx)
-    if _is_cuda(ctx):
-        # Events on the current stream bracket the whole loop: ProcessGroupNCCL makes its stream wait
-        # for the current one before each call and the current one wait for it after, so the time
-        # is device time of the collectives themselves, without per-call host overhead between.
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            c.launch(inp, out)
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3 / iters
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        c.launch(inp, out)  # gloo calls return when done
-    return (time.perf_counter() - t0) / iters
 
 
 def _count_wrong(c: Collective, out: torch.Tensor, rank: int, n: int, count: int) -> tuple[int, int | None]:
@@ -278,36 +266,82 @@ def _release(ctx: RankContext) -> None:
         torch.cuda.empty_cache()
 
 
-def _measure_size(ctx: RankContext, op: str, size: int, warmup_iters: int, iters: int,
-                  check: bool) -> dict[str, Any]:
-    c = COLLECTIVES[op]  # looked up per call: a self-test may have swapped the entry in this process
+def _check(ctx: RankContext, c: Collective, inp: torch.Tensor, out: torch.Tensor, count: int,
+           run: Callable[[], None]) -> tuple[int, int | None]:
+    """Fresh input, NaN output, one call through `run` (an eager launch or a graph replay), then every
+    element compared."""
     n, rank = ctx.world_size, ctx.rank
+    c.fill(inp, rank, n)  # in-place collectives overwrote it while timing
+    if not c.in_place:
+        out.fill_(math.nan)
+    run()
+    if _is_cuda(ctx):
+        torch.cuda.synchronize(ctx.device)
+    return _count_wrong(c, out, rank, n, count)
+
+
+def _all_ranks_agree(ctx: RankContext, ok: bool) -> bool:
+    """True when `ok` holds on every rank (a rank that could not capture must not leave the others
+    replaying a graph it never joins)."""
+    flag = torch.tensor([1 if ok else 0], dtype=torch.int32, device=ctx.device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+    return bool(flag.item())
+
+
+def _measure_size(ctx: RankContext, op: str, size: int, warmup_iters: int, iters: int,
+                  check: bool, graph: bool = False) -> dict[str, Any]:
+    c = COLLECTIVES[op]  # looked up per call: a self-test may have swapped the entry in this process
+    n = ctx.world_size
     count = buffer_elements(op, size, n)
     inp, out = _allocate(c, count, n, ctx.device)
+
+    def launch() -> None:
+        c.launch(inp, out)
+
+    graph_time_s: float | None = None
+    graph_note: str | None = None
+    wrong_by_path: dict[str, int] = {}
+    first_bad: int | None = None
     try:
-        c.fill(inp, rank, n)
+        c.fill(inp, ctx.rank, n)
         for _ in range(warmup_iters):
-            c.launch(inp, out)
-        time_s = _timed(ctx, c, inp, out, iters)
-        wrong: int | None = None
-        first_bad: int | None = None
+            launch()  # also the communicator's warm-up before any capture
+        eager_time_s = timing.time_eager(ctx, launch, iters)
+        timed = check_graph = None
+        if graph:
+            try:
+                timed = timing.capture(ctx, launch, iters)
+                check_graph = timing.capture(ctx, launch, 1) if check else None
+            except RuntimeError as exc:
+                graph_note = f"capture failed on rank {ctx.rank}: {exc}".splitlines()[0]
+            if not _all_ranks_agree(ctx, graph_note is None):
+                graph_note = graph_note or CAPTURE_FAILED_ELSEWHERE
+                timed = check_graph = None
+        if timed is not None:
+            graph_time_s = timing.time_replay(ctx, timed, iters)
+            del timed
         if check:
-            c.fill(inp, rank, n)  # in-place collectives overwrote it while timing
-            if not c.in_place:
-                out.fill_(math.nan)
-            c.launch(inp, out)
-            if _is_cuda(ctx):
-                torch.cuda.synchronize(ctx.device)
-            wrong, first_bad = _count_wrong(c, out, rank, n, count)
+            runs: list[tuple[str, Callable[[], None]]] = [(EAGER, launch)]
+            if check_graph is not None:
+                runs.append((GRAPH, lambda: timing.replay(ctx, check_graph)))
+            for path, run in runs:
+                wrong, first = _check(ctx, c, inp, out, count, run)
+                wrong_by_path[path] = wrong
+                if first_bad is None and first is not None:
+                    first_bad = first
+        check_graph = None
     finally:
         del inp, out
         _release(ctx)
     return {
         "bytes": count * ELEMENT_BYTES,
         "requested_bytes": size,
-        "time_s": time_s,
-        "wrong": wrong,
+        "time_s": eager_time_s,
+        "graph_time_s": graph_time_s,
+        "graph_note": graph_note,
+        "wrong": sum(wrong_by_path.values()) if check else None,
         "first_bad": first_bad,
+        "wrong_by_path": wrong_by_path,
     }
 
 
@@ -325,16 +359,28 @@ def _provenance(ctx: RankContext) -> dict[str, Any]:
 
 
 def measure(ctx: RankContext, op: str, sizes: list[int], warmup_iters: int, iters: int,
-            check: bool = True) -> dict[str, Any]:
-    """Worker function: time `op` at each size (mean per call on this rank) and check one result.
+            check: bool = True, graph_up_to: int | None = None) -> dict[str, Any]:
+    """Worker function: time `op` at each size (mean per call on this rank) and check the result.
 
-    results[i]["wrong"] is the number of wrong elements in this rank's output (None when check=False),
-    "first_bad" the first wrong element's index.
+    Sizes up to `graph_up_to` are also timed as CUDA-graph replays ("graph_time_s"; None when not
+    measured, "graph_note" says why where it was asked for). results[i]["time_s"] is the eager time,
+    "wrong" the number of wrong elements in this rank's output over every checked path (None when
+    check=False), "wrong_by_path" per path, "first_bad" the first wrong element's index.
     """
     get(op)
     if iters < 1:
         raise ValueError(f"{op}: iters must be >= 1, got {iters}")
-    results = [_measure_size(ctx, op, size, warmup_iters, iters, check) for size in sizes]
+    unavailable = None
+    if graph_up_to is not None:
+        nccl = _provenance(ctx)["nccl_version"]
+        unavailable = timing.graph_unavailable(ctx, nccl)
+    results = []
+    for size in sizes:
+        wanted = graph_up_to is not None and size <= graph_up_to
+        res = _measure_size(ctx, op, size, warmup_iters, iters, check, graph=wanted and unavailable is None)
+        if wanted and unavailable is not None:
+            res["graph_note"] = unavailable
+        results.append(res)
     return {
         "rank": ctx.rank,
         "op": op,
@@ -343,6 +389,7 @@ def measure(ctx: RankContext, op: str, sizes: list[int], warmup_iters: int, iter
         **_provenance(ctx),
         "warmup_iters": warmup_iters,
         "iters": iters,
+        "graph_up_to": graph_up_to,
         "results": results,
     }
 
@@ -359,18 +406,24 @@ def measure_loop(ctx: RankContext, op: str, size: int, iters: int, warmup_iters:
 
 @dataclass(frozen=True)
 class SizeResult:
-    """One size of one collective over all ranks. The slowest rank's time counts."""
+    """One size of one collective over all ranks. The slowest rank's time counts; where both paths
+    were timed, the faster path's (`path`) counts and both stay in the record."""
 
     op: str
     world_size: int
     bytes: int
     requested_bytes: int
-    time_s: float
+    time_s: float  # per call, the path that counts
     algbw: float  # bytes/s
     busbw: float  # bytes/s
-    rank_time_spread: float  # slowest / fastest rank
-    wrong_by_rank: dict[int, int | None]  # None: not checked
+    rank_time_spread: float  # slowest / fastest rank, on the path that counts
+    wrong_by_rank: dict[int, int | None]  # None: not checked; else wrong elements over every checked path
     first_bad_by_rank: dict[int, int]  # only ranks with wrong elements
+    path: str = EAGER  # "eager" or "graph"
+    eager_time_s: float | None = None  # slowest rank's eager time per call
+    graph_time_s: float | None = None  # slowest rank's graph-replay time per call; None: not timed
+    graph_note: str | None = None  # why the graph path was not timed where it was asked for
+    bad_paths: tuple[str, ...] = ()  # paths whose output had wrong elements on some rank
 
     @property
     def checked(self) -> bool:
@@ -392,21 +445,36 @@ class SizeResult:
             return None
         ranks = "; ".join(f"rank {r} has {w} wrong element(s) (first at element {self.first_bad_by_rank[r]})"
                           for r, w in bad)
-        return f"{self.op} at {self.bytes} B on {self.world_size} ranks: {ranks}"
+        paths = f" ({' and '.join(self.bad_paths)} path)" if self.graph_time_s is not None and self.bad_paths else ""
+        return f"{self.op} at {self.bytes} B on {self.world_size} ranks: {ranks}{paths}"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _size_result(op: str, n: int, nbytes: int, requested: int, times: list[float],
-                 wrong: dict[int, int | None], first_bad: dict[int, int]) -> SizeResult:
+def _slowest(times: list[float]) -> tuple[float, float]:
+    """(slowest, slowest / fastest)."""
     slowest, fastest = max(times), min(times)
-    algbw = nbytes / slowest if slowest > 0 else math.inf
+    return slowest, (slowest / fastest if fastest > 0 else math.inf)
+
+
+def _size_result(op: str, n: int, nbytes: int, requested: int, times: list[float],
+                 wrong: dict[int, int | None], first_bad: dict[int, int],
+                 graph_times: list[float | None] | None = None, graph_note: str | None = None,
+                 bad_paths: tuple[str, ...] = ()) -> SizeResult:
+    eager, eager_spread = _slowest(times)
+    graph = None
+    graph_spread = math.inf
+    if graph_times and all(t is not None for t in graph_times):
+        graph, graph_spread = _slowest([t for t in graph_times if t is not None])
+    path, time_s = choose_path(eager, graph)
+    algbw = nbytes / time_s if time_s > 0 else math.inf
     return SizeResult(
-        op=op, world_size=n, bytes=nbytes, requested_bytes=requested, time_s=slowest,
+        op=op, world_size=n, bytes=nbytes, requested_bytes=requested, time_s=time_s,
         algbw=algbw, busbw=algbw * busbw_factor(op, n),
-        rank_time_spread=slowest / fastest if fastest > 0 else math.inf,
+        rank_time_spread=graph_spread if path == GRAPH else eager_spread,
         wrong_by_rank=wrong, first_bad_by_rank=first_bad,
+        path=path, eager_time_s=eager, graph_time_s=graph, graph_note=graph_note, bad_paths=bad_paths,
     )
 
 
@@ -422,7 +490,7 @@ def _by_rank(op: str, world_size: int, records: list[dict[str, Any]]) -> list[di
 
 
 def combine(op: str, world_size: int, rank_records: list[dict[str, Any]]) -> list[SizeResult]:
-    """Per-rank `measure` records -> one SizeResult per size."""
+    """Per-rank `measure` records -> one SizeResult per size (the faster path where both were timed)."""
     records = _by_rank(op, world_size, rank_records)
     sizes = [res["bytes"] for res in records[0]["results"]]
     for rec in records:
@@ -432,11 +500,18 @@ def combine(op: str, world_size: int, rank_records: list[dict[str, Any]]) -> lis
     out = []
     for k, nbytes in enumerate(sizes):
         per_rank = [rec["results"][k] for rec in records]
+        # The rank that failed says why; the others only that someone did.
+        notes = sorted((res["graph_note"] for res in per_rank if res.get("graph_note")),
+                       key=lambda note: note == CAPTURE_FAILED_ELSEWHERE)
+        bad = sorted({path for res in per_rank for path, w in (res.get("wrong_by_path") or {}).items() if w})
         out.append(_size_result(
             op, world_size, nbytes, per_rank[0]["requested_bytes"],
             [res["time_s"] for res in per_rank],
             {rank: res["wrong"] for rank, res in enumerate(per_rank)},
             {rank: res["first_bad"] for rank, res in enumerate(per_rank) if res["wrong"]},
+            graph_times=[res.get("graph_time_s") for res in per_rank],
+            graph_note=notes[0] if notes else None,
+            bad_paths=tuple(bad),
         ))
     return out
 
@@ -448,16 +523,29 @@ def combine_loop(op: str, world_size: int, rank_records: list[dict[str, Any]]) -
                         [r["time_s"] for r in records], {r["rank"]: None for r in records}, {})
 
 
+def _us(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e6:.2f}"
+
+
 def format_table(op: str, results: list[SizeResult]) -> str:
-    """An nccl-tests-like table: size, count, time (us), algbw and busbw (GB/s = 1e9 B/s), #wrong."""
+    """An nccl-tests-like table: size, count, time (us) and busbw of the path that counts, which path,
+    both paths' times, #wrong. GB/s = 1e9 B/s."""
     n = results[0].world_size if results else "?"
     lines = [
-        f"# {op}, {n} ranks, float32, slowest rank's mean time per call",
-        f"#{'size':>11} {'count':>13} {'time':>10} {'algbw':>8} {'busbw':>8} {'#wrong':>7}",
-        f"#{'(B)':>11} {'(elements)':>13} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8} {'':>7}",
+        f"# {op}, {n} ranks, float32, slowest rank's mean time per call; path: the faster of eager calls "
+        "and CUDA-graph replay (graph timed up to graph_up_to)",
+        f"#{'size':>11} {'count':>13} {'time':>10} {'algbw':>8} {'busbw':>8} {'path':>6} {'eager':>10} "
+        f"{'graph':>10} {'#wrong':>7}",
+        f"#{'(B)':>11} {'(elements)':>13} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8} {'':>6} {'(us)':>10} "
+        f"{'(us)':>10} {'':>7}",
     ]
+    notes = []
     for r in results:
         wrong = "-" if r.wrong is None else str(r.wrong)
         lines.append(f" {r.bytes:>11} {r.bytes // ELEMENT_BYTES:>13} {r.time_s * 1e6:>10.2f} "
-                     f"{r.algbw / 1e9:>8.2f} {r.busbw / 1e9:>8.2f} {wrong:>7}")
+                     f"{r.algbw / 1e9:>8.2f} {r.busbw / 1e9:>8.2f} {r.path:>6} {_us(r.eager_time_s):>10} "
+                     f"{_us(r.graph_time_s):>10} {wrong:>7}")
+        if r.graph_note and r.graph_note not in notes:
+            notes.append(r.graph_note)
+    lines += [f"# graph path: {note}" for note in notes]
     return "\n".join(lines)

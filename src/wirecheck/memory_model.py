@@ -7,6 +7,8 @@ ARTICLE: the textbook mixed-precision Adam figure the project was founded on, 2 
     DDP 2+2+8, ZeRO-1 2+2+8/N, ZeRO-2 2+(2+8)/N, ZeRO-3 and FSDP (2+2+8)/N.
 It reproduces the article's Mistral-7B figures (7.24e9 params, 4 GPUs: DDP ~87 GB, FSDP
 ~22 GB). It leaves out the fp32 master copy that real mixed-precision Adam keeps.
+In fp32 the same accounting holds params and grads in 4 bytes: 4+4+8 (no master copy is
+needed when the parameters are fp32 already).
 
 IMPLEMENTATION: what the implementations used here really allocate, checked against the
 tensors they hold (wirecheck.training.state_bytes, self-tests on CPU at 2 ranks) and
@@ -33,13 +35,17 @@ slack come on top of it in any measured peak.
 
 from __future__ import annotations
 
+import math
+from numbers import Real
 from typing import NamedTuple
+
+from wirecheck.precision import DEFAULT as DEFAULT_PRECISION
+from wirecheck.precision import precision as _precision
 
 STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 ARTICLE = "article"
 IMPLEMENTATION = "implementation"
 ACCOUNTINGS = (ARTICLE, IMPLEMENTATION)
-PRECISIONS = ("bf16", "fp32")
 GB = 1e9  # the article's GB: decimal
 
 
@@ -55,30 +61,41 @@ def _check(strategy: str, n_gpus: int, accounting: str, precision: str) -> None:
         raise ValueError(f"strategy {strategy!r}: expected one of {STRATEGIES}")
     if accounting not in ACCOUNTINGS:
         raise ValueError(f"accounting {accounting!r}: expected one of {ACCOUNTINGS}")
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision {precision!r}: expected one of {PRECISIONS}")
-    if not isinstance(n_gpus, int) or n_gpus < 1:
+    _precision(precision)
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, int) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive integer, got {n_gpus!r}")
 
 
+def _check_params(n_params: object) -> None:
+    # A count from a computation (capacity.py sizes a model from a memory budget) need not be
+    # whole, but it must be a real, finite count of at least one parameter: NaN and inf would
+    # fail deep inside round(), and a fraction of a parameter predicts a table of zeros.
+    if isinstance(n_params, bool) or not isinstance(n_params, Real):
+        raise ValueError(f"n_params must be a number of parameters, got {n_params!r}")
+    if not math.isfinite(n_params):
+        raise ValueError(f"n_params must be a finite number of parameters, got {n_params!r}")
+    if n_params < 1:
+        raise ValueError(f"n_params must be at least 1 (a model has at least one parameter), got {n_params!r}")
+
+
 def bytes_per_param(
-    strategy: str, n_gpus: int, accounting: str = IMPLEMENTATION, precision: str = "bf16"
+    strategy: str, n_gpus: int, accounting: str = IMPLEMENTATION, precision: str = DEFAULT_PRECISION
 ) -> tuple[float, float, float]:
     """(params, grads, optimizer) bytes per model parameter held by one GPU of n_gpus.
 
-    ARTICLE ignores `precision`: it is the mixed-precision accounting by definition.
+    ARTICLE: params and grads in the precision's bytes (bf16 2, fp32 4) and Adam m, v 8.
     """
     _check(strategy, n_gpus, accounting, precision)
     n = n_gpus
+    low = _precision(precision).model_bytes  # the article's params/grads; DeepSpeed's model dtype
     if accounting == ARTICLE:
         return {
-            "ddp": (2, 2, 8),
-            "zero1": (2, 2, 8 / n),
-            "zero2": (2, 2 / n, 8 / n),
-            "zero3": (2 / n, 2 / n, 8 / n),
-            "fsdp": (2 / n, 2 / n, 8 / n),
+            "ddp": (low, low, 8),
+            "zero1": (low, low, 8 / n),
+            "zero2": (low, low / n, 8 / n),
+            "zero3": (low / n, low / n, 8 / n),
+            "fsdp": (low / n, low / n, 8 / n),
         }[strategy]
-    low = 2 if precision == "bf16" else 4  # DeepSpeed's model dtype: its params and grads
     return {
         "ddp": (4, 4, 8),  # fp32 params under autocast
         "zero1": (low, low, 12 / n),  # fp32 master 4 + Adam 8, partitioned
@@ -93,21 +110,25 @@ def predict(
     n_params: int,
     n_gpus: int,
     accounting: str = IMPLEMENTATION,
-    precision: str = "bf16",
+    precision: str = DEFAULT_PRECISION,
 ) -> StateBytes:
     """Model-state bytes one GPU holds when n_gpus train a model of n_params with `strategy`."""
-    if n_params < 0:
-        raise ValueError(f"n_params must be >= 0, got {n_params}")
+    _check_params(n_params)
     p, g, o = (round(b * n_params) for b in bytes_per_param(strategy, n_gpus, accounting, precision))
     return StateBytes(p, g, o, p + g + o)
 
 
 def format_memory_table(
-    n_params: int, n_gpus: int, accounting: str = IMPLEMENTATION, precision: str = "bf16"
+    n_params: int, n_gpus: int, accounting: str = IMPLEMENTATION, precision: str = DEFAULT_PRECISION
 ) -> str:
     """Per-strategy GB per GPU (params, grads, optimizer, total), for `wirecheck memory`."""
     rows = [(s, predict(s, n_params, n_gpus, accounting, precision)) for s in STRATEGIES]
-    what = "mixed-precision Adam, 2+2+8 B/param" if accounting == ARTICLE else precision
+    if accounting == ARTICLE:
+        low = _precision(precision).model_bytes
+        kind = "mixed-precision" if low < 4 else "full-precision"
+        what = f"{precision} {kind} Adam, {low}+{low}+8 B/param"
+    else:
+        what = precision
     lines = [
         f"model state per GPU: {n_params:.3g} parameters on {n_gpus} GPU(s), "
         f"{accounting} accounting ({what}); GB = 1e9 bytes",

@@ -174,7 +174,11 @@ class Job:
     def collective(self, op: str):
         """Measure `op` over the whole job; every rank gets every rank's record. A rank whose measurement
         raises leaves the job (see `run`): its peers' collectives then fail, and rank 0 records that."""
-        rec = self.collective_worker(self.ctx, op=op, sizes=self.sizes, warmup_iters=self.settings.warmup_iters,
+        from wirecheck.collectives import feasible_sizes
+
+        # Sizes too small to give every rank an element (all_gather at 8 B on 16 GPUs) are left out.
+        sizes = feasible_sizes(op, self.sizes, self.world)
+        rec = self.collective_worker(self.ctx, op=op, sizes=sizes, warmup_iters=self.settings.warmup_iters,
                                      iters=self.settings.iters)
         gathered: list = [None] * self.world
         self.dist.all_gather_object(gathered, rec)

@@ -35,7 +35,8 @@ UNITS: dict[str, dict[str, float]] = {
         "GiB": 2.0**30,
         "TiB": 2.0**40,
     },
-    "time": {"ms": 1e-3, "s": 1.0, "min": 60.0},
+    # Microseconds for small-message latencies: "us" (ASCII), "µs" (micro sign) and "μs" (Greek mu).
+    "time": {"us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0},
     "percent": {"%": 0.01},
     "ratio": {"x": 1.0},
     "params": {"params": 1.0},
@@ -111,10 +112,9 @@ def parse_quantity(text: object, kind: str, where: str) -> float:
     if isinstance(text, bool) or text is None:
         raise QuantityError(f"{where}: {text!r} is not {NOUNS[base]}; write it with its unit, e.g. {_quoted(example)}")
     if isinstance(text, (int, float)):
-        # A bare YAML number: the unit is the one thing we will not guess.
-        number = format(text, "g") if isinstance(text, float) else str(text)
-        default_unit = example.split(" ", 1)[1]
-        raise QuantityError(f"{where}: {_quoted(number)} has no unit; write it as {_quoted(f'{number} {default_unit}')}")
+        # A bare YAML number: the unit is the one thing we will not guess, only suggest.
+        number = _number_text(text)
+        raise QuantityError(f"{where}: {_quoted(number)} has no unit; {unitless_fix(number, float(text), base)}")
     if not isinstance(text, str):
         raise QuantityError(
             f"{where}: expected {NOUNS[base]} as a string like {_quoted(example)}, got a {type(text).__name__}"
@@ -128,8 +128,7 @@ def parse_quantity(text: object, kind: str, where: str) -> float:
     number_text, unit = match.groups()
     value = float(number_text)
     if not unit:
-        default_unit = example.split(" ", 1)[1]
-        raise QuantityError(f"{where}: {_quoted(text)} has no unit; write it as {_quoted(f'{number_text} {default_unit}')}")
+        raise QuantityError(f"{where}: {_quoted(text.strip())} has no unit; {unitless_fix(number_text, value, base)}")
     if unit not in units:
         other = _kind_of_unit(unit)
         if other is not None:
@@ -146,6 +145,67 @@ def parse_quantity(text: object, kind: str, where: str) -> float:
     return value * units[unit]
 
 
+def _number_text(value: int | float) -> str:
+    """A YAML number as its reader wrote it: 4194304 stays 4194304, not 4.1943e+06."""
+    if isinstance(value, int):
+        return str(value)
+    short = format(value, "g")
+    return short if float(short) == value else repr(value)
+
+
+# Sizes a bare whole number of bytes is rewritten in, largest first: binary units for the
+# power-of-two buffers, decimal ones for the GB figures of GPU memory.
+_EXACT_SIZE_UNITS = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("TB", 10**12), ("GB", 10**9), ("MB", 10**6))
+
+
+def _exact_size(n_bytes: int) -> str:
+    """A whole number of bytes in the largest unit it divides evenly ("4 MiB"), else in B."""
+    for unit, factor in _EXACT_SIZE_UNITS:
+        if n_bytes >= factor and n_bytes % factor == 0:
+            return f"{n_bytes // factor} {unit}"
+    return f"{n_bytes} B"
+
+
+def unitless_fix(number: str, value: float, kind: str) -> str:
+    """The fix for a bare number of `kind`: what it most likely meant, and the value to write.
+
+    Suggesting the example's unit blindly is wrong where it matters most: `floor_size: 4194304`
+    is bytes (sizes are counted in bytes by nccl-tests' -b/-e and by torch), and "4194304 GiB"
+    would be 4 PiB. So each kind says what a bare number most likely is, and the sizes get
+    rewritten in a unit they divide evenly.
+    """
+    base = _base_kind(kind)
+    if not math.isfinite(value):
+        return f"write a finite number with its unit, e.g. {_quoted(EXAMPLES[base])}"
+    if base == "size":
+        if value.is_integer() and 1024 <= value < 2**60:
+            n_bytes = int(value)
+            exact = _exact_size(n_bytes)
+            same = f' (the same as "{n_bytes} B")' if not exact.endswith(" B") else ""
+            return f"a bare size this large is most likely bytes: write {_quoted(exact)}{same}, or the unit you meant"
+        # Too small (or fractional) to be a buffer or a memory size in bytes: it names a unit we
+        # cannot know, so offer the two likely ones rather than pick one.
+        return f"write it with the unit you meant, e.g. {_quoted(f'{number} GiB')} or {_quoted(f'{number} MiB')}"
+    if base == "bandwidth":
+        return f"a bare bandwidth is most likely GB/s (what nccl-tests prints): write {_quoted(f'{number} GB/s')}"
+    if base == "time":
+        return f"a bare duration is most likely seconds: write {_quoted(f'{number} s')}"
+    if base == "percent":
+        if 0 < value <= 1:
+            # 0.9 as a percentage would be almost nothing; as a fraction it is the usual 90 %.
+            return (f"{number} is most likely a fraction: write {_quoted(f'{_trim(value * 100, 4)} %')} "
+                    f"(or {_quoted(f'{number} %')} if you meant {number} percent)")
+        return f"write it as a percentage: {_quoted(f'{number} %')}"
+    if base == "ratio":
+        return f"write it as a ratio: {_quoted(f'{number} x')}"
+    if base == "params":
+        return f"write it as a parameter count: {_quoted(f'{number} params')}"
+    if base == "throughput":
+        return f"write it as a throughput: {_quoted(f'{number} tokens/s')}"
+    # rate: the DCGM rules come per second (NVLink CRC) and per minute (PCIe replays).
+    return f"write it as events per time: {_quoted(f'{number} /s')} or {_quoted(f'{number} /min')}"
+
+
 def _trim(value: float, decimals: int = 1) -> str:
     """1.0 -> "1", 1.25 -> "1.2": short numbers for messages."""
     text = f"{value:.{decimals}f}"
@@ -158,6 +218,15 @@ def format_bytes(n_bytes: float) -> str:
         if abs(n_bytes) >= factor:
             return f"{_trim(n_bytes / factor)} {unit}"
     return f"{_trim(n_bytes, 0)} B"
+
+
+def format_time(seconds: float) -> str:
+    """A duration for messages in the unit that keeps it readable: "19.6 µs", "3.3 ms", "120 s"."""
+    if abs(seconds) < 1e-3:
+        return f"{_trim(seconds * 1e6)} \u00b5s"
+    if abs(seconds) < 1.0:
+        return f"{_trim(seconds * 1e3, 2)} ms"
+    return f"{_trim(seconds)} s"
 
 
 def format_bw(bytes_per_s: float) -> str:
@@ -173,7 +242,7 @@ def format_quantity(value: float, kind: str) -> str:
     if base == "size":
         return format_bytes(value)
     if base == "time":
-        return f"{_trim(value)} s"
+        return format_time(value)
     if base == "percent":
         return f"{_trim(value * 100)} %"
     if base == "ratio":

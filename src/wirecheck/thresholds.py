@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 
+from wirecheck.curve import SWEEP_NAMES, SweepSpec, geometric_sizes
 from wirecheck.placement import (
     CLASSES,
     CLASS_NETWORK,
@@ -24,13 +25,14 @@ from wirecheck.placement import (
     CLASS_SINGLE,
 )
 from wirecheck.collectives import OPS
+from wirecheck.precision import NAMES as PRECISIONS
+from wirecheck.precision import why_unsupported
 from wirecheck.quantity import format_bw, format_quantity
 from wirecheck.thresholds_yaml import SOURCE_HINT, ThresholdsError, _At, _read_yaml, _suggest
 from wirecheck.topology import BRIDGED, FABRICS, PCIE, PCIE_LEVELS
 
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
 STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
-PRECISIONS = ("bf16", "fp16", "fp32")
 ANY = "any"  # a GPU-count (or placement-class) key that matches whatever has no entry of its own
 
 # Sections that must be present, even if empty ({} = judged by the derived floor only): a class
@@ -79,12 +81,43 @@ class Profile:
 
 @dataclass(frozen=True)
 class CollectiveSettings:
-    sizes: tuple[int, ...]  # bytes
-    floor_size: int  # bytes; floors are judged at this size only
+    sweeps: Mapping[str, SweepSpec]  # "quick" (the default run) and "full" (the whole curve)
+    floor_size: int  # bytes; floors are judged at this size only (in every sweep)
     warmup_iters: int
     iters: int
     timeout_s: float
     benchmark_rounds: int
+    # Sizes up to this are also timed as CUDA-graph replays (the faster path counts); None: eager
+    # only (always so in simulation: gloo has no graphs).
+    graph_up_to: int | None = None
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """The default (quick) sweep, in bytes."""
+        return self.sweeps["quick"].sizes
+
+    def sizes_for(self, sweep: str) -> tuple[int, ...]:
+        return self.sweep(sweep).sizes
+
+    def sweep(self, name: str) -> SweepSpec:
+        _check_name(name, SWEEP_NAMES, "sweep")
+        return self.sweeps[name]
+
+
+@dataclass(frozen=True)
+class LatencyRule:
+    """Small-message latency: the median time per call over the sweep's sizes up to `up_to`."""
+
+    up_to: int  # bytes
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class HalfPeakRule:
+    """n½: the size where busbw first reaches `fraction` of the curve's peak busbw."""
+
+    fraction: float
+    yaml_path: str
 
 
 @dataclass(frozen=True)
@@ -164,7 +197,7 @@ class TrainingSettings:
     warmup_steps: int
     steps: int
     timeout_s: float
-    precision: str  # bf16 | fp16 | fp32
+    precision: str  # a name in wirecheck.precision.PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -270,6 +303,10 @@ class Thresholds:
     _collective_settings: Mapping[bool, CollectiveSettings]  # keyed by `simulated`
     _floors: Mapping[tuple[str, str], CountTable]
     _simulated_floors: Mapping[str, CountTable]
+    latency: LatencyRule
+    half_peak: HalfPeakRule
+    _latency_ceilings: Mapping[bool, Mapping]  # simulated -> {(class, op) | op: CountTable}
+    _half_peak_ceilings: Mapping[bool, Mapping]
     _training_settings: Mapping[bool, TrainingSettings]
     _training_limits: Mapping[bool, TrainingLimits]
     health: HealthLimits
@@ -334,6 +371,24 @@ class Thresholds:
             )
         return None
 
+    def latency_limit(self, placement_class: str, op: str, n_gpus: int, simulated: bool) -> Limit | None:
+        """The small-message latency ceiling (seconds) for this placement, op and GPU count, or None.
+
+        Hardware: by class, op, then exact count or `any`. Simulation: by op only (CPU sanity ceilings).
+        """
+        return self._curve_limit(self._latency_ceilings, placement_class, op, n_gpus, simulated)
+
+    def half_peak_limit(self, placement_class: str, op: str, n_gpus: int, simulated: bool) -> Limit | None:
+        """The n½ ceiling (bytes) for this placement, op and GPU count, or None (not judged)."""
+        return self._curve_limit(self._half_peak_ceilings, placement_class, op, n_gpus, simulated)
+
+    @staticmethod
+    def _curve_limit(tables, placement_class: str, op: str, n_gpus: int, simulated: bool) -> Limit | None:
+        _check_name(placement_class, CLASSES, "placement class")
+        _check_name(op, OPS, "op")
+        key = op if simulated else (placement_class, op)
+        return _by_count(tables[bool(simulated)].get(key), n_gpus)
+
     def training_settings(self, simulated: bool) -> TrainingSettings:
         return self._training_settings[bool(simulated)]
 
@@ -375,7 +430,7 @@ def _count_table(at: _At, what: str, entry: Callable[[_At], Limit]) -> dict[int 
 
 def _bounds_entry(at: _At, kind: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> Limit:
     """{min: ..., max: ..., source: ...} -> Limit. At least one bound; min <= max."""
-    example = {"bandwidth": '"290 GB/s"', "size": '"40 GiB"', "throughput": '"20000 tokens/s"'}[kind]
+    example = {"bandwidth": '"290 GB/s"', "size": '"40 GiB"', "throughput": '"20000 tokens/s"', "time": '"30 µs"'}[kind]
     spec_required = {"source": SOURCE_HINT} | {k: example for k in required}
     spec_optional = {k: example for k in allowed if k not in required}
     f = at.fields("a limit entry", spec_required, spec_optional)
@@ -461,32 +516,73 @@ def _profiles(at: _At) -> dict[str, Profile]:
     return MappingProxyType({str(name): _profile(at.child(name), str(name)) for name in at.value})
 
 
-def _collective_settings(at: _At) -> CollectiveSettings:
+def _whole_bytes(at: _At) -> int:
+    value = at.quantity("size", positive=True)
+    if value != int(value):
+        raise at.error(f'"{at.value}" is not a whole number of bytes', 'write e.g. "8 B" or "1 GiB"')
+    return int(value)
+
+
+def _sweep(at: _At) -> SweepSpec:
+    """{from, to, step}: nccl-tests' -b/-e/-f."""
+    f = at.fields("a size sweep (nccl-tests -b/-e/-f)", required={"from": '"8 B"', "to": '"1 GiB"', "step": '"2 x"'})
+    start, stop = _whole_bytes(f["from"]), _whole_bytes(f["to"])
+    step = f["step"].quantity("ratio")
+    if step != int(step) or step < 2:
+        raise f["step"].error(f'"{f["step"].value}" is not a whole factor of at least 2',
+                              'write e.g. "2 x" (nccl-tests -f takes a whole factor)')
+    if stop < start:
+        raise f["to"].error(f'"{f["to"].value}" is below from "{f["from"].value}"', "swap them")
+    sizes = geometric_sizes(start, stop, int(step))
+    if sizes[-1] != stop:
+        # Silently stopping short could drop the floor size or the top of the curve.
+        above = sizes[-1] * int(step)
+        raise f["to"].error(f"is not from x step^k: the sweep would stop at {sizes[-1]} B",
+                            f"write to: {sizes[-1]} B or {above} B (or change from/step)")
+    return SweepSpec(start, stop, int(step))
+
+
+def _collective_settings(at: _At, simulated: bool) -> CollectiveSettings:
+    if isinstance(at.value, dict) and "sizes" in at.value:
+        # The list of sizes became geometric sweeps (the whole curve, nccl-tests style).
+        raise at.child("sizes").error(
+            "a list of sizes is no longer read; the sizes come from sweeps",
+            'write sweeps: {quick: {from: "8 B", to: "1 GiB", step: "8 x"}, full: {from: "8 B", to: "4 GiB", step: "2 x"}}',
+        )
     f = at.fields(
         "collective run settings",
         required={
-            "sizes": '["1 MiB", "64 MiB", "1 GiB"]',
+            "sweeps": '{quick: {from: "8 B", to: "1 GiB", step: "8 x"}, full: {from: "8 B", to: "4 GiB", step: "2 x"}}',
             "floor_size": '"1 GiB"',
             "warmup_iters": "5",
             "iters": "20",
             "timeout": '"120 s"',
             "benchmark_rounds": "3",
         },
+        optional={"graph_up_to": '"64 MiB"'},
     )
-    sizes = tuple(int(s) for s in f["sizes"].quantity_list("size", "buffer sizes"))
+    if simulated and "graph_up_to" in f:
+        raise f["graph_up_to"].error("simulation runs on gloo, which has no CUDA graphs", "remove graph_up_to")
+    sweeps_at = f["sweeps"]
+    sweeps_at.fields("sweeps", required={name: '{from: "8 B", to: "1 GiB", step: "2 x"}' for name in SWEEP_NAMES})
+    sweeps = MappingProxyType({name: _sweep(sweeps_at.child(name)) for name in SWEEP_NAMES})
     floor_size = int(f["floor_size"].quantity("size", positive=True))
-    if floor_size not in sizes:
-        # Floors are judged only at floor_size: if it is never measured, nothing is judged.
-        raise f["floor_size"].error(
-            f'"{f["floor_size"].value}" is not one of the sizes measured', "add it to sizes or pick one of sizes"
-        )
+    for name, spec in sweeps.items():
+        if floor_size not in spec.sizes:
+            # Floors are judged only at floor_size: if a sweep never measures it, nothing is judged.
+            raise f["floor_size"].error(
+                f'"{f["floor_size"].value}" is not one of the sizes the {name} sweep measures',
+                f"make sweeps.{name} pass through it (from x step^k) or pick one of its sizes",
+            )
+    graph_up_to = _whole_bytes(f["graph_up_to"]) if "graph_up_to" in f else None
     return CollectiveSettings(
-        sizes=sizes,
+        sweeps=sweeps,
         floor_size=floor_size,
         warmup_iters=f["warmup_iters"].count(),
         iters=f["iters"].count(minimum=1),
         timeout_s=f["timeout"].quantity("time", positive=True),
         benchmark_rounds=f["benchmark_rounds"].count(minimum=1),
+        graph_up_to=graph_up_to,
     )
 
 
@@ -494,24 +590,68 @@ def _busbw_entry(at: _At) -> Limit:
     return _bounds_entry(at, "bandwidth", ("min", "max"))
 
 
-def _floors(at: _At) -> dict[tuple[str, str], CountTable]:
-    classes = at.keyed(CLASSES, "placement class", "floors are keyed by placement class")
+def _class_op_tables(at: _At, what: str, entry: Callable[[_At], Limit]) -> dict[tuple[str, str], CountTable]:
+    """class -> op -> GPU count -> entry. Every class with collectives must be present (maybe {})."""
+    classes = at.keyed(CLASSES, "placement class", f"{what}s are keyed by placement class")
     for klass in COLLECTIVE_FLOOR_CLASSES:
         if klass not in classes:
             raise at.error(
                 f"missing placement class {klass!r}",
-                f"add a {klass}: section (or {klass}: {{}} to judge it by the derived floor only)",
+                f"add a {klass}: section (or {klass}: {{}} to judge it by the derived floor only)"
+                if what == "busbw floor" else f"add a {klass}: section (or {klass}: {{}} to leave it unjudged)",
             )
     table: dict[tuple[str, str], CountTable] = {}
     for klass, class_at in classes.items():
         for op, op_at in class_at.keyed(OPS, "op", "ops are").items():
-            table[(klass, op)] = _count_table(op_at, "busbw floor", _busbw_entry)
+            table[(klass, op)] = _count_table(op_at, what, entry)
     return MappingProxyType(table)
 
 
-def _simulated_floors(at: _At) -> dict[str, CountTable]:
+def _op_tables(at: _At, what: str, entry: Callable[[_At], Limit]) -> dict[str, CountTable]:
     ops = at.keyed(OPS, "op", "ops are")
-    return MappingProxyType({op: _count_table(op_at, "busbw floor", _busbw_entry) for op, op_at in ops.items()})
+    return MappingProxyType({op: _count_table(op_at, what, entry) for op, op_at in ops.items()})
+
+
+def _floors(at: _At) -> dict[tuple[str, str], CountTable]:
+    return _class_op_tables(at, "busbw floor", _busbw_entry)
+
+
+def _simulated_floors(at: _At) -> dict[str, CountTable]:
+    return _op_tables(at, "busbw floor", _busbw_entry)
+
+
+def _latency_entry(at: _At) -> Limit:
+    return _bounds_entry(at, "time", ("max",), required=("max",))
+
+
+def _half_peak_entry(at: _At) -> Limit:
+    return _bounds_entry(at, "size", ("max",), required=("max",))
+
+
+_CEILING_TABLES = {
+    "ceilings": "{nvswitch: {all_reduce: {2: {max: ..., source: ...}}}, ...}",
+    "simulated_ceilings": "{all_reduce: {any: {max: ..., source: ...}}}  (or {} to judge nothing in simulation)",
+}
+
+
+def _curve_ceilings(f: dict[str, _At], what: str, entry: Callable[[_At], Limit]) -> Mapping[bool, Mapping]:
+    """Hardware ceilings by class -> op -> count; simulated ones by op -> count (CPU: the class says nothing)."""
+    return MappingProxyType({False: _class_op_tables(f["ceilings"], what, entry),
+                             True: _op_tables(f["simulated_ceilings"], what, entry)})
+
+
+def _latency(at: _At) -> tuple[LatencyRule, Mapping[bool, Mapping]]:
+    f = at.fields("small-message latency checks", required={"up_to": '"64 KiB"', **_CEILING_TABLES})
+    rule = LatencyRule(int(f["up_to"].quantity("size", positive=True)), f["up_to"].cite)
+    return rule, _curve_ceilings(f, "latency ceiling", _latency_entry)
+
+
+def _half_peak(at: _At) -> tuple[HalfPeakRule, Mapping[bool, Mapping]]:
+    f = at.fields("n½ checks", required={"fraction": '"50 %"', **_CEILING_TABLES})
+    fraction = f["fraction"].quantity("percent", positive=True)
+    if fraction > 1:
+        raise f["fraction"].error("is above 100 %", "n½ is where busbw first reaches a fraction of its peak: write e.g. 50 %")
+    return HalfPeakRule(fraction, f["fraction"].cite), _curve_ceilings(f, "n½ ceiling", _half_peak_entry)
 
 
 def _ratio_section(at: _At, key: str, kind: str, example: str) -> tuple[float, str]:
@@ -523,14 +663,16 @@ def _collectives(at: _At) -> dict[str, Any]:
     f = at.fields(
         "collectives sections",
         required={
-            "hardware": "{sizes: [...], floor_size: ..., ...}",
-            "simulated": "{sizes: [...], floor_size: ..., ...}",
+            "hardware": "{sweeps: {quick: {...}, full: {...}}, floor_size: ..., ...}",
+            "simulated": "{sweeps: {quick: {...}, full: {...}}, floor_size: ..., ...}",
             "floors": "{nvswitch: {...}, ...}",
             "simulated_floors": "{all_reduce: {any: {...}}, ...}",
             "derived_floor": '{efficiency: "50 %", source: ...}',
             "wire_check": '{min_ratio: "8 x", source: ...}',
             "pair_spread": '{max_below_median: "10 %", source: ...}',
             "group_scaling": '{quad_over_pair_min: "2 x", source: ...}',
+            "latency": '{up_to: "64 KiB", ceilings: {...}, simulated_ceilings: {...}}',
+            "half_peak": '{fraction: "50 %", ceilings: {...}, simulated_ceilings: {...}}',
         },
     )
     efficiency, eff_source = _ratio_section(f["derived_floor"], "efficiency", "percent", '"50 %"')
@@ -539,9 +681,16 @@ def _collectives(at: _At) -> dict[str, Any]:
     wire, wire_source = _ratio_section(f["wire_check"], "min_ratio", "ratio", '"8 x"')
     spread, spread_source = _ratio_section(f["pair_spread"], "max_below_median", "percent", '"10 %"')
     scaling, scaling_source = _ratio_section(f["group_scaling"], "quad_over_pair_min", "ratio", '"2 x"')
+    latency_rule, latency_ceilings = _latency(f["latency"])
+    half_peak_rule, half_peak_ceilings = _half_peak(f["half_peak"])
     return dict(
+        latency=latency_rule,
+        latency_ceilings=latency_ceilings,
+        half_peak=half_peak_rule,
+        half_peak_ceilings=half_peak_ceilings,
         settings=MappingProxyType(
-            {False: _collective_settings(f["hardware"]), True: _collective_settings(f["simulated"])}
+            {False: _collective_settings(f["hardware"], simulated=False),
+             True: _collective_settings(f["simulated"], simulated=True)}
         ),
         floors=_floors(f["floors"]),
         simulated_floors=_simulated_floors(f["simulated_floors"]),
@@ -583,8 +732,17 @@ def _training_settings(at: _At) -> TrainingSettings:
         warmup_steps=f["warmup_steps"].count(),
         steps=f["steps"].count(minimum=1),
         timeout_s=f["timeout"].quantity("time", positive=True),
-        precision=f["precision"].choice(PRECISIONS),
+        precision=_precision(f["precision"]),
     )
+
+
+def _precision(at: _At) -> str:
+    reason = why_unsupported(at.value)
+    if reason:
+        # Refused here: the workers would only fail on it hours into the run.
+        raise at.error(f"{at.value} is not supported by the training runners ({reason})",
+                       f"write precision: {' or '.join(PRECISIONS)}")
+    return at.choice(PRECISIONS)
 
 
 def _agreement(at: _At) -> dict[bool, Tolerance]:
@@ -797,6 +955,10 @@ def load_thresholds(path: str | Path) -> Thresholds:
         _collective_settings=collectives["settings"],
         _floors=collectives["floors"],
         _simulated_floors=collectives["simulated_floors"],
+        latency=collectives["latency"],
+        half_peak=collectives["half_peak"],
+        _latency_ceilings=collectives["latency_ceilings"],
+        _half_peak_ceilings=collectives["half_peak_ceilings"],
         _training_settings=training["settings"],
         _training_limits=training["limits"],
         health=_health(f["health"]),

@@ -19,6 +19,10 @@ from wirecheck.topology import PCIE_LEVELS, Gpu, Topology
 
 # The header is underlined with ANSI codes even when piped to a file; copies pasted into
 # issues lose the ESC byte ("[4mGPU0") or turn it into U+FFFD.
+# The recorded topology a dry run uses when none is named (`--simulate` without a value, and
+# `wirecheck validate` on a machine without a driver): the richest one, two bridged quads.
+DEFAULT_SIMULATION = "h200-nvl-8"
+
 _ANSI = re.compile(r"(?:\x1b|\ufffd)?\[[0-9;]*m")
 _GPU_LABEL = re.compile(r"GPU(\d+)")
 _NIC_LABEL = re.compile(r"NIC(\d+)")

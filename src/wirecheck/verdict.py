@@ -119,7 +119,8 @@ def no_problems(what: str, where: str | None, problems: list[str], measured: Any
                 source: str | None = None, yaml_path: str | None = None, unit: str | None = None) -> Verdict:
     """Pass when `problems` is empty; otherwise fail listing them."""
     if problems:
-        text = (intro or f"{what} on {where}") + ": " + "; ".join(problems)
+        listed = problems[0] if len(problems) == 1 else "\n  " + "\n  ".join(problems)
+        text = (intro or f"{what} on {where}") + ": " + listed
         if source:
             text += f" ({cite(yaml_path, source)})"
         return Verdict("", what, where, FAIL, text, measured=measured, unit=unit, source=source, yaml_path=yaml_path,

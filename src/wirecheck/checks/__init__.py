@@ -47,5 +47,7 @@ def rejudge(verdict: Verdict, thresholds) -> Verdict:
 
 
 # The check modules register themselves on import.
-from wirecheck.checks import collectives, fleet, health, inventory, measurement, network, topology, training  # noqa: E402,F401,E501
+from wirecheck.checks import (  # noqa: E402,F401
+    collectives, fleet, health, inventory, latency, measurement, network, topology, training,
+)
 from wirecheck.checks.measurement import measurement_completed  # noqa: E402,F401

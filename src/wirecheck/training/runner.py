@@ -37,11 +37,11 @@ import time
 import torch
 import torch.distributed as dist
 
+from wirecheck.precision import precision as check_precision
 from wirecheck.training.data import local_batch
 from wirecheck.training.model import GPT, GPTShape, param_count
 
 STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
-PRECISIONS = ("bf16", "fp32")
 
 
 def _trainer(strategy: str, ctx, model, lr: float, precision: str, micro_batch: int):
@@ -98,8 +98,7 @@ def _device_name(device: torch.device) -> str:
 def _validate(strategy, precision, warmup_steps, steps, micro_batch):
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy {strategy!r}: expected one of {STRATEGIES}")
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision {precision!r}: expected one of {PRECISIONS}")
+    check_precision(precision)
     if steps < 1 or warmup_steps < 0 or micro_batch < 1:
         raise ValueError(f"need steps >= 1, warmup_steps >= 0, micro_batch >= 1 "
                          f"(got {steps}, {warmup_steps}, {micro_batch})")

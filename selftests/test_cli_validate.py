@@ -1,0 +1,230 @@
+"""`wirecheck validate`: a dry run never passes for a node.
+
+Unit tests of the decision (hardware, simulation, refusal), the exit codes and the last line;
+then the real command on this CPU machine: the simulation code and line, its own --help, and
+Ctrl-C through a pseudo-terminal (pytest's summary, no traceback, records kept, exit 130).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from terminal import Terminal
+from wirecheck import cli_validate, driver, nvml
+from wirecheck.cli import main
+from wirecheck.cli_validate import (
+    CTRL_C,
+    EXIT_CODES,
+    NO_GPU_READABLE,
+    SIMULATED,
+    TERMINATED,
+    Mode,
+    choose_mode,
+    exit_code,
+    last_line,
+    simulation_target,
+)
+from wirecheck.foreground import Outcome
+
+PROJECT = Path(__file__).resolve().parents[1]
+NVML_ERROR = "NVML could not start (NVMLError_DriverNotLoaded: Driver Not Loaded)"
+NO_DRIVER = driver.DriverEvidence(False, False, False)
+BROKEN_DRIVER = driver.DriverEvidence(False, False, True)  # library installed, module not loaded
+
+
+def _nvml_fails():
+    raise nvml.NvmlUnavailable(NVML_ERROR)
+
+
+def _never(*_):
+    raise AssertionError("must not be called")
+
+
+# --- which run this machine allows ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, target",
+    [
+        ([], None),
+        (["-k", "inventory"], None),
+        (["--simulate"], "h200-nvl-8"),
+        (["--simulate", "-k", "x"], "h200-nvl-8"),
+        (["--simulate", "h200-sxm-2", "-k", "x"], "h200-sxm-2"),
+        (["-v", "--simulate=topo.txt"], "topo.txt"),
+        (["--", "--simulate"], None),
+    ],
+)
+def test_simulation_target_reads_the_option_as_pytest_will(args, target):
+    assert simulation_target(args) == target
+
+
+def test_working_nvml_means_a_hardware_run():
+    mode = choose_mode([], read_topology=lambda: SimpleNamespace(n_gpus=2), detect_driver=_never)
+    assert mode == Mode(gpus=2)
+
+
+def test_simulation_on_purpose_does_not_ask_nvml():
+    assert choose_mode(["--simulate=h200-sxm-2"], read_topology=_never, detect_driver=_never) == Mode(simulate="h200-sxm-2")
+
+
+def test_no_driver_at_all_falls_back_to_simulation():
+    mode = choose_mode([], read_topology=_nvml_fails, detect_driver=lambda: NO_DRIVER)
+    assert mode.simulate == "h200-nvl-8" and mode.refusal is None
+    assert "no NVIDIA driver" in mode.notice and "SIMULATION" in mode.notice and NVML_ERROR in mode.notice
+
+
+@pytest.mark.parametrize("evidence", [BROKEN_DRIVER, driver.DriverEvidence(True, True, False)])
+def test_a_driver_with_failing_nvml_refuses_to_run(evidence):
+    """Before, any NVML failure fell back to simulation and exited 0: a broken GPU node went green."""
+    mode = choose_mode([], read_topology=_nvml_fails, detect_driver=lambda: evidence)
+    assert mode.simulate is None
+    assert NVML_ERROR in mode.refusal  # names the NVML error
+    assert evidence.describe() in mode.refusal  # and why this is taken for a GPU machine
+    assert "wirecheck validate --simulate" in mode.refusal  # and how to ask for a dry run
+
+
+# --- exit codes and the last line -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "outcome, simulated, code",
+    [
+        (Outcome(0, 0, False), False, 0),
+        (Outcome(0, 0, False), True, SIMULATED),  # never 0 for a dry run
+        (Outcome(1, 0, False), True, 1),
+        (Outcome(4, 0, False), False, 4),
+        (Outcome(2, 1, False), False, CTRL_C),
+        (Outcome(0, 1, False), False, CTRL_C),  # asked to stop: not accepted even if it got to the end
+        (Outcome(-15, 0, True), False, TERMINATED),
+        (Outcome(-9, 0, False), False, 137),
+    ],
+)
+def test_exit_code(outcome, simulated, code):
+    assert exit_code(outcome, simulated) == code
+
+
+@pytest.mark.parametrize("code", [SIMULATED, 1, 4, CTRL_C])
+def test_every_simulated_last_line_says_simulation(code):
+    line = last_line(code, Mode(simulate="h200-sxm-2"))
+    assert line.startswith("wirecheck validate: SIMULATION of h200-sxm-2 — no GPU was validated;")
+    assert line.endswith(f"exit {code}")
+
+
+def test_hardware_last_line_names_the_gpus():
+    assert last_line(0, Mode(gpus=8)) == "wirecheck validate: every selected check passed on this node's 8 GPU(s); exit 0"
+
+
+def _run_validate(monkeypatch, capsys, evidence, outcome=None):
+    """validate in-process with NVML failing, the driver evidence given and pytest replaced."""
+    started = []
+    monkeypatch.setattr(nvml, "read_topology", _nvml_fails)
+    monkeypatch.setattr(driver, "detect", lambda: evidence)
+
+    def fake_run_foreground(cmd, name):
+        started.append(cmd)
+        return outcome
+
+    monkeypatch.setattr(cli_validate, "run_foreground", fake_run_foreground)
+    code = main(["validate", "-k", "inventory"])
+    out, err = capsys.readouterr()
+    return code, out, err, started
+
+
+def test_refusal_runs_nothing_and_exits_11(monkeypatch, capsys):
+    code, out, err, started = _run_validate(monkeypatch, capsys, BROKEN_DRIVER)
+    assert code == NO_GPU_READABLE and started == []
+    assert NVML_ERROR in err and "--simulate" in err
+    assert out.splitlines()[-1].endswith(f"exit {NO_GPU_READABLE}")
+
+
+def test_fallback_simulation_exits_10_and_says_so_last(monkeypatch, capsys):
+    code, out, err, started = _run_validate(monkeypatch, capsys, NO_DRIVER, Outcome(0, 0, False))
+    assert code == SIMULATED
+    assert started[0][-1] == "--simulate=h200-nvl-8" and ["-k", "inventory"] == started[0][-3:-1]
+    assert out.splitlines()[-1] == "wirecheck validate: SIMULATION of h200-nvl-8 — no GPU was validated; no failures, exit 10"
+
+
+# --- help ---------------------------------------------------------------------------------------
+
+
+def test_help_is_validates_own(capsys):
+    """Before, `wirecheck validate --help` printed pytest's help."""
+    with pytest.raises(SystemExit) as info:
+        main(["validate", "--help"])
+    out = capsys.readouterr().out
+    assert info.value.code == 0
+    assert out.startswith("usage: wirecheck validate")
+    assert "file_or_dir" not in out  # pytest's usage
+    for needed in ("SIMULATION", "--pytest-help", "goes to pytest", "Ctrl-C", "exit codes:"):
+        assert needed in out, needed
+    for code in EXIT_CODES:
+        assert re.search(rf"^\s+{code}  ", out, re.M), f"exit code {code} missing from --help"
+
+
+def test_readme_documents_every_exit_code():
+    readme = (PROJECT / "README.md").read_text()
+    section = readme[readme.index("### `wirecheck validate` exit codes"):]
+    section = section[: section.index("\n## ")]
+    for code in EXIT_CODES:
+        assert re.search(rf"^\| {code} \|", section, re.M), f"exit code {code} missing from the README"
+
+
+# --- the real command on this machine -----------------------------------------------------------
+
+needs_no_driver = pytest.mark.skipif(
+    driver.detect().present, reason="this machine has an NVIDIA driver: validate would not simulate here"
+)
+
+
+def _validate_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "wirecheck.cli", "validate", "-p", "no:cacheprovider", "--color=no", *args]
+
+
+@needs_no_driver
+def test_cpu_machine_runs_a_simulation_that_exits_10(tmp_path):
+    term = Terminal(_validate_cmd("-k", "inventory", "--wirecheck-json", str(tmp_path / "r.jsonl")))
+    code = term.finish(timeout=300)
+    lines = [line for line in term.output.splitlines() if line.strip()]
+    assert code == SIMULATED, term.output
+    assert lines[-1].startswith("wirecheck validate: SIMULATION of h200-nvl-8"), lines[-1]
+    assert "no NVIDIA driver on this machine" in term.output
+
+
+# A selection slow enough on CPU to interrupt in the middle (~20 s to run out, first test in a few).
+SLOW = ("--simulate=h200-sxm-2", "-k", "collectives", "-v")
+
+
+def _interrupted_run(tmp_path, interrupt) -> tuple[int, str, Path]:
+    records = tmp_path / "records.jsonl"
+    term = Terminal(_validate_cmd(*SLOW, "--wirecheck-json", str(records)))
+    term.wait_for(" PASSED", timeout=300)  # one test done, the next one running
+    interrupt(term)
+    return term.finish(timeout=120), term.output, records
+
+
+def _assert_interrupted_cleanly(code: int, output: str, records: Path) -> None:
+    assert code == CTRL_C, output
+    assert "Traceback (most recent call last)" not in output, output
+    assert "KeyboardInterrupt" in output  # pytest's own report of the interrupt ...
+    assert re.search(r"^=+ .*\d+ passed.* in [\d.]+s .*=+$", output, re.M), output  # ... and its summary
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert lines[-1] == ("wirecheck validate: SIMULATION of h200-sxm-2 — no GPU was validated; "
+                         "interrupted (Ctrl-C): the run is incomplete, exit 130"), lines[-1]
+    assert records.read_text().strip(), "the records of the tests before the interrupt were lost"
+
+
+def test_ctrl_c_lets_pytest_finish_its_summary(tmp_path):
+    """Before, the terminal's Ctrl-C killed pytest before its summary, with a Python traceback."""
+    _assert_interrupted_cleanly(*_interrupted_run(tmp_path, Terminal.ctrl_c))
+
+
+def test_sigint_to_validate_alone_reaches_pytest(tmp_path):
+    """`kill -INT` (or `timeout -s INT`) on the wirecheck process: pytest must hear of it too."""
+    _assert_interrupted_cleanly(*_interrupted_run(tmp_path, lambda term: term.signal_leader(signal.SIGINT)))

@@ -1,0 +1,60 @@
+"""The small-message end of a collective's curve: a latency ceiling and an n½ ceiling.
+
+A node whose small messages are slow (PCIe ACS/IOMMU settings, a protocol choice, launch
+problems) fails here by name even when its large-message bandwidth passes the floors.
+Inputs are the measured curve as plain data: [{"bytes", "time_s", "busbw", "path"}].
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+from types import SimpleNamespace
+
+from wirecheck.checks import check
+from wirecheck.curve import half_peak_size, small_message_latency
+from wirecheck.quantity import format_bw, format_bytes, format_time
+from wirecheck.verdict import Verdict, skip, within
+
+
+def _points(curve: list) -> list:
+    return [SimpleNamespace(**p) for p in curve]
+
+
+@check("small_message_latency")
+def small_message_latency_check(thresholds, *, op: str, placement: str, placement_class: str, n_gpus: int,
+                                simulated: bool, curve: list) -> Verdict:
+    """Median time per call over the sizes up to collectives.latency.up_to, against the ceiling."""
+    what = f"{op} small-message latency"
+    up_to = thresholds.latency.up_to
+    reading = small_message_latency(_points(curve), up_to)
+    if reading is None:
+        return skip(what, placement, f"no size up to {format_bytes(up_to)} was measured; the sweep must start at or "
+                                     "below collectives.latency.up_to")
+    limit = thresholds.latency_limit(placement_class, op, n_gpus, simulated)
+    if limit is None:
+        return skip(what, placement, f"no small-message latency ceiling for {placement_class}/{op}/{n_gpus} GPUs in "
+                                     "collectives.latency")
+    per_size = ", ".join(f"{format_bytes(s)} {format_time(t)}{' ' + p if p else ''}"
+                         for s, t, p in zip(reading.sizes, reading.times_s, reading.paths))
+    v = within(f"{what} ({reading.describe()}: {per_size})", placement, reading.time_s, limit, format_time, "µs",
+               scale=1e6)
+    return replace(v, details=asdict(reading))
+
+
+@check("half_peak_size")
+def half_peak_size_check(thresholds, *, op: str, placement: str, placement_class: str, n_gpus: int, simulated: bool,
+                         curve: list) -> Verdict:
+    """n½ — the size where busbw first reaches half the curve's peak — against its ceiling."""
+    what = f"{op} n½"
+    rule = thresholds.half_peak
+    reading = half_peak_size(_points(curve), rule.fraction)
+    if reading is None:
+        return skip(what, placement, "no bandwidth measured, no n½")
+    limit = thresholds.half_peak_limit(placement_class, op, n_gpus, simulated)
+    if limit is None:
+        return skip(what, placement, f"no n½ ceiling for {placement_class}/{op}/{n_gpus} GPUs in collectives.half_peak")
+    around = (f"between {format_bytes(reading.below_size)} and {format_bytes(reading.first_size)}"
+              if reading.below_size is not None else f"at or below the smallest size {format_bytes(reading.first_size)}")
+    v = within(f"{what} (busbw first reaches {reading.fraction:.0%} of the peak {format_bw(reading.peak_busbw)} at "
+               f"{format_bytes(reading.peak_size)} {around})", placement, reading.size, limit, format_bytes, "B")
+    return replace(v, details=asdict(reading))
