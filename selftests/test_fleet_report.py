@@ -5,6 +5,7 @@ node looks like, bad input, the JSON and the HTML page.
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -194,3 +195,17 @@ def test_the_pair_schedule_names_its_slow_node_in_the_table_and_the_page(tmp_pat
     assert "network run network-42.jsonl: 6 nodes, complete" in out
     html = page.read_text()
     assert html.count("<img") == 2 and "gpu04" in html and "FAILED" in html
+
+
+def test_the_wirecheck_fleet_command_module(tmp_path, capsys):
+    """`wirecheck fleet ...` as the CLI dispatches it (cli.py: one line in COMMANDS)."""
+    from wirecheck import cli_fleet
+
+    parser = argparse.ArgumentParser(prog="wirecheck")
+    sub = parser.add_subparsers(dest="command")
+    cli_fleet.add_parser(sub).set_defaults(run=cli_fleet.run)
+    args, extra = parser.parse_known_args(["fleet", "report", str(fleet(tmp_path)), "--expect", "6"])
+    assert args.passes_extra_args and args.run(args, extra) == 0
+    assert "PASSED: 0 of 6 node(s) failed" in capsys.readouterr().out
+    args, extra = parser.parse_known_args(["fleet", "nonsense"])
+    assert args.run(args, extra) == 2 and "unknown command 'nonsense'" in capsys.readouterr().err
