@@ -193,6 +193,10 @@ def test_training_settings(shipped, shipped_data):
         assert dataclasses.asdict(got.model) == raw["model"]
         assert (got.micro_batch, got.precision) == (raw["micro_batch"], raw["precision"])
         assert got.timeout_s == _q(raw["timeout"], "time")
+        assert (got.warmup_steps, got.min_steps, got.max_steps) == (raw["warmup_steps"], raw["steps"]["min"], raw["steps"]["max"])
+        assert got.median_ci.confidence == pytest.approx(_q(raw["median_ci"]["confidence"], "percent"))
+        assert got.median_ci.max_halfwidth == pytest.approx(_q(raw["median_ci"]["max_halfwidth"], "percent"))
+        assert got.median_ci.yaml_path == f"thresholds.yaml: training.{key}.median_ci" and got.median_ci.source
     sim = shipped.training_settings(simulated=True)
     with pytest.raises(dataclasses.FrozenInstanceError):
         sim.micro_batch = 100
@@ -408,8 +412,8 @@ BROKEN = {
         ["collectives.hardware.iters: expected a count (a plain whole number)", "e.g. 20"],
     ),
     "negative count": (
-        lambda d: d["training"]["hardware"].update(steps=-3),
-        ["training.hardware.steps: -3 is negative", "at least 1"],
+        lambda d: d["training"]["hardware"]["steps"].update(min=-3),
+        ["training.hardware.steps.min: -3 is negative", "at least 1"],
     ),
     "timeout without unit": (
         lambda d: d["collectives"]["simulated"].update(timeout=60),

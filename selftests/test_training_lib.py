@@ -1,9 +1,13 @@
-"""The training library on CPU/gloo: every strategy trains, agrees, and holds what it should.
+"""The training library on CPU/gloo: every strategy trains, agrees, holds what it should, runs the
+settings it was given, and reports the figures that explain the dial.
 
 All five strategies run once per session, each in fresh worker processes (2 ranks, tiny GPT,
-fp32), plus one run with a wrong gradient; every check below reads those records. The
-processes dominate the time: ~2-3 s of interpreter start and imports per group, DeepSpeed
-setup ~2 s more; the 4 steps themselves take well under a second.
+fp32), plus one run with a wrong gradient and one asking for a setting DeepSpeed cannot apply;
+every check below reads those records. The timed steps stop by the rule of thresholds.yaml
+(at least MIN_STEPS, at most MAX_STEPS); two runs pin the rule's outcome: DDP's bound is so
+loose that it settles at MIN_STEPS, FSDP's is zero so that only the ceiling stops it. DDP also
+profiles two extra steps. The processes dominate the time: ~2-3 s of interpreter start and
+imports per group, DeepSpeed setup ~2 s more; the steps themselves take well under a second.
 """
 
 from __future__ import annotations
@@ -14,27 +18,36 @@ import time
 import pytest
 import torch
 
-from wirecheck.launcher import WorkerGroup
+from wirecheck.launcher import WorkerCallError, WorkerGroup
 from wirecheck.memory_model import STRATEGIES, predict
 from wirecheck.training import GPT, local_batch, param_count, shape_for_params
 from wirecheck.training.runner import load_hook, run_strategy
+from wirecheck.training.strategies import resolve_settings
+from wirecheck.training.timing import CEILING, FIXED, SETTLED, ci_halfwidth
 
 WORKER = "wirecheck.training.runner:run_strategy"
 FAULTY_HOOK = "selftests.faulty_training:flip_first_block_grad"
 FAULTY_STRATEGY = "fsdp"  # the hook must survive a sharding wrapper, not only DDP
 SHAPE = {"n_layer": 2, "n_head": 4, "d_model": 64, "vocab_size": 256, "seq_len": 32}
 WORLD_SIZE = 2
-RUN = {"shape": SHAPE, "micro_batch": 2, "warmup_steps": 1, "steps": 2, "seed": 0, "precision": "fp32"}
+MIN_STEPS, MAX_STEPS, BOUND = 6, 10, 0.25
+RUN = {"shape": SHAPE, "micro_batch": 2, "warmup_steps": 1, "steps": MIN_STEPS, "max_steps": MAX_STEPS,
+       "ci_max_halfwidth": BOUND, "seed": 0, "precision": "fp32"}
+EXTRA = {  # per strategy, on top of RUN (see the module doc)
+    "ddp": {"ci_max_halfwidth": 100.0, "profile_steps": 2},
+    "fsdp": {"ci_max_halfwidth": 0.0},
+}
+PROFILED = "ddp"
 TIMEOUT_S = 180
 LOSS_RTOL = 1e-5  # fp32: strategies differ only in reduction order
 STATE_RTOL = 0.05  # measured model state vs memory_model IMPLEMENTATION(fp32)
 
 
-def _train(strategy: str, grad_hook: str | None = None) -> dict:
+def _train(strategy: str, grad_hook: str | None = None, **extra) -> dict:
     start = time.monotonic()
+    kwargs = {**RUN, **EXTRA.get(strategy, {}), "strategy": strategy, "grad_hook": grad_hook, **extra}
     with WorkerGroup(f"selftest-{strategy}", WORLD_SIZE, "gloo", join_process_group=False) as group:
-        ranks = group.run(WORKER, {**RUN, "strategy": strategy, "grad_hook": grad_hook},
-                          timeout_s=TIMEOUT_S, what=f"{strategy} training steps")
+        ranks = group.run(WORKER, kwargs, timeout_s=TIMEOUT_S, what=f"{strategy} training steps")
     return {"ranks": ranks, "wall_s": time.monotonic() - start}
 
 
@@ -46,7 +59,7 @@ def runs() -> dict[str, dict]:
 
 @pytest.fixture(scope="session")
 def faulty_run() -> dict:
-    return _train(FAULTY_STRATEGY, FAULTY_HOOK)
+    return _train(FAULTY_STRATEGY, FAULTY_HOOK, max_steps=None, steps=2, local_baseline=False)
 
 
 def _state_total(run: dict) -> int:
@@ -103,13 +116,101 @@ def test_bad_grad_hook_spec_names_the_form():
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_strategy_trains_with_finite_losses(runs, strategy):
     ranks = runs[strategy]["ranks"]
-    total_steps = RUN["warmup_steps"] + RUN["steps"]
     for r in ranks:
-        assert len(r["losses"]) == total_steps and len(r["step_times_s"]) == RUN["steps"]
+        timed = len(r["step_times_s"])
+        assert MIN_STEPS <= timed <= MAX_STEPS and r["timed_steps"] == timed
+        extra = EXTRA.get(strategy, {}).get("profile_steps", 0)
+        assert len(r["losses"]) == RUN["warmup_steps"] + timed + extra
         assert all(math.isfinite(x) for x in r["losses"]), r["losses"]
         assert r["tokens_per_s"] > 0 and r["n_params"] == param_count(SHAPE)
     # the recorded loss is the global batch loss: every rank reports the same numbers
     assert ranks[0]["losses"] == ranks[1]["losses"]
+    # the slowest rank's time per step: every rank holds the same samples, took the same decision
+    assert ranks[0]["step_times_s"] == ranks[1]["step_times_s"]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_settings_in_force_are_the_tables(runs, strategy):
+    """The runner read every setting back from the engine/module; the record carries them."""
+    asked = resolve_settings(strategy, SHAPE)
+    got = runs[strategy]["ranks"][0]["settings"]
+    assert set(got) == set(asked)
+    for key, value in asked.items():
+        assert got[key] == (list(value) if isinstance(value, tuple) and isinstance(got[key], list) else value), key
+
+
+def test_a_setting_not_in_force_fails_the_run():
+    """FSDP cannot reduce in bf16 when the run is fp32 (there is no bf16 policy to apply): asked
+    anyway, the run must stop before its first step instead of reporting fp32 as bf16."""
+    with pytest.raises(WorkerCallError, match="fsdp: settings not in force: reduce_dtype: asked 'bf16', runs 'fp32'"):
+        _train("fsdp", settings={"reduce_dtype": "bf16"}, max_steps=None, steps=1, local_baseline=False)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_step_times_stop_by_the_rule(runs, strategy):
+    r = runs[strategy]["ranks"][0]
+    times, n = r["step_times_s"], r["timed_steps"]
+    assert r["step_time_min_s"] == min(times) and r["step_time_max_s"] == max(times)
+    lo, hi = r["step_time_ci_s"]
+    assert lo <= r["step_time_median_s"] <= hi and r["step_time_ci_confidence"] == pytest.approx(0.95)
+    assert r["tokens_per_s_min"] <= r["tokens_per_s"] <= r["tokens_per_s_max"]
+    bound = EXTRA.get(strategy, {}).get("ci_max_halfwidth", BOUND)
+    if r["stop_reason"] == SETTLED:
+        assert r["step_time_ci_halfwidth"] <= bound
+    else:
+        assert r["stop_reason"] == CEILING and n == MAX_STEPS
+        assert ci_halfwidth(times, 0.95) > bound
+
+
+def test_a_loose_bound_settles_at_the_minimum(runs):
+    r = runs["ddp"]["ranks"][0]
+    assert (r["stop_reason"], r["timed_steps"]) == (SETTLED, MIN_STEPS)
+
+
+def test_a_zero_bound_runs_to_the_ceiling(runs):
+    r = runs["fsdp"]["ranks"][0]
+    assert (r["stop_reason"], r["timed_steps"]) == (CEILING, MAX_STEPS)
+
+
+def test_fixed_steps_when_no_ceiling(faulty_run):
+    r = faulty_run["ranks"][0]
+    assert (r["stop_reason"], r["timed_steps"]) == (FIXED, 2)
+    assert r["exposed_comm_s"] is None and "local_step_time_median_s" not in r
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_flops_and_exposed_communication_are_reported(runs, strategy):
+    for r in runs[strategy]["ranks"]:
+        assert r["model_flops_per_token"] == 6 * param_count(SHAPE)
+        assert r["attention_flops_per_token"] == 12 * SHAPE["n_layer"] * SHAPE["d_model"] * SHAPE["seq_len"]
+        assert r["achieved_flops_per_gpu"] == pytest.approx(r["model_flops_per_token"] * r["tokens_per_s"] / WORLD_SIZE)
+        local = r["local_step_time_median_s"]
+        assert local > 0 and r["local_timed_steps"] >= MIN_STEPS and r["local_optimizer"] == r["settings"]["optimizer"]
+        assert r["exposed_comm_s"] == pytest.approx(r["step_time_median_s"] - local)
+        assert r["exposed_comm_fraction"] == pytest.approx(r["exposed_comm_s"] / r["step_time_median_s"])
+        assert -1 < r["exposed_comm_fraction"] < 1
+        assert set(r["phase_s"]) >= {"setup", "warmup", "timed", "state", "local"}
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_reduce_buckets_are_reported_apart(runs, strategy):
+    """DeepSpeed's reduce buckets are not model state; ZeRO-1 and ZeRO-3 keep theirs."""
+    buffers = runs[strategy]["ranks"][0]["comm_buffer_bytes"]
+    if strategy in ("zero1", "zero3"):
+        assert buffers > 0
+    elif strategy in ("ddp", "fsdp"):
+        assert buffers == 0
+
+
+def test_profile_summarises_the_extra_steps(runs):
+    for name, run in runs.items():
+        assert ("profile" in run["ranks"][0]) == (name == PROFILED)
+    p = runs[PROFILED]["ranks"][0]["profile"]
+    assert p["profiled_steps"] == 2 and p["events"] > 0 and p["timeline"] == "cpu ops"
+    assert 0 < p["busy_ms"] <= p["window_ms"] + 1e-9
+    assert p["comm_ms"] > 0  # DDP's gloo all-reduce is on the timeline
+    assert 0 <= p["comm_only_ms"] <= p["comm_ms"] + 1e-9
+    assert p["top"] and all(t["ms"] > 0 for t in p["top"])
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

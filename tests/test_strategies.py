@@ -169,7 +169,7 @@ def test_capacity(node, topology, measurements, placement, strategy, expected, s
         pytest.skip(f"{placement.id}: FSDP would need {format_bytes(fsdp_need)} per GPU of {format_bytes(memory)}: "
                     "too few GPUs to show the case")
     run = measurements.run(placement, strategy, strategy_worker, None, shape=shape, warmup_steps=0, steps=rule.steps,
-                           timeout_s=rule.timeout_s)
+                           max_steps=None, local_baseline=False, timeout_s=rule.timeout_s)
     verdict = record(checks.training.capacity(
         node.thresholds, placement=placement.id, strategy=strategy, expected=expected,
         outcome=capacity.outcome(run.error), n_params=n_params, gpu_memory_bytes=memory, error=run.error))

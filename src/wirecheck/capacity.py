@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from wirecheck.memory_model import predict
-from wirecheck.training.model import shape_for_params
+from wirecheck.training.shape import shape_for_params
 
 FIT, OOM, FAILURE = "fit", "oom", "failure"
 

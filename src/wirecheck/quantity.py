@@ -12,7 +12,7 @@ import math
 import re
 
 # kind -> {unit: factor to the base unit}. Base units: bytes/s, bytes, seconds, fraction, ratio,
-# parameters, tokens/s.
+# parameters, tokens/s, events/s, FLOP/s.
 UNITS: dict[str, dict[str, float]] = {
     "bandwidth": {
         "B/s": 1.0,
@@ -42,6 +42,7 @@ UNITS: dict[str, dict[str, float]] = {
     "params": {"params": 1.0},
     "throughput": {"tokens/s": 1.0},
     "rate": {"/s": 1.0, "/min": 1 / 60},  # events per time: error-counter growth
+    "compute": {"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15},  # a GPU's peak
 }
 
 # Aliases: GPU memory is a size, but the word reads better where a memory limit is meant.
@@ -59,6 +60,7 @@ EXAMPLES = {
     "params": "1.2e9 params",
     "throughput": "20000 tokens/s",
     "rate": "100 /s",
+    "compute": "989 TFLOP/s",
 }
 
 # What a kind is called in messages ("... is a size, not a bandwidth").
@@ -71,6 +73,7 @@ NOUNS = {
     "params": "a parameter count",
     "throughput": "a throughput",
     "rate": "a rate",
+    "compute": "a compute rate",
 }
 
 _NUMBER = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)\s*$")
@@ -249,4 +252,6 @@ def format_quantity(value: float, kind: str) -> str:
         return f"{_trim(value, 2)} x"
     if base == "params":
         return f"{value:.3g} params"
+    if base == "compute":
+        return f"{_trim(value / 1e12)} TFLOP/s"
     return f"{_trim(value, 0)} tokens/s"

@@ -191,13 +191,37 @@ class ModelShape:
 
 
 @dataclass(frozen=True)
+class MedianBound:
+    """When the timed steps' median has settled: its distribution-free confidence interval at
+    `confidence` lies within `max_halfwidth` of it (both fractions)."""
+
+    confidence: float
+    max_halfwidth: float
+    source: str
+    yaml_path: str
+
+
+@dataclass(frozen=True)
 class TrainingSettings:
     model: ModelShape
     micro_batch: int
     warmup_steps: int
-    steps: int
+    min_steps: int  # timed steps: at least this many...
+    max_steps: int  # ...then until the median settles (median_ci), at most this many
+    median_ci: MedianBound
     timeout_s: float
     precision: str  # a name in wirecheck.precision.PRECISIONS
+
+
+@dataclass(frozen=True)
+class PeakFlops:
+    """A GPU model's dense tensor-core peak for one precision, FLOP/s (the MFU denominator)."""
+
+    gpu_model: str
+    precision: str
+    flops: float
+    source: str
+    yaml_path: str
 
 
 @dataclass(frozen=True)
@@ -274,6 +298,15 @@ class TrainingLimits:
     _peak_memory: Mapping[tuple[str, str], Limit]
     _throughput: Mapping[tuple[str, str], CountTable]
     _simulated_throughput: Mapping[str, CountTable]
+    _peak_flops: Mapping[tuple[str, str], PeakFlops]
+
+    def peak_flops(self, gpu_model: str, precision: str) -> PeakFlops | None:
+        """The dense peak of `gpu_model` (NVML's/torch's name) in `precision`; None when the
+        table has no entry (MFU then stays unreported) and always in simulation (CPU ranks)."""
+        _check_name(precision, PRECISIONS, "precision")
+        if self.simulated:
+            return None
+        return self._peak_flops.get((gpu_model, precision))
 
     def peak_memory(self, placement_class: str, strategy: str) -> Limit | None:
         """Max peak allocated bytes per GPU; None in simulation (no CUDA memory to read)."""
@@ -714,26 +747,81 @@ def _model_shape(at: _At) -> ModelShape:
     return shape
 
 
+# The fewest samples whose median has a 95 % order-statistics interval at all (see
+# wirecheck.training.timing.median_ci_ranks): with fewer, the rule could never be met.
+def _min_samples(confidence: float) -> int:
+    n = 1
+    while 2 * 0.5**n > 1 - confidence:  # coverage of [min, max] is 1 - 2 * 2**-n
+        n += 1
+    return n
+
+
+def _median_bound(at: _At) -> MedianBound:
+    f = at.fields(
+        "median confidence bound",
+        required={"confidence": '"95 %"', "max_halfwidth": '"2 %"', "source": SOURCE_HINT},
+    )
+    confidence = f["confidence"].quantity("percent", positive=True)
+    if confidence >= 1:
+        raise f["confidence"].error(f'"{f["confidence"].value}" must be below 100 %', 'write e.g. "95 %"')
+    return MedianBound(confidence, f["max_halfwidth"].quantity("percent"), f["source"].source(), at.cite)
+
+
 def _training_settings(at: _At) -> TrainingSettings:
     f = at.fields(
         "training run settings",
         required={
             "model": "{n_layer: 20, n_head: 16, d_model: 2048, vocab_size: 32000, seq_len: 1024}",
             "micro_batch": "4",
-            "warmup_steps": "2",
-            "steps": "6",
+            "warmup_steps": "3",
+            "steps": "{min: 8, max: 30}",
+            "median_ci": '{confidence: "95 %", max_halfwidth: "2 %", source: ...}',
             "timeout": '"600 s"',
             "precision": "bf16",
         },
     )
+    steps = f["steps"].fields("timed steps", required={"min": "8", "max": "30"})
+    min_steps, max_steps = steps["min"].count(minimum=1), steps["max"].count(minimum=1)
+    if max_steps < min_steps:
+        raise f["steps"].error(f"max {max_steps} is below min {min_steps}", "make max at least min")
+    bound = _median_bound(f["median_ci"])
+    needed = _min_samples(bound.confidence)
+    if max_steps < needed:
+        raise steps["max"].error(
+            f"{max_steps} steps can never give a {bound.confidence:.0%} interval for the median",
+            f"allow at least {needed} (or lower median_ci.confidence)",
+        )
     return TrainingSettings(
         model=_model_shape(f["model"]),
         micro_batch=f["micro_batch"].count(minimum=1),
         warmup_steps=f["warmup_steps"].count(),
-        steps=f["steps"].count(minimum=1),
+        min_steps=min_steps,
+        max_steps=max_steps,
+        median_ci=bound,
         timeout_s=f["timeout"].quantity("time", positive=True),
         precision=_precision(f["precision"]),
     )
+
+
+def _peak_flops(at: _At) -> dict[tuple[str, str], PeakFlops]:
+    """gpu model name -> {precision: "989 TFLOP/s", source: ...}"""
+    table = {}
+    for gpu_model, entry_at in at.mapping("GPU model entries", allow_empty=False).items():
+        entry_at = at.child(gpu_model)
+        if not isinstance(gpu_model, str) or not gpu_model.strip():
+            raise entry_at.error("a GPU model must be its name as NVML reports it", 'e.g. "NVIDIA H200"')
+        f = entry_at.fields(
+            "dense peak per precision",
+            required={"source": SOURCE_HINT},
+            optional={p: '"989 TFLOP/s"' for p in PRECISIONS},
+        )
+        precisions = [p for p in PRECISIONS if p in f]
+        if not precisions:
+            raise entry_at.error(f"{gpu_model!r} gives no peak", f"add one of {', '.join(PRECISIONS)}: \"989 TFLOP/s\"")
+        source = f["source"].source()
+        for p in precisions:
+            table[(gpu_model, p)] = PeakFlops(gpu_model, p, f[p].quantity("compute", positive=True), source, f[p].cite)
+    return MappingProxyType(table)
 
 
 def _precision(at: _At) -> str:
@@ -798,6 +886,7 @@ def _training(at: _At) -> dict[str, Any]:
             "simulated_throughput_floors": '{ddp: {any: {min: "1 tokens/s", source: ...}}}',
             "slow_wire": '{min_slowdown: "1.05 x", max_spread_ratio: "1.5 x", source: ...}',
             "capacity": '{model_state_target: "110 %", steps: 2, timeout: "600 s", source: ...}',
+            "peak_flops": '{"NVIDIA H200": {bf16: "989 TFLOP/s", source: ...}}',
         },
     )
     ms = f["model_state"].fields(
@@ -841,6 +930,7 @@ def _training(at: _At) -> dict[str, Any]:
     sim_throughput = MappingProxyType(
         {s: _count_table(s_at, "throughput floor", _throughput_entry) for s, s_at in sim_strategies.items()}
     )
+    peak_flops = _peak_flops(f["peak_flops"])
     limits = {
         simulated: TrainingLimits(
             simulated=simulated,
@@ -851,6 +941,7 @@ def _training(at: _At) -> dict[str, Any]:
             _peak_memory=peak,
             _throughput=throughput,
             _simulated_throughput=sim_throughput,
+            _peak_flops=peak_flops,
         )
         for simulated in (False, True)
     }

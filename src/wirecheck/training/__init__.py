@@ -1,20 +1,33 @@
 """Training workload for the strategy checks: a small GPT, seeded data, one runner per strategy.
 
 Worker entry point: `wirecheck.training.runner:run_strategy` (see runner.py for the record).
-The strategy modules (ddp, deepspeed_zero, fsdp) are imported only by the runner, inside the
-worker, so importing this package does not import DeepSpeed or Accelerate.
+The strategies table (`wirecheck.training.strategies`) and the figures (`.figures`) import no
+torch, so the pytest process can read them; everything else is loaded on first use, and the
+strategy modules (ddp, deepspeed_zero, fsdp) only inside the worker, so importing this
+package imports neither torch, DeepSpeed nor Accelerate.
 """
 
-from wirecheck.training.data import local_batch
-from wirecheck.training.model import GPT, GPTShape, param_count, shape_for_params
-from wirecheck.training.runner import STRATEGIES, run_strategy
+from __future__ import annotations
 
-__all__ = [
-    "GPT",
-    "GPTShape",
-    "STRATEGIES",
-    "local_batch",
-    "param_count",
-    "run_strategy",
-    "shape_for_params",
-]
+import importlib
+
+_LAZY = {
+    "GPT": "wirecheck.training.model",
+    "GPTShape": "wirecheck.training.shape",
+    "param_count": "wirecheck.training.shape",
+    "shape_for_params": "wirecheck.training.shape",
+    "local_batch": "wirecheck.training.data",
+    "run_strategy": "wirecheck.training.runner",
+    "STRATEGIES": "wirecheck.training.runner",  # the names, in table order
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'wirecheck.training' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -5,12 +5,14 @@ optimizer)`, then `accelerator.backward(loss)` (which runs engine.backward and e
 The config is explicit wherever a default would make the strategies disagree or cost time:
 - gradient_clipping 0.0: DeepSpeed (and Accelerate's "auto") clip to 1.0 by default, which
   the torch strategies do not do; the losses would differ from step 2 on.
-- a client torch.optim.AdamW: DeepSpeed's own Adam would JIT-compile an extension (FusedAdam
-  with nvcc on GPU, cpu_adam on CPU: 80+ s).
-- reduce_bucket_size, stage3_prefetch_bucket_size, stage3_param_persistence_threshold: the
-  values Accelerate derives from an HF model's hidden size (d², 0.9·d², 10·d). Our GPT has
-  no HF config, and DeepSpeed's own persistence threshold (1e5 elements) would keep every
-  parameter of a small model unpartitioned under ZeRO-3.
+- a client torch.optim.AdamW (fused by default, as the table says): DeepSpeed's own Adam would
+  JIT-compile an extension (FusedAdam with nvcc on GPU, cpu_adam on CPU: 80+ s); torch's fused
+  kernel does the same work on the flat fp32 partition DeepSpeed hands it.
+- the zero_optimization settings of the strategies table (strategies.py): DeepSpeed's own
+  defaults and documented tuned values, each read back from the engine after prepare() (an
+  unknown or ignored key would otherwise leave DeepSpeed's default silently in force).
+  Accelerate's values for HF models (reduce bucket d², prefetch 0.9·d²) are not used: they cost
+  ZeRO-1/2 up to 43 % on 2x H200 (issue 10).
 - bf16 on GPU (DeepSpeed keeps bf16 params and grads, an fp32 master partition and fp32
   Adam state); fp32 on CPU.
 
@@ -32,12 +34,24 @@ import importlib.util
 
 import torch
 
+from wirecheck.training.baseline import optimizer_flags, optimizer_implementation
 from wirecheck.training.state_bytes import deepspeed_zero3_state, deepspeed_zero12_state
 
 STAGES = {"zero1": 1, "zero2": 2, "zero3": 3}
 
 
-def ds_config(stage: int, micro_batch: int, world_size: int, d_model: int, precision: str) -> dict:
+# zero_optimization keys that go into the config as they are (the table uses DeepSpeed's names)
+ZERO_KEYS = ("overlap_comm", "contiguous_gradients", "reduce_bucket_size", "allgather_bucket_size",
+             "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold",
+             "stage3_max_live_parameters", "stage3_max_reuse_distance", "memory_efficient_linear")
+
+
+def ds_config(stage: int, micro_batch: int, world_size: int, precision: str, settings: dict) -> dict:
+    zero = {"stage": stage}
+    zero.update({k: v for k, v in settings.items() if k in ZERO_KEYS})
+    if "leaf_modules" in settings:
+        # replaces DeepSpeed's default list (HF MoE blocks), which this model does not have
+        zero["leaf_module"] = {"classes": list(settings["leaf_modules"])}
     return {
         "train_micro_batch_size_per_gpu": micro_batch,
         "train_batch_size": micro_batch * world_size,
@@ -45,12 +59,7 @@ def ds_config(stage: int, micro_batch: int, world_size: int, d_model: int, preci
         "gradient_clipping": 0.0,
         "bf16": {"enabled": precision == "bf16"},
         "fp16": {"enabled": False},
-        "zero_optimization": {
-            "stage": stage,
-            "reduce_bucket_size": d_model * d_model,
-            "stage3_prefetch_bucket_size": int(0.9 * d_model * d_model),
-            "stage3_param_persistence_threshold": 10 * d_model,
-        },
+        "zero_optimization": zero,
         "steps_per_print": 2**31 - 1,
         "wall_clock_breakdown": False,
     }
@@ -73,7 +82,7 @@ def _without_transformers_weakref() -> None:
 
 class DeepSpeedTrainer:
     def __init__(self, ctx, model: torch.nn.Module, lr: float, precision: str, micro_batch: int,
-                 strategy: str):
+                 strategy: str, settings: dict):
         from accelerate import Accelerator
         from accelerate.utils import DeepSpeedPlugin
 
@@ -85,14 +94,14 @@ class DeepSpeedTrainer:
                                "the GPUs; hide them from CPU workers (CUDA_VISIBLE_DEVICES='')")
         handlers = _cpu_workarounds() if ctx.device.type == "cpu" else []
         _without_transformers_weakref()
-        config = ds_config(self.stage, micro_batch, ctx.world_size, model.shape.d_model, precision)
+        config = ds_config(self.stage, micro_batch, ctx.world_size, precision, settings)
         plugin = DeepSpeedPlugin(hf_ds_config=config, zero3_init_flag=False)
         self.accelerator = Accelerator(
             deepspeed_plugin=plugin,
             mixed_precision="bf16" if precision == "bf16" else "no",
             kwargs_handlers=handlers,
         )
-        optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=lr, **optimizer_flags(settings["optimizer"]))
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
         self.wrapper = type(self.model).__name__
         self._check(ctx, precision)
@@ -134,6 +143,41 @@ class DeepSpeedTrainer:
                 raise RuntimeError(f"{self.strategy}: this rank's parameter partitions hold {local} of {n_params}")
         if getattr(zero, "partition_gradients", self.stage >= 2) != (self.stage >= 2):
             raise RuntimeError(f"{self.strategy}: DeepSpeed partition_gradients={zero.partition_gradients}")
+
+    def in_force(self) -> dict:
+        """The settings as the engine runs them: from the ZeRO optimizer and, for ZeRO-3, the
+        parameter coordinator that schedules the gathers (not from the config we passed)."""
+        engine, zero = self.model, self.model.optimizer
+        values = {
+            "optimizer": optimizer_implementation(zero.optimizer),
+            "reduce_bucket_size": zero.reduce_bucket_size,
+            "contiguous_gradients": zero.contiguous_gradients,
+        }
+        if self.stage in (1, 2):
+            values["overlap_comm"] = zero.overlap_comm
+            values["allgather_bucket_size"] = zero.allgather_bucket_size
+            return values
+        offload = zero.parameter_offload
+        coordinator = offload.get_param_coordinator()
+        # the coordinator keeps these private (name-mangled); they are what the hooks obey
+        private = {
+            "stage3_prefetch_bucket_size": "_PartitionedParameterCoordinator__prefetch_bucket_sz",
+            "stage3_max_live_parameters": "_PartitionedParameterCoordinator__max_n_available_params",
+            "stage3_max_reuse_distance": "_PartitionedParameterCoordinator__max_reuse_dist_in_numel",
+        }
+        for key, attr in private.items():
+            if hasattr(coordinator, attr):
+                values[key] = getattr(coordinator, attr)
+        values["stage3_param_persistence_threshold"] = offload.param_numel_persistence_threshold
+        # stage 3 has no overlap flag of its own: the engine's parsed config decides its streams
+        values["overlap_comm"] = engine.zero_overlap_comm()
+        from deepspeed.runtime.zero.linear import zero3_linear_wrap
+        from deepspeed.utils import z3_leaf_module
+
+        values["memory_efficient_linear"] = torch.nn.functional.linear is zero3_linear_wrap
+
+        values["leaf_modules"] = tuple(sorted({type(m).__name__ for m in engine.module.modules() if z3_leaf_module(m)}))
+        return values
 
     def loss(self, x, y):
         return self.model(x, y)
@@ -185,3 +229,16 @@ class DeepSpeedTrainer:
         if self.accelerator is not None:
             self.accelerator.free_memory()
         self.model = self.optimizer = self.accelerator = None
+        _restore_linear()
+
+
+def _restore_linear() -> None:
+    """ZeRO-3's memory_efficient_linear replaces torch.nn.functional.linear for the whole process
+    ("this will persist unless manually reset"): put torch's back, so that whatever runs next in
+    this worker (the local baseline) computes as plain torch does."""
+    import sys
+
+    partition = sys.modules.get("deepspeed.runtime.zero.partition_parameters")
+    original = getattr(getattr(partition, "InsertPostInitMethodToModuleSubClasses", None), "linear_bk", None)
+    if original is not None:
+        torch.nn.functional.linear = original

@@ -6,6 +6,12 @@ process-global state, so a strategy never shares processes with another):
     WorkerGroup(label, world_size, backend, join_process_group=False).run(
         "wirecheck.training.runner:run_strategy", kwargs, timeout_s, what)
 
+The run: build the model (same seed on every rank), wrap it with the strategy's settings from
+the strategies table and read every setting back (training/strategies.py), warm up, time steps
+until the median settles (training/timing.py), optionally profile a few steps, measure the
+model state, tear the strategy down, then time the same micro-batches on the unwrapped model
+alone (training/baseline.py) for the exposed-communication figure.
+
 What the record holds and how it is measured:
 - losses: the loss of every step, warm-up included, averaged over the ranks (the global
   batch loss), so it is comparable across strategies and rank counts. losses[0] is computed
@@ -13,16 +19,30 @@ What the record holds and how it is measured:
   data. A wrong gradient (reduction, sharding) shows from losses[1] on, so agreement checks
   must compare losses[1] too. Adam's first update is lr * g/|g| per element: a gradient
   wrong only by a constant factor (a sum where a mean was due) barely shows even there.
-- step_times_s: wall time of each timed step, device synchronised at both ends; warm-up
-  steps are run first and not timed. tokens_per_s is the global rate at the median step.
+- step_times_s: each timed step, CUDA events on GPUs (perf_counter on CPU), the slowest rank
+  per step; identical on every rank (so tokens_per_s is the same on every rank too). The host
+  synchronises only every few steps (timing.py), so the CPU may run ahead as in real training. At least `steps` of them, then more until the median's
+  distribution-free confidence interval (ci_confidence) lies within ci_max_halfwidth of the
+  median, at most max_steps (stop_reason says which). tokens_per_s is the global rate at the
+  median step; tokens_per_s_min/max at the slowest/fastest step.
 - model_state_bytes: params/grads/optimizer bytes this rank holds, local shards only
   (state_bytes.py), taken in an extra backward pass after the timed steps, between backward
   and the optimizer step, when gradients and optimizer state both exist (ZeRO-1 also just
   before its end-of-backward reduction: deepspeed_zero.py). The extra pass is in neither
   losses nor step times.
+- comm_buffer_bytes: DeepSpeed's reduce buckets held at the state measurement, kept out of
+  model_state_bytes (their size is a setting: reduce_bucket_size).
 - peak_allocated_bytes / peak_reserved_bytes: CUDA allocator peaks over the training steps
   (reset after the model is wrapped: each rank builds the full model before sharding it,
   which a real job avoids with meta-device or zero.Init construction); None on CPU.
+- settings: the strategy's settings as read back from the engine/module (all asked ones,
+  checked equal before any step runs).
+- model_flops_per_token (6 N), attention_flops_per_token (12 L d T), achieved_flops_per_gpu
+  (6 N x tokens/s / ranks): divide by the GPU's dense peak for MFU (training/figures.py).
+- local_step_time_median_s, exposed_comm_s (= step median - local median; None with
+  local_skipped when the unwrapped model does not fit), exposed_comm_fraction (of the step).
+- phase_s: wall seconds of setup, warm-up, timed steps, profile, state pass, local baseline.
+- profile (profile_steps > 0): the device timeline of a few steps (training/profile.py).
 """
 
 from __future__ import annotations
@@ -31,31 +51,36 @@ import gc
 import importlib
 import importlib.util
 import platform
-import statistics
 import time
 
 import torch
 import torch.distributed as dist
 
 from wirecheck.precision import precision as check_precision
+from wirecheck.training import figures
+from wirecheck.training.baseline import local_step_times
 from wirecheck.training.data import local_batch
-from wirecheck.training.model import GPT, GPTShape, param_count
+from wirecheck.training.model import GPT
+from wirecheck.training.shape import GPTShape, param_count
+from wirecheck.training.strategies import NAMES, check_in_force, resolve_settings
+from wirecheck.training.timing import StepClock, StopRule, time_steps
 
-STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
+STRATEGIES = NAMES
+CHECK_EVERY = 4  # steps between looks at the stop rule (each look synchronises the device)
 
 
-def _trainer(strategy: str, ctx, model, lr: float, precision: str, micro_batch: int):
+def _trainer(strategy: str, ctx, model, lr: float, precision: str, micro_batch: int, settings: dict):
     if strategy == "ddp":
         from wirecheck.training.ddp import DDPTrainer
 
-        return DDPTrainer(ctx, model, lr, precision, micro_batch)
+        return DDPTrainer(ctx, model, lr, precision, micro_batch, settings)
     if strategy == "fsdp":
         from wirecheck.training.fsdp import FSDPTrainer
 
-        return FSDPTrainer(ctx, model, lr, precision, micro_batch)
+        return FSDPTrainer(ctx, model, lr, precision, micro_batch, settings)
     from wirecheck.training.deepspeed_zero import DeepSpeedTrainer
 
-    return DeepSpeedTrainer(ctx, model, lr, precision, micro_batch, strategy)
+    return DeepSpeedTrainer(ctx, model, lr, precision, micro_batch, strategy, settings)
 
 
 def _ensure_process_group(ctx) -> None:
@@ -95,18 +120,32 @@ def _device_name(device: torch.device) -> str:
     return platform.processor() or platform.machine() or "cpu"
 
 
-def _validate(strategy, precision, warmup_steps, steps, micro_batch):
+def _slowest_rank(device: torch.device):
+    """Per-step durations -> the slowest rank's, identical on every rank (one all-reduce)."""
+    def combine(durations: list[float]) -> list[float]:
+        t = torch.tensor(durations, dtype=torch.float64, device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return t.tolist()
+
+    return combine
+
+
+def _validate(strategy, precision, warmup_steps, steps, micro_batch, max_steps):
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy {strategy!r}: expected one of {STRATEGIES}")
     check_precision(precision)
     if steps < 1 or warmup_steps < 0 or micro_batch < 1:
         raise ValueError(f"need steps >= 1, warmup_steps >= 0, micro_batch >= 1 "
                          f"(got {steps}, {warmup_steps}, {micro_batch})")
+    if max_steps is not None and max_steps < steps:
+        raise ValueError(f"max_steps ({max_steps}) must be >= steps ({steps})")
 
 
-def _train(ctx, strategy, shape, micro_batch, warmup_steps, steps, seed, precision, lr, grad_hook):
+def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, lr, grad_hook, settings,
+           local_baseline, profile_steps):
     device = ctx.device
-    s = GPTShape.of(shape)
+    phases = {}
+    t0 = time.perf_counter()
     torch.manual_seed(seed)  # same initial weights on every rank and for every strategy
     with torch.device(device):
         model = GPT(s)
@@ -115,10 +154,12 @@ def _train(ctx, strategy, shape, micro_batch, warmup_steps, steps, seed, precisi
     if grad_hook:
         load_hook(grad_hook)(model)
 
-    trainer = _trainer(strategy, ctx, model, lr, precision, micro_batch)
+    trainer = _trainer(strategy, ctx, model, lr, precision, micro_batch, settings)
     del model  # the trainer holds the (wrapped) model
     try:
-        total = warmup_steps + steps
+        in_force = trainer.in_force()
+        check_in_force(strategy, settings, in_force)  # before any step: a wrong setting wastes nothing
+        total = warmup_steps + (rule.max_steps or rule.min_steps) + profile_steps
         batches = [
             local_batch(seed, i, ctx.rank, micro_batch, s.seq_len, s.vocab_size, device)
             for i in range(total)
@@ -127,62 +168,107 @@ def _train(ctx, strategy, shape, micro_batch, warmup_steps, steps, seed, precisi
             gc.collect()
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats(device)
+        losses = []
 
-        losses, times = [], []
-        for i, (x, y) in enumerate(batches):
-            _sync(device)
-            t0 = time.perf_counter()
+        def step(i: int) -> None:
+            x, y = batches[i]
             loss = trainer.loss(x, y)
             trainer.update(loss)
-            _sync(device)
-            if i >= warmup_steps:
-                times.append(time.perf_counter() - t0)
-            losses.append(loss.detach().float().reshape(1))
+            losses.append(loss.detach().float().reshape(1))  # no host sync inside the loop
+
+        _sync(device)
+        phases["setup"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for i in range(warmup_steps):
+            step(i)
+        _sync(device)
+        phases["warmup"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        timed = time_steps(step, rule, StepClock(device), _slowest_rank(device), CHECK_EVERY, warmup_steps)
+        phases["timed"] = time.perf_counter() - t0
+        profile = None
+        if profile_steps:
+            from wirecheck.training.profile import profile_steps as run_profile
+
+            t0 = time.perf_counter()
+            try:
+                profile = run_profile(step, profile_steps, device, warmup_steps + len(timed.durations))
+            except Exception as exc:  # the profile explains; it must not cost the measurement
+                profile = {"error": f"{type(exc).__name__}: {exc}"}
+            phases["profile"] = time.perf_counter() - t0
 
         peaks = (None, None)
         if device.type == "cuda":  # the training steps' peak, before the measurement pass
             peaks = (torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device))
 
+        t0 = time.perf_counter()
         # measurement pass: gradients and optimizer state both present (see module doc)
         x, y = batches[0]
         state = trainer.measure_state(trainer.loss(x, y))
+        buffers = state.pop("buffers", 0)
+        phases["state"] = time.perf_counter() - t0
 
         global_losses = torch.cat(losses)
         dist.all_reduce(global_losses, op=dist.ReduceOp.SUM)  # gloo has no AVG
         global_losses = (global_losses / ctx.world_size).tolist()
-
-        median = statistics.median(times)
-        record = {
-            "strategy": strategy,
-            "rank": ctx.rank,
-            "world_size": ctx.world_size,
-            "n_params": n_params,
-            "shape": s.as_dict(),
-            "micro_batch": micro_batch,
-            "losses": global_losses,
-            "first_loss": global_losses[0],
-            "step_times_s": times,
-            "step_time_median_s": median,
-            "step_time_spread": max(times) / min(times),
-            "tokens_per_s": micro_batch * s.seq_len * ctx.world_size / median,
-            "peak_allocated_bytes": peaks[0],
-            "peak_reserved_bytes": peaks[1],
-            "model_state_bytes": state,  # {params, grads, optimizer}: sum them for the total
-            "wrapper": trainer.wrapper,
-            "precision": precision,
-            "device_name": _device_name(device),
-            "backend": ctx.backend,
-            "torch_version": torch.__version__,
-        }
-        if strategy.startswith("zero"):
-            import accelerate
-            import deepspeed
-
-            record["deepspeed_version"] = deepspeed.__version__
-            record["accelerate_version"] = accelerate.__version__
-        return record
+        wrapper = trainer.wrapper
     finally:
         trainer.close()
+        trainer = None
+
+    tokens = micro_batch * s.seq_len * ctx.world_size
+    summary = timed.summary()
+    record = {
+        "strategy": strategy,
+        "rank": ctx.rank,
+        "world_size": ctx.world_size,
+        "n_params": n_params,
+        "shape": s.as_dict(),
+        "micro_batch": micro_batch,
+        "tokens_per_step": tokens,
+        "losses": global_losses,
+        "first_loss": global_losses[0],
+        **summary,
+        "tokens_per_s": tokens / summary["step_time_median_s"],
+        "tokens_per_s_min": tokens / summary["step_time_max_s"],
+        "tokens_per_s_max": tokens / summary["step_time_min_s"],
+        "peak_allocated_bytes": peaks[0],
+        "peak_reserved_bytes": peaks[1],
+        "model_state_bytes": state,  # {params, grads, optimizer}: sum them for the total
+        "comm_buffer_bytes": buffers,  # DeepSpeed reduce buckets held at that point (state_bytes.py); 0 for torch
+        "settings": in_force,
+        "wrapper": wrapper,
+        "precision": precision,
+        "device_name": _device_name(device),
+        "backend": ctx.backend,
+        "torch_version": torch.__version__,
+    }
+    flops = figures.model_flops_per_token(n_params)
+    record["model_flops_per_token"] = flops
+    record["attention_flops_per_token"] = figures.attention_flops_per_token(s.n_layer, s.d_model, s.seq_len)
+    record["achieved_flops_per_gpu"] = figures.achieved_flops_per_gpu(flops, record["tokens_per_s"], ctx.world_size)
+    if profile is not None:
+        record["profile"] = profile
+    if strategy.startswith("zero"):
+        import accelerate
+        import deepspeed
+
+        record["deepspeed_version"] = deepspeed.__version__
+        record["accelerate_version"] = accelerate.__version__
+
+    record["exposed_comm_s"] = record["exposed_comm_fraction"] = None
+    if local_baseline:
+        t0 = time.perf_counter()
+        local_rule = StopRule(rule.min_steps, rule.max_steps, rule.confidence, rule.max_halfwidth)
+        local = local_step_times(device, s.as_dict(), batches, seed, precision, settings["optimizer"], lr, local_rule)
+        phases["local"] = time.perf_counter() - t0
+        record.update(local)
+        if "local_step_time_median_s" in local:
+            exposed = summary["step_time_median_s"] - local["local_step_time_median_s"]
+            record["exposed_comm_s"] = exposed
+            record["exposed_comm_fraction"] = exposed / summary["step_time_median_s"]
+    record["phase_s"] = phases
+    return record
 
 
 def run_strategy(
@@ -196,14 +282,26 @@ def run_strategy(
     precision: str,
     lr: float = 1e-3,
     grad_hook: str | None = None,
+    max_steps: int | None = None,
+    ci_confidence: float = 0.95,
+    ci_max_halfwidth: float = 0.02,
+    settings: dict | None = None,
+    local_baseline: bool = True,
+    profile_steps: int = 0,
 ) -> dict:
-    """Train `strategy` for warmup_steps + steps steps in this rank; return its record.
+    """Train `strategy` for warmup_steps, then `steps` to `max_steps` timed steps (exactly `steps`
+    when max_steps is None); return this rank's record.
 
+    `settings` overrides entries of the strategies table (the device probe's variants).
+    `local_baseline` times the unwrapped model afterwards (exposed communication); the
+    capacity case turns it off. `profile_steps` profiles that many extra steps.
     `grad_hook` ("module:function" or "file.py:function") is for self-tests only: the
     function gets the unwrapped model before the strategy wraps it and may register hooks
     that corrupt the gradient, to prove that the agreement checks catch it.
     """
-    _validate(strategy, precision, warmup_steps, steps, micro_batch)
+    _validate(strategy, precision, warmup_steps, steps, micro_batch, max_steps)
+    asked = resolve_settings(strategy, shape, settings)
+    rule = StopRule(steps, max_steps, ci_confidence, ci_max_halfwidth)
     if ctx.device.type == "cuda":
         torch.cuda.set_device(ctx.device)  # before NCCL or FSDP's device mesh pick a device
     owns_group = not dist.is_initialized()
@@ -211,7 +309,8 @@ def run_strategy(
         _ensure_process_group(ctx)
     finished = False
     try:
-        record = _train(ctx, strategy, shape, micro_batch, warmup_steps, steps, seed, precision, lr, grad_hook)
+        record = _train(ctx, strategy, GPTShape.of(shape), micro_batch, warmup_steps, rule, seed, precision, lr,
+                        grad_hook, asked, local_baseline, profile_steps)
         finished = True
         return record
     finally:

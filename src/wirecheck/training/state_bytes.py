@@ -4,7 +4,12 @@ Counted by walking the tensors each implementation keeps, local shards only, and
 every storage once (a parameter that is a view into a flat buffer counts the buffer, once).
 Storage bytes rather than numel x itemsize, because padding and flat buffers are memory held
 too. What is not model state is left out on purpose: activations, the transient all-gathered
-copies of sharded parameters, communication buckets that live only during a reduction.
+copies of sharded parameters, and communication buckets. DeepSpeed's reduce buckets
+(`ipg_buckets`, reduce_bucket_size elements each; ZeRO-3 keeps one for the whole run, stages
+1-2 allocate one, two with overlap_comm, at each backward and free them at the step), and with
+contiguous_gradients a gradient waiting for its reduction is a view into one: they are counted
+apart, as `buffers` (their size is a setting, not a property of the model), and a gradient
+that lives in a bucket counts there, not as model state.
 
 - torch modules (DDP, FSDP2): parameters, their .grad and the optimizer's state; a DTensor
   counts its local shard (`to_local()`), never the global size.
@@ -15,7 +20,7 @@ copies of sharded parameters, communication buckets that live only during a redu
 - DeepSpeed ZeRO-3 (stage3.DeepSpeedZeroOptimizer_Stage3): `ds_tensor` (the local
   partition) instead of the parameter, plus any parameter data still materialised (the
   persistent small parameters under `stage3_param_persistence_threshold`), the flat grad
-  partition buffer, the contiguous reduce bucket, the fp32 master partition and Adam state.
+  partition buffer, the fp32 master partition and Adam state.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from collections.abc import Iterable
 import torch
 
 CATEGORIES = ("params", "grads", "optimizer")
+BUFFERS = "buffers"  # communication buckets: reported apart from the model state
 
 
 def _local(t):
@@ -40,7 +46,7 @@ class StateTally:
 
     def __init__(self):
         self._seen: set[tuple[str, int]] = set()
-        self.bytes = dict.fromkeys(CATEGORIES, 0)
+        self.bytes = dict.fromkeys(CATEGORIES + (BUFFERS,), 0)
 
     def add(self, category: str, tensor) -> None:
         if tensor is None or not isinstance(tensor, torch.Tensor):
@@ -61,6 +67,7 @@ class StateTally:
             self.add(category, t)
 
     def result(self) -> dict:
+        """{params, grads, optimizer, buffers}: the first three are the model state."""
         return dict(self.bytes)
 
 
@@ -87,6 +94,16 @@ def _grad_containers(value):
                 yield item
 
 
+def _bucket_tensors(zero):
+    """DeepSpeed's reduce-bucket buffers (stage 1/2: a list per dtype; stage 3: one tensor)."""
+    for bucket in getattr(zero, "ipg_buckets", {}).values():
+        buffer = getattr(bucket, "buffer", None)
+        if isinstance(buffer, torch.Tensor):
+            yield buffer
+        elif isinstance(buffer, (list, tuple)):
+            yield from (t for t in buffer if isinstance(t, torch.Tensor))
+
+
 def torch_module_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict:
     """DDP or FSDP2 (or a plain module): parameters, .grad, optimizer.state."""
     tally = StateTally()
@@ -101,6 +118,7 @@ def deepspeed_zero12_state(engine) -> dict:
     """DeepSpeed ZeRO stage 1 or 2 (DeepSpeedZeroOptimizer)."""
     zero = engine.optimizer
     tally = StateTally()
+    tally.add_all(BUFFERS, _bucket_tensors(zero))  # first: gradients viewing a bucket count there
     tally.add_all("params", getattr(zero, "bit16_groups_flat", []))
     tally.add_all("params", engine.module.parameters())
     for group in getattr(zero, "bit16_groups", []):
@@ -121,6 +139,7 @@ def deepspeed_zero3_state(engine) -> dict:
     """DeepSpeed ZeRO stage 3 (DeepSpeedZeroOptimizer_Stage3)."""
     zero = engine.optimizer
     tally = StateTally()
+    tally.add_all(BUFFERS, _bucket_tensors(zero))  # first: gradients viewing a bucket count there
     tally.add("params", getattr(zero, "lp_param_buffer", None))
     tally.add_all("params", getattr(zero, "fp16_partitioned_groups_flat", []))
     for p in engine.module.parameters():
@@ -130,8 +149,6 @@ def deepspeed_zero3_state(engine) -> dict:
     tally.add("grads", getattr(zero, "grad_partitions_flat_buffer", None))
     for value in getattr(zero, "averaged_gradients", {}).values():
         tally.add_all("grads", _grad_containers(value))
-    for bucket in getattr(zero, "ipg_buckets", {}).values():
-        tally.add("grads", getattr(bucket, "buffer", None))  # persistent reduce bucket
     for master in getattr(zero, "fp32_partitioned_groups_flat", []):
         tally.add("optimizer", master)
         tally.add("grads", master.grad)
@@ -153,4 +170,4 @@ def live_tensor_bytes() -> int:
                 tally.add("params", obj)
         except Exception:  # objects that raise on isinstance/attribute access
             continue
-    return tally.bytes["params"]
+    return sum(tally.bytes.values())

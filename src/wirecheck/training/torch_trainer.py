@@ -6,24 +6,29 @@ from contextlib import nullcontext
 
 import torch
 
+from wirecheck.training.baseline import optimizer_flags, optimizer_implementation
 from wirecheck.training.state_bytes import torch_module_state
 
 
 class TorchTrainer:
-    """Subclasses wrap the model, then call `_finish(model, lr)`."""
+    """Subclasses wrap the model, then call `_finish(model, lr, optimizer)`."""
 
     strategy: str
     _autocast = nullcontext()
 
-    def _finish(self, model: torch.nn.Module, lr: float) -> None:
+    def _finish(self, model: torch.nn.Module, lr: float, optimizer: str) -> None:
         self.model = model
         # built on the wrapped parameters: under FSDP they are shards, so Adam's state is too
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr, **optimizer_flags(optimizer))
         self.wrapper = type(model).__name__
 
     def _module(self) -> torch.nn.Module:
         """The module whose tensors are counted (the wrapped one, unless a wrapper hides it)."""
         return self.model
+
+    def in_force(self) -> dict:
+        """The settings as read back from the wrapped model and optimizer (subclasses add theirs)."""
+        return {"optimizer": optimizer_implementation(self.optimizer)}
 
     def loss(self, x, y):
         with self._autocast:

@@ -1,0 +1,266 @@
+"""Device probe for issue 10: which strategy settings reach the throughput targets on this node.
+
+Runs each strategy of the strategies table (wirecheck.training.strategies) as the suite would,
+on NVLink and on the host path (NCCL_P2P_DISABLE=1, the forced_pcie wire), then variants where
+the choice is open, each in a fresh worker group exactly as the suite's measurements do, and
+prints per run: tokens/s (median, min-max, the median's 95 % interval), step time, peak memory,
+MFU, exposed communication, where the time went (phases) and a short profile of the device
+timeline (busy/idle, compute, NCCL, NCCL not hidden by compute, top kernels). Then the ratios
+to DDP against the targets (ZeRO-1/2 >= 0.95x, FSDP >= 0.85x, ZeRO-3 >= 0.5x DDP on NVLink).
+
+Runs are ordered by value and stop being started when the wall-clock budget is spent (the
+skipped ones are listed). Everything goes to stdout and to --out: probe.jsonl (one line per run
+with every rank's record) and probe-summary.txt (the tables).
+
+    scripts/device/training_probe.sh                 # on the 2x H200 machine (installs .whl/ first)
+    python scripts/device/training_probe.py --simulate --budget 240   # CPU/gloo dry run, toy model
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from wirecheck.launcher import WorkerError, WorkerGroup
+from wirecheck.placement import FORCED_PCIE_ENV
+from wirecheck.thresholds import load_thresholds
+from wirecheck.training import figures
+from wirecheck.training.strategies import NAMES, REFERENCE, resolve_settings
+
+WORKER = "wirecheck.training.runner:run_strategy"
+NVLINK, HOST = "nvlink", "host"
+TARGETS = {"zero1": 0.95, "zero2": 0.95, "zero3": 0.5, "fsdp": 0.85}  # x DDP tokens/s on NVLink (issue 10)
+PROFILE_STEPS = 3
+EXPECTED_RUN_S = 25  # a run's wall time on 2x H200 (process start, setup, steps): the budget guard's estimate
+
+
+@dataclass
+class Run:
+    strategy: str
+    wire: str
+    overrides: dict = field(default_factory=dict)
+    profile: bool = False
+    local: bool = False  # time the unwrapped model afterwards (wire-independent: NVLink defaults only)
+
+    @property
+    def name(self) -> str:
+        extra = ",".join(f"{k}={v}" for k, v in self.overrides.items())
+        return f"{self.strategy}[{extra or 'table'}]@{self.wire}"
+
+
+def plan() -> list[Run]:
+    """Most valuable first: the table on NVLink, the table on the host path for the strategies
+    whose exposed communication matters most, the open choices, then the rest."""
+    runs = [Run(s, NVLINK, profile=True, local=True) for s in NAMES]
+    runs += [Run(s, HOST, profile=True) for s in ("ddp", "zero3", "fsdp")]
+    runs += [
+        Run("zero3", NVLINK, {"leaf_modules": []}),                      # per-Linear hooks, as untuned
+        Run("zero3", NVLINK, {"memory_efficient_linear": False}),        # torch's F.linear, not DeepSpeed's
+        Run("fsdp", NVLINK, {"reshard_after_forward": False}),           # no re-gather in backward
+        Run("fsdp", NVLINK, {"forward_prefetch": 1, "backward_prefetch": 1}),  # explicit prefetch
+        Run("zero3", NVLINK, {"stage3_prefetch_bucket_size": 50_000_000}),     # DeepSpeed's default prefetch
+    ]
+    runs += [Run(s, HOST, profile=True) for s in ("zero2", "zero1")]
+    runs += [
+        Run("fsdp", NVLINK, {"reshard_after_forward": False, "forward_prefetch": 1, "backward_prefetch": 1}),
+        Run("ddp", NVLINK, {"optimizer": "foreach"}),                    # torch's default on CUDA
+        Run("zero2", NVLINK, {"overlap_comm": False}),                   # DeepSpeed's default for stage 2
+        Run("zero1", NVLINK, {"overlap_comm": True}),
+        Run("zero3", NVLINK, {"reduce_bucket_size": 50_000_000}),        # reduce per block, not per 10 blocks
+        Run("fsdp", NVLINK, {"optimizer": "foreach"}),
+        Run("zero3", NVLINK, {"stage3_prefetch_bucket_size": 200_000_000}),
+        Run("fsdp", NVLINK, {"reduce_dtype": "bf16"}),
+    ]
+    return runs
+
+
+# ---- running ------------------------------------------------------------------------------
+
+
+def run_one(run: Run, settings, backend: str, gpus, closers: list) -> dict:
+    env = dict(FORCED_PCIE_ENV) if run.wire == HOST else {}
+    kwargs = {
+        "strategy": run.strategy,
+        "shape": asdict(settings.model),
+        "micro_batch": settings.micro_batch,
+        "warmup_steps": settings.warmup_steps,
+        "steps": settings.min_steps,
+        "max_steps": settings.max_steps,
+        "ci_confidence": settings.median_ci.confidence,
+        "ci_max_halfwidth": settings.median_ci.max_halfwidth,
+        "seed": 0,
+        "precision": settings.precision,
+        "settings": run.overrides,
+        "local_baseline": run.local,
+        "profile_steps": PROFILE_STEPS if run.profile else 0,
+    }
+    start = time.monotonic()
+    out = {"run": run.name, "strategy": run.strategy, "wire": run.wire, "overrides": run.overrides, "env": env}
+    group = None
+    try:
+        group = WorkerGroup(f"probe-{run.strategy}-{run.wire}", len(gpus) if gpus else 2, backend, gpus=gpus, env=env,
+                            join_process_group=False)
+        out["started_s"] = time.monotonic() - start
+        out["ranks"] = group.run(WORKER, kwargs, timeout_s=settings.timeout_s, what=run.name)
+    except WorkerError as exc:
+        out["error"] = str(exc)
+    finally:
+        if group is not None:
+            # the workers take seconds to exit: let them while the next group starts
+            t = threading.Thread(target=group.close, daemon=True)
+            t.start()
+            closers.append(t)
+    out["wall_s"] = time.monotonic() - start
+    return out
+
+
+# ---- reading ------------------------------------------------------------------------------
+
+
+def _ms(s):
+    return "-" if s is None else f"{s * 1e3:7.1f}"
+
+
+def facts(result: dict, peak, local_by_strategy: dict) -> dict | None:
+    """The figures of one run, from its ranks' records (every rank holds the same step times)."""
+    ranks = result.get("ranks")
+    if not ranks:
+        return None
+    r0 = ranks[0]
+    f = {
+        "tokens_per_s": min(r["tokens_per_s"] for r in ranks),
+        "tokens_min": r0["tokens_per_s_min"],
+        "tokens_max": r0["tokens_per_s_max"],
+        "ci_halfwidth": r0["step_time_ci_halfwidth"],
+        "steps": r0["timed_steps"],
+        "stop": r0["stop_reason"],
+        "step_s": r0["step_time_median_s"],
+        "peak_gib": max((r["peak_allocated_bytes"] or 0) for r in ranks) / 2**30,
+        "state_gib": max(sum(r["model_state_bytes"].values()) for r in ranks) / 2**30,
+        "buffers_gib": max(r.get("comm_buffer_bytes", 0) for r in ranks) / 2**30,
+        "mfu": figures.mfu(r0["achieved_flops_per_gpu"], peak.flops) if peak else None,
+        "phases": r0["phase_s"],
+        "settings": r0["settings"],
+        "profile": r0.get("profile"),
+    }
+    local = r0.get("local_step_time_median_s") or local_by_strategy.get(result["strategy"])
+    f["local_s"] = local
+    f["exposed_s"] = None if local is None else f["step_s"] - local
+    return f
+
+
+def describe(result: dict, f: dict | None) -> list[str]:
+    if f is None:
+        return [f"{result['run']}: FAILED after {result['wall_s']:.0f} s", "  " + (result.get("error") or "")[-1500:]]
+    mfu = "-" if f["mfu"] is None else f"{f['mfu']:.1%}"
+    gaps = ", ".join(f"{g:.2f}" for g in (f["profile"] or {}).get("largest_gaps_ms", [])[:3])
+    lines = [
+        f"{result['run']}: {f['tokens_per_s']:,.0f} tokens/s (min {f['tokens_min']:,.0f}, max {f['tokens_max']:,.0f}; "
+        f"median +-{(f['ci_halfwidth'] or 0) * 100:.1f} % at 95 %, {f['steps']} steps, {f['stop']}) "
+        f"step {_ms(f['step_s']).strip()} ms, local {_ms(f['local_s']).strip()} ms, exposed {_ms(f['exposed_s']).strip()} ms; "
+        f"MFU {mfu}; peak {f['peak_gib']:.1f} GiB, state {f['state_gib']:.2f} GiB"
+        f" (+ buckets {f['buffers_gib']:.2f}); wall {result['wall_s']:.0f} s "
+        + " ".join(f"{k} {v:.1f}" for k, v in f["phases"].items()),
+        f"  settings: {f['settings']}",
+    ]
+    p = f["profile"]
+    if p and p.get("events"):
+        lines.append(
+            f"  profile ({p['timeline']}, per step): window {p['window_ms']:.1f} ms = busy {p['busy_ms']:.1f} + idle "
+            f"{p['idle_ms']:.1f} ({p['idle_gaps']:.0f} gaps > 20 us, largest {gaps}); "
+            f"compute {p['compute_ms']:.1f} (copies {p['copy_ms']:.1f}), NCCL {p['comm_ms']:.1f}, NCCL not under compute {p['comm_only_ms']:.1f}"
+        )
+        for t in p["top"][:6]:
+            lines.append(f"    {t['ms']:8.2f} ms {t['calls']:6.1f}x {t['kind']:7} {t['name']}")
+    return lines
+
+
+def targets_table(results: list[tuple[dict, dict | None]]) -> list[str]:
+    base = next((f for r, f in results if f and r["strategy"] == REFERENCE and r["wire"] == NVLINK and not r["overrides"]), None)
+    if base is None:
+        return ["targets: no DDP reference run on NVLink"]
+    lines = [f"targets on NVLink (DDP table settings: {base['tokens_per_s']:,.0f} tokens/s):"]
+    for r, f in results:
+        if r["wire"] != NVLINK or r["strategy"] == REFERENCE and not r["overrides"]:
+            continue
+        if f is None:
+            lines.append(f"  {r['run']:70} failed")
+            continue
+        ratio = f["tokens_per_s"] / base["tokens_per_s"]
+        target = TARGETS.get(r["strategy"])
+        verdict = "" if target is None else ("MET" if ratio >= target else "missed") + f" (>= {target}x)"
+        lines.append(f"  {r['run']:70} {ratio:5.2f}x DDP  {verdict}")
+    slow = {r["strategy"]: f for r, f in results if f and r["wire"] == HOST and not r["overrides"]}
+    fast = {r["strategy"]: f for r, f in results if f and r["wire"] == NVLINK and not r["overrides"]}
+    if slow:
+        lines.append("NVLink over host path, table settings (slow-wire slowdown; exposed ms NVLink -> host):")
+        for s in NAMES:
+            if s in slow and s in fast:
+                lines.append(f"  {s:6} {fast[s]['tokens_per_s'] / slow[s]['tokens_per_s']:5.2f}x   "
+                             f"exposed {_ms(fast[s]['exposed_s']).strip()} -> {_ms(slow[s]['exposed_s']).strip()} ms")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=os.environ.get("OUT", "probe-out"), help="folder for probe.jsonl and probe-summary.txt")
+    parser.add_argument("--budget", type=float, default=270.0, help="seconds after which no new run is started")
+    parser.add_argument("--simulate", action="store_true", help="CPU/gloo with the simulated (toy) settings")
+    parser.add_argument("--only", default="", help="comma-separated run names or strategies to keep")
+    parser.add_argument("--thresholds", default=str(Path(__file__).resolve().parents[2] / "thresholds.yaml"))
+    args = parser.parse_args(argv)
+
+    thresholds = load_thresholds(args.thresholds)
+    settings = thresholds.training_settings(args.simulate)
+    limits = thresholds.training_limits(args.simulate)
+    backend, gpus = ("gloo", None) if args.simulate else ("nccl", (0, 1))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = plan()
+    if args.only:
+        keep = set(args.only.split(","))
+        runs = [r for r in runs if r.strategy in keep or r.name in keep]
+    for r in runs:
+        resolve_settings(r.strategy, asdict(settings.model), r.overrides)  # a typo fails here, not on the GPUs
+
+    env_switches = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM"))}
+    print(f"probe: {len(runs)} runs planned, budget {args.budget:.0f} s, backend {backend}, env {env_switches}", flush=True)
+    t0 = time.monotonic()
+    results, closers, skipped, local = [], [], [], {}
+    peak = None
+    jsonl = (out / "probe.jsonl").open("w")
+    for run in runs:
+        if time.monotonic() - t0 + EXPECTED_RUN_S * (0.2 if args.simulate else 1) > args.budget:
+            skipped.append(run.name)
+            continue
+        result = run_one(run, settings, backend, gpus, closers)
+        jsonl.write(json.dumps(result, default=str) + "\n")
+        jsonl.flush()
+        if peak is None and result.get("ranks"):
+            peak = limits.peak_flops(result["ranks"][0]["device_name"], settings.precision)
+            known = "unknown" if peak is None else f"{peak.flops / 1e12:.0f} TFLOP/s ({peak.source})"
+            print(f"probe: {result['ranks'][0]['device_name']}, dense peak {known}", flush=True)
+        if result.get("ranks") and run.local:
+            local[run.strategy] = result["ranks"][0].get("local_step_time_median_s")
+        f = facts(result, peak, local)
+        results.append((result, f))
+        print("\n".join(describe(result, f)), flush=True)
+    for t in closers:
+        t.join(timeout=15)
+    summary = ["", f"probe: {len(results)} runs in {time.monotonic() - t0:.0f} s; skipped for the budget: {skipped or 'none'}"]
+    summary += targets_table(results)
+    summary += ["", "per run:"] + [line for r, f in results for line in describe(r, f)[:1]]
+    text = "\n".join(summary)
+    print(text, flush=True)
+    (out / "probe-summary.txt").write_text(text + "\n")
+    return 0 if all(f for _, f in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""The one table of data-parallel strategies: name, implementation, what is sharded, settings.
+
+Everything else looks a strategy up here: the runners apply these settings and read each one
+back from the engine or module they built (a setting that is not in force is an error, never a
+silent fallback), the record carries the values read back, the probe script varies them.
+
+The settings are each strategy as a user who tuned it runs it on one node:
+- DeepSpeed's own defaults wherever they are the documented tuned value, and overlap where the
+  DeepSpeed/Hugging Face guides turn it on. Accelerate's values for HF models (reduce bucket d²,
+  prefetch 0.9·d²) made ZeRO-1/2 0.57-0.79x DDP on 2x H200 (issue 10): they are not used.
+- FSDP2 laid out as torchtitan's `apply_fsdp` does (embedding, each block, the final norm with
+  the head, then the root), bf16 compute with fp32 reduction, torch's fused AdamW.
+- DDP with its documented defaults plus gradient_as_bucket_view, the same fused AdamW.
+
+Each setting's `why` is one line: what it does and where the value comes from. Values that
+are still candidates (chosen from documentation, not yet from a device run) say so; the device
+probe (scripts/device/training_probe.py) measures them against their alternatives.
+
+No torch import here: the pytest process and thresholds loading read this table too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+from wirecheck.training.shape import GPTShape, block_params, param_count
+
+# Optimizer implementations of torch.optim.AdamW (torchtitan names them the same way).
+OPTIMIZER_IMPLEMENTATIONS = ("fused", "foreach", "for-loop")
+
+
+@dataclass(frozen=True)
+class PerModel:
+    """A value that follows the model's size. DeepSpeed's defaults are absolute element counts
+    tuned for large models: on the CPU self-tests' toy model a 5e8-element bucket is larger than
+    the model and a 1e5-element persistence threshold would keep every parameter unpartitioned.
+    Each rule gives DeepSpeed's default (or the documented value) on the hardware model."""
+
+    rule: str  # how it is computed, for the record and the docs
+    of: Callable[[GPTShape], int]
+
+    def resolve(self, shape) -> int:
+        return int(self.of(GPTShape.of(shape)))
+
+    def __repr__(self) -> str:
+        return self.rule
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str
+    value: Any  # a plain value or a PerModel rule
+    why: str
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    title: str
+    implementation: str  # "torch.ddp" | "deepspeed" | "torch.fsdp2"
+    shards: tuple[str, ...]  # model state partitioned over the ranks: params, grads, optimizer
+    settings: tuple[Setting, ...]
+
+    def defaults(self, shape=None) -> dict[str, Any]:
+        """Plain values; PerModel rules resolved for `shape` (left as rules without one)."""
+        return {s.key: s.value.resolve(shape) if shape is not None and isinstance(s.value, PerModel) else s.value
+                for s in self.settings}
+
+    def why(self, key: str) -> str:
+        for s in self.settings:
+            if s.key == key:
+                return s.why
+        raise KeyError(key)
+
+
+_OPTIMIZER = Setting(
+    "optimizer", "fused",
+    "torch AdamW's fused kernel: one launch updates every tensor (torchtitan's default; torch picks foreach on CUDA)",
+)
+
+_HALF_MODEL_OR_5E8 = PerModel("min(5e8, parameters / 2)", lambda s: min(500_000_000, param_count(s) // 2))
+
+_DS_COMMON = (
+    _OPTIMIZER,
+    Setting("contiguous_gradients", True,
+            "copy each reduced gradient into one flat buffer as it is produced: no fragmentation (DeepSpeed's default)"),
+    Setting("reduce_bucket_size", _HALF_MODEL_OR_5E8,
+            "elements per gradient reduction: DeepSpeed's default 5e8 (at most half the model, so a small one still "
+            "reduces in two buckets); Accelerate's d² (4.2e6 here) cost ZeRO-1/2 up to 43 %"),
+)
+
+_OVERLAP = Setting(
+    "overlap_comm", True,
+    "reduce gradient buckets on a side stream while backward runs, not all after it (HF's DeepSpeed ZeRO-2 "
+    "config turns it on; DeepSpeed's default for stage 3)",
+)
+_ZERO1_NO_OVERLAP = Setting(
+    "overlap_comm", False,
+    "ZeRO-1 reduces once after backward (DeepSpeed's default for stage 1): with overlap, DeepSpeed 0.19 reduces "
+    "its gradients into partitions during backward as ZeRO-2 does, so it would no longer hold ZeRO-1's state; "
+    "DeepSpeed's defaults already ran at DDP's speed (issue 10)",
+)
+
+_DS_12 = _DS_COMMON + (
+    Setting("allgather_bucket_size", _HALF_MODEL_OR_5E8,
+            "elements per all-gather of the updated parameters after the step (DeepSpeed's default 5e8, at most half the model)"),
+)
+
+_ZERO3 = _DS_COMMON + (
+    _OVERLAP,
+    Setting("stage3_prefetch_bucket_size", PerModel("2 blocks (2 x (12 d² + 4 d))", lambda s: 2 * block_params(s)),
+            "elements gathered ahead of use: two blocks (1.0e8 here; DeepSpeed's default 5e7 is just under one "
+            "block of 5.03e7, so it cannot even hold the next block); candidate"),
+    Setting("stage3_param_persistence_threshold", PerModel("min(1e5, 10 d_model)", lambda s: min(100_000, 10 * s.d_model)),
+            "parameters up to this size stay whole on every rank: the norms, so no tiny all-gathers (DeepSpeed's "
+            "default 1e5 and Accelerate's 10 d keep the same ones here)"),
+    Setting("stage3_max_live_parameters", 1_000_000_000,
+            "gathered elements allowed at once before releasing (DeepSpeed's default)"),
+    Setting("stage3_max_reuse_distance", 1_000_000_000,
+            "keep a gathered parameter if it is used again within this many elements: the last blocks "
+            "stay gathered from forward into backward (DeepSpeed's default)"),
+    Setting("memory_efficient_linear", True,
+            "DeepSpeed swaps torch's F.linear for its own autograd function that keeps no gathered weight for "
+            "backward (DeepSpeed's default; a Python-level call per Linear, for the whole process)"),
+    Setting("leaf_modules", ("Block",),
+            "one gather/release hook per transformer block instead of per Linear/LayerNorm: untuned ZeRO-3 "
+            "is hook-bound here (0.27-0.40 s/step on NVLink); DeepSpeed's documented remedy "
+            "(set_z3_leaf_modules, zero_optimization.leaf_module); candidate"),
+)
+
+_FSDP = (
+    _OPTIMIZER,
+    Setting("units", "torchtitan",
+            "FSDP units as torchtitan's apply_fsdp: token embedding, each block, [final norm + head] "
+            "(kept gathered after forward: backward needs it first), then the root"),
+    Setting("reshard_after_forward", True,
+            "blocks free their gathered bf16 parameters after forward and gather again in backward "
+            "(ZeRO-3 memory; torchtitan's default without pipeline parallelism)"),
+    Setting("forward_prefetch", 0,
+            "blocks whose all-gather a block issues before its own forward; 0 = FSDP2's implicit "
+            "prefetch (the next gather is issued when the CPU reaches it)"),
+    Setting("backward_prefetch", 0,
+            "blocks whose all-gather a block issues before its own backward; 0 = FSDP2's implicit one-block prefetch"),
+    Setting("reduce_dtype", "fp32",
+            "gradients reduce-scattered in fp32 (torchtitan's mixed_precision_reduce default); bf16 "
+            "was not FSDP's slowdown (issue 10)"),
+)
+
+_TABLE = (
+    Strategy(
+        "ddp", "PyTorch DDP", "torch.ddp", (),
+        (
+            _OPTIMIZER,
+            Setting("bucket_cap_mb", 25,
+                    "gradients all-reduced in 25 MiB buckets as backward produces them (DDP's default)"),
+            Setting("gradient_as_bucket_view", True,
+                    ".grad are views into the reduce buckets: no second gradient copy, no copy between them (DDP docs)"),
+        ),
+    ),
+    Strategy("zero1", "DeepSpeed ZeRO-1 (Accelerate)", "deepspeed", ("optimizer",), _DS_12 + (_ZERO1_NO_OVERLAP,)),
+    Strategy("zero2", "DeepSpeed ZeRO-2 (Accelerate)", "deepspeed", ("grads", "optimizer"), _DS_12 + (_OVERLAP,)),
+    Strategy("zero3", "DeepSpeed ZeRO-3 (Accelerate)", "deepspeed", ("params", "grads", "optimizer"), _ZERO3),
+    Strategy("fsdp", "PyTorch FSDP2 (fully_shard)", "torch.fsdp2", ("params", "grads", "optimizer"), _FSDP),
+)
+
+STRATEGIES: Mapping[str, Strategy] = MappingProxyType({s.name: s for s in _TABLE})
+NAMES: tuple[str, ...] = tuple(STRATEGIES)
+REFERENCE = "ddp"  # the strategy the others are compared with
+
+# What each key may hold: a checker returning an error text, or None when the value is fine.
+_BOOL = ("a boolean", lambda v: isinstance(v, bool))
+_COUNT = ("a whole number >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+_POSITIVE = ("a whole number > 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and v > 0)
+_KINDS = {
+    "optimizer": (f"one of {OPTIMIZER_IMPLEMENTATIONS}", lambda v: v in OPTIMIZER_IMPLEMENTATIONS),
+    "bucket_cap_mb": _POSITIVE,
+    "gradient_as_bucket_view": _BOOL,
+    "overlap_comm": _BOOL,
+    "contiguous_gradients": _BOOL,
+    "reduce_bucket_size": _POSITIVE,
+    "allgather_bucket_size": _POSITIVE,
+    "stage3_prefetch_bucket_size": _COUNT,
+    "stage3_param_persistence_threshold": _COUNT,
+    "stage3_max_live_parameters": _COUNT,
+    "stage3_max_reuse_distance": _COUNT,
+    "memory_efficient_linear": _BOOL,
+    "leaf_modules": ("a tuple of module class names", lambda v: isinstance(v, (tuple, list)) and all(isinstance(x, str) for x in v)),
+    "units": ("'torchtitan' or 'blocks'", lambda v: v in ("torchtitan", "blocks")),
+    "reshard_after_forward": _BOOL,
+    "forward_prefetch": _COUNT,
+    "backward_prefetch": _COUNT,
+    "reduce_dtype": ("'fp32' or 'bf16'", lambda v: v in ("fp32", "bf16")),
+}
+
+
+def strategy(name: str) -> Strategy:
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise ValueError(f"strategy {name!r}: expected one of {NAMES}") from None
+
+
+def resolve_settings(name: str, shape, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The table's settings for `name` and the model `shape`, with `overrides` applied; unknown
+    keys and bad values refused.
+
+    Overrides exist for the device probe (variants of one strategy); the suite runs the table.
+    """
+    s = strategy(name)
+    settings = s.defaults(shape)
+    for key, value in (overrides or {}).items():
+        if key not in settings:
+            raise ValueError(f"{name}: unknown setting {key!r}; {name} has {', '.join(settings)}")
+        settings[key] = value
+    for key, value in settings.items():
+        text, ok = _KINDS[key]
+        if not ok(value):
+            raise ValueError(f"{name}: setting {key}={value!r} must be {text}")
+    if "leaf_modules" in settings:
+        settings["leaf_modules"] = tuple(settings["leaf_modules"])
+    return settings
+
+
+def check_in_force(name: str, asked: Mapping[str, Any], in_force: Mapping[str, Any]) -> None:
+    """Raise unless every asked setting was read back from the engine/module with its value.
+
+    A key the runner could not read back is an error too: an unchecked setting is a guess.
+    """
+    problems = []
+    for key, value in asked.items():
+        if key not in in_force:
+            problems.append(f"{key}: not read back")
+        elif _normal(in_force[key]) != _normal(value):
+            problems.append(f"{key}: asked {value!r}, runs {in_force[key]!r}")
+    if problems:
+        raise RuntimeError(f"{name}: settings not in force: " + "; ".join(problems))
+
+
+def _normal(value):
+    return tuple(value) if isinstance(value, list) else value
