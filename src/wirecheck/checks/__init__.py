@@ -50,11 +50,13 @@ def rejudge(verdict: Verdict, thresholds) -> Verdict:
 from wirecheck.checks import (  # noqa: E402,F401
     collectives,
     copy_bandwidth,
+    fleet,
     health,
     inventory,
     latency,
     measurement,
     nccl_path,
+    network,
     topology,
     training,
 )
