@@ -323,3 +323,14 @@ def train_hang(ctx: RankContext, **kw: Any) -> dict:
     """A training run (any run_strategy arguments) that never returns: no step completes."""
     hang_forever_here()
     return {}
+
+
+def nccl_probe_with_a_log(ctx: RankContext, ops: list[str], sizes: list[int], log_lines: list[str]) -> dict[str, Any]:
+    """gloo writes no NCCL log: write this rank's lines where NCCL would (NCCL_DEBUG_FILE, %p the pid),
+    then run the real probe, which runs the collectives and reads the file back."""
+    from wirecheck import nccl_path
+
+    path = nccl_path.log_path(os.environ["NCCL_DEBUG_FILE"], os.getpid())
+    with open(path, "w") as f:
+        f.write("".join(line + "\n" for line in log_lines if line.startswith(f"vm:41{ctx.rank}")))
+    return nccl_path.probe(ctx, ops, sizes)

@@ -83,14 +83,24 @@ def test_staircase(node, measurements, reporter, placement, strategy_worker, gra
 
 
 def _dial_table(node, placement, runs) -> str:
+    """The strategy dial with the figures that explain it: spread of the timed steps, MFU and
+    the communication the step could not hide."""
     precision = _settings(node).precision
-    rows = [f"{'strategy':8} {'model state meas / pred':>25} {'peak':>11} {'tokens/s':>12} {'loss 1':>9} {'step s':>8}"]
+    limits = node.thresholds.training_limits(node.simulated)
+    rows = [f"{'strategy':8} {'tokens/s (min-max)':>25} {'+-CI':>6} {'steps':>9} {'MFU':>6} {'exposed ms':>11} "
+            f"{'peak':>10} {'state meas / pred':>22} {'loss 1':>8}"]
     for s, run in runs.items():
-        pred = predict(s, run.rank0["n_params"], placement.n_gpus, accounting="implementation", precision=precision).total
-        peak = run.worst("peak_allocated_bytes")
-        state = f"{format_bytes(run.model_state_bytes)} / {format_bytes(pred)}"
-        rows.append(f"{s:8} {state:>25} {format_bytes(peak) if peak else 'n/a':>11} {run.tokens_per_s:12,.0f} "
-                    f"{run.rank0['losses'][0]:9.4f} {run.rank0['step_time_median_s']:8.3f}")
+        r0 = run.rank0
+        pred = predict(s, r0["n_params"], placement.n_gpus, accounting="implementation", precision=precision).total
+        peak, mfu, exposed = run.worst("peak_allocated_bytes"), run.mfu(limits, precision), run.exposed_comm_s
+        spread = f"{run.tokens_per_s:,.0f} ({r0.get('tokens_per_s_min', 0):,.0f}-{r0.get('tokens_per_s_max', 0):,.0f})"
+        ci = r0.get("step_time_ci_halfwidth")
+        exposed_text = "n/a" if exposed is None else f"{exposed * 1e3:.1f} ({exposed / r0['step_time_median_s']:.0%})"
+        rows.append(f"{s:8} {spread:>25} {(f'{ci:.1%}' if ci is not None else 'n/a'):>6} "
+                    f"{str(r0.get('timed_steps', len(r0['step_times_s']))) + ' ' + str(r0.get('stop_reason', ''))[:8]:>9} "
+                    f"{(f'{mfu:.1%}' if mfu is not None else 'n/a'):>6} {exposed_text:>11} "
+                    f"{format_bytes(peak) if peak else 'n/a':>10} "
+                    f"{format_bytes(run.model_state_bytes) + ' / ' + format_bytes(pred):>22} {r0['losses'][0]:8.4f}")
     return "\n".join(rows)
 
 

@@ -14,9 +14,9 @@ import os
 import signal
 import sys
 
-from wirecheck import cli_judge, cli_memory, cli_nccl_tests, cli_topo, cli_validate
+from wirecheck import cli_fleet, cli_judge, cli_memory, cli_nccl_tests, cli_report, cli_topo, cli_validate
 
-COMMANDS = (cli_topo, cli_memory, cli_validate, cli_judge, cli_nccl_tests)
+COMMANDS = (cli_topo, cli_memory, cli_validate, cli_judge, cli_report, cli_fleet, cli_nccl_tests)
 
 
 def build_parser() -> argparse.ArgumentParser:

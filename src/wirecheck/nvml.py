@@ -436,6 +436,25 @@ def _read_versions(nv: Any) -> dict[str, str | None]:
     }
 
 
+def read_pcie_links(indices: list[int]) -> dict[int, dict[str, int | None]]:
+    """{index: {"gen", "gen_max", "width", "width_max"}} now; None where NVML cannot say.
+
+    The link trains down at idle to save power, so the current figures mean something only
+    while a copy is running: the copy-bandwidth worker reads them in the middle of one.
+    """
+    with _session() as nv:
+        out = {}
+        for i in indices:
+            h = _handle(nv, i)
+            out[i] = {
+                "gen": _or_none(_try(nv, i, "nvmlDeviceGetCurrPcieLinkGeneration", h)),
+                "gen_max": _or_none(_try(nv, i, "nvmlDeviceGetMaxPcieLinkGeneration", h)),
+                "width": _or_none(_try(nv, i, "nvmlDeviceGetCurrPcieLinkWidth", h)),
+                "width_max": _or_none(_try(nv, i, "nvmlDeviceGetMaxPcieLinkWidth", h)),
+            }
+        return out
+
+
 # -- peer to peer -----------------------------------------------------------------------
 
 

@@ -21,6 +21,7 @@ CLASS_PCIE = "pcie"
 CLASS_FORCED_PCIE = "forced_pcie"
 CLASS_SINGLE = "single"
 CLASS_PAIR = "pair"  # per-pair link checks, one per NVLink-connected pair
+CLASS_NETWORK = "network"  # GPUs of several nodes (wirecheck.multinode): traffic crosses the NICs
 
 
 
@@ -44,6 +45,9 @@ CLASS_TABLE = (
     PlacementClass(CLASS_FORCED_PCIE, "NVLink GPUs with NCCL's peer-to-peer path off: only the wire changes", True, True),
     PlacementClass(CLASS_SINGLE, "one GPU", False, False),
     PlacementClass(CLASS_PAIR, "every NVLink-connected pair, for per-link checks", False, False),
+    # Never enumerated from one node's topology: wirecheck.multinode runs it across nodes through
+    # torchrun, and its verdicts use the same busbw/correctness checks under this class name.
+    PlacementClass(CLASS_NETWORK, "GPUs of several nodes: traffic crosses the nodes' NICs", False, False),
 )
 CLASSES = tuple(c.name for c in CLASS_TABLE)
 COLLECTIVE_CLASSES = tuple(c.name for c in CLASS_TABLE if c.collectives)

@@ -21,6 +21,7 @@ from wirecheck.curve import SWEEP_NAMES, SweepSpec, geometric_sizes
 from wirecheck.deadlines import DeadlineRule
 from wirecheck.placement import (
     CLASSES,
+    CLASS_NETWORK,
     CLASS_PAIR,
     CLASS_SINGLE,
 )
@@ -28,8 +29,9 @@ from wirecheck.collectives import OPS
 from wirecheck.precision import NAMES as PRECISIONS
 from wirecheck.precision import why_unsupported
 from wirecheck.quantity import format_bw, format_quantity
+from wirecheck.thresholds_copy import CopyBandwidth, parse_copy_bandwidth
 from wirecheck.thresholds_yaml import SOURCE_HINT, ThresholdsError, _At, _read_yaml, _suggest
-from wirecheck.topology import BRIDGED, FABRICS, PCIE
+from wirecheck.topology import BRIDGED, FABRICS, PCIE, PCIE_LEVELS
 
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
 STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
@@ -38,8 +40,8 @@ ANY = "any"  # a GPU-count (or placement-class) key that matches whatever has no
 # Sections that must be present, even if empty ({} = judged by the derived floor only): a class
 # left out by accident would otherwise judge nothing, silently.
 COLLECTIVE_FLOOR_CLASSES = tuple(c for c in CLASSES if c != CLASS_SINGLE)  # one GPU has no collective
-# Training runs on placements, not on per-pair link checks.
-THROUGHPUT_FLOOR_CLASSES = tuple(c for c in COLLECTIVE_FLOOR_CLASSES if c != CLASS_PAIR)
+# Training runs on placements, not on per-pair link checks, and not across nodes (yet).
+THROUGHPUT_FLOOR_CLASSES = tuple(c for c in COLLECTIVE_FLOOR_CLASSES if c not in (CLASS_PAIR, CLASS_NETWORK))
 
 
 
@@ -75,6 +77,8 @@ class Profile:
     yaml_path: str
     nvlinks_per_peer: int | None = None  # bridged only
     group_size: int | None = None  # bridged only
+    nic_ports: int | None = None  # InfiniBand/RoCE ports expected (tests/test_network.py); None: not judged
+    nic_rate: float | None = None  # bytes/s per port per direction; None: not judged
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,39 @@ class DerivedFloor:
     efficiency: float  # fraction of the link ceiling
     source: str
     yaml_path: str
+
+
+@dataclass(frozen=True)
+class NetworkLimits:
+    """Multi-node collectives and the node's NICs (wirecheck.multinode, tests/test_network.py)."""
+
+    efficiency: float  # fraction of the NICs' line rate a multi-node busbw must reach
+    efficiency_source: str
+    efficiency_yaml_path: str
+    gpu_nic_max_path: str  # the farthest topo -m path (PIX..SYS) from a GPU to its nearest NIC without a warning
+    gpu_nic_source: str
+    gpu_nic_yaml_path: str
+
+
+@dataclass(frozen=True)
+class FleetRule:
+    """A node's figure against its peers' median: named when it is below the median by more than
+    `mad_k` x the peers' scaled MAD (1.4826 x median absolute deviation) and by more than
+    `max_below_median` (a fraction). Both: MAD alone flags noise on a tight fleet, a percentage
+    alone flags ordinary noise on a noisy figure."""
+
+    max_below_median: float
+    mad_k: float
+    source: str
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class FleetLimits:
+    busbw: FleetRule  # collective busbw per placement/op at floor_size, and NIC line rate
+    throughput: FleetRule  # training tokens/s per placement (wire) and strategy
+    pairs: FleetRule  # node pairs of the ring schedule against the median pair
+    min_nodes: int  # a median needs this many nodes (pairs) with the figure
 
 
 @dataclass(frozen=True)
@@ -322,6 +359,9 @@ class Thresholds:
     _training_limits: Mapping[bool, TrainingLimits]
     health: HealthLimits
     workers: WorkerSettings
+    copy_bandwidth: CopyBandwidth  # host<->device and peer copies without NCCL (thresholds_copy)
+    network: NetworkLimits
+    _fleet: Mapping[bool, FleetLimits]  # keyed by `simulated`
 
     @property
     def profile_names(self) -> tuple[str, ...]:
@@ -363,15 +403,21 @@ class Thresholds:
         if found is not None:
             return found
         if link_ceiling_bytes_per_s:
-            eff = self.derived_floor.efficiency
+            if placement_class == CLASS_NETWORK:
+                # Across nodes the ceiling is the NICs' line rate, not NVLink: its own efficiency.
+                eff, ceiling, why, cited = (self.network.efficiency, "the NICs' line rate",
+                                            self.network.efficiency_source, self.network.efficiency_yaml_path)
+            else:
+                eff, ceiling, why, cited = (self.derived_floor.efficiency, "the link ceiling",
+                                            self.derived_floor.source, self.derived_floor.yaml_path)
             return Limit(
                 min=link_ceiling_bytes_per_s * eff,
                 max=None,
                 source=(
-                    f"derived: {eff * 100:g} % of the link ceiling {format_bw(link_ceiling_bytes_per_s)} "
-                    f"(no table entry for {placement_class}/{op}/{n_gpus} GPUs; efficiency: {self.derived_floor.source})"
+                    f"derived: {eff * 100:g} % of {ceiling} {format_bw(link_ceiling_bytes_per_s)} "
+                    f"(no table entry for {placement_class}/{op}/{n_gpus} GPUs; efficiency: {why})"
                 ),
-                yaml_path=self.derived_floor.yaml_path,
+                yaml_path=cited,
             )
         return None
 
@@ -409,6 +455,9 @@ class Thresholds:
 
     def training_limits(self, simulated: bool) -> TrainingLimits:
         return self._training_limits[bool(simulated)]
+
+    def fleet(self, simulated: bool) -> FleetLimits:
+        return self._fleet[bool(simulated)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -470,7 +519,8 @@ def _profile(at: _At, name: str) -> Profile:
             "gpu_memory": '"141 GB"',
             "source": SOURCE_HINT,
         },
-        optional={"nvlink_speed": '"26.562 GB/s"', "nvlinks_per_peer": "6", "group_size": "4"},
+        optional={"nvlink_speed": '"26.562 GB/s"', "nvlinks_per_peer": "6", "group_size": "4",
+                  "nic_ports": "8", "nic_rate": '"50 GB/s"  (400 Gb/s NDR, per port per direction)'},
     )
     fabric = f["fabric"].choice(FABRICS)
     gpu_count = f["gpu_count"].count(minimum=1)
@@ -517,6 +567,8 @@ def _profile(at: _At, name: str) -> Profile:
         yaml_path=at.cite,
         nvlinks_per_peer=per_peer,
         group_size=group,
+        nic_ports=f["nic_ports"].count() if "nic_ports" in f else None,
+        nic_rate=f["nic_rate"].quantity("bandwidth", positive=True) if "nic_rate" in f else None,
     )
 
 
@@ -979,6 +1031,50 @@ def _workers(at: _At) -> WorkerSettings:
     )
 
 
+def _network(at: _At) -> NetworkLimits:
+    f = at.fields(
+        "network limits",
+        required={"derived_floor": '{efficiency: "80 %", source: ...}', "gpu_nic_path": "{max: PXB, source: ...}"},
+    )
+    efficiency, eff_source = _ratio_section(f["derived_floor"], "efficiency", "percent", '"80 %"')
+    if efficiency > 1:
+        raise f["derived_floor"].child("efficiency").error("is above 100 %", "a floor cannot exceed the line rate; write at most 100 %")
+    path = f["gpu_nic_path"].fields("GPU-to-NIC path limit", required={"max": "PXB", "source": SOURCE_HINT})
+    return NetworkLimits(
+        efficiency=efficiency,
+        efficiency_source=eff_source,
+        efficiency_yaml_path=f["derived_floor"].cite,
+        gpu_nic_max_path=path["max"].choice(PCIE_LEVELS),
+        gpu_nic_source=path["source"].source(),
+        gpu_nic_yaml_path=f["gpu_nic_path"].cite,
+    )
+
+
+def _fleet_rule(at: _At) -> FleetRule:
+    f = at.fields("fleet rule", required={"max_below_median": '"5 %"', "mad_k": '"3 x"', "source": SOURCE_HINT})
+    below = f["max_below_median"].quantity("percent")
+    if below >= 1:
+        raise f["max_below_median"].error("is 100 % or more", "no node could ever be named; write less than 100 %")
+    return FleetRule(below, f["mad_k"].quantity("ratio"), f["source"].source(), at.cite)
+
+
+def _fleet(at: _At) -> dict[bool, FleetLimits]:
+    f = at.fields(
+        "fleet sections",
+        required={"min_nodes": "3", "hardware": "{busbw: {...}, throughput: {...}, pairs: {...}}",
+                  "simulated": "{busbw: {...}, throughput: {...}, pairs: {...}}"},
+    )
+    # Fewer than 3 values have no meaningful median to stand out from.
+    min_nodes = f["min_nodes"].count(minimum=3)
+    out = {}
+    for simulated, key in ((False, "hardware"), (True, "simulated")):
+        rules = f[key].fields("fleet rules per figure", required={k: '{max_below_median: "5 %", mad_k: "3 x", source: ...}'
+                                                                 for k in ("busbw", "throughput", "pairs")})
+        out[simulated] = FleetLimits(_fleet_rule(rules["busbw"]), _fleet_rule(rules["throughput"]),
+                                     _fleet_rule(rules["pairs"]), min_nodes)
+    return MappingProxyType(out)
+
+
 def load_thresholds(path: str | Path) -> Thresholds:
     """Read and validate a thresholds file. Raises ThresholdsError (or FileNotFoundError)."""
     path = Path(path)
@@ -997,6 +1093,9 @@ def load_thresholds(path: str | Path) -> Thresholds:
             "training": "{hardware: {...}, ...}",
             "health": '{nvlink_replay: 0, nvlink_recovery: 0, nvlink_crc_rate: "100 /s", pcie_replay_rate: "8 /min", source: ...}',
             "workers": '{deadlines: {hardware: {...}, simulated: {...}}, node_lock: {wait: "30 s", source: ...}}',
+            "copy_bandwidth": '{settings: {...}, floors: {nvswitch: {h2d: {min: "48 GB/s", source: ...}}}, derived_floor: {...}}',
+            "network": '{derived_floor: {efficiency: "80 %", source: ...}, gpu_nic_path: {max: PXB, source: ...}}',
+            "fleet": "{min_nodes: 3, hardware: {...}, simulated: {...}}",
         },
     )
     profiles = _profiles(f["profiles"])
@@ -1020,4 +1119,7 @@ def load_thresholds(path: str | Path) -> Thresholds:
         _training_limits=training["limits"],
         health=_health(f["health"]),
         workers=_workers(f["workers"]),
+        copy_bandwidth=parse_copy_bandwidth(f["copy_bandwidth"]),
+        network=_network(f["network"]),
+        _fleet=_fleet(f["fleet"]),
     )

@@ -47,5 +47,17 @@ def rejudge(verdict: Verdict, thresholds) -> Verdict:
 
 
 # The check modules register themselves on import.
-from wirecheck.checks import collectives, health, inventory, latency, measurement, topology, training  # noqa: E402,F401
+from wirecheck.checks import (  # noqa: E402,F401
+    collectives,
+    copy_bandwidth,
+    fleet,
+    health,
+    inventory,
+    latency,
+    measurement,
+    nccl_path,
+    network,
+    topology,
+    training,
+)
 from wirecheck.checks.measurement import measurement_completed  # noqa: E402,F401

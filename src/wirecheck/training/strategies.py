@@ -135,9 +135,12 @@ _FSDP = (
     Setting("units", "torchtitan",
             "FSDP units as torchtitan's apply_fsdp: token embedding, each block, [final norm + head] "
             "(kept gathered after forward: backward needs it first), then the root"),
-    Setting("reshard_after_forward", True,
-            "blocks free their gathered bf16 parameters after forward and gather again in backward "
-            "(ZeRO-3 memory; torchtitan's default without pipeline parallelism)"),
+    Setting("reshard_after_forward", False,
+            "torchtitan's `never` policy: blocks keep their gathered bf16 parameters from forward to backward, "
+            "one all-gather per block per step instead of two; model state at rest stays sharded (1/N), the "
+            "peak holds one gathered model more. Measured on 2x H200 NVLink, 2026-11-30: 0.89x DDP tokens/s "
+            "against 0.75x (+-13 %) with resharding (torchtitan's default), whose profile showed 35 ms of "
+            "the step's 85 ms NCCL time not under compute"),
     Setting("forward_prefetch", 0,
             "blocks whose all-gather a block issues before its own forward; 0 = FSDP2's implicit "
             "prefetch (the next gather is issued when the CPU reaches it)"),

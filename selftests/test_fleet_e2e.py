@@ -1,0 +1,208 @@
+"""Four simulated nodes on this machine, end to end, one of them slow on purpose (CI's fleet case).
+
+1. Each node validates itself: the real suite (tests/) in simulation, one record per node in a shared
+   results directory. node2's collective worker is the test-only `fleet_faults:slow_collective`.
+2. Multi-node collectives and the pair schedule: four torchrun agents with c10d rendezvous on
+   localhost, each its own CPU rank (gloo), started through `wirecheck fleet multinode`; node2's
+   agent uses the test-only slow worker functions.
+3. `wirecheck fleet report` on the directory names node2 by the fleet rule and by the pair schedule,
+   and nobody else.
+Sizes and iterations are the thresholds file's `simulated` ones (4 MiB, 5 calls): about a minute of
+CPU on two cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from e2e import PROJECT, records
+from wirecheck.fleet.report import main as report
+
+N = 4
+SLOW = "node2"
+SELECTION = "test_busbw and all_reduce and nvswitch"
+TIMEOUT_S = 420
+SLOW_CONFTEST = '''
+import pytest
+
+
+@pytest.fixture
+def collective_worker():
+    return "fleet_faults:slow_collective"  # test-only: a delay before every collective of this node
+'''
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    paths = [str(PROJECT), str(PROJECT / "selftests"), env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    return env
+
+
+def _node_project(root: Path, slow: bool) -> Path:
+    """A copy of the suite's layout (conftest.py, tests/, thresholds.yaml) for one node."""
+    import shutil
+
+    root.mkdir(parents=True)
+    shutil.copy(PROJECT / "conftest.py", root / "conftest.py")
+    shutil.copytree(PROJECT / "tests", root / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(PROJECT / "thresholds.yaml", root / "thresholds.yaml")
+    (root / "pytest.ini").write_text("[pytest]\naddopts = --strict-markers\n")
+    if slow:
+        (root / "tests" / "conftest.py").write_text(SLOW_CONFTEST)
+    return root
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _validate_nodes(root: Path, results: Path) -> dict[str, subprocess.CompletedProcess]:
+    """Each node's own validation run, two at a time (two cores)."""
+    done = {}
+    names = [f"node{k}" for k in range(N)]
+    for batch in (names[:2], names[2:]):
+        procs = {}
+        for name in batch:
+            project = _node_project(root / name, slow=name == SLOW)
+            cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--simulate=h200-sxm-2",
+                   "--benchmark-disable", "-k", SELECTION, f"--wirecheck-json={results / (name + '.jsonl')}", "tests"]
+            procs[name] = subprocess.Popen(cmd, cwd=project, env=_env(), stdout=subprocess.PIPE,
+                                           stderr=subprocess.STDOUT, text=True)
+        for name, proc in procs.items():
+            out, _ = proc.communicate(timeout=TIMEOUT_S)
+            done[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out)
+    return done
+
+
+def _multinode(results: Path) -> dict[str, subprocess.CompletedProcess]:
+    port = _free_port()
+    procs = {}
+    for k in range(N):
+        name = f"node{k}"
+        slow = ["--collective-worker", "fleet_faults:slow_collective", "--pair-worker", "fleet_faults:slow_pair"]
+        cmd = [sys.executable, "-m", "wirecheck.fleet.cli", "multinode", "--nnodes", str(N), "--nproc-per-node", "1",
+               "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "ci-fleet", "--join-timeout", "120", "--",
+               "--simulate", "--node-name", name, "--ops", "all_reduce",
+               f"--wirecheck-json={results / 'network-ci.jsonl'}", *(slow if name == SLOW else [])]
+        procs[name] = subprocess.Popen(cmd, cwd=PROJECT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       text=True)
+    done = {}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=TIMEOUT_S)
+        done[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return done
+
+
+@pytest.fixture(scope="module")
+def simulated_fleet(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fleet")
+    results = root / "results"
+    results.mkdir()
+    nodes = _validate_nodes(root, results)
+    network = _multinode(results)
+    return results, nodes, network
+
+
+def test_every_node_validated_itself_into_the_shared_directory(simulated_fleet):
+    results, nodes, _ = simulated_fleet
+    for name, run in nodes.items():
+        assert run.returncode == 0, f"{name}:\n{run.stdout[-3000:]}"  # node2 is slow, yet above its gloo floor
+        lines = records(results / f"{name}.jsonl")
+        assert lines[0]["type"] == "run" and lines[0]["simulated"] and lines[-1]["status"] == "complete"
+
+
+def test_collectives_across_four_nodes_through_torchrun(simulated_fleet):
+    results, _, network = simulated_fleet
+    rank0 = next(run for run in network.values() if "wirecheck multinode:" in run.stdout)
+    assert "4 nodes (node0, node1, node2, node3), 4 ranks, gloo" in rank0.stdout, rank0.stdout + rank0.stderr[-3000:]
+    lines = records(results / "network-ci.jsonl")
+    head = lines[0]
+    assert head["multinode"]["nodes"] == ["node0", "node1", "node2", "node3"] and head["simulated"]
+    assert {r["node"] for r in head["multinode"]["ranks"]} == {"node0", "node1", "node2", "node3"}
+    verdicts = {(v["check"], v["where"]): v for v in lines if v["type"] == "verdict"}
+    whole = "network-4node-4gpu"
+    assert verdicts[("collective_correct", whole)]["outcome"] == "pass"
+    assert verdicts[("busbw", whole)]["outcome"] == "pass"
+    assert "collectives.simulated_floors.all_reduce" in verdicts[("busbw", whole)]["yaml_path"]
+    pairs = [m for m in lines if m["type"] == "measurement" and m["kind"] == "pair"]
+    assert len(pairs) == 6 and {m["details"]["shift"] for m in pairs} == {1, 2}
+    assert all(verdicts[("collective_correct", m["placement"])]["outcome"] == "pass" for m in pairs), \
+        "every rank's result checked, element by element, in every pair"
+    assert lines[-1]["type"] == "end" and lines[-1]["status"] == "complete"
+    # Every agent leaves with rank 0's verdict: the pair schedule failed node2.
+    assert {run.returncode for run in network.values()} == {1}, {n: r.stderr[-2000:] for n, r in network.items()}
+
+
+def test_the_slow_node_is_named_by_the_fleet_rule_and_the_pair_schedule(simulated_fleet, capsys, tmp_path):
+    results, _, _ = simulated_fleet
+    code = report([str(results), "--expect", str(N), "--json", str(tmp_path / "fleet.json"),
+                   "--html", str(tmp_path / "fleet.html")])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    data = json.loads((tmp_path / "fleet.json").read_text())
+    assert data["named"] == {"fleet_rule": [SLOW], "pair_schedule": [SLOW], "slow_links": []}, out
+    failed = [n["node"] for n in data["nodes"] if not n["ok"]]
+    assert failed == [SLOW], out
+    slow_row = next(line for line in out.splitlines() if line.startswith(SLOW + " "))
+    assert slow_row.split()[-2:] == ["SLOW", "FAIL"]
+    assert "SIMULATION" in out.splitlines()[-3] + out.splitlines()[-1]
+    assert (tmp_path / "fleet.html").read_text().count("<img") == 3  # overview, the named figure, the pair matrix
+
+
+def test_a_rendezvous_nobody_else_joins_is_explained(tmp_path):
+    port = _free_port()
+    run = subprocess.run([sys.executable, "-m", "wirecheck.fleet.cli", "multinode", "--nnodes", "2", "--rdzv-endpoint",
+                          f"127.0.0.1:{port}", "--rdzv-id", "alone", "--join-timeout", "3", "--", "--simulate"],
+                         cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert run.returncode == 2
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"wirecheck fleet multinode: the rendezvous at 127.0.0.1:{port} failed (RendezvousTimeoutError)")
+    assert "same --rdzv-endpoint and --rdzv-id" in last
+
+
+def test_outside_torchrun_the_fix_is_named(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "wirecheck.multinode", "--simulate"], cwd=tmp_path,
+                         env={k: v for k, v in _env().items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR")},
+                         capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert run.returncode == 2
+    assert "not set: run this under torchrun" in run.stderr and "--rdzv-backend c10d" in run.stderr
+    bare = subprocess.run([sys.executable, "-m", "wirecheck.fleet.cli", "multinode", "--rdzv-id", "x"], cwd=tmp_path,
+                          env={k: v for k, v in _env().items() if not k.startswith("SLURM_")}, capture_output=True,
+                          text=True, timeout=TIMEOUT_S)
+    assert bare.returncode == 2 and "--nnodes: not given and $SLURM_JOB_NUM_NODES is not set" in bare.stderr
+
+
+def test_a_rank_that_breaks_ends_the_job_and_its_record_says_so(tmp_path, capsys):
+    """node1's measurement raises: rank 0's collective fails (peer gone), rank 0 records the failure and
+    ends its record, and every agent exits non-zero instead of hanging."""
+    port = _free_port()
+    record = tmp_path / "results" / "network.jsonl"
+    procs = []
+    for k in range(2):
+        broken = ["--collective-worker", "fleet_faults:broken_collective"] if k == 1 else []
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend",
+             "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "broken", "-m", "wirecheck.multinode",
+             "--simulate", "--node-name", f"node{k}", "--ops", "all_reduce", f"--wirecheck-json={record}", *broken],
+            cwd=PROJECT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = [p.communicate(timeout=TIMEOUT_S)[0] for p in procs]
+    assert [p.returncode for p in procs] == [1, 1], outs
+    assert "fleet_faults: rank 1 broke on purpose" in outs[1]
+    lines = records(record)
+    failed = [v for v in lines if v["type"] == "verdict" and v["outcome"] == "fail"]
+    assert len(failed) == 1 and failed[0]["check"] == "measurement_completed"
+    assert failed[0]["message"].startswith("all_reduce across 2 nodes stopped on rank 0 (node0)")
+    assert lines[-1]["type"] == "end" and lines[-1]["status"] == "error"
+    assert report([str(record.parent)]) == 1
+    out = capsys.readouterr().out
+    assert "network run network.jsonl: 2 nodes, the multi-node run ended with status error" in out

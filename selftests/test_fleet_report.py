@@ -1,0 +1,211 @@
+"""`wirecheck fleet report` on record files written the way a node writes them (RecordFile, the suite's
+own check functions), with 2x H200 SXM figures: the table, the exit codes, what a missing or cut
+node looks like, bad input, the JSON and the HTML page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from e2e import PROJECT
+from wirecheck import checks
+from wirecheck.fleet.report import main as report
+from wirecheck.fleet.schedule import all_pairs, pair_rounds
+from wirecheck.results import Measurement, RecordFile
+from wirecheck.thresholds import load_thresholds
+
+GB, GIB, MIB = 1e9, 2**30, 2**20
+PLACEMENT = "nvswitch-2gpu-0.1"
+# Readings on 2x H200 SXM, 2026-11-30 (README): busbw GB/s at 1 GiB, DDP tokens/s.
+REFERENCE = {"all_reduce": 326.2, "all_gather": 270.8, "reduce_scatter": 274.2}
+DDP_TOKENS = 88_000.0
+TH = load_thresholds(PROJECT / "thresholds.yaml")
+
+
+def write_node(path: Path, scale: dict | None = None, *, simulated: bool = False, end: bool = True,
+               jitter: float = 0.0) -> Path:
+    """One node's record: busbw at the floor size per op (REFERENCE x scale x (1 + jitter)), judged by
+    the busbw check as tests/test_collectives.py does, and a DDP training run."""
+    scale = scale or {}
+    size = TH.collective_settings(simulated).floor_size
+    rf = RecordFile(path)
+    rf.header({"simulated": simulated, "profile": "h200-sxm-2", "thresholds": str(TH.path), "versions": {},
+               "env": {}, "fabric": "nvswitch", "gpus": [], "groups": [[0, 1]], "matrix": [],
+               "placements": [{"id": PLACEMENT, "class": "nvswitch", "gpus": [0, 1]}]})
+    for op, gbps in REFERENCE.items():
+        busbw = gbps * scale.get(op, 1.0) * (1 + jitter) * GB / (1000 if simulated else 1)
+        rf.measurement(Measurement("collective", PLACEMENT, f"{op} busbw", busbw / GB, "GB/s", {
+            "op": op, "placement_class": "nvswitch", "n_gpus": 2, "backend": "gloo" if simulated else "nccl",
+            "simulated": simulated, "bytes": size, "requested_bytes": size, "busbw": busbw, "algbw": busbw}))
+        v = checks.collectives.busbw(TH, op=op, placement=PLACEMENT, placement_class="nvswitch", n_gpus=2,
+                                     simulated=simulated, busbw_bytes_per_s=busbw, size_bytes=size,
+                                     link_ceiling_bytes_per_s=None)
+        rf.verdict(v, f"tests/test_collectives.py::test_busbw[{PLACEMENT}-{op}]")
+    tokens = DDP_TOKENS * scale.get("ddp", 1.0) * (1 + jitter)
+    rf.measurement(Measurement("strategy", PLACEMENT, "ddp training", tokens, "tokens/s",
+                               {"strategy": "ddp", "n_gpus": 2, "ranks": [], "error": None}))
+    if end:
+        rf.end({"status": "complete", "exit_status": 0, "simulated": simulated, "tests": {"passed": 3},
+                "verdicts": {"pass": 3}, "wall_s": 1.0})
+    rf.close()
+    return path
+
+
+JITTER = (0.004, -0.006, 0.001, 0.007, -0.002, 0.0, -0.004, 0.003)
+
+
+def fleet(tmp_path: Path, n: int = 6, slow: dict | None = None, simulated: bool = False) -> Path:
+    d = tmp_path / "results"
+    d.mkdir(parents=True, exist_ok=True)
+    for k in range(n):
+        write_node(d / f"gpu{k:02d}.jsonl", (slow or {}).get(f"gpu{k:02d}"), simulated=simulated, jitter=JITTER[k])
+    return d
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = report([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _row(out: str, node: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith(node + " "))
+
+
+def test_a_healthy_fleet_passes(tmp_path, capsys):
+    code, out, _ = run(capsys, fleet(tmp_path), "--expect", 6)
+    assert code == 0, out
+    assert "PASSED: 0 of 6 node(s) failed" in out
+    assert _row(out, "gpu03").split()[-1] == "PASS" and "0/3/0" in _row(out, "gpu03")
+
+
+def test_a_node_ten_percent_below_its_peers_fails_the_fleet_above_its_floors(tmp_path, capsys):
+    d = fleet(tmp_path, slow={"gpu03": {"reduce_scatter": 0.9}})
+    code, out, _ = run(capsys, d, "--expect", 6, "--json", tmp_path / "fleet.json")
+    assert code == 1
+    row = _row(out, "gpu03")
+    assert "0/3/0" in row and "1 of 4" in row and row.endswith("FAIL"), "its own floors pass; the fleet names it"
+    assert all(_row(out, f"gpu{k:02d}").endswith("PASS") for k in (0, 1, 2, 4, 5))
+    failure = next(line for line in out.splitlines() if "[fleet_outlier]" in line)
+    assert "gpu03" in failure and "reduce_scatter busbw on nvswitch-2gpu-0.1 at 1 GiB" in failure
+    assert "below the median" in failure and "fleet.hardware.busbw" in failure
+    assert "below their peers (fleet rule): gpu03;" in out
+    data = json.loads((tmp_path / "fleet.json").read_text())
+    assert data["named"]["fleet_rule"] == ["gpu03"] and data["exit_status"] == 1
+    node = next(n for n in data["nodes"] if n["node"] == "gpu03")
+    assert node["figures"]["busbw:reduce_scatter:nvswitch-2gpu-0.1"]["value"] == pytest.approx(274.2 * 0.9 * 1.007)
+
+
+def test_training_throughput_is_a_key_figure(tmp_path, capsys):
+    code, out, _ = run(capsys, fleet(tmp_path, slow={"gpu01": {"ddp": 0.5}}))
+    assert code == 1 and "ddp tokens/s on nvswitch-2gpu-0.1" in out and "fleet.hardware.throughput" in out
+    code, out, _ = run(capsys, fleet(tmp_path / "b", slow={"gpu01": {"ddp": 0.85}}))
+    assert code == 0, "15 % is inside a training step's run-to-run noise (thresholds: 30 %)"
+
+
+def test_a_missing_node_fails(tmp_path, capsys):
+    d = fleet(tmp_path, n=4)
+    nodes = tmp_path / "nodes.txt"
+    nodes.write_text("# scontrol show hostnames\ngpu00\ngpu01\ngpu02\ngpu03\ngpu04\n")
+    code, out, _ = run(capsys, d, "--nodes", nodes)
+    assert code == 1
+    assert _row(out, "gpu04").split()[1] == "MISSING" and _row(out, "gpu04").endswith("FAIL")
+    assert "gpu04: [node_record] node gpu04: no record gpu04.jsonl" in out
+    code, out, _ = run(capsys, d, "--expect", 6)
+    assert code == 1 and "MISSING: 2 node(s) wrote no record" in out
+
+
+def test_a_cut_short_or_empty_record_is_a_failed_node(tmp_path, capsys):
+    d = fleet(tmp_path, n=4)
+    write_node(d / "gpu04.jsonl", end=False)
+    (d / "gpu05.jsonl").write_text("")
+    code, out, _ = run(capsys, d)
+    assert code == 1
+    assert _row(out, "gpu04").split()[1] == "CUT" and "cut short (no end line)" in out
+    assert _row(out, "gpu05").split()[1] == "BROKEN" and "empty: the run died before writing its header" in out
+
+
+def test_its_own_verdicts_are_judged_again(tmp_path, capsys):
+    d = fleet(tmp_path)
+    data = yaml.safe_load((PROJECT / "thresholds.yaml").read_text())
+    data["collectives"]["floors"]["nvswitch"]["all_gather"][2]["min"] = "271 GB/s"
+    raised = tmp_path / "raised.yaml"
+    raised.write_text(yaml.safe_dump(data, sort_keys=False))
+    code, out, _ = run(capsys, d, "--thresholds", raised)
+    assert code == 1
+    failing = sorted(line.split()[0] for line in out.splitlines() if line.startswith("gpu") and line.endswith("FAIL"))
+    assert failing == ["gpu01", "gpu04", "gpu05"], out  # 270.8 GB/s with jitter -0.6 %, -0.2 %, 0 % stay under 271
+    assert "[busbw] all_gather busbw at 1 GiB on nvswitch-2gpu-0.1: measured" in out and "raised.yaml" in out
+
+
+def test_a_simulated_fleet_says_so(tmp_path, capsys):
+    code, out, _ = run(capsys, fleet(tmp_path, simulated=True))
+    assert code == 10 and out.rstrip().splitlines()[-1].startswith("wirecheck fleet report: SIMULATION")
+
+
+def test_bad_input_is_named(tmp_path, capsys):
+    code, _, err = run(capsys, tmp_path / "nowhere")
+    assert code == 2 and "nowhere: no such directory" in err and "--wirecheck-json DIR/$(hostname).jsonl" in err
+    d = fleet(tmp_path, n=3)
+    (d / "notes.jsonl").write_text('{"hello": 1}\n')
+    code, _, err = run(capsys, d)
+    assert code == 2 and "notes.jsonl" in err and "not a wirecheck record file" in err and "move it out" in err
+    (d / "notes.jsonl").unlink()
+    write_node(d / "sim.jsonl", simulated=True)
+    code, _, err = run(capsys, d)
+    assert code == 2 and "mixes simulated and hardware records (simulated: sim)" in err
+    (d / "sim.jsonl").unlink()
+    code, _, err = run(capsys, d, "--nodes", tmp_path / "missing.txt")
+    assert code == 2 and "--nodes" in err and "one node name per line" in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = run(capsys, empty)
+    assert code == 2 and "no record files" in err
+
+
+def _network_record(path: Path, nodes: list[str], slow: str) -> None:
+    """A multi-node record as rank 0 of wirecheck.multinode writes it: pairs and their verdicts."""
+    rf = RecordFile(path)
+    rf.header({"simulated": False, "thresholds": str(TH.path), "placements": [],
+               "multinode": {"nodes": nodes, "world_size": len(nodes)}})
+    pairs = []
+    for a, b in all_pairs(pair_rounds(nodes)):
+        busbw = 48e9 * (0.8 if slow in (a, b) else 1.0)
+        pairs.append({"a": a, "b": b, "busbw_bytes_per_s": busbw})
+        rf.measurement(Measurement("pair", f"{a}~{b}", "pair", busbw / GB, "GB/s", {"a": a, "b": b}))
+    for n in nodes:
+        rf.verdict(checks.fleet.pair_node(TH, node=n, pairs=pairs, simulated=False), f"multinode::pair_node::{n}")
+    rf.end({"status": "complete", "exit_status": 1, "verdicts": {}, "tests": {}, "wall_s": 1.0})
+    rf.close()
+
+
+def test_the_pair_schedule_names_its_slow_node_in_the_table_and_the_page(tmp_path, capsys):
+    d = fleet(tmp_path)
+    _network_record(d / "network-42.jsonl", [f"gpu{k:02d}" for k in range(6)], slow="gpu04")
+    page = tmp_path / "fleet.html"
+    code, out, _ = run(capsys, d, "--expect", 6, "--html", page)
+    assert code == 1
+    assert _row(out, "gpu04").split()[-2:] == ["SLOW", "FAIL"] and _row(out, "gpu03").split()[-2:] == ["ok", "PASS"]
+    assert "slow with every partner (pair schedule): gpu04;" in out
+    assert "network run network-42.jsonl: 6 nodes, complete" in out
+    html = page.read_text()
+    assert html.count("<img") == 2 and "gpu04" in html and "FAILED" in html
+
+
+def test_the_wirecheck_fleet_command_module(tmp_path, capsys):
+    """`wirecheck fleet ...` as the CLI dispatches it (cli.py: one line in COMMANDS)."""
+    from wirecheck import cli_fleet
+
+    parser = argparse.ArgumentParser(prog="wirecheck")
+    sub = parser.add_subparsers(dest="command")
+    cli_fleet.add_parser(sub).set_defaults(run=cli_fleet.run)
+    args, extra = parser.parse_known_args(["fleet", "report", str(fleet(tmp_path)), "--expect", "6"])
+    assert args.passes_extra_args and args.run(args, extra) == 0
+    assert "PASSED: 0 of 6 node(s) failed" in capsys.readouterr().out
+    args, extra = parser.parse_known_args(["fleet", "nonsense"])
+    assert args.run(args, extra) == 2 and "unknown command 'nonsense'" in capsys.readouterr().err

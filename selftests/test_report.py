@@ -1,0 +1,258 @@
+"""`wirecheck report`: the page for a simulated run, a device run, failures, a run cut short,
+the trend, and bad input.
+
+Records: selftests/data/sim-h200-sxm-2.jsonl is a whole simulated run of the suite
+(`pytest --simulate=h200-sxm-2 --benchmark-disable --wirecheck-json=...`; make it again when
+the record schema changes); the device run of 2026-11-30 comes from reference_record.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+from reference_record import convert
+from wirecheck.report.command import main as report
+from wirecheck.report.figures import mad_band
+from wirecheck.report.sections import SECTION_IDS
+
+DATA = Path(__file__).parent / "data"
+SIM = DATA / "sim-h200-sxm-2.jsonl"
+SIM_FIGURES = {"fig-busbw-all_reduce", "fig-busbw-all_gather", "fig-busbw-reduce_scatter", "fig-busbw-broadcast",
+               "fig-busbw-all_to_all", "fig-wire-forced_pcie-2gpu-0.1", "fig-link-matrix", "fig-strategy-dial"}
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def write(path: Path, objs: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(o) + "\n" for o in objs))
+    return path
+
+
+def make(tmp_path: Path, *records: Path, name="report.html", extra=()) -> str:
+    out = tmp_path / name
+    assert report([*map(str, records), "-o", str(out), *extra]) == 0
+    return out.read_text()
+
+
+def figure_ids(page: str) -> list[str]:
+    return re.findall(r'<figure id="([^"]+)"', page)
+
+
+def meta(page: str, name: str) -> list[str]:
+    return re.search(rf'<meta name="{name}" content="([^"]*)"', page).group(1).split()
+
+
+def section(page: str, sid: str) -> str:
+    return re.search(rf'<section id="{sid}">(.*?)</section>', page, re.S).group(1)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_simulated_run_every_section_every_figure(tmp_path, capsys):
+    page = make(tmp_path, SIM)
+    assert meta(page, "wirecheck-sections") == list(SECTION_IDS)
+    for sid in SECTION_IDS:
+        assert f'<section id="{sid}">' in page
+    assert set(figure_ids(page)) == SIM_FIGURES == set(meta(page, "wirecheck-figures"))
+    for fid, uri, w, h in re.findall(r'<figure id="([^"]+)"[^>]*><img src="data:image/png;base64,([^"]+)" alt="[^"]+" '
+                                     r'width="(\d+)" height="(\d+)"', page):
+        assert png_size(base64.b64decode(uri)) == (int(w), int(h)), fid
+    assert '<div class="banner sim">SIMULATION' in page and "(SIMULATION)</title>" in page
+    # Self-contained: no script, nothing to fetch.
+    assert "<script" not in page and not re.search(r'(src|href)="(https?:)?//', page)
+    assert "Content-Security-Policy" in page
+    out = capsys.readouterr().out
+    assert "8 figures" in out and "SIMULATION" in out
+    # Sections without data say why.
+    assert "simulation: no GPU memory to copy" in section(page, "copies")
+    assert "gloo on CPU stands in for NCCL" in section(page, "nccl-path")
+    assert "No error-counter readings" in section(page, "health")
+    assert "One run only" in section(page, "trends")
+
+
+def test_device_run_shows_the_wire_the_dial_and_the_counters(tmp_path):
+    page = make(tmp_path, convert(tmp_path / "dev.jsonl"))
+    assert '<div class="banner pass">PASSED' in page
+    assert {"fig-wire-forced_pcie-2gpu-0.1", "fig-strategy-dial", "fig-counter-growth", "fig-link-matrix"} <= set(figure_ids(page))
+    wire = section(page, "wire")
+    assert "nvswitch-2gpu-0.1 vs forced_pcie-2gpu-0.1" in wire
+    ratio = re.search(r"<td>all_reduce</td><td class=\"num\">([\d.]+)</td><td class=\"num\">([\d.]+)</td><td class=\"num\">([\d.]+)x", wire)
+    assert 300 < float(ratio.group(1)) < 340 and 25 < float(ratio.group(2)) < 30 and 10 < float(ratio.group(3)) < 13
+    dial = section(page, "strategies")
+    assert "30.4 GiB" in dial  # DDP's peak allocated, as the device measured it
+    assert "+0.0 %" in dial  # DDP model state equals the memory model
+    links = section(page, "links")
+    assert "fig-link-matrix" in links
+
+
+def test_failures_come_first_with_measured_limit_source_and_placement(tmp_path):
+    objs = lines(SIM)
+    failing = next(o for o in objs if o["type"] == "verdict" and o["check"] == "busbw")
+    failing.update(outcome="fail", limit={"min": 5000.0, "max": None}, source="selftest: raised <floor>",
+                   yaml_path="thresholds.yaml: collectives.simulated_floors.all_reduce.any",
+                   message="all_reduce busbw at 4 MiB on nvswitch-2gpu-0.1: measured 0.5 GB/s < floor 5000.0 GB/s")
+    page = make(tmp_path, write(tmp_path / "fail.jsonl", objs))
+    verdict = section(page, "verdict")
+    assert verdict.index("<h3>Failures</h3>") < verdict.index("skipped, with the reason")
+    row = re.search(r'<tr class="fail">(.*?)</tr>', verdict).group(1)
+    for text in ("busbw", failing["where"], "min 5000 GB/s", "selftest: raised &lt;floor&gt;",
+                 "collectives.simulated_floors.all_reduce.any", failing["test"]):
+        assert text in row, text
+    assert page.index('id="verdict"') < page.index('id="node"')
+
+
+def test_everything_from_a_record_is_escaped(tmp_path):
+    objs = lines(SIM)
+    objs[1]["message"] = "<script>alert(1)</script>"
+    objs[0]["host"] = '<img src="http://x">'
+    page = make(tmp_path, write(tmp_path / "evil.jsonl", objs))
+    assert "<script>alert" not in page and '<img src="http://x">' not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_a_run_cut_short_and_a_run_with_nothing_measured(tmp_path):
+    objs = lines(SIM)
+    page = make(tmp_path, write(tmp_path / "cut.jsonl", objs[:40]), name="cut.html")
+    assert "the run was cut short" in section(page, "verdict") and "no end record" in section(page, "node")
+    assert "No training measurements" in section(page, "strategies")
+    hw = [{**objs[0], "simulated": False}, objs[-1]]
+    page = make(tmp_path, write(tmp_path / "empty.jsonl", hw), name="empty.html")
+    assert figure_ids(page) == ["fig-link-matrix"]
+    for sid, text in (("collectives", "No collective measurements"), ("wire", "No host-path placement"),
+                      ("strategies", "No training measurements"), ("nccl-path", "No NCCL path probe"),
+                      ("copies", "No copy-bandwidth measurement"), ("health", "No error-counter readings")):
+        assert text in section(page, sid), sid
+
+
+def _night(objs: list[dict], day: int, scale: float, path: Path) -> Path:
+    night = json.loads(json.dumps(objs))
+    night[0]["started"] = f"2026-11-{day:02d}T02:00:00+00:00"
+    for o in night:
+        if o["type"] == "measurement" and o["kind"] == "collective" and o["placement"] == "nvswitch-2gpu-0.1":
+            o["details"]["busbw"] *= scale
+    return write(path, night)
+
+
+def test_history_draws_the_trend_and_flags_a_night_outside_its_band(tmp_path):
+    objs = lines(SIM)
+    hist = tmp_path / "history"
+    hist.mkdir()
+    for day, scale in ((1, 1.0), (2, 1.02), (3, 0.98), (4, 1.01)):
+        _night(objs, day, scale, hist / f"night{day}.jsonl")
+    (hist / "notes.jsonl").write_text("not a record\n")
+    other = json.loads(json.dumps(objs))
+    other[0]["host"] = "another-node"
+    write(hist / "other.jsonl", other)
+    tonight = _night(objs, 5, 0.5, tmp_path / "tonight.jsonl")
+    page = make(tmp_path, tonight, extra=["--history", str(hist)])
+    trends = section(page, "trends")
+    assert {"fig-trend-busbw", "fig-trend-tokens", "fig-trend-verdicts"} <= set(figure_ids(page))
+    outside = re.findall(r'<tr class="fail"><td>busbw: ([^<]+)</td><td>([^<]+)</td>', trends)
+    assert outside and {series for _, series in outside} == {"nvswitch-2gpu-0.1"}
+    assert "OUTSIDE" in trends and "5 run(s) in the trend" in trends
+    assert "notes.jsonl" in trends and "another host (another-node)" in trends
+
+
+def test_mad_band():
+    assert mad_band([1.0, 2.0]) is None
+    med, low, high = mad_band([10.0, 12.0, 11.0, 9.0, 10.0])  # MAD 1: +- 3 x 1.4826
+    assert med == 10.0 and low == pytest.approx(10 - 4.4478) and high == pytest.approx(10 + 4.4478)
+    assert not low <= 5.0 <= high
+    # A series that repeats itself exactly still has a band: 1 % of the median.
+    assert mad_band([10.0, 10.0, 10.0, 11.0]) == (10.0, pytest.approx(9.9), pytest.approx(10.1))
+
+
+def test_bad_input_is_one_clear_message(tmp_path, capsys):
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text('{"hello": 1}\n')
+    assert report([str(junk), "-o", str(tmp_path / "r.html")]) == 2
+    assert "not a wirecheck record file" in capsys.readouterr().err
+    assert report([str(tmp_path / "missing.jsonl")]) == 2
+    assert "cannot read it" in capsys.readouterr().err
+    assert report([str(SIM), "-o", "/proc/wirecheck/r.html"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write /proc/wirecheck" in err and "Traceback" not in err
+    assert report([str(SIM), "-o", str(tmp_path / "r.html"), "--history", str(tmp_path / "nope")]) == 2
+    assert "--history" in capsys.readouterr().err and not (tmp_path / "r.html").exists()
+
+
+def test_evidence_sections_nccl_path_and_copies(tmp_path):
+    from reference_record import with_evidence
+
+    page = make(tmp_path, with_evidence(tmp_path / "evidence.jsonl"))
+    nccl = section(page, "nccl-path")
+    assert nccl.count('<span class="outcome-pass">PASS</span>') == 2
+    assert "<td>GPU0 -&gt; GPU1</td><td>P2P/CUMEM/read</td><td>NVL</td>" in nccl
+    assert "<td>GPU0 -&gt; GPU1</td><td>SHM/direct/direct</td><td>PHB</td>" in nccl
+    assert "<td>AllReduce</td><td class=\"num\">1073741824</td><td>RING</td><td>SIMPLE</td>" in nccl
+    copies = section(page, "copies")
+    assert "fig-copy-bandwidth" in copies and "<td>GPU1</td><td class=\"num\">52.50</td>" in copies
+    assert "<td>GPU0 -&gt; GPU1</td><td class=\"num\">392.6</td><td>yes</td>" in copies
+    assert "Gen5 x16 (max Gen5 x16)" in copies
+
+
+def test_the_device_scripts_summary_reads_the_evidence(tmp_path):
+    import subprocess
+    import sys
+
+    from e2e import PROJECT
+    from reference_record import with_evidence
+
+    record = with_evidence(tmp_path / "evidence.jsonl")
+    out = subprocess.run([sys.executable, str(PROJECT / "scripts/device/report_check.py"), "evidence", str(record)],
+                         capture_output=True, text=True, check=True).stdout
+    assert re.search(r"GPU0->GPU1\s+P2P/CUMEM/read\s+NVL\s+16", out)
+    assert re.search(r"GPU1->GPU0\s+SHM/direct/direct\s+PHB\s+16", out)
+    assert "AllReduce        1073741824 B -> RING/SIMPLE, 16 channels" in out
+    assert "GPU1: H2D    52.5 GB/s  D2H    55.2 GB/s  PCIe under load Gen5 x16" in out
+    assert "GPU1 -> GPU0:   393.4 GB/s" in out and "PASS peer copy bandwidth" in out
+    log = tmp_path / "pytest.log"
+    log.write_text("============ slowest durations ============\n"
+                   "5.01s call     tests/test_nccl_path.py::test_nccl_path[nvswitch-2gpu-0.1]\n"
+                   "4.20s call     tests/test_nccl_path.py::test_nccl_path[forced_pcie-2gpu-0.1]\n"
+                   "3.30s call     tests/test_copy_bandwidth.py::test_host_copy[gpu0-h2d]\n"
+                   "0.00s setup    tests/test_copy_bandwidth.py::test_peer_copy[pair-0.1]\n"
+                   "40.00s call    tests/test_collectives.py::test_busbw[nvswitch-2gpu-0.1-all_reduce]\n")
+    out = subprocess.run([sys.executable, str(PROJECT / "scripts/device/report_check.py"), "durations", str(log)],
+                         capture_output=True, text=True, check=True).stdout
+    assert "12.5 s  added by tests/test_nccl_path.py + tests/test_copy_bandwidth.py (aim: under 20 s), of 52.5 s" in out
+
+
+def test_mfu_and_exposed_communication_are_drawn_when_the_records_have_them(tmp_path):
+    from wirecheck.report.model import RunView
+    from wirecheck.report.prometheus import exposition
+    from wirecheck.results import read_run
+
+    objs = lines(SIM)
+    for o in objs:
+        if o["type"] == "measurement" and o["kind"] == "strategy":
+            for r in o["details"]["ranks"]:
+                r.update(mfu=0.3 if r["rank"] == 0 else 0.25, exposed_comm_s=0.004 * (r["rank"] + 1))
+    record = write(tmp_path / "mfu.jsonl", objs)
+    dial = section(make(tmp_path, record), "strategies")
+    assert "<td class=\"num\">25.0 %</td><td class=\"num\">0.008</td>" in dial  # slowest rank's MFU, worst exposure
+    assert "wirecheck_training_mfu_ratio{" in exposition(RunView.of(read_run(record)))
+
+
+def test_the_command_module_plugs_into_a_subcommand_parser(tmp_path):
+    """`wirecheck report` as a subcommand: NAME, add_parser(subparsers), run(args, extra)."""
+    import argparse
+
+    from wirecheck.report import command
+
+    parser = argparse.ArgumentParser(prog="wirecheck")
+    sub = parser.add_subparsers(dest="command")
+    command.add_parser(sub)
+    args = parser.parse_args([command.NAME, str(SIM), "-o", str(tmp_path / "r.html")])
+    assert command.run(args, []) == 0 and (tmp_path / "r.html").stat().st_size > 100_000

@@ -1,0 +1,103 @@
+"""Copy bandwidth without NCCL: host<->device per GPU, peer copies per NVLink pair, and the
+PCIe link as it runs under load.
+
+Bandwidths come in as bytes/s and are recorded in GB/s (1e9 B/s). A host copy below its floor
+names the GPU and the PCIe link it ran on (read from NVML during the copy), so a link trained
+down to Gen3 or x8 shows as the cause; the link itself is judged under load by
+`pcie_link_under_load` (at idle it drops by design, which the inventory check can only skip).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from wirecheck.checks import check
+from wirecheck.quantity import format_bw
+from wirecheck.thresholds_copy import pcie_ceiling
+from wirecheck.verdict import FAIL, PASS, Verdict, skip, within
+
+GB = 1e9
+SIMULATION = "simulation: no GPU memory to copy to or from"
+DIRECTION_NAMES = {"h2d": "host->device", "d2h": "device->host"}
+
+
+def _link(pcie: dict | None) -> str:
+    if not pcie or pcie.get("gen") is None:
+        return "PCIe link not readable"
+    text = f"PCIe Gen{pcie['gen']} x{pcie['width']}"
+    if pcie.get("gen_max") is not None:
+        text += f" (capable of Gen{pcie['gen_max']} x{pcie['width_max']})"
+    return text + ("" if pcie.get("under_load", True) else ", read after the copies ended")
+
+
+@check("host_copy")
+def host_copy(thresholds, *, gpu: int, direction: str, fabric: str, bytes_per_s: float | None, pcie: dict | None,
+              simulated: bool, error: str | None = None) -> Verdict:
+    """Pinned host<->device copy bandwidth of one GPU against the floor for the fabric.
+    `pcie`: {"gen", "width", "gen_max", "width_max", "under_load"} read during the copies."""
+    what, where = f"{DIRECTION_NAMES[direction]} copy bandwidth", f"GPU{gpu}"
+    if simulated:
+        return skip(what, where, SIMULATION)
+    if error or bytes_per_s is None:
+        return Verdict("", what, where, FAIL, f"{what} on {where}: not measured: {error}")
+    ceiling = pcie_ceiling((pcie or {}).get("gen_max"), (pcie or {}).get("width_max"))
+    limit = thresholds.copy_bandwidth.limit(fabric, direction, ceiling)
+    if limit is None:
+        return skip(what, where, f"no {fabric}/{direction} copy floor in {thresholds.path} and no PCIe link reading to derive one")
+    v = within(what, where, bytes_per_s, limit, format_bw, "GB/s", scale=1 / GB, hint=f"; the copy ran on {_link(pcie)}")
+    return replace(v, details={"pcie": pcie})
+
+
+@check("pcie_link_under_load")
+def pcie_link_under_load(thresholds, *, gpu: int, pcie: dict | None, simulated: bool) -> Verdict:
+    """While host copies run, the GPU's PCIe link runs at the generation and width it is capable of."""
+    what, where = "PCIe link under load", f"GPU{gpu}"
+    if simulated:
+        return skip(what, where, SIMULATION)
+    if not pcie or pcie.get("error") or pcie.get("gen") is None or pcie.get("gen_max") is None:
+        return skip(what, where, f"NVML gave no PCIe link reading: {(pcie or {}).get('error') or 'not supported'}")
+    if not pcie.get("under_load"):
+        return skip(what, where, "the reading came after the copies had ended (the link may have dropped to idle); "
+                                 "raise copy_bandwidth.settings.iters")
+    now = (pcie["gen"], pcie["width"])
+    best = (pcie["gen_max"], pcie["width_max"])
+    measured = f"Gen{now[0]} x{now[1]}"
+    expected = f"Gen{best[0]} x{best[1]}"
+    source = "NVML: nvmlDeviceGetMaxPcieLinkGeneration/Width, the most this GPU and its slot can train to"
+    if now[0] < best[0] or now[1] < best[1]:
+        return Verdict("", what, where, FAIL,
+                       f"{what} on {where}: {measured} while copying, capable of {expected}: the link trained down "
+                       "(reseat the GPU or riser, check the slot's BIOS setting and `lspci -vv` LnkSta)",
+                       measured=measured, limit={"expected": expected}, source=source)
+    return Verdict("", what, where, PASS, f"{what} on {where}: {measured} as capable", measured=measured,
+                   limit={"expected": expected}, source=source)
+
+
+@check("peer_copy")
+def peer_copy(thresholds, *, pair: str, fabric: str, nv: int, link_speed_bytes_per_s: float | None,
+              directions: list | None, simulated: bool, error: str | None = None) -> Verdict:
+    """Device->device copies between an NVLink pair, both directions: the slower one against the
+    floor (the fabric's, or NV# x per-link speed x efficiency). `directions`:
+    [{"src", "dst", "bytes_per_s", "peer_access"}]."""
+    what = "peer copy bandwidth"
+    if simulated:
+        return skip(what, pair, SIMULATION)
+    if error or not directions:
+        return Verdict("", what, pair, FAIL, f"{what} on {pair}: not measured: {error}")
+    no_access = [d for d in directions if not d.get("peer_access")]
+    if no_access:
+        d = no_access[0]
+        return Verdict("", what, pair, FAIL,
+                       f"{what} on {pair}: GPU{d['src']} cannot access GPU{d['dst']}'s memory directly (NV{nv}): "
+                       "the copy was staged through the host; check `nvidia-smi topo -p2p r` and the IOMMU/ACS settings",
+                       measured=min(x["bytes_per_s"] for x in directions) / GB, unit="GB/s")
+    slow = min(directions, key=lambda d: d["bytes_per_s"])
+    ceiling = nv * link_speed_bytes_per_s if nv and link_speed_bytes_per_s else None
+    limit = thresholds.copy_bandwidth.limit(fabric, "peer", ceiling)
+    if limit is None:
+        return skip(what, pair, f"no {fabric}/peer copy floor in {thresholds.path} and no NVLink speed to derive one")
+    both = ", ".join(f"GPU{d['src']}->GPU{d['dst']} {format_bw(d['bytes_per_s'])}" for d in directions)
+    hint = f" ({both}); suspect the NVLinks of GPU{slow['src']} or GPU{slow['dst']}"
+    v = within(f"{what} (slower direction GPU{slow['src']}->GPU{slow['dst']})", pair, slow["bytes_per_s"], limit,
+               format_bw, "GB/s", scale=1 / GB, hint=hint)
+    return replace(v, details={"directions": directions})

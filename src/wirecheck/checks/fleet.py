@@ -1,0 +1,149 @@
+"""Fleet checks: a node's record is there and complete, a node's key figure against its peers', and
+the pair schedule's node-or-link attribution.
+
+A node cleared by its own floors can still be slower than its peers: the fleet rule
+(wirecheck.fleet.stats) names it. Inputs are plain data (figures, peer values, pair bandwidths), so
+`wirecheck fleet report --json` keeps them and the same functions judge them again.
+"""
+
+from __future__ import annotations
+
+from wirecheck.checks import check
+from wirecheck.fleet.schedule import pair_key
+from wirecheck.fleet.stats import below_median
+from wirecheck.verdict import FAIL, PASS, Verdict, cite, skip
+
+KINDS = ("busbw", "throughput")
+GB = 1e9
+
+
+def _fmt(unit: str):
+    if unit == "GB/s":
+        return lambda v: f"{v:.2f} GB/s"
+    return lambda v: f"{v:,.0f} {unit}"
+
+
+@check("node_record")
+def node_record(thresholds, *, node: str, path: str | None, problem: str | None) -> Verdict:
+    """The node's record is there and complete. `problem`: missing, cut short, interrupted, unreadable."""
+    what = "validation record"
+    if problem:
+        return Verdict("", what, node, FAIL, f"node {node}: {problem}", measured=path)
+    return Verdict("", what, node, PASS, f"node {node}: complete record {path}", measured=path)
+
+
+@check("fleet_outlier")
+def fleet_outlier(thresholds, *, node: str, figure: str, kind: str, value: float, peers: dict, unit: str,
+                  simulated: bool) -> Verdict:
+    """`value` (this node's `figure`) against the median of `peers` ({node: value}, this node not
+    included), with the fleet rule for `kind` (busbw or throughput)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown fleet figure kind {kind!r}; known: {', '.join(KINDS)}")
+    limits = thresholds.fleet(simulated)
+    rule = getattr(limits, kind)
+    what = f"{figure} against the fleet"
+    if len(peers) + 1 < limits.min_nodes:
+        return skip(what, node, f"{len(peers) + 1} node(s) have this figure; the fleet median needs "
+                                f"{limits.min_nodes} (fleet.min_nodes)")
+    fmt = _fmt(unit)
+    b = below_median(value, list(peers.values()), rule.max_below_median, rule.mad_k)
+    bounds = f"allowed {rule.max_below_median * 100:g} % or {rule.mad_k:g} x scaled MAD"
+    text = f"node {node}: {figure} {b.describe(fmt)} other node(s); {bounds} ({cite(rule.yaml_path, rule.source)})"
+    if b.named:
+        slowest = sorted(peers.items(), key=lambda kv: kv[1])[:3]
+        text += "; slowest peers: " + ", ".join(f"{n} {fmt(v)}" for n, v in slowest)
+    return Verdict("", what, node, FAIL if b.named else PASS, text, measured=value, unit=unit,
+                   limit={"median": b.median, "scaled_mad": b.scaled_mad, "max_below_median": rule.max_below_median,
+                          "mad_k": rule.mad_k},
+                   source=rule.source, yaml_path=rule.yaml_path, details={"below": b.below})
+
+
+# ---- the pair schedule ---------------------------------------------------------------------------
+
+
+def _by_pair(pairs: list) -> dict[str, dict]:
+    return {pair_key(p["a"], p["b"]): p for p in pairs}
+
+
+def _nodes(pairs: list) -> list[str]:
+    return sorted({p["a"] for p in pairs} | {p["b"] for p in pairs})
+
+
+def _node_judgement(node: str, pairs: list, rule, min_reference: int):
+    """(None or the Below of the node's fastest pair against the pairs without it, its pairs, the rest).
+    The fastest: a slow node is slow with every partner, while two slow links that meet at a healthy
+    node leave it fast with its other partners."""
+    mine = [p for p in pairs if node in (p["a"], p["b"])]
+    rest = [p["busbw_bytes_per_s"] for p in pairs if node not in (p["a"], p["b"])]
+    if len(mine) < 2 or len(rest) < min_reference:
+        return None, mine, rest
+    fastest = max(p["busbw_bytes_per_s"] for p in mine)
+    return below_median(fastest, rest, rule.max_below_median, rule.mad_k), mine, rest
+
+
+def slow_nodes(pairs: list, thresholds, simulated: bool) -> list[str]:
+    limits = thresholds.fleet(simulated)
+    out = []
+    for node in _nodes(pairs):
+        b, _, _ = _node_judgement(node, pairs, limits.pairs, limits.min_nodes)
+        if b is not None and b.named:
+            out.append(node)
+    return out
+
+
+def format_bw(bytes_per_s: float) -> str:
+    """Three significant digits: simulated pairs run at a few hundredths of a GB/s."""
+    return f"{bytes_per_s / GB:.3g} GB/s"
+
+
+def _pair_text(p: dict) -> str:
+    return f"{p['a']}-{p['b']} {format_bw(p['busbw_bytes_per_s'])}"
+
+
+@check("pair_node")
+def pair_node(thresholds, *, node: str, pairs: list, simulated: bool) -> Verdict:
+    """A node is slow when even its fastest pair (over every partner of both rounds) is below the pairs
+    it is not in. `pairs`: [{"a", "b", "busbw_bytes_per_s"}] of the whole schedule."""
+    limits = thresholds.fleet(simulated)
+    rule = limits.pairs
+    what = "node pairs of the ring schedule"
+    b, mine, rest = _node_judgement(node, pairs, rule, limits.min_nodes)
+    if b is None:
+        return skip(what, node, f"{len(mine)} pair(s) with {node} and {len(rest)} without it: telling a slow node "
+                                f"from a slow link needs 2 with and {limits.min_nodes} without (4 or more nodes)")
+    listed = ", ".join(_pair_text(p) for p in mine)
+    body = (f"its pairs ({listed}): the fastest {b.describe(format_bw)} pairs without it; allowed "
+            f"{rule.max_below_median * 100:g} % or {rule.mad_k:g} x scaled MAD ({cite(rule.yaml_path, rule.source)})")
+    text = f"node {node} is slow with every partner: {body}" if b.named else f"node {node}: {body}"
+    return Verdict("", what, node, FAIL if b.named else PASS, text, measured=b.value / GB, unit="GB/s",
+                   limit={"median": b.median / GB, "scaled_mad": b.scaled_mad / GB}, source=rule.source,
+                   yaml_path=rule.yaml_path, details={"below": b.below})
+
+
+@check("pair_link")
+def pair_link(thresholds, *, a: str, b: str, pairs: list, simulated: bool) -> Verdict:
+    """The link between nodes a and b against the pairs that touch no slow node. A slow pair with a
+    slow node in it is that node's (pair_node names it); one between two healthy nodes is the link."""
+    limits = thresholds.fleet(simulated)
+    rule = limits.pairs
+    where = f"{a}~{b}"
+    what = "link between two nodes"
+    by_pair = _by_pair(pairs)
+    me = by_pair.get(pair_key(a, b))
+    if me is None:
+        return skip(what, where, "this pair was not measured")
+    slow = slow_nodes(pairs, thresholds, simulated)
+    if a in slow or b in slow:
+        return skip(what, where, f"node {a if a in slow else b} is slow with every partner: the pair's speed is the node's")
+    reference = [p["busbw_bytes_per_s"] for k, p in by_pair.items()
+                 if k != pair_key(a, b) and p["a"] not in slow and p["b"] not in slow]
+    if len(reference) < limits.min_nodes:
+        return skip(what, where, f"{len(reference)} other pair(s) to compare with; the median needs {limits.min_nodes}")
+    bl = below_median(me["busbw_bytes_per_s"], reference, rule.max_below_median, rule.mad_k)
+    body = (f"{bl.describe(format_bw)} other pairs; allowed {rule.max_below_median * 100:g} % or "
+            f"{rule.mad_k:g} x scaled MAD ({cite(rule.yaml_path, rule.source)})")
+    text = (f"link {a}-{b} is slow while {a} and {b} are fine with their other partners: {body} "
+            "(cable, switch port or route between them?)" if bl.named else f"link {a}-{b}: {body}")
+    return Verdict("", what, where, FAIL if bl.named else PASS, text, measured=bl.value / GB, unit="GB/s",
+                   limit={"median": bl.median / GB, "scaled_mad": bl.scaled_mad / GB}, source=rule.source,
+                   yaml_path=rule.yaml_path, details={"below": bl.below})

@@ -1,0 +1,103 @@
+"""The node's NICs: ports up, one rate, the expected count, and each GPU near a NIC.
+
+Inputs are the port dicts of wirecheck.network (`ports_as_data`) and topo -m path codes, so a
+recorded run is judged again unchanged. A GPU far from every NIC is a warning, not a failure: the
+node works, its multi-node traffic only crosses the CPU (the verdict passes and says so, with
+details["warning"]; the test turns it into a pytest warning).
+"""
+
+from __future__ import annotations
+
+from wirecheck.checks import check
+from wirecheck.network import RDMA_KINDS, nearest_nic
+from wirecheck.topology import PCIE_LEVELS
+from wirecheck.verdict import PASS, Verdict, cite, expect, no_problems, skip
+
+
+class NetworkWarning(UserWarning):
+    """A network setup that works but costs bandwidth (a GPU far from every NIC)."""
+
+
+def _rdma(ports: list) -> list:
+    return [p for p in ports if p["kind"] in RDMA_KINDS]
+
+
+def _gbps(bytes_per_s: float) -> str:
+    return f"{bytes_per_s * 8 / 1e9:g} Gb/s"
+
+
+NO_RDMA = ("no InfiniBand/RoCE port under /sys/class/infiniband: multi-node traffic would use TCP sockets "
+           "(NCCL's Socket transport); nothing to judge")
+
+
+@check("nic_ports_up")
+def nic_ports_up(thresholds, *, ports: list) -> Verdict:
+    """Every InfiniBand/RoCE port is ACTIVE with its physical link up."""
+    what = "InfiniBand/RoCE ports up"
+    rdma = _rdma(ports)
+    if not rdma:
+        return skip(what, None, NO_RDMA)
+    down = [f"{p['name']} ({p['kind']}): state {p['state']}, physical {p['phys_state']}" for p in rdma if not p["up"]]
+    return no_problems(what, None, down, measured=len(rdma) - len(down), unit="ports up",
+                       intro=f"{len(down)} of {len(rdma)} InfiniBand/RoCE port(s) not up (cable, switch port or subnet manager?)")
+
+
+@check("nic_rate")
+def nic_rate(thresholds, *, ports: list, profile: str | None) -> Verdict:
+    """Every active InfiniBand/RoCE port at one rate (a port trained down stands out), and at the
+    profile's rate when it gives one."""
+    what = "InfiniBand/RoCE port rate"
+    active = [p for p in _rdma(ports) if p["up"]]
+    if not active:
+        return skip(what, None, NO_RDMA if not _rdma(ports) else "no InfiniBand/RoCE port is up")
+    rates = {p["name"]: p["rate_bytes_per_s"] for p in active}
+    if None in rates.values():
+        return skip(what, None, "the kernel gives no rate for " + ", ".join(n for n, r in rates.items() if r is None))
+    distinct = sorted(set(rates.values()))
+    if len(distinct) > 1:
+        slow = {n: _gbps(r) for n, r in rates.items() if r < distinct[-1]}
+        return expect(what, None, {n: _gbps(r) for n, r in rates.items()}, "one rate", False,
+                      f"InfiniBand/RoCE ports at different rates: {slow} below {_gbps(distinct[-1])} "
+                      "(a port trained down: reseat or replace the cable)", unit="Gb/s")
+    p = thresholds.profile(profile) if profile else None
+    if p and p.nic_rate:
+        return expect(what, None, _gbps(distinct[0]), _gbps(p.nic_rate), abs(distinct[0] - p.nic_rate) <= 0.01 * p.nic_rate,
+                      f"InfiniBand/RoCE ports at {_gbps(distinct[0])}, profile {p.name} expects {_gbps(p.nic_rate)}",
+                      p.source, p.yaml_path, unit="Gb/s")
+    return expect(what, None, _gbps(distinct[0]), "one rate", True, "", unit="Gb/s")
+
+
+@check("nic_count")
+def nic_count(thresholds, *, ports: list, profile: str | None) -> Verdict:
+    """As many InfiniBand/RoCE ports as the profile expects (up or not: a missing one is a card or driver)."""
+    what = "InfiniBand/RoCE port count"
+    p = thresholds.profile(profile) if profile else None
+    if p is None or p.nic_ports is None:
+        return skip(what, None, "no --profile with nic_ports given: the expected count is unknown"
+                    if p is None else f"profile {p.name} has no nic_ports")
+    found = len(_rdma(ports))
+    return expect(what, None, found, p.nic_ports, found == p.nic_ports,
+                  f"{found} InfiniBand/RoCE port(s) found, profile {p.name} expects {p.nic_ports} "
+                  "(a card missing, or its driver not loaded)", p.source, p.yaml_path, unit="ports")
+
+
+@check("gpu_nic_affinity")
+def gpu_nic_affinity(thresholds, *, gpu: int, paths: dict, source: str) -> Verdict:
+    """The GPU reaches a NIC through at most `network.gpu_nic_path.max` (PIX/PXB: under PCIe switches).
+    Farther (PHB, NODE, SYS) passes with a warning naming the GPU and its nearest NIC.
+    `paths`: {NIC name: topo -m code} from the GPU's row; `source`: where they were read."""
+    what, where = "nearest NIC", f"GPU{gpu}"
+    nearest = nearest_nic(paths)
+    if nearest is None:
+        return skip(what, where, f"{source} has no NIC columns")
+    nic, code = nearest
+    rule = thresholds.network
+    allowed = PCIE_LEVELS.index(code) <= PCIE_LEVELS.index(rule.gpu_nic_max_path)
+    if allowed:
+        message = f"{what} on {where}: {nic} through {code} (allowed up to {rule.gpu_nic_max_path}; {source})"
+        return Verdict("", what, where, PASS, message, measured=code, limit={"max": rule.gpu_nic_max_path},
+                       source=rule.gpu_nic_source, yaml_path=rule.gpu_nic_yaml_path)
+    warning = (f"GPU{gpu}: its nearest NIC {nic} is {code}, farther than {rule.gpu_nic_max_path}: its network traffic "
+               f"crosses the host bridge or the CPU interconnect ({source}; {cite(rule.gpu_nic_yaml_path, rule.gpu_nic_source)})")
+    return Verdict("", what, where, PASS, f"warning: {warning}", measured=code, limit={"max": rule.gpu_nic_max_path},
+                   source=rule.gpu_nic_source, yaml_path=rule.gpu_nic_yaml_path, details={"warning": warning})

@@ -1,0 +1,146 @@
+"""Judge a fleet: every node's own verdicts again (the same check functions as `wirecheck judge`),
+its record complete, each key figure against its peers (the fleet rule), and the multi-node runs'
+verdicts, whose pair schedule names slow nodes and links.
+
+Pure data in, data out: `wirecheck fleet report` prints it, `--json` keeps it, `--html` draws it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from wirecheck.checks import fleet as fleet_checks
+from wirecheck.checks import rejudge
+from wirecheck.fleet.figures import Figure, node_figures
+from wirecheck.fleet.records import Fleet, NodeRun
+from wirecheck.results import RunRecord
+from wirecheck.thresholds import Thresholds
+from wirecheck.verdict import FAIL, Verdict
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SIMULATION = 0, 1, 2, 10
+
+
+@dataclass
+class NodeResult:
+    node: str
+    path: str | None
+    record: Verdict  # node_record: there and complete
+    verdicts: list[Verdict] = field(default_factory=list)  # its own checks, judged again
+    recorded: list[Verdict] = field(default_factory=list)  # the same, as recorded (for "changed")
+    outliers: list[Verdict] = field(default_factory=list)  # fleet_outlier, one per figure
+    pairs: list[Verdict] = field(default_factory=list)  # pair_node verdicts of multi-node runs
+    figures: dict[str, Figure] = field(default_factory=dict)
+    unexpected: bool = False
+
+    @property
+    def failed(self) -> list[Verdict]:
+        return [v for v in [self.record, *self.verdicts, *self.outliers, *self.pairs] if v.outcome == FAIL]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def count(self, outcome: str) -> int:
+        return sum(v.outcome == outcome for v in self.verdicts)
+
+
+@dataclass
+class NetworkResult:
+    path: str
+    nodes: list[str]
+    complete: bool
+    problem: str | None
+    verdicts: list[Verdict]
+    measurements: list[dict]
+    simulated: bool
+
+    @property
+    def failed(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.outcome == FAIL]
+
+
+@dataclass
+class FleetResult:
+    directory: str
+    thresholds: str
+    simulated: bool
+    nodes: list[NodeResult]
+    network: list[NetworkResult]
+    missing_unnamed: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return (all(n.ok for n in self.nodes) and not self.missing_unnamed
+                and all(not r.failed and r.complete for r in self.network))
+
+    @property
+    def exit_code(self) -> int:
+        if not self.ok:
+            return EXIT_FAILED
+        return EXIT_SIMULATION if self.simulated else EXIT_OK
+
+
+def _rejudge(run: RunRecord, thresholds: Thresholds) -> tuple[list[Verdict], list[Verdict]]:
+    recorded = [Verdict.from_record(rec) for rec in run.verdicts]
+    return recorded, [rejudge(v, thresholds) for v in recorded]
+
+
+def _node(n: NodeRun, thresholds: Thresholds) -> NodeResult:
+    path = str(n.path) if n.path else None
+    result = NodeResult(n.node, path, fleet_checks.node_record(thresholds, node=n.node, path=path, problem=n.problem),
+                        unexpected=n.unexpected)
+    if n.run is not None:
+        result.recorded, result.verdicts = _rejudge(n.run, thresholds)
+        floor = thresholds.collective_settings(n.run.simulated).floor_size
+        result.figures = node_figures(n.run, floor)
+    return result
+
+
+def _network(run: RunRecord, thresholds: Thresholds) -> NetworkResult:
+    problem = None
+    if run.end is None:
+        problem = "cut short (no end line): rank 0 of the multi-node run died or hung"
+    elif run.end.get("status") != "complete":
+        problem = f"the multi-node run ended with status {run.end.get('status')} (a rank broke; see the failure below)"
+    _, verdicts = _rejudge(run, thresholds)
+    if problem:
+        verdicts.append(Verdict("measurement_completed", "multi-node run", run.path.name, FAIL, problem))
+    return NetworkResult(str(run.path), list(run.run["multinode"].get("nodes", [])), problem is None, problem, verdicts,
+                         run.measurements, run.simulated)
+
+
+def judge_fleet(fleet: Fleet, thresholds: Thresholds) -> FleetResult:
+    nodes = [_node(n, thresholds) for n in fleet.nodes]
+    # The fleet rule: each node's figure against every other node that has it.
+    keys = sorted({k for n in nodes for k in n.figures})
+    for key in keys:
+        having = {n.node: n.figures[key] for n in nodes if key in n.figures}
+        for n in nodes:
+            if key not in n.figures:
+                continue
+            fig = n.figures[key]
+            peers = {other: f.value for other, f in having.items() if other != n.node}
+            n.outliers.append(fleet_checks.fleet_outlier(
+                thresholds, node=n.node, figure=fig.label, kind=fig.kind, value=fig.value, peers=peers, unit=fig.unit,
+                simulated=fleet.simulated))
+    network = [_network(run, thresholds) for run in fleet.network]
+    by_name = {n.node: n for n in nodes}
+    for net in network:
+        for v in net.verdicts:
+            if v.check == "pair_node" and v.where in by_name:
+                by_name[v.where].pairs.append(v)
+    return FleetResult(str(fleet.directory), str(thresholds.path), fleet.simulated, nodes, network,
+                       fleet.missing_unnamed)
+
+
+def named_by_pairs(result: FleetResult) -> list[str]:
+    return sorted({v.where for net in result.network for v in net.verdicts if v.check == "pair_node" and v.outcome == FAIL})
+
+
+def slow_links(result: FleetResult) -> list[str]:
+    return sorted({v.where for net in result.network for v in net.verdicts if v.check == "pair_link" and v.outcome == FAIL})
+
+
+def named_by_fleet_rule(result: FleetResult) -> list[str]:
+    return sorted(n.node for n in result.nodes if any(v.outcome == FAIL for v in n.outliers))
+

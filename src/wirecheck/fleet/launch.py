@@ -1,0 +1,134 @@
+"""`wirecheck fleet multinode [options] [-- multinode options]`: torchrun with c10d rendezvous on
+`wirecheck.multinode`, run once on every node (under Slurm: `srun --ntasks-per-node=1`).
+
+It only builds the torchrun command the README documents and runs it with this environment
+(NCCL switches pass through); under Slurm the node count, the rendezvous host (the job's first node)
+and the job id come from Slurm's variables. When torchrun cannot reach or complete the rendezvous it
+says so in one line that names the endpoint and the fix, instead of leaving the operator with a C++
+stack. Exit status: torchrun's (wirecheck.multinode's verdict: 0 pass, 1 fail, 2 bad input), or 2
+when the rendezvous failed or an option is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from collections import deque
+
+DEFAULT_PORT = 29400
+# Joining waits this long for every node: long enough for a slow node's Python to start, short
+# enough that a node that never comes is reported this side of lunch (torchrun's default is 600 s).
+DEFAULT_JOIN_TIMEOUT_S = 300
+# torchrun's own rendezvous failures (a worker's broken connection mid-run is not one of them).
+RENDEZVOUS_ERRORS = ("RendezvousConnectionError", "RendezvousTimeoutError", "RendezvousClosedError",
+                     "RendezvousStateError")
+EXIT_USAGE = 2
+
+
+class LaunchError(ValueError):
+    pass
+
+
+def _slurm_first_host() -> str | None:
+    nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
+    if not nodelist:
+        return None
+    if shutil.which("scontrol"):
+        done = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True)
+        if done.returncode == 0 and done.stdout.split():
+            return done.stdout.split()[0]
+    return nodelist if "[" not in nodelist and "," not in nodelist else None
+
+
+def _gpu_count() -> int | None:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible:
+        return len([d for d in visible.split(",") if d.strip()])
+    if shutil.which("nvidia-smi"):
+        done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+        if done.returncode == 0:
+            return sum(line.startswith("GPU ") for line in done.stdout.splitlines()) or None
+    return None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="wirecheck fleet multinode", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nnodes", type=int, help="nodes in the job (default: $SLURM_JOB_NUM_NODES)")
+    p.add_argument("--nproc-per-node", type=int, help="GPUs per node (default: $CUDA_VISIBLE_DEVICES, else nvidia-smi -L; "
+                                                      "1 with --simulate)")
+    p.add_argument("--rdzv-endpoint", help=f"HOST:PORT of the c10d rendezvous (default: the job's first node:{DEFAULT_PORT})")
+    p.add_argument("--rdzv-id", help="job id shared by every node (default: $SLURM_JOB_ID)")
+    p.add_argument("--join-timeout", type=int, default=DEFAULT_JOIN_TIMEOUT_S,
+                   help=f"seconds to wait for every node to join (default {DEFAULT_JOIN_TIMEOUT_S})")
+    p.add_argument("--dry-run", action="store_true", help="print the torchrun command and exit")
+    p.add_argument("multinode_args", nargs=argparse.REMAINDER,
+                   help="after --: options for wirecheck.multinode (--wirecheck-json PATH, --simulate, --ops ...)")
+    return p
+
+
+def torchrun_command(args) -> list[str]:
+    env = os.environ
+    nnodes = args.nnodes or (int(env["SLURM_JOB_NUM_NODES"]) if env.get("SLURM_JOB_NUM_NODES", "").isdigit() else None)
+    if not nnodes:
+        raise LaunchError("--nnodes: not given and $SLURM_JOB_NUM_NODES is not set; pass --nnodes N")
+    extra = [a for a in args.multinode_args if a != "--"]
+    nproc = args.nproc_per_node or (1 if "--simulate" in extra else _gpu_count())
+    if not nproc:
+        raise LaunchError("--nproc-per-node: no GPU found (CUDA_VISIBLE_DEVICES unset, nvidia-smi lists none); pass "
+                          "--nproc-per-node G, or -- --simulate to rehearse on CPUs")
+    endpoint = args.rdzv_endpoint
+    if not endpoint:
+        host = _slurm_first_host()
+        if not host:
+            raise LaunchError("--rdzv-endpoint: not given and not under Slurm; pass --rdzv-endpoint HOST:PORT "
+                              "naming one node of the job (the same on every node)")
+        endpoint = f"{host}:{DEFAULT_PORT}"
+    host, _, port = endpoint.rpartition(":")
+    if not host or not port.isdigit():
+        raise LaunchError(f"--rdzv-endpoint {endpoint}: expected HOST:PORT, e.g. node001:{DEFAULT_PORT}")
+    rdzv_id = args.rdzv_id or env.get("SLURM_JOB_ID")
+    if not rdzv_id:
+        raise LaunchError("--rdzv-id: not given and $SLURM_JOB_ID is not set; pass the same --rdzv-id on every node")
+    return [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(nnodes), "--nproc-per-node", str(nproc),
+            "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint, "--rdzv-id", str(rdzv_id),
+            "--rdzv-conf", f"join_timeout={args.join_timeout}", "-m", "wirecheck.multinode", *extra]
+
+
+def rendezvous_problem(stderr_tail: list[str], endpoint: str) -> str | None:
+    text = "".join(stderr_tail)
+    found = next((name for name in RENDEZVOUS_ERRORS if name in text), None)
+    if found is None:
+        return None
+    return (f"the rendezvous at {endpoint} failed ({found}): check that every node runs this same command with the "
+            f"same --rdzv-endpoint and --rdzv-id, that the endpoint's host is one of the job's nodes and its port is "
+            f"open between the nodes (firewall), and that all nodes join within --join-timeout")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        cmd = torchrun_command(args)
+    except LaunchError as exc:
+        print(f"wirecheck fleet multinode: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    endpoint = cmd[cmd.index("--rdzv-endpoint") + 1]
+    print("wirecheck fleet multinode: " + " ".join(cmd), file=sys.stderr, flush=True)
+    if args.dry_run:
+        return 0
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace")
+    tail: deque[str] = deque(maxlen=400)
+    assert proc.stderr is not None
+    for line in proc.stderr:  # passed through as it comes, kept to explain a failure
+        sys.stderr.write(line)
+        tail.append(line)
+    code = proc.wait()
+    if code != 0:
+        problem = rendezvous_problem(list(tail), endpoint)
+        if problem:
+            print(f"wirecheck fleet multinode: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+    return code

@@ -1,0 +1,126 @@
+"""A fleet's results directory: one record file per node (named after the node), plus the records of
+multi-node runs (wirecheck.multinode), read back with what is missing or cut short said per node.
+
+A node that did not write a record, or whose record ends without its `end` line, is a failed node,
+never a gap: the operator learns which node to look at. A file that is not a wirecheck record at all
+is bad input (the directory is the wrong one, or something else was written into it).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wirecheck.results import RecordFileError, RunRecord, read_run
+
+SUFFIX = ".jsonl"
+
+
+class FleetInputError(ValueError):
+    """The directory or a file in it cannot be used; the message names it and the fix."""
+
+
+@dataclass
+class NodeRun:
+    node: str
+    path: Path | None
+    run: RunRecord | None
+    problem: str | None = None  # None: a complete record
+    unexpected: bool = False  # a record from a node not in the --nodes list
+
+
+@dataclass
+class Fleet:
+    directory: Path
+    nodes: list[NodeRun]
+    network: list[RunRecord] = field(default_factory=list)  # multi-node runs
+    simulated: bool = False
+    missing_unnamed: int = 0  # --expect N without names: how many never wrote a record
+
+    def node(self, name: str) -> NodeRun | None:
+        return next((n for n in self.nodes if n.node == name), None)
+
+
+def _is_run_header(path: Path) -> bool:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            first = fh.readline()
+        return json.loads(first).get("type") == "run"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _problem(run: RunRecord) -> str | None:
+    if run.end is None:
+        return (f"record {run.path.name} was cut short (no end line): the run was killed, hung or ran out of disk; "
+                "whatever it had not reached was never judged")
+    status = run.end.get("status")
+    if status != "complete":
+        return f"record {run.path.name}: the run was {status} (exit status {run.end.get('exit_status')}): not every check ran"
+    return None
+
+
+def read_node_list(path: str | Path) -> list[str]:
+    """One node name per line; blank lines and # comments ignored (e.g. `scontrol show hostnames`)."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise FleetInputError(f"--nodes {path}: cannot read it ({exc.strerror or exc}); give a file with one node "
+                              "name per line (e.g. `scontrol show hostnames $SLURM_JOB_NODELIST > nodes.txt`)") from None
+    names = [line.split("#", 1)[0].strip() for line in lines]
+    names = [n for n in names if n]
+    if not names:
+        raise FleetInputError(f"--nodes {path}: no node names in it; write one name per line")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise FleetInputError(f"--nodes {path}: {', '.join(dupes)} listed twice; list each node once")
+    return names
+
+
+def collect(directory: str | Path, expected: list[str] | None = None, expect_n: int | None = None) -> Fleet:
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FleetInputError(f"{directory}: no such directory; pass the results directory the nodes wrote to "
+                              "(each node: wirecheck validate ... --wirecheck-json DIR/$(hostname).jsonl)")
+    nodes: list[NodeRun] = []
+    network: list[RunRecord] = []
+    for path in sorted(directory.glob(f"*{SUFFIX}")):
+        node = path.name[: -len(SUFFIX)]
+        if path.stat().st_size == 0:
+            nodes.append(NodeRun(node, path, None, f"record {path.name} is empty: the run died before writing its header"))
+            continue
+        try:
+            run = read_run(path)
+        except RecordFileError as exc:
+            if not _is_run_header(path) or "schema" in str(exc):
+                raise FleetInputError(f"{exc}; move it out of {directory} (the directory must hold only wirecheck "
+                                      "records, one per node)") from None
+            nodes.append(NodeRun(node, path, None, f"unreadable record: {exc}"))
+            continue
+        if run.run.get("multinode"):
+            network.append(run)
+            continue
+        nodes.append(NodeRun(node, path, run, _problem(run)))
+    if not nodes and not network and not expected:
+        raise FleetInputError(f"{directory}: no record files (*{SUFFIX}) in it; pass the directory the nodes wrote "
+                              "their records to")
+    modes = {bool(n.run.simulated) for n in nodes if n.run} | {bool(r.simulated) for r in network}
+    if len(modes) > 1:
+        sims = [n.node for n in nodes if n.run and n.run.simulated] + [r.path.name for r in network if r.simulated]
+        raise FleetInputError(f"{directory} mixes simulated and hardware records (simulated: {', '.join(sims)}); "
+                              "judge them in separate directories")
+    fleet = Fleet(directory, nodes, network, simulated=modes == {True})
+    if expected is not None:
+        found = {n.node for n in nodes}
+        for n in nodes:
+            n.unexpected = n.node not in expected
+        for name in expected:
+            if name not in found:
+                nodes.append(NodeRun(name, None, None, f"no record {name}{SUFFIX} in {directory}: the node never wrote "
+                                                       "one (not started, or it died before its first line)"))
+    elif expect_n is not None and len(nodes) < expect_n:
+        fleet.missing_unnamed = expect_n - len(nodes)
+    nodes.sort(key=lambda n: n.node)
+    return fleet

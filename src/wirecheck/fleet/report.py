@@ -1,0 +1,171 @@
+"""`wirecheck fleet report DIR [--thresholds FILE] [--nodes FILE | --expect N] [--json FILE] [--html FILE]`
+
+Judges a fleet's records together: one record per node in DIR (each node ran
+`wirecheck validate ... --wirecheck-json DIR/$(hostname).jsonl`), plus any multi-node records
+(`wirecheck.multinode`). For every node: its record is there and complete, its own verdicts judged
+again, every key figure (busbw per placement and collective at the floor size, tokens/s per
+strategy and wire, NIC line rate) against the other nodes' median (the fleet rule of thresholds.yaml
+`fleet:`), and the pair schedule's verdict on it. A node 10 % below its peers is named even when it
+clears its own floors.
+
+Exit codes: 0 every node passed (hardware); 1 a node failed, is missing or cut short, or a
+multi-node run failed; 2 bad input (no such directory, a file that is not a wirecheck record, a
+malformed thresholds or node list file); 10 everything passed but the records are a simulation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from wirecheck.fleet.judging import EXIT_USAGE, FleetResult, judge_fleet, named_by_fleet_rule, named_by_pairs, slow_links
+from wirecheck.fleet.records import FleetInputError, collect, read_node_list
+from wirecheck.paths import suite_paths
+from wirecheck.thresholds import ThresholdsError, load_thresholds
+from wirecheck.verdict import FAIL, PASS, SKIP
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="wirecheck fleet report", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("directory", metavar="DIR", help="the results directory: one record file per node, named after it")
+    p.add_argument("--thresholds", metavar="FILE", help="thresholds file (default: the one shipped with wirecheck)")
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--nodes", metavar="FILE", help="the nodes that must have a record, one name per line: a missing "
+                                                     "one is a failed node")
+    who.add_argument("--expect", type=int, metavar="N", help="how many node records there must be (when names are not known)")
+    p.add_argument("--json", metavar="FILE", help="also write the fleet verdicts as JSON (for reports and dashboards)")
+    p.add_argument("--html", metavar="FILE", help="also write a fleet page with figures (needs matplotlib)")
+    p.add_argument("-q", "--quiet", action="store_true", help="table and failures only")
+    return p
+
+
+def _status(n) -> str:
+    if n.record.outcome == FAIL:
+        return "MISSING" if n.path is None else "CUT" if "cut short" in n.record.message else "BROKEN"
+    return "complete"
+
+
+def _pairs(n) -> str:
+    if not n.pairs:
+        return "-"
+    if any(v.outcome == FAIL for v in n.pairs):
+        return "SLOW"
+    return "ok" if any(v.outcome == PASS for v in n.pairs) else "n/a"
+
+
+def table(result: FleetResult) -> str:
+    rows = [("node", "record", "checks fail/pass/skip", "below peers", "pairs", "status")]
+    for n in result.nodes:
+        below = sum(v.outcome == FAIL for v in n.outliers)
+        judged = sum(v.outcome != SKIP for v in n.outliers)
+        rows.append((n.node + (" (not listed)" if n.unexpected else ""), _status(n),
+                     f"{n.count(FAIL)}/{n.count(PASS)}/{n.count(SKIP)}" if n.verdicts or n.path else "-",
+                     f"{below} of {judged}" if judged else "-", _pairs(n), "PASS" if n.ok else "FAIL"))
+    widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def _network_lines(result: FleetResult) -> list[str]:
+    out = []
+    for net in result.network:
+        busbw = [v for v in net.verdicts if v.check == "busbw" and v.where and v.where.startswith("network-")]
+        figures = ", ".join(f"{v.what.split(' busbw')[0]} {v.measured:.2f} GB/s {v.outcome}" for v in busbw
+                            if v.measured is not None)
+        state = "complete" if net.complete else net.problem
+        out.append(f"network run {Path(net.path).name}: {len(net.nodes)} nodes, {state}; {figures or 'no busbw verdict'}; "
+                   f"{len(net.failed)} failed verdict(s)")
+    return out
+
+
+def render(result: FleetResult, quiet: bool = False) -> str:
+    lines = [table(result)]
+    if result.missing_unnamed:
+        lines.append(f"MISSING: {result.missing_unnamed} node(s) wrote no record (--expect); pass --nodes FILE to name them")
+    lines += _network_lines(result)
+    fails = [(n.node, v) for n in result.nodes for v in n.failed]
+    fails += [(Path(net.path).name, v) for net in result.network for v in net.failed
+              if v.check not in ("pair_node",)]
+    if fails:
+        lines.append("")
+        lines.append("failures:")
+        for who, v in fails:
+            lines.append(f"  {who}: [{v.check}] {v.message}")
+    if not quiet:
+        warnings = [(n.node, v) for n in result.nodes for v in n.verdicts if v.details.get("warning")]
+        for who, v in warnings:
+            lines.append(f"  {who}: warning [{v.check}] {v.details['warning']}")
+    by_rule, by_pairs, links = named_by_fleet_rule(result), named_by_pairs(result), slow_links(result)
+    lines.append("")
+    lines.append(f"below their peers (fleet rule): {', '.join(by_rule) or 'none'}; slow with every partner (pair "
+                 f"schedule): {', '.join(by_pairs) or 'none' if result.network else 'not measured'}; slow links: "
+                 f"{', '.join(links) or 'none' if result.network else 'not measured'}")
+    failed = sum(not n.ok for n in result.nodes) + result.missing_unnamed
+    word = "FAILED" if not result.ok else "PASSED"
+    lines.append(f"wirecheck fleet report: {word}: {failed} of {len(result.nodes) + result.missing_unnamed} node(s) failed; "
+                 f"{sum(len(net.failed) for net in result.network)} failed network verdict(s)")
+    if result.simulated:
+        lines.append("wirecheck fleet report: SIMULATION: the records are simulated runs; no node was validated")
+    return "\n".join(lines)
+
+
+def as_json(result: FleetResult) -> dict:
+    return {
+        "directory": result.directory, "thresholds": result.thresholds, "simulated": result.simulated,
+        "exit_status": result.exit_code, "ok": result.ok, "missing_unnamed": result.missing_unnamed,
+        "named": {"fleet_rule": named_by_fleet_rule(result), "pair_schedule": named_by_pairs(result),
+                  "slow_links": slow_links(result)},
+        "nodes": [{
+            "node": n.node, "path": n.path, "ok": n.ok, "unexpected": n.unexpected, "record": n.record.as_record(),
+            "counts": {o: n.count(o) for o in (FAIL, PASS, SKIP)},
+            "failed": [v.as_record() for v in n.failed],
+            "outliers": [v.as_record() for v in n.outliers], "pairs": [v.as_record() for v in n.pairs],
+            "figures": {k: {"label": f.label, "kind": f.kind, "unit": f.unit, "value": f.value} for k, f in n.figures.items()},
+        } for n in result.nodes],
+        "network": [{"path": net.path, "nodes": net.nodes, "complete": net.complete, "problem": net.problem,
+                     "verdicts": [v.as_record() for v in net.verdicts]} for net in result.network],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    th_path = Path(args.thresholds) if args.thresholds else suite_paths().thresholds
+    try:
+        thresholds = load_thresholds(th_path)
+        expected = read_node_list(args.nodes) if args.nodes else None
+        if args.expect is not None and args.expect < 1:
+            raise FleetInputError(f"--expect {args.expect}: give the number of nodes, at least 1")
+        fleet = collect(args.directory, expected, args.expect)
+        result = judge_fleet(fleet, thresholds)
+    except FileNotFoundError:
+        print(f"wirecheck fleet report: --thresholds: {th_path} does not exist; pass the path of a thresholds file",
+              file=sys.stderr)
+        return EXIT_USAGE
+    except (ThresholdsError, FleetInputError, ValueError) as exc:
+        print(f"wirecheck fleet report: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"wirecheck fleet report: {fleet.directory}: {len(fleet.nodes)} node(s), {len(fleet.network)} multi-node "
+          f"run(s); thresholds {th_path}")
+    print(render(result, args.quiet))
+    for option, write in (("--json", _write_json), ("--html", _write_html)):
+        target = getattr(args, option.lstrip("-"))
+        if target:
+            try:
+                write(result, Path(target))
+            except (OSError, ImportError) as exc:
+                print(f"wirecheck fleet report: {option} {target}: {exc}", file=sys.stderr)
+                return EXIT_USAGE
+            print(f"wirecheck fleet report: wrote {target}")
+    return result.exit_code
+
+
+def _write_json(result: FleetResult, path: Path) -> None:
+    path.write_text(json.dumps(as_json(result), indent=1, default=str) + "\n")
+
+
+def _write_html(result: FleetResult, path: Path) -> None:
+    from wirecheck.fleet.html import render_page
+
+    path.write_text(render_page(result), encoding="utf-8")

@@ -1,0 +1,19 @@
+"""`wirecheck report`: a run as one self-contained HTML page, its trend, and Prometheus figures.
+
+A small package of functions a fleet page can call:
+- `model`: record files -> RunView (the tables each section needs); `load_runs`, `load_history`;
+- `figures`: matplotlib figures (Agg) as embedded PNGs, from plain data;
+- `html`: escaping, tables, figures, the page (no JavaScript, nothing fetched);
+- `sections`: one section per concern, built from a RunView;
+- `trends`: key figures over runs and their noise band;
+- `prometheus`: the text exposition format, written atomically;
+- `command`: `main(argv)`, the command line.
+matplotlib is imported only by `figures` (and what uses it), so `model` and `prometheus`
+load fast where no page is drawn.
+"""
+
+
+def main(argv=None) -> int:
+    from wirecheck.report.command import main as _main
+
+    return _main(argv)

@@ -1,0 +1,383 @@
+"""The report's figures, drawn with matplotlib (Agg, no display) and embedded as PNG data URIs.
+
+Each function takes plain data (wirecheck.report.model tables) and returns an `Image`: the
+PNG, its size, an alt text saying what it shows, and a caption. `matplotlib.figure.Figure`
+is used directly, never pyplot, so no global figure state leaks between calls (a fleet page
+draws hundreds). Colours follow the placement class, so one class reads the same everywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import statistics
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")  # before anything else of matplotlib: no display here, ever
+
+from matplotlib.dates import AutoDateLocator, ConciseDateFormatter  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+from wirecheck.quantity import format_bytes  # noqa: E402
+
+DPI = 100
+CLASS_COLOURS = {
+    "nvswitch": "#1f77b4",
+    "nvl_pair": "#2ca02c",
+    "nvl_quad": "#17becf",
+    "nvl_group": "#9467bd",
+    "cross_quad": "#ff7f0e",
+    "pcie": "#8c564b",
+    "forced_pcie": "#d62728",
+    "pair": "#7f7f7f",
+}
+STYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+OUTCOME_COLOURS = {"pass": "#2ca02c", "fail": "#d62728", "skip": "#999999"}
+
+
+@dataclass(frozen=True)
+class Image:
+    id: str  # unique in the page: the HTML element id and what the browser test looks for
+    png: bytes
+    width: int  # CSS pixels
+    height: int
+    alt: str
+    caption: str
+
+    @property
+    def data_uri(self) -> str:
+        return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
+
+
+def _figure(width_in: float, height_in: float) -> Figure:
+    return Figure(figsize=(width_in, height_in), dpi=DPI, layout="constrained")
+
+
+def render(fig: Figure, fid: str, alt: str, caption: str) -> Image:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    w, h = fig.get_size_inches()
+    return Image(fid, buf.getvalue(), int(w * DPI), int(h * DPI), alt, caption)
+
+
+def colour(klass: str) -> str:
+    return CLASS_COLOURS.get(klass, "#333333")
+
+
+def _size_ticks(ax) -> None:
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v) if v > 0 else ""))
+
+
+def _gbps(ax) -> None:
+    ax.set_ylabel("GB/s (1e9 B/s)")
+    ax.grid(True, which="both", alpha=0.3)
+
+
+def _plain_log_y(ax) -> None:
+    """Log y labelled 20, 50, 100, 200 ... instead of 2x10^1."""
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:e}"[0] in "25" else ""))
+    ax.tick_params(axis="y", which="minor", labelsize=7)
+
+
+def _note(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=10, color="#666666", wrap=True)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+# -- collectives ------------------------------------------------------------------------
+
+
+def busbw_vs_size(op: str, sweeps: list, floors: dict, simulated: bool) -> Image:
+    """Bus bandwidth against message size (log x), one line per placement, its floor drawn."""
+    many = sum(1 for s in sweeps if s.points) > 6
+    fig = _figure(8.4 if many else 6.6, 4.0)
+    ax = fig.add_subplot()
+    per_class: dict[str, int] = {}
+    for s in sweeps:
+        if not s.points:
+            continue
+        k = per_class.get(s.klass, 0)
+        per_class[s.klass] = k + 1
+        c = colour(s.klass)
+        xs = [p.bytes for p in s.points]
+        ys = [p.busbw / 1e9 for p in s.points]
+        ax.plot(xs, ys, STYLES[k % len(STYLES)], marker=MARKERS[k % len(MARKERS)], color=c, label=s.placement, ms=4)
+        f = floors.get(s.placement)
+        if f is not None:  # a short bar across the floor size: solid the floor, dashed the ceiling
+            for bound, style in ((f.min, "-"), (f.max, "--")):
+                if bound is not None:
+                    ax.hlines(bound, f.size / 1.6, f.size * 1.6, colors=c, linestyles=style, lw=2.5)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    _plain_log_y(ax)
+    _size_ticks(ax)
+    ax.set_xlabel("message size (total buffer, nccl-tests convention)")
+    _gbps(ax)
+    ax.set_title(f"{op} bus bandwidth" + (" (SIMULATION: gloo on CPU)" if simulated else ""))
+    if many:  # outside, so it hides no line
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 if len(sweeps) <= 18 else 2)
+    else:
+        ax.legend(fontsize=7, loc="best")
+    return render(fig, f"fig-busbw-{op}", f"{op} bus bandwidth in GB/s against message size for "
+                  f"{', '.join(s.placement for s in sweeps)}; floors drawn as bars at the floor size",
+                  f"{op}: busbw against size (log-log). A short solid bar marks the floor (a dashed one the ceiling) the run "
+                  "judged against, at the floor size, in the placement's colour.")
+
+
+def wire(rows: list[tuple[str, float, float]], nvlink: str, host: str, size: int, simulated: bool) -> Image:
+    """NVLink against the host path on the same GPUs, per collective: grouped bars with the ratio."""
+    fig = _figure(7.5, 3.8)
+    ax = fig.add_subplot()
+    xs = range(len(rows))
+    fast = [r[1] / 1e9 for r in rows]
+    slow = [r[2] / 1e9 for r in rows]
+    ax.bar([x - 0.2 for x in xs], fast, 0.4, color=colour("nvswitch"), label=f"{nvlink} (NVLink)")
+    ax.bar([x + 0.2 for x in xs], slow, 0.4, color=colour("forced_pcie"), label=f"{host} (host path)")
+    for x, f, s in zip(xs, fast, slow):
+        if s > 0:
+            ax.annotate(f"{f / s:.1f}x", (x, max(f, s)), ha="center", va="bottom", fontsize=9)
+    ax.set_xticks(list(xs), [r[0] for r in rows])
+    _gbps(ax)
+    ax.set_ylim(0, max(fast + slow + [0.0]) * 1.3 or 1)  # room above the bars for the legend
+    ax.set_title(f"NVLink vs host path at {format_bytes(size)}" + (" (SIMULATION: both are gloo on CPU)" if simulated else ""))
+    ax.legend(fontsize=8, loc="upper left", ncol=2)
+    return render(fig, f"fig-wire-{host}", f"bus bandwidth per collective on {nvlink} and on {host} at {format_bytes(size)}, "
+                  "with the NVLink/host-path ratio above each pair of bars",
+                  "The wire: the same GPUs with NCCL's NVLink path and with it turned off (NCCL_P2P_DISABLE=1).")
+
+
+# -- the link matrix ------------------------------------------------------------------------
+
+
+def _nv(cell: str) -> float:
+    return float(cell[2:]) if cell.startswith("NV") and cell[2:].isdigit() else 0.0
+
+
+def _short(v: float) -> str:
+    return "" if not v else f"{v:.0f}" if v >= 10 else f"{v:.2g}"
+
+
+def link_matrix(gpus: list[int], matrix: list[list[str]], measured: dict | None, copies: dict | None) -> Image:
+    """NV# heat map with the topo -m cell in each square; beside it the measured per-pair figures."""
+    panels = [("NVLinks per pair (topo -m)", {(i, j): _nv(matrix[i][j]) for i in range(len(gpus)) for j in range(len(gpus))},
+               lambda i, j, v: matrix[i][j], "Blues")]
+    if measured:
+        panels.append(("all_reduce busbw per pair, GB/s", measured, lambda i, j, v: _short(v), "Greens"))
+    if copies:
+        panels.append(("peer copy row->column, GB/s", copies, lambda i, j, v: _short(v), "Purples"))
+    n = len(gpus)
+    side = max(2.6, 0.45 * n + 1.2)
+    fig = _figure(side * len(panels) + 0.4, side)
+    for k, (title, values, label, cmap) in enumerate(panels):
+        ax = fig.add_subplot(1, len(panels), k + 1)
+        grid = [[values.get((i, j), 0.0) or 0.0 for j in range(n)] for i in range(n)]
+        top = max((v for row in grid for v in row), default=0.0) or 1.0
+        ax.imshow(grid, cmap=cmap, vmin=0, vmax=top)
+        for i in range(n):
+            for j in range(n):
+                text = label(i, j, grid[i][j])
+                ax.text(j, i, text, ha="center", va="center", fontsize=8 if n <= 8 else 6,
+                        color="white" if grid[i][j] > 0.6 * top else "black")
+        ax.set_xticks(range(n), [f"GPU{g}" for g in gpus], fontsize=7, rotation=90 if n > 4 else 0)
+        ax.set_yticks(range(n), [f"GPU{g}" for g in gpus], fontsize=7)
+        ax.set_title(title, fontsize=9)
+    return render(fig, "fig-link-matrix", "heat map of NVLink counts between every pair of GPUs"
+                  + ("; measured all_reduce busbw per pair" if measured else "")
+                  + ("; measured peer copy bandwidth per direction" if copies else ""),
+                  "The link matrix: NV# (links between two GPUs) as `nvidia-smi topo -m` shows it, and the figures "
+                  "measured per pair where the run has them.")
+
+
+# -- training ---------------------------------------------------------------------------------
+
+
+def strategy_dial(points: list) -> Image:
+    """Model state measured vs the memory model, peak memory, tokens/s and MFU, per strategy and wire."""
+    strategies = list(dict.fromkeys(p.strategy for p in points))
+    placements = list(dict.fromkeys(p.placement for p in points))
+    fig = _figure(10, 6.4)
+    axes = fig.subplots(2, 2)
+    width = 0.8 / max(1, len(placements))
+    by = {(p.placement, p.strategy): p for p in points}
+    def _bytes_unit(get) -> tuple[str, float]:
+        top = max((get(p) or 0 for p in points), default=0)
+        return ("GiB", 2.0**30) if top >= 2**30 else ("MiB", 2.0**20)
+
+    state_unit, state_div = _bytes_unit(lambda p: p.model_state_bytes)
+    peak_unit, peak_div = _bytes_unit(lambda p: p.peak_bytes)
+    panels = (
+        (axes[0][0], f"model state per GPU ({state_unit}): bars measured, ticks the memory model",
+         lambda p: p.model_state_bytes, lambda v: v / state_div, True),
+        (axes[0][1], f"peak allocated per GPU ({peak_unit})", lambda p: p.peak_bytes, lambda v: v / peak_div, False),
+        (axes[1][0], "tokens/s (whole job, timed on the slowest rank)", lambda p: p.tokens_per_s, lambda v: v, False),
+        (axes[1][1], "MFU (model FLOPs utilisation)", lambda p: p.mfu, lambda v: v * 100, False)
+        if any(p.mfu is not None for p in points) else
+        (axes[1][1], "achieved TFLOP/s per GPU (6 N x tokens/s; no peak to make an MFU)",
+         lambda p: p.achieved_flops_per_gpu, lambda v: v / 1e12, False),
+    )
+    for ax, title, get, scale, predicted in panels:
+        drawn = False
+        for k, pid in enumerate(placements):
+            xs, ys, preds = [], [], []
+            for i, s in enumerate(strategies):
+                p = by.get((pid, s))
+                if p is None or get(p) is None:
+                    continue
+                xs.append(i - 0.4 + width * (k + 0.5))
+                ys.append(scale(get(p)))
+                preds.append(scale(p.predicted_bytes) if predicted and p.predicted_bytes else None)
+            if not xs:
+                continue
+            drawn = True
+            klass = by[(pid, next(s for s in strategies if (pid, s) in by))].klass
+            ax.bar(xs, ys, width * 0.9, color=colour(klass), alpha=0.85 - 0.15 * (k % 3), label=pid)
+            if predicted:
+                pts = [(x, y) for x, y in zip(xs, preds) if y is not None]
+                if pts:
+                    ax.plot([x for x, _ in pts], [y for _, y in pts], "_", color="black", ms=14, mew=2,
+                            label="memory model" if k == 0 else None)
+        ax.set_title(title + (" %" if title.startswith("MFU") and drawn else ""), fontsize=9)
+        if drawn:
+            ax.set_xticks(range(len(strategies)), strategies)
+            ax.grid(True, axis="y", alpha=0.3)
+            ax.legend(fontsize=7)
+        else:
+            reason = ("not in these records (simulation: no device memory)" if "peak allocated" in title else
+                      "MFU: not in these records (the runner does not report it)" if "FLOP" in title else "not measured")
+            _note(ax, reason)
+    return render(fig, "fig-strategy-dial", "four panels per strategy and placement: model state measured against the "
+                  "memory model, peak allocated memory, tokens per second and MFU",
+                  "The strategy dial: DDP, ZeRO-1/2/3 and FSDP on each placement (wire). The staircase "
+                  "DDP >= ZeRO-1 >= ZeRO-2 >= ZeRO-3 ~ FSDP shows in the first panel.")
+
+
+# -- copies and counters -------------------------------------------------------------------
+
+
+def copy_bandwidth(host: list[dict], peer: list[dict], floors: dict) -> Image:
+    """Host<->device per GPU and peer copies per direction, bars against their floors (GB/s)."""
+    fig = _figure(9, 3.6)
+    axes = fig.subplots(1, 2, width_ratios=[1, max(1, len(peer) / max(1, 2 * len(host)))])
+    ax = axes[0]
+    xs = range(len(host))
+    for off, key, label, c in ((-0.2, "h2d", "host->device", "#1f77b4"), (0.2, "d2h", "device->host", "#ff7f0e")):
+        ys = [h[f"{key}_bytes_per_s"] / 1e9 for h in host]
+        ax.bar([x + off for x in xs], ys, 0.4, color=c, label=label)
+        for x, h in zip(xs, host):
+            f = floors.get((f"GPU{h['gpu']}", key))
+            if f:
+                ax.plot([x + off], [f], "_", color="black", ms=16, mew=2)
+    ax.set_xticks(list(xs), [f"GPU{h['gpu']}" for h in host])
+    _gbps(ax)
+    top = max([h[f"{k}_bytes_per_s"] / 1e9 for h in host for k in ("h2d", "d2h")] + [0.0])
+    ax.set_ylim(0, top * 1.3 or 1)  # room for the legend above the bars
+    ax.set_title("pinned host copies (tick: floor)", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
+    ax = axes[1]
+    if peer:
+        ys = [p["bytes_per_s"] / 1e9 for p in peer]
+        ax.bar(range(len(peer)), ys, 0.6, color="#9467bd")
+        for x, p in enumerate(peer):
+            f = floors.get((f"{min(p['src'], p['dst'])}.{max(p['src'], p['dst'])}", "peer"))
+            if f:
+                ax.plot([x], [f], "_", color="black", ms=16, mew=2)
+        ax.set_xticks(range(len(peer)), [f"GPU{p['src']}->GPU{p['dst']}" for p in peer], fontsize=7)
+        _gbps(ax)
+        ax.set_title("peer copies over NVLink (tick: floor)", fontsize=9)
+    else:
+        _note(ax, "no NVLink pair measured")
+    return render(fig, "fig-copy-bandwidth", "bar charts of host-to-device and device-to-host copy bandwidth per GPU "
+                  "and peer copy bandwidth per direction of each NVLink pair, with floors",
+                  "Copy bandwidth without NCCL (what nvbandwidth measures), one link at a time.")
+
+
+def counter_growth(rows: list[dict]) -> Image:
+    """Growth of each error counter over the run, per GPU (0 is the healthy value)."""
+    gpus = [r["where"] for r in rows]
+    counters = list(dict.fromkeys(d["counter"] for r in rows for d in (r.get("inputs") or {}).get("deltas", [])))
+    fig = _figure(8, 3.4)
+    ax = fig.add_subplot()
+    if counters:
+        width = 0.8 / max(1, len(gpus))
+        for k, r in enumerate(rows):
+            grew = {d["counter"]: d["grew_by"] for d in (r.get("inputs") or {}).get("deltas", [])}
+            xs = [i - 0.4 + width * (k + 0.5) for i in range(len(counters))]
+            ax.bar(xs, [grew.get(c, 0) for c in counters], width * 0.9, label=r["where"],
+                   color=OUTCOME_COLOURS.get(r.get("outcome"), "#333333"), alpha=0.5 + 0.5 / (k + 1))
+        ax.set_xticks(range(len(counters)), counters, rotation=60, ha="right", fontsize=6)
+        ax.set_ylabel("events over the run")
+        ax.legend(fontsize=7)
+        ax.set_ylim(bottom=0, top=max(1, ax.get_ylim()[1]))
+    else:
+        _note(ax, "no error counter was readable")
+    ax.set_title("error-counter growth during the run (bar colour: verdict)", fontsize=9)
+    return render(fig, "fig-counter-growth", "bar chart of how much each NVLink and PCIe error counter grew per GPU",
+                  "Health counters, read at session start and after the measurements: only their growth is judged.")
+
+
+# -- history ----------------------------------------------------------------------------------
+
+
+# The band never narrows below this fraction of the median: a series that repeats itself exactly
+# (MAD 0) would otherwise flag any change at all, however small.
+MIN_BAND = 0.01
+
+
+def mad_band(values: list[float], k: float = 3.0) -> tuple[float, float, float] | None:
+    """(median, low, high): median +- k x the scaled median absolute deviation (1.4826 x MAD, which
+    estimates sigma for normal noise and ignores the outliers it is meant to flag), at least
+    +- MIN_BAND x median; None below 3 points."""
+    if len(values) < 3:
+        return None
+    med = statistics.median(values)
+    half = max(k * 1.4826 * statistics.median(abs(v - med) for v in values), MIN_BAND * abs(med))
+    return med, med - half, med + half
+
+
+def trend(fid: str, title: str, unit: str, panels: list[tuple[str, dict[str, list[tuple]]]], log_y: bool = False) -> Image:
+    """One subplot per panel, one line per series over run start times, each with its noise band
+    (median +- 3 scaled MAD); points outside their band are circled red. A series named by a
+    placement id takes its class's colour. `log_y` applies where a panel spans more than 20x."""
+    cols = min(3, len(panels))
+    rows = (len(panels) + cols - 1) // cols
+    fig = _figure(4.2 * cols, 2.8 * rows)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for n, (name, series) in enumerate(panels):
+        ax = axes[n // cols][n % cols]
+        values = [v for points in series.values() for _, v in points if v > 0]
+        for k, (label, points) in enumerate(series.items()):
+            points = sorted(points)
+            xs = [t for t, _ in points]
+            ys = [v for _, v in points]
+            klass = label.split("-", 1)[0]
+            line, = ax.plot(xs, ys, STYLES[k % len(STYLES)], marker=MARKERS[k % len(MARKERS)], ms=4, label=label,
+                            **({"color": CLASS_COLOURS[klass]} if klass in CLASS_COLOURS else {}))
+            band = mad_band(ys)
+            if band:
+                med, low, high = band
+                ax.fill_between([xs[0], xs[-1]], [low] * 2, [high] * 2, color=line.get_color(), alpha=0.15)
+                ax.axhline(med, color=line.get_color(), lw=0.8, alpha=0.6)
+                out = [(x, y) for x, y in zip(xs, ys) if not low <= y <= high]
+                if out:
+                    ax.plot([x for x, _ in out], [y for _, y in out], "o", mfc="none", mec="red", ms=10, mew=1.5)
+        if log_y and values and max(values) / min(values) > 20:
+            ax.set_yscale("log")
+            _plain_log_y(ax)
+        locator = AutoDateLocator()
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+        ax.set_title(name, fontsize=9)
+        ax.set_ylabel(unit, fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(True, alpha=0.3)
+        if len(series) <= 8:
+            ax.legend(fontsize=6)
+    for n in range(len(panels), rows * cols):
+        axes[n // cols][n % cols].set_visible(False)
+    return render(fig, fid, f"{title} over time, one line per series with a shaded noise band", title)

@@ -1,0 +1,156 @@
+"""A run's key figures in Prometheus' text exposition format, for node_exporter's textfile collector.
+
+Named as Prometheus recommends: a `wirecheck_` prefix, base units in the name (bytes, seconds,
+`_per_second` for rates, `_ratio` for fractions), placement / op / strategy / GPU as labels,
+HELP and TYPE before each family, every value a gauge (a run's reading, not a running count).
+No timestamps: the textfile collector refuses samples that carry one; the run's own time is a
+metric (`wirecheck_run_timestamp_seconds`). The file is written to a temporary file in the
+same directory and renamed over the target, so the collector never reads half a file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wirecheck.report.model import RunView
+from wirecheck.verdict import OUTCOMES
+
+
+def _escape_label(value: object) -> str:
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _value(v: float) -> str:
+    f = float(v)
+    if math.isnan(f):
+        return "NaN"
+    if math.isinf(f):
+        return "+Inf" if f > 0 else "-Inf"
+    return str(int(f)) if f.is_integer() and abs(f) < 2**53 else repr(f)
+
+
+@dataclass
+class Family:
+    name: str
+    help: str
+    samples: list[tuple[dict, float]] = field(default_factory=list)
+
+    def add(self, value: float | None, **labels: object) -> None:
+        if value is not None:
+            self.samples.append(({k: v for k, v in labels.items() if v is not None}, float(value)))
+
+    def text(self) -> str:
+        lines = [f"# HELP {self.name} {_escape_help(self.help)}", f"# TYPE {self.name} gauge"]
+        for labels, value in self.samples:
+            body = ",".join(f'{k}="{_escape_label(v)}"' for k, v in sorted(labels.items()))
+            lines.append(f"{self.name}{{{body}}} {_value(value)}" if body else f"{self.name} {_value(value)}")
+        return "\n".join(lines)
+
+
+def families(view: RunView) -> list[Family]:
+    run = Family("wirecheck_run_info", "The run this file describes (value always 1): host, profile, fabric, status")
+    h = view.header
+    run.add(1, host=h.get("host"), profile=h.get("profile") or "", fabric=h.get("fabric") or "", status=view.status,
+            nccl=(h.get("versions") or {}).get("nccl") or "", torch=(h.get("versions") or {}).get("torch") or "")
+    simulated = Family("wirecheck_run_simulated", "1 if the run was a simulation on CPU (nothing was validated), else 0")
+    simulated.add(1 if view.simulated else 0)
+    stamp = Family("wirecheck_run_timestamp_seconds", "When the run started, Unix time in seconds")
+    stamp.add(view.started.timestamp() if view.started else None)
+    complete = Family("wirecheck_run_complete", "1 if the run reached its end record with status complete, else 0")
+    complete.add(1 if view.status == "complete" else 0)
+    duration = Family("wirecheck_run_duration_seconds", "Wall time of the run in seconds (absent when cut short)")
+    duration.add((view.run.end or {}).get("wall_s"))
+    verdicts = Family("wirecheck_verdicts", "Number of verdicts of the run by outcome (pass, fail, skip)")
+    for outcome_, n in view.verdict_counts.items():
+        verdicts.add(n, outcome=outcome_)
+    failed_checks = Family("wirecheck_check_failures", "Failed verdicts of the run per check")
+    per_check: dict[str, int] = {}
+    for v in view.failures:
+        per_check[v.get("check") or "?"] = per_check.get(v.get("check") or "?", 0) + 1
+    for name, n in sorted(per_check.items()):
+        failed_checks.add(n, check=name)
+
+    busbw = Family("wirecheck_busbw_bytes_per_second",
+                   "Collective bus bandwidth (nccl-tests convention) per placement, op and message size, bytes per second")
+    algbw = Family("wirecheck_algbw_bytes_per_second", "Collective algorithm bandwidth (bytes / time), bytes per second")
+    for (placement, op), sweep in sorted(view.sweeps.items()):
+        for p in sweep.points:
+            labels = dict(placement=placement, placement_class=sweep.klass, op=op, size_bytes=p.bytes)
+            busbw.add(p.busbw, **labels)
+            algbw.add(p.algbw, **labels)
+
+    tokens = Family("wirecheck_training_tokens_per_second", "Training throughput over all ranks per placement and strategy")
+    state = Family("wirecheck_training_model_state_bytes", "Model state (params + grads + optimizer) held by the largest rank")
+    predicted = Family("wirecheck_training_model_state_predicted_bytes", "Model state per GPU predicted by the memory model")
+    peak = Family("wirecheck_training_peak_allocated_bytes", "Peak allocated GPU memory of the largest rank")
+    mfu = Family("wirecheck_training_mfu_ratio", "Model FLOPs utilisation of the slowest rank (0..1)")
+    for (placement, strategy), p in sorted(view.strategies.items()):
+        labels = dict(placement=placement, placement_class=p.klass, strategy=strategy)
+        tokens.add(p.tokens_per_s, **labels)
+        state.add(p.model_state_bytes, **labels)
+        predicted.add(p.predicted_bytes, **labels)
+        peak.add(p.peak_bytes, **labels)
+        mfu.add(p.mfu, **labels)
+
+    copies = Family("wirecheck_copy_bytes_per_second",
+                    "Copy bandwidth without NCCL: host->device (h2d), device->host (d2h) per GPU, peer per direction")
+    pcie_gen = Family("wirecheck_pcie_link_generation_under_load", "PCIe generation of the GPU's link during host copies")
+    pcie_width = Family("wirecheck_pcie_link_width_under_load", "PCIe width (lanes) of the GPU's link during host copies")
+    for h in (view.copies or {}).get("host") or []:
+        copies.add(h.get("h2d_bytes_per_s"), direction="h2d", gpu=h["gpu"])
+        copies.add(h.get("d2h_bytes_per_s"), direction="d2h", gpu=h["gpu"])
+        link = (h.get("pcie") or {}).get("link") or {}
+        pcie_gen.add(link.get("gen"), gpu=h["gpu"])
+        pcie_width.add(link.get("width"), gpu=h["gpu"])
+    for p in (view.copies or {}).get("peer") or []:
+        copies.add(p.get("bytes_per_s"), direction="peer", gpu=p["src"], peer=p["dst"])
+
+    nccl = Family("wirecheck_nccl_p2p_connections", "NCCL connections per placement and transport (P2P, SHM, NET) from its log")
+    for placement, d in sorted(view.nccl_paths.items()):
+        per_transport: dict[str, int] = {}
+        for c in d.get("connections") or []:
+            per_transport[c["transport"]] = per_transport.get(c["transport"], 0) + len(c.get("channels") or [])
+        for transport, n in sorted(per_transport.items()):
+            nccl.add(n, placement=placement, transport=transport)
+
+    growth = Family("wirecheck_error_counter_growth", "Growth of an NVLink/PCIe error counter over the run, per GPU")
+    for v in view.counters:
+        for d in (v.get("inputs") or {}).get("deltas") or []:
+            growth.add(d.get("grew_by"), gpu=str(v.get("where", "")).removeprefix("GPU"), counter=d.get("counter"))
+
+    out = [run, simulated, stamp, complete, duration, verdicts, failed_checks, busbw, algbw, tokens, state, predicted,
+           peak, mfu, copies, pcie_gen, pcie_width, nccl, growth]
+    return [f for f in out if f.samples]
+
+
+def exposition(view: RunView) -> str:
+    assert set(view.verdict_counts) == set(OUTCOMES)
+    return "\n".join(f.text() for f in families(view)) + "\n"
+
+
+def write_atomically(path: str | Path, text: str) -> None:
+    """Write `text` to a temporary file beside `path`, then rename it over `path` (atomic on POSIX),
+    so node_exporter never reads a half-written file. Raises OSError with the path in it."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from a collector running as another user
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

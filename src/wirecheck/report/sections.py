@@ -1,0 +1,416 @@
+"""The report's sections, each built from a RunView (or several, for the trend).
+
+Every section is always present, in a fixed order, so a reader (and the browser test) knows
+where to look; a section whose data the run does not have says why instead of drawing an
+empty chart (a -k selection, a simulation, a run cut short before it got there).
+"""
+
+from __future__ import annotations
+
+from wirecheck.quantity import format_bytes
+from wirecheck.report import figures
+from wirecheck.report.html import Raw, Section, details, esc, note, outcome, pre, table
+from wirecheck.report.model import HOST_PATH_CLASS, RunView
+from wirecheck.report.trends import FAMILIES, drifts, gather
+from wirecheck.verdict import FAIL, PASS, SKIP
+
+SECTION_IDS = ("verdict", "node", "collectives", "wire", "links", "strategies", "nccl-path", "copies", "health", "trends")
+
+
+def _num(value, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    if isinstance(value, (dict, list)):
+        return ", ".join(f"{k}: {_num(v)}" for k, v in value.items()) if isinstance(value, dict) else str(value)
+    return str(value)
+
+
+def _limit(v: dict) -> str:
+    limit = v.get("limit") or {}
+    parts = [f"{k} {_num(x)}" for k, x in limit.items() if x is not None]
+    unit = v.get("unit")
+    return " ".join(parts) + (f" {unit}" if parts and unit and not isinstance(limit.get("expected"), str) else "")
+
+
+def _measured(v: dict) -> str:
+    m = v.get("measured")
+    return "-" if m is None else _num(m) + (f" {v['unit']}" if v.get("unit") and not isinstance(m, (dict, list)) else "")
+
+
+def gbps(bps: float | None) -> str:
+    """bytes/s as GB/s with three or four significant figures: 326.2, 27.83, 0.452."""
+    if bps is None:
+        return "-"
+    v = bps / 1e9
+    return f"{v:.1f}" if v >= 100 else f"{v:.2f}" if v >= 1 else f"{v:.3g}"
+
+
+# -- the verdict ---------------------------------------------------------------------------
+
+
+def headline(view: RunView) -> tuple[str, str]:
+    """(css class, text) of the banner at the top of the page."""
+    counts = view.verdict_counts
+    if view.simulated:
+        return "sim", "SIMULATION: nothing on this machine was validated"
+    if counts[FAIL]:
+        return "fail", f"FAILED: {counts[FAIL]} of {sum(counts.values())} checks"
+    if view.status != "complete":
+        return "cut", f"INCOMPLETE: the run was {view.status}"
+    return "pass", f"PASSED: {counts[PASS]} checks, {counts[SKIP]} skipped"
+
+
+def verdict_section(view: RunView) -> Section:
+    s = Section("verdict", "Verdict")
+    counts = view.verdict_counts
+    s.add(Raw(f"<p><b>{counts[FAIL]}</b> failed, <b>{counts[PASS]}</b> passed, <b>{counts[SKIP]}</b> skipped "
+              f"({len(view.verdicts)} verdicts in {esc(view.run.path)}).</p>"))
+    if view.simulated:
+        s.add(Raw(f'<div class="banner sim">SIMULATION</div><p>Recorded topology '
+                  f"<code>{esc(view.header.get('simulation_source'))}</code> replayed with CPU processes and gloo standing "
+                  "in for GPUs and NCCL: the figures below say nothing about a node.</p>"))
+    if view.status == "cut short":
+        s.add(note("This record has no end line: the run was cut short (killed, out of disk, a crash). "
+                   "Whatever it did not reach was never judged."))
+    elif view.status != "complete":
+        s.add(note(f"The run was {view.status}: not every check ran."))
+    fails = view.failures
+    if fails:
+        s.add(Raw("<h3>Failures</h3>"), table(
+            ["check", "where", "what", "measured", "limit", "limit's source", "message", "test"],
+            [[v.get("check"), v.get("where") or "node", v.get("what"), _measured(v), _limit(v),
+              f"{v.get('yaml_path') or ''}; {v.get('source') or ''}".strip("; "), v.get("message"), v.get("test")]
+             for v in fails], ["fail"] * len(fails)))
+    else:
+        s.add(note("No check failed."))
+    skips = [v for v in view.verdicts if v.get("outcome") == SKIP]
+    if skips:
+        s.add(details(f"{len(skips)} skipped, with the reason", table(
+            ["check", "where", "reason"], [[v.get("check"), v.get("where") or "node", v.get("message")] for v in skips])))
+    passes = [v for v in view.verdicts if v.get("outcome") == PASS]
+    if passes:
+        s.add(details(f"{len(passes)} passed", table(
+            ["check", "where", "what", "measured", "limit", "source"],
+            [[v.get("check"), v.get("where") or "node", v.get("what"), _measured(v), _limit(v), v.get("source")]
+             for v in passes])))
+    return s
+
+
+# -- the node -------------------------------------------------------------------------------
+
+
+def node_section(view: RunView) -> Section:
+    h, end = view.header, view.run.end or {}
+    s = Section("node", "Node")
+    v = h.get("versions") or {}
+    rows = [
+        ["host", h.get("host")],
+        ["started / finished", f"{h.get('started')} / {end.get('finished', 'no end record')}"],
+        ["status", f"{view.status}" + (f", exit status {end.get('exit_status')}, {end.get('wall_s')} s" if end else "")],
+        ["simulation", f"SIMULATION of {h.get('simulation_source')}" if view.simulated else "no: the live node"],
+        ["profile", h.get("profile") or "none (inventory checks skip)"],
+        ["fabric", h.get("fabric")],
+        ["NVLink groups", " ".join("{" + ",".join(map(str, g)) + "}" for g in h.get("groups") or [])],
+        ["driver / CUDA", f"{v.get('driver', '-')} / {v.get('cuda_driver', '-')}"],
+        ["NCCL / torch", f"{v.get('nccl') or '-'} / {v.get('torch') or '-'}"],
+        ["DeepSpeed / Accelerate", f"{v.get('deepspeed') or '-'} / {v.get('accelerate') or '-'}"],
+        ["environment switches", ", ".join(f"{k}={x}" for k, x in sorted((h.get("env") or {}).items())) or "none"],
+        ["thresholds", h.get("thresholds")],
+        ["tests", _num(end.get("tests")) if end else "-"],
+    ]
+    if h.get("unavailable"):
+        rows.append(["no GPU topology", h["unavailable"]])
+    s.add(table(["", ""], rows))
+    gpus = h.get("gpus") or []
+    if gpus and isinstance(gpus[0], dict):
+        s.add(table(["GPU", "model", "PCI bus", "memory", "NVLinks up"],
+                    [[g.get("index"), g.get("name") or "(not recorded)", g.get("bus_id") or "-",
+                      format_bytes(g["memory_bytes"]) if g.get("memory_bytes") else "-", g.get("nvlinks_active")]
+                     for g in gpus], numeric=(0, 4)))
+    return s
+
+
+# -- collectives --------------------------------------------------------------------------
+
+
+def _sweep_table(view: RunView, sweeps) -> Raw:
+    """nccl-tests' columns, one block of rows per placement; the floor beside the size it applies at."""
+    rows, classes = [], []
+    for sw in sweeps:
+        floor = view.floors.get((sw.placement, sw.op))
+        rows.append(Raw(f"{esc(sw.placement)} ({sw.n_gpus} GPUs)"))
+        classes.append("")
+        for p in sw.points:
+            judged = floor is not None and floor.size == p.bytes
+            shown = (f"{outcome(floor.outcome)} &ge;&nbsp;{_num(floor.min)}" + (f" &le;&nbsp;{_num(floor.max)}" if floor.max else "")
+                     if judged else "")
+            rows.append([p.bytes, p.bytes // 4, f"{p.time_s * 1e6:.2f}", gbps(p.algbw), gbps(p.busbw),
+                         "-" if p.wrong is None else p.wrong, p.path or "", Raw(shown)])
+            classes.append(FAIL if judged and floor.outcome == FAIL else "")
+        if sw.error:
+            rows.append(["stopped", "", "", "", "", "", "", sw.error.splitlines()[0]])
+            classes.append(FAIL)
+    return table(["size (B)", "count", "time (us)", "algbw", "busbw", "#wrong", "timed", "limit"],
+                 rows, classes, numeric=(0, 1, 2, 3, 4, 5))
+
+
+def collectives_section(view: RunView) -> Section:
+    s = Section("collectives", "Collectives: bus bandwidth against size")
+    if not view.sweeps:
+        return s.add(note("No collective measurements in this record (a -k selection without test_collectives, "
+                          "or a run cut short before them)."))
+    s.add(note("nccl-tests conventions: count in float32 elements; slowest rank's mean time per call; algbw and busbw "
+               "in GB/s (1e9 B/s), busbw = algbw x 2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter "
+               "and all_to_all, 1 for broadcast; timed: eager calls or a CUDA-graph replay; limit: the floor (and "
+               "ceiling) judged at the floor size, GB/s."))
+    for op in view.ops:
+        sweeps = [sw for (pid, o), sw in view.sweeps.items() if o == op]
+        floors = {sw.placement: view.floors[(sw.placement, op)] for sw in sweeps if (sw.placement, op) in view.floors}
+        fig = s.add_figure(figures.busbw_vs_size(op, sweeps, floors, view.simulated))
+        s.add(Raw(f"<h3>{esc(op)}</h3>"), Raw(f'<div class="pair"><div>{fig}</div><div class="scroll">'
+                                              f"{_sweep_table(view, sweeps)}</div></div>"))
+    return s
+
+
+def wire_section(view: RunView) -> Section:
+    s = Section("wire", "The wire: NVLink against the host path")
+    hosts = [pid for pid in view.placements if view.klass(pid) == HOST_PATH_CLASS]
+    drawn = False
+    for host in hosts:
+        twin = view.nvlink_twin(host)
+        rows = []
+        for op in view.ops:
+            a, b = view.sweeps.get((twin, op)) if twin else None, view.sweeps.get((host, op))
+            if not a or not b:
+                continue
+            common = sorted({p.bytes for p in a.points} & {p.bytes for p in b.points})
+            if common:
+                size = common[-1]
+                rows.append((op, a.at(size).busbw, b.at(size).busbw, size))
+        if not rows:
+            continue
+        drawn = True
+        size = rows[0][3]
+        img = figures.wire([(op, f, h) for op, f, h, _ in rows], twin, host, size, view.simulated)
+        checks = [v for v in view.verdicts if v.get("check") == "wire_check" and v.get("where") == host]
+        s.add(Raw(f"<h3>{esc(twin)} vs {esc(host)}</h3>"), s.add_figure(img), table(
+            ["op", "NVLink busbw (GB/s)", "host path busbw (GB/s)", "ratio"],
+            [[op, gbps(f), gbps(h), f"{f / h:.1f}x" if h else "-"] for op, f, h, _ in rows], numeric=(1, 2, 3)))
+        for v in checks:
+            s.add(Raw(f"<p>{outcome(v.get('outcome'))} {esc(v.get('message'))}</p>"))
+    if not drawn:
+        s.add(note("No host-path placement with an NVLink twin was measured in this run (the topology has no NVLink "
+                   "pair, or a -k selection left test_collectives out)."))
+    return s
+
+
+def _pair_figures(view: RunView) -> tuple[dict, dict]:
+    gpus = [g.get("index") if isinstance(g, dict) else i for i, g in enumerate(view.header.get("gpus") or [])]
+    pos = {g: i for i, g in enumerate(gpus)}
+    measured, copies = {}, {}
+    for (pid, op), sw in view.sweeps.items():
+        members = view.gpus_of(pid)
+        if op == "all_reduce" and len(members) == 2 and view.klass(pid) != HOST_PATH_CLASS and sw.largest:
+            a, b = (pos.get(g) for g in members)
+            if a is not None and b is not None:
+                value = sw.largest.busbw / 1e9
+                # A per-pair placement (pair-i.j) wins over a 2-GPU class placement on the same GPUs.
+                if view.klass(pid) == "pair" or (a, b) not in measured:
+                    measured[(a, b)] = measured[(b, a)] = value
+    for p in (view.copies or {}).get("peer") or []:
+        a, b = pos.get(p["src"]), pos.get(p["dst"])
+        if a is not None and b is not None:
+            copies[(a, b)] = p["bytes_per_s"] / 1e9
+    return measured, copies
+
+
+def links_section(view: RunView) -> Section:
+    s = Section("links", "The link matrix")
+    matrix = view.header.get("matrix") or []
+    gpus = [g.get("index") if isinstance(g, dict) else i for i, g in enumerate(view.header.get("gpus") or [])]
+    if not matrix or len(matrix) != len(gpus):
+        return s.add(note("The record carries no link matrix (no GPU topology was read)."))
+    measured, copies = _pair_figures(view)
+    s.add(s.add_figure(figures.link_matrix(gpus, matrix, measured, copies)))
+    if view.simulated and measured:
+        s.add(note("Simulation: the per-pair figures are gloo on CPU, not links."))
+    spread = [v for v in view.verdicts if v.get("check") in ("pair_spread", "group_scaling", "peer_access")]
+    if spread:
+        s.add(table(["check", "where", "outcome", "message"],
+                    [[v.get("check"), v.get("where"), outcome(v.get("outcome")), v.get("message")] for v in spread]))
+    return s
+
+
+# -- training ----------------------------------------------------------------------------
+
+
+def strategies_section(view: RunView) -> Section:
+    s = Section("strategies", "The strategy dial")
+    if not view.strategies:
+        return s.add(note("No training measurements in this record (a -k selection without test_strategies, "
+                          "or a run cut short before them)."))
+    points = list(view.strategies.values())
+    s.add(s.add_figure(figures.strategy_dial(points)))
+    rows = []
+    for p in points:
+        diff = (f"{(p.model_state_bytes - p.predicted_bytes) / p.predicted_bytes * 100:+.1f} %"
+                if p.model_state_bytes and p.predicted_bytes else "-")
+        rows.append([p.placement, p.strategy, p.n_gpus, format_bytes(p.model_state_bytes) if p.model_state_bytes else "-",
+                     format_bytes(p.predicted_bytes) if p.predicted_bytes else "-", diff,
+                     format_bytes(p.peak_bytes) if p.peak_bytes else "-",
+                     f"{p.tokens_per_s:,.0f}" if p.tokens_per_s else "-",
+                     f"{p.mfu * 100:.1f} %" if p.mfu else f"{p.achieved_flops_per_gpu / 1e12:.0f} TFLOP/s" if p.achieved_flops_per_gpu else "-",
+                     f"{p.exposed_comm_s:.3f}" if p.exposed_comm_s is not None else "-",
+                     (p.error or "").splitlines()[0] if p.error else ""])
+    s.add(table(["placement", "strategy", "GPUs", "model state measured", "memory model", "off", "peak allocated",
+                 "tokens/s", "MFU (or TFLOP/s per GPU)", "exposed comm (s)", "error"], rows, [FAIL if r[-1] else "" for r in rows],
+                numeric=(2, 3, 4, 5, 6, 7, 8, 9)))
+    precision = next((p.precision for p in points if p.precision), None)
+    s.add(note(f"Memory model: wirecheck.memory_model.predict(..., accounting='implementation', precision={precision!r})."))
+    dial = [v for v in view.verdicts if v.get("check") in ("staircase", "slow_wire", "dial_flattens")]
+    if dial:
+        s.add(table(["check", "where", "outcome", "message"],
+                    [[v.get("check"), v.get("where"), outcome(v.get("outcome")), v.get("message")] for v in dial]))
+    return s
+
+
+# -- NCCL's path ---------------------------------------------------------------------------
+
+
+def nccl_section(view: RunView) -> Section:
+    s = Section("nccl-path", "NCCL's path (from NCCL's own log)")
+    verdicts = {v.get("where"): v for v in view.verdicts if v.get("check") == "nccl_path"}
+    if not view.nccl_paths:
+        reason = next((v.get("message") for v in verdicts.values() if v.get("outcome") == SKIP), None)
+        return s.add(note(reason or "No NCCL path probe in this record (tests/test_nccl_path.py did not run)."))
+    for pid, d in view.nccl_paths.items():
+        v = verdicts.get(pid) or {}
+        gpus = d.get("gpus") or list(view.gpus_of(pid))
+        s.add(Raw(f"<h3>{esc(pid)} {outcome(v.get('outcome')) if v else ''}</h3>"))
+        if v:
+            s.add(Raw(f"<p>{esc(v.get('message'))}</p>"))
+        if d.get("error"):
+            s.add(pre(d["error"]))
+            continue
+        paths = d.get("path_types") or {}
+        rows = []
+        for c in d.get("connections") or []:
+            name = (f"GPU{gpus[c['src']]} -> GPU{gpus[c['dst']]}" if c["src"] < len(gpus) and c["dst"] < len(gpus)
+                    else f"rank {c['src']} -> {c['dst']}")
+            rows.append([name, f"{c['transport']}/{c['detail']}".rstrip("/"), paths.get(f"{c['src']}-{c['dst']}", "-"),
+                         len(c.get("channels") or []), c.get("line")])
+        s.add(table(["pair", "transport", "NCCL path type", "channels", "NCCL's line"], rows, numeric=(3,)))
+        coll = d.get("collectives") or []
+        if coll:
+            s.add(table(["collective", "bytes", "algorithm", "protocol", "channels"],
+                        [[c.get("op") or "-", c.get("bytes"), c.get("algo"), c.get("proto"), c.get("channels", "-")]
+                         for c in coll], numeric=(1, 4)))
+        graphs = d.get("graphs") or []
+        counts = d.get("channel_counts") or {}
+        facts = [f"NCCL {d.get('nccl_version') or '?'}",
+                 ", ".join(f"{k} {x}" for k, x in counts.items()) + " channels" if counts else "",
+                 "; ".join(f"pattern {g['pattern']}: {g['n_channels']} channels, type {g['type_intra']}/{g['type_inter']}, "
+                           f"bw {g['bw_intra']:g}/{g['bw_inter']:g}" for g in graphs)]
+        s.add(Raw(f"<p class=\"small\">{esc(' | '.join(f for f in facts if f))}</p>"))
+        if d.get("log_files"):
+            s.add(Raw(f"<p class=\"small\">logs: {esc(', '.join(map(str, d['log_files'])))}</p>"))
+    return s
+
+
+# -- copies and health ---------------------------------------------------------------------
+
+
+def copies_section(view: RunView) -> Section:
+    s = Section("copies", "Copy bandwidth without NCCL")
+    verdicts = [v for v in view.verdicts if v.get("check") in ("host_copy", "peer_copy", "pcie_link_under_load")]
+    c = view.copies
+    if not c or not (c.get("host") or c.get("peer")):
+        reason = (c or {}).get("error") or next((v.get("message") for v in verdicts if v.get("outcome") == SKIP), None)
+        return s.add(note(reason or "No copy-bandwidth measurement in this record (tests/test_copy_bandwidth.py did not run)."))
+    floors = {}
+    for v in verdicts:
+        lim = (v.get("limit") or {}).get("min")
+        inputs = v.get("inputs") or {}
+        if v.get("check") == "host_copy" and lim:
+            floors[(v.get("where"), inputs.get("direction"))] = lim
+        elif v.get("check") == "peer_copy" and lim:
+            floors[(str(v.get("where", "")).removeprefix("pair-"), "peer")] = lim
+    s.add(s.add_figure(figures.copy_bandwidth(c.get("host") or [], c.get("peer") or [], floors)))
+    rows = []
+    for h in c.get("host") or []:
+        link = ((h.get("pcie") or {}).get("link") or {})
+        rows.append([f"GPU{h['gpu']}", gbps(h["h2d_bytes_per_s"]), gbps(h["d2h_bytes_per_s"]),
+                     f"Gen{link.get('gen')} x{link.get('width')} (max Gen{link.get('gen_max')} x{link.get('width_max')})"
+                     if link else "-"])
+    s.add(table(["GPU", "host->device (GB/s)", "device->host (GB/s)", "PCIe link under load"], rows, numeric=(1, 2)))
+    if c.get("peer"):
+        s.add(table(["copy", "GB/s", "peer access"], [[f"GPU{p['src']} -> GPU{p['dst']}", gbps(p["bytes_per_s"]),
+                                                        "yes" if p.get("peer_access") else "NO"] for p in c["peer"]],
+                    numeric=(1,)))
+    s.add(note(f"{format_bytes(c.get('size') or 0)} per copy, {c.get('iters')} timed copies after {c.get('warmup_iters')} "
+               "warm-up, CUDA events, one link at a time."))
+    if verdicts:
+        s.add(table(["check", "where", "outcome", "message"],
+                    [[v.get("check"), v.get("where"), outcome(v.get("outcome")), v.get("message")] for v in verdicts],
+                    [v.get("outcome") for v in verdicts]))
+    return s
+
+
+def health_section(view: RunView) -> Section:
+    s = Section("health", "Health counters over the run")
+    if not view.counters:
+        return s.add(note("No error-counter readings in this record (a simulation has no NVML; a -k selection may "
+                          "leave test_link_health out; it runs last, so a run cut short never reaches it)."))
+    judged = [r for r in view.counters if (r.get("inputs") or {}).get("deltas")]
+    if judged:
+        s.add(s.add_figure(figures.counter_growth(judged)))
+    s.add(table(["GPU", "outcome", "grew", "message"],
+                [[v.get("where"), outcome(v.get("outcome")), _num(v.get("measured")) or "none", v.get("message")]
+                 for v in view.counters], [v.get("outcome") for v in view.counters]))
+    return s
+
+
+# -- the trend -------------------------------------------------------------------------------
+
+
+def trends_section(view: RunView, history: list[RunView], skipped: list) -> Section:
+    s = Section("trends", "Over time")
+    views = sorted({id(v): v for v in [view, *history]}.values(), key=lambda v: v.started.timestamp() if v.started else 0)
+    if len(views) < 2:
+        s.add(note("One run only: give more record files, or --history DIR (a directory of record files), "
+                   "to draw each key figure over time with its noise band."))
+    else:
+        table_ = gather(views)
+        for family, (title, unit, log_y) in FAMILIES.items():
+            panels = [(panel, series) for panel, series in table_.get(family, {}).items()
+                      if any(len(points) >= 2 for points in series.values())]
+            if panels:
+                s.add(Raw(f"<h3>{esc(title)}</h3>"),
+                      s.add_figure(figures.trend(f"fig-trend-{family}", f"{title} over {len(views)} runs", unit, panels, log_y)))
+        flagged = drifts(table_, view.started)
+        if flagged:
+            s.add(Raw("<h3>This run against its history</h3>"), table(
+                ["figure", "series", "this run", "median", "band (median +- 3 MAD)", "runs", ""],
+                [[f"{d.family}: {d.panel}", d.series, _num(d.latest), _num(d.median), f"{_num(d.low)} .. {_num(d.high)}",
+                  d.n, "OUTSIDE" if d.outside else ""] for d in flagged], [FAIL if d.outside else "" for d in flagged],
+                numeric=(2, 3, 5)))
+        elif len(views) < 3:
+            s.add(note("The noise band needs 3 runs or more."))
+    s.add(details(f"{len(views)} run(s) in the trend", table(
+        ["record", "started", "status", "simulated", "failed"],
+        [[v.run.path, v.header.get("started"), v.status, "yes" if v.simulated else "no", v.verdict_counts[FAIL]]
+         for v in views])))
+    if skipped:
+        s.add(details(f"{len(skipped)} file(s) of the history left out", table(
+            ["file", "why"], [[str(p), why] for p, why in skipped])))
+    return s
+
+
+def build(view: RunView, history: list[RunView], skipped: list) -> list[Section]:
+    sections = [verdict_section(view), node_section(view), collectives_section(view), wire_section(view),
+                links_section(view), strategies_section(view), nccl_section(view), copies_section(view),
+                health_section(view), trends_section(view, history, skipped)]
+    assert tuple(s.id for s in sections) == SECTION_IDS
+    return sections
