@@ -41,16 +41,19 @@ def test_pcie_ceiling():
     assert pcie_ceiling(None, 16) is None and pcie_ceiling(9, 16) is None
 
 
+H2D_FLOOR = TH.copy_bandwidth.limit("nvswitch", "h2d", None).min  # the file's floor, not a copy of it
+
+
 def test_host_copy_at_the_machines_speed_passes():
-    v = host(53.1 * GB)
-    assert v.outcome == "pass" and v.measured == pytest.approx(53.1) and v.limit["min"] == pytest.approx(48.0)
+    v = host(55.3 * GB)  # what the 2x H200 machine's pinned copies read (README)
+    assert v.outcome == "pass" and v.measured == pytest.approx(55.3) and v.limit["min"] == pytest.approx(H2D_FLOOR / GB)
     assert "copy_bandwidth.floors.nvswitch.h2d" in v.message
 
 
 def test_slow_host_copy_names_the_gpu_and_the_link_it_ran_on():
     v = host(24.0 * GB, pcie=GEN4_X16)
     assert v.outcome == "fail"
-    assert v.message.startswith("host->device copy bandwidth on GPU1: measured 24.0 GB/s < floor 48.0 GB/s")
+    assert v.message.startswith(f"host->device copy bandwidth on GPU1: measured 24.0 GB/s < floor {H2D_FLOOR / GB:.1f} GB/s")
     assert "the copy ran on PCIe Gen4 x16 (capable of Gen5 x16)" in v.message
     assert v.details["pcie"]["gen"] == 4
 

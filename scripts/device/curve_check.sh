@@ -36,37 +36,12 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 status=0
 
-log() { echo "[curve_check +${SECONDS}s] $*"; }
-
-# Seconds a step may take: its own cap, or what is left of the budget.
-allow() {
-  local cap=$1 left=$((BUDGET - SECONDS))
-  [ "$left" -lt "$cap" ] && cap=$left
-  echo "$cap"
-}
-
-pick_python() {
-  local cand
-  for cand in "${PYTHON:-}" "$ROOT/.venv/bin/python" python3; do
-    [ -n "$cand" ] || continue
-    command -v "$cand" >/dev/null 2>&1 || continue
-    if "$cand" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-      echo "$cand"
-      return 0
-    fi
-  done
-  return 1
-}
+NAME=curve_check
+. "$ROOT/scripts/device/common.sh"
 
 PY=$(pick_python) || { log "no Python whose torch sees a GPU (tried \$PYTHON, .venv/bin/python, python3)"; exit 2; }
 
-# wirecheck from this checkout without installing it into the image (the collectives need no
-# DeepSpeed/Accelerate).
-if ! "$PY" -c "import wirecheck, pytest_wirecheck" 2>/dev/null; then
-  shim=$(mktemp -d)
-  ln -s "$ROOT/fixtures" "$shim/pytest_wirecheck"  # the checkout's layout: the plugin package is fixtures/
-  export PYTHONPATH=$ROOT/src:$shim${PYTHONPATH:+:$PYTHONPATH}
-fi
+use_checkout "$PY"
 log "python $PY: $("$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "NCCL", ".".join(map(str, torch.cuda.nccl.version())))')"
 log "environment: $(env | grep -E '^(NCCL_|TORCH_SYMM|NVSHMEM_)' | sort | tr '\n' ' ')"
 nvidia-smi --query-gpu=index,name,driver_version,compute_cap --format=csv,noheader | sed 's/^/  /'

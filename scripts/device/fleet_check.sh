@@ -37,6 +37,7 @@ ROOT=$PWD
 OUT=${OUT:-$ROOT/.wirecheck/fleet-check}
 BUDGET=${FLEET_BUDGET_S:-115}
 SIMULATE=${FLEET_CHECK_SIMULATE:-}
+ALLOW_CPU=$SIMULATE  # a rehearsal on CPU takes any torch
 SIM_ARGS=()
 SIZES=(--sizes "64 MiB,1 GiB")  # the floor size (1 GiB) and one below; the sweep's small sizes add little here
 if [ -n "$SIMULATE" ]; then SIM_ARGS=(--simulate); SIZES=(); fi
@@ -46,33 +47,11 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 status=0
 
-log() { echo "[fleet_check +${SECONDS}s] $*"; }
-
-allow() {
-  local cap=$1 left=$((BUDGET - SECONDS))
-  [ "$left" -lt "$cap" ] && cap=$left
-  echo "$cap"
-}
-
-pick_python() {
-  local cand
-  for cand in "${PYTHON:-}" "$ROOT/.venv/bin/python" python3; do
-    [ -n "$cand" ] || continue
-    command -v "$cand" >/dev/null 2>&1 || continue
-    if "$cand" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() or '$SIMULATE' else 1)" 2>/dev/null; then
-      echo "$cand"
-      return 0
-    fi
-  done
-  return 1
-}
+NAME=fleet_check
+. "$ROOT/scripts/device/common.sh"
 
 PY=$(pick_python) || { log "no Python whose torch sees a GPU (tried \$PYTHON, .venv/bin/python, python3)"; exit 2; }
-if ! "$PY" -c "import wirecheck, pytest_wirecheck" 2>/dev/null; then
-  shim=$(mktemp -d)
-  ln -s "$ROOT/fixtures" "$shim/pytest_wirecheck"  # the checkout's layout: the plugin package is fixtures/
-  export PYTHONPATH=$ROOT/src:$shim${PYTHONPATH:+:$PYTHONPATH}
-fi
+use_checkout "$PY"
 log "python $PY: $("$PY" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "NCCL", ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else "-")')"
 [ -n "$SIMULATE" ] && log "FLEET_CHECK_SIMULATE: CPU ranks and gloo; nothing about this host is measured"
 log "environment: $(env | grep -E '^(NCCL_|TORCH_SYMM|NVSHMEM_)' | sort | tr '\n' ' ')"

@@ -34,26 +34,10 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 status=0
 
-log() { echo "[report_check +${SECONDS}s] $*"; }
-allow() {  # seconds a step may take: its own cap, or what is left of the budget
-  local cap=$1 left=$((BUDGET - SECONDS))
-  [ "$left" -lt "$cap" ] && cap=$left
-  echo "$cap"
-}
+NAME=report_check
+. "$ROOT/scripts/device/common.sh"
 wall() { local ms=$((($(date +%s%N) - $1) / 1000000)); printf '%d.%03d' $((ms / 1000)) $((ms % 1000)); }
 
-pick_python() {
-  local cand
-  for cand in "${PYTHON:-}" "$ROOT/.venv/bin/python" python3; do
-    [ -n "$cand" ] || continue
-    command -v "$cand" >/dev/null 2>&1 || continue
-    if "$cand" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-      echo "$cand"
-      return 0
-    fi
-  done
-  return 1
-}
 step_evidence() {
   local t start rc
   t=$(allow 150)
@@ -105,11 +89,7 @@ main() {
 
   # wirecheck from this checkout, not installed into the image; DeepSpeed and what it needs from .whl/
   # into a private directory, so the image's own packages stay in charge.
-  if ! "$PY" -c "import wirecheck, pytest_wirecheck" 2>/dev/null; then
-    shim=$(mktemp -d)
-    ln -s "$ROOT/fixtures" "$shim/pytest_wirecheck"  # the checkout's layout: the plugin package is fixtures/
-    export PYTHONPATH=$ROOT/src:$shim${PYTHONPATH:+:$PYTHONPATH}
-  fi
+  use_checkout "$PY"
   if ! "$PY" -c "import deepspeed" 2>/dev/null; then
     wheels=()
     for pattern in deepspeed- hjson- pydantic- pydantic_core- annotated_types- typing_inspection- typing_extensions-; do

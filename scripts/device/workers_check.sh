@@ -35,36 +35,11 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 status=0
 
-log() { echo "[workers_check +${SECONDS}s] $*"; }
-
-# Run a step only if its expected duration still fits the budget.
-fits() {
-  local need=$1 left=$((BUDGET - SECONDS))
-  if [ "$left" -lt "$need" ]; then
-    log "SKIP $2: needs ~${need} s, ${left} s of the budget left"
-    return 1
-  fi
-}
-
-pick_python() {
-  local cand
-  for cand in "${PYTHON:-}" "$ROOT/.venv/bin/python" python3; do
-    [ -n "$cand" ] || continue
-    command -v "$cand" >/dev/null 2>&1 || continue
-    if "$cand" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-      echo "$cand"
-      return 0
-    fi
-  done
-  return 1
-}
+NAME=workers_check
+. "$ROOT/scripts/device/common.sh"
 
 PY=$(pick_python) || { log "no Python whose torch sees a GPU (tried \$PYTHON, .venv/bin/python, python3)"; exit 2; }
-if ! "$PY" -c "import wirecheck, pytest_wirecheck" 2>/dev/null; then
-  shim=$(mktemp -d)
-  ln -s "$ROOT/fixtures" "$shim/pytest_wirecheck"  # the checkout's layout: the plugin package is fixtures/
-  export PYTHONPATH=$ROOT/src:$shim${PYTHONPATH:+:$PYTHONPATH}
-fi
+use_checkout "$PY"
 for mod in deepspeed accelerate; do
   "$PY" -c "import $mod" 2>/dev/null || log "note: $mod is not importable: the strategy steps of 'allhang'/'suite' will fail"
 done

@@ -14,9 +14,10 @@ import os
 import signal
 import sys
 
-from wirecheck import cli_fleet, cli_judge, cli_memory, cli_nccl_tests, cli_report, cli_topo, cli_validate
+from wirecheck import cli_fleet, cli_memory, cli_report, cli_topo, cli_validate
+from wirecheck.cli_passthrough import judge, nccl_tests
 
-COMMANDS = (cli_topo, cli_memory, cli_validate, cli_judge, cli_report, cli_fleet, cli_nccl_tests)
+COMMANDS = (cli_topo, cli_memory, cli_validate, judge, cli_report, cli_fleet, nccl_tests)
 
 
 def build_parser() -> argparse.ArgumentParser:

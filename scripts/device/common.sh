@@ -1,0 +1,47 @@
+# Shared by the device check scripts (sourced, not run). The caller sets ROOT (the checkout),
+# NAME (its log prefix) and BUDGET (seconds for the whole script) before sourcing.
+# The environment is never changed beyond PYTHONPATH: NCCL_NVLS_ENABLE=0 and the other multicast
+# switches of the lent machines reach every process.
+
+log() { echo "[$NAME +${SECONDS}s] $*"; }
+
+# Seconds a step may take: its own cap, or what is left of the budget.
+allow() {
+  local cap=$1 left=$((BUDGET - SECONDS))
+  [ "$left" -lt "$cap" ] && cap=$left
+  echo "$cap"
+}
+
+# Run a step only if its expected duration still fits the budget.
+fits() {
+  local need=$1 left=$((BUDGET - SECONDS))
+  if [ "$left" -lt "$need" ]; then
+    log "SKIP $2: needs ~${need} s, ${left} s of the budget left"
+    return 1
+  fi
+}
+
+# The first of $PYTHON, the checkout's .venv and python3 whose torch sees a GPU (any torch when
+# ALLOW_CPU is set: a rehearsal on a CPU machine).
+pick_python() {
+  local cand
+  for cand in "${PYTHON:-}" "$ROOT/.venv/bin/python" python3; do
+    [ -n "$cand" ] || continue
+    command -v "$cand" >/dev/null 2>&1 || continue
+    if "$cand" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() or '${ALLOW_CPU:-}' else 1)" 2>/dev/null; then
+      echo "$cand"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# wirecheck from this checkout when it is not installed into $PY's environment: the plugin
+# package is the folder fixtures/ (the checkout's layout), reached through a link.
+use_checkout() {
+  "$1" -c "import wirecheck, pytest_wirecheck" 2>/dev/null && return 0
+  local shim
+  shim=$(mktemp -d)
+  ln -s "$ROOT/fixtures" "$shim/pytest_wirecheck"
+  export PYTHONPATH=$ROOT/src:$shim${PYTHONPATH:+:$PYTHONPATH}
+}
