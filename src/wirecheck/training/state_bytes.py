@@ -154,20 +154,3 @@ def deepspeed_zero3_state(engine) -> dict:
         tally.add("grads", master.grad)
     tally.add_all("optimizer", _optimizer_state_tensors(zero.optimizer))
     return tally.result()
-
-
-def live_tensor_bytes() -> int:
-    """Bytes of every live tensor storage in this process (gc walk): a cross-check on CPU.
-
-    Includes everything (batches, buffers, leftovers), so it bounds the walkers from above.
-    """
-    import gc
-
-    tally = StateTally()
-    for obj in gc.get_objects():
-        try:
-            if isinstance(obj, torch.Tensor):
-                tally.add("params", obj)
-        except Exception:  # objects that raise on isinstance/attribute access
-            continue
-    return sum(tally.bytes.values())
