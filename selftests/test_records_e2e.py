@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from e2e import make_project, records, run_suite, thresholds_with
+from e2e import PROJECT, make_project, records, run_suite, thresholds_with
 from wirecheck.judge import EXIT_FAILED, EXIT_SIMULATION, main as judge
 
 BUSBW = ("-k", "test_busbw and nvswitch")
@@ -87,13 +87,20 @@ def test_nightly_command_runs_on_the_first_night_and_compares_on_the_second(pyte
     assert "Comparing against benchmarks from" in second.stdout.str() + second.stderr.str()
 
 
-def test_option_values_that_are_existing_paths(pytester):
-    """`--wirecheck-json PATH` with a space, PATH an existing file: pytest must not take it for a test path."""
+def test_option_values_that_are_existing_paths(pytester, tmp_path_factory):
+    """`--wirecheck-json PATH` and `--simulate FILE` with a space, each an existing file outside the
+    project: pytest must not take them for test paths and move its rootdir there (it chooses the
+    rootdir before plugin options are known; the plugin chooses again once they are)."""
     root = make_project(pytester)
-    existing = root / "x.jsonl"
+    elsewhere = tmp_path_factory.mktemp("logs")
+    existing = elsewhere / "x.jsonl"
     existing.write_text("")
-    result = run_suite(pytester, "--simulate", "-k", "inventory", "--wirecheck-json", str(existing))
+    topo = elsewhere / "node.txt"
+    topo.write_text((PROJECT / "fixtures" / "topologies" / "h200-sxm-2.txt").read_text())
+    result = run_suite(pytester, "--simulate", str(topo), "-k", "inventory", "--wirecheck-json", str(existing))
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*SIMULATION on *node.txt*", f"rootdir: {root}"])
+    assert "tests/test_inventory.py" in result.stdout.str()
     assert [r["type"] for r in records(existing)][0] == "run"
 
 
