@@ -104,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
 
     print(f"wirecheck judge: {len(judged)} verdicts from {len(runs)} run(s) against {th_path}")
+    for run in runs:
+        if run.earlier_runs:
+            print(f"wirecheck judge: {run.path} holds {run.earlier_runs + 1} runs; judging the last one "
+                  f"(started {run.run.get('started')})")
     order = {FAIL: 0, PASS: 1, SKIP: 2}
     for j in sorted(judged, key=lambda j: order[j.now.outcome]):
         if j.now.outcome == FAIL or not args.quiet:

@@ -109,6 +109,7 @@ class RunRecord:
     measurements: list[dict]
     verdicts: list[dict]
     end: dict | None  # None: the run was cut short before it could write its end
+    earlier_runs: int = 0  # runs before this one in the same file (runs append)
 
     @property
     def simulated(self) -> bool:
@@ -120,34 +121,43 @@ class RunRecord:
 
 
 def read_run(path: str | Path) -> RunRecord:
-    """Read a record file. A torn last line (killed mid-write) is dropped; a file that is not a
-    wirecheck record raises RecordFileError naming the file and line."""
+    """Read the last run of a record file.
+
+    Runs append (a second nightly run of a day into the same file keeps the first): the file is
+    read as runs, each from its `run` header on, and the last one is returned with the number of
+    earlier ones. A torn line (killed mid-write) is dropped where it ends a run; anything else
+    that is not a record raises RecordFileError naming the file and line."""
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise RecordFileError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    objs = []
+    objs, torn = [], None
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            objs.append(json.loads(line))
+            obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            if number == len(lines):
-                break  # cut mid-write
-            raise RecordFileError(f"{path}:{number}: not JSON ({exc.msg}); is this a wirecheck record file?") from None
+            torn = (number, exc.msg)
+            continue
+        if torn is not None and obj.get("type") != "run":
+            raise RecordFileError(f"{path}:{torn[0]}: not JSON ({torn[1]}); is this a wirecheck record file?")
+        torn = None
+        objs.append(obj)
     if not objs or objs[0].get("type") != "run":
         raise RecordFileError(f"{path}: no `run` header on the first line: not a wirecheck record file "
                               "(pytest --wirecheck-json writes them)")
-    run = objs[0]
+    starts = [i for i, obj in enumerate(objs) if obj.get("type") == "run"]
+    run = objs[starts[-1]]
     if run.get("schema") != SCHEMA:
         raise RecordFileError(f"{path}: record schema {run.get('schema')!r}; this wirecheck reads schema {SCHEMA}")
     by_type: dict[str, list[dict]] = {"measurement": [], "verdict": [], "end": []}
-    for obj in objs[1:]:
+    for obj in objs[starts[-1] + 1:]:
         by_type.setdefault(obj.get("type"), []).append(obj)
     ends = by_type["end"]
-    return RunRecord(path, run, by_type["measurement"], by_type["verdict"], ends[-1] if ends else None)
+    return RunRecord(path, run, by_type["measurement"], by_type["verdict"], ends[-1] if ends else None,
+                     earlier_runs=len(starts) - 1)
 
 
 def _jsonable(obj: Any) -> Any:
