@@ -39,10 +39,10 @@ import math
 from numbers import Real
 from typing import NamedTuple
 
+from wirecheck.training.strategies import NAMES as STRATEGIES  # the one strategies table
 from wirecheck.precision import DEFAULT as DEFAULT_PRECISION
 from wirecheck.precision import precision as _precision
 
-STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 ARTICLE = "article"
 IMPLEMENTATION = "implementation"
 ACCOUNTINGS = (ARTICLE, IMPLEMENTATION)

@@ -26,6 +26,7 @@ from wirecheck.placement import (
     CLASS_SINGLE,
 )
 from wirecheck.collectives import OPS
+from wirecheck.training.strategies import NAMES as STRATEGIES  # the one strategies table
 from wirecheck.precision import NAMES as PRECISIONS
 from wirecheck.precision import why_unsupported
 from wirecheck.quantity import format_bw, format_quantity
@@ -34,7 +35,6 @@ from wirecheck.thresholds_yaml import SOURCE_HINT, ThresholdsError, _At, _read_y
 from wirecheck.topology import BRIDGED, FABRICS, PCIE, PCIE_LEVELS
 
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
-STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 ANY = "any"  # a GPU-count (or placement-class) key that matches whatever has no entry of its own
 
 # Sections that must be present, even if empty ({} = judged by the derived floor only): a class
