@@ -52,6 +52,7 @@ def test_a_dead_rank_does_not_retire_the_placement():
 
 def test_calls_per_size_counts_graph_replays():
     eager_only = SimpleNamespace(warmup_iters=5, iters=20, graph_up_to=None)
-    graphs = SimpleNamespace(warmup_iters=5, iters=20, graph_up_to=64 << 20)
+    graphs = SimpleNamespace(warmup_iters=5, iters=20, graph_up_to=64 << 20, graph_replays=5)
     assert calls_per_size(eager_only, 8) == 26
-    assert calls_per_size(graphs, 8) == 26 + 21 and calls_per_size(graphs, 1 << 30) == 26
+    # eager 26, then the warm replay (20), five timed replays (100) and the checked replay (1)
+    assert calls_per_size(graphs, 8) == 26 + 20 + 100 + 1 and calls_per_size(graphs, 1 << 30) == 26

@@ -12,6 +12,10 @@
 #   crosscheck  wirecheck nccl-tests: suite vs nccl-tests for all_reduce, all_gather, reduce_scatter from
 #               8 B to 1 GiB (factor 2) on $PLACEMENT, side by side with the ratio.
 #   explore     eager calls vs CUDA-graph replay at every size (scripts/device/explore_paths.py).
+#   midsizes    why 1-16 MiB may trail nccl-tests: nccl-tests as plain launches and as CUDA-graph
+#               launches (-G), with more iterations; the suite's graph path with 1 and 5 timed replays,
+#               NCCL_GRAPH_MIXING_SUPPORT=0 and NCCL_GRAPH_REGISTER=0; NCCL's algorithm/protocol/channel
+#               choice at 4 MiB (NCCL_DEBUG_SUBSYS=TUNING) for nccl-tests and for the suite.
 #
 # Environment: PLACEMENT (default nvswitch-2gpu-0.1), OUT (default .wirecheck/curve-check; the device
 # tool sets it), NCCL_TESTS_SRC (default .nccl-tests-src), NCCL_TESTS_BUILD (default /tmp/nccl-tests-build),
@@ -134,10 +138,41 @@ step_explore() {
   return $rc
 }
 
+step_midsizes() {
+  local op bin t v
+  [ -x "$BUILD/all_reduce_perf" ] || { log "midsizes: no nccl-tests in $BUILD (run the build step)"; return 1; }
+  t=$(allow 40)
+  for op in all_reduce all_gather reduce_scatter; do
+    bin=$BUILD/${op}_perf
+    for v in "-n 20" "-n 100" "-n 20 -G 5"; do
+      echo "# nccl-tests $op $v" >>"$OUT/midsizes-nccl-tests.txt"
+      LD_LIBRARY_PATH=$(cat "$BUILD/ld_library_path")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout "$t" \
+        "$bin" -b 1M -e 16M -f 2 -g 2 -w 5 $v -c 1 -d float >>"$OUT/midsizes-nccl-tests.txt" 2>&1
+    done
+    LD_LIBRARY_PATH=$(cat "$BUILD/ld_library_path")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NCCL_DEBUG=INFO \
+      NCCL_DEBUG_SUBSYS=TUNING timeout "$t" "$bin" -b 4M -e 4M -g 2 -w 1 -n 2 -c 0 -d float \
+      >"$OUT/tuning-nccl-tests-$op.txt" 2>&1
+  done
+  grep -E "^#|^ +[0-9]+ +[0-9]+ +float" "$OUT/midsizes-nccl-tests.txt" | awk '{print "  " $0}' | cut -c1-150
+  for v in "--graph-replays 1" "--graph-replays 5" "--graph-replays 5 --env NCCL_GRAPH_MIXING_SUPPORT=0" \
+           "--graph-replays 5 --env NCCL_GRAPH_REGISTER=0"; do
+    log "midsizes: suite paths $v"
+    timeout "$(allow 60)" "$PY" scripts/device/explore_paths.py --placement "$PLACEMENT" --ops "$OPS" --sizes 1MiB:16MiB:2 \
+      $v --out "$OUT/midsizes-explore.jsonl" | grep -vE "^#   " | grep -E "^#|^ +[0-9]"
+  done
+  timeout "$(allow 60)" env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING NCCL_DEBUG_FILE="$OUT/tuning-suite.%p.txt" \
+    "$PY" scripts/device/explore_paths.py --placement "$PLACEMENT" --ops "$OPS" --sizes 4MiB:4MiB:2 >/dev/null 2>&1
+  log "midsizes: NCCL's choice at 4 MiB (nccl-tests, then the suite's ranks)"
+  for f in "$OUT"/tuning-nccl-tests-*.txt "$OUT"/tuning-suite.*.txt; do
+    [ -e "$f" ] || continue
+    echo "  $(basename "$f"): $(grep -ohE "[A-Za-z]+: [0-9]+ Bytes -> .*" "$f" | sort | uniq -c | head -6 | tr '\n' ';')"
+  done
+}
+
 for step in "${STEPS[@]}"; do
   case $step in
-    build|suite|crosscheck|explore) ;;
-    *) log "unknown step $step (build suite crosscheck explore)"; exit 2 ;;
+    build|suite|crosscheck|explore|midsizes) ;;
+    *) log "unknown step $step (build suite crosscheck explore midsizes)"; exit 2 ;;
   esac
   if [ $((BUDGET - SECONDS)) -lt 20 ]; then
     log "$step: skipped, the ${BUDGET}s budget is spent"

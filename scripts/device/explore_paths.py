@@ -26,10 +26,10 @@ from wirecheck.placement import Placement, enumerate_placements
 from wirecheck.thresholds import load_thresholds
 
 
-def _table(op: str, placement: Placement, results, graph_up_to: int | None, iters: int) -> str:
+def _table(op: str, placement: Placement, results, graph_up_to: int | None, iters: int, replays: int) -> str:
     lines = [
         f"# {op} on {placement.id} ({placement.n_gpus} GPUs){' ' + str(placement.env) if placement.env else ''}: "
-        f"eager calls vs CUDA-graph replay, slowest rank, mean of {iters} calls",
+        f"eager calls vs CUDA-graph replay, slowest rank, mean of {iters} calls ({replays} replay(s) of them)",
         f"#{'size':>11} {'eager':>10} {'graph':>10} {'graph/':>7} {'faster':>7} {'busbw':>8} {'suite':>6}",
         f"#{'(B)':>11} {'(us)':>10} {'(us)':>10} {'eager':>7} {'':>7} {'(GB/s)':>8} {'uses':>6}",
     ]
@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="8B:512MiB:4", help="FROM:TO:STEP (default 8B:512MiB:4)")
     parser.add_argument("--ops", default=",".join(nccl_tests.DEFAULT_OPS))
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra worker environment")
+    parser.add_argument("--graph-replays", type=int, help="timed replays of the captured calls (default: thresholds.yaml)")
     parser.add_argument("--out", type=Path, help="JSON lines: one per op and size")
     parser.add_argument("--simulate", metavar="NAME", help="CPU/gloo dry run on a recorded topology")
     args = parser.parse_args(argv)
@@ -82,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     placement = Placement(base.klass, base.gpus, {**base.env, **extra})
     # Both paths at every size: graph_up_to at the top of the sweep.
     explore = dataclasses.replace(settings, graph_up_to=spec.sizes[-1])
+    if args.graph_replays is not None:
+        explore = dataclasses.replace(explore, graph_replays=args.graph_replays)
     ops = [op for op in args.ops.split(",") if op]
     outcome = nccl_tests.Outcome(placement)
     nccl_tests.measure_suite(placement, ops, spec.sizes, explore, backend, outcome)
@@ -89,12 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for op in ops:
             results = outcome.suite.get(op, [])
-            print(_table(op, placement, results, settings.graph_up_to, settings.iters))
+            print(_table(op, placement, results, settings.graph_up_to, settings.iters, explore.graph_replays))
             print()
             for r in results:
                 if out:
                     out.write(json.dumps({"op": op, "placement": placement.id, "env": extra, "nccl": outcome.suite_nccl,
-                                          "suite_graph_up_to": settings.graph_up_to, **r.as_dict(),
+                                          "suite_graph_up_to": settings.graph_up_to, "graph_replays": explore.graph_replays, **r.as_dict(),
                                           "faster": choose_path(r.eager_time_s, r.graph_time_s)[0]}) + "\n")
     finally:
         if out:

@@ -47,11 +47,30 @@ class Run:
     overrides: dict = field(default_factory=dict)
     profile: bool = False
     local: bool = False  # time the unwrapped model afterwards (wire-independent: NVLink defaults only)
+    loop: dict = field(default_factory=dict)  # run_strategy arguments beyond the table (gc_freq)
+    env: dict = field(default_factory=dict)  # extra worker environment (WIRECHECK_CPU_BIND)
+    repeat: int = 0  # tells repeated runs of one variant apart
 
     @property
     def name(self) -> str:
-        extra = ",".join(f"{k}={v}" for k, v in self.overrides.items())
-        return f"{self.strategy}[{extra or 'table'}]@{self.wire}"
+        extra = ",".join(f"{k}={v}" for k, v in {**self.overrides, **self.loop, **self.env}.items())
+        again = f"#{self.repeat}" if self.repeat else ""
+        return f"{self.strategy}[{extra or 'table'}]@{self.wire}{again}"
+
+
+def plan_noise() -> list[Run]:
+    """Issue 10's stability question: the host-bound strategies run to run, as the table runs them,
+    with Python's GC out of the steps (gc_freq) and with each rank bound to its own CPUs, and ZeRO-1
+    with its reduction overlapped. Each record carries the host figures (CPU per step, steal, GC)."""
+    gc50 = {"gc_freq": 50}
+    bind = {"WIRECHECK_CPU_BIND": "exclusive"}
+    runs = [Run("ddp", NVLINK, local=True), Run("zero1", NVLINK), Run("zero1", NVLINK, {"overlap_comm": True}, profile=True)]
+    for s in ("zero2", "fsdp", "zero3"):
+        runs += [Run(s, NVLINK), Run(s, NVLINK, loop=gc50), Run(s, NVLINK, loop=gc50, env=bind)]
+    runs += [Run("zero2", NVLINK, repeat=2), Run("fsdp", NVLINK, repeat=2),
+             Run("zero1", NVLINK, {"overlap_comm": True}, repeat=2), Run("ddp", NVLINK, repeat=2),
+             Run("fsdp", NVLINK, loop=gc50, env=bind, repeat=2), Run("zero2", NVLINK, loop=gc50, env=bind, repeat=2)]
+    return runs
 
 
 def plan() -> list[Run]:
@@ -84,7 +103,7 @@ def plan() -> list[Run]:
 
 
 def run_one(run: Run, settings, backend: str, gpus, closers: list) -> dict:
-    env = dict(FORCED_PCIE_ENV) if run.wire == HOST else {}
+    env = {**(FORCED_PCIE_ENV if run.wire == HOST else {}), **run.env}
     kwargs = {
         "strategy": run.strategy,
         "shape": asdict(settings.model),
@@ -99,6 +118,7 @@ def run_one(run: Run, settings, backend: str, gpus, closers: list) -> dict:
         "settings": run.overrides,
         "local_baseline": run.local,
         "profile_steps": PROFILE_STEPS if run.profile else 0,
+        **run.loop,
     }
     start = time.monotonic()
     out = {"run": run.name, "strategy": run.strategy, "wire": run.wire, "overrides": run.overrides, "env": env}
@@ -148,6 +168,7 @@ def facts(result: dict, peak, local_by_strategy: dict) -> dict | None:
         "phases": r0["phase_s"],
         "settings": r0["settings"],
         "profile": r0.get("profile"),
+        "host": [r.get("host") or {} for r in ranks],
     }
     local = r0.get("local_step_time_median_s") or local_by_strategy.get(result["strategy"])
     f["local_s"] = local
@@ -168,6 +189,11 @@ def describe(result: dict, f: dict | None) -> list[str]:
         f" (+ buckets {f['buffers_gib']:.2f}); wall {result['wall_s']:.0f} s "
         + " ".join(f"{k} {v:.1f}" for k, v in f["phases"].items()),
         f"  settings: {f['settings']}",
+        "  host: " + "; ".join(
+            f"rank {i} cpu {_ms(h.get('cpu_s_per_step')).strip()} ms/step, gc {h.get('gc_collections')}x "
+            f"{_ms(h.get('gc_s')).strip()} ms, {h.get('cpu_affinity')} cpus"
+            for i, h in enumerate(f["host"]))
+        + f"; steal {((f['host'][0].get('steal_fraction') or 0) * 100):.2f} %",
     ]
     p = f["profile"]
     if p and p.get("events"):
@@ -212,6 +238,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=os.environ.get("OUT", "probe-out"), help="folder for probe.jsonl and probe-summary.txt")
     parser.add_argument("--budget", type=float, default=270.0, help="seconds after which no new run is started")
     parser.add_argument("--simulate", action="store_true", help="CPU/gloo with the simulated (toy) settings")
+    parser.add_argument("--plan", choices=("targets", "noise"), default="targets",
+                        help="targets: the table and its open choices; noise: repeats with GC and CPU-binding variants")
     parser.add_argument("--only", default="", help="comma-separated run names or strategies to keep")
     parser.add_argument("--thresholds", default=str(Path(__file__).resolve().parents[2] / "thresholds.yaml"))
     args = parser.parse_args(argv)
@@ -222,7 +250,7 @@ def main(argv=None) -> int:
     backend, gpus = ("gloo", None) if args.simulate else ("nccl", (0, 1))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    runs = plan()
+    runs = plan_noise() if args.plan == "noise" else plan()
     if args.only:
         keep = set(args.only.split(","))
         runs = [r for r in runs if r.strategy in keep or r.name in keep]

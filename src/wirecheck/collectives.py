@@ -289,7 +289,7 @@ def _all_ranks_agree(ctx: RankContext, ok: bool) -> bool:
 
 
 def _measure_size(ctx: RankContext, op: str, size: int, warmup_iters: int, iters: int,
-                  check: bool, graph: bool = False) -> dict[str, Any]:
+                  check: bool, graph: bool = False, graph_replays: int = 1) -> dict[str, Any]:
     c = COLLECTIVES[op]  # looked up per call: a self-test may have swapped the entry in this process
     n = ctx.world_size
     count = buffer_elements(op, size, n)
@@ -318,7 +318,7 @@ def _measure_size(ctx: RankContext, op: str, size: int, warmup_iters: int, iters
                 graph_note = graph_note or CAPTURE_FAILED_ELSEWHERE
                 timed = check_graph = None
         if timed is not None:
-            graph_time_s = timing.time_replay(ctx, timed, iters)
+            graph_time_s = timing.time_replay(ctx, timed, iters, graph_replays)
             del timed
         if check:
             runs: list[tuple[str, Callable[[], None]]] = [(EAGER, launch)]
@@ -359,11 +359,12 @@ def _provenance(ctx: RankContext) -> dict[str, Any]:
 
 
 def measure(ctx: RankContext, op: str, sizes: list[int], warmup_iters: int, iters: int,
-            check: bool = True, graph_up_to: int | None = None) -> dict[str, Any]:
+            check: bool = True, graph_up_to: int | None = None, graph_replays: int = 1) -> dict[str, Any]:
     """Worker function: time `op` at each size (mean per call on this rank) and check the result.
 
     Sizes up to `graph_up_to` are also timed as CUDA-graph replays ("graph_time_s"; None when not
-    measured, "graph_note" says why where it was asked for). results[i]["time_s"] is the eager time,
+    measured, "graph_note" says why where it was asked for), `graph_replays` replays of `iters`
+    captured calls between the timing events. results[i]["time_s"] is the eager time,
     "wrong" the number of wrong elements in this rank's output over every checked path (None when
     check=False), "wrong_by_path" per path, "first_bad" the first wrong element's index.
     """
@@ -377,7 +378,8 @@ def measure(ctx: RankContext, op: str, sizes: list[int], warmup_iters: int, iter
     results = []
     for size in sizes:
         wanted = graph_up_to is not None and size <= graph_up_to
-        res = _measure_size(ctx, op, size, warmup_iters, iters, check, graph=wanted and unavailable is None)
+        res = _measure_size(ctx, op, size, warmup_iters, iters, check, graph=wanted and unavailable is None,
+                            graph_replays=graph_replays)
         if wanted and unavailable is not None:
             res["graph_note"] = unavailable
         results.append(res)
@@ -390,6 +392,7 @@ def measure(ctx: RankContext, op: str, sizes: list[int], warmup_iters: int, iter
         "warmup_iters": warmup_iters,
         "iters": iters,
         "graph_up_to": graph_up_to,
+        "graph_replays": graph_replays,
         "results": results,
     }
 

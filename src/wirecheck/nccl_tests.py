@@ -98,7 +98,8 @@ def measure_suite(placement: Placement, ops: Sequence[str], sizes: Sequence[int]
                                         gpus=placement.gpus if backend == "nccl" else None, env=placement.env)
                     outcome.suite_nccl = group.info[0].get("nccl_version") if group.info else None
                 kwargs = {"op": op, "sizes": [size], "warmup_iters": settings.warmup_iters, "iters": settings.iters,
-                          "graph_up_to": settings.graph_up_to if backend == "nccl" else None}
+                          "graph_up_to": settings.graph_up_to if backend == "nccl" else None,
+                          "graph_replays": settings.graph_replays}
                 try:
                     ranks = group.run(MEASURE, kwargs, timeout_s=settings.timeout_s, what=f"{op} at {size} B")
                 except WorkerError as exc:
@@ -162,7 +163,8 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
     records.header({"command": "wirecheck nccl-tests", "build_dir": str(build_dir), "sizes": list(spec.sizes),
                     "ops": list(ops), "placements": [p.id for p in placements], "backend": backend,
                     "iters": settings.iters, "warmup_iters": settings.warmup_iters,
-                    "graph_up_to": settings.graph_up_to, "env": env_switches()})
+                    "graph_up_to": settings.graph_up_to, "graph_replays": settings.graph_replays,
+                    "env": env_switches()})
     failed = False
     try:
         for placement in placements:

@@ -60,6 +60,8 @@ from wirecheck.precision import precision as check_precision
 from wirecheck.training import figures
 from wirecheck.training.baseline import local_step_times
 from wirecheck.training.data import local_batch
+from wirecheck.training.host import HostWatch
+from wirecheck.training.manual_gc import ManualGC
 from wirecheck.training.model import GPT
 from wirecheck.training.shape import GPTShape, param_count
 from wirecheck.training.strategies import NAMES, check_in_force, resolve_settings
@@ -142,7 +144,7 @@ def _validate(strategy, precision, warmup_steps, steps, micro_batch, max_steps):
 
 
 def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, lr, grad_hook, settings,
-           local_baseline, profile_steps):
+           local_baseline, profile_steps, gc_freq):
     device = ctx.device
     phases = {}
     t0 = time.perf_counter()
@@ -154,6 +156,7 @@ def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, l
     if grad_hook:
         load_hook(grad_hook)(model)
 
+    manual_gc = ManualGC(gc_freq)
     trainer = _trainer(strategy, ctx, model, lr, precision, micro_batch, settings)
     del model  # the trainer holds the (wrapped) model
     try:
@@ -171,6 +174,7 @@ def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, l
         losses = []
 
         def step(i: int) -> None:
+            manual_gc.at_step(i)
             x, y = batches[i]
             loss = trainer.loss(x, y)
             trainer.update(loss)
@@ -179,13 +183,16 @@ def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, l
         _sync(device)
         phases["setup"] = time.perf_counter() - t0
         t0 = time.perf_counter()
+        manual_gc.start()
         for i in range(warmup_steps):
             step(i)
         _sync(device)
         phases["warmup"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        timed = time_steps(step, rule, StepClock(device), _slowest_rank(device), CHECK_EVERY, warmup_steps)
+        with HostWatch() as host:
+            timed = time_steps(step, rule, StepClock(device), _slowest_rank(device), CHECK_EVERY, warmup_steps)
         phases["timed"] = time.perf_counter() - t0
+        manual_gc.stop()
         profile = None
         if profile_steps:
             from wirecheck.training.profile import profile_steps as run_profile
@@ -213,6 +220,7 @@ def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, l
         global_losses = (global_losses / ctx.world_size).tolist()
         wrapper = trainer.wrapper
     finally:
+        manual_gc.stop()
         trainer.close()
         trainer = None
 
@@ -237,6 +245,8 @@ def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, l
         "model_state_bytes": state,  # {params, grads, optimizer}: sum them for the total
         "comm_buffer_bytes": buffers,  # DeepSpeed reduce buckets held at that point (state_bytes.py); 0 for torch
         "settings": in_force,
+        "gc_freq": gc_freq,
+        "host": host.figures(len(timed.durations)),
         "wrapper": wrapper,
         "precision": precision,
         "device_name": _device_name(device),
@@ -288,6 +298,7 @@ def run_strategy(
     settings: dict | None = None,
     local_baseline: bool = True,
     profile_steps: int = 0,
+    gc_freq: int = 0,
 ) -> dict:
     """Train `strategy` for warmup_steps, then `steps` to `max_steps` timed steps (exactly `steps`
     when max_steps is None); return this rank's record.
@@ -295,6 +306,8 @@ def run_strategy(
     `settings` overrides entries of the strategies table (the device probe's variants).
     `local_baseline` times the unwrapped model afterwards (exposed communication); the
     capacity case turns it off. `profile_steps` profiles that many extra steps.
+    `gc_freq` > 0 turns Python's automatic garbage collection off for the steps and collects
+    the young generations every gc_freq steps instead (training/manual_gc.py); 0 leaves it on.
     `grad_hook` ("module:function" or "file.py:function") is for self-tests only: the
     function gets the unwrapped model before the strategy wraps it and may register hooks
     that corrupt the gradient, to prove that the agreement checks catch it.
@@ -310,7 +323,7 @@ def run_strategy(
     finished = False
     try:
         record = _train(ctx, strategy, GPTShape.of(shape), micro_batch, warmup_steps, rule, seed, precision, lr,
-                        grad_hook, asked, local_baseline, profile_steps)
+                        grad_hook, asked, local_baseline, profile_steps, gc_freq)
         finished = True
         return record
     finally:

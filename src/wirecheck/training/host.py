@@ -1,0 +1,84 @@
+"""What the host did while steps were timed: the rank's CPU time, the machine's steal, Python's GC.
+
+A strategy whose step waits on its Python hooks runs at the host's speed, so its tokens/s moves
+with anything that slows the host. These figures go into each record so a slow or unsteady run
+says which it was:
+- cpu_s_per_step: CPU seconds of this rank's process (all threads, user + system) per timed step;
+  close to the step time means the host, not the GPU, set the pace.
+- steal_fraction: the share of the machine's CPU time the hypervisor gave to others while the
+  steps ran (/proc/stat "steal"); None where the kernel does not report it.
+- gc_collections / gc_s: Python garbage collections during the steps and the time they took.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from dataclasses import dataclass, field
+
+
+def _cpu_jiffies() -> tuple[int, int] | None:
+    """(steal, total) jiffies of all CPUs since boot, or None without /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu" or len(fields) < 9:
+        return None
+    values = [int(v) for v in fields[1:]]
+    # user nice system idle iowait irq softirq steal [guest guest_nice: already inside user/nice]
+    return values[7], sum(values[:8])
+
+
+@dataclass
+class GCWatch:
+    """Counts collections and their time through gc.callbacks while installed."""
+
+    collections: int = 0
+    seconds: float = 0.0
+    _started: float | None = field(default=None, repr=False)
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        elif self._started is not None:
+            self.collections += 1
+            self.seconds += time.perf_counter() - self._started
+            self._started = None
+
+    def __enter__(self) -> "GCWatch":
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        gc.callbacks.remove(self)
+
+
+class HostWatch:
+    """Brackets the timed steps: `with HostWatch() as host: ...; host.figures(steps)`."""
+
+    def __enter__(self) -> "HostWatch":
+        self._cpu0 = time.process_time()
+        self._jiffies0 = _cpu_jiffies()
+        self._gc = GCWatch().__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._gc.__exit__(*exc)
+        self._cpu = time.process_time() - self._cpu0
+        self._jiffies1 = _cpu_jiffies()
+
+    def figures(self, steps: int) -> dict:
+        steal = None
+        if self._jiffies0 is not None and self._jiffies1 is not None:
+            total = self._jiffies1[1] - self._jiffies0[1]
+            steal = (self._jiffies1[0] - self._jiffies0[0]) / total if total > 0 else 0.0
+        return {
+            "cpu_s_per_step": self._cpu / steps if steps else None,
+            "steal_fraction": steal,
+            "gc_collections": self._gc.collections,
+            "gc_s": self._gc.seconds,
+            "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        }
