@@ -293,10 +293,11 @@ def measure_with_stand_in_graphs(ctx: RankContext, op: str, graph_time_s: float 
             raise RuntimeError("CUDA error: operation not permitted when stream is capturing (stand-in)")
         return _ReplayedCalls(launch, calls)
 
-    def time_replay(ctx_, graph, calls):
+    def time_replay(ctx_, graph, calls, replays=1):
         t0 = time.perf_counter()
-        graph.replay()
-        measured = (time.perf_counter() - t0) / calls
+        for _ in range(replays):
+            graph.replay()
+        measured = (time.perf_counter() - t0) / (calls * replays)
         return measured if graph_time_s is None else graph_time_s
 
     c = collectives.COLLECTIVES[op]

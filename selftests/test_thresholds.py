@@ -77,7 +77,8 @@ def test_collective_settings(shipped, shipped_data):
     assert hw.sweep("full").nccl_tests_args()[:2] == ["-b", str(full[0])]
     sim = shipped.collective_settings(simulated=True)
     assert max(sim.sizes) <= 16 * 2**20  # CPU ranks on a 2-core CI machine
-    assert sim.graph_up_to is None  # gloo: no CUDA graphs
+    assert sim.graph_up_to is None and sim.graph_replays == 1  # gloo: no CUDA graphs
+    assert hw.graph_replays == shipped_data["collectives"]["hardware"]["graph_replays"] > 1
     with pytest.raises(ValueError, match="unknown sweep 'fast'"):
         hw.sizes_for("fast")
 
@@ -197,6 +198,7 @@ def test_training_settings(shipped, shipped_data):
         assert got.median_ci.confidence == pytest.approx(_q(raw["median_ci"]["confidence"], "percent"))
         assert got.median_ci.max_halfwidth == pytest.approx(_q(raw["median_ci"]["max_halfwidth"], "percent"))
         assert got.median_ci.yaml_path == f"thresholds.yaml: training.{key}.median_ci" and got.median_ci.source
+        assert got.gc_freq == raw["gc_freq"] > 0
     sim = shipped.training_settings(simulated=True)
     with pytest.raises(dataclasses.FrozenInstanceError):
         sim.micro_batch = 100
@@ -374,6 +376,14 @@ BROKEN = {
     "graph replay in simulation": (
         lambda d: d["collectives"]["simulated"].update(graph_up_to="1 MiB"),
         ["collectives.simulated.graph_up_to: simulation runs on gloo, which has no CUDA graphs", "remove graph_up_to"],
+    ),
+    "graph replays in simulation": (
+        lambda d: d["collectives"]["simulated"].update(graph_replays=5),
+        ["collectives.simulated.graph_replays: simulation runs on gloo, which has no CUDA graphs", "remove graph_replays"],
+    ),
+    "no timed replay": (
+        lambda d: d["collectives"]["hardware"].update(graph_replays=0),
+        ["collectives.hardware.graph_replays"],
     ),
     "latency ceiling as a bandwidth": (
         lambda d: d["collectives"]["latency"]["ceilings"]["nvswitch"]["all_reduce"][2].update(max="30 GB/s"),

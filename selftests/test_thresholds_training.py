@@ -87,6 +87,10 @@ BROKEN = {
         lambda d: _hw(d)["median_ci"].pop("source"),
         ["training.hardware.median_ci: missing required key 'source'"],
     ),
+    "gc_freq as a duration": (
+        lambda d: _hw(d).update(gc_freq="50 s"),
+        ["training.hardware.gc_freq"],
+    ),
     "peak in the wrong unit": (
         lambda d: d["training"]["peak_flops"]["NVIDIA H200"].update(bf16="989 GB/s"),
         ['training.peak_flops.NVIDIA H200.bf16: "989 GB/s" is a bandwidth, not a compute rate', '"989 TFLOP/s"'],

@@ -216,6 +216,7 @@ class TrainingSettings:
     median_ci: MedianBound
     timeout_s: float
     precision: str  # a name in wirecheck.precision.PRECISIONS
+    gc_freq: int = 0  # steps between manual GC collections (training/manual_gc.py); 0: Python's automatic GC
 
 
 @dataclass(frozen=True)
@@ -812,6 +813,7 @@ def _training_settings(at: _At) -> TrainingSettings:
             "timeout": '"600 s"',
             "precision": "bf16",
         },
+        optional={"gc_freq": "50"},
     )
     steps = f["steps"].fields("timed steps", required={"min": "8", "max": "30"})
     min_steps, max_steps = steps["min"].count(minimum=1), steps["max"].count(minimum=1)
@@ -833,6 +835,7 @@ def _training_settings(at: _At) -> TrainingSettings:
         median_ci=bound,
         timeout_s=f["timeout"].quantity("time", positive=True),
         precision=_precision(f["precision"]),
+        gc_freq=f["gc_freq"].count() if "gc_freq" in f else 0,
     )
 
 

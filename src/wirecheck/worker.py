@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Callable
 
-from wirecheck import cpu_binding
-
 if TYPE_CHECKING:
     import torch
 
@@ -244,9 +242,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds to wait for the group's store (the parent's start timeout)")
     args = parser.parse_args(argv)
 
-    # Before torch is imported: the threads torch, NCCL and autograd start inherit the binding.
-    cpu_binding.apply(os.environ.get(cpu_binding.ENV, "none"), int(os.environ["LOCAL_RANK"]),
-                      int(os.environ.get("LOCAL_WORLD_SIZE", os.environ["WORLD_SIZE"])))
     _watch_parent(args.parent_pid)
     conn = Connection(_lowest_descriptor(args.fd))
     try:

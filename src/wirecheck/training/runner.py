@@ -246,7 +246,7 @@ def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, l
         "comm_buffer_bytes": buffers,  # DeepSpeed reduce buckets held at that point (state_bytes.py); 0 for torch
         "settings": in_force,
         "gc_freq": gc_freq,
-        "host": host.figures(len(timed.durations)),
+        "host": host.figures(),
         "wrapper": wrapper,
         "precision": precision,
         "device_name": _device_name(device),
