@@ -185,3 +185,18 @@ def test_half_peak_check_passes_and_fails_by_name():
             "on nvswitch-2gpu-0.1: measured 6.5 MiB") in message
     assert "> ceiling 4 MiB (thresholds.yaml: collectives.half_peak.ceilings.nvswitch.all_reduce.2" in message
     assert half_peak_check(NCCL_TESTS_ALL_REDUCE, None, 0.5, "all_reduce", "x").message.endswith("collectives.half_peak")
+
+
+def test_latency_check_does_not_judge_eager_times_against_graph_ceilings():
+    """Where no replay could be timed (expandable_segments with NCCL < 2.29), the eager launch cost
+    would fail a healthy node: the check says so instead, naming the cause. A faster eager path
+    (graph timed, eager won) is still judged."""
+    note = "expandable_segments is on and NCCL 2.28.9 < 2.29 faults on captured collectives: eager calls only"
+    eager_only = [dict(p, path="eager", graph_note=note) for p in _plain(SMALL)]
+    v = small_message_latency_check(_thresholds(_limit(15e-6, "time")), op="all_reduce", placement="nvswitch-2gpu-0.1",
+                                    placement_class="nvswitch", n_gpus=2, simulated=False, curve=eager_only)
+    assert v.outcome == "skip" and "CUDA-graph replay times" in v.message and note in v.message
+    judged = [dict(p, path="eager", graph_note=None) for p in _plain(SMALL)]
+    v = small_message_latency_check(_thresholds(_limit(15e-6, "time")), op="all_reduce", placement="nvswitch-2gpu-0.1",
+                                    placement_class="nvswitch", n_gpus=2, simulated=False, curve=judged)
+    assert v.outcome == "fail"

@@ -146,7 +146,8 @@ def test_quad_beats_pair(node, measurements, placement, collective_worker, recor
 
 
 def _curve(sweep) -> list:
-    return [{"bytes": r.bytes, "time_s": r.time_s, "busbw": r.busbw, "path": getattr(r, "path", "")} for r in sweep.results]
+    return [{"bytes": r.bytes, "time_s": r.time_s, "busbw": r.busbw, "path": getattr(r, "path", ""),
+             "graph_note": getattr(r, "graph_note", None)} for r in sweep.results]
 
 
 @pytest.mark.placements(*COLLECTIVE_CLASSES)
