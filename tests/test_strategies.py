@@ -82,13 +82,21 @@ def test_staircase(node, measurements, reporter, placement, strategy_worker, gra
     assert verdict.ok, verdict.message
 
 
+def _python_loop(run) -> str:
+    """The slowest rank's pure-Python loop time before the steps (records before 2026-12-01 lack it)."""
+    loops = [(r.get("host") or {}).get("python_loop_s") for r in run.ranks]
+    loops = [t for t in loops if t is not None]
+    return f"{max(loops) * 1e3:.1f} ms" if loops else "n/a"
+
+
 def _dial_table(node, placement, runs) -> str:
-    """The strategy dial with the figures that explain it: spread of the timed steps, MFU and
-    the communication the step could not hide."""
+    """The strategy dial with the figures that explain it: spread of the timed steps, MFU, the
+    communication the step could not hide, and the host's Python speed (host-bound strategies
+    follow it: training/host.py)."""
     precision = _settings(node).precision
     limits = node.thresholds.training_limits(node.simulated)
     rows = [f"{'strategy':8} {'tokens/s (min-max)':>25} {'+-CI':>6} {'steps':>9} {'MFU':>6} {'exposed ms':>11} "
-            f"{'peak':>10} {'state meas / pred':>22} {'loss 1':>8}"]
+            f"{'peak':>10} {'state meas / pred':>22} {'loss 1':>8} {'py loop':>8}"]
     for s, run in runs.items():
         r0 = run.rank0
         pred = predict(s, r0["n_params"], placement.n_gpus, accounting="implementation", precision=precision).total
@@ -100,7 +108,8 @@ def _dial_table(node, placement, runs) -> str:
                     f"{str(r0.get('timed_steps', len(r0['step_times_s']))) + ' ' + str(r0.get('stop_reason', ''))[:8]:>9} "
                     f"{(f'{mfu:.1%}' if mfu is not None else 'n/a'):>6} {exposed_text:>11} "
                     f"{format_bytes(peak) if peak else 'n/a':>10} "
-                    f"{format_bytes(run.model_state_bytes) + ' / ' + format_bytes(pred):>22} {r0['losses'][0]:8.4f}")
+                    f"{format_bytes(run.model_state_bytes) + ' / ' + format_bytes(pred):>22} {r0['losses'][0]:8.4f} "
+                    f"{_python_loop(run):>8}")
     return "\n".join(rows)
 
 

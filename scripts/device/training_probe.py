@@ -189,7 +189,8 @@ def describe(result: dict, f: dict | None) -> list[str]:
         + " ".join(f"{k} {v:.1f}" for k, v in f["phases"].items()),
         f"  settings: {f['settings']}",
         "  host: " + "; ".join(
-            f"rank {i} gc {h.get('gc_collections')}x {_ms(h.get('gc_s')).strip()} ms" for i, h in enumerate(f["host"]))
+            f"rank {i} gc {h.get('gc_collections')}x {_ms(h.get('gc_s')).strip()} ms, python loop "
+            f"{_ms(h.get('python_loop_s')).strip()} ms" for i, h in enumerate(f["host"]))
         + f"; steal {((f['host'][0].get('steal_fraction') or 0) * 100):.2f} %",
     ]
     p = f["profile"]

@@ -6,6 +6,10 @@ says whether the hypervisor or the garbage collector took the time:
 - steal_fraction: the share of the machine's CPU time the hypervisor gave to others while the
   steps ran (/proc/stat "steal"); None where the kernel does not report it.
 - gc_collections / gc_s: Python garbage collections during the steps and the time they took.
+- python_loop_s: the best of 5 runs of a fixed pure-Python loop (dict and attribute work, as
+  hook bookkeeping does) taken just before the steps: this host's single-thread Python speed,
+  comparable between runs and machines. On 2x H200 the ZeRO-3 figure followed the host's
+  speed from run to run (42.0k-79.8k tokens/s as DeepSpeed's setup took 13.5-8.9 s, 2026-12-01).
 
 Not the process's CPU time: CUDA's synchronising calls spin by default, so a GPU-bound DDP rank
 used 76.7 ms of CPU per 76.2 ms step on 2x H200 (2026-12-01), as much as a host-bound one.
@@ -30,6 +34,30 @@ def _cpu_jiffies() -> tuple[int, int] | None:
     values = [int(v) for v in fields[1:]]
     # user nice system idle iowait irq softirq steal [guest guest_nice: already inside user/nice]
     return values[7], sum(values[:8])
+
+
+PYTHON_LOOP_ITERATIONS = 100_000
+
+
+def python_loop_s(repeats: int = 5) -> float:
+    """Seconds for PYTHON_LOOP_ITERATIONS rounds of dict/attribute/call work, best of `repeats`."""
+    class Slot:
+        __slots__ = ("value",)
+
+        def __init__(self) -> None:
+            self.value = 0
+
+    best = float("inf")
+    for _ in range(repeats):
+        table: dict[int, Slot] = {}
+        t0 = time.perf_counter()
+        for i in range(PYTHON_LOOP_ITERATIONS):
+            slot = table.get(i & 255)
+            if slot is None:
+                slot = table[i & 255] = Slot()
+            slot.value += len(table)
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
 @dataclass
@@ -60,6 +88,7 @@ class HostWatch:
     """Brackets the timed steps: `with HostWatch() as host: ...; host.figures()`."""
 
     def __enter__(self) -> "HostWatch":
+        self._python_loop_s = python_loop_s()
         self._jiffies0 = _cpu_jiffies()
         self._gc = GCWatch().__enter__()
         return self
@@ -73,4 +102,5 @@ class HostWatch:
         if self._jiffies0 is not None and self._jiffies1 is not None:
             total = self._jiffies1[1] - self._jiffies0[1]
             steal = (self._jiffies1[0] - self._jiffies0[0]) / total if total > 0 else 0.0
-        return {"steal_fraction": steal, "gc_collections": self._gc.collections, "gc_s": self._gc.seconds}
+        return {"steal_fraction": steal, "gc_collections": self._gc.collections, "gc_s": self._gc.seconds,
+                "python_loop_s": self._python_loop_s}
