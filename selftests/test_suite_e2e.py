@@ -40,6 +40,23 @@ def test_unknown_placement_is_a_usage_error(pytester):
     result.stderr.fnmatch_lines(["*--placement nvl_quad-4gpu-0.1.2.7: unknown placement*nvl_quad-4gpu-0.1.2.3*"])
 
 
+def test_a_selection_that_matches_nothing_says_what_there_is(pytester):
+    """`-k nvl_qaud` (a typo) is an error naming the placement ids, not pytest's silent exit 5."""
+    make_project(pytester)
+    result = run_suite(pytester, "--simulate=h200-nvl-8", "-k", "nvl_qaud", "--collect-only")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*-k 'nvl_qaud' selected none of the collected tests*nvl_quad-4gpu-0.1.2.3*"
+                                 "placement classes: nvswitch, nvl_pair, nvl_quad*"])
+
+
+def test_a_placement_selection_without_gpus_says_why(pytester):
+    """`pytest -k nvl_quad` on a machine with no GPU: the reason and the fix, not "86 deselected"."""
+    make_project(pytester)
+    result = run_suite(pytester, "-k", "nvl_quad")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*-k 'nvl_quad' selected none*without a GPU topology*--simulate NAME*h200-nvl-8*"])
+
+
 def test_unknown_simulation_name_is_a_usage_error(pytester):
     make_project(pytester)
     result = run_suite(pytester, "--simulate=no-such-node", "--collect-only")
