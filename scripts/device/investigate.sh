@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call for the open questions of issues 10 and 13 (2x H200): the 1-16 MiB curve against
 # nccl-tests and what moves it (curve_check.sh build midsizes), then the training probe's noise plan
-# (host-bound strategies run to run, GC out of the steps, CPU binding, ZeRO-1 overlapped).
+# (host-bound strategies run after run, with the suite's manual GC and with Python's automatic GC,
+# ZeRO-1 overlapped). Its first run (2026-12-01) also tried per-rank CPU binding: see plan_noise.
 #   run(command="bash scripts/device/investigate.sh", carry=[".whl", ".nccl-tests-src"], kind="nvidia-h200-x2")
 # Results: $OUT/curve.tar.gz, $OUT/probe.tar.gz and the two logs. The environment is passed through.
 set -uo pipefail
