@@ -170,6 +170,31 @@ def test_a_rendezvous_nobody_else_joins_is_explained(tmp_path):
     assert "same --rdzv-endpoint and --rdzv-id" in last
 
 
+# torchrun's stderr on an agent whose store host left first, after its worker failed a verdict
+# (CI, 2026-12-01; paths shortened): the job ran, so this is no rendezvous problem.
+SHUTDOWN_WARNING_TAIL = [
+    "E1201 00:58:51.238000 16659 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: 1) "
+    "local_rank: 0 (pid: 16671) of binary: .venv/bin/python\n",
+    "W1201 00:58:51.315000 16659 torch/distributed/elastic/rendezvous/dynamic_rendezvous.py:1298] The node "
+    "'localhost_16659_0' has failed to shutdown the rendezvous 'ci-fleet' due to an error of type "
+    "RendezvousConnectionError.\n",
+    "Traceback (most recent call last):\n",
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n",
+    "wirecheck.multinode FAILED\n",
+]
+
+
+def test_a_rendezvous_warning_at_shutdown_is_not_a_rendezvous_failure():
+    from wirecheck.fleet.launch import rendezvous_problem
+
+    assert rendezvous_problem(SHUTDOWN_WARNING_TAIL, "127.0.0.1:43823") is None
+    # without the ChildFailedError (a clean exit), the shutdown warning alone is not one either
+    assert rendezvous_problem(SHUTDOWN_WARNING_TAIL[:2], "127.0.0.1:43823") is None
+    # a rendezvous that never formed still is
+    timeout = ["torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError: \n"]
+    assert "failed (RendezvousTimeoutError)" in rendezvous_problem(timeout, "127.0.0.1:43823")
+
+
 def test_outside_torchrun_the_fix_is_named(tmp_path):
     run = subprocess.run([sys.executable, "-m", "wirecheck.multinode", "--simulate"], cwd=tmp_path,
                          env={k: v for k, v in _env().items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR")},
