@@ -45,3 +45,25 @@ use_checkout() {
   ln -s "$ROOT/fixtures" "$shim/pytest_wirecheck"
   export PYTHONPATH=$ROOT/src:$shim${PYTHONPATH:+:$PYTHONPATH}
 }
+
+# run_steps KNOWN... -- STEP...: runs the function step_STEP for each STEP in order while at least
+# 20 s of BUDGET is left, logging each; a failed or skipped step sets status=1 (the caller's). An
+# unknown STEP stops there and returns 2.
+run_steps() {
+  local known=() step
+  while [ "$1" != "--" ]; do known+=("$1"); shift; done
+  shift
+  for step in "$@"; do
+    case " ${known[*]} " in
+      *" $step "*) ;;
+      *) log "unknown step $step (${known[*]})"; return 2 ;;
+    esac
+    if [ $((BUDGET - SECONDS)) -lt 20 ]; then
+      log "$step: skipped, the ${BUDGET}s budget is spent"
+      status=1
+      continue
+    fi
+    log "== $step"
+    "step_$step" || status=1
+  done
+}

@@ -169,18 +169,6 @@ step_midsizes() {
   done
 }
 
-for step in "${STEPS[@]}"; do
-  case $step in
-    build|suite|crosscheck|explore|midsizes) ;;
-    *) log "unknown step $step (build suite crosscheck explore midsizes)"; exit 2 ;;
-  esac
-  if [ $((BUDGET - SECONDS)) -lt 20 ]; then
-    log "$step: skipped, the ${BUDGET}s budget is spent"
-    status=1
-    continue
-  fi
-  log "== $step"
-  "step_$step" || status=1
-done
+run_steps build suite crosscheck explore midsizes -- "${STEPS[@]}" || exit 2
 log "done, exit $status"
 exit $status

@@ -106,19 +106,7 @@ main() {
   log "environment: $(env | grep -E '^(NCCL_|TORCH_SYMM|NVSHMEM_|CUDA_VISIBLE)' | sort | tr '\n' ' ')"
   nvidia-smi --query-gpu=index,name,pci.bus_id,pcie.link.gen.max,pcie.link.width.max --format=csv,noheader | sed 's/^/  /'
 
-  for step in "${STEPS[@]}"; do
-    case $step in
-      evidence|suite|report) ;;
-      *) log "unknown step $step (evidence suite report)"; return 2 ;;
-    esac
-    if [ $((BUDGET - SECONDS)) -lt 20 ]; then
-      log "$step: skipped, the ${BUDGET}s budget is spent"
-      status=1
-      continue
-    fi
-    log "== $step"
-    "step_$step" || status=1
-  done
+  run_steps evidence suite report -- "${STEPS[@]}" || return 2
   # NCCL's logs per placement and rank (beside the records), for fixtures/reference/<node>/nccl-path/.
   (cd "$WORK" && ls -d ./*.nccl >/dev/null 2>&1 && tar -czf "$OUT/nccl-logs.tar.gz" ./*.nccl) \
     && log "NCCL logs: nccl-logs.tar.gz ($(tar -tzf "$OUT/nccl-logs.tar.gz" | grep -c '\.log$') files)"

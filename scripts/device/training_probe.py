@@ -103,17 +103,7 @@ def plan() -> list[Run]:
 def run_one(run: Run, settings, backend: str, gpus, closers: list) -> dict:
     env = {**(FORCED_PCIE_ENV if run.wire == HOST else {}), **run.env}
     kwargs = {
-        "strategy": run.strategy,
-        "shape": asdict(settings.model),
-        "micro_batch": settings.micro_batch,
-        "warmup_steps": settings.warmup_steps,
-        "steps": settings.min_steps,
-        "max_steps": settings.max_steps,
-        "ci_confidence": settings.median_ci.confidence,
-        "ci_max_halfwidth": settings.median_ci.max_halfwidth,
-        "seed": 0,
-        "precision": settings.precision,
-        "gc_freq": settings.gc_freq,
+        **settings.run_kwargs(run.strategy),
         "settings": run.overrides,
         "local_baseline": run.local,
         "profile_steps": PROFILE_STEPS if run.profile else 0,

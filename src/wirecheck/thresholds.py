@@ -11,7 +11,7 @@ Values come back in base units: bytes/s, bytes, seconds, fractions, ratios, toke
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
@@ -217,6 +217,23 @@ class TrainingSettings:
     timeout_s: float
     precision: str  # a name in wirecheck.precision.PRECISIONS
     gc_freq: int = 0  # steps between manual GC collections (training/manual_gc.py); 0: Python's automatic GC
+
+    def run_kwargs(self, strategy: str) -> dict:
+        """The arguments of training.runner.run_strategy these settings fix, for `strategy` (seed 0:
+        every strategy starts from the same weights and data)."""
+        return {
+            "strategy": strategy,
+            "shape": asdict(self.model),
+            "micro_batch": self.micro_batch,
+            "warmup_steps": self.warmup_steps,
+            "steps": self.min_steps,
+            "max_steps": self.max_steps,
+            "ci_confidence": self.median_ci.confidence,
+            "ci_max_halfwidth": self.median_ci.max_halfwidth,
+            "seed": 0,
+            "precision": self.precision,
+            "gc_freq": self.gc_freq,
+        }
 
 
 @dataclass(frozen=True)
