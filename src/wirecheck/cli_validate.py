@@ -41,9 +41,9 @@ EXIT_CODES: dict[int, tuple[str, str]] = {  # code -> (outcome for the last line
     PYTEST_STOPPED: ("pytest stopped the run (errors during collection?)",
                      "pytest stopped the run: errors during collection, or a stop the suite requested (not Ctrl-C)"),
     INTERNAL_ERROR: ("internal error", "internal error in pytest or the wirecheck plugin, or a broken install"),
-    USAGE_ERROR: ("usage error", "usage error: a bad option or argument, or a bad thresholds or topology file; "
-                                 "the message names it and the fix"),
-    NO_TESTS: ("no test was selected: nothing was validated", "no test was selected (e.g. -k matched nothing): nothing was validated"),
+    USAGE_ERROR: ("usage error", "usage error: a bad option or argument, a -k/-m selection that matches no test, or a "
+                                 "bad thresholds or topology file; the message names it and the fix"),
+    NO_TESTS: ("no test was collected: nothing was validated", "no test was collected (a test path without tests): nothing was validated"),
     SIMULATED: ("no failures", "SIMULATION without failures: the suite ran on a recorded topology, "
                                "CPU processes standing in for GPUs; nothing about this machine was validated"),
     NO_GPU_READABLE: ("NVML failed on a machine with an NVIDIA driver: nothing ran",
