@@ -110,5 +110,8 @@ torch_version=$(tail -n 1 <<<"$stack")
 if [ "$layered" = 1 ] && [ "$torch_file" != "$base_torch_file" ]; then
   die "torch in .venv is $torch_file, not the one of $PYTHON ($base_torch_file): remove .venv (rm -rf .venv) and run install.sh again"
 fi
+# Where this Python cannot keep torch's compiled bytecode (PYTHONDONTWRITEBYTECODE=1 and no .pyc,
+# or read-only site-packages), compile it once into wirecheck's cache for the workers (bytecode.py).
+"$py" -m wirecheck.bytecode | sed 's/^wirecheck: /install.sh: /' >&2
 echo "install.sh: wirecheck installed in .venv (torch $torch_version from ${torch_file%/torch/__init__.py})" >&2
 echo "install.sh: run .venv/bin/wirecheck validate (or: source .venv/bin/activate, then wirecheck ... / pytest ...)" >&2

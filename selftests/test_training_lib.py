@@ -189,7 +189,9 @@ def test_flops_and_exposed_communication_are_reported(runs, strategy):
         assert r["exposed_comm_s"] == pytest.approx(r["step_time_median_s"] - local)
         assert r["exposed_comm_fraction"] == pytest.approx(r["exposed_comm_s"] / r["step_time_median_s"])
         assert -1 < r["exposed_comm_fraction"] < 1
-        assert set(r["phase_s"]) >= {"setup", "warmup", "timed", "state", "local"}
+        assert set(r["phase_s"]) >= {"setup", "build", "wrap", "warmup", "timed", "state", "local"}
+        assert r["phase_s"]["build"] + r["phase_s"]["wrap"] <= r["phase_s"]["setup"]
+        assert "setup_profile" not in r  # the suite's runs are never profiled
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

@@ -38,8 +38,9 @@ def test_plan_starts_with_the_table_on_nvlink_and_every_variant_resolves(probe):
     assert {r.strategy for r in runs if r.wire == probe.HOST} == set(NAMES)
 
 
-def _result(strategy, wire, tokens, overrides=None, step=0.1, local=None):
+def _result(strategy, wire, tokens, overrides=None, step=0.1, local=None, micro_batch=4):
     rank = {
+        "micro_batch": micro_batch, "world_size": 2,
         "tokens_per_s": tokens, "tokens_per_s_min": tokens * 0.98, "tokens_per_s_max": tokens * 1.01,
         "step_time_ci_halfwidth": 0.01, "timed_steps": 8, "stop_reason": "settled", "step_time_median_s": step,
         "peak_allocated_bytes": 16 * 2**30, "model_state_bytes": {"params": 1, "grads": 1, "optimizer": 1},
@@ -71,5 +72,27 @@ def test_targets_and_exposed_communication(probe):
     assert "0.89x DDP  MET (>= 0.85x)" in text
     assert "ddp     2.37x   exposed 20.0 -> 120.0 ms" in text  # NVLink over host path; exposed grows
     failed = {"run": "zero1@nvlink", "strategy": "zero1", "wire": "nvlink", "overrides": {}, "error": "boom", "wall_s": 3.0}
+    assert "zero1@nvlink" in "\n".join(probe.targets_table(results + [(failed, None)]))
     assert probe.facts(failed, Peak, local) is None
     assert "FAILED" in probe.describe(failed, None)[0]
+
+
+def test_each_run_is_compared_with_ddp_at_its_own_micro_batch(probe):
+    results = [(r, probe.facts(r, None, {})) for r in (
+        _result("ddp", "nvlink", 60_000), _result("zero3", "nvlink", 33_000),
+        _result("ddp", "nvlink", 68_000, micro_batch=8), _result("zero3", "nvlink", 62_000, micro_batch=8),
+        _result("fsdp", "nvlink", 70_000, micro_batch=16))]
+    text = "\n".join(probe.targets_table(results))
+    assert "60,000 tokens/s at micro-batch 4" in text and "68,000 tokens/s at micro-batch 8" in text
+    lines = [line for line in text.splitlines() if "zero3@nvlink" in line]
+    assert "0.55x DDP" in lines[0] and "0.91x DDP" in lines[1]
+    assert "no DDP run at its micro-batch" in text  # fsdp at 16: nothing to compare with
+
+
+def test_host_plan_resolves_and_varies_the_micro_batch(probe):
+    runs = probe.plan_host()
+    assert len({r.name for r in runs}) == len(runs)
+    assert {r.loop.get("micro_batch", 4) for r in runs} == {4, 8, 16}
+    assert all(r.local and r.profile for r in runs)
+    for r in runs:
+        resolve_settings(r.strategy, HARDWARE, r.overrides)

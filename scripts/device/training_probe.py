@@ -27,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from wirecheck import bytecode
 from wirecheck.launcher import WorkerError, WorkerGroup
 from wirecheck.placement import FORCED_PCIE_ENV
 from wirecheck.thresholds import load_thresholds
@@ -71,6 +72,22 @@ def plan_noise() -> list[Run]:
     return runs
 
 
+def plan_host() -> list[Run]:
+    """Is a strategy host-bound, and does a larger micro-batch hide it? Meant for one GPU (--gpus 1):
+    every strategy's hooks, copies and launches run as on two, with no second GPU to wait for,
+    so step time over the unwrapped model's (local) is what the strategy costs the host. At
+    micro-batch 4 (the suite's) and 8, then 16 for the host-heaviest; set-up profiled at 4."""
+    runs = [Run(s, NVLINK, profile=True, local=True, loop={"setup_profile": 15}) for s in NAMES]
+    runs += [Run(s, NVLINK, profile=True, local=True, loop={"micro_batch": 8}) for s in NAMES]
+    runs += [Run(s, NVLINK, profile=True, local=True, loop={"micro_batch": 16}) for s in ("ddp", "zero3", "fsdp")]
+    return runs
+
+
+def plan_setup() -> list[Run]:
+    """Where set-up time goes: each strategy once, its wrapping under cProfile, nothing else."""
+    return [Run(s, NVLINK, loop={"setup_profile": 15}) for s in NAMES]
+
+
 def plan() -> list[Run]:
     """Most valuable first: the table on NVLink, the table on the host path for the strategies
     whose exposed communication matters most, the open choices, then the rest."""
@@ -100,7 +117,7 @@ def plan() -> list[Run]:
 # ---- running ------------------------------------------------------------------------------
 
 
-def run_one(run: Run, settings, backend: str, gpus, closers: list) -> dict:
+def run_one(run: Run, settings, backend: str, world_size: int, gpus, closers: list) -> dict:
     env = {**(FORCED_PCIE_ENV if run.wire == HOST else {}), **run.env}
     kwargs = {
         **settings.run_kwargs(run.strategy),
@@ -110,10 +127,11 @@ def run_one(run: Run, settings, backend: str, gpus, closers: list) -> dict:
         **run.loop,
     }
     start = time.monotonic()
-    out = {"run": run.name, "strategy": run.strategy, "wire": run.wire, "overrides": run.overrides, "env": env}
+    out = {"run": run.name, "strategy": run.strategy, "wire": run.wire, "overrides": run.overrides, "loop": run.loop,
+           "env": env}
     group = None
     try:
-        group = WorkerGroup(f"probe-{run.strategy}-{run.wire}", len(gpus) if gpus else 2, backend, gpus=gpus, env=env,
+        group = WorkerGroup(f"probe-{run.strategy}-{run.wire}", world_size, backend, gpus=gpus, env=env,
                             join_process_group=False)
         out["started_s"] = time.monotonic() - start
         out["ranks"] = group.run(WORKER, kwargs, timeout_s=settings.timeout_s, what=run.name)
@@ -158,6 +176,9 @@ def facts(result: dict, peak, local_by_strategy: dict) -> dict | None:
         "settings": r0["settings"],
         "profile": r0.get("profile"),
         "host": [r.get("host") or {} for r in ranks],
+        "micro_batch": r0["micro_batch"],
+        "world_size": r0["world_size"],
+        "setup_profile": r0.get("setup_profile") or {},
     }
     local = r0.get("local_step_time_median_s") or local_by_strategy.get(result["strategy"])
     f["local_s"] = local
@@ -186,25 +207,37 @@ def describe(result: dict, f: dict | None) -> list[str]:
     p = f["profile"]
     if p and p.get("events"):
         lines.append(
-            f"  profile ({p['timeline']}, per step): window {p['window_ms']:.1f} ms = busy {p['busy_ms']:.1f} + idle "
+            f"  profile ({p['timeline']}, per step, GPU busy {p['busy_ms'] / p['window_ms']:.0%}): window {p['window_ms']:.1f} ms = busy {p['busy_ms']:.1f} + idle "
             f"{p['idle_ms']:.1f} ({p['idle_gaps']:.0f} gaps > 20 us, largest {gaps}); "
             f"compute {p['compute_ms']:.1f} (copies {p['copy_ms']:.1f}), NCCL {p['comm_ms']:.1f}, NCCL not under compute {p['comm_only_ms']:.1f}"
         )
         for t in p["top"][:6]:
             lines.append(f"    {t['ms']:8.2f} ms {t['calls']:6.1f}x {t['kind']:7} {t['name']}")
+    for view, rows in (f["setup_profile"] or {}).items():
+        lines.append(f"  set-up by {view} time: cumulative s (own s, calls) function")
+        for row in rows:
+            lines.append(f"    {row['cumulative_s']:7.2f} ({row['own_s']:6.2f}, {row['calls']:>6}) {row['function']}")
     return lines
 
 
+def _micro_batch(result: dict, f: dict | None):
+    return f["micro_batch"] if f else result.get("loop", {}).get("micro_batch")
+
+
 def targets_table(results: list[tuple[dict, dict | None]]) -> list[str]:
-    base = next((f for r, f in results if f and r["strategy"] == REFERENCE and r["wire"] == NVLINK and not r["overrides"]), None)
-    if base is None:
+    """Each NVLink run over DDP's table-settings run at the same micro-batch."""
+    bases = {f["micro_batch"]: f for r, f in results
+             if f and r["strategy"] == REFERENCE and r["wire"] == NVLINK and not r["overrides"]}
+    if not bases:
         return ["targets: no DDP reference run on NVLink"]
-    lines = [f"targets on NVLink (DDP table settings: {base['tokens_per_s']:,.0f} tokens/s):"]
+    lines = ["targets on NVLink (DDP table settings: " + ", ".join(
+        f"{b['tokens_per_s']:,.0f} tokens/s at micro-batch {mb} on {b['world_size']} GPUs" for mb, b in bases.items()) + "):"]
     for r, f in results:
         if r["wire"] != NVLINK or r["strategy"] == REFERENCE and not r["overrides"]:
             continue
-        if f is None:
-            lines.append(f"  {r['run']:70} failed")
+        base = bases.get(_micro_batch(r, f))
+        if f is None or base is None:
+            lines.append(f"  {r['run']:70} {'failed' if f is None else 'no DDP run at its micro-batch'}")
             continue
         ratio = f["tokens_per_s"] / base["tokens_per_s"]
         target = TARGETS.get(r["strategy"])
@@ -226,8 +259,11 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=os.environ.get("OUT", "probe-out"), help="folder for probe.jsonl and probe-summary.txt")
     parser.add_argument("--budget", type=float, default=270.0, help="seconds after which no new run is started")
     parser.add_argument("--simulate", action="store_true", help="CPU/gloo with the simulated (toy) settings")
-    parser.add_argument("--plan", choices=("targets", "noise"), default="targets",
-                        help="targets: the table and its open choices; noise: repeats with GC and CPU-binding variants")
+    parser.add_argument("--plan", choices=("targets", "noise", "host", "setup"), default="targets",
+                        help="targets: the table and its open choices; noise: repeats with and without manual GC; "
+                             "host: host overhead per strategy at micro-batch 4, 8 and 16 (meant for --gpus 1); "
+                             "setup: each strategy's set-up under cProfile")
+    parser.add_argument("--gpus", type=int, default=2, help="ranks (one GPU each; gloo processes with --simulate)")
     parser.add_argument("--only", default="", help="comma-separated run names or strategies to keep")
     parser.add_argument("--thresholds", default=str(Path(__file__).resolve().parents[2] / "thresholds.yaml"))
     args = parser.parse_args(argv)
@@ -235,16 +271,19 @@ def main(argv=None) -> int:
     thresholds = load_thresholds(args.thresholds)
     settings = thresholds.training_settings(args.simulate)
     limits = thresholds.training_limits(args.simulate)
-    backend, gpus = ("gloo", None) if args.simulate else ("nccl", (0, 1))
+    backend, gpus = ("gloo", None) if args.simulate else ("nccl", tuple(range(args.gpus)))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    runs = plan_noise() if args.plan == "noise" else plan()
+    runs = {"noise": plan_noise, "host": plan_host, "setup": plan_setup, "targets": plan}[args.plan]()
     if args.only:
         keep = set(args.only.split(","))
         runs = [r for r in runs if r.strategy in keep or r.name in keep]
     for r in runs:
         resolve_settings(r.strategy, asdict(settings.model), r.overrides)  # a typo fails here, not on the GPUs
 
+    prepared = bytecode.prepare()  # as the suite does before its first worker (wirecheck/bytecode.py)
+    if prepared is not None:
+        print(f"probe: {prepared.describe()}", flush=True)
     env_switches = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM"))}
     print(f"probe: {len(runs)} runs planned, budget {args.budget:.0f} s, backend {backend}, env {env_switches}", flush=True)
     t0 = time.monotonic()
@@ -255,7 +294,7 @@ def main(argv=None) -> int:
         if time.monotonic() - t0 + EXPECTED_RUN_S * (0.2 if args.simulate else 1) > args.budget:
             skipped.append(run.name)
             continue
-        result = run_one(run, settings, backend, gpus, closers)
+        result = run_one(run, settings, backend, args.gpus, gpus, closers)
         jsonl.write(json.dumps(result, default=str) + "\n")
         jsonl.flush()
         if peak is None and result.get("ranks"):

@@ -32,6 +32,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
+from wirecheck import bytecode
 from wirecheck import failures as F
 from wirecheck.deadlines import Deadline
 from wirecheck.failures import GroupFailure, RankFailure
@@ -373,6 +374,9 @@ class WorkerGroup:
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in self.gpus)
         env["PYTHONPATH"] = _python_path(env.get("PYTHONPATH"))
+        # Where the node's Python cannot keep compiled bytecode, read it from wirecheck's cache
+        # (bytecode.py): otherwise every worker compiles torch from source again (3+ s each).
+        env = bytecode.worker_env(env)
         # No MASTER_PORT yet: the worker sets it to the store's real port after the rendezvous, and
         # a stale one from the parent's environment (a run inside torchrun) must not be read before.
         for name in ("MASTER_PORT", "TORCHELASTIC_USE_AGENT_STORE"):

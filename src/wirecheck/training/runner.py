@@ -41,7 +41,9 @@ What the record holds and how it is measured:
   (6 N x tokens/s / ranks): divide by the GPU's dense peak for MFU (training/figures.py).
 - local_step_time_median_s, exposed_comm_s (= step median - local median; None with
   local_skipped when the unwrapped model does not fit), exposed_comm_fraction (of the step).
-- phase_s: wall seconds of setup, warm-up, timed steps, profile, state pass, local baseline.
+- phase_s: wall seconds of setup (of which build: the model on the device, wrap: the
+  strategy's construction), warm-up, timed steps, profile, state pass, local baseline.
+- setup_profile (setup_profile > 0): the wrapping's slowest functions by cumulative time.
 - profile (profile_steps > 0): the device timeline of a few steps (training/profile.py).
 """
 
@@ -62,6 +64,7 @@ from wirecheck.training.baseline import local_step_times
 from wirecheck.training.data import local_batch
 from wirecheck.training.host import HostWatch
 from wirecheck.training.manual_gc import ManualGC
+from wirecheck.training.setup_profile import SetupProfile
 from wirecheck.training.model import GPT
 from wirecheck.training.shape import GPTShape, param_count
 from wirecheck.training.strategies import NAMES, check_in_force, resolve_settings
@@ -144,7 +147,7 @@ def _validate(strategy, precision, warmup_steps, steps, micro_batch, max_steps):
 
 
 def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, lr, grad_hook, settings,
-           local_baseline, profile_steps, gc_freq):
+           local_baseline, profile_steps, gc_freq, setup_profile):
     device = ctx.device
     phases = {}
     t0 = time.perf_counter()
@@ -156,8 +159,14 @@ def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, l
     if grad_hook:
         load_hook(grad_hook)(model)
 
+    _sync(device)
+    phases["build"] = time.perf_counter() - t0
     manual_gc = ManualGC(gc_freq)
-    trainer = _trainer(strategy, ctx, model, lr, precision, micro_batch, settings)
+    t_wrap = time.perf_counter()
+    with SetupProfile(setup_profile) as wrap_profile:
+        trainer = _trainer(strategy, ctx, model, lr, precision, micro_batch, settings)
+        _sync(device)
+    phases["wrap"] = time.perf_counter() - t_wrap
     del model  # the trainer holds the (wrapped) model
     try:
         in_force = trainer.in_force()
@@ -259,6 +268,8 @@ def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, l
     record["achieved_flops_per_gpu"] = figures.achieved_flops_per_gpu(flops, record["tokens_per_s"], ctx.world_size)
     if profile is not None:
         record["profile"] = profile
+    if setup_profile:
+        record["setup_profile"] = wrap_profile.top
     if strategy.startswith("zero"):
         import accelerate
         import deepspeed
@@ -299,6 +310,7 @@ def run_strategy(
     local_baseline: bool = True,
     profile_steps: int = 0,
     gc_freq: int = 0,
+    setup_profile: int = 0,
 ) -> dict:
     """Train `strategy` for warmup_steps, then `steps` to `max_steps` timed steps (exactly `steps`
     when max_steps is None); return this rank's record.
@@ -308,6 +320,9 @@ def run_strategy(
     capacity case turns it off. `profile_steps` profiles that many extra steps.
     `gc_freq` > 0 turns Python's automatic garbage collection off for the steps and collects
     the young generations every gc_freq steps instead (training/manual_gc.py); 0 leaves it on.
+    `setup_profile` > 0 runs the strategy's wrapping (trainer construction) under cProfile and
+    records that many functions with the most cumulative time (the device probe's question:
+    where a strategy's set-up seconds go).
     `grad_hook` ("module:function" or "file.py:function") is for self-tests only: the
     function gets the unwrapped model before the strategy wraps it and may register hooks
     that corrupt the gradient, to prove that the agreement checks catch it.
@@ -323,7 +338,7 @@ def run_strategy(
     finished = False
     try:
         record = _train(ctx, strategy, GPTShape.of(shape), micro_batch, warmup_steps, rule, seed, precision, lr,
-                        grad_hook, asked, local_baseline, profile_steps, gc_freq)
+                        grad_hook, asked, local_baseline, profile_steps, gc_freq, setup_profile)
         finished = True
         return record
     finally:

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Does the workers' bytecode cache (src/wirecheck/bytecode.py) pay on this node? On the lent H200
+# machines the image sets PYTHONDONTWRITEBYTECODE=1 and ships torch without .pyc. Steps, one call:
+#   1. fresh interpreter imports (torch; torch + dynamo + FSDP + transformers), cache off, then on;
+#   2. the probe's set-up plan (each strategy once, wrapping under cProfile), cache off, then on
+#      (the first "on" compiles the cache: its time is printed);
+#   3. the README's quick start on a fresh copy (install.sh compiles for .venv's interpreter).
+#   run(command="bash scripts/device/bytecode_check.sh", carry=[".whl"], kind="nvidia-h200", timeout_s=570)
+# GPUS=2 on the 2-GPU kind. $OUT: off/ and on/ (probe outputs), install.log.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/.wirecheck/bytecode}
+GPUS=${GPUS:-1}
+mkdir -p "$OUT"
+echo "== PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset}; cache ${WIRECHECK_PYCACHE:-~/.cache/wirecheck/pycache}"
+imports() {
+  for what in "torch" "torch, torch._dynamo, torch.distributed.fsdp, transformers"; do
+    /usr/bin/time -f "   $1: import $what: %e s" python3 -c "import $what" 2>&1 | tail -1
+  done
+}
+echo "== 1. imports, cache off"
+WIRECHECK_PYCACHE=off imports off
+echo "== 2. probe set-up plan, cache off"
+WIRECHECK_PYCACHE=off OUT="$OUT/off" bash scripts/device/training_probe.sh --plan setup --gpus "$GPUS" --budget 120 \
+  | grep -E "^probe: [0-9]|^[a-z0-9]+\[" | cut -c1-400
+echo "== 2. probe set-up plan, cache on (compiled here first)"
+OUT="$OUT/on" bash scripts/device/training_probe.sh --plan setup --gpus "$GPUS" --budget 120 \
+  | grep -E "^probe: [0-9]|^probe: bytecode|^[a-z0-9]+\[" | cut -c1-400
+echo "== 1. imports, cache on"
+PYTHONPYCACHEPREFIX=$(python3 -c 'import sys; sys.path.insert(0, "src"); from wirecheck.bytecode import cache_dir; print(cache_dir())') imports on
+echo "== 3. fresh install and validate -k inventory"
+bash scripts/device/fresh_install.sh -k inventory >"$OUT/install.log" 2>&1
+grep -E "^== |install.sh: bytecode|passed|failed" "$OUT/install.log" | tail -12

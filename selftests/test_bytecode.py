@@ -1,0 +1,95 @@
+"""The workers' bytecode cache: needed only where Python cannot keep its own, built once into
+wirecheck's folder (never beside the sources), read by the workers, never stale."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from wirecheck import bytecode
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    """A package without .pyc on sys.path (as torch is on the lent GPU machines)."""
+    root = tmp_path / "site"
+    pkg = root / "fakepkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mod.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(root))
+    return root
+
+
+def _env(site, tmp_path, **extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")}
+    return {**env, "PYTHONPATH": str(site), bytecode.CACHE_ENV: str(tmp_path / "cache"), **extra}
+
+
+def test_needed_only_where_python_cannot_keep_bytecode(site, tmp_path):
+    dont_write = _env(site, tmp_path, PYTHONDONTWRITEBYTECODE="1")
+    assert "PYTHONDONTWRITEBYTECODE" in bytecode.needs_cache("fakepkg", dont_write)
+    assert bytecode.needs_cache("fakepkg", _env(site, tmp_path)) is None  # Python writes it itself
+    own_prefix = {**dont_write, "PYTHONPYCACHEPREFIX": str(tmp_path / "mine")}
+    assert bytecode.needs_cache("fakepkg", own_prefix) is None  # the user's prefix is theirs
+    assert bytecode.worker_env(own_prefix, "fakepkg") == own_prefix
+    assert bytecode.needs_cache("no_such_package_here", dont_write) is None
+    assert bytecode.needs_cache("fakepkg", {**dont_write, bytecode.CACHE_ENV: "off"}) is None  # the operator's off switch
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only folders")
+def test_needed_where_site_packages_are_read_only(site, tmp_path):
+    os.chmod(site / "fakepkg", 0o555)
+    try:
+        assert "read-only" in bytecode.needs_cache("fakepkg", _env(site, tmp_path))
+    finally:
+        os.chmod(site / "fakepkg", 0o755)
+
+
+def _import_in_worker(env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-v", "-c", "import fakepkg.mod; print(fakepkg.mod.VALUE)"],
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_built_once_outside_the_sources_and_read_by_workers(site, tmp_path):
+    env = _env(site, tmp_path, PYTHONDONTWRITEBYTECODE="1")
+    assert bytecode.worker_env(env, "fakepkg") == env  # not built yet: nothing to read
+    first = bytecode.prepare(env, imports=("fakepkg.mod",), package="fakepkg")
+    assert first.problem is None and first.compiled, first.describe()
+    assert any(p.endswith("fakepkg") for p in first.packages)
+    assert not list(site.rglob("__pycache__"))  # the environment is left as it was
+    cache = tmp_path / "cache"
+    assert list(cache.rglob("mod.cpython-*.pyc"))
+    again = bytecode.prepare(env, imports=("fakepkg.mod",), package="fakepkg")
+    assert not again.compiled and "up to date" in again.describe()
+
+    worker = bytecode.worker_env(env, "fakepkg")
+    assert worker["PYTHONPYCACHEPREFIX"] == str(cache)
+    done = _import_in_worker(worker)
+    assert done.stdout.strip() == "1"
+    assert f"code object from '{cache}" in done.stderr  # loaded from the cache, not compiled
+
+    (site / "fakepkg" / "mod.py").write_text("VALUE = 22  # changed after the cache was built\n")
+    done = _import_in_worker(worker)
+    assert done.stdout.strip() == "22"  # Python rejects the stale bytecode by the source's mtime and size
+
+
+def test_a_cache_that_cannot_be_built_is_said_and_harmless(site, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    env = _env(site, tmp_path, PYTHONDONTWRITEBYTECODE="1", **{bytecode.CACHE_ENV: str(blocker / "cache")})
+    prepared = bytecode.prepare(env, imports=("fakepkg.mod",), package="fakepkg")
+    assert prepared.problem and bytecode.CACHE_ENV in prepared.problem
+    assert "workers compile from source" in prepared.describe()
+    assert bytecode.worker_env(env, "fakepkg") == env
+
+
+def test_the_launcher_gives_workers_the_cache(monkeypatch, tmp_path):
+    from wirecheck.launcher import WorkerGroup
+
+    monkeypatch.setattr(bytecode, "ready", lambda env, package=bytecode.PROBE_PACKAGE: tmp_path)
+    group = WorkerGroup.__new__(WorkerGroup)  # only the environment builder is exercised
+    group.env, group.gpus, group.world_size = {}, None, 1
+    assert group._worker_env(0)["PYTHONPYCACHEPREFIX"] == str(tmp_path)
