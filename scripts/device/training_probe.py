@@ -83,6 +83,17 @@ def plan_host() -> list[Run]:
     return runs
 
 
+def plan_zero3() -> list[Run]:
+    """ZeRO-3, the one strategy still outside 5 % run to run at micro-batch 8 (2026-12-01): the table
+    three times against the choices that change its host work, twice each, each record with the
+    host's Python speed."""
+    runs = [Run("zero3", NVLINK, repeat=i) for i in (0, 2, 3)]
+    for overrides in ({"memory_efficient_linear": False}, {"stage3_prefetch_bucket_size": 200_000_000},
+                      {"stage3_max_reuse_distance": 0}):
+        runs += [Run("zero3", NVLINK, overrides, repeat=i) for i in (0, 2)]
+    return runs
+
+
 def plan_setup() -> list[Run]:
     """Where set-up time goes: each strategy once, its wrapping under cProfile, nothing else."""
     return [Run(s, NVLINK, loop={"setup_profile": 15}) for s in NAMES]
@@ -259,10 +270,10 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=os.environ.get("OUT", "probe-out"), help="folder for probe.jsonl and probe-summary.txt")
     parser.add_argument("--budget", type=float, default=270.0, help="seconds after which no new run is started")
     parser.add_argument("--simulate", action="store_true", help="CPU/gloo with the simulated (toy) settings")
-    parser.add_argument("--plan", choices=("targets", "noise", "host", "setup"), default="targets",
+    parser.add_argument("--plan", choices=("targets", "noise", "host", "setup", "zero3"), default="targets",
                         help="targets: the table and its open choices; noise: repeats with and without manual GC; "
                              "host: host overhead per strategy at micro-batch 4, 8 and 16 (meant for --gpus 1); "
-                             "setup: each strategy's set-up under cProfile")
+                             "setup: each strategy's set-up under cProfile; zero3: ZeRO-3's run-to-run spread and its host-work choices")
     parser.add_argument("--gpus", type=int, default=2, help="ranks (one GPU each; gloo processes with --simulate)")
     parser.add_argument("--only", default="", help="comma-separated run names or strategies to keep")
     parser.add_argument("--thresholds", default=str(Path(__file__).resolve().parents[2] / "thresholds.yaml"))
@@ -274,7 +285,7 @@ def main(argv=None) -> int:
     backend, gpus = ("gloo", None) if args.simulate else ("nccl", tuple(range(args.gpus)))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    runs = {"noise": plan_noise, "host": plan_host, "setup": plan_setup, "targets": plan}[args.plan]()
+    runs = {"noise": plan_noise, "host": plan_host, "setup": plan_setup, "zero3": plan_zero3, "targets": plan}[args.plan]()
     if args.only:
         keep = set(args.only.split(","))
         runs = [r for r in runs if r.strategy in keep or r.name in keep]
