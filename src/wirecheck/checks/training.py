@@ -129,7 +129,10 @@ def slow_wire(thresholds, *, placement: str, nvlink_placement: str, strategy: st
 @check("dial_flattens")
 def dial_flattens(thresholds, *, placement: str, nvlink_placement: str, nvlink_tokens_per_s: dict,
                   host_path_tokens_per_s: dict) -> Verdict:
-    """On a slow wire the strategies move closer together (the dial flattens), or at least not apart."""
+    """The strategy spread on the slow wire stays within max_spread_ratio of the spread on NVLink:
+    no strategy collapses on the host path far beyond the others. (Untuned, hook-bound strategies
+    moved closer together there, the article's "dial flattens"; tuned ones spread a little, by
+    how much communication each leaves exposed: thresholds.yaml training.slow_wire.)"""
     rule = thresholds.training_limits(False).slow_wire
     fast, slow = nvlink_tokens_per_s, host_path_tokens_per_s
     spread_fast = max(fast.values()) / min(fast.values())
