@@ -121,3 +121,39 @@ def test_broken_training_settings_name_path_and_fix(tmp_path, shipped_data, muta
     message = _error(tmp_path, data)
     for fragment in fragments:
         assert fragment in message, message
+
+
+def _workload(shipped, **change):
+    w = shipped.training_settings(False).workload()
+    return {**w, **change}
+
+
+def test_limits_judge_only_their_own_workload(shipped):
+    """A record of another model or micro-batch (one taken before the settings changed, judged
+    again) is skipped by name, never failed or passed against floors measured on another load."""
+    from wirecheck.checks import training
+
+    own = _workload(shipped)
+    other = _workload(shipped, micro_batch=own["micro_batch"] // 2)
+    low = 1000.0  # under every floor: fails on the thresholds' own workload
+    args = dict(placement="nvswitch-2gpu-0.1", placement_class="nvswitch", strategy="ddp", n_gpus=2,
+                tokens_per_s=low, simulated=False)
+    assert training.throughput(shipped, **args, workload=own).outcome == "fail"
+    assert training.throughput(shipped, **args).outcome == "fail"  # older records carry no workload
+    skipped = training.throughput(shipped, **args, workload=other)
+    assert skipped.outcome == "skip"
+    assert f"micro_batch {other['micro_batch']} (thresholds: {own['micro_batch']})" in skipped.message
+    assert "training.hardware" in skipped.message and "thresholds it ran under" in skipped.message
+    peak = dict(placement="nvswitch-2gpu-0.1", placement_class="nvswitch", strategy="ddp", peak_bytes=200 * 2**30,
+                simulated=False)
+    assert training.peak_memory(shipped, **peak, workload=own).outcome == "fail"
+    assert training.peak_memory(shipped, **peak, workload=_workload(shipped, precision="fp32")).outcome == "skip"
+    wire = dict(placement="forced_pcie-2gpu-0.1", nvlink_placement="nvswitch-2gpu-0.1", strategy="ddp",
+                nvlink_tokens_per_s=100.0, host_path_tokens_per_s=100.0)
+    assert training.slow_wire(shipped, **wire, workload=own).outcome == "fail"
+    assert training.slow_wire(shipped, **wire, workload=other).outcome == "skip"
+    rates = {"ddp": 100.0, "zero3": 10.0}
+    dial = dict(placement="forced_pcie-2gpu-0.1", nvlink_placement="nvswitch-2gpu-0.1",
+                nvlink_tokens_per_s={"ddp": 100.0, "zero3": 90.0}, host_path_tokens_per_s=rates)
+    assert training.dial_flattens(shipped, **dial, workload=own).outcome == "fail"
+    assert training.dial_flattens(shipped, **dial, workload=other).outcome == "skip"

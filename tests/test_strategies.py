@@ -120,7 +120,7 @@ def test_peak_memory(node, measurements, placement, strategy, strategy_worker, g
     run = _run(measurements, record, placement, strategy, strategy_worker, grad_hook)
     verdict = record(checks.training.peak_memory(
         node.thresholds, placement=placement.id, placement_class=placement.klass, strategy=strategy,
-        peak_bytes=run.worst("peak_allocated_bytes"), simulated=node.simulated))
+        peak_bytes=run.worst("peak_allocated_bytes"), simulated=node.simulated, workload=run.workload))
     assert verdict.ok, verdict.message
 
 
@@ -132,7 +132,7 @@ def test_throughput(node, measurements, placement, strategy, strategy_worker, gr
     run = _run(measurements, record, placement, strategy, strategy_worker, grad_hook)
     verdict = record(checks.training.throughput(
         node.thresholds, placement=placement.id, placement_class=placement.klass, strategy=strategy,
-        n_gpus=placement.n_gpus, tokens_per_s=run.tokens_per_s, simulated=node.simulated))
+        n_gpus=placement.n_gpus, tokens_per_s=run.tokens_per_s, simulated=node.simulated, workload=run.workload))
     # Nightly regression: the step times measured in the workers are this test's benchmark rounds.
     benchmark.extra_info.update({"placement": placement.id, "strategy": strategy, "tokens_per_s": run.tokens_per_s})
     replay(benchmark, run.rank0["step_times_s"])
@@ -151,7 +151,7 @@ def test_slow_wire_costs(node, measurements, placement, strategy, strategy_worke
     slow = _run(measurements, record, placement, strategy, strategy_worker, grad_hook)
     verdict = record(checks.training.slow_wire(
         node.thresholds, placement=placement.id, nvlink_placement=twin.id, strategy=strategy,
-        nvlink_tokens_per_s=fast.tokens_per_s, host_path_tokens_per_s=slow.tokens_per_s))
+        nvlink_tokens_per_s=fast.tokens_per_s, host_path_tokens_per_s=slow.tokens_per_s, workload=slow.workload))
     assert verdict.ok, verdict.message
 
 
@@ -161,11 +161,12 @@ def test_dial_flattens(node, measurements, placement, strategy_worker, grad_hook
     if node.simulated:
         pytest.skip("simulation: gloo on CPU has no NVLink to lose")
     twin = nvlink_twin_or_skip(node, placement)
-    fast = {s: _run(measurements, record, twin, s, strategy_worker, grad_hook).tokens_per_s for s in STRATEGIES}
-    slow = {s: _run(measurements, record, placement, s, strategy_worker, grad_hook).tokens_per_s for s in STRATEGIES}
+    fast = {s: _run(measurements, record, twin, s, strategy_worker, grad_hook) for s in STRATEGIES}
+    slow = {s: _run(measurements, record, placement, s, strategy_worker, grad_hook) for s in STRATEGIES}
     verdict = record(checks.training.dial_flattens(
-        node.thresholds, placement=placement.id, nvlink_placement=twin.id, nvlink_tokens_per_s=fast,
-        host_path_tokens_per_s=slow))
+        node.thresholds, placement=placement.id, nvlink_placement=twin.id,
+        nvlink_tokens_per_s={s: run.tokens_per_s for s, run in fast.items()},
+        host_path_tokens_per_s={s: run.tokens_per_s for s, run in slow.items()}, workload=slow[REFERENCE].workload))
     assert verdict.ok, verdict.message
 
 

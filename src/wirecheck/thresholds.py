@@ -218,6 +218,11 @@ class TrainingSettings:
     precision: str  # a name in wirecheck.precision.PRECISIONS
     gc_freq: int = 0  # steps between manual GC collections (training/manual_gc.py); 0: Python's automatic GC
 
+    def workload(self) -> dict:
+        """What the training limits were measured on, as a run's record states it (the runner's
+        shape, micro_batch and precision): a record of another workload is not judged by them."""
+        return {"shape": asdict(self.model), "micro_batch": self.micro_batch, "precision": self.precision}
+
     def run_kwargs(self, strategy: str) -> dict:
         """The arguments of training.runner.run_strategy these settings fix, for `strategy` (seed 0:
         every strategy starts from the same weights and data)."""

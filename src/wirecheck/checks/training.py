@@ -60,6 +60,22 @@ def model_state(thresholds, *, placement: str, strategy: str, n_params: int, n_g
     return _with(v, measured_bytes=measured_bytes, predicted_bytes=expected)
 
 
+def _other_workload(thresholds, simulated: bool, workload: dict | None) -> str | None:
+    """Why limits measured on the thresholds' workload do not apply to a run of another one (a
+    record taken before the model or micro-batch changed, judged again), or None when they do.
+    `workload`: the run's {"shape", "micro_batch", "precision"}; None (older records) is taken as
+    the thresholds' own."""
+    if workload is None:
+        return None
+    ours = thresholds.training_settings(simulated).workload()
+    diffs = [f"{key} {workload.get(key)!r} (thresholds: {value!r})" for key, value in ours.items() if workload.get(key) != value]
+    if not diffs:
+        return None
+    section = "training.simulated" if simulated else "training.hardware"
+    return (f"measured on another workload than {section} of {thresholds.path} sets: {'; '.join(diffs)}. "
+            "Its limits do not apply: judge the record with the thresholds it ran under, or measure again")
+
+
 def _with(verdict: Verdict, **details) -> Verdict:
     return replace(verdict, details={**verdict.details, **details})
 
@@ -92,11 +108,14 @@ def staircase(thresholds, *, placement: str, n_gpus: int, n_params: int, precisi
 
 @check("peak_memory")
 def peak_memory(thresholds, *, placement: str, placement_class: str, strategy: str, peak_bytes: int | None,
-                simulated: bool) -> Verdict:
+                simulated: bool, workload: dict | None = None) -> Verdict:
     """Peak allocated GPU memory per rank within the limit for this strategy."""
     what = f"{strategy} peak allocated memory per GPU"
     if simulated or peak_bytes is None:
         return skip(what, placement, "simulation: CPU ranks have no device memory counters")
+    other = _other_workload(thresholds, simulated, workload)
+    if other:
+        return skip(what, placement, other)
     limit = thresholds.training_limits(simulated).peak_memory(placement_class, strategy)
     if limit is None:
         return skip(what, placement, f"no peak-memory limit for {placement_class}/{strategy} in {thresholds.path}")
@@ -105,9 +124,12 @@ def peak_memory(thresholds, *, placement: str, placement_class: str, strategy: s
 
 @check("throughput")
 def throughput(thresholds, *, placement: str, placement_class: str, strategy: str, n_gpus: int,
-               tokens_per_s: float, simulated: bool) -> Verdict:
+               tokens_per_s: float, simulated: bool, workload: dict | None = None) -> Verdict:
     """Training throughput (global tokens/s, slowest rank) above the floor for the class."""
     what = f"{strategy} throughput"
+    other = _other_workload(thresholds, simulated, workload)
+    if other:
+        return skip(what, placement, other)
     limit = thresholds.training_limits(simulated).throughput_floor(placement_class, strategy, n_gpus)
     if limit is None:
         return skip(what, placement, f"no throughput floor for {placement_class}/{strategy}/{n_gpus} GPUs in {thresholds.path}")
@@ -116,19 +138,22 @@ def throughput(thresholds, *, placement: str, placement_class: str, strategy: st
 
 @check("slow_wire")
 def slow_wire(thresholds, *, placement: str, nvlink_placement: str, strategy: str, nvlink_tokens_per_s: float,
-              host_path_tokens_per_s: float) -> Verdict:
+              host_path_tokens_per_s: float, workload: dict | None = None) -> Verdict:
     """On the host path each strategy is slower than on NVLink with the same GPUs, by at least its floor."""
     rule = thresholds.training_limits(False).slow_wire
     slowdown = nvlink_tokens_per_s / host_path_tokens_per_s
     what = (f"{strategy} NVLink/host-path throughput ({_tokens(nvlink_tokens_per_s)} on {nvlink_placement} vs "
             f"{_tokens(host_path_tokens_per_s)})")
+    other = _other_workload(thresholds, False, workload)
+    if other:
+        return skip(what, placement, other)
     return at_least(what, placement, slowdown, rule.min_slowdown(strategy), "x", rule.source,
                     f"{rule.yaml_path}.min_slowdown.{strategy}")
 
 
 @check("dial_flattens")
 def dial_flattens(thresholds, *, placement: str, nvlink_placement: str, nvlink_tokens_per_s: dict,
-                  host_path_tokens_per_s: dict) -> Verdict:
+                  host_path_tokens_per_s: dict, workload: dict | None = None) -> Verdict:
     """The strategy spread on the slow wire stays within max_spread_ratio of the spread on NVLink:
     no strategy collapses on the host path far beyond the others. (Untuned, hook-bound strategies
     moved closer together there, the article's "dial flattens"; tuned ones spread a little, by
@@ -138,6 +163,9 @@ def dial_flattens(thresholds, *, placement: str, nvlink_placement: str, nvlink_t
     spread_fast = max(fast.values()) / min(fast.values())
     spread_slow = max(slow.values()) / min(slow.values())
     what = f"strategy spread on the host path (NVLink {nvlink_placement}: {spread_fast:.2f}x)"
+    other = _other_workload(thresholds, False, workload)
+    if other:
+        return skip(what, placement, other)
     return at_most(what, placement, spread_slow, spread_fast * rule.max_spread_ratio, "x", rule.source, rule.yaml_path,
                    fmt=lambda v: f"{v:.2f}x")
 
