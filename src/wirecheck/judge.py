@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from wirecheck.checks import rejudge
@@ -40,11 +40,40 @@ class Judged:
 
 
 def judge_run(run: RunRecord, thresholds: Thresholds) -> list[Judged]:
-    out = []
-    for rec in run.verdicts:
-        recorded = Verdict.from_record(rec)
-        out.append(Judged(run, rec.get("test"), recorded, rejudge(recorded, thresholds)))
-    return out
+    return [Judged(run, rec.get("test"), Verdict.from_record(rec), now)
+            for rec, now in zip(run.verdicts, rejudge_run(run, thresholds))]
+
+
+def rejudge_run(run: RunRecord, thresholds: Thresholds) -> list[Verdict]:
+    """Every verdict of `run` judged again against `thresholds`, in record order."""
+    workloads = _recorded_workloads(run)
+    return [rejudge(_with_workload(Verdict.from_record(rec), workloads), thresholds) for rec in run.verdicts]
+
+
+# Training checks whose limits hold for one workload (model, micro-batch, precision) only.
+WORKLOAD_CHECKS = frozenset({"throughput", "peak_memory", "slow_wire", "dial_flattens"})
+
+
+def _recorded_workloads(run: RunRecord) -> dict[tuple, dict]:
+    """(placement, strategy) -> what that strategy trained, from the run's own measurements."""
+    found = {}
+    for m in run.measurements:
+        ranks = (m.get("details") or {}).get("ranks") or [] if m.get("kind") == "strategy" else []
+        if ranks and "micro_batch" in ranks[0]:
+            r = ranks[0]
+            found[(m.get("placement"), r.get("strategy"))] = {
+                "shape": r.get("shape"), "micro_batch": r["micro_batch"], "precision": r.get("precision")}
+    return found
+
+
+def _with_workload(verdict: Verdict, workloads: dict) -> Verdict:
+    """Records written before these checks took the workload as an input: it is read from the
+    run's own strategy measurement, so that limits of another workload skip them by name
+    instead of failing (or passing) them."""
+    if verdict.check not in WORKLOAD_CHECKS or "workload" in verdict.inputs:
+        return verdict
+    workload = workloads.get((verdict.inputs.get("placement"), verdict.inputs.get("strategy", "ddp")))
+    return verdict if workload is None else replace(verdict, inputs={**verdict.inputs, "workload": workload})
 
 
 def _limit_text(v: Verdict) -> str:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from wirecheck.checks import fleet as fleet_checks
-from wirecheck.checks import rejudge
 from wirecheck.fleet.figures import Figure, node_figures
 from wirecheck.fleet.records import Fleet, NodeRun
+from wirecheck.judge import rejudge_run
 from wirecheck.results import RunRecord
 from wirecheck.thresholds import Thresholds
 from wirecheck.verdict import FAIL, Verdict
@@ -82,7 +82,7 @@ class FleetResult:
 
 def _rejudge(run: RunRecord, thresholds: Thresholds) -> tuple[list[Verdict], list[Verdict]]:
     recorded = [Verdict.from_record(rec) for rec in run.verdicts]
-    return recorded, [rejudge(v, thresholds) for v in recorded]
+    return recorded, rejudge_run(run, thresholds)
 
 
 def _node(n: NodeRun, thresholds: Thresholds) -> NodeResult:
