@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from wirecheck.checks import rejudge
+from wirecheck.checks.training import workload_of
 from wirecheck.paths import suite_paths
 from wirecheck.results import RecordFileError, RunRecord, read_run
 from wirecheck.thresholds import Thresholds, ThresholdsError, load_thresholds
@@ -40,14 +41,15 @@ class Judged:
 
 
 def judge_run(run: RunRecord, thresholds: Thresholds) -> list[Judged]:
-    return [Judged(run, rec.get("test"), Verdict.from_record(rec), now)
-            for rec, now in zip(run.verdicts, rejudge_run(run, thresholds))]
+    recorded, now = rejudge_run(run, thresholds)
+    return [Judged(run, rec.get("test"), was, new) for rec, was, new in zip(run.verdicts, recorded, now)]
 
 
-def rejudge_run(run: RunRecord, thresholds: Thresholds) -> list[Verdict]:
-    """Every verdict of `run` judged again against `thresholds`, in record order."""
+def rejudge_run(run: RunRecord, thresholds: Thresholds) -> tuple[list[Verdict], list[Verdict]]:
+    """`run`'s verdicts as recorded, and each judged again against `thresholds`, in record order."""
+    recorded = [Verdict.from_record(rec) for rec in run.verdicts]
     workloads = _recorded_workloads(run)
-    return [rejudge(_with_workload(Verdict.from_record(rec), workloads), thresholds) for rec in run.verdicts]
+    return recorded, [rejudge(_with_workload(v, workloads), thresholds) for v in recorded]
 
 
 # Training checks whose limits hold for one workload (model, micro-batch, precision) only.
@@ -58,11 +60,11 @@ def _recorded_workloads(run: RunRecord) -> dict[tuple, dict]:
     """(placement, strategy) -> what that strategy trained, from the run's own measurements."""
     found = {}
     for m in run.measurements:
-        ranks = (m.get("details") or {}).get("ranks") or [] if m.get("kind") == "strategy" else []
+        if m.get("kind") != "strategy":
+            continue
+        ranks = (m.get("details") or {}).get("ranks") or []
         if ranks and "micro_batch" in ranks[0]:
-            r = ranks[0]
-            found[(m.get("placement"), r.get("strategy"))] = {
-                "shape": r.get("shape"), "micro_batch": r["micro_batch"], "precision": r.get("precision")}
+            found[(m.get("placement"), ranks[0].get("strategy"))] = workload_of(ranks[0])
     return found
 
 

@@ -60,6 +60,12 @@ def model_state(thresholds, *, placement: str, strategy: str, n_params: int, n_g
     return _with(v, measured_bytes=measured_bytes, predicted_bytes=expected)
 
 
+def workload_of(rank: dict) -> dict:
+    """What a strategy run trained, from one rank's record (training.runner): the keys of
+    TrainingSettings.workload(), the limits' own."""
+    return {"shape": rank.get("shape"), "micro_batch": rank.get("micro_batch"), "precision": rank.get("precision")}
+
+
 def _other_workload(thresholds, simulated: bool, workload: dict | None) -> str | None:
     """Why limits measured on the thresholds' workload do not apply to a run of another one (a
     record taken before the model or micro-batch changed, judged again), or None when they do.

@@ -80,17 +80,12 @@ class FleetResult:
         return EXIT_SIMULATION if self.simulated else EXIT_OK
 
 
-def _rejudge(run: RunRecord, thresholds: Thresholds) -> tuple[list[Verdict], list[Verdict]]:
-    recorded = [Verdict.from_record(rec) for rec in run.verdicts]
-    return recorded, rejudge_run(run, thresholds)
-
-
 def _node(n: NodeRun, thresholds: Thresholds) -> NodeResult:
     path = str(n.path) if n.path else None
     result = NodeResult(n.node, path, fleet_checks.node_record(thresholds, node=n.node, path=path, problem=n.problem),
                         unexpected=n.unexpected)
     if n.run is not None:
-        result.recorded, result.verdicts = _rejudge(n.run, thresholds)
+        result.recorded, result.verdicts = rejudge_run(n.run, thresholds)
         floor = thresholds.collective_settings(n.run.simulated).floor_size
         result.figures = node_figures(n.run, floor)
     return result
@@ -102,7 +97,7 @@ def _network(run: RunRecord, thresholds: Thresholds) -> NetworkResult:
         problem = "cut short (no end line): rank 0 of the multi-node run died or hung"
     elif run.end.get("status") != "complete":
         problem = f"the multi-node run ended with status {run.end.get('status')} (a rank broke; see the failure below)"
-    _, verdicts = _rejudge(run, thresholds)
+    _, verdicts = rejudge_run(run, thresholds)
     if problem:
         verdicts.append(Verdict("measurement_completed", "multi-node run", run.path.name, FAIL, problem))
     return NetworkResult(str(run.path), list(run.run["multinode"].get("nodes", [])), problem is None, problem, verdicts,
