@@ -18,6 +18,8 @@ import subprocess
 import sys
 from collections import deque
 
+from wirecheck import bytecode
+
 DEFAULT_PORT = 29400
 # Joining waits this long for every node: long enough for a slow node's Python to start, short
 # enough that a node that never comes is reported this side of lunch (torchrun's default is 600 s).
@@ -117,6 +119,15 @@ def rendezvous_problem(stderr_tail: list[str], endpoint: str) -> str | None:
             f"open between the nodes (firewall), and that all nodes join within --join-timeout")
 
 
+def _ranks_env() -> dict[str, str]:
+    """This environment, plus wirecheck's bytecode cache where the node's Python keeps none: every
+    torchrun worker imports torch, and compiles it from source without one (bytecode.py)."""
+    prepared = bytecode.prepare()
+    if prepared is not None:
+        print(f"wirecheck fleet multinode: {prepared.describe()}", file=sys.stderr, flush=True)
+    return bytecode.worker_env(dict(os.environ))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -128,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     print("wirecheck fleet multinode: " + " ".join(cmd), file=sys.stderr, flush=True)
     if args.dry_run:
         return 0
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace")
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace", env=_ranks_env())
     tail: deque[str] = deque(maxlen=400)
     assert proc.stderr is not None
     for line in proc.stderr:  # passed through as it comes, kept to explain a failure
