@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -51,10 +52,12 @@ class Run:
     loop: dict = field(default_factory=dict)  # run_strategy arguments beyond the table (gc_freq)
     env: dict = field(default_factory=dict)  # extra worker environment (WIRECHECK_CPU_BIND)
     repeat: int = 0  # tells repeated runs of one variant apart
+    spinners: int = 0  # busy-looping processes beside the workers: a host slowed as a noisy neighbour slows it
 
     @property
     def name(self) -> str:
         extra = ",".join(f"{k}={v}" for k, v in {**self.overrides, **self.loop, **self.env}.items())
+        extra = ",".join(filter(None, [extra, f"spinners={self.spinners}" if self.spinners else ""]))
         again = f"#{self.repeat}" if self.repeat else ""
         return f"{self.strategy}[{extra or 'table'}]@{self.wire}{again}"
 
@@ -92,6 +95,17 @@ def plan_zero3() -> list[Run]:
                       {"stage3_max_reuse_distance": 0}):
         runs += [Run("zero3", NVLINK, overrides, repeat=i) for i in (0, 2)]
     return runs
+
+
+def plan_contention() -> list[Run]:
+    """How much a slower host moves each strategy, at micro-batch 8 and 16. On the lent VMs a
+    busy vCPU can halve another's Python speed although the guest reports one thread per core
+    (scripts/device/cpu_contention.py: 6.5 -> 12-13 ms for the host-speed loop), so a strategy whose
+    step waits on its hooks moves with whatever else the host runs. Each run quiet, then beside
+    half as many spinning processes as CPUs."""
+    busy = max(1, (os.cpu_count() or 2) // 2)
+    return [Run(s, NVLINK, loop={"micro_batch": mb}, spinners=n)
+            for mb in (8, 16) for s in ("ddp", "zero3", "fsdp") for n in (0, busy)]
 
 
 def plan_setup() -> list[Run]:
@@ -139,8 +153,9 @@ def run_one(run: Run, settings, backend: str, world_size: int, gpus, closers: li
     }
     start = time.monotonic()
     out = {"run": run.name, "strategy": run.strategy, "wire": run.wire, "overrides": run.overrides, "loop": run.loop,
-           "env": env}
+           "env": env, "spinners": run.spinners}
     group = None
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(run.spinners)]
     try:
         group = WorkerGroup(f"probe-{run.strategy}-{run.wire}", world_size, backend, gpus=gpus, env=env,
                             join_process_group=False)
@@ -149,6 +164,9 @@ def run_one(run: Run, settings, backend: str, world_size: int, gpus, closers: li
     except WorkerError as exc:
         out["error"] = str(exc)
     finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
         if group is not None:
             # the workers take seconds to exit: let them while the next group starts
             t = threading.Thread(target=group.close, daemon=True)
@@ -238,13 +256,13 @@ def _micro_batch(result: dict, f: dict | None):
 def targets_table(results: list[tuple[dict, dict | None]]) -> list[str]:
     """Each NVLink run over DDP's table-settings run at the same micro-batch."""
     bases = {f["micro_batch"]: f for r, f in results
-             if f and r["strategy"] == REFERENCE and r["wire"] == NVLINK and not r["overrides"]}
+             if f and r["strategy"] == REFERENCE and r["wire"] == NVLINK and not r["overrides"] and not r.get("spinners")}
     if not bases:
         return ["targets: no DDP reference run on NVLink"]
     lines = ["targets on NVLink (DDP table settings: " + ", ".join(
         f"{b['tokens_per_s']:,.0f} tokens/s at micro-batch {mb} on {b['world_size']} GPUs" for mb, b in bases.items()) + "):"]
     for r, f in results:
-        if r["wire"] != NVLINK or r["strategy"] == REFERENCE and not r["overrides"]:
+        if r["wire"] != NVLINK or r.get("spinners") or r["strategy"] == REFERENCE and not r["overrides"]:
             continue
         base = bases.get(_micro_batch(r, f))
         if f is None or base is None:
@@ -262,6 +280,17 @@ def targets_table(results: list[tuple[dict, dict | None]]) -> list[str]:
             if s in slow and s in fast:
                 lines.append(f"  {s:6} {fast[s]['tokens_per_s'] / slow[s]['tokens_per_s']:5.2f}x   "
                              f"exposed {_ms(fast[s]['exposed_s']).strip()} -> {_ms(slow[s]['exposed_s']).strip()} ms")
+    busy = [(r, f) for r, f in results if f and r.get("spinners")]
+    if busy:
+        lines.append("a busier host (tokens/s beside spinners over the same run quiet; python loop quiet -> busy):")
+        quiet = {(r["strategy"], f["micro_batch"]): f for r, f in results if f and not r.get("spinners")}
+        for r, f in busy:
+            q = quiet.get((r["strategy"], f["micro_batch"]))
+            if q is None:
+                continue
+            loop = lambda g: max(h.get("python_loop_s") or 0 for h in g["host"]) * 1e3  # noqa: E731
+            lines.append(f"  {r['strategy']:6} micro-batch {f['micro_batch']:3}: {f['tokens_per_s'] / q['tokens_per_s']:5.2f}x "
+                         f"({q['tokens_per_s']:,.0f} -> {f['tokens_per_s']:,.0f}); python loop {loop(q):.1f} -> {loop(f):.1f} ms")
     return lines
 
 
@@ -270,10 +299,11 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=os.environ.get("OUT", "probe-out"), help="folder for probe.jsonl and probe-summary.txt")
     parser.add_argument("--budget", type=float, default=270.0, help="seconds after which no new run is started")
     parser.add_argument("--simulate", action="store_true", help="CPU/gloo with the simulated (toy) settings")
-    parser.add_argument("--plan", choices=("targets", "noise", "host", "setup", "zero3"), default="targets",
+    parser.add_argument("--plan", choices=("targets", "noise", "host", "setup", "zero3", "contention"), default="targets",
                         help="targets: the table and its open choices; noise: repeats with and without manual GC; "
                              "host: host overhead per strategy at micro-batch 4, 8 and 16 (meant for --gpus 1); "
-                             "setup: each strategy's set-up under cProfile; zero3: ZeRO-3's run-to-run spread and its host-work choices")
+                             "setup: each strategy's set-up under cProfile; zero3: ZeRO-3's run-to-run spread and its host-work choices; "
+                             "contention: DDP, ZeRO-3 and FSDP at micro-batch 8 and 16, quiet and beside busy processes")
     parser.add_argument("--gpus", type=int, default=2, help="ranks (one GPU each; gloo processes with --simulate)")
     parser.add_argument("--only", default="", help="comma-separated run names or strategies to keep")
     parser.add_argument("--thresholds", default=str(Path(__file__).resolve().parents[2] / "thresholds.yaml"))
@@ -285,7 +315,8 @@ def main(argv=None) -> int:
     backend, gpus = ("gloo", None) if args.simulate else ("nccl", tuple(range(args.gpus)))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    runs = {"noise": plan_noise, "host": plan_host, "setup": plan_setup, "zero3": plan_zero3, "targets": plan}[args.plan]()
+    runs = {"noise": plan_noise, "host": plan_host, "setup": plan_setup, "zero3": plan_zero3, "contention": plan_contention,
+            "targets": plan}[args.plan]()
     if args.only:
         keep = set(args.only.split(","))
         runs = [r for r in runs if r.strategy in keep or r.name in keep]
