@@ -96,3 +96,27 @@ def test_host_plan_resolves_and_varies_the_micro_batch(probe):
     assert all(r.local and r.profile for r in runs)
     for r in runs:
         resolve_settings(r.strategy, HARDWARE, r.overrides)
+
+
+def test_contention_plan_pairs_each_run_quiet_and_busy_and_reports_the_cost(probe):
+    runs = probe.plan_contention()
+    assert len({r.name for r in runs}) == len(runs)
+    assert {(r.strategy, r.loop["micro_batch"]) for r in runs if r.spinners} == \
+           {(r.strategy, r.loop["micro_batch"]) for r in runs if not r.spinners}
+    assert all("spinners=" in r.name for r in runs if r.spinners)
+
+    class Peak:
+        flops = 1e15
+
+    pairs = []
+    for tokens, spinners in ((60_000, 0), (48_000, 8)):
+        r = _result("zero3", "nvlink", tokens, micro_batch=8)
+        r["spinners"] = spinners
+        for rank in r["ranks"]:
+            rank["host"] = {"python_loop_s": 0.007 if not spinners else 0.013}
+        pairs.append((r, probe.facts(r, Peak, {})))
+    ddp = _result("ddp", "nvlink", 70_000, micro_batch=8)
+    text = "\n".join(probe.targets_table([(ddp, probe.facts(ddp, Peak, {}))] + pairs))
+    assert "zero3  micro-batch   8:  0.80x (60,000 -> 48,000); python loop 7.0 -> 13.0 ms" in text
+    # The busy run is no target reading: ZeRO-3 is compared with DDP once, quiet.
+    assert text.count("0.86x DDP") == 1 and "0.69x DDP" not in text
