@@ -3,7 +3,7 @@
 # as 2 "nodes" of 1 GPU each on this one host through torchrun (c10d rendezvous on localhost).
 #
 #   scripts/device/fleet_check.sh [STEP ...]     STEP: inventory network same-host net-transport report
-#                                                (default: all five, in that order)
+#                                                launcher (default: the first five, in that order)
 #
 #   inventory      `wirecheck fleet inventory`: NIC ports from /sys/class/infiniband and /sys/class/net,
 #                  each GPU's nearest NIC from `nvidia-smi topo -m`, the line rate, the network verdicts.
@@ -19,6 +19,10 @@
 #                  traffic looping back inside this host. all_reduce only (the one pair of two nodes is
 #                  the same two ranks).
 #   report         `wirecheck fleet report` on the records written above.
+#   launcher       `wirecheck fleet multinode` itself (one agent, every GPU of this host, all_reduce at
+#                  64 MiB, no pairs), three times: with wirecheck's bytecode cache (built by the first
+#                  run where the image keeps no .pyc), with WIRECHECK_PYCACHE=off, and with the cache
+#                  again: each run's wall time, and whether the ranks were given the cache.
 #
 # What one host cannot show: traffic that leaves the host (switches, cables, another node's NIC), the
 # line-rate floor met by a real fabric, and the pair schedule telling a slow node from a slow link
@@ -140,6 +144,26 @@ step_report() {
   rm -rf "$dir"
   log "report: exit $rc (0 pass, 1 a node or network verdict failed, 10 simulation)"
   return 0
+}
+
+step_launcher() {
+  local port n rc=0 r label start
+  n=$("$PY" -c 'import torch; print(torch.cuda.device_count() or 1)')
+  for label in cache-build off cache; do
+    port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    start=$SECONDS
+    (
+      [ "$label" = off ] && export WIRECHECK_PYCACHE=off
+      exec timeout "$(allow 90)" "$PY" -m wirecheck.fleet.cli multinode --nnodes 1 --nproc-per-node "$n" \
+        --rdzv-endpoint "127.0.0.1:$port" --rdzv-id "fleet-check-launcher-$label" -- \
+        --thresholds "$ROOT/thresholds.yaml" --node-name launcher "${SIM_ARGS[@]}" --sizes "64 MiB" \
+        --ops all_reduce --no-pairs --wirecheck-json "$OUT/launcher-$label.jsonl"
+    ) >"$OUT/launcher-$label.log" 2>&1
+    r=$?
+    [ $r -gt $rc ] && rc=$r
+    log "launcher ($label): exit $r in $((SECONDS - start)) s; $(grep -hoE 'bytecode cache [^;]*' "$OUT/launcher-$label.log" | head -1 || true)"
+  done
+  [ $rc -le 1 ]
 }
 
 for step in "${STEPS[@]}"; do
