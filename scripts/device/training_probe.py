@@ -39,6 +39,7 @@ WORKER = "wirecheck.training.runner:run_strategy"
 NVLINK, HOST = "nvlink", "host"
 TARGETS = {"zero1": 0.95, "zero2": 0.95, "zero3": 0.5, "fsdp": 0.85}  # x DDP tokens/s on NVLink (issue 10)
 PROFILE_STEPS = 3
+FILL = -1  # Run.spinners: as many as there are CPUs beyond one per rank
 EXPECTED_RUN_S = 25  # a run's wall time on 2x H200 (process start, setup, steps): the budget guard's estimate
 
 
@@ -52,12 +53,13 @@ class Run:
     loop: dict = field(default_factory=dict)  # run_strategy arguments beyond the table (gc_freq)
     env: dict = field(default_factory=dict)  # extra worker environment (WIRECHECK_CPU_BIND)
     repeat: int = 0  # tells repeated runs of one variant apart
-    spinners: int = 0  # busy-looping processes beside the workers: a host slowed as a noisy neighbour slows it
+    spinners: int = 0  # busy-looping processes beside the workers (FILL: every CPU but one per rank)
 
     @property
     def name(self) -> str:
         extra = ",".join(f"{k}={v}" for k, v in {**self.overrides, **self.loop, **self.env}.items())
-        extra = ",".join(filter(None, [extra, f"spinners={self.spinners}" if self.spinners else ""]))
+        spin = "all" if self.spinners == FILL else self.spinners
+        extra = ",".join(filter(None, [extra, f"spinners={spin}" if self.spinners else ""]))
         again = f"#{self.repeat}" if self.repeat else ""
         return f"{self.strategy}[{extra or 'table'}]@{self.wire}{again}"
 
@@ -101,12 +103,12 @@ def plan_contention() -> list[Run]:
     """How much a slower host moves each strategy, at micro-batch 8 and 16. On the lent VMs a
     busy vCPU can halve another's Python speed although the guest reports one thread per core
     (scripts/device/cpu_contention.py: 6.5 -> 12-13 ms for the host-speed loop), so a strategy whose
-    step waits on its hooks moves with whatever else the host runs. Each run quiet, then beside
-    half as many spinning processes as CPUs."""
-    busy = max(1, (os.cpu_count() or 2) // 2)
+    step waits on its hooks moves with whatever else the host runs. Each run quiet, then with a
+    spinning process on every CPU but one per rank: which vCPUs share a core is hidden, so only
+    filling them all slows every rank for sure (half of them, on 2026-12-01, did not: the ranks'
+    host-speed loop read the same busy as quiet)."""
     return [Run(s, NVLINK, loop={"micro_batch": mb}, spinners=n)
-            for mb in (8, 16) for s in ("ddp", "zero3", "fsdp") for n in (0, busy)]
-
+            for mb in (8, 16) for s in ("ddp", "zero3", "fsdp") for n in (0, FILL)]
 
 def plan_setup() -> list[Run]:
     """Where set-up time goes: each strategy once, its wrapping under cProfile, nothing else."""
@@ -155,7 +157,9 @@ def run_one(run: Run, settings, backend: str, world_size: int, gpus, closers: li
     out = {"run": run.name, "strategy": run.strategy, "wire": run.wire, "overrides": run.overrides, "loop": run.loop,
            "env": env, "spinners": run.spinners}
     group = None
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(run.spinners)]
+    count = max(0, (os.cpu_count() or 1) - world_size) if run.spinners == FILL else run.spinners
+    out["spinners"] = count
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
     try:
         group = WorkerGroup(f"probe-{run.strategy}-{run.wire}", world_size, backend, gpus=gpus, env=env,
                             join_process_group=False)
