@@ -157,3 +157,22 @@ def test_limits_judge_only_their_own_workload(shipped):
                 nvlink_tokens_per_s={"ddp": 100.0, "zero3": 90.0}, host_path_tokens_per_s=rates)
     assert training.dial_flattens(shipped, **dial, workload=own).outcome == "fail"
     assert training.dial_flattens(shipped, **dial, workload=other).outcome == "skip"
+
+
+def test_a_failed_floor_says_whether_the_run_was_steady(shipped):
+    """The throughput verdict tells a steady shortfall from step times that moved during the run
+    (the median's 95 % interval, the timed steps, what stopped them); a pass says neither."""
+    from wirecheck.checks import training
+
+    args = dict(placement="nvswitch-2gpu-0.1", placement_class="nvswitch", strategy="zero3", n_gpus=2,
+                tokens_per_s=1000.0, simulated=False)
+    moving = training.median_of({"step_time_ci_halfwidth": 0.061, "timed_steps": 30, "stop_reason": "ceiling"})
+    steady = training.median_of({"step_time_ci_halfwidth": 0.011, "timed_steps": 8, "stop_reason": "settled"})
+    failed = training.throughput(shipped, **args, median=moving)
+    assert failed.outcome == "fail"
+    assert "had not settled (+-6.1% at 95 % after 30 timed steps" in failed.message and "step_times_s" in failed.message
+    failed = training.throughput(shipped, **args, median=steady)
+    assert "known to +-1.1% at 95 % after 8 timed steps: a steady shortfall" in failed.message
+    assert training.throughput(shipped, **args).message == training.throughput(shipped, **args, median={}).message
+    passed = training.throughput(shipped, **{**args, "tokens_per_s": 1e9}, median=moving)
+    assert passed.outcome == "pass" and "settled" not in passed.message

@@ -66,6 +66,24 @@ def workload_of(rank: dict) -> dict:
     return {"shape": rank.get("shape"), "micro_batch": rank.get("micro_batch"), "precision": rank.get("precision")}
 
 
+def median_of(rank: dict) -> dict:
+    """How well one rank's record knows its median step time (training.timing): the 95 % interval's
+    half-width as a share of the median, the timed steps, and what stopped them (settled or ceiling)."""
+    return {"halfwidth": rank.get("step_time_ci_halfwidth"), "steps": rank.get("timed_steps"),
+            "stop": rank.get("stop_reason")}
+
+
+def _median_hint(median: dict | None) -> str:
+    """A failed floor, told apart: a steady shortfall, or step times that moved during the run."""
+    if not median or median.get("halfwidth") is None:
+        return ""
+    known = f"+-{median['halfwidth']:.1%} at 95 % after {median.get('steps')} timed steps"
+    if median.get("stop") == "ceiling":
+        return (f"; the median step time had not settled ({known}, the training steps ceiling): the step "
+                "time moved during the run, see the record's step_times_s")
+    return f"; the median step time was known to {known}: a steady shortfall, not noise"
+
+
 def _other_workload(thresholds, simulated: bool, workload: dict | None) -> str | None:
     """Why limits measured on the thresholds' workload do not apply to a run of another one (a
     record taken before the model or micro-batch changed, judged again), or None when they do.
@@ -130,8 +148,10 @@ def peak_memory(thresholds, *, placement: str, placement_class: str, strategy: s
 
 @check("throughput")
 def throughput(thresholds, *, placement: str, placement_class: str, strategy: str, n_gpus: int,
-               tokens_per_s: float, simulated: bool, workload: dict | None = None) -> Verdict:
-    """Training throughput (global tokens/s, slowest rank) above the floor for the class."""
+               tokens_per_s: float, simulated: bool, workload: dict | None = None,
+               median: dict | None = None) -> Verdict:
+    """Training throughput (global tokens/s, slowest rank) above the floor for the class. `median`
+    (median_of): how well the run knew its median; a failure says whether it was steady."""
     what = f"{strategy} throughput"
     other = _other_workload(thresholds, simulated, workload)
     if other:
@@ -139,7 +159,7 @@ def throughput(thresholds, *, placement: str, placement_class: str, strategy: st
     limit = thresholds.training_limits(simulated).throughput_floor(placement_class, strategy, n_gpus)
     if limit is None:
         return skip(what, placement, f"no throughput floor for {placement_class}/{strategy}/{n_gpus} GPUs in {thresholds.path}")
-    return within(what, placement, tokens_per_s, limit, _tokens, "tokens/s")
+    return within(what, placement, tokens_per_s, limit, _tokens, "tokens/s", hint=_median_hint(median))
 
 
 @check("slow_wire")
