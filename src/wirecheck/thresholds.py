@@ -23,11 +23,11 @@ from wirecheck.placement import CLASSES, CLASS_NETWORK
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
 from wirecheck.collectives import OPS
 from wirecheck.training.strategies import NAMES as STRATEGIES  # noqa: F401 - re-exported; the one strategies table
-from wirecheck.quantity import format_bw, format_quantity
+from wirecheck.quantity import format_bw
 from wirecheck.thresholds_copy import CopyBandwidth, parse_copy_bandwidth
 from wirecheck.thresholds_tables import COLLECTIVE_FLOOR_CLASSES, CountTable, Limit, _ratio_section
 from wirecheck.thresholds_tables import _bounds_entry, _by_count, _check_name, _count_table
-from wirecheck.thresholds_training import TrainingLimits, TrainingSettings, _training
+from wirecheck.thresholds_training import TrainingLimits, TrainingSettings, parse_training
 from wirecheck.thresholds_yaml import SOURCE_HINT, ThresholdsError, _At, _read_yaml, _suggest
 from wirecheck.topology import BRIDGED, FABRICS, PCIE, PCIE_LEVELS
 
@@ -687,7 +687,7 @@ def load_thresholds(path: str | Path) -> Thresholds:
     )
     profiles = _profiles(f["profiles"])
     collectives = _collectives(f["collectives"])
-    training = _training(f["training"])
+    training = parse_training(f["training"])
     return Thresholds(
         path=path,
         profiles=profiles,

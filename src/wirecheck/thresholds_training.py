@@ -306,7 +306,7 @@ def _throughput_floors(at: _At) -> dict[tuple[str, str], CountTable]:
     return MappingProxyType(table)
 
 
-def _training(at: _At) -> dict[str, Any]:
+def parse_training(at: _At) -> dict[str, Any]:
     f = at.fields(
         "training sections",
         required={
