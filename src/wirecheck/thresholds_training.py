@@ -307,6 +307,7 @@ def _throughput_floors(at: _At) -> dict[tuple[str, str], CountTable]:
 
 
 def parse_training(at: _At) -> dict[str, Any]:
+    """The `training` section, validated: {"settings": ..., "limits": ...}, each keyed by `simulated`."""
     f = at.fields(
         "training sections",
         required={
