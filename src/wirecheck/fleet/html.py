@@ -131,15 +131,13 @@ def _pair_matrix(net) -> object | None:
 
 
 def _table(result: FleetResult) -> str:
-    from wirecheck.fleet.report import _pairs, _status
-
     rows = []
     for n in result.nodes:
         below = [v for v in n.outliers if v.outcome == FAIL]
         cls = "ok" if n.ok else "bad"
         rows.append(
-            f"<tr class='{cls}'><td>{html.escape(n.node)}</td><td>{_status(n)}</td>"
-            f"<td>{n.count(FAIL)}/{n.count('pass')}/{n.count(SKIP)}</td><td>{len(below)}</td><td>{_pairs(n)}</td>"
+            f"<tr class='{cls}'><td>{html.escape(n.node)}</td><td>{n.record_status}</td>"
+            f"<td>{n.count(FAIL)}/{n.count('pass')}/{n.count(SKIP)}</td><td>{len(below)}</td><td>{n.pairs_status}</td>"
             f"<td>{'PASS' if n.ok else 'FAIL'}</td></tr>")
     head = "<tr><th>node</th><th>record</th><th>checks fail/pass/skip</th><th>below peers</th><th>pairs</th><th>status</th></tr>"
     return f"<table>{head}{''.join(rows)}</table>"

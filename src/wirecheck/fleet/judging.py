@@ -15,7 +15,7 @@ from wirecheck.fleet.records import Fleet, NodeRun
 from wirecheck.judge import rejudge_run
 from wirecheck.results import RunRecord
 from wirecheck.thresholds import Thresholds
-from wirecheck.verdict import FAIL, Verdict
+from wirecheck.verdict import FAIL, PASS, Verdict
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SIMULATION = 0, 1, 2, 10
 
@@ -42,6 +42,22 @@ class NodeResult:
 
     def count(self, outcome: str) -> int:
         return sum(v.outcome == outcome for v in self.verdicts)
+
+    @property
+    def record_status(self) -> str:
+        """The node's record in one word: complete, MISSING, CUT (cut short) or BROKEN."""
+        if self.record.outcome == FAIL:
+            return "MISSING" if self.path is None else "CUT" if "cut short" in self.record.message else "BROKEN"
+        return "complete"
+
+    @property
+    def pairs_status(self) -> str:
+        """The node in the multi-node pair schedule: SLOW, ok, n/a (no pair judged) or - (not in one)."""
+        if not self.pairs:
+            return "-"
+        if any(v.outcome == FAIL for v in self.pairs):
+            return "SLOW"
+        return "ok" if any(v.outcome == PASS for v in self.pairs) else "n/a"
 
 
 @dataclass

@@ -42,28 +42,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _status(n) -> str:
-    if n.record.outcome == FAIL:
-        return "MISSING" if n.path is None else "CUT" if "cut short" in n.record.message else "BROKEN"
-    return "complete"
-
-
-def _pairs(n) -> str:
-    if not n.pairs:
-        return "-"
-    if any(v.outcome == FAIL for v in n.pairs):
-        return "SLOW"
-    return "ok" if any(v.outcome == PASS for v in n.pairs) else "n/a"
-
-
 def table(result: FleetResult) -> str:
     rows = [("node", "record", "checks fail/pass/skip", "below peers", "pairs", "status")]
     for n in result.nodes:
         below = sum(v.outcome == FAIL for v in n.outliers)
         judged = sum(v.outcome != SKIP for v in n.outliers)
-        rows.append((n.node + (" (not listed)" if n.unexpected else ""), _status(n),
+        rows.append((n.node + (" (not listed)" if n.unexpected else ""), n.record_status,
                      f"{n.count(FAIL)}/{n.count(PASS)}/{n.count(SKIP)}" if n.verdicts or n.path else "-",
-                     f"{below} of {judged}" if judged else "-", _pairs(n), "PASS" if n.ok else "FAIL"))
+                     f"{below} of {judged}" if judged else "-", n.pairs_status, "PASS" if n.ok else "FAIL"))
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows)
 
