@@ -155,10 +155,9 @@ def run_one(run: Run, settings, backend: str, world_size: int, gpus, closers: li
     }
     start = time.monotonic()
     out = {"run": run.name, "strategy": run.strategy, "wire": run.wire, "overrides": run.overrides, "loop": run.loop,
-           "env": env, "spinners": run.spinners}
+           "env": env}
     group = None
-    count = max(0, (os.cpu_count() or 1) - world_size) if run.spinners == FILL else run.spinners
-    out["spinners"] = count
+    count = out["spinners"] = max(0, (os.cpu_count() or 1) - world_size) if run.spinners == FILL else run.spinners
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
     try:
         group = WorkerGroup(f"probe-{run.strategy}-{run.wire}", world_size, backend, gpus=gpus, env=env,

@@ -12,6 +12,7 @@ from dataclasses import replace
 from wirecheck.checks import check
 from wirecheck.memory_model import predict
 from wirecheck.quantity import format_bytes
+from wirecheck.training.timing import CEILING
 from wirecheck.verdict import Verdict, at_least, at_most, expect, no_problems, skip, within
 
 GIB = 2**30
@@ -78,7 +79,7 @@ def _median_hint(median: dict | None) -> str:
     if not median or median.get("halfwidth") is None:
         return ""
     known = f"+-{median['halfwidth']:.1%} at 95 % after {median.get('steps')} timed steps"
-    if median.get("stop") == "ceiling":
+    if median.get("stop") == CEILING:
         return (f"; the median step time had not settled ({known}, the training steps ceiling): the step "
                 "time moved during the run, see the record's step_times_s")
     return f"; the median step time was known to {known}: a steady shortfall, not noise"
