@@ -28,10 +28,18 @@ def make_project(pytester, thresholds_text: str | None = None, tests_conftest: s
     return root
 
 
+def pythonpath(env: dict | None = None) -> str:
+    """PYTHONPATH for a subprocess: this checkout's package first (not whichever checkout the venv's
+    editable install points at, e.g. from a git worktree), then the self-test helpers, then the
+    caller's own PYTHONPATH."""
+    paths = [str(PROJECT / "src"), str(PROJECT), str(PROJECT / "selftests"),
+             (os.environ if env is None else env).get("PYTHONPATH", "")]
+    return os.pathsep.join(p for p in paths if p)
+
+
 def run_suite(pytester, *args: str, timeout: float = 600):
     """pytest in a subprocess (workers need a clean interpreter), project importable."""
-    paths = [str(PROJECT), str(PROJECT / "selftests"), os.environ.get("PYTHONPATH", "")]
-    pytester._monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in paths if p))
+    pytester._monkeypatch.setenv("PYTHONPATH", pythonpath())
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args, timeout=timeout)
 
 

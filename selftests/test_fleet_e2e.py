@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e import PROJECT, records
+from e2e import PROJECT, pythonpath, records
 from wirecheck.fleet.report import main as report
 
 N = 4
@@ -40,10 +40,7 @@ def collective_worker():
 
 
 def _env() -> dict:
-    env = dict(os.environ)
-    paths = [str(PROJECT), str(PROJECT / "selftests"), env.get("PYTHONPATH", "")]
-    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-    return env
+    return dict(os.environ, PYTHONPATH=pythonpath())
 
 
 def _node_project(root: Path, slow: bool) -> Path:

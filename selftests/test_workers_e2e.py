@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from e2e import PROJECT, make_project, records, run_suite, thresholds_with
+from e2e import make_project, pythonpath, records, run_suite, thresholds_with
 
 # Every collective hangs: rank 1 never arrives, the others wait inside the collective. Training
 # hangs too (both ranks), as it would on a node whose wires do not move data.
@@ -117,7 +117,7 @@ def test_a_second_gpu_run_can_wait_for_the_node(pytester):
     root = make_project(pytester, tests_conftest=FAKE_NODE)
     lock = root / "node.lock"
     holder = _hold(lock, 300)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PROJECT), str(PROJECT / "selftests")]))
+    env = dict(os.environ, PYTHONPATH=pythonpath())
     run = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--node-lock={lock}",
                             "--wait-for-node=2min", "tests/test_inventory.py", "-k", "test_gpus_visible"],
                            cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

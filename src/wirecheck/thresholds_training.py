@@ -203,7 +203,7 @@ def _training_settings(at: _At) -> TrainingSettings:
         "training run settings",
         required={
             "model": "{n_layer: 20, n_head: 16, d_model: 2048, vocab_size: 32000, seq_len: 1024}",
-            "micro_batch": "4",
+            "micro_batch": "8",
             "warmup_steps": "3",
             "steps": "{min: 8, max: 30}",
             "median_ci": '{confidence: "95 %", max_halfwidth: "2 %", source: ...}',
@@ -311,7 +311,7 @@ def parse_training(at: _At) -> dict[str, Any]:
     f = at.fields(
         "training sections",
         required={
-            "hardware": "{model: {...}, micro_batch: 4, ...}",
+            "hardware": "{model: {...}, micro_batch: 8, ...}",
             "simulated": "{model: {...}, micro_batch: 2, ...}",
             "agreement": "{hardware: {...}, simulated: {...}}",
             "model_state": '{max_rel_diff_from_model: "10 %", zero3_vs_fsdp_max_rel_diff: "10 %", source: ...}',
