@@ -23,6 +23,20 @@ def test_header_says_simulation(pytester):
     result.stdout.fnmatch_lines(["*SIMULATION on *h200-nvl-8*", "*8 GPUs*fabric bridged*{0,1,2,3} {4,5,6,7}*"])
 
 
+def test_a_one_gpu_node_says_why_the_wire_tests_skip(pytester):
+    # A one-GPU VM (a slice of a bigger node) read as "no pcie placement on this topology (pcie)".
+    root = make_project(pytester)
+    (root / "one.txt").write_text("\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t0-15\t0\n")
+    skipped = run_suite(pytester, "--simulate=one.txt", "-rs", "tests/test_collectives.py", "-k", "test_busbw")
+    text = skipped.stdout.str()
+    assert skipped.ret == 10, text  # nothing failed, in simulation
+    assert "this node has 1 GPU: nvswitch/nvl_pair/nvl_quad/nvl_group/cross_quad/pcie/forced_pcie placements need 2 or more" in text, text
+    assert "placement on this topology (pcie" not in text, text
+    # A bigger node without the class still names the fabric and the GPU count.
+    quad = run_suite(pytester, "--simulate=h200-sxm-2", "-rs", "tests/test_collectives.py", "-k", "test_quad_beats_pair")
+    assert "no nvl_quad placement on this topology (nvswitch, 2 GPUs)" in quad.stdout.str(), quad.stdout.str()
+
+
 def test_no_gpu_fails_visibly_and_skips_the_rest(pytester):
     make_project(pytester)
     result = run_suite(pytester, "tests/test_inventory.py", "-rs")
