@@ -83,7 +83,7 @@ def test_parse_wait(text, seconds):
     assert parse_wait(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["soon", "-5s", "10 parsecs"])
+@pytest.mark.parametrize("text", ["soon", "-5s", "10 parsecs", "nan", "infinity s"])
 def test_parse_wait_refuses_nonsense(text):
     with pytest.raises(ValueError, match="--wait-for-node"):
         parse_wait(text)

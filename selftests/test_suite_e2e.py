@@ -71,6 +71,15 @@ def test_a_placement_selection_without_gpus_says_why(pytester):
     result.stderr.fnmatch_lines(["*-k 'nvl_quad' selected none*without a GPU topology*--simulate NAME*h200-nvl-8*"])
 
 
+def test_a_bad_wait_is_an_error_in_a_dry_run_too(pytester):
+    # Simulated runs take no node lock, but a rehearsal of the acceptance command must still reject
+    # the value the real run would stop on.
+    make_project(pytester)
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "--wait-for-node", "5parsecs", "--collect-only")
+    assert result.ret == 4, result.stdout.str() + result.stderr.str()
+    assert "--wait-for-node '5parsecs': expected a duration like 90s" in result.stderr.str()
+
+
 def test_unknown_simulation_name_is_a_usage_error(pytester):
     make_project(pytester)
     result = run_suite(pytester, "--simulate=no-such-node", "--collect-only")

@@ -197,6 +197,8 @@ def parse_wait(text: str) -> float | None:
         seconds = float(value) * factor
     except ValueError:
         raise ValueError(f"--wait-for-node {text!r}: expected a duration like 90s, 10min, 2h, or 'forever'") from None
+    if seconds != seconds or seconds == float("inf"):  # "nan", "infinity": float() takes them
+        raise ValueError(f"--wait-for-node {text!r}: expected a duration like 90s, 10min, 2h, or 'forever'")
     if seconds < 0:
         raise ValueError(f"--wait-for-node {text!r}: a wait cannot be negative; write 0 to fail at once")
     return seconds
