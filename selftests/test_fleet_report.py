@@ -197,6 +197,26 @@ def test_the_pair_schedule_names_its_slow_node_in_the_table_and_the_page(tmp_pat
     assert html.count("<img") == 2 and "gpu04" in html and "FAILED" in html
 
 
+def test_expect_network_fails_a_fleet_whose_multinode_step_left_no_record(tmp_path, capsys):
+    d = fleet(tmp_path)
+    code, out, _ = run(capsys, d, "--expect", 6)
+    assert code == 0 and "MISSING" not in out, "without the option a fleet may have no network run"
+    page = tmp_path / "fleet.html"
+    code, out, _ = run(capsys, d, "--expect", 6, "--expect-network", "--json", tmp_path / "fleet.json", "--html", page)
+    assert code == 1, out
+    assert "network run: MISSING" in out and "network: [network_record] no multi-node record in" in out
+    assert "multinode.log under Slurm" in out and "FAILED: 0 of 6 node(s) failed; 1 failed network verdict(s)" in out
+    data = json.loads((tmp_path / "fleet.json").read_text())
+    assert data["network_record"]["outcome"] == "fail" and data["exit_status"] == 1
+    assert "no multi-node record" in page.read_text() and "FAILED" in page.read_text()
+    # With the record there, the same option passes and says how many it found.
+    healthy = fleet(tmp_path / "b")
+    _network_record(healthy / "network-7.jsonl", [f"gpu{k:02d}" for k in range(6)], slow="none")
+    code, out, _ = run(capsys, healthy, "--expect", 6, "--expect-network", "--json", tmp_path / "b.json")
+    assert code == 0, out
+    assert json.loads((tmp_path / "b.json").read_text())["network_record"]["outcome"] == "pass"
+
+
 def test_the_wirecheck_fleet_command_module(tmp_path, capsys):
     """`wirecheck fleet ...` as the CLI dispatches it (cli.py: one line in COMMANDS)."""
     from wirecheck import cli_fleet

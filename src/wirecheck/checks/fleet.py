@@ -32,6 +32,18 @@ def node_record(thresholds, *, node: str, path: str | None, problem: str | None)
     return Verdict("", what, node, PASS, f"node {node}: complete record {path}", measured=path)
 
 
+@check("network_record")
+def network_record(thresholds, *, directory: str, found: int) -> Verdict:
+    """A multi-node run was expected (`fleet report --expect-network`): `found` records of one in `directory`."""
+    what = "multi-node record"
+    if not found:
+        return Verdict("", what, "network", FAIL,
+                       f"no multi-node record in {directory}: the multi-node step wrote none (it did not start, its "
+                       "rendezvous failed, or rank 0 died before its first line); see that step's log "
+                       "(multinode.log under Slurm), fix it and run the step again")
+    return Verdict("", what, "network", PASS, f"{found} multi-node record(s) in {directory}", measured=found)
+
+
 @check("fleet_outlier")
 def fleet_outlier(thresholds, *, node: str, figure: str, kind: str, value: float, peers: dict, unit: str,
                   simulated: bool) -> Verdict:

@@ -83,10 +83,15 @@ class FleetResult:
     nodes: list[NodeResult]
     network: list[NetworkResult]
     missing_unnamed: int = 0
+    network_record: Verdict | None = None  # judged only when a multi-node run was expected
+
+    @property
+    def network_missing(self) -> bool:
+        return self.network_record is not None and self.network_record.outcome == FAIL
 
     @property
     def ok(self) -> bool:
-        return (all(n.ok for n in self.nodes) and not self.missing_unnamed
+        return (all(n.ok for n in self.nodes) and not self.missing_unnamed and not self.network_missing
                 and all(not r.failed and r.complete for r in self.network))
 
     @property
@@ -120,7 +125,9 @@ def _network(run: RunRecord, thresholds: Thresholds) -> NetworkResult:
                          run.measurements, run.simulated)
 
 
-def judge_fleet(fleet: Fleet, thresholds: Thresholds) -> FleetResult:
+def judge_fleet(fleet: Fleet, thresholds: Thresholds, expect_network: bool = False) -> FleetResult:
+    """`expect_network`: the job ran the multi-node step, so a directory without its record fails
+    (the step broke before rank 0 wrote a line) rather than reading as a fleet without a network."""
     nodes = [_node(n, thresholds) for n in fleet.nodes]
     # The fleet rule: each node's figure against every other node that has it.
     keys = sorted({k for n in nodes for k in n.figures})
@@ -140,8 +147,10 @@ def judge_fleet(fleet: Fleet, thresholds: Thresholds) -> FleetResult:
         for v in net.verdicts:
             if v.check == "pair_node" and v.where in by_name:
                 by_name[v.where].pairs.append(v)
+    expected = (fleet_checks.network_record(thresholds, directory=str(fleet.directory), found=len(network))
+                if expect_network else None)
     return FleetResult(str(fleet.directory), str(thresholds.path), fleet.simulated, nodes, network,
-                       fleet.missing_unnamed)
+                       fleet.missing_unnamed, expected)
 
 
 def named_by_pairs(result: FleetResult) -> list[str]:

@@ -1,4 +1,4 @@
-"""`wirecheck fleet report DIR [--thresholds FILE] [--nodes FILE | --expect N] [--json FILE] [--html FILE]`
+"""`wirecheck fleet report DIR [--thresholds FILE] [--nodes FILE | --expect N] [--expect-network] [--json FILE] [--html FILE]`
 
 Judges a fleet's records together: one record per node in DIR (each node ran
 `wirecheck validate ... --wirecheck-json DIR/$(hostname).jsonl`), plus any multi-node records
@@ -9,7 +9,7 @@ strategy and wire, NIC line rate) against the other nodes' median (the fleet rul
 clears its own floors.
 
 Exit codes: 0 every node passed (hardware); 1 a node failed, is missing or cut short, or a
-multi-node run failed; 2 bad input (no such directory, a file that is not a wirecheck record, a
+multi-node run failed (or, with --expect-network, left no record); 2 bad input (no such directory, a file that is not a wirecheck record, a
 malformed thresholds or node list file); 10 everything passed but the records are a simulation.
 """
 
@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     who.add_argument("--nodes", metavar="FILE", help="the nodes that must have a record, one name per line: a missing "
                                                      "one is a failed node")
     who.add_argument("--expect", type=int, metavar="N", help="how many node records there must be (when names are not known)")
+    p.add_argument("--expect-network", action="store_true",
+                   help="the job ran the multi-node step (`wirecheck fleet multinode`): a directory without its record "
+                        "is a failure, as a missing node is")
     p.add_argument("--json", metavar="FILE", help="also write the fleet verdicts as JSON (for reports and dashboards)")
     p.add_argument("--html", metavar="FILE", help="also write a fleet page with figures (needs matplotlib)")
     p.add_argument("-q", "--quiet", action="store_true", help="table and failures only")
@@ -71,7 +74,11 @@ def render(result: FleetResult, quiet: bool = False) -> str:
     if result.missing_unnamed:
         lines.append(f"MISSING: {result.missing_unnamed} node(s) wrote no record (--expect); pass --nodes FILE to name them")
     lines += _network_lines(result)
+    if result.network_missing:
+        lines.append("network run: MISSING")
     fails = [(n.node, v) for n in result.nodes for v in n.failed]
+    if result.network_missing:
+        fails.append(("network", result.network_record))
     fails += [(Path(net.path).name, v) for net in result.network for v in net.failed
               if v.check not in ("pair_node",)]
     if fails:
@@ -91,7 +98,7 @@ def render(result: FleetResult, quiet: bool = False) -> str:
     failed = sum(not n.ok for n in result.nodes) + result.missing_unnamed
     word = "FAILED" if not result.ok else "PASSED"
     lines.append(f"wirecheck fleet report: {word}: {failed} of {len(result.nodes) + result.missing_unnamed} node(s) failed; "
-                 f"{sum(len(net.failed) for net in result.network)} failed network verdict(s)")
+                 f"{sum(len(net.failed) for net in result.network) + result.network_missing} failed network verdict(s)")
     if result.simulated:
         lines.append("wirecheck fleet report: SIMULATION: the records are simulated runs; no node was validated")
     return "\n".join(lines)
@@ -101,6 +108,7 @@ def as_json(result: FleetResult) -> dict:
     return {
         "directory": result.directory, "thresholds": result.thresholds, "simulated": result.simulated,
         "exit_status": result.exit_code, "ok": result.ok, "missing_unnamed": result.missing_unnamed,
+        "network_record": result.network_record.as_record() if result.network_record else None,
         "named": {"fleet_rule": named_by_fleet_rule(result), "pair_schedule": named_by_pairs(result),
                   "slow_links": slow_links(result)},
         "nodes": [{
@@ -124,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.expect is not None and args.expect < 1:
             raise FleetInputError(f"--expect {args.expect}: give the number of nodes, at least 1")
         fleet = collect(args.directory, expected, args.expect)
-        result = judge_fleet(fleet, thresholds)
+        result = judge_fleet(fleet, thresholds, expect_network=args.expect_network)
     except FileNotFoundError:
         print(f"wirecheck fleet report: --thresholds: {th_path} does not exist; pass the path of a thresholds file",
               file=sys.stderr)

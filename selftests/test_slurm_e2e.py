@@ -1,0 +1,181 @@
+"""The Slurm batch script (scripts/slurm/fleet-acceptance.sbatch) under a real Slurm, as an operator
+submits it: three Slurm nodes on this host (one slurmctld, one slurmd per node), the script run
+unchanged in its rehearsal mode (SIMULATE: CPU processes and gloo for GPUs and NCCL).
+
+What only a real Slurm shows: srun's one task per node, $SLURMD_NODENAME naming each record,
+`scontrol show hostnames` writing nodes.txt, `wirecheck fleet multinode` taking the node count, the
+rendezvous host (the job's first node, resolved by name) and the job id from Slurm's variables, and
+the job's exit status carrying the fleet report's. Two jobs on one cluster: a fleet that passes
+(exit 10: a rehearsal, never 0), and one whose node wc2 leaves no record and whose multi-node step
+leaves none either (exit 1, wc2 and the network named).
+
+Needs Debian's slurmd, slurmctld and slurm-client (.ci/run installs them), root and `unshare --mount`.
+Elsewhere it skips, unless WIRECHECK_REQUIRE_SLURM is set (CI): then it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from e2e import PROJECT, pythonpath, records
+
+NODES = ("wc1", "wc2", "wc3")
+SELECTION = "test_busbw and all_reduce and nvswitch"
+SBATCH = PROJECT / "scripts" / "slurm" / "fleet-acceptance.sbatch"
+CLUSTER = Path(__file__).with_name("slurm_cluster.sh")
+# The second job: wc2's `wirecheck validate` dies before writing anything, and the multi-node step
+# fails on every node before rank 0 writes a line (as a failed rendezvous does). The report runs for real.
+BROKEN = """#!/usr/bin/env bash
+if [ "$SLURMD_NODENAME" = wc2 ] && [ "$1" = validate ]; then echo "wc2: validate broke" >&2; exit 3; fi
+if [ "$1 $2" = "fleet multinode" ]; then echo "multinode: the rendezvous failed" >&2; exit 2; fi
+exec "{wirecheck}" "$@"
+"""
+
+
+def _missing() -> str | None:
+    for tool in ("slurmctld", "slurmd", "sbatch", "sinfo", "scontrol", "unshare", "mount"):
+        if shutil.which(tool) is None:
+            return f"{tool} not found (Debian: apt-get install slurmd slurmctld slurm-client)"
+    if os.geteuid() != 0:
+        return "needs root: slurmd runs the tasks as root here, and /etc/hosts is replaced in a mount namespace"
+    if subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True).returncode:
+        return "unshare --mount is not permitted on this machine"
+    return None
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _write_cluster(root: Path) -> None:
+    host = socket.gethostname()
+    ctld, *slurmd = _free_ports(1 + len(NODES))
+    lines = [
+        "ClusterName=wirecheck-selftest",
+        f"SlurmctldHost={host}(127.0.0.1)",
+        f"SlurmctldPort={ctld}",
+        # Test-only: no munge daemon to run. A real cluster keeps auth/munge.
+        "AuthType=auth/none", "CredType=cred/none",
+        "SlurmUser=root", "SlurmdUser=root",
+        f"StateSaveLocation={root}/state", f"SlurmdSpoolDir={root}/spool/%n",
+        f"SlurmctldPidFile={root}/slurmctld.pid", f"SlurmdPidFile={root}/slurmd-%n.pid",
+        f"SlurmctldLogFile={root}/slurmctld.log", f"SlurmdLogFile={root}/slurmd-%n.log",
+        "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "MpiDefault=none",
+        "SchedulerType=sched/builtin", "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
+        "ReturnToService=2", "JobCompType=jobcomp/none", "AccountingStorageType=accounting_storage/none",
+        "JobAcctGatherType=jobacct_gather/none",
+        "SlurmdParameters=config_overrides",  # three nodes' CPUs on one machine's cores
+    ]
+    lines += [f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} CPUs=2 RealMemory=2000"
+              for node, port in zip(NODES, slurmd)]
+    lines.append(f"PartitionName=all Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP")
+    (root / "state").mkdir()
+    (root / "spool").mkdir()
+    (root / "slurm.conf").write_text("\n".join(lines) + "\n")
+    hosts = Path("/etc/hosts").read_text()
+    (root / "hosts").write_text(hosts.rstrip("\n") + "\n127.0.0.1 " + " ".join(NODES) + "\n")
+
+
+def _job(root: Path, name: str, wirecheck: Path) -> str:
+    """The script as an operator submits it, its results in root/name, its exit status in root/name.rc.
+    Polled every 0.2 s rather than `sbatch --wait`, which polls at growing intervals (20-30 s late here)."""
+    return (f"id=$(WIRECHECK={wirecheck} sbatch --parsable --nodes={len(NODES)} --gpus-per-node=0 --time=10 "
+            f"--job-name={name} --output={root}/{name}.out {SBATCH} {root}/{name}) || exit 1; "
+            f"while [ -n \"$(squeue -h -j $id -o %T)\" ]; do sleep 0.2; done; "
+            f"scontrol show job $id | grep -o ' ExitCode=[0-9]*' | cut -d= -f2 > {root}/{name}.rc")
+
+
+@pytest.fixture(scope="module")
+def slurm_jobs(tmp_path_factory):
+    missing = _missing()
+    if missing:
+        if os.environ.get("WIRECHECK_REQUIRE_SLURM"):
+            pytest.fail(f"WIRECHECK_REQUIRE_SLURM is set but {missing}")
+        pytest.skip(missing)
+    root = tmp_path_factory.mktemp("slurm")
+    _write_cluster(root)
+    wirecheck = Path(sys.executable).with_name("wirecheck")
+    broken = root / "wirecheck-broken"
+    broken.write_text(BROKEN.format(wirecheck=wirecheck))
+    broken.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
+    env.update(PYTHONPATH=pythonpath(), SIMULATE="h200-sxm-2", PROFILE="h200-sxm-2",
+               PYTEST_ADDOPTS=f"-p no:cacheprovider -k '{SELECTION}'")
+    jobs = " && ".join([_job(root, "passing", wirecheck), _job(root, "missing", broken)])
+    try:
+        done = subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", str(CLUSTER), str(root),
+                               *NODES, "--", "bash", "-c", jobs], env=env, cwd=root, capture_output=True, text=True,
+                              timeout=300)
+    except subprocess.TimeoutExpired as exc:
+        _stop_daemons(root)  # the cluster script was killed before its own clean-up
+        pytest.fail(f"the Slurm jobs took over {exc.timeout} s\n{_logs(root)}")
+    assert done.returncode == 0, done.stdout + done.stderr + _logs(root)
+    return root, _logs(root)
+
+
+def _logs(root: Path) -> str:
+    return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(root.glob("*.out")) + sorted(root.glob("*.log")))
+
+
+def _stop_daemons(root: Path) -> None:
+    for pid_file in root.glob("*.pid"):
+        try:
+            os.kill(int(pid_file.read_text()), 15)
+        except (OSError, ValueError):
+            pass
+
+
+def _fleet(results: Path) -> dict:
+    return json.loads((results / "fleet.json").read_text())
+
+
+def test_the_rehearsal_runs_every_step_and_exits_10(slurm_jobs):
+    root, logs = slurm_jobs
+    results = root / "passing"
+    assert (root / "passing.rc").read_text().strip() == "10", logs  # a rehearsal never reads as accepted
+    assert (results / "nodes.txt").read_text().split() == list(NODES)  # scontrol show hostnames
+    for node in NODES:  # each node validated itself, its record named by $SLURMD_NODENAME
+        run = records(results / f"{node}.jsonl")
+        assert run[0]["simulated"] and run[-1]["type"] == "end" and run[-1]["exit_status"] == 10, node
+        assert any(r.get("kind") == "collective" for r in run), node
+        assert (results / f"{node}.xml").is_file()
+    network = next(results.glob("network-*.jsonl"))
+    head = records(network)[0]
+    assert head["multinode"]["nodes"] == list(NODES), head  # torchrun joined all three through Slurm's variables
+    assert re.fullmatch(r"network-\d+\.jsonl", network.name), network.name  # named after $SLURM_JOB_ID
+    fleet = _fleet(results)
+    assert [n["node"] for n in fleet["nodes"]] == list(NODES) and all(n["ok"] for n in fleet["nodes"]), fleet
+    assert fleet["simulated"]
+    text = (results / "fleet.txt").read_text()
+    assert "SIMULATION" in text, text
+    assert (results / "fleet.html").read_text().lower().startswith("<!doctype html>")
+
+
+def test_a_node_or_a_network_step_that_leaves_no_record_fails_the_job_by_name(slurm_jobs):
+    root, logs = slurm_jobs
+    results = root / "missing"
+    assert (root / "missing.rc").read_text().strip() == "1", logs
+    assert not (results / "wc2.jsonl").exists() and not list(results.glob("network-*.jsonl"))
+    fleet = _fleet(results)
+    failed = [n["node"] for n in fleet["nodes"] if not n["ok"]]
+    assert failed == ["wc2"], fleet
+    # Without --expect-network the report would have passed a fleet whose network was never measured.
+    assert fleet["network_record"]["outcome"] == "fail", fleet["network_record"]
+    text = (results / "fleet.txt").read_text()
+    assert "wc2: [node_record] node wc2: no record wc2.jsonl" in text, text
+    assert "network run: MISSING" in text and "network: [network_record] no multi-node record in" in text, text
