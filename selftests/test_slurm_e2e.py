@@ -1,15 +1,18 @@
 """The Slurm batch script (scripts/slurm/fleet-acceptance.sbatch) under a real Slurm, as an operator
-submits it: three Slurm nodes on this host (one slurmctld, one slurmd per node), the script run
-unchanged in its rehearsal mode (SIMULATE: CPU processes and gloo for GPUs and NCCL).
+submits it: three Slurm nodes, each a host of its own on this machine (a network namespace with its
+own address and hostname, one slurmd), a controller beside them, and the script run unchanged in its
+rehearsal mode (SIMULATE: CPU processes and gloo for GPUs and NCCL).
 
 What only a real Slurm shows: srun's one task per node, $SLURMD_NODENAME naming each record,
 `scontrol show hostnames` writing nodes.txt, `wirecheck fleet multinode` taking the node count, the
-rendezvous host (the job's first node, resolved by name) and the job id from Slurm's variables, and
+rendezvous host (the job's first node, resolved by name and reached over the bridge, as gloo's
+connections between the nodes are) and the job id from Slurm's variables, and
 the job's exit status carrying the fleet report's. Two jobs on one cluster: a fleet that passes
 (exit 10: a rehearsal, never 0), and one whose node wc2 leaves no record and whose multi-node step
 leaves none either (exit 1, wc2 and the network named).
 
-Needs Debian's slurmd, slurmctld and slurm-client (.ci/run installs them), root and `unshare --mount`.
+Needs Debian's slurmd, slurmctld and slurm-client (.ci/run installs them), iproute2, root, and
+`unshare --mount --net --uts`.
 Elsewhere it skips, unless WIRECHECK_REQUIRE_SLURM is set (CI): then it fails.
 """
 
@@ -19,7 +22,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +34,8 @@ NODES = ("wc1", "wc2", "wc3")
 SELECTION = "test_busbw and all_reduce and nvswitch"
 SBATCH = PROJECT / "scripts" / "slurm" / "fleet-acceptance.sbatch"
 CLUSTER = Path(__file__).with_name("slurm_cluster.sh")
+# The cluster's own mount, network and hostname namespaces: nothing of the machine's is touched.
+UNSHARE = ["unshare", "--mount", "--net", "--uts", "--propagation", "private"]
 # The second job: wc2's `wirecheck validate` dies before writing anything, and the multi-node step
 # fails on every node before rank 0 writes a line (as a failed rendezvous does). The report runs for real.
 BROKEN = """#!/usr/bin/env bash
@@ -42,33 +46,23 @@ exec "{wirecheck}" "$@"
 
 
 def _missing() -> str | None:
-    for tool in ("slurmctld", "slurmd", "sbatch", "sinfo", "scontrol", "unshare", "mount"):
+    for tool in ("slurmctld", "slurmd", "sbatch", "sinfo", "scontrol", "unshare", "nsenter", "mount", "ip"):
         if shutil.which(tool) is None:
             return f"{tool} not found (Debian: apt-get install slurmd slurmctld slurm-client)"
     if os.geteuid() != 0:
         return "needs root: slurmd runs the tasks as root here, and /etc/hosts is replaced in a mount namespace"
-    if subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True).returncode:
-        return "unshare --mount is not permitted on this machine"
+    if subprocess.run(UNSHARE + ["true"], capture_output=True).returncode:
+        return f"`{' '.join(UNSHARE)}` is not permitted on this machine"
     return None
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def _write_cluster(root: Path) -> None:
-    host = socket.gethostname()
-    ctld, *slurmd = _free_ports(1 + len(NODES))
+    """slurm.conf, the hosts file and the node list for slurm_cluster.sh. Every address is inside the
+    network namespaces the test makes; each host has its own stack, so Slurm's default ports do."""
+    addresses = {node: f"10.77.0.{11 + k}" for k, node in enumerate(NODES)}
     lines = [
         "ClusterName=wirecheck-selftest",
-        f"SlurmctldHost={host}(127.0.0.1)",
-        f"SlurmctldPort={ctld}",
+        "SlurmctldHost=wc-ctl(10.77.0.1)",
         # Test-only: no munge daemon to run. A real cluster keeps auth/munge.
         "AuthType=auth/none", "CredType=cred/none",
         "SlurmUser=root", "SlurmdUser=root",
@@ -81,14 +75,15 @@ def _write_cluster(root: Path) -> None:
         "JobAcctGatherType=jobacct_gather/none",
         "SlurmdParameters=config_overrides",  # three nodes' CPUs on one machine's cores
     ]
-    lines += [f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} CPUs=2 RealMemory=2000"
-              for node, port in zip(NODES, slurmd)]
+    lines += [f"NodeName={node} NodeHostname={node} NodeAddr={address} CPUs=2 RealMemory=2000"
+              for node, address in addresses.items()]
     lines.append(f"PartitionName=all Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP")
     (root / "state").mkdir()
     (root / "spool").mkdir()
     (root / "slurm.conf").write_text("\n".join(lines) + "\n")
-    hosts = Path("/etc/hosts").read_text()
-    (root / "hosts").write_text(hosts.rstrip("\n") + "\n127.0.0.1 " + " ".join(NODES) + "\n")
+    hosts = ["127.0.0.1 localhost", "10.77.0.1 wc-ctl", *(f"{a} {n}" for n, a in addresses.items())]
+    (root / "hosts").write_text("\n".join(hosts) + "\n")
+    (root / "nodes").write_text("".join(f"{n} {a}\n" for n, a in addresses.items()))
 
 
 def _job(root: Path, name: str, wirecheck: Path) -> str:
@@ -118,9 +113,8 @@ def slurm_jobs(tmp_path_factory):
                PYTEST_ADDOPTS=f"-p no:cacheprovider -k '{SELECTION}'")
     jobs = " && ".join([_job(root, "passing", wirecheck), _job(root, "missing", broken)])
     try:
-        done = subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", str(CLUSTER), str(root),
-                               *NODES, "--", "bash", "-c", jobs], env=env, cwd=root, capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run([*UNSHARE, "bash", str(CLUSTER), str(root), "--", "bash", "-c", jobs], env=env,
+                              cwd=root, capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired as exc:
         _stop_daemons(root)  # the cluster script was killed before its own clean-up
         pytest.fail(f"the Slurm jobs took over {exc.timeout} s\n{_logs(root)}")
