@@ -9,8 +9,9 @@ strategy and wire, NIC line rate) against the other nodes' median (the fleet rul
 clears its own floors.
 
 Exit codes: 0 every node passed (hardware); 1 a node failed, is missing or cut short, or a
-multi-node run failed (or, with --expect-network, left no record); 2 bad input (no such directory, a file that is not a wirecheck record, a
-malformed thresholds or node list file); 10 everything passed but the records are a simulation.
+multi-node run failed (or, with --expect-network, left no record); 2 bad input (no such directory,
+a file that is not a wirecheck record, a malformed thresholds or node list file); 10 everything
+passed but the records are a simulation.
 """
 
 from __future__ import annotations
