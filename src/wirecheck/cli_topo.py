@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from wirecheck import nvml
+from wirecheck import nvml, visible
 from wirecheck.paths import suite_paths
 from wirecheck.placement import enumerate_placements, pinning_advice
 from wirecheck.topo_text import DEFAULT_SIMULATION, load_recorded
@@ -32,7 +32,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def _topology(simulate: str | None) -> Topology:
     if simulate:
         return load_recorded(simulate, suite_paths().topologies)
-    return nvml.read_topology()
+    # The GPUs this process may use, as `wirecheck validate` sees them (placement ids match).
+    return visible.from_environment(nvml.read_topology())
 
 
 def topo_json(topo: Topology) -> dict:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from wirecheck import collectives, crosscheck
+from wirecheck import collectives, crosscheck, visible
 from wirecheck.curve import SWEEP_NAMES, SweepSpec, parse_sweep
 from wirecheck.launcher import WorkerError, WorkerGroup
 from wirecheck.nccl_tests_output import Run, parse
@@ -244,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         thresholds = load_thresholds(args.thresholds or suite_paths().thresholds)
         settings = thresholds.collective_settings(simulated=False)
         spec = _sweep(settings, args.sizes)
-        placements = select_placements(enumerate_placements(nvml.read_topology()), args.placement)
+        placements = select_placements(enumerate_placements(visible.from_environment(nvml.read_topology())),
+                                       args.placement)
     except (ValueError, ThresholdsError, nvml.NvmlUnavailable, OSError) as exc:
         print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
         return 2

@@ -9,7 +9,7 @@ thresholds lookup, tests) reads only this model.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 # Fabric classes. "bridged" = NVLink only inside small groups (H200 NVL quads, A100 pairs).
@@ -126,6 +126,19 @@ class Topology:
     def nv_between(self, a: int, b: int) -> int:
         """NV# between the GPUs with indices a and b."""
         return self.nvlinks[self.position(a)][self.position(b)]
+
+    def only(self, indices: tuple[int, ...], why: str) -> "Topology":
+        """The same node seen through a subset of its GPUs (indices, NVML's numbering): the matrix and
+        paths keep the pairs among them; NV# counts stay what the whole node gave (a switch link is a
+        switch link whoever else is visible). `why` is added to the source, e.g. the environment."""
+        keep = sorted(self.position(i) for i in indices)
+        return replace(
+            self,
+            gpus=tuple(self.gpus[p] for p in keep),
+            nvlinks=tuple(tuple(self.nvlinks[a][b] for b in keep) for a in keep),
+            pcie_paths=tuple(tuple(self.pcie_paths[a][b] for b in keep) for a in keep) if self.pcie_paths else (),
+            source=f"{self.source} ({why})",
+        )
 
     @property
     def index_groups(self) -> tuple[tuple[int, ...], ...]:
