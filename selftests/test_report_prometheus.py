@@ -38,7 +38,7 @@ def test_parses_and_carries_the_runs_figures(device_text):
     fams = families(device_text)
     assert {"wirecheck_run_info", "wirecheck_run_simulated", "wirecheck_run_timestamp_seconds", "wirecheck_verdicts",
             "wirecheck_busbw_bytes_per_second", "wirecheck_training_tokens_per_second",
-            "wirecheck_training_peak_allocated_bytes", "wirecheck_error_counter_growth"} <= set(fams)
+            "wirecheck_training_peak_allocated_bytes", "wirecheck_link_error_growth"} <= set(fams)
     for fam in fams.values():
         assert fam.type == "gauge" and fam.documentation, fam.name
     assert [s.value for s in fams["wirecheck_run_simulated"].samples] == [0]

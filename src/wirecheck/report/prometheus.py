@@ -121,7 +121,7 @@ def families(view: RunView) -> list[Family]:
         for transport, n in sorted(per_transport.items()):
             nccl.add(n, placement=placement, transport=transport)
 
-    growth = Family("wirecheck_error_counter_growth", "Growth of an NVLink/PCIe error counter over the run, per GPU")
+    growth = Family("wirecheck_link_error_growth", "Growth of an NVLink/PCIe error count over the run, per GPU (label counter: which one)")
     for v in view.counters:
         for d in (v.get("inputs") or {}).get("deltas") or []:
             growth.add(d.get("grew_by"), gpu=str(v.get("where", "")).removeprefix("GPU"), counter=d.get("counter"))
