@@ -39,13 +39,32 @@ def test_needed_only_where_python_cannot_keep_bytecode(site, tmp_path):
     assert bytecode.needs_cache("fakepkg", {**dont_write, bytecode.CACHE_ENV: "off"}) is None  # the operator's off switch
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only folders")
+READ_ONLY_CHECK = """
+import sys
+from wirecheck import bytecode
+print(bytecode.needs_cache("fakepkg", {"PYTHONPATH": sys.argv[1]}))
+"""
+
+
 def test_needed_where_site_packages_are_read_only(site, tmp_path):
-    os.chmod(site / "fakepkg", 0o555)
-    try:
-        assert "read-only" in bytecode.needs_cache("fakepkg", _env(site, tmp_path))
-    finally:
-        os.chmod(site / "fakepkg", 0o755)
+    if os.geteuid() != 0:
+        os.chmod(site / "fakepkg", 0o555)
+        try:
+            assert "read-only" in bytecode.needs_cache("fakepkg", _env(site, tmp_path))
+        finally:
+            os.chmod(site / "fakepkg", 0o755)
+        return
+    # Root writes through a folder's mode bits, so the package is mounted read-only instead (as a
+    # shared module tree is), in a mount namespace of the check's own.
+    pkg = site / "fakepkg"
+    script = (f'mount --bind "{pkg}" "{pkg}" && mount -o remount,bind,ro "{pkg}" && '
+              f'exec "{sys.executable}" -c \'{READ_ONLY_CHECK}\' "{site}"')
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                          env=_env(site, tmp_path), capture_output=True, text=True, timeout=120)
+    if done.returncode and "unshare" in done.stderr and "Operation not permitted" in done.stderr:
+        pytest.skip("root, and no mount namespace to make a read-only folder in")
+    assert done.returncode == 0, done.stderr
+    assert f"fakepkg has no .pyc and {pkg} is read-only" in done.stdout, done.stdout
 
 
 def _import_in_worker(env) -> subprocess.CompletedProcess:
