@@ -1,7 +1,7 @@
 """CUDA_VISIBLE_DEVICES, honoured: the GPUs of the node a run may use.
 
-NVML sees every GPU of the node whatever CUDA_VISIBLE_DEVICES says, and the workers set it per
-placement. Without this, a run given 4 GPUs of 8 (a Slurm job on a shared node without device
+NVML sees every GPU of the node whatever CUDA_VISIBLE_DEVICES says (vLLM met the same mismatch,
+vllm-project/vllm#4233), and the workers set it per placement. Without this, a run given 4 GPUs of 8 (a Slurm job on a shared node without device
 cgroups, or `CUDA_VISIBLE_DEVICES=2,3 pytest` while debugging) would measure all 8, other jobs'
 GPUs included. So a set CUDA_VISIBLE_DEVICES narrows the node's topology to the GPUs it names,
 before placements are made; every id and record then says which GPUs ran.
