@@ -205,7 +205,7 @@ def test_expect_network_fails_a_fleet_whose_multinode_step_left_no_record(tmp_pa
     code, out, _ = run(capsys, d, "--expect", 6, "--expect-network", "--json", tmp_path / "fleet.json", "--html", page)
     assert code == 1, out
     assert "network run: MISSING" in out and "network: [network_record] no multi-node record in" in out
-    assert "multinode.log under Slurm" in out and "FAILED: 0 of 6 node(s) failed; 1 failed network verdict(s)" in out
+    assert "multinode-<node>.log under Slurm" in out and "FAILED: 0 of 6 node(s) failed; 1 failed network verdict(s)" in out
     data = json.loads((tmp_path / "fleet.json").read_text())
     assert data["network_record"]["outcome"] == "fail" and data["exit_status"] == 1
     assert "no multi-node record" in page.read_text() and "FAILED" in page.read_text()

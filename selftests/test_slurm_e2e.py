@@ -148,6 +148,9 @@ def test_the_rehearsal_runs_every_step_and_exits_10(slurm_jobs):
         assert run[0]["simulated"] and run[-1]["type"] == "end" and run[-1]["exit_status"] == 10, node
         assert any(r.get("kind") == "collective" for r in run), node
         assert (results / f"{node}.xml").is_file()
+        log = (results / f"validate-{node}.log").read_text()  # srun --output=validate-%N.log
+        assert "no GPU was validated; no failures, exit 10" in log, log
+        assert "wirecheck fleet multinode: " in (results / f"multinode-{node}.log").read_text()
     network = next(results.glob("network-*.jsonl"))
     head = records(network)[0]
     assert head["multinode"]["nodes"] == list(NODES), head  # torchrun joined all three through Slurm's variables
@@ -165,6 +168,7 @@ def test_a_node_or_a_network_step_that_leaves_no_record_fails_the_job_by_name(sl
     results = root / "missing"
     assert (root / "missing.rc").read_text().strip() == "1", logs
     assert not (results / "wc2.jsonl").exists() and not list(results.glob("network-*.jsonl"))
+    assert "wc2: validate broke" in (results / "validate-wc2.log").read_text()  # stderr is in the node's log
     fleet = _fleet(results)
     failed = [n["node"] for n in fleet["nodes"] if not n["ok"]]
     assert failed == ["wc2"], fleet

@@ -40,7 +40,7 @@ def network_record(thresholds, *, directory: str, found: int) -> Verdict:
         return Verdict("", what, "network", FAIL,
                        f"no multi-node record in {directory}: the multi-node step wrote none (it did not start, its "
                        "rendezvous failed, or rank 0 died before its first line); see that step's log "
-                       "(multinode.log under Slurm), fix it and run the step again")
+                       "(multinode-<node>.log under Slurm), fix it and run the step again")
     return Verdict("", what, "network", PASS, f"{found} multi-node record(s) in {directory}", measured=found)
 
 
