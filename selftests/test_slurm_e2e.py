@@ -46,9 +46,12 @@ exec "{wirecheck}" "$@"
 
 
 def _missing() -> str | None:
-    for tool in ("slurmctld", "slurmd", "sbatch", "sinfo", "scontrol", "unshare", "nsenter", "mount", "ip"):
+    packages = {"slurmctld": "slurmctld", "slurmd": "slurmd", "sbatch": "slurm-client", "sinfo": "slurm-client",
+                "scontrol": "slurm-client", "unshare": "util-linux", "nsenter": "util-linux", "mount": "mount",
+                "ip": "iproute2"}
+    for tool, package in packages.items():
         if shutil.which(tool) is None:
-            return f"{tool} not found (Debian: apt-get install slurmd slurmctld slurm-client)"
+            return f"{tool} not found (Debian: apt-get install {package})"
     if os.geteuid() != 0:
         return "needs root: slurmd runs the tasks as root here, and /etc/hosts is replaced in a mount namespace"
     if subprocess.run(UNSHARE + ["true"], capture_output=True).returncode:
