@@ -15,7 +15,7 @@ import yaml
 from e2e import PROJECT
 from wirecheck import checks
 from wirecheck.fleet.report import main as report
-from wirecheck.fleet.schedule import all_pairs, pair_rounds
+from wirecheck.pair_schedule import all_pairs, pair_rounds
 from wirecheck.results import Measurement, RecordFile
 from wirecheck.thresholds import load_thresholds
 

@@ -8,8 +8,8 @@ import pytest
 
 from e2e import PROJECT
 from wirecheck import checks
-from wirecheck.fleet.schedule import all_pairs, pair_key, pair_rounds
-from wirecheck.fleet.stats import below_median
+from wirecheck.pair_schedule import all_pairs, pair_key, pair_rounds
+from wirecheck.peer_stats import below_median
 from wirecheck.thresholds import load_thresholds
 
 GB = 1e9

@@ -6,7 +6,7 @@
 (`wirecheck fleet multinode` builds that command and explains a rendezvous that cannot be reached.)
 Every rank measures all_reduce, all_gather and reduce_scatter over the whole job with the suite's
 own worker function (wirecheck.collectives:measure: warm-up, timed calls, every element checked),
-then the node pairs of wirecheck.fleet.schedule on their own process groups. Rank 0 writes the
+then the node pairs of wirecheck.pair_schedule on their own process groups. Rank 0 writes the
 record (run header, measurements, verdicts, end) and judges it with the same check functions as one
 node: `busbw` and `collective_correct` under the placement class `network`, whose floor is derived
 from the slowest node's NIC line rate, and `pair_node`/`pair_link` for the pairs. Every rank exits
@@ -186,7 +186,7 @@ class Job:
 
     def pairs(self):
         """Run the pair schedule; every rank gets every rank's pair results."""
-        from wirecheck.fleet.schedule import pair_key, pair_rounds
+        from wirecheck.pair_schedule import pair_key, pair_rounds
 
         rounds = pair_rounds(self.nodes)
         groups = {}
@@ -318,7 +318,7 @@ class Judge:
 
     def pairs(self, rounds, groups, results: list) -> None:
         from wirecheck import checks, collectives
-        from wirecheck.fleet.schedule import pair_key
+        from wirecheck.pair_schedule import pair_key
         from wirecheck.placement import CLASS_NETWORK
         from wirecheck.quantity import format_bytes
 
