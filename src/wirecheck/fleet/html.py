@@ -144,10 +144,7 @@ def _table(result: FleetResult) -> str:
 
 
 def render_page(result: FleetResult) -> str:
-    failures = [(n.node, v) for n in result.nodes for v in n.failed]
-    failures += [(net.path, v) for net in result.network for v in net.failed if v.check != "pair_node"]
-    if result.network_missing:
-        failures.append(("network", result.network_record))
+    failures = result.failures
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>wirecheck fleet</title><style>",
         "body{font-family:sans-serif;margin:2em;max-width:1100px} table{border-collapse:collapse}",

@@ -90,6 +90,17 @@ class FleetResult:
         return self.network_record is not None and self.network_record.outcome == FAIL
 
     @property
+    def failures(self) -> list[tuple[str, Verdict]]:
+        """(who, verdict) for every failed verdict the report lists: nodes by name, multi-node runs by
+        record path, the missing multi-node record as "network". A pair_node failure is listed on
+        its node already."""
+        out = [(n.node, v) for n in self.nodes for v in n.failed]
+        if self.network_missing:
+            out.append(("network", self.network_record))
+        out += [(net.path, v) for net in self.network for v in net.failed if v.check != "pair_node"]
+        return out
+
+    @property
     def ok(self) -> bool:
         return (all(n.ok for n in self.nodes) and not self.missing_unnamed and not self.network_missing
                 and all(not r.failed and r.complete for r in self.network))

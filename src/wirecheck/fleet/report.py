@@ -77,11 +77,7 @@ def render(result: FleetResult, quiet: bool = False) -> str:
     lines += _network_lines(result)
     if result.network_missing:
         lines.append("network run: MISSING")
-    fails = [(n.node, v) for n in result.nodes for v in n.failed]
-    if result.network_missing:
-        fails.append(("network", result.network_record))
-    fails += [(Path(net.path).name, v) for net in result.network for v in net.failed
-              if v.check not in ("pair_node",)]
+    fails = [(Path(who).name, v) for who, v in result.failures]  # a multi-node run by its file name
     if fails:
         lines.append("")
         lines.append("failures:")
