@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from wirecheck.launcher import WorkerGroup
+from wirecheck.workers.launcher import WorkerGroup
 from wirecheck.training import host
 from wirecheck.training.manual_gc import ManualGC
 

@@ -15,8 +15,9 @@ import pytest
 import yaml
 
 from e2e import PROJECT, make_project, run_suite
-from wirecheck import checks, network
-from wirecheck.thresholds import load_thresholds
+from wirecheck import checks
+from wirecheck.node import network
+from wirecheck.thresholds.file import load_thresholds
 
 TOPOLOGIES = PROJECT / "fixtures" / "topologies"
 

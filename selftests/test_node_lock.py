@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from wirecheck.node_lock import NodeBusy, NodeLock, parse_wait, read_holder
+from wirecheck.workers.node_lock import NodeBusy, NodeLock, parse_wait, read_holder
 
 HOLD = """
 import sys, time
-from wirecheck.node_lock import NodeLock
+from wirecheck.workers.node_lock import NodeLock
 lock = NodeLock(sys.argv[1]).acquire(0, command=["pytest", "--profile", "h200-sxm-8", "(nightly)"])
 print("held", flush=True)
 time.sleep(float(sys.argv[2]))

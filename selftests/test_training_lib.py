@@ -18,8 +18,8 @@ import time
 import pytest
 import torch
 
-from wirecheck.launcher import WorkerCallError, WorkerGroup
-from wirecheck.memory_model import STRATEGIES, predict
+from wirecheck.workers.launcher import WorkerCallError, WorkerGroup
+from wirecheck.training.memory_model import STRATEGIES, predict
 from wirecheck.training import GPT, local_batch, param_count, shape_for_params
 from wirecheck.training.runner import load_hook, run_strategy
 from wirecheck.training.strategies import resolve_settings

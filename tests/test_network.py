@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from wirecheck import checks, network
+from wirecheck import checks
+from wirecheck.node import network
 from wirecheck.checks.network import NetworkWarning
-from wirecheck.results import Measurement
+from wirecheck.records.file import Measurement
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The node's NICs: ports up, one rate, the expected count, and each GPU near a NIC.
 
-Inputs are the port dicts of wirecheck.network (`ports_as_data`) and topo -m path codes, so a
+Inputs are the port dicts of wirecheck.node.network (`ports_as_data`) and topo -m path codes, so a
 recorded run is judged again unchanged. A GPU far from every NIC is a warning, not a failure: the
 node works, its multi-node traffic only crosses the CPU (the verdict passes and says so, with
 details["warning"]; the test turns it into a pytest warning).
@@ -9,9 +9,9 @@ details["warning"]; the test turns it into a pytest warning).
 from __future__ import annotations
 
 from wirecheck.checks import check
-from wirecheck.network import RDMA_KINDS, nearest_nic
-from wirecheck.topology import PCIE_LEVELS
-from wirecheck.verdict import PASS, Verdict, cite, expect, no_problems, skip
+from wirecheck.node.network import RDMA_KINDS, nearest_nic
+from wirecheck.node.topology import PCIE_LEVELS
+from wirecheck.core.verdict import PASS, Verdict, cite, expect, no_problems, skip
 
 
 class NetworkWarning(UserWarning):

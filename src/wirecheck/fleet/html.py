@@ -15,7 +15,7 @@ import io
 import statistics
 
 from wirecheck.fleet.judging import FleetResult, named_by_fleet_rule, named_by_pairs, slow_links
-from wirecheck.verdict import FAIL, SKIP
+from wirecheck.core.verdict import FAIL, SKIP
 
 MAX_FIGURE_PLOTS = 12
 RED, GREY, BLUE = "#c62828", "#9e9e9e", "#1565c0"

@@ -13,10 +13,11 @@ import json
 import sys
 from pathlib import Path
 
-from wirecheck import checks, network
-from wirecheck.paths import suite_paths
-from wirecheck.thresholds import ThresholdsError, load_thresholds
-from wirecheck.verdict import FAIL
+from wirecheck import checks
+from wirecheck.node import network
+from wirecheck.core.paths import suite_paths
+from wirecheck.thresholds.file import ThresholdsError, load_thresholds
+from wirecheck.core.verdict import FAIL
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 def inventory(args) -> dict:
     ports = network.ports_as_data(network.read_ports(args.sysfs_root))
     if args.simulate:
-        from wirecheck.topo_text import load_recorded
+        from wirecheck.node.topo_text import load_recorded
 
         topo = load_recorded(args.simulate, suite_paths().topologies)
         paths, source = network.recorded_nic_paths(topo.source)

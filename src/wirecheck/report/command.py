@@ -20,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from wirecheck.results import RecordFileError
+from wirecheck.records.file import RecordFileError
 
 EXIT_OK, EXIT_USAGE = 0, 2
 

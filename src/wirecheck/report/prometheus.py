@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wirecheck.report.model import RunView
-from wirecheck.verdict import OUTCOMES
+from wirecheck.core.verdict import OUTCOMES
 
 
 def _escape_label(value: object) -> str:

@@ -1,0 +1,170 @@
+"""The run's record file: JSON lines, written and flushed the moment each thing exists.
+
+A crash, a hung rank or Ctrl-C loses nothing already measured. Line types:
+- `run`: the first line: host, node, versions, simulation, thresholds file, placements;
+- `measurement`: raw figures as the workers reported them (a collective size, a strategy run);
+- `verdict`: one checked thing (wirecheck.core.verdict.Verdict, with the inputs it was judged on);
+- `end`: the last line: complete or interrupted, test and verdict counts, wall time.
+A file without an `end` line was cut short (killed, out of disk): readers say so.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wirecheck.core.verdict import Verdict
+
+SCHEMA = 2
+
+# Environment switches that change what NCCL does; recorded with every run.
+ENV_SWITCHES = (
+    "NCCL_P2P_DISABLE",
+    "NCCL_SHM_DISABLE",
+    "NCCL_NVLS_ENABLE",
+    "NCCL_IB_DISABLE",
+    "NCCL_ALGO",
+    "NCCL_PROTO",
+    "NCCL_MIN_NCHANNELS",
+    "NCCL_MAX_NCHANNELS",
+    "NCCL_NET_GDR_LEVEL",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "NVSHMEM_DISABLE_NVLS",
+    "CUDA_VISIBLE_DEVICES",
+)
+
+
+def env_switches(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The NCCL-relevant environment as a worker of a placement sees it."""
+    env = {k: os.environ[k] for k in ENV_SWITCHES if k in os.environ}
+    env.update(extra or {})
+    return env
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class Measurement:
+    """Raw figures of one measurement (not a verdict): what, where, the value and everything behind it."""
+
+    kind: str  # "collective", "strategy", ...
+    placement: str | None
+    what: str  # e.g. "all_reduce at 1 GiB"
+    value: Any = None
+    unit: str | None = None
+    details: dict = field(default_factory=dict)
+    time: str = field(default_factory=now)
+
+
+class RecordFileError(ValueError):
+    """A record file that cannot be written or read."""
+
+
+class RecordFile:
+    """Append-only JSON-lines file: one `run` line, then measurements and verdicts, then `end`."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8")
+        except OSError as exc:
+            raise RecordFileError(f"cannot write the record file {self.path}: {exc.strerror or exc}") from None
+
+    def write(self, obj: dict) -> None:
+        self._fh.write(json.dumps(obj, default=_jsonable) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def header(self, provenance: dict) -> None:
+        self.write({"type": "run", "schema": SCHEMA, "host": platform.node(), "started": now(), **provenance})
+
+    def measurement(self, m: Measurement) -> None:
+        self.write({"type": "measurement", **asdict(m)})
+
+    def verdict(self, v: Verdict, test: str | None = None) -> None:
+        self.write({"type": "verdict", "test": test, "time": now(), **v.as_record()})
+
+    def end(self, summary: dict) -> None:
+        self.write({"type": "end", "finished": now(), **summary})
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+
+
+@dataclass
+class RunRecord:
+    """A record file read back."""
+
+    path: Path
+    run: dict
+    measurements: list[dict]
+    verdicts: list[dict]
+    end: dict | None  # None: the run was cut short before it could write its end
+    earlier_runs: int = 0  # runs before this one in the same file (runs append)
+
+    @property
+    def simulated(self) -> bool:
+        return bool(self.run.get("simulated"))
+
+    @property
+    def complete(self) -> bool:
+        return self.end is not None and self.end.get("status") == "complete"
+
+
+def read_run(path: str | Path) -> RunRecord:
+    """Read the last run of a record file.
+
+    Runs append (a second nightly run of a day into the same file keeps the first): the file is
+    read as runs, each from its `run` header on, and the last one is returned with the number of
+    earlier ones. A torn line (killed mid-write) is dropped where it ends a run; anything else
+    that is not a record raises RecordFileError naming the file and line."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise RecordFileError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    objs, torn = [], None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            torn = (number, exc.msg)
+            continue
+        if torn is not None and obj.get("type") != "run":
+            raise RecordFileError(f"{path}:{torn[0]}: not JSON ({torn[1]}); is this a wirecheck record file?")
+        torn = None
+        objs.append(obj)
+    if not objs or objs[0].get("type") != "run":
+        raise RecordFileError(f"{path}: no `run` header on the first line: not a wirecheck record file "
+                              "(pytest --wirecheck-json writes them)")
+    starts = [i for i, obj in enumerate(objs) if obj.get("type") == "run"]
+    run = objs[starts[-1]]
+    if run.get("schema") != SCHEMA:
+        raise RecordFileError(f"{path}: record schema {run.get('schema')!r}; this wirecheck reads schema {SCHEMA}")
+    by_type: dict[str, list[dict]] = {"measurement": [], "verdict": [], "end": []}
+    for obj in objs[starts[-1] + 1:]:
+        by_type.setdefault(obj.get("type"), []).append(obj)
+    ends = by_type["end"]
+    return RunRecord(path, run, by_type["measurement"], by_type["verdict"], ends[-1] if ends else None,
+                     earlier_runs=len(starts) - 1)
+
+
+def _jsonable(obj: Any) -> Any:
+    if hasattr(obj, "__dataclass_fields__"):
+        return asdict(obj)
+    if isinstance(obj, (set, tuple)):
+        return list(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    return repr(obj)
