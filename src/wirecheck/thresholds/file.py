@@ -22,7 +22,6 @@ from wirecheck.workers.deadlines import DeadlineRule
 from wirecheck.node.placement import CLASSES, CLASS_NETWORK
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
 from wirecheck.measure.collectives import OPS
-from wirecheck.training.strategies import NAMES as STRATEGIES  # noqa: F401 - re-exported; the one strategies table
 from wirecheck.core.quantity import format_bw
 from wirecheck.thresholds.copy_limits import CopyBandwidth, parse_copy_bandwidth
 from wirecheck.thresholds.tables import COLLECTIVE_FLOOR_CLASSES, CountTable, Limit, _ratio_section

@@ -1,10 +1,11 @@
 """Training workload for the strategy checks: a small GPT, seeded data, one runner per strategy.
 
 Worker entry point: `wirecheck.training.runner:run_strategy` (see runner.py for the record).
-The strategies table (`wirecheck.training.strategies`) and the figures (`.figures`) import no
-torch, so the pytest process can read them; everything else is loaded on first use, and the
-strategy modules (ddp, deepspeed_zero, fsdp) only inside the worker, so importing this
-package imports neither torch, DeepSpeed nor Accelerate.
+The strategies table (`wirecheck.training.strategies`: the strategy names are its NAMES), the
+memory model and the figures (`.figures`) import no torch, so the pytest process can read them;
+everything else is loaded on first use, and the trainer modules the table names (ddp,
+deepspeed_zero, fsdp) only inside the worker, so importing this package imports neither torch,
+DeepSpeed nor Accelerate.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ _LAZY = {
     "shape_for_params": "wirecheck.training.shape",
     "local_batch": "wirecheck.training.data",
     "run_strategy": "wirecheck.training.runner",
-    "STRATEGIES": "wirecheck.training.runner",  # the names, in table order
 }
 
 __all__ = sorted(_LAZY)

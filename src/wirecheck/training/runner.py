@@ -6,8 +6,9 @@ process-global state, so a strategy never shares processes with another):
     WorkerGroup(label, world_size, backend, join_process_group=False).run(
         "wirecheck.training.runner:run_strategy", kwargs, timeout_s, what)
 
-The run: build the model (same seed on every rank), wrap it with the strategy's settings from
-the strategies table and read every setting back (training/strategies.py), warm up, time steps
+The run: build the model (same seed on every rank), wrap it with the trainer the strategy's row
+of the strategies table names (training/trainer.py), with the row's settings, and read every
+setting back (training/strategies.py), warm up, time steps
 until the median settles (training/timing.py), optionally profile a few steps, measure the
 model state, tear the strategy down, then time the same micro-batches on the unwrapped model
 alone (training/baseline.py) for the exposed-communication figure.
@@ -67,29 +68,17 @@ from wirecheck.training.manual_gc import ManualGC
 from wirecheck.training.setup_profile import SetupProfile
 from wirecheck.training.model import GPT
 from wirecheck.training.shape import GPTShape, param_count
-from wirecheck.training.strategies import NAMES, check_in_force, resolve_settings
+from wirecheck.training.strategies import check_in_force, resolve_settings
+from wirecheck.training.strategies import strategy as strategy_row
 from wirecheck.training.timing import StepClock, StopRule, time_steps
+from wirecheck.training.trainer import trainer_class
 
-STRATEGIES = NAMES
 CHECK_EVERY = 4  # steps between looks at the stop rule (each look synchronises the device)
 
 
-def _trainer(strategy: str, ctx, model, lr: float, precision: str, micro_batch: int, settings: dict):
-    if strategy == "ddp":
-        from wirecheck.training.ddp import DDPTrainer
-
-        return DDPTrainer(ctx, model, lr, precision, micro_batch, settings)
-    if strategy == "fsdp":
-        from wirecheck.training.fsdp import FSDPTrainer
-
-        return FSDPTrainer(ctx, model, lr, precision, micro_batch, settings)
-    from wirecheck.training.deepspeed_zero import DeepSpeedTrainer
-
-    return DeepSpeedTrainer(ctx, model, lr, precision, micro_batch, strategy, settings)
-
-
 def _ensure_process_group(ctx) -> None:
-    """torch-native strategies join the group themselves when the launcher did not."""
+    """A trainer whose library does not join the group (torch's own) gets it joined here when the
+    launcher did not."""
     if dist.is_initialized():
         return
     kwargs = {"backend": ctx.backend, "rank": ctx.rank, "world_size": ctx.world_size}
@@ -136,8 +125,7 @@ def _slowest_rank(device: torch.device):
 
 
 def _validate(strategy, precision, warmup_steps, steps, micro_batch, max_steps):
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy {strategy!r}: expected one of {STRATEGIES}")
+    strategy_row(strategy)  # a name the table does not have: ValueError naming the known ones
     check_precision(precision)
     if steps < 1 or warmup_steps < 0 or micro_batch < 1:
         raise ValueError(f"need steps >= 1, warmup_steps >= 0, micro_batch >= 1 "
@@ -146,7 +134,7 @@ def _validate(strategy, precision, warmup_steps, steps, micro_batch, max_steps):
         raise ValueError(f"max_steps ({max_steps}) must be >= steps ({steps})")
 
 
-def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, lr, grad_hook, settings,
+def _train(ctx, strategy, trainer_cls, s, micro_batch, warmup_steps, rule, seed, precision, lr, grad_hook, settings,
            local_baseline, profile_steps, gc_freq, setup_profile):
     device = ctx.device
     phases = {}
@@ -164,7 +152,7 @@ def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, l
     manual_gc = ManualGC(gc_freq)
     t_wrap = time.perf_counter()
     with SetupProfile(setup_profile) as wrap_profile:
-        trainer = _trainer(strategy, ctx, model, lr, precision, micro_batch, settings)
+        trainer = trainer_cls(ctx, strategy_row(strategy), model, lr, precision, micro_batch, settings)
         _sync(device)
     phases["wrap"] = time.perf_counter() - t_wrap
     del model  # the trainer holds the (wrapped) model
@@ -270,12 +258,7 @@ def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, l
         record["profile"] = profile
     if setup_profile:
         record["setup_profile"] = wrap_profile.top
-    if strategy.startswith("zero"):
-        import accelerate
-        import deepspeed
-
-        record["deepspeed_version"] = deepspeed.__version__
-        record["accelerate_version"] = accelerate.__version__
+    record.update(trainer_cls.library_versions())
 
     record["exposed_comm_s"] = record["exposed_comm_fraction"] = None
     if local_baseline:
@@ -332,12 +315,13 @@ def run_strategy(
     rule = StopRule(steps, max_steps, ci_confidence, ci_max_halfwidth)
     if ctx.device.type == "cuda":
         torch.cuda.set_device(ctx.device)  # before NCCL or FSDP's device mesh pick a device
+    trainer_cls = trainer_class(strategy_row(strategy))
     owns_group = not dist.is_initialized()
-    if strategy in ("ddp", "fsdp"):
+    if not trainer_cls.joins_process_group:
         _ensure_process_group(ctx)
     finished = False
     try:
-        record = _train(ctx, strategy, GPTShape.of(shape), micro_batch, warmup_steps, rule, seed, precision, lr,
+        record = _train(ctx, strategy, trainer_cls, GPTShape.of(shape), micro_batch, warmup_steps, rule, seed, precision, lr,
                         grad_hook, asked, local_baseline, profile_steps, gc_freq, setup_profile)
         finished = True
         return record
