@@ -20,6 +20,8 @@ from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.node.placement import COLLECTIVE_CLASSES
 from wirecheck.records.file import Measurement
 
+pytestmark = pytest.mark.stage("measure", order=3)
+
 PROBE_WORKER = "wirecheck.nccl.path:probe"
 
 
