@@ -14,16 +14,16 @@ from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from wirecheck.node.placement import CLASSES, CLASS_NETWORK, CLASS_PAIR
+from wirecheck.node.placement import CLASSES, TRAINING_CLASSES
 from wirecheck.core.precision import NAMES as PRECISIONS
 from wirecheck.core.precision import why_unsupported
-from wirecheck.thresholds.tables import ANY, COLLECTIVE_FLOOR_CLASSES, CountTable, Limit, _ratio_section
+from wirecheck.thresholds.tables import ANY, CountTable, Limit, _ratio_section
 from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
 from wirecheck.training import strategies
 
-# Training runs on placements, not on per-pair link checks, and not across nodes (yet).
-THROUGHPUT_FLOOR_CLASSES = tuple(c for c in COLLECTIVE_FLOOR_CLASSES if c not in (CLASS_PAIR, CLASS_NETWORK))
+# The classes training runs on (the placement table's `training`): each needs a throughput-floor section.
+THROUGHPUT_FLOOR_CLASSES = TRAINING_CLASSES
 
 
 @dataclass(frozen=True)
