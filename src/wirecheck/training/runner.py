@@ -43,7 +43,8 @@ What the record holds and how it is measured:
 - local_step_time_median_s, exposed_comm_s (= step median - local median; None with
   local_skipped when the unwrapped model does not fit), exposed_comm_fraction (of the step).
 - phase_s: wall seconds of setup (of which build: the model on the device, wrap: the
-  strategy's construction), warm-up, timed steps, profile, state pass, local baseline.
+  strategy's construction, its trainer module's import included), warm-up, timed steps, profile,
+  state pass, local baseline.
 - setup_profile (setup_profile > 0): the wrapping's slowest functions by cumulative time.
 - profile (profile_steps > 0): the device timeline of a few steps (training/profile.py).
 """
@@ -134,8 +135,8 @@ def _validate(strategy, precision, warmup_steps, steps, micro_batch, max_steps):
         raise ValueError(f"max_steps ({max_steps}) must be >= steps ({steps})")
 
 
-def _train(ctx, strategy, trainer_cls, s, micro_batch, warmup_steps, rule, seed, precision, lr, grad_hook, settings,
-           local_baseline, profile_steps, gc_freq, setup_profile):
+def _train(ctx, strategy, trainer_cls, import_s, s, micro_batch, warmup_steps, rule, seed, precision, lr, grad_hook,
+           settings, local_baseline, profile_steps, gc_freq, setup_profile):
     device = ctx.device
     phases = {}
     t0 = time.perf_counter()
@@ -154,7 +155,7 @@ def _train(ctx, strategy, trainer_cls, s, micro_batch, warmup_steps, rule, seed,
     with SetupProfile(setup_profile) as wrap_profile:
         trainer = trainer_cls(ctx, strategy_row(strategy), model, lr, precision, micro_batch, settings)
         _sync(device)
-    phases["wrap"] = time.perf_counter() - t_wrap
+    phases["wrap"] = time.perf_counter() - t_wrap + import_s
     del model  # the trainer holds the (wrapped) model
     try:
         in_force = trainer.in_force()
@@ -178,7 +179,7 @@ def _train(ctx, strategy, trainer_cls, s, micro_batch, warmup_steps, rule, seed,
             losses.append(loss.detach().float().reshape(1))  # no host sync inside the loop
 
         _sync(device)
-        phases["setup"] = time.perf_counter() - t0
+        phases["setup"] = time.perf_counter() - t0 + import_s
         t0 = time.perf_counter()
         manual_gc.start()
         for i in range(warmup_steps):
@@ -315,14 +316,18 @@ def run_strategy(
     rule = StopRule(steps, max_steps, ci_confidence, ci_max_halfwidth)
     if ctx.device.type == "cuda":
         torch.cuda.set_device(ctx.device)  # before NCCL or FSDP's device mesh pick a device
+    # The trainer's class says whether its library joins the process group, so it is imported before
+    # the group is joined; its import time still counts as part of wrapping (set-up), as it always did.
+    t_import = time.perf_counter()
     trainer_cls = trainer_class(strategy_row(strategy))
+    import_s = time.perf_counter() - t_import
     owns_group = not dist.is_initialized()
     if not trainer_cls.joins_process_group:
         _ensure_process_group(ctx)
     finished = False
     try:
-        record = _train(ctx, strategy, trainer_cls, GPTShape.of(shape), micro_batch, warmup_steps, rule, seed, precision, lr,
-                        grad_hook, asked, local_baseline, profile_steps, gc_freq, setup_profile)
+        record = _train(ctx, strategy, trainer_cls, import_s, GPTShape.of(shape), micro_batch, warmup_steps, rule, seed,
+                        precision, lr, grad_hook, asked, local_baseline, profile_steps, gc_freq, setup_profile)
         finished = True
         return record
     finally:
