@@ -51,6 +51,7 @@ from wirecheck.checks import (  # noqa: E402,F401
     collectives,
     copy_bandwidth,
     fleet,
+    gpu_health,
     health,
     inventory,
     latency,
