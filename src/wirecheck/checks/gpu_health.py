@@ -28,9 +28,9 @@ BITWISE = ("exact: a bf16 GEMM repeated on one H200 gave bitwise-identical resul
 ADVICE = {
     "hbm": "HBM slow: reseat or replace the GPU; compare `nvidia-smi -q -d CLOCK,PERFORMANCE` with its peers "
            "(memory clock held down?) and check `nvidia-smi -q -d ECC,ROW_REMAPPER`",
-    "gemm": "compute slow: check `nvidia-smi -q -d CLOCK,PERFORMANCE,POWER` (clocks held, power limit lowered, "
+    "gemm": "Compute slow: check `nvidia-smi -q -d CLOCK,PERFORMANCE,POWER` (clocks held, power limit lowered, "
             "another process?), then reseat or replace the GPU",
-    "sustained": "cannot hold its throughput under load: check its cooling (fans, airflow, inlet temperature) and "
+    "sustained": "Cannot hold its throughput under load: check its cooling (fans, airflow, inlet temperature) and "
                  "power delivery; `nvidia-smi -q -d PERFORMANCE` shows which limit held it",
 }
 
@@ -359,6 +359,10 @@ def no_xid(thresholds, *, events: list, watched: list, unwatched: dict, error: s
                    measured=[], source=rule.source, yaml_path=rule.yaml_path)
 
 
+def _rows(rows: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in rows.items())
+
+
 def _grew(before: Any, after: Any) -> int | None:
     if isinstance(before, dict) or isinstance(after, dict):  # {"unsupported": reason}
         return None
@@ -392,11 +396,12 @@ def ecc_row_remap_growth(thresholds, *, gpu: int, bus_id: str | None, before: di
         grew = sum(rows_after[k] - rows_before[k] for k in ("correctable", "uncorrectable"))
         measured["remapped_rows"] = grew
         if grew > limits.remapped_rows:
-            problems.append(f"remapped rows grew by {grew} ({rows_before} -> {rows_after}; allowed {limits.remapped_rows})")
+            problems.append(f"remapped rows grew by {grew} ({_rows(rows_before)} -> {_rows(rows_after)}; "
+                            f"allowed {limits.remapped_rows})")
         if rows_after["pending"]:
-            problems.append(f"a row remap is pending ({rows_after}): reset the GPU before use (`nvidia-smi -r`)")
+            problems.append(f"a row remap is pending ({_rows(rows_after)}): reset the GPU before use (`nvidia-smi -r`)")
         if rows_after["failure"]:
-            problems.append(f"row remapping FAILED ({rows_after}): the GPU needs replacing")
+            problems.append(f"row remapping FAILED ({_rows(rows_after)}): the GPU needs replacing")
     if problems:
         return no_problems(what, where, problems, measured=measured,
                            intro=f"{_loc(gpu, bus_id)}: memory errors during the run (drain the node; `nvidia-smi -q -d "

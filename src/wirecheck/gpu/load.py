@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wirecheck.core.failures import HUNG
 from wirecheck.node import nvml
 from wirecheck.node.gpu_sampling import LoadSampler, Sampling
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
@@ -123,6 +124,11 @@ class GpuLoad:
             raise ValueError(f"unknown GPU load phase {name!r}; known: {', '.join(PHASES)}")
         self._read_foreign()
         phase = Phase(name, self.run.gpus)
+        hung = next((p for p in self.phases.values() if p.failure is not None and p.failure.kind == HUNG), None)
+        if hung is not None:
+            # as the worker pool retires a hung placement: a GPU that hung once would only hang again
+            phase.error = f"not run: the {hung.name} phase hung earlier ({hung.error.splitlines()[0]})"
+            return phase
         kwargs, deadline = self._kwargs_and_deadline(name)
         sampler = None
         t0 = time.monotonic()
