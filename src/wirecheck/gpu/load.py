@@ -82,6 +82,10 @@ class GpuLoad:
 
     # -- measuring ----------------------------------------------------------------------------
 
+    def kwargs(self, name: str) -> dict:
+        """What the phase's worker function is called with (recorded with its figures)."""
+        return self._kwargs_and_deadline(name)[0]
+
     def _kwargs_and_deadline(self, name: str) -> tuple[dict, float]:
         s = self.settings
         if name == FIGURES:
