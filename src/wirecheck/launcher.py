@@ -36,6 +36,7 @@ from wirecheck import bytecode
 from wirecheck import failures as F
 from wirecheck.deadlines import Deadline
 from wirecheck.failures import GroupFailure, RankFailure
+from wirecheck.safefs import make_dirs, path_problem
 from wirecheck.worker import RankContext
 
 __all__ = [
@@ -133,22 +134,36 @@ def describe_exit(returncode: int | None) -> str:
     return f"killed by {name}{hint}"
 
 
-def _python_path(existing: str | None) -> str:
-    """The parent's import path for the workers: cwd and sys.path first, then what PYTHONPATH had.
-
-    Worker functions live in modules the parent can import (pytest puts test directories on sys.path,
-    `selftests.faulty_workers` resolves from the repository root); a fresh interpreter would not see them.
-    """
+def _import_path_entries(existing: str | None) -> list[tuple[str, str | None]]:
+    """(entry, why it is left out or None), in order, for the workers' import path."""
     entries = [os.getcwd()]
     entries += [os.path.abspath(p) if p else os.getcwd() for p in sys.path if isinstance(p, str)]
     entries += [p for p in (existing or "").split(os.pathsep) if p]
     seen: set[str] = set()
-    kept = []
+    out = []
+    root = os.geteuid() == 0
     for p in entries:
         if p not in seen and os.path.exists(p):
             seen.add(p)
-            kept.append(p)
-    return os.pathsep.join(kept)
+            # As root, a folder another user can write is code they choose (a torch.py planted in a
+            # world-writable working directory would be imported before the real one): left out.
+            out.append((p, path_problem(p) if root else None))
+    return out
+
+
+def _python_path(existing: str | None) -> str:
+    """The parent's import path for the workers: cwd and sys.path first, then what PYTHONPATH had;
+    as root, without the folders another user could write (untrusted_import_path says which).
+
+    Worker functions live in modules the parent can import (pytest puts test directories on sys.path,
+    `selftests.faulty_workers` resolves from the repository root); a fresh interpreter would not see them.
+    """
+    return os.pathsep.join(p for p, problem in _import_path_entries(existing) if problem is None)
+
+
+def untrusted_import_path() -> list[str]:
+    """The folders a run as root leaves out of its workers' import path, each with why."""
+    return [f"{p} ({problem})" for p, problem in _import_path_entries(os.environ.get("PYTHONPATH")) if problem]
 
 
 def _tail(path: str, lines: int, start: int = 0) -> str:
@@ -254,8 +269,10 @@ class WorkerGroup:
         self._dead: str | None = None
         self._seq = 0
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)[:60]
-        if log_dir is not None:
-            Path(log_dir).mkdir(parents=True, exist_ok=True)
+        if log_dir is not None:  # as root, only a folder no other user can redirect (safefs.make_dirs)
+            make_dirs(log_dir, what="the workers' log folder", fix="pass --wirecheck-json with a path in a folder "
+                      "only root can write (the logs go beside it)")
+        # mkdtemp: a new folder of this user's, 0700, that no one else can rename or fill.
         self.log_dir = tempfile.mkdtemp(prefix=f"{safe}-" if log_dir is not None else f"wirecheck-{safe}-",
                                         dir=log_dir)
         self.log_paths = [os.path.join(self.log_dir, f"rank{r}.log") for r in range(world_size)]
@@ -393,7 +410,10 @@ class WorkerGroup:
     def _spawn(self, rendezvous_timeout_s: float) -> None:
         for rank in range(self.world_size):
             parent_end, child_end = Pipe(duplex=True)
-            with open(self.log_paths[rank], "ab") as log:
+            # A new file in the group's own folder (mkdtemp), never through a link.
+            fd = os.open(self.log_paths[rank], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o644)
+            with open(fd, "ab") as log:
                 proc = subprocess.Popen(
                     [
                         sys.executable, "-m", "wirecheck.worker",

@@ -95,7 +95,7 @@ def path_problem(path: str | os.PathLike, *, sticky_ok_here: bool = False) -> st
         if here:
             return None
         if not stat.S_ISDIR(st.st_mode):
-            return f"{real} is not a directory"
+            return None  # nothing can be below a file: using the path fails, with its own error
         step = os.path.join(prefix, name)
         try:
             lst = os.lstat(step)
@@ -107,6 +107,17 @@ def path_problem(path: str | os.PathLike, *, sticky_ok_here: bool = False) -> st
             return f"{step} is a symbolic link {describe(lst)}: another user chose where it leads"
         prefix = step
     return None
+
+
+def umask() -> int:
+    """This process's umask, without changing it (Linux 4.7+ shows it in /proc)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            return next(int(line.split()[1], 8) for line in fh if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
 
 
 def is_root() -> bool:
