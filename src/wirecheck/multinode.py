@@ -98,10 +98,11 @@ def _settings(args, simulated: bool):
 
 
 def _record_path(args) -> Path:
+    from wirecheck.results import default_name
+
     if args.wirecheck_json:
         return Path(args.wirecheck_json)
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return Path(".wirecheck") / f"multinode-{stamp}.jsonl"
+    return Path(".wirecheck") / default_name("multinode")
 
 
 class Job:
@@ -232,14 +233,15 @@ def _device_name(ctx) -> str:
 class Judge:
     """Rank 0: writes the record as things happen and prints the tables and verdicts."""
 
-    def __init__(self, job: Job, path: Path):
+    def __init__(self, job: Job, path: Path, new: bool = False):
+        """`new`: `path` is a name of the run's own choosing, made exclusively (results.RecordFile)."""
         from wirecheck.results import RecordFile, RecordFileError
 
         self.job = job
         try:
-            self.file = RecordFile(path)
+            self.file = RecordFile(path, new=new)
         except RecordFileError as exc:
-            raise UsageError(f"--wirecheck-json: {exc}; pass a writable path") from None
+            raise UsageError(f"--wirecheck-json: {exc}") from None
         self.counts = {"pass": 0, "fail": 0, "skip": 0}
         self.broken: list[str] = []
 
@@ -402,7 +404,7 @@ def run(args) -> int:
     judge, problem = None, None
     if job.rank == 0:
         try:
-            judge = Judge(job, _record_path(args))
+            judge = Judge(job, _record_path(args), new=not args.wirecheck_json)
         except UsageError as exc:
             problem = str(exc)
     box = [problem]

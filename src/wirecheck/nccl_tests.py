@@ -17,7 +17,6 @@ error. The ratios are reported, not judged: the suite's own checks judge the nod
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import os
 import subprocess
 import sys
@@ -30,7 +29,8 @@ from wirecheck.curve import SWEEP_NAMES, SweepSpec, parse_sweep
 from wirecheck.launcher import WorkerError, WorkerGroup
 from wirecheck.nccl_tests_output import Run, parse
 from wirecheck.placement import CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements
-from wirecheck.results import Measurement, RecordFile, env_switches
+from wirecheck.results import Measurement, RecordFile, RecordFileError, default_name, env_switches
+from wirecheck.safefs import UnsafePath, make_dirs, umask, write_atomically
 from wirecheck.thresholds import CollectiveSettings
 
 # The binary for each op (nccl-tests names all_to_all "alltoall").
@@ -129,9 +129,9 @@ def run_nccl_tests(build_dir: Path, placement: Placement, ops: Sequence[str], sp
         except subprocess.TimeoutExpired as exc:
             text = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             stderr, status, failed = "", f"no result within {timeout_s:g} s", True
-        if raw_dir is not None:
-            raw_dir.mkdir(parents=True, exist_ok=True)
-            (raw_dir / f"{placement.id}-{op}.txt").write_text(f"$ {' '.join(argv)}\n{text}")
+        if raw_dir is not None:  # replaced whole, never written through a link planted at the name
+            make_dirs(raw_dir, what="--raw-dir", fix="pass --raw-dir with a folder only root can write")
+            write_atomically(raw_dir / f"{placement.id}-{op}.txt", f"$ {' '.join(argv)}\n{text}", mode=0o644 & ~umask())
         runs = parse(text)
         if not runs or failed or not runs[-1].ok:
             tail = "\n".join((text + "\n" + stderr).strip().splitlines()[-8:])
@@ -152,14 +152,14 @@ def _records(outcome: Outcome, ops: Sequence[str]) -> dict[str, list[dict]]:
 def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops: Sequence[str], spec: SweepSpec,
                           settings: CollectiveSettings, out_path: Path, backend: str = "nccl",
                           binary_timeout_s: float = 300, raw_dir: Path | None = None,
-                          echo: Callable[[str], None] = print) -> int:
+                          echo: Callable[[str], None] = print, new_record: bool = False) -> int:
     """Measure, run, print and record every placement; the exit status (0 all ran and were right, 1 not)."""
     missing = [BINARIES[op] for op in ops if not os.access(build_dir / BINARIES[op], os.X_OK)]
     if missing:
         echo(f"wirecheck nccl-tests: {build_dir} has no executable {', '.join(missing)}; build nccl-tests there "
              "(make -C nccl-tests NCCL_HOME=... ) or pass its build directory")
         return 2
-    records = RecordFile(out_path)
+    records = RecordFile(out_path, new=new_record)
     records.header({"command": "wirecheck nccl-tests", "build_dir": str(build_dir), "sizes": list(spec.sizes),
                     "ops": list(ops), "placements": [p.id for p in placements], "backend": backend,
                     "iters": settings.iters, "warmup_iters": settings.warmup_iters,
@@ -249,10 +249,14 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ThresholdsError, nvml.NvmlUnavailable, OSError) as exc:
         print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
         return 2
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
-    out = args.out or Path(".wirecheck") / f"nccl-tests-{stamp}.jsonl"
-    return crosscheck_placements(args.build_dir, placements, ops, spec, settings, out,
-                                 binary_timeout_s=args.binary_timeout, raw_dir=args.raw_dir)
+    out = args.out or Path(".wirecheck") / default_name("nccl-tests")
+    try:
+        return crosscheck_placements(args.build_dir, placements, ops, spec, settings, out,
+                                     binary_timeout_s=args.binary_timeout, raw_dir=args.raw_dir,
+                                     new_record=not args.out)
+    except (RecordFileError, UnsafePath) as exc:
+        print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

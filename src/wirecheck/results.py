@@ -14,10 +14,12 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wirecheck.safefs import UnsafePath, create_new, make_dirs, open_append
 from wirecheck.verdict import Verdict
 
 SCHEMA = 2
@@ -67,16 +69,41 @@ class RecordFileError(ValueError):
     """A record file that cannot be written or read."""
 
 
-class RecordFile:
-    """Append-only JSON-lines file: one `run` line, then measurements and verdicts, then `end`."""
+def default_name(prefix: str = "results") -> str:
+    """`results-<UTC stamp>-<host>-<pid>.jsonl`: unique per host and process, so two runs started in
+    the same second (on one node, or on nodes sharing a folder) never share a record file."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    host = re.sub(r"[^A-Za-z0-9_.-]+", "_", platform.node().split(".")[0] or "host")[:60]
+    return f"{prefix}-{stamp}-{host}-{os.getpid()}.jsonl"
 
-    def __init__(self, path: str | Path):
+
+class RecordFile:
+    """Append-only JSON-lines file: one `run` line, then measurements and verdicts, then `end`.
+
+    `new=True` (a name the run chose itself): the file is created here, exclusively (O_EXCL): a
+    file or a link already at the name is refused, never appended to or followed. Otherwise (a
+    path the user named: runs may append to it), an existing file is appended to, but never
+    through a symbolic link, and only when it is a plain file with one name (safefs.open_append).
+    The folders are made with the user's umask; as root, only where no other user can redirect
+    them (safefs.make_dirs)."""
+
+    def __init__(self, path: str | Path, *, new: bool = False):
         self.path = Path(path)
+        what = "the record file"
+        fix = ("pass --wirecheck-json with a path in a folder only root can write (e.g. /var/lib/wirecheck/), or "
+               "make that folder root's and not writable by others")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "a", encoding="utf-8")
+            make_dirs(self.path.parent, what=f"{what}'s folder", fix=fix)
+            if new:
+                fd = create_new(self.path, what=what, fix="run again (it picks a new name), or pass --wirecheck-json PATH")
+            else:
+                fd = open_append(self.path, what=what)
+            self._fh = os.fdopen(fd, "a", encoding="utf-8")
+        except UnsafePath as exc:
+            raise RecordFileError(str(exc)) from None
         except OSError as exc:
-            raise RecordFileError(f"cannot write the record file {self.path}: {exc.strerror or exc}") from None
+            raise RecordFileError(f"cannot write the record file {self.path}: {exc.strerror or exc}; pass a writable "
+                                  "path") from None
 
     def write(self, obj: dict) -> None:
         self._fh.write(json.dumps(obj, default=_jsonable) + "\n")

@@ -107,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from wirecheck.report.model import load_history, load_runs
-    from wirecheck.report.prometheus import exposition, write_atomically
+    from wirecheck.report.prometheus import exposition
+    from wirecheck.safefs import write_atomically
 
     try:
         views = load_runs(args.records)
