@@ -29,7 +29,7 @@ from wirecheck.curve import SWEEP_NAMES, SweepSpec, parse_sweep
 from wirecheck.launcher import WorkerError, WorkerGroup
 from wirecheck.nccl_tests_output import Run, parse
 from wirecheck.placement import CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements
-from wirecheck.results import Measurement, RecordFile, RecordFileError, default_name, env_switches
+from wirecheck.results import Measurement, RecordFile, RecordFileError, env_switches
 from wirecheck.safefs import UnsafePath, make_dirs, umask, write_atomically
 from wirecheck.thresholds import CollectiveSettings
 
@@ -150,16 +150,16 @@ def _records(outcome: Outcome, ops: Sequence[str]) -> dict[str, list[dict]]:
 
 
 def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops: Sequence[str], spec: SweepSpec,
-                          settings: CollectiveSettings, out_path: Path, backend: str = "nccl",
+                          settings: CollectiveSettings, out_path: Path | None, backend: str = "nccl",
                           binary_timeout_s: float = 300, raw_dir: Path | None = None,
-                          echo: Callable[[str], None] = print, new_record: bool = False) -> int:
+                          echo: Callable[[str], None] = print) -> int:
     """Measure, run, print and record every placement; the exit status (0 all ran and were right, 1 not)."""
     missing = [BINARIES[op] for op in ops if not os.access(build_dir / BINARIES[op], os.X_OK)]
     if missing:
         echo(f"wirecheck nccl-tests: {build_dir} has no executable {', '.join(missing)}; build nccl-tests there "
              "(make -C nccl-tests NCCL_HOME=... ) or pass its build directory")
         return 2
-    records = RecordFile(out_path, new=new_record)
+    records = RecordFile(out_path) if out_path is not None else RecordFile.fresh(".wirecheck", "nccl-tests")
     records.header({"command": "wirecheck nccl-tests", "build_dir": str(build_dir), "sizes": list(spec.sizes),
                     "ops": list(ops), "placements": [p.id for p in placements], "backend": backend,
                     "iters": settings.iters, "warmup_iters": settings.warmup_iters,
@@ -192,7 +192,7 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
             failed = failed or bool(outcome.errors)
     finally:
         records.close()
-    echo(f"wirecheck nccl-tests: records in {out_path}")
+    echo(f"wirecheck nccl-tests: records in {records.path}")
     return 1 if failed else 0
 
 
@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ops", default=",".join(DEFAULT_OPS), help=f"comma-separated (default {','.join(DEFAULT_OPS)}; "
                         f"known: {','.join(BINARIES)})")
     parser.add_argument("--thresholds", type=Path, help="thresholds file for iterations and timeouts (default: the suite's)")
-    parser.add_argument("--out", type=Path, help="JSON-lines record file (default .wirecheck/nccl-tests-<UTC>.jsonl)")
+    parser.add_argument("--out", type=Path, help="JSON-lines record file (default .wirecheck/nccl-tests-<UTC>-<host>-<pid>.jsonl, a new file)")
     parser.add_argument("--raw-dir", type=Path, help="also keep each binary's stdout there")
     parser.add_argument("--binary-timeout", type=float, default=300, metavar="S", help="seconds per binary (default 300)")
     return parser
@@ -249,11 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ThresholdsError, nvml.NvmlUnavailable, OSError) as exc:
         print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
         return 2
-    out = args.out or Path(".wirecheck") / default_name("nccl-tests")
-    try:
-        return crosscheck_placements(args.build_dir, placements, ops, spec, settings, out,
-                                     binary_timeout_s=args.binary_timeout, raw_dir=args.raw_dir,
-                                     new_record=not args.out)
+    try:  # without --out: a new .wirecheck/nccl-tests-<UTC>-<host>-<pid>.jsonl (RecordFile.fresh)
+        return crosscheck_placements(args.build_dir, placements, ops, spec, settings, args.out,
+                                     binary_timeout_s=args.binary_timeout, raw_dir=args.raw_dir)
     except (RecordFileError, UnsafePath) as exc:
         print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
         return 2

@@ -66,15 +66,20 @@ class Measurement:
 
 
 class RecordFileError(ValueError):
-    """A record file that cannot be written or read."""
+    """A record file that cannot be written or read. `taken`: a new file's name was already there."""
+
+    def __init__(self, message: str, taken: bool = False):
+        super().__init__(message)
+        self.taken = taken
 
 
-def default_name(prefix: str = "results") -> str:
-    """`results-<UTC stamp>-<host>-<pid>.jsonl`: unique per host and process, so two runs started in
-    the same second (on one node, or on nodes sharing a folder) never share a record file."""
+def default_name(prefix: str = "results", n: int = 1) -> str:
+    """`results-<UTC stamp>-<host>-<pid>.jsonl` (`-<n>` before .jsonl from the second on): unique per
+    host and process, so two runs started in the same second (on one node, or on nodes sharing a
+    folder) never share a record file."""
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
     host = re.sub(r"[^A-Za-z0-9_.-]+", "_", platform.node().split(".")[0] or "host")[:60]
-    return f"{prefix}-{stamp}-{host}-{os.getpid()}.jsonl"
+    return f"{prefix}-{stamp}-{host}-{os.getpid()}{'' if n == 1 else f'-{n}'}.jsonl"
 
 
 class RecordFile:
@@ -95,7 +100,10 @@ class RecordFile:
         try:
             make_dirs(self.path.parent, what=f"{what}'s folder", fix=fix)
             if new:
-                fd = create_new(self.path, what=what, fix="run again (it picks a new name), or pass --wirecheck-json PATH")
+                try:
+                    fd = create_new(self.path, what=what, fix="pass a new path")
+                except UnsafePath as exc:
+                    raise RecordFileError(str(exc), taken=True) from None
             else:
                 fd = open_append(self.path, what=what)
             self._fh = os.fdopen(fd, "a", encoding="utf-8")
@@ -104,6 +112,19 @@ class RecordFile:
         except OSError as exc:
             raise RecordFileError(f"cannot write the record file {self.path}: {exc.strerror or exc}; pass a writable "
                                   "path") from None
+
+    @classmethod
+    def fresh(cls, folder: str | Path, prefix: str = "results") -> RecordFile:
+        """A new record file named by the run (default_name) in `folder`. Where that name is taken (a
+        second record of this process in the same second, or anything planted at a name another
+        user guessed), the next one: each is made exclusively, so nothing there is ever written."""
+        for n in range(1, 101):
+            try:
+                return cls(Path(folder) / default_name(prefix, n), new=True)
+            except RecordFileError as exc:
+                if not exc.taken:
+                    raise
+        raise RecordFileError(f"cannot make a new record file in {folder}: 100 names taken; pass --wirecheck-json PATH")
 
     def write(self, obj: dict) -> None:
         self._fh.write(json.dumps(obj, default=_jsonable) + "\n")

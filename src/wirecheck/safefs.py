@@ -129,13 +129,20 @@ def make_dirs(path: str | os.PathLike, *, what: str, fix: str) -> Path:
     one that no other user can redirect (`path_problem`, a sticky directory allowed as itself):
     raises UnsafePath naming `what`, the path, the owner and `fix`. OSError passes through."""
     path = Path(path)
+    root = is_root()
+    if root:  # checked before anything is made (as far as the path exists), and again after
+        _refuse_for_root(path, what, fix)
     os.makedirs(path, exist_ok=True)
-    if is_root():
-        problem = path_problem(path, sticky_ok_here=True)
-        if problem:
-            raise UnsafePath(f"{what} {path}: running as root, and {problem}, who could redirect what root writes "
-                             f"there; {fix}")
+    if root:
+        _refuse_for_root(path, what, fix)
     return path
+
+
+def _refuse_for_root(path: Path, what: str, fix: str) -> None:
+    problem = path_problem(path, sticky_ok_here=True)
+    if problem:
+        raise UnsafePath(f"{what} {path}: running as root, and {problem}, who could redirect what root writes "
+                         f"there; {fix}")
 
 
 def _link_text(path: Path) -> str:
@@ -153,7 +160,10 @@ def create_new(path: str | os.PathLike, mode: int = 0o666, *, what: str, fix: st
     path = Path(path)
     try:
         return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
-    except FileExistsError:
+    except OSError as exc:
+        # EEXIST; some kernels answer EACCES for another user's link in a sticky directory.
+        if not (isinstance(exc, FileExistsError) or os.path.lexists(path)):
+            raise
         kind = _link_text(path) if os.path.islink(path) else "already there"
         raise UnsafePath(f"{what} {path}: {kind}; a new file is never written over or through what is there; "
                          f"{fix}") from None
@@ -168,7 +178,8 @@ def open_append(path: str | os.PathLike, mode: int = 0o666, *, what: str) -> int
     try:
         fd = os.open(path, flags, mode)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        # ELOOP; some kernels answer EACCES for another user's link in a sticky directory.
+        if exc.errno == errno.ELOOP or os.path.islink(path):
             raise UnsafePath(f"{what} {path}: {_link_text(path)}; wirecheck never writes through a link (one "
                              "planted there would point this run at another file); pass the real path") from None
         if exc.errno == errno.ENXIO:  # a FIFO nobody reads: O_NONBLOCK keeps the open from hanging
