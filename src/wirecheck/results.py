@@ -15,10 +15,12 @@ import json
 import os
 import platform
 import re
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wirecheck import jsondata
 from wirecheck.safefs import UnsafePath, create_new, make_dirs, open_append
 from wirecheck.verdict import Verdict
 
@@ -168,6 +170,29 @@ class RunRecord:
         return self.end is not None and self.end.get("status") == "complete"
 
 
+def _record_line(line: str) -> dict:
+    """One line of a record file as data: JSONDecodeError for a line that is not JSON (a torn last
+    line), ValueError for JSON that is no record line (jsondata's limits, or not an object)."""
+    obj = jsondata.loads(line)
+    if not isinstance(obj, dict):
+        raise ValueError(f"a JSON {type(obj).__name__}, where each line is an object with a `type`")
+    return obj
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a regular file: a FIFO or a device planted among the records (a results folder
+    is shared) is refused instead of hanging the reader or reading forever."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RecordFileError(f"{path}: not a regular file: not a wirecheck record file")
+        os.set_blocking(fd, True)
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read()
+    finally:
+        os.close(fd)
+
+
 def read_run(path: str | Path) -> RunRecord:
     """Read the last run of a record file.
 
@@ -177,18 +202,22 @@ def read_run(path: str | Path) -> RunRecord:
     that is not a record raises RecordFileError naming the file and line."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = _read_regular(path).decode("utf-8").splitlines()
     except OSError as exc:
         raise RecordFileError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise RecordFileError(f"{path}: not UTF-8 text (byte {exc.start}): not a wirecheck record file") from None
     objs, torn = [], None
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = _record_line(line)
         except json.JSONDecodeError as exc:
             torn = (number, exc.msg)
             continue
+        except ValueError as exc:  # records come from other nodes: data, never a traceback (issue 24)
+            raise RecordFileError(f"{path}:{number}: {exc}; not a wirecheck record file") from None
         if torn is not None and obj.get("type") != "run":
             raise RecordFileError(f"{path}:{torn[0]}: not JSON ({torn[1]}); is this a wirecheck record file?")
         torn = None
