@@ -10,8 +10,10 @@ import stat
 import subprocess
 import sys
 
+from pathlib import Path
+
 import pytest
-from e2e import make_project, run_suite
+from e2e import PROJECT, make_project, run_suite
 from other_user import NOBODY, name, need_root, run_as, sticky_dir
 
 from wirecheck import launcher
@@ -240,3 +242,62 @@ def test_path_problem_follows_links_and_checks_their_owner(sticky, tmp_path):
     assert path_problem(own / "x") is None
     assert "mode 1777" in path_problem(sticky)  # sticky is fine above a path, not as the path itself
     assert path_problem(sticky, sticky_ok_here=True) is None
+
+
+# ---- the recipes that run as root ---------------------------------------------------------------------
+
+SBATCH = PROJECT / "scripts" / "slurm" / "fleet-acceptance.sbatch"
+K8S = sorted((PROJECT / "scripts" / "k8s").glob("*.yaml"))
+
+
+def _sbatch(wirecheck: Path, results: Path) -> subprocess.CompletedProcess:
+    """The batch script as Slurm starts it on the batch host (as root here), without Slurm: it must stop
+    before its first srun, so no Slurm is needed to see it stop."""
+    env = {"PATH": "/usr/bin:/bin", "SLURM_SUBMIT_DIR": str(results.parent), "SLURM_JOB_ID": "7",
+           "SLURM_JOB_NODELIST": "wc[1-2]", "WIRECHECK": str(wirecheck)}
+    return subprocess.run(["/bin/bash", str(SBATCH), str(results)], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_slurm_recipe_as_root_runs_no_wirecheck_another_user_can_write(sticky, tmp_path):
+    theirs = sticky / "theirs"
+    _plant("mkdir", "-p", str(theirs / "bin"))
+    ran = sticky / "ran"
+    _plant("sh", "-c", f"printf '#!/bin/sh\\ntouch {ran}\\n' > {theirs}/bin/wirecheck && chmod 755 {theirs}/bin/wirecheck")
+    results = tmp_path / "results"
+    done = _sbatch(theirs / "bin" / "wirecheck", results)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"running as root, and {theirs}/bin/wirecheck (owner {name(NOBODY)}, mode 755)" in done.stderr, done.stderr
+    assert not ran.exists() and not results.exists()
+    assert _sbatch(Path("relative/wirecheck"), results).stderr.startswith("fleet-acceptance: WIRECHECK=relative/")
+
+
+def test_the_slurm_recipe_as_root_writes_into_no_folder_another_user_can_write(sticky, tmp_path, victim):
+    wirecheck = tmp_path / "bin" / "wirecheck"  # root's own install
+    wirecheck.parent.mkdir()
+    wirecheck.write_text("#!/bin/sh\nexit 0\n")
+    wirecheck.chmod(0o755)
+    results = sticky / "results"
+    _plant("mkdir", str(results))
+    _plant("ln", "-s", str(victim), str(results / "nodes.txt"))  # the shell's `>` would follow it
+    done = _sbatch(wirecheck, results)
+    assert done.returncode == 2 and f"{results} (owner {name(NOBODY)}, mode 755)" in done.stderr, done.stderr
+    assert "pass a RESULTS folder only root can write" in done.stderr and _untouched(victim)
+
+
+def test_the_recipes_set_path_and_run_absolute_paths():
+    lines = [line for line in SBATCH.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    assert lines[0] == "set -uo pipefail" and lines[1].startswith("export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin")
+    assert "." not in lines[1].split("=", 1)[1].split("#")[0].split(":") and "umask 022" in lines
+    assert " bash -c" not in SBATCH.read_text() and "/bin/bash -c" in SBATCH.read_text()
+    import yaml
+
+    for path in K8S:
+        for doc in yaml.safe_load_all(path.read_text()):
+            spec = doc["spec"].get("template", {}).get("spec", doc["spec"])
+            for container in spec.get("containers", []):
+                assert container["command"][0].startswith("/"), (path.name, container["command"])
+                program = " ".join(container.get("args") or container["command"][1:])
+                first = program.split()[0] if container["command"][0] == "/bin/bash" else container["command"][0]
+                assert first.startswith("/opt/wirecheck/"), (path.name, program)
+                env = {e["name"]: e.get("value") for e in container.get("env", [])}
+                assert env["PATH"].split(":")[0] == "/opt/wirecheck/.venv/bin" and "." not in env["PATH"].split(":")
