@@ -30,7 +30,7 @@ from wirecheck.launcher import WorkerError, WorkerGroup
 from wirecheck.nccl_tests_output import Run, parse
 from wirecheck.placement import CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements
 from wirecheck.results import Measurement, RecordFile, RecordFileError, env_switches
-from wirecheck.safefs import UnsafePath, make_dirs, umask, write_atomically
+from wirecheck.safefs import UnsafePath, is_root, make_dirs, path_problem, umask, write_atomically
 from wirecheck.thresholds import CollectiveSettings
 
 # The binary for each op (nccl-tests names all_to_all "alltoall").
@@ -159,6 +159,13 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
         echo(f"wirecheck nccl-tests: {build_dir} has no executable {', '.join(missing)}; build nccl-tests there "
              "(make -C nccl-tests NCCL_HOME=... ) or pass its build directory")
         return 2
+    if is_root():  # root runs these binaries: another user who can change them chooses what root runs
+        for op in ops:
+            problem = path_problem(build_dir / BINARIES[op])
+            if problem:
+                echo(f"wirecheck nccl-tests: running as root, and {problem}, who could choose what root runs; build "
+                     "nccl-tests in a folder only root can write and pass that")
+                return 2
     records = RecordFile(out_path) if out_path is not None else RecordFile.fresh(".wirecheck", "nccl-tests")
     records.header({"command": "wirecheck nccl-tests", "build_dir": str(build_dir), "sizes": list(spec.sizes),
                     "ops": list(ops), "placements": [p.id for p in placements], "backend": backend,
