@@ -106,12 +106,10 @@ def test_a_cache_that_cannot_be_built_is_said_and_harmless(site, tmp_path):
 
 
 def test_the_launcher_gives_workers_the_cache(monkeypatch, tmp_path):
-    from wirecheck.workers.launcher import WorkerGroup
+    from wirecheck.workers import spawn  # the launcher's rank environment builder
 
     monkeypatch.setattr(bytecode, "ready", lambda env, package=bytecode.PROBE_PACKAGE: tmp_path)
-    group = WorkerGroup.__new__(WorkerGroup)  # only the environment builder is exercised
-    group.env, group.gpus, group.world_size = {}, None, 1
-    assert group._worker_env(0)["PYTHONPYCACHEPREFIX"] == str(tmp_path)
+    assert spawn.rank_env(0, world_size=1, gpus=None, extra={})["PYTHONPYCACHEPREFIX"] == str(tmp_path)
 
 
 def test_fleet_multinode_gives_torchrun_ranks_the_cache(monkeypatch, tmp_path, capsys):

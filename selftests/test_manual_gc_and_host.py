@@ -1,14 +1,13 @@
 """Manual GC for the training steps (training/manual_gc.py), the host figures in each strategy
-record (training/host.py), and the workers' NCCL_GRAPH_MIXING_SUPPORT default (launcher.py)."""
+record (training/host.py), and the workers' NCCL_GRAPH_MIXING_SUPPORT default (workers/spawn.py)."""
 
 from __future__ import annotations
 
 import gc
-from types import SimpleNamespace
 
 import pytest
 
-from wirecheck.workers.launcher import WorkerGroup
+from wirecheck.workers import spawn
 from wirecheck.training import host
 from wirecheck.training.manual_gc import ManualGC
 
@@ -102,7 +101,7 @@ def _env(monkeypatch, **parent):
         monkeypatch.delenv(k, raising=False)
     for k, v in parent.items():
         monkeypatch.setenv(k, v)
-    return WorkerGroup._worker_env(SimpleNamespace(env={}, gpus=None, world_size=2), 0)
+    return spawn.rank_env(0, world_size=2, gpus=None, extra={})
 
 
 def test_workers_run_without_nccl_graph_mixing_support_unless_told(monkeypatch):
