@@ -102,7 +102,7 @@ pip_install "wirecheck and its dependencies" ${build[@]+"${build[@]}"} -e .
 
 # The stack must import, and torch must be the environment's own (not one pip slipped into .venv).
 err=$(mktemp); trap 'rm -f "$err"' EXIT
-stack=$("$py" -c 'import os, torch, deepspeed, accelerate, pynvml, yaml, pytest, pytest_benchmark, wirecheck.cli
+stack=$("$py" -c 'import os, torch, deepspeed, accelerate, pynvml, yaml, pytest, pytest_benchmark, wirecheck.cli.main
 print(os.path.realpath(torch.__file__)); print(torch.__version__)' 2>"$err") \
   || { tail -n 15 "$err" >&2; die "the stack does not import in .venv (above)"; }
 torch_file=$(tail -n 2 <<<"$stack" | sed -n 1p)
@@ -112,6 +112,6 @@ if [ "$layered" = 1 ] && [ "$torch_file" != "$base_torch_file" ]; then
 fi
 # Where this Python cannot keep torch's compiled bytecode (PYTHONDONTWRITEBYTECODE=1 and no .pyc,
 # or read-only site-packages), compile it once into wirecheck's cache for the workers (bytecode.py).
-"$py" -m wirecheck.bytecode | sed 's/^wirecheck: /install.sh: /' >&2
+"$py" -m wirecheck.workers.bytecode | sed 's/^wirecheck: /install.sh: /' >&2
 echo "install.sh: wirecheck installed in .venv (torch $torch_version from ${torch_file%/torch/__init__.py})" >&2
 echo "install.sh: run .venv/bin/wirecheck validate (or: source .venv/bin/activate, then wirecheck ... / pytest ...)" >&2

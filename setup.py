@@ -2,7 +2,7 @@
 
 In a checkout, tests/ and thresholds.yaml sit at the top (the layout operators know); an
 installed wheel has no checkout, so the build copies them into the plugin package, where
-wirecheck.paths finds them.
+wirecheck.core.paths finds them.
 """
 
 import shutil

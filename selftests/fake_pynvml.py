@@ -1,8 +1,8 @@
-"""A fake `pynvml` module built from scenario data, for CPU-only tests of wirecheck.nvml.
+"""A fake `pynvml` module built from scenario data, for CPU-only tests of wirecheck.node.nvml.
 
-Names, signatures and error classes follow nvidia-ml-py (13.6xx) so that wirecheck.nvml runs
+Names, signatures and error classes follow nvidia-ml-py (13.6xx) so that wirecheck.node.nvml runs
 unchanged against it; install it with `monkeypatch.setitem(sys.modules, "pynvml", build(s))`.
-Only what wirecheck.nvml calls is here. Quirks of the real binding that bit people are kept
+Only what wirecheck.node.nvml calls is here. Quirks of the real binding that bit people are kept
 on purpose: NVML_P2P_CAPS_INDEX_READ is the tuple (0,) and a tuple index raises the same
 ctypes error as the real one.
 """

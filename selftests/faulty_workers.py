@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from wirecheck import collectives
-from wirecheck.worker import RankContext
+from wirecheck.measure import collectives
+from wirecheck.workers.worker import RankContext
 
 
 def whoami(ctx: RankContext, env_names: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -185,7 +185,7 @@ def init_from_env_and_all_reduce(ctx: RankContext) -> float:
 
 
 def rendezvous_loop(ctx: RankContext, n: int) -> list[int]:
-    """`n` rendezvous in a row through wirecheck.rendezvous, each with a gloo group that all_reduces.
+    """`n` rendezvous in a row through wirecheck.workers.rendezvous, each with a gloo group that all_reduces.
 
     Rank 0 hosts a store on a port the kernel picks (rendezvous.host); the port reaches the other
     ranks over this group (a start relays it through the parent); every rank then joins through
@@ -196,7 +196,7 @@ def rendezvous_loop(ctx: RankContext, n: int) -> list[int]:
 
     import torch.distributed as dist
 
-    from wirecheck import rendezvous
+    from wirecheck.workers import rendezvous
 
     timeout = datetime.timedelta(seconds=30)
     ports = []
@@ -277,14 +277,14 @@ class _ReplayedCalls:
 def measure_with_stand_in_graphs(ctx: RankContext, op: str, graph_time_s: float | None = None,
                                  corrupt_graph_rank: int | None = None, fail_capture_rank: int | None = None,
                                  **kw: Any) -> dict:
-    """collectives.measure with wirecheck.collective_timing's capture/replay swapped for CPU stand-ins,
+    """collectives.measure with wirecheck.measure.collective_timing's capture/replay swapped for CPU stand-ins,
     so the graph path's bookkeeping (which sizes, both paths checked, a failed capture) runs on gloo.
 
     graph_time_s: what the stand-in reports as the replay time (None: measured on the CPU).
     corrupt_graph_rank: that rank's output is off by one at element 5 after every replayed call.
     fail_capture_rank: that rank's capture raises as CUDA does when a capture is invalidated.
     """
-    from wirecheck import collective_timing as timing
+    from wirecheck.measure import collective_timing as timing
 
     saved = {name: getattr(timing, name) for name in ("capture", "replay", "time_replay", "graph_unavailable")}
 
@@ -329,7 +329,7 @@ def train_hang(ctx: RankContext, **kw: Any) -> dict:
 def nccl_probe_with_a_log(ctx: RankContext, ops: list[str], sizes: list[int], log_lines: list[str]) -> dict[str, Any]:
     """gloo writes no NCCL log: write this rank's lines where NCCL would (NCCL_DEBUG_FILE, %p the pid),
     then run the real probe, which runs the collectives and reads the file back."""
-    from wirecheck import nccl_path
+    from wirecheck.nccl import path as nccl_path
 
     path = nccl_path.log_path(os.environ["NCCL_DEBUG_FILE"], os.getpid())
     with open(path, "w") as f:

@@ -2,7 +2,7 @@
 collective of this process, then measure as the suite does.
 
 Named on the slow node's command line (`--collective-worker fleet_faults:slow_collective
---pair-worker fleet_faults:slow_pair` for wirecheck.multinode, the `collective_worker` fixture for a
+--pair-worker fleet_faults:slow_pair` for wirecheck.fleet.multinode, the `collective_worker` fixture for a
 pytest run): the library has no switch for it. The delay is real time spent inside each collective
 call on this rank, so every peer waits for it and the measured bandwidth drops, as with a node whose
 PCIe link or NIC is slow.
@@ -15,7 +15,7 @@ import time
 
 import torch.distributed as dist
 
-from wirecheck import collectives
+from wirecheck.measure import collectives
 from wirecheck.fleet import pairs
 
 DELAY_S = 0.3  # per call: 10-30x a simulated 4 MiB all_reduce, far past CPU noise

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from e2e import pythonpath
-from wirecheck.safefs import user_name
+from wirecheck.core.safefs import user_name
 
 NOBODY = 65534
 OTHER = 12345  # a second unprivileged user, with no passwd entry

@@ -84,8 +84,9 @@ def with_evidence(dst: Path) -> Path:
     """The device record plus NCCL's path (the composed logs of selftests/data/nccl) and copy figures
     as the 2x H200 machine gave them (shared/research: 52.5-53.6 / 55.2-55.3 / 392.6-393.4 GB/s),
     each with the verdict its check gives: the report's evidence sections on plausible data."""
-    from wirecheck import checks, nccl_log
-    from wirecheck.thresholds import load_thresholds
+    from wirecheck import checks
+    from wirecheck.nccl import log as nccl_log
+    from wirecheck.thresholds.file import load_thresholds
 
     th = load_thresholds(PROJECT / "thresholds.yaml")
     convert(dst)

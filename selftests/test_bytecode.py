@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from wirecheck import bytecode
+from wirecheck.workers import bytecode
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_needed_only_where_python_cannot_keep_bytecode(site, tmp_path):
 
 READ_ONLY_CHECK = """
 import sys
-from wirecheck import bytecode
+from wirecheck.workers import bytecode
 print(bytecode.needs_cache("fakepkg", {"PYTHONPATH": sys.argv[1]}))
 """
 
@@ -106,12 +106,10 @@ def test_a_cache_that_cannot_be_built_is_said_and_harmless(site, tmp_path):
 
 
 def test_the_launcher_gives_workers_the_cache(monkeypatch, tmp_path):
-    from wirecheck.launcher import WorkerGroup
+    from wirecheck.workers import spawn  # the launcher's rank environment builder
 
     monkeypatch.setattr(bytecode, "ready", lambda env, package=bytecode.PROBE_PACKAGE: tmp_path)
-    group = WorkerGroup.__new__(WorkerGroup)  # only the environment builder is exercised
-    group.env, group.gpus, group.world_size = {}, None, 1
-    assert group._worker_env(0)["PYTHONPYCACHEPREFIX"] == str(tmp_path)
+    assert spawn.rank_env(0, world_size=1, gpus=None, extra={})["PYTHONPYCACHEPREFIX"] == str(tmp_path)
 
 
 def test_fleet_multinode_gives_torchrun_ranks_the_cache(monkeypatch, tmp_path, capsys):
@@ -136,7 +134,7 @@ def test_fleet_multinode_gives_torchrun_ranks_the_cache(monkeypatch, tmp_path, c
     code = launch.main(["--nnodes", "2", "--nproc-per-node", "1", "--rdzv-endpoint", "node1:29400",
                         "--rdzv-id", "7", "--", "--simulate"])
     assert code == 0 and seen["env"]["PYTHONPYCACHEPREFIX"] == str(tmp_path)
-    assert "wirecheck.multinode" in seen["cmd"] and "bytecode cache" in capsys.readouterr().err
+    assert "wirecheck.fleet.multinode" in seen["cmd"] and "bytecode cache" in capsys.readouterr().err
     # Where no cache is needed, torchrun gets the environment as it is.
     monkeypatch.setattr(bytecode, "prepare", lambda: None)
     monkeypatch.setattr(bytecode, "ready", lambda env, package=bytecode.PROBE_PACKAGE: None)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from wirecheck import capacity
-from wirecheck.failures import GroupFailure
-from wirecheck.launcher import WorkerError, WorkerGroup
+from wirecheck.training import capacity
+from wirecheck.core.failures import GroupFailure
+from wirecheck.workers.launcher import WorkerError, WorkerGroup
 
 
 def _call(group: WorkerGroup, fn: str, timeout_s: float = 30, **kwargs) -> GroupFailure | None:
@@ -72,7 +72,7 @@ def test_a_run_that_fits():
 
 @pytest.mark.parametrize("memory, fraction", [(150754820096, 1.1), (85899345920, 1.1)])
 def test_capacity_model_overflows_ddp_and_fits_fsdp(memory, fraction):
-    from wirecheck.memory_model import predict
+    from wirecheck.training.memory_model import predict
     from wirecheck.training.model import param_count, GPTShape
 
     shape = capacity.capacity_shape(memory, fraction, "bf16", 1024, 32000)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from wirecheck.cli import COMMANDS, main
+from wirecheck.cli.main import COMMANDS, main
 
 
 def test_every_command_has_a_name_a_parser_and_a_run():
@@ -31,7 +31,7 @@ def test_closed_pipe_stops_quietly():
     os.close(read_end)
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "wirecheck.cli", "topo", "--simulate", "h200-nvl-8", "--json"],
+            [sys.executable, "-m", "wirecheck.cli.main", "topo", "--simulate", "h200-nvl-8", "--json"],
             stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
         )
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from wirecheck.cli import main
+from wirecheck.cli.main import main
 
 
 def _run(capsys, *argv):

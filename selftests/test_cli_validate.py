@@ -16,9 +16,10 @@ from types import SimpleNamespace
 import pytest
 
 from terminal import Terminal
-from wirecheck import cli_validate, driver, nvml
-from wirecheck.cli import main
-from wirecheck.cli_validate import (
+from wirecheck.cli import validate as cli_validate
+from wirecheck.node import driver, nvml
+from wirecheck.cli.main import main
+from wirecheck.cli.validate import (
     CTRL_C,
     EXIT_CODES,
     NO_GPU_READABLE,
@@ -30,7 +31,7 @@ from wirecheck.cli_validate import (
     last_line,
     simulation_target,
 )
-from wirecheck.foreground import Outcome
+from wirecheck.cli.foreground import Outcome
 
 PROJECT = Path(__file__).resolve().parents[1]
 NVML_ERROR = "NVML could not start (NVMLError_DriverNotLoaded: Driver Not Loaded)"
@@ -184,7 +185,7 @@ needs_no_driver = pytest.mark.skipif(
 
 
 def _validate_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "wirecheck.cli", "validate", "-p", "no:cacheprovider", "--color=no", *args]
+    return [sys.executable, "-m", "wirecheck.cli.main", "validate", "-p", "no:cacheprovider", "--color=no", *args]
 
 
 @needs_no_driver

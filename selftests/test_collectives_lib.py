@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from wirecheck import collectives as C
-from wirecheck.launcher import WorkerCallError, WorkerGroup
+from wirecheck.measure import collectives as C
+from wirecheck.workers.launcher import WorkerCallError, WorkerGroup
 
 FAULTY = "selftests.faulty_workers"
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
@@ -145,7 +145,7 @@ def pair():
         yield group
 
 
-def measure(group: WorkerGroup, op: str, fn: str = "wirecheck.collectives:measure", **kw) -> list:
+def measure(group: WorkerGroup, op: str, fn: str = "wirecheck.measure.collectives:measure", **kw) -> list:
     args = {"op": op, "sizes": SMALL_SIZES, "warmup_iters": 2, "iters": 5, **kw}
     return C.combine(op, group.world_size, group.run(fn, args, timeout_s=60, what=f"{op} {kw}"))
 
@@ -161,7 +161,7 @@ def test_each_collective_is_correct_and_timed(pair, op):
 
 
 def test_records_carry_provenance(pair):
-    recs = pair.run("wirecheck.collectives:measure",
+    recs = pair.run("wirecheck.measure.collectives:measure",
                     {"op": "broadcast", "sizes": [1024], "warmup_iters": 0, "iters": 1}, timeout_s=60)
     assert [r["rank"] for r in recs] == [0, 1]
     assert all(r["device_name"] == "cpu" and r["nccl_version"] is None and r["backend"] == "gloo"
@@ -189,7 +189,7 @@ def test_an_output_never_written_is_caught(pair, op):
 
 
 def test_measure_loop_for_benchmark_rounds(pair):
-    recs = pair.run("wirecheck.collectives:measure_loop",
+    recs = pair.run("wirecheck.measure.collectives:measure_loop",
                     {"op": "all_reduce", "size": 4096, "iters": 10}, timeout_s=60)
     r = C.combine_loop("all_reduce", 2, recs)
     assert r.bytes == 4096 and r.time_s == max(x["time_s"] for x in recs) and r.busbw > 0
@@ -198,10 +198,10 @@ def test_measure_loop_for_benchmark_rounds(pair):
 
 def test_bad_arguments_come_back_as_errors_and_leave_the_group_usable(pair):
     with pytest.raises(WorkerCallError, match="unknown collective 'bogus'"):
-        pair.run("wirecheck.collectives:measure",
+        pair.run("wirecheck.measure.collectives:measure",
                  {"op": "bogus", "sizes": [1024], "warmup_iters": 0, "iters": 1}, timeout_s=60)
     with pytest.raises(WorkerCallError, match="too small for 2 ranks"):
-        pair.run("wirecheck.collectives:measure",
+        pair.run("wirecheck.measure.collectives:measure",
                  {"op": "all_gather", "sizes": [4], "warmup_iters": 0, "iters": 1}, timeout_s=60)
     assert pair.alive
     assert measure(pair, "all_reduce")[0].ok
@@ -210,7 +210,7 @@ def test_bad_arguments_come_back_as_errors_and_leave_the_group_usable(pair):
 def test_eight_ranks_like_an_eight_gpu_node():
     with WorkerGroup("selftest-8", 8, "gloo", start_timeout_s=120) as group:
         for op in OPS:
-            recs = group.run("wirecheck.collectives:measure",
+            recs = group.run("wirecheck.measure.collectives:measure",
                              {"op": op, "sizes": [256, 4096], "warmup_iters": 1, "iters": 2},
                              timeout_s=60, what=op)
             for r in C.combine(op, 8, recs):
@@ -290,7 +290,7 @@ class _Ctx:
     ("cuda", "2.28.9", {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:512"}, None),
 ])
 def test_when_graphs_are_not_attempted(device, nccl, env, expected):
-    from wirecheck.collective_timing import graph_unavailable
+    from wirecheck.measure.collective_timing import graph_unavailable
 
     ctx = _Ctx(device, "gloo" if device == "cpu" else "nccl")
     note = graph_unavailable(ctx, nccl, env)

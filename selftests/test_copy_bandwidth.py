@@ -14,9 +14,9 @@ import yaml
 
 from e2e import PROJECT
 from wirecheck import checks
-from wirecheck.thresholds import ThresholdsError, load_thresholds
-from wirecheck.thresholds_copy import pcie_ceiling
-from wirecheck.verdict import Verdict
+from wirecheck.thresholds.file import ThresholdsError, load_thresholds
+from wirecheck.thresholds.copy_limits import pcie_ceiling
+from wirecheck.core.verdict import Verdict
 
 SHIPPED = PROJECT / "thresholds.yaml"
 TH = load_thresholds(SHIPPED)

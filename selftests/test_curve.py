@@ -11,7 +11,7 @@ import pytest
 from types import SimpleNamespace
 
 from wirecheck.checks.latency import half_peak_size_check, small_message_latency_check
-from wirecheck.curve import (
+from wirecheck.measure.curve import (
     EAGER,
     GRAPH,
     SweepSpec,
@@ -21,7 +21,7 @@ from wirecheck.curve import (
     parse_sweep,
     small_message_latency,
 )
-from wirecheck.thresholds import Limit
+from wirecheck.thresholds.file import Limit
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
 

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from wirecheck.deadlines import Deadline, DeadlineRule, collective_deadline, expected_collective_s
-from wirecheck.placement import Placement
-from wirecheck.thresholds import load_thresholds
+from wirecheck.workers.deadlines import Deadline, DeadlineRule, collective_deadline, expected_collective_s
+from wirecheck.node.placement import Placement
+from wirecheck.thresholds.file import load_thresholds
 
 RULE = DeadlineRule(minimum_s=10.0, safety_factor=10.0, source="test", yaml_path="thresholds.yaml: workers.deadlines.hardware")
 GB, MiB, GiB = 1e9, 2**20, 2**30

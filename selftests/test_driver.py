@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wirecheck.driver import DriverEvidence, detect
+from wirecheck.node.driver import DriverEvidence, detect
 
 NO_LIBRARY = "libwirecheck-no-such-library.so.1"
 # A library every Linux has, standing in for libnvidia-ml.so.1 to show that a loadable one counts.

@@ -3,7 +3,7 @@ error count as simultaneous, and the death is then the cause."""
 
 from __future__ import annotations
 
-from wirecheck import failures as F
+from wirecheck.core import failures as F
 
 
 def _f(rank: int, kind: str, at: float | None) -> F.RankFailure:

@@ -177,7 +177,7 @@ SHUTDOWN_WARNING_TAIL = [
     "RendezvousConnectionError.\n",
     "Traceback (most recent call last):\n",
     "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n",
-    "wirecheck.multinode FAILED\n",
+    "wirecheck.fleet.multinode FAILED\n",
 ]
 
 
@@ -193,7 +193,7 @@ def test_a_rendezvous_warning_at_shutdown_is_not_a_rendezvous_failure():
 
 
 def test_outside_torchrun_the_fix_is_named(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "wirecheck.multinode", "--simulate"], cwd=tmp_path,
+    run = subprocess.run([sys.executable, "-m", "wirecheck.fleet.multinode", "--simulate"], cwd=tmp_path,
                          env={k: v for k, v in _env().items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR")},
                          capture_output=True, text=True, timeout=TIMEOUT_S)
     assert run.returncode == 2
@@ -214,7 +214,7 @@ def test_a_rank_that_breaks_ends_the_job_and_its_record_says_so(tmp_path, capsys
         broken = ["--collective-worker", "fleet_faults:broken_collective"] if k == 1 else []
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend",
-             "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "broken", "-m", "wirecheck.multinode",
+             "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "broken", "-m", "wirecheck.fleet.multinode",
              "--simulate", "--node-name", f"node{k}", "--ops", "all_reduce", f"--wirecheck-json={record}", *broken],
             cwd=PROJECT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outs = [p.communicate(timeout=TIMEOUT_S)[0] for p in procs]

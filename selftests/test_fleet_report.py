@@ -15,9 +15,9 @@ import yaml
 from e2e import PROJECT
 from wirecheck import checks
 from wirecheck.fleet.report import main as report
-from wirecheck.pair_schedule import all_pairs, pair_rounds
-from wirecheck.results import Measurement, RecordFile
-from wirecheck.thresholds import load_thresholds
+from wirecheck.core.pair_schedule import all_pairs, pair_rounds
+from wirecheck.records.file import Measurement, RecordFile
+from wirecheck.thresholds.file import load_thresholds
 
 GB, GIB, MIB = 1e9, 2**30, 2**20
 PLACEMENT = "nvswitch-2gpu-0.1"
@@ -169,7 +169,7 @@ def test_bad_input_is_named(tmp_path, capsys):
 
 
 def _network_record(path: Path, nodes: list[str], slow: str) -> None:
-    """A multi-node record as rank 0 of wirecheck.multinode writes it: pairs and their verdicts."""
+    """A multi-node record as rank 0 of wirecheck.fleet.multinode writes it: pairs and their verdicts."""
     rf = RecordFile(path)
     rf.header({"simulated": False, "thresholds": str(TH.path), "placements": [],
                "multinode": {"nodes": nodes, "world_size": len(nodes)}})
@@ -219,7 +219,7 @@ def test_expect_network_fails_a_fleet_whose_multinode_step_left_no_record(tmp_pa
 
 def test_the_wirecheck_fleet_command_module(tmp_path, capsys):
     """`wirecheck fleet ...` as the CLI dispatches it (cli.py: one line in COMMANDS)."""
-    from wirecheck import cli_fleet
+    from wirecheck.cli import fleet as cli_fleet
 
     parser = argparse.ArgumentParser(prog="wirecheck")
     sub = parser.add_subparsers(dest="command")

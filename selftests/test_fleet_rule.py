@@ -8,9 +8,9 @@ import pytest
 
 from e2e import PROJECT
 from wirecheck import checks
-from wirecheck.pair_schedule import all_pairs, pair_key, pair_rounds
-from wirecheck.peer_stats import below_median
-from wirecheck.thresholds import load_thresholds
+from wirecheck.core.pair_schedule import all_pairs, pair_key, pair_rounds
+from wirecheck.core.peer_stats import below_median
+from wirecheck.thresholds.file import load_thresholds
 
 GB = 1e9
 

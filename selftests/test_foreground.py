@@ -1,4 +1,4 @@
-"""The foreground-job rules of wirecheck.foreground, on a tiny child that counts its SIGINTs:
+"""The foreground-job rules of wirecheck.cli.foreground, on a tiny child that counts its SIGINTs:
 the terminal's Ctrl-C reaches the child once (the parent does not forward it), a SIGINT sent to
 the parent alone is forwarded once, a second Ctrl-C stops the child, SIGTERM is passed on, and
 the parent never dies with a traceback."""
@@ -39,7 +39,7 @@ CHILD = textwrap.dedent(
 PARENT = textwrap.dedent(
     """
     import sys
-    from wirecheck.foreground import run_foreground
+    from wirecheck.cli.foreground import run_foreground
     outcome = run_foreground([sys.executable, sys.argv[1], sys.argv[2]], "parent")
     print(f"outcome returncode={outcome.returncode} interrupts={outcome.interrupts} terminated={outcome.terminated}")
     """

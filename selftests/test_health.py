@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from wirecheck.checks.health import counter_growth as check_growth
-from wirecheck.health import counter_deltas
-from wirecheck.nvml import GpuHealth, NvLinkCounters, Unsupported
-from wirecheck.thresholds import load_thresholds
+from wirecheck.node.health import counter_deltas
+from wirecheck.node.nvml import GpuHealth, NvLinkCounters, Unsupported
+from wirecheck.thresholds.file import load_thresholds
 
 THRESHOLDS = load_thresholds(Path(__file__).resolve().parents[1] / "thresholds.yaml")
 

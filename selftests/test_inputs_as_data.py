@@ -18,11 +18,11 @@ from e2e import PROJECT, pythonpath
 from test_fleet_report import JITTER, write_node
 
 from wirecheck.fleet.report import main as fleet_report
-from wirecheck.judge import main as judge
+from wirecheck.checks.judge import main as judge
 from wirecheck.report.command import main as report
 from wirecheck.report.html import CSP
-from wirecheck.thresholds import ThresholdsError, load_thresholds
-from wirecheck.topo_text import load_recorded
+from wirecheck.thresholds.file import ThresholdsError, load_thresholds
+from wirecheck.node.topo_text import load_recorded
 
 SIM = PROJECT / "selftests" / "data" / "sim-h200-sxm-2.jsonl"
 MARKUP = '</script><script>alert(1)</script>"><img src=x onerror=alert(2)>'
@@ -134,7 +134,7 @@ def test_a_fifo_among_the_records_is_refused_not_read(tmp_path):
     fifo = tmp_path / "node.jsonl"
     subprocess.run(["mkfifo", str(fifo)], check=True)
     # In a process of its own: reading a FIFO no one writes would hang this one.
-    done = subprocess.run([sys.executable, "-m", "wirecheck.cli", "judge", str(fifo)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "wirecheck.cli.main", "judge", str(fifo)], capture_output=True, text=True,
                           timeout=60, env={"PYTHONPATH": pythonpath(), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 2 and f"{fifo}: not a regular file" in done.stderr, done.stderr
 
@@ -244,7 +244,7 @@ TOPO = "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n" \
 
 
 def _topo_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "wirecheck.cli", "topo", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "wirecheck.cli.main", "topo", *args], capture_output=True, text=True,
                           timeout=120, env={"PYTHONPATH": pythonpath(), "PATH": "/usr/bin:/bin"})
 
 

@@ -156,7 +156,7 @@ def build_wheel(tmp_path: Path) -> Path:
 def test_wheel_installed_without_the_checkout_validates_from_any_directory(tmp_path):
     wheel = build_wheel(tmp_path)
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {"wirecheck/cli.py", "wirecheck/paths.py", "pytest_wirecheck/plugin.py", "pytest_wirecheck/options.py",
+    expected = {"wirecheck/cli/main.py", "wirecheck/core/paths.py", "pytest_wirecheck/plugin.py", "pytest_wirecheck/options.py",
                 "pytest_wirecheck/thresholds.yaml", "pytest_wirecheck/tests/conftest.py"}
     expected |= {f"pytest_wirecheck/tests/{p.name}" for p in (PROJECT / "tests").glob("*.py")}
     expected |= {f"pytest_wirecheck/topologies/{p.name}" for p in (PROJECT / "fixtures" / "topologies").iterdir()}

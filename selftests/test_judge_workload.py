@@ -3,9 +3,9 @@ limits skip by name, the rest is judged as always (the shipped records of 2026-1
 
 from pathlib import Path
 
-from wirecheck.judge import judge_run
-from wirecheck.results import read_run
-from wirecheck.thresholds import load_thresholds
+from wirecheck.checks.judge import judge_run
+from wirecheck.records.file import read_run
+from wirecheck.thresholds.file import load_thresholds
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "fixtures/reference/h200-sxm-2"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck import failures
-from wirecheck.deadlines import DeadlineRule, collective_deadline
-from wirecheck.launcher import (
+from wirecheck.core import failures
+from wirecheck.workers.deadlines import DeadlineRule, collective_deadline
+from wirecheck.workers.launcher import (
     WorkerCallError,
     WorkerCrash,
     WorkerGroup,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wirecheck.memory_model import (
+from wirecheck.training.memory_model import (
     ACCOUNTINGS,
     ARTICLE,
     GB,

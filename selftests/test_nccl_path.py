@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from e2e import PROJECT
-from wirecheck import checks, nccl_log
-from wirecheck.thresholds import load_thresholds
+from wirecheck import checks
+from wirecheck.nccl import log as nccl_log
+from wirecheck.thresholds.file import load_thresholds
 
 DATA = Path(__file__).parent / "data" / "nccl"
 THRESHOLDS = load_thresholds(PROJECT / "thresholds.yaml")
@@ -150,8 +151,8 @@ def test_recorded_logs(directory):
 def test_the_probe_reads_each_ranks_log_through_a_worker_group(tmp_path):
     """The plumbing on CPU: the debug environment reaches every rank, each runs the collectives
     (gloo here) and hands back the log NCCL wrote at its own path; summarized, it judges as on a node."""
-    from wirecheck import nccl_path
-    from wirecheck.launcher import WorkerGroup
+    from wirecheck.nccl import path as nccl_path
+    from wirecheck.workers.launcher import WorkerGroup
 
     lines = [x for p in sorted(DATA.glob("composed-nvswitch-2gpu-0.1.rank*.log")) for x in p.read_text().splitlines()]
     with WorkerGroup("nvswitch-2gpu-0.1", 2, "gloo", env=nccl_path.debug_env(tmp_path)) as group:

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck import crosscheck, nccl_tests
-from wirecheck.collectives import combine
-from wirecheck.curve import SweepSpec
-from wirecheck.nccl_tests_output import parse
-from wirecheck.placement import Placement, enumerate_placements
-from wirecheck.thresholds import load_thresholds
-from wirecheck.topo_text import load_recorded
+from wirecheck.nccl import crosscheck, tests as nccl_tests
+from wirecheck.measure.collectives import combine
+from wirecheck.measure.curve import SweepSpec
+from wirecheck.nccl.tests_output import parse
+from wirecheck.node.placement import Placement, enumerate_placements
+from wirecheck.thresholds.file import load_thresholds
+from wirecheck.node.topo_text import load_recorded
 
 ROOT = Path(__file__).resolve().parents[1]
 MiB = 2**20

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.nccl_tests_output import Row, Timing, parse
+from wirecheck.nccl.tests_output import Row, Timing, parse
 
 REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "reference" / "h200-sxm-2" / "nccl-tests.txt"
 MiB = 2**20

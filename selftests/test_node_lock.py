@@ -13,11 +13,11 @@ import time
 import pytest
 from other_user import NOBODY, OTHER, name, need_root, python_as, run_as, sticky_dir
 
-from wirecheck.node_lock import DEFAULT_PATH, NodeBusy, NodeLock, UnsafeLock, parse_wait, read_holder
+from wirecheck.workers.node_lock import DEFAULT_PATH, NodeBusy, NodeLock, UnsafeLock, parse_wait, read_holder
 
 HOLD = """
 import sys, time
-from wirecheck.node_lock import NodeLock
+from wirecheck.workers.node_lock import NodeLock
 lock = NodeLock(sys.argv[1]).acquire(0, command=["pytest", "--profile", "h200-sxm-8", "(nightly)"])
 print("held", flush=True)
 time.sleep(float(sys.argv[2]))
@@ -96,8 +96,8 @@ def test_parse_wait_refuses_nonsense(text):
 
 HOLD_AS_USER = """
 import sys, time
-from wirecheck import node_lock
-from wirecheck.node_lock import NodeLock
+from wirecheck.workers import node_lock
+from wirecheck.workers.node_lock import NodeLock
 if len(sys.argv) > 2:  # a node where root has not made the shared lock yet
     node_lock.DEFAULT_PATH = node_lock.Path(sys.argv[2])
     node_lock.FALLBACK_PATH = node_lock.Path(sys.argv[1])

@@ -1,4 +1,4 @@
-"""wirecheck.nvml against a fake pynvml: topology rules, error messages, health markers."""
+"""wirecheck.node.nvml against a fake pynvml: topology rules, error messages, health markers."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck import nvml
-from wirecheck.nvml import GpuLost, NvmlUnavailable, Unsupported
-from wirecheck.topology import BRIDGED, NVSWITCH, PCIE
+from wirecheck.node import nvml
+from wirecheck.node.nvml import GpuLost, NvmlUnavailable, Unsupported
+from wirecheck.node.topology import BRIDGED, NVSWITCH, PCIE
 
 try:  # selftests/ may or may not be a package
     from selftests import fake_pynvml as fake
@@ -258,7 +258,8 @@ def test_library_imports_without_pynvml_or_pytest():
     # A fresh interpreter: the modules must import with pynvml absent and never pull in pytest.
     code = (
         "import sys; sys.modules['pynvml'] = None; "
-        "import wirecheck.nvml, wirecheck.topo_text, wirecheck.placement; "
+        "import wirecheck.node.nvml, wirecheck.node.topo_text, wirecheck.node.placement; "
         "assert 'pytest' not in sys.modules, 'the library imported pytest'"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr

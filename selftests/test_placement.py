@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.placement import FORCED_PCIE_ENV, enumerate_placements, find_placement
-from wirecheck.topo_text import load_recorded
-from wirecheck.topology import BRIDGED, NVSWITCH, Gpu, NvLink, Topology
+from wirecheck.node.placement import FORCED_PCIE_ENV, enumerate_placements, find_placement
+from wirecheck.node.topo_text import load_recorded
+from wirecheck.node.topology import BRIDGED, NVSWITCH, Gpu, NvLink, Topology
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "fixtures" / "topologies"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wirecheck.quantity import QuantityError, format_bw, format_bytes, format_quantity, parse_quantity
+from wirecheck.core.quantity import QuantityError, format_bw, format_bytes, format_quantity, parse_quantity
 
 WHERE = "thresholds.yaml: a.b"
 

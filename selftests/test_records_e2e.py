@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from e2e import PROJECT, make_project, records, run_suite, thresholds_with
-from wirecheck.judge import EXIT_FAILED, EXIT_SIMULATION, main as judge
+from wirecheck.checks.judge import EXIT_FAILED, EXIT_SIMULATION, main as judge
 
 BUSBW = ("-k", "test_busbw and nvswitch")
 

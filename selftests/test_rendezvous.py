@@ -2,7 +2,7 @@
 
 The old start picked a free port in the parent and let rank 0 bind it seconds later; a port taken
 in between failed the start with EADDRINUSE (1 strategy run in ~8 on 2x H200). Rank 0 now binds
-port 0 and the parent relays the real port (wirecheck.rendezvous). The control below shows that the
+port 0 and the parent relays the real port (wirecheck.workers.rendezvous). The control below shows that the
 port thief does defeat the old way, so these tests would catch it coming back.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.launcher import WorkerGroup
+from wirecheck.workers.launcher import WorkerGroup
 
 FAULTY = "faulty_workers"
 THIEF = Path(__file__).with_name("port_thief.py")

@@ -232,7 +232,7 @@ def test_the_device_scripts_summary_reads_the_evidence(tmp_path):
 def test_mfu_and_exposed_communication_are_drawn_when_the_records_have_them(tmp_path):
     from wirecheck.report.model import RunView
     from wirecheck.report.prometheus import exposition
-    from wirecheck.results import read_run
+    from wirecheck.records.file import read_run
 
     objs = lines(SIM)
     for o in objs:

@@ -16,8 +16,8 @@ from test_report import SIM, lines, write
 from wirecheck.report.command import main as report
 from wirecheck.report.model import RunView
 from wirecheck.report.prometheus import exposition
-from wirecheck.safefs import write_atomically
-from wirecheck.results import read_run
+from wirecheck.core.safefs import write_atomically
+from wirecheck.records.file import read_run
 
 NAME = re.compile(r"^wirecheck_[a-z0-9_]+$")
 # Base units in the name (Prometheus naming practice), at its end.

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from wirecheck.results import SCHEMA, RecordFileError, read_run
+from wirecheck.records.file import SCHEMA, RecordFileError, read_run
 
 
 def _run(started: str, verdicts: int, end: bool = True) -> list[str]:

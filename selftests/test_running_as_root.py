@@ -16,9 +16,9 @@ import pytest
 from e2e import PROJECT, make_project, run_suite
 from other_user import NOBODY, name, need_root, run_as, sticky_dir
 
-from wirecheck import launcher
-from wirecheck.results import RecordFile, RecordFileError, default_name, read_run
-from wirecheck.safefs import UnsafePath, path_problem, write_atomically
+from wirecheck.workers import launcher, spawn
+from wirecheck.records.file import RecordFile, RecordFileError, default_name, read_run
+from wirecheck.core.safefs import UnsafePath, path_problem, write_atomically
 
 HEADER = {"simulated": True}
 
@@ -186,8 +186,8 @@ def test_fleet_report_and_topology_snapshot_replace_a_planted_link(sticky, victi
     from test_fleet_report import write_node
 
     from wirecheck.fleet.report import main as fleet_report
-    from wirecheck.paths import suite_paths
-    from wirecheck.topo_text import load_recorded
+    from wirecheck.core.paths import suite_paths
+    from wirecheck.node.topo_text import load_recorded
 
     results = sticky / "results"
     results.mkdir()
@@ -217,17 +217,17 @@ def test_as_root_the_workers_import_path_leaves_out_folders_another_user_can_wri
     _plant("mkdir", str(theirs))
     _plant("sh", "-c", f"echo 'raise SystemExit(\"planted\")' > {theirs}/wirecheck_planted.py")
     monkeypatch.chdir(theirs)
-    path = launcher._python_path(str(sticky)).split(os.pathsep)
+    path = spawn.python_path(str(sticky)).split(os.pathsep)
     assert str(theirs) not in path and str(sticky) not in path
-    said = " ".join(launcher.untrusted_import_path())
+    said = " ".join(spawn.untrusted_import_path())
     assert f"{theirs} ({theirs} is owned by {name(NOBODY)}" in said, said
     done = subprocess.run([sys.executable, "-c", "import wirecheck_planted"], cwd="/",
-                          env={**os.environ, "PYTHONPATH": launcher._python_path(None)}, capture_output=True, text=True)
+                          env={**os.environ, "PYTHONPATH": spawn.python_path(None)}, capture_output=True, text=True)
     assert "ModuleNotFoundError" in done.stderr and "planted" not in done.stdout
     mine = sticky / "mine"  # root's own folder (in a sticky /tmp): kept
     mine.mkdir()
     monkeypatch.chdir(mine)
-    assert str(mine) in launcher._python_path(None).split(os.pathsep)
+    assert str(mine) in spawn.python_path(None).split(os.pathsep)
 
 
 def test_path_problem_follows_links_and_checks_their_owner(sticky, tmp_path):

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from wirecheck import memory_model, thresholds
+from wirecheck.training import memory_model
+from wirecheck.thresholds import file as thresholds
 from wirecheck.training import figures
 from wirecheck.training.strategies import (
     NAMES,

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wirecheck.placement import CLASSES
-from wirecheck.quantity import parse_quantity
-from wirecheck.thresholds import OPS, STRATEGIES, ThresholdsError, load_thresholds
+from wirecheck.node.placement import CLASSES
+from wirecheck.core.quantity import parse_quantity
+from wirecheck.thresholds.file import OPS, STRATEGIES, ThresholdsError, load_thresholds
 
 SHIPPED = Path(__file__).resolve().parents[1] / "thresholds.yaml"
 GB = 1e9

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wirecheck.thresholds import ThresholdsError, load_thresholds
+from wirecheck.thresholds.file import ThresholdsError, load_thresholds
 from wirecheck.training.timing import median_ci_ranks
 
 SHIPPED = Path(__file__).resolve().parents[1] / "thresholds.yaml"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.topo_text import load_recorded, parse_topo_text, recorded_names
-from wirecheck.topology import BRIDGED, NVSWITCH, PCIE
+from wirecheck.node.topo_text import load_recorded, parse_topo_text, recorded_names
+from wirecheck.node.topology import BRIDGED, NVSWITCH, PCIE
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPOLOGIES = ROOT / "fixtures" / "topologies"

@@ -1,4 +1,4 @@
-"""CUDA_VISIBLE_DEVICES narrows the node to the GPUs it names (wirecheck.visible), for the suite,
+"""CUDA_VISIBLE_DEVICES narrows the node to the GPUs it names (wirecheck.node.visible), for the suite,
 `wirecheck topo` and `wirecheck nccl-tests` alike; a value that cannot be used is named with the fix."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ import sys
 import pytest
 
 from e2e import make_project, run_suite
-from wirecheck import cli, nvml, visible
-from wirecheck.placement import enumerate_placements
-from wirecheck.topology import BRIDGED, NVSWITCH
+from wirecheck.cli import main as cli
+from wirecheck.node import nvml, visible
+from wirecheck.node.placement import enumerate_placements
+from wirecheck.node.topology import BRIDGED, NVSWITCH
 
 try:  # selftests/ may or may not be a package
     from selftests import fake_pynvml as fake

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_wirecheck.workers import WorkerPool, calls_per_size, wire_key
-from wirecheck import failures as F
-from wirecheck.launcher import WorkerCrash, WorkerTimeout
-from wirecheck.placement import Placement
+from wirecheck.core import failures as F
+from wirecheck.workers.launcher import WorkerCrash, WorkerTimeout
+from wirecheck.node.placement import Placement
 
 NVSWITCH = Placement(klass="nvswitch", gpus=(0, 1))
 PAIR = Placement(klass="pair", gpus=(0, 1))

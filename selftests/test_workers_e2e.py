@@ -75,7 +75,7 @@ sys.modules["pynvml"] = fake_pynvml.build(fake_pynvml.nvswitch(2))
 
 HOLD = """
 import sys, time
-from wirecheck.node_lock import NodeLock
+from wirecheck.workers.node_lock import NodeLock
 lock = NodeLock(sys.argv[1]).acquire(0, command=["pytest", "--profile", "h200-sxm-8", "(acceptance)"])
 print("held", flush=True)
 time.sleep(float(sys.argv[2]))

@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 
 from wirecheck import checks
-from wirecheck.launcher import WorkerError, WorkerGroup
-from wirecheck.placement import CLASS_PAIR
-from wirecheck.results import Measurement
+from wirecheck.workers.launcher import WorkerError, WorkerGroup
+from wirecheck.node.placement import CLASS_PAIR
+from wirecheck.records.file import Measurement
 
-COPY_WORKER = "wirecheck.copy_bandwidth:measure"
+COPY_WORKER = "wirecheck.measure.copy_bandwidth:measure"
 
 
 class Copies:

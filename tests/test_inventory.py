@@ -7,7 +7,7 @@ never reads as an accepted node.
 from __future__ import annotations
 
 from wirecheck import checks
-from wirecheck.nvml import Unsupported
+from wirecheck.node.nvml import Unsupported
 
 
 def _reading(value):

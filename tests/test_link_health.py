@@ -8,7 +8,7 @@ import time
 import pytest
 
 from wirecheck import checks
-from wirecheck.health import counter_deltas
+from wirecheck.node.health import counter_deltas
 
 
 def test_error_counters_did_not_grow(node, live, gpu, worker_pool, record):

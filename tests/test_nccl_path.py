@@ -13,14 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck import checks, nccl_log, nccl_path
-from wirecheck.collectives import OPS
-from wirecheck.launcher import WorkerError, WorkerGroup
-from wirecheck.placement import COLLECTIVE_CLASSES
-from wirecheck.results import Measurement
-from wirecheck.safefs import make_dirs
+from wirecheck import checks
+from wirecheck.nccl import log as nccl_log, path as nccl_path
+from wirecheck.measure.collectives import OPS
+from wirecheck.workers.launcher import WorkerError, WorkerGroup
+from wirecheck.node.placement import COLLECTIVE_CLASSES
+from wirecheck.records.file import Measurement
+from wirecheck.core.safefs import make_dirs
 
-PROBE_WORKER = "wirecheck.nccl_path:probe"
+PROBE_WORKER = "wirecheck.nccl.path:probe"
 
 
 @pytest.fixture(scope="module")

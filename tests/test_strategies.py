@@ -11,10 +11,11 @@ import pytest
 
 from pytest_wirecheck.measurements import nvlink_twin_or_skip, require
 from pytest_wirecheck.nightly import device_timed, replay
-from wirecheck import capacity, checks
-from wirecheck.memory_model import STRATEGIES, predict
-from wirecheck.placement import CLASS_FORCED_PCIE, TRAINING_CLASSES
-from wirecheck.quantity import format_bytes
+from wirecheck.training import capacity
+from wirecheck import checks
+from wirecheck.training.memory_model import STRATEGIES, predict
+from wirecheck.node.placement import CLASS_FORCED_PCIE, TRAINING_CLASSES
+from wirecheck.core.quantity import format_bytes
 
 REFERENCE = "ddp"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wirecheck import checks
-from wirecheck.placement import CLASS_PAIR
+from wirecheck.node.placement import CLASS_PAIR
 
 
 def test_groups_are_full_meshes(node, topology, record):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Does the workers' bytecode cache (src/wirecheck/bytecode.py) pay on this node? On the lent H200
+# Does the workers' bytecode cache (src/wirecheck/workers/bytecode.py) pay on this node? On the lent H200
 # machines the image sets PYTHONDONTWRITEBYTECODE=1 and ships torch without .pyc. Steps, one call:
 #   1. fresh interpreter imports (torch; torch + dynamo + FSDP + transformers), cache off, then on;
 #   2. the probe's set-up plan (each strategy once, wrapping under cProfile), cache off, then on
@@ -27,7 +27,7 @@ echo "== 2. probe set-up plan, cache on (compiled here first)"
 OUT="$OUT/on" bash scripts/device/training_probe.sh --plan setup --gpus "$GPUS" --budget 120 \
   | grep -E "^probe: [0-9]|^probe: bytecode|^[a-z0-9]+\[" | cut -c1-400
 echo "== 1. imports, cache on"
-PYTHONPYCACHEPREFIX=$(python3 -c 'import sys; sys.path.insert(0, "src"); from wirecheck.bytecode import cache_dir; print(cache_dir())') imports on
+PYTHONPYCACHEPREFIX=$(python3 -c 'import sys; sys.path.insert(0, "src"); from wirecheck.workers.bytecode import cache_dir; print(cache_dir())') imports on
 echo "== 3. fresh install and validate -k inventory"
 bash scripts/device/fresh_install.sh -k inventory >"$OUT/install.log" 2>&1
 grep -E "^== |install.sh: bytecode|passed|failed" "$OUT/install.log" | tail -12

@@ -19,11 +19,11 @@ import json
 import sys
 from pathlib import Path
 
-from wirecheck import nccl_tests
-from wirecheck.curve import GRAPH, choose_path, parse_sweep
-from wirecheck.paths import suite_paths
-from wirecheck.placement import Placement, enumerate_placements
-from wirecheck.thresholds import load_thresholds
+from wirecheck.nccl import tests as nccl_tests
+from wirecheck.measure.curve import GRAPH, choose_path, parse_sweep
+from wirecheck.core.paths import suite_paths
+from wirecheck.node.placement import Placement, enumerate_placements
+from wirecheck.thresholds.file import load_thresholds
 
 
 def _table(op: str, placement: Placement, results, graph_up_to: int | None, iters: int, replays: int) -> str:
@@ -69,11 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     spec = parse_sweep(args.sizes)
     extra = dict(item.split("=", 1) for item in args.env)
     if args.simulate:
-        from wirecheck.topo_text import load_recorded
+        from wirecheck.node.topo_text import load_recorded
 
         topo, backend = load_recorded(args.simulate, suite_paths().topologies), "gloo"
     else:
-        from wirecheck import nvml
+        from wirecheck.node import nvml
 
         topo, backend = nvml.read_topology(), "nccl"
     base = next((p for p in enumerate_placements(topo) if p.id == args.placement), None)

@@ -9,7 +9,7 @@
 #                  each GPU's nearest NIC from `nvidia-smi topo -m`, the line rate, the network verdicts.
 #   network        pytest tests/test_network.py on this node (no --simulate).
 #   same-host      2 torchrun agents (CUDA_VISIBLE_DEVICES=0 and =1, --node-name gpu0/gpu1), one rank each,
-#                  rendezvous c10d on 127.0.0.1: wirecheck.multinode runs all_reduce, all_gather and
+#                  rendezvous c10d on 127.0.0.1: wirecheck.fleet.multinode runs all_reduce, all_gather and
 #                  reduce_scatter across both "nodes" and the pair schedule (one pair). NCCL knows both
 #                  ranks are on one host, so it takes its intra-node path (NVLink): this exercises the
 #                  launch, the rendezvous, the records and the verdicts, not a network.
@@ -85,7 +85,7 @@ step_network() {
 }
 
 # Two torchrun agents on this host, one GPU each. $1: name; $2: "hostid" (NCCL_HOSTID per agent) or "";
-# $3: time cap (s); the rest: wirecheck.multinode options.
+# $3: time cap (s); the rest: wirecheck.fleet.multinode options.
 two_agents() {
   local name=$1 mode=$2 t port k pids=() rc=0 r
   t=$(allow "$3")

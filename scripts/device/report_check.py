@@ -13,7 +13,7 @@ import sys
 from collections import defaultdict
 
 from wirecheck.report.model import RunView
-from wirecheck.results import read_run
+from wirecheck.records.file import read_run
 
 
 def _gb(bps) -> str:

@@ -28,10 +28,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from wirecheck import bytecode
-from wirecheck.launcher import WorkerError, WorkerGroup
-from wirecheck.placement import FORCED_PCIE_ENV
-from wirecheck.thresholds import load_thresholds
+from wirecheck.workers import bytecode
+from wirecheck.workers.launcher import WorkerError, WorkerGroup
+from wirecheck.node.placement import FORCED_PCIE_ENV
+from wirecheck.thresholds.file import load_thresholds
 from wirecheck.training import figures
 from wirecheck.training.strategies import NAMES, REFERENCE, resolve_settings
 
@@ -326,7 +326,7 @@ def main(argv=None) -> int:
     for r in runs:
         resolve_settings(r.strategy, asdict(settings.model), r.overrides)  # a typo fails here, not on the GPUs
 
-    prepared = bytecode.prepare()  # as the suite does before its first worker (wirecheck/bytecode.py)
+    prepared = bytecode.prepare()  # as the suite does before its first worker (wirecheck/workers/bytecode.py)
     if prepared is not None:
         print(f"probe: {prepared.describe()}", flush=True)
     env_switches = {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM"))}

@@ -69,8 +69,9 @@ def never_join(ctx, size: int) -> int:
 
 
 def _deadline(op: str, placement_class: str, size: int, calls: int):
-    from wirecheck import collectives, deadlines
-    from wirecheck.thresholds import load_thresholds
+    from wirecheck.measure import collectives
+    from wirecheck.workers import deadlines
+    from wirecheck.thresholds.file import load_thresholds
 
     th = load_thresholds(ROOT / "thresholds.yaml")
     floor = th.busbw_limit(placement_class, op, 2, False) or th.slowest_busbw_floor(op, False)
@@ -83,20 +84,20 @@ BACKEND = "nccl"
 
 
 def _group(gpus, logs: Path):
-    from wirecheck.launcher import WorkerGroup
+    from wirecheck.workers.launcher import WorkerGroup
 
     return WorkerGroup("nvswitch-2gpu-0.1", 2, BACKEND, gpus=gpus if BACKEND == "nccl" else None, log_dir=logs)
 
 
 def _fresh_group_measures(gpus, logs: Path) -> tuple[bool, str]:
-    from wirecheck import collectives
-    from wirecheck.quantity import format_bytes
+    from wirecheck.measure import collectives
+    from wirecheck.core.quantity import format_bytes
 
     size = 1 << 30 if BACKEND == "nccl" else 4 << 20
     t0 = time.monotonic()
     with _group(gpus, logs) as group:
         started = time.monotonic() - t0
-        ranks = group.run("wirecheck.collectives:measure",
+        ranks = group.run("wirecheck.measure.collectives:measure",
                           {"op": "all_reduce", "sizes": [size], "warmup_iters": 5, "iters": 20}, timeout_s=120)
     (r,) = collectives.combine("all_reduce", 2, ranks)
     return r.ok, (f"fresh group started in {started:.1f} s, all_reduce {format_bytes(size)} busbw "
@@ -104,7 +105,7 @@ def _fresh_group_measures(gpus, logs: Path) -> tuple[bool, str]:
 
 
 def check_kill(gpus, logs: Path) -> bool:
-    from wirecheck.launcher import WorkerCrash, WorkerError
+    from wirecheck.workers.launcher import WorkerCrash, WorkerError
 
     size = 1 << 30
     deadline, _ = _deadline("all_reduce", "nvswitch", size, 26)
@@ -138,7 +139,7 @@ def check_kill(gpus, logs: Path) -> bool:
 
 
 def check_hang(gpus, logs: Path) -> bool:
-    from wirecheck.launcher import WorkerError, WorkerTimeout
+    from wirecheck.workers.launcher import WorkerError, WorkerTimeout
 
     size = 1 << 20
     deadline, _ = _deadline("all_gather", "nvswitch", size, 26)

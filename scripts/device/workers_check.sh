@@ -70,7 +70,7 @@ run_step() {
       rc=0
       "$PY" -c "
 import sys, time
-from wirecheck.node_lock import NodeLock
+from wirecheck.workers.node_lock import NodeLock
 NodeLock(sys.argv[1]).acquire(0, command=['workers_check.sh', 'lock', '(holder)'])
 print('held', flush=True)
 time.sleep(float(sys.argv[2]))" "$LOCK" 20 > "$OUT/holder.out" &
@@ -91,7 +91,7 @@ time.sleep(float(sys.argv[2]))" "$LOCK" 20 > "$OUT/holder.out" &
       wait "$holder"
       "$PY" -c "
 import sys, time
-from wirecheck.node_lock import NodeLock
+from wirecheck.workers.node_lock import NodeLock
 NodeLock(sys.argv[1]).acquire(0); print('held', flush=True); time.sleep(30)" "$LOCK" > "$OUT/holder.out" &
       holder=$!
       for _ in $(seq 50); do grep -q held "$OUT/holder.out" 2>/dev/null && break; sleep 0.2; done

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from wirecheck.verdict import Verdict
+from wirecheck.core.verdict import Verdict
 
 CHECKS: dict[str, Callable[..., Verdict]] = {}
 

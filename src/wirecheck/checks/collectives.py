@@ -9,8 +9,8 @@ from __future__ import annotations
 import statistics
 
 from wirecheck.checks import check
-from wirecheck.quantity import format_bw, format_bytes
-from wirecheck.verdict import Verdict, at_least, at_most, no_problems, skip, within
+from wirecheck.core.quantity import format_bw, format_bytes
+from wirecheck.core.verdict import Verdict, at_least, at_most, no_problems, skip, within
 
 GB = 1e9
 

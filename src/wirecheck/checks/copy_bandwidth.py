@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from wirecheck.checks import check
-from wirecheck.quantity import format_bw
-from wirecheck.thresholds_copy import pcie_ceiling
-from wirecheck.verdict import FAIL, PASS, Verdict, skip, within
+from wirecheck.core.quantity import format_bw
+from wirecheck.thresholds.copy_limits import pcie_ceiling
+from wirecheck.core.verdict import FAIL, PASS, Verdict, skip, within
 
 GB = 1e9
 SIMULATION = "simulation: no GPU memory to copy to or from"

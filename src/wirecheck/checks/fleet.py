@@ -2,16 +2,16 @@
 the pair schedule's node-or-link attribution.
 
 A node cleared by its own floors can still be slower than its peers: the fleet rule
-(wirecheck.peer_stats) names it. Inputs are plain data (figures, peer values, pair bandwidths), so
+(wirecheck.core.peer_stats) names it. Inputs are plain data (figures, peer values, pair bandwidths), so
 `wirecheck fleet report --json` keeps them and the same functions judge them again.
 """
 
 from __future__ import annotations
 
 from wirecheck.checks import check
-from wirecheck.pair_schedule import pair_key
-from wirecheck.peer_stats import below_median
-from wirecheck.verdict import FAIL, PASS, Verdict, cite, skip
+from wirecheck.core.pair_schedule import pair_key
+from wirecheck.core.peer_stats import below_median
+from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, skip
 
 KINDS = ("busbw", "throughput")
 GB = 1e9

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from wirecheck.checks import check
-from wirecheck.health import allowed_growth
-from wirecheck.verdict import Verdict, no_problems, skip
+from wirecheck.node.health import allowed_growth
+from wirecheck.core.verdict import Verdict, no_problems, skip
 
 
 @check("counter_growth")
 def counter_growth(thresholds, *, gpu: int, bus_id: str | None, seconds: float, deltas: list,
                    unreadable: list) -> Verdict:
     """No error counter grew past its allowance while the suite loaded the links.
-    `deltas`: [{"counter", "kind", "grew_by"}] from wirecheck.health.counter_deltas."""
+    `deltas`: [{"counter", "kind", "grew_by"}] from wirecheck.node.health.counter_deltas."""
     what, where = "error-counter growth", f"GPU{gpu}"
     limits = thresholds.health
     if not deltas:

@@ -7,7 +7,7 @@ topology replayed on CPU must never read as an accepted node.
 from __future__ import annotations
 
 from wirecheck.checks import check
-from wirecheck.verdict import Verdict, expect, skip
+from wirecheck.core.verdict import Verdict, expect, skip
 
 SIMULATION_REASON = "simulation: the inventory is read from the live node only; no GPU was looked at"
 

@@ -11,9 +11,9 @@ from dataclasses import asdict, replace
 from types import SimpleNamespace
 
 from wirecheck.checks import check
-from wirecheck.curve import half_peak_size, small_message_latency
-from wirecheck.quantity import format_bw, format_bytes, format_time
-from wirecheck.verdict import Verdict, skip, within
+from wirecheck.measure.curve import half_peak_size, small_message_latency
+from wirecheck.core.quantity import format_bw, format_bytes, format_time
+from wirecheck.core.verdict import Verdict, skip, within
 
 
 def _points(curve: list) -> list:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from wirecheck.checks import check
-from wirecheck.verdict import FAIL, PASS, Verdict
+from wirecheck.core.verdict import FAIL, PASS, Verdict
 
 
 @check("measurement_completed")

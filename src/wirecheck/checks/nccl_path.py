@@ -12,8 +12,8 @@ from __future__ import annotations
 from itertools import combinations
 
 from wirecheck.checks import check
-from wirecheck.nccl_log import NVLINK_PATH_TYPES, pair_key, transports_by_pair
-from wirecheck.verdict import FAIL, PASS, Verdict, skip
+from wirecheck.nccl.log import NVLINK_PATH_TYPES, pair_key, transports_by_pair
+from wirecheck.core.verdict import FAIL, PASS, Verdict, skip
 
 SOURCE = ("NCCL's transport selection: P2P between GPUs that can reach each other (over NVLink where "
           "the topology has it); NCCL_P2P_DISABLE=1 disables the P2P transport (NCCL environment-variable docs)")
@@ -32,7 +32,7 @@ def _describe(entries: list[dict], path_type: str | None) -> str:
 def nccl_path(thresholds, *, placement: str, gpus: list, nv: dict, p2p_disabled: bool, evidence: dict | None,
               simulated: bool, error: str | None = None) -> Verdict:
     """`gpus`: the placement's GPU indices in rank order; `nv`: "a-b" (GPU indices, a < b) -> NV#;
-    `evidence`: wirecheck.nccl_log.summarize() of every rank's log."""
+    `evidence`: wirecheck.nccl.log.summarize() of every rank's log."""
     what = "NCCL transport per GPU pair"
     if simulated:
         return skip(what, placement, "simulation: gloo on CPU stands in for NCCL; there is no NCCL path to read")

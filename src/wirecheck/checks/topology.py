@@ -6,7 +6,7 @@ Inputs use GPU indices (NVML's numbering, as in the test ids), never positions.
 from __future__ import annotations
 
 from wirecheck.checks import check
-from wirecheck.verdict import Verdict, expect, no_problems, skip
+from wirecheck.core.verdict import Verdict, expect, no_problems, skip
 
 FABRICS_KNOWN = ("nvswitch", "bridged", "pcie")
 

@@ -10,10 +10,10 @@ import math
 from dataclasses import replace
 
 from wirecheck.checks import check
-from wirecheck.memory_model import predict
-from wirecheck.quantity import format_bytes
+from wirecheck.training.memory_model import predict
+from wirecheck.core.quantity import format_bytes
 from wirecheck.training.timing import CEILING
-from wirecheck.verdict import Verdict, at_least, at_most, expect, no_problems, skip, within
+from wirecheck.core.verdict import Verdict, at_least, at_most, expect, no_problems, skip, within
 
 GIB = 2**30
 

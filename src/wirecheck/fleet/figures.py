@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wirecheck.quantity import format_bytes
-from wirecheck.results import RunRecord
+from wirecheck.core.quantity import format_bytes
+from wirecheck.records.file import RunRecord
 
 BUSBW, THROUGHPUT = "busbw", "throughput"
 

@@ -16,7 +16,7 @@ import statistics
 
 from wirecheck.fleet.judging import FleetResult, named_by_fleet_rule, named_by_pairs, slow_links
 from wirecheck.report.html import CSP
-from wirecheck.verdict import FAIL, SKIP
+from wirecheck.core.verdict import FAIL, SKIP
 
 MAX_FIGURE_PLOTS = 12
 RED, GREY, BLUE = "#c62828", "#9e9e9e", "#1565c0"

@@ -13,10 +13,11 @@ import json
 import sys
 from pathlib import Path
 
-from wirecheck import checks, network
-from wirecheck.paths import suite_paths
-from wirecheck.thresholds import ThresholdsError, load_thresholds
-from wirecheck.verdict import FAIL
+from wirecheck import checks
+from wirecheck.node import network
+from wirecheck.core.paths import suite_paths
+from wirecheck.thresholds.file import ThresholdsError, load_thresholds
+from wirecheck.core.verdict import FAIL
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 def inventory(args) -> dict:
     ports = network.ports_as_data(network.read_ports(args.sysfs_root))
     if args.simulate:
-        from wirecheck.topo_text import load_recorded
+        from wirecheck.node.topo_text import load_recorded
 
         topo = load_recorded(args.simulate, suite_paths().topologies)
         paths, source = network.recorded_nic_paths(topo.source)
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         checks.network.nic_count(thresholds, ports=inv["ports"], profile=args.profile),
     ]
     if inv["gpu_nic_paths"]:
-        verdicts += [checks.network.gpu_nic_affinity(thresholds, gpu=g, paths=p, source=inv["paths_source"])
+        verdicts += [checks.network.gpu_nic_affinity(thresholds, gpu=g, paths=p, source=inv["paths_source"],
+                                                      profile=args.profile)
                      for g, p in sorted(inv["gpu_nic_paths"].items())]
     if args.json:
         print(json.dumps({**inv, "verdicts": [v.as_record() for v in verdicts]}, indent=1, default=str))

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from wirecheck.checks import fleet as fleet_checks
 from wirecheck.fleet.figures import Figure, node_figures
 from wirecheck.fleet.records import Fleet, NodeRun
-from wirecheck.judge import rejudge_run
-from wirecheck.results import RecordFileError, RunRecord
-from wirecheck.thresholds import Thresholds, ThresholdsError
-from wirecheck.verdict import FAIL, PASS, Verdict
+from wirecheck.checks.judge import rejudge_run
+from wirecheck.records.file import RecordFileError, RunRecord
+from wirecheck.thresholds.file import Thresholds, ThresholdsError
+from wirecheck.core.verdict import FAIL, PASS, Verdict
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SIMULATION = 0, 1, 2, 10
 

@@ -1,11 +1,11 @@
 """`wirecheck fleet multinode [options] [-- multinode options]`: torchrun with c10d rendezvous on
-`wirecheck.multinode`, run once on every node (under Slurm: `srun --ntasks-per-node=1`).
+`wirecheck.fleet.multinode`, run once on every node (under Slurm: `srun --ntasks-per-node=1`).
 
 It only builds the torchrun command the README documents and runs it with this environment
 (NCCL switches pass through); under Slurm the node count, the rendezvous host (the job's first node)
 and the job id come from Slurm's variables. When torchrun cannot reach or complete the rendezvous it
 says so in one line that names the endpoint and the fix, instead of leaving the operator with a C++
-stack. Exit status: torchrun's (wirecheck.multinode's verdict: 0 pass, 1 fail, 2 bad input), or 2
+stack. Exit status: torchrun's (wirecheck.fleet.multinode's verdict: 0 pass, 1 fail, 2 bad input), or 2
 when the rendezvous failed or an option is missing.
 """
 
@@ -18,7 +18,7 @@ import subprocess
 import sys
 from collections import deque
 
-from wirecheck import bytecode
+from wirecheck.workers import bytecode
 
 DEFAULT_PORT = 29400
 # Joining waits this long for every node: long enough for a slow node's Python to start, short
@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"seconds to wait for every node to join (default {DEFAULT_JOIN_TIMEOUT_S})")
     p.add_argument("--dry-run", action="store_true", help="print the torchrun command and exit")
     p.add_argument("multinode_args", nargs=argparse.REMAINDER,
-                   help="after --: options for wirecheck.multinode (--wirecheck-json PATH, --simulate, --ops ...)")
+                   help="after --: options for wirecheck.fleet.multinode (--wirecheck-json PATH, --simulate, --ops ...)")
     return p
 
 
@@ -97,7 +97,7 @@ def torchrun_command(args) -> list[str]:
         raise LaunchError("--rdzv-id: not given and $SLURM_JOB_ID is not set; pass the same --rdzv-id on every node")
     return [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(nnodes), "--nproc-per-node", str(nproc),
             "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint, "--rdzv-id", str(rdzv_id),
-            "--rdzv-conf", f"join_timeout={args.join_timeout}", "-m", "wirecheck.multinode", *extra]
+            "--rdzv-conf", f"join_timeout={args.join_timeout}", "-m", "wirecheck.fleet.multinode", *extra]
 
 
 def rendezvous_problem(stderr_tail: list[str], endpoint: str) -> str | None:

@@ -4,7 +4,7 @@ process group, timed and checked element by element.
 `collectives.measure` runs on the default group (every GPU of the job); a pair runs on a subgroup so
 that the disjoint pairs of one matching run at the same time. The data pattern and the expected sum
 are collectives' own (`pattern`, `pattern_sum`), numbered by rank inside the pair's group.
-Runs inside the ranks started by torchrun (wirecheck.multinode); the parent never calls it.
+Runs inside the ranks started by torchrun (wirecheck.fleet.multinode); the parent never calls it.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from wirecheck import collectives
-from wirecheck.worker import RankContext
+from wirecheck.measure import collectives
+from wirecheck.workers.worker import RankContext
 
 OP = "all_reduce"
 

@@ -1,5 +1,5 @@
 """A fleet's results directory: one record file per node (named after the node), plus the records of
-multi-node runs (wirecheck.multinode), read back with what is missing or cut short said per node.
+multi-node runs (wirecheck.fleet.multinode), read back with what is missing or cut short said per node.
 
 A node that did not write a record, or whose record ends without its `end` line, is a failed node,
 never a gap: the operator learns which node to look at. A file that is not a wirecheck record at all
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wirecheck import jsondata
+from wirecheck.core import jsondata
 
-from wirecheck.results import RecordFileError, RunRecord, read_run
+from wirecheck.records.file import RecordFileError, RunRecord, read_run
 
 SUFFIX = ".jsonl"
 

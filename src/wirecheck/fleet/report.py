@@ -2,7 +2,7 @@
 
 Judges a fleet's records together: one record per node in DIR (each node ran
 `wirecheck validate ... --wirecheck-json DIR/$(hostname).jsonl`), plus any multi-node records
-(`wirecheck.multinode`). For every node: its record is there and complete, its own verdicts judged
+(`wirecheck.fleet.multinode`). For every node: its record is there and complete, its own verdicts judged
 again, every key figure (busbw per placement and collective at the floor size, tokens/s per
 strategy and wire, NIC line rate) against the other nodes' median (the fleet rule of thresholds.yaml
 `fleet:`), and the pair schedule's verdict on it. A node 10 % below its peers is named even when it
@@ -23,10 +23,10 @@ from pathlib import Path
 
 from wirecheck.fleet.judging import EXIT_USAGE, FleetResult, judge_fleet, named_by_fleet_rule, named_by_pairs, slow_links
 from wirecheck.fleet.records import FleetInputError, collect, read_node_list
-from wirecheck.paths import suite_paths
-from wirecheck.safefs import umask, write_atomically
-from wirecheck.thresholds import ThresholdsError, load_thresholds
-from wirecheck.verdict import FAIL, PASS, SKIP
+from wirecheck.core.paths import suite_paths
+from wirecheck.core.safefs import umask, write_atomically
+from wirecheck.thresholds.file import ThresholdsError, load_thresholds
+from wirecheck.core.verdict import FAIL, PASS, SKIP
 
 
 def build_parser() -> argparse.ArgumentParser:

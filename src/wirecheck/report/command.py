@@ -20,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from wirecheck.results import RecordFileError
+from wirecheck.records.file import RecordFileError
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     from wirecheck.report.model import load_history, load_runs
     from wirecheck.report.prometheus import exposition
-    from wirecheck.safefs import write_atomically
+    from wirecheck.core.safefs import write_atomically
 
     try:
         views = load_runs(args.records)

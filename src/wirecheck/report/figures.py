@@ -24,7 +24,7 @@ from matplotlib.dates import AutoDateLocator, ConciseDateFormatter  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from wirecheck.quantity import format_bytes  # noqa: E402
+from wirecheck.core.quantity import format_bytes  # noqa: E402
 
 DPI = 100
 CLASS_COLOURS = {

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wirecheck.memory_model import predict
-from wirecheck.results import RecordFileError, RunRecord, read_run
-from wirecheck.verdict import FAIL, OUTCOMES, PASS, SKIP
+from wirecheck.training.memory_model import predict
+from wirecheck.records.file import RecordFileError, RunRecord, read_run
+from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP
 
-# Classes whose traffic rides NVLink (wirecheck.placement.NVLINK_CLASSES), named here so a
+# Classes whose traffic rides NVLink (wirecheck.node.placement.NVLINK_CLASSES), named here so a
 # record written by another version still reads; the host-path class the wire check compares.
 NVLINK_CLASSES = ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "pair")
 HOST_PATH_CLASS = "forced_pcie"

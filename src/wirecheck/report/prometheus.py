@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from wirecheck.report.model import RunView
-from wirecheck.verdict import OUTCOMES
+from wirecheck.core.verdict import OUTCOMES
 
 
 def _escape_label(value: object) -> str:

@@ -7,12 +7,12 @@ empty chart (a -k selection, a simulation, a run cut short before it got there).
 
 from __future__ import annotations
 
-from wirecheck.quantity import format_bytes
+from wirecheck.core.quantity import format_bytes
 from wirecheck.report import figures
 from wirecheck.report.html import Raw, Section, details, esc, note, outcome, pre, table
 from wirecheck.report.model import HOST_PATH_CLASS, RunView
 from wirecheck.report.trends import FAMILIES, drifts, gather
-from wirecheck.verdict import FAIL, PASS, SKIP
+from wirecheck.core.verdict import FAIL, PASS, SKIP
 
 SECTION_IDS = ("verdict", "node", "collectives", "wire", "links", "strategies", "nccl-path", "copies", "health", "trends")
 
@@ -268,7 +268,7 @@ def strategies_section(view: RunView) -> Section:
                  "tokens/s", "MFU (or TFLOP/s per GPU)", "exposed comm (s)", "error"], rows, [FAIL if r[-1] else "" for r in rows],
                 numeric=(2, 3, 4, 5, 6, 7, 8, 9)))
     precision = next((p.precision for p in points if p.precision), None)
-    s.add(note(f"Memory model: wirecheck.memory_model.predict(..., accounting='implementation', precision={precision!r})."))
+    s.add(note(f"Memory model: wirecheck.training.memory_model.predict(..., accounting='implementation', precision={precision!r})."))
     dial = [v for v in view.verdicts if v.get("check") in ("staircase", "slow_wire", "dial_flattens")]
     if dial:
         s.add(table(["check", "where", "outcome", "message"],

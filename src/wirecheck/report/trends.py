@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from wirecheck.report.figures import mad_band
 from wirecheck.report.model import RunView
-from wirecheck.quantity import format_bytes
+from wirecheck.core.quantity import format_bytes
 
 # family -> (title, unit, log y)
 FAMILIES = {

@@ -58,7 +58,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from wirecheck.precision import precision as check_precision
+from wirecheck.core.precision import precision as check_precision
 from wirecheck.training import figures
 from wirecheck.training.baseline import local_step_times
 from wirecheck.training.data import local_batch

@@ -1,0 +1,66 @@
+"""`wirecheck memory`: predicted model-state bytes per GPU for each strategy (wirecheck.training.memory_model)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from wirecheck.training.memory_model import ACCOUNTINGS, ARTICLE, format_memory_table
+from wirecheck.core.precision import DEFAULT as DEFAULT_PRECISION
+from wirecheck.core.precision import NAMES as PRECISIONS
+
+NAME = "memory"
+
+
+def parameter_count(text: str) -> int:
+    """--params: a whole number of parameters of at least 1, written plainly or as 7.24e9.
+
+    argparse turns the ArgumentTypeError into `argument --params: <message>` and exit 2.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; write a parameter count, e.g. 7.24e9") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number; write a parameter count, e.g. 7.24e9")
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text} is not a parameter count: a model has at least 1 parameter; write e.g. 7.24e9"
+        )
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(
+            f"{text} is not a whole number of parameters; write e.g. {math.floor(value)} or {math.ceil(value)}"
+        )
+    return int(value)
+
+
+def gpu_count(text: str) -> int:
+    """--gpus: a whole number of GPUs (data-parallel ranks) of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of GPUs; write e.g. 4") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} GPUs: at least 1 GPU is needed; write e.g. 4")
+    return value
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        NAME, help="predicted model-state memory per GPU for each strategy", description=__doc__,
+    )
+    parser.add_argument("--params", type=parameter_count, required=True, metavar="N",
+                        help="parameter count, a whole number >= 1, e.g. 7.24e9")
+    parser.add_argument("--gpus", type=gpu_count, required=True, metavar="G",
+                        help="number of GPUs (data-parallel ranks), >= 1")
+    parser.add_argument("--accounting", choices=ACCOUNTINGS, default=ARTICLE,
+                        help="article: params and grads in the precision's bytes + 8 B of Adam state per parameter "
+                             "(default); implementation: how each library really stores it")
+    parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
+                        help=f"training precision (default {DEFAULT_PRECISION})")
+    return parser
+
+
+def run(args: argparse.Namespace, extra: list[str]) -> int:
+    print(format_memory_table(args.params, args.gpus, args.accounting, args.precision))
+    return 0

@@ -1,0 +1,237 @@
+"""`wirecheck validate`: run the validation suite on this node and exit with its verdict.
+
+A dry run must never pass for a node. So the suite falls back to simulation only on a machine
+with no NVIDIA driver at all (wirecheck.node.driver); where a driver is installed but NVML fails or
+sees no GPU, nothing runs and the exit code says so. A simulated run ends on a line that says
+SIMULATION and exits 10 rather than 0, so no script can take it for an accepted node.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import textwrap
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from wirecheck.node import driver, nvml
+from wirecheck.cli.foreground import Outcome, run_foreground
+from wirecheck.core.paths import suite_paths
+from wirecheck.node.topo_text import DEFAULT_SIMULATION
+
+NAME = "validate"
+PROG = f"wirecheck {NAME}"
+
+# The exit codes, one table: the help, the README and the last line all say the same.
+ACCEPTED = 0
+FAILED = 1
+PYTEST_STOPPED = 2
+INTERNAL_ERROR = 3
+USAGE_ERROR = 4
+NO_TESTS = 5
+SIMULATED = 10
+NO_GPU_READABLE = 11
+CTRL_C = 128 + signal.SIGINT  # 130, as a shell reports a job stopped by Ctrl-C
+TERMINATED = 128 + signal.SIGTERM  # 143
+
+EXIT_CODES: dict[int, tuple[str, str]] = {  # code -> (outcome for the last line, meaning for the help)
+    ACCEPTED: ("every selected check passed on this node's GPUs", "accepted: every selected check passed on this node's GPUs"),
+    FAILED: ("checks FAILED", "at least one check failed"),
+    PYTEST_STOPPED: ("pytest stopped the run (errors during collection?)",
+                     "pytest stopped the run: errors during collection, or a stop the suite requested (not Ctrl-C)"),
+    INTERNAL_ERROR: ("internal error", "internal error in pytest or the wirecheck plugin, or a broken install"),
+    USAGE_ERROR: ("usage error", "usage error: a bad option or argument, a -k/-m selection that matches no test, or a "
+                                 "bad thresholds or topology file; the message names it and the fix"),
+    NO_TESTS: ("no test was collected: nothing was validated", "no test was collected (a test path without tests): nothing was validated"),
+    SIMULATED: ("no failures", "SIMULATION without failures: the suite ran on a recorded topology, "
+                               "CPU processes standing in for GPUs; nothing about this machine was validated"),
+    NO_GPU_READABLE: ("NVML failed on a machine with an NVIDIA driver: nothing ran",
+                      "an NVIDIA driver is installed but NVML fails or sees no GPU: nothing ran "
+                      "(fix the driver, or ask for a dry run with --simulate)"),
+    CTRL_C: ("interrupted (Ctrl-C): the run is incomplete",
+             "interrupted by Ctrl-C: pytest printed its summary and the records so far are kept; not accepted"),
+    TERMINATED: ("stopped by SIGTERM: the run is incomplete", "stopped by SIGTERM (passed on to pytest); not accepted"),
+}
+KILLED_BY_SIGNAL = "128+N: pytest was killed by signal N (137: SIGKILL, e.g. the kernel's out-of-memory killer); not accepted"
+
+
+def _exit_code_lines() -> list[str]:
+    def entry(code: str, meaning: str) -> str:
+        return textwrap.fill(meaning, width=96, initial_indent=f"{code:>7}  ", subsequent_indent=" " * 9)
+
+    lines = [entry(str(code), meaning) for code, (_, meaning) in EXIT_CODES.items()]
+    lines.append(entry("128+N", KILLED_BY_SIGNAL.split(": ", 1)[1]))
+    lines.append(textwrap.fill(
+        f"A simulated run exits {SIMULATED} when nothing failed, otherwise with the code above (1 failed, "
+        "4 usage error, ...); its last line always says SIMULATION.", width=96, initial_indent="  ", subsequent_indent="  "))
+    return lines
+
+
+DESCRIPTION = f"""\
+Run the validation suite (pytest on the suite's tests/) on this node's GPUs and exit with its
+verdict. The last line printed says what the exit code means.
+
+Simulation: with --simulate[=FILE|NAME], or on a machine with no NVIDIA driver at all (no
+/proc/driver/nvidia, no /dev/nvidiactl, libnvidia-ml.so.1 not loadable), the suite runs on a
+recorded topology (default {DEFAULT_SIMULATION}) with CPU processes and gloo standing in for GPUs
+and NCCL. Nothing about this machine is validated: the last line says SIMULATION and the exit
+code is {SIMULATED}, never 0. Where an NVIDIA driver is installed but NVML fails or sees no GPU,
+validate runs nothing, names the NVML error and exits {NO_GPU_READABLE}.
+
+Every other argument goes to pytest: -k, -x, -v, --profile, --placement, --thresholds,
+--wirecheck-json, --junitxml, --benchmark-*, test ids. `{PROG} --pytest-help` lists them.
+
+Ctrl-C: pytest stops the test in progress, prints its summary and keeps the records; exit
+{CTRL_C}. A second Ctrl-C stops pytest at once (its summary may be lost), a third kills it."""
+
+EPILOG = "exit codes:\n" + "\n".join(_exit_code_lines())
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        NAME,
+        help="run the validation suite on this node (or in simulation without a driver); other arguments go to pytest",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        usage=f"{PROG} [-h] [--pytest-help] [--simulate[=FILE|NAME]] [pytest arguments ...]",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        add_help=False,
+        allow_abbrev=False,  # a pytest option must never be taken for an abbreviation of ours
+    )
+    own = parser.add_argument_group("options of validate (everything else goes to pytest)")
+    own.add_argument("-h", "--help", action="help", help="show this help (validate's, not pytest's) and exit")
+    own.add_argument("--pytest-help", action="store_true",
+                     help="show pytest's help, with the wirecheck options (--simulate, --profile, ...), and exit")
+    parser.set_defaults(passes_extra_args=True)
+    return parser
+
+
+def simulation_target(pytest_args: Sequence[str]) -> str | None:
+    """The --simulate value among pytest's arguments, as pytest will read it; None without it."""
+    args = list(pytest_args)
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg.startswith("--simulate="):
+            return arg.split("=", 1)[1] or DEFAULT_SIMULATION
+        if arg == "--simulate":
+            # nargs="?": the next word is its value unless it is an option.
+            following = args[i + 1] if i + 1 < len(args) else None
+            return following if following and not following.startswith("-") else DEFAULT_SIMULATION
+    return None
+
+
+@dataclass(frozen=True)
+class Mode:
+    """What this machine allows: a hardware run, a simulation, or no run at all."""
+
+    simulate: str | None = None  # the topology to simulate, or None for the node's GPUs
+    gpus: int | None = None  # GPUs NVML saw (hardware)
+    refusal: str | None = None  # why nothing may run (driver present, NVML failing)
+    notice: str | None = None  # said before the run (why it is a simulation)
+
+
+def choose_mode(
+    pytest_args: Sequence[str],
+    read_topology: Callable | None = None,
+    detect_driver: Callable[[], driver.DriverEvidence] | None = None,
+) -> Mode:
+    """Hardware if NVML reads the GPUs; simulation if asked, or if there is no driver at all; else a refusal.
+
+    read_topology and detect_driver default to nvml.read_topology and driver.detect.
+    """
+    asked = simulation_target(pytest_args)
+    if asked is not None:
+        return Mode(simulate=asked)  # a dry run on purpose: NVML is not even asked
+    try:
+        topology = (read_topology or nvml.read_topology)()
+    except nvml.NvmlUnavailable as exc:
+        evidence = (detect_driver or driver.detect)()
+        if evidence.present:
+            return Mode(refusal=(
+                f"NVML failed: {exc}\n"
+                f"An NVIDIA driver is installed here ({evidence.describe()}), so this is a GPU machine whose GPUs "
+                "cannot be read, not a machine without GPUs: nothing was validated. Make `nvidia-smi` list the GPUs "
+                f"(driver, kernel module, container GPU access), or for a dry run on purpose: {PROG} --simulate"
+            ))
+        return Mode(simulate=DEFAULT_SIMULATION, notice=(
+            f"no NVIDIA driver on this machine ({evidence.describe()}; NVML: {exc}).\n"
+            f"Running the suite in SIMULATION on the recorded topology {DEFAULT_SIMULATION}: CPU processes and gloo "
+            "stand in for GPUs and NCCL, nothing about this machine is validated."
+        ))
+    return Mode(gpus=topology.n_gpus)
+
+
+def exit_code(outcome: Outcome, simulated: bool) -> int:
+    if outcome.terminated:
+        return TERMINATED
+    if outcome.interrupts:
+        return CTRL_C  # even if pytest got to the end: the person asked it to stop
+    if outcome.returncode < 0:
+        return 128 - outcome.returncode
+    if outcome.returncode == ACCEPTED and simulated:
+        return SIMULATED
+    return outcome.returncode
+
+
+def last_line(code: int, mode: Mode) -> str:
+    if code in EXIT_CODES:
+        what = EXIT_CODES[code][0]
+    elif code > 128:
+        what = f"pytest was killed by signal {code - 128}: the run is incomplete"
+    else:
+        what = "pytest's own exit code"
+    if mode.simulate is not None:
+        return f"{PROG}: SIMULATION of {mode.simulate} — no GPU was validated; {what}, exit {code}"
+    if code == ACCEPTED and mode.gpus:
+        what = f"every selected check passed on this node's {mode.gpus} GPU(s)"
+    return f"{PROG}: {what}; exit {code}"
+
+
+def _say(message: str) -> None:
+    for line in message.splitlines():
+        print(f"{PROG}: {line}", file=sys.stderr, flush=True)
+
+
+def _pytest_command(pytest_args: Sequence[str]) -> list[str]:
+    suite = suite_paths()
+    cmd = [sys.executable, "-m", "pytest", str(suite.tests), "--rootdir", str(suite.root)]
+    if not suite.checkout:
+        # An installed suite lives in site-packages: keep pytest's cache out of it.
+        cmd += ["-p", "no:cacheprovider"]
+    return cmd + list(pytest_args)
+
+
+def run(args: argparse.Namespace, pytest_args: list[str]) -> int:
+    try:
+        return _run(args, pytest_args)
+    except KeyboardInterrupt:
+        # Only before pytest started (the NVML probe): during the run the signal is pytest's.
+        print(f"{PROG}: interrupted before pytest started: nothing ran; exit {CTRL_C}", flush=True)
+        return CTRL_C
+
+
+def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
+    try:
+        base = _pytest_command([])
+    except RuntimeError as exc:  # the plugin package is missing: a broken install
+        _say(str(exc))
+        return INTERNAL_ERROR
+    if args.pytest_help:
+        return run_foreground(base + ["--help"], PROG).returncode
+
+    mode = choose_mode(pytest_args)
+    if mode.refusal:
+        _say(mode.refusal)
+        print(last_line(NO_GPU_READABLE, mode), flush=True)
+        return NO_GPU_READABLE
+    cmd = base + list(pytest_args)
+    if mode.notice:
+        _say(mode.notice)
+        cmd.append(f"--simulate={mode.simulate}")
+    _say(" ".join(cmd))
+    code = exit_code(run_foreground(cmd, PROG), simulated=mode.simulate is not None)
+    print(last_line(code, mode), flush=True)
+    return code
+

@@ -1,0 +1,270 @@
+"""`wirecheck nccl-tests`: NVIDIA nccl-tests, built on this node, run on the suite's placements and
+sizes, next to the suite's own curve.
+
+    wirecheck nccl-tests --build-dir DIR [--placement ID|CLASS ...] [--sizes quick|full|FROM:TO:STEP]
+                         [--ops all_reduce,all_gather,reduce_scatter] [--out FILE.jsonl] [--raw-dir DIR]
+
+Per placement: the suite's workers measure each op over the sweep (the same worker function, timing
+paths and checks as tests/test_collectives.py), then each nccl-tests binary runs on the same GPUs
+(CUDA_VISIBLE_DEVICES, -g N, the placement's environment such as NCCL_P2P_DISABLE=1, the parent's
+environment passed through) with -b/-e/-f from the sweep and the suite's warm-up and iteration counts.
+Both curves go side by side to stdout and, one JSON line per op and size, to the record file.
+
+Exit status: 0 when both sides ran and every checked element was right, 1 otherwise, 2 for a usage
+error. The ratios are reported, not judged: the suite's own checks judge the node.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from wirecheck.measure import collectives
+from wirecheck.nccl import crosscheck
+from wirecheck.node import visible
+from wirecheck.measure.curve import SWEEP_NAMES, SweepSpec, parse_sweep
+from wirecheck.workers.launcher import WorkerError, WorkerGroup
+from wirecheck.nccl.tests_output import Run, parse
+from wirecheck.node.placement import CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements
+from wirecheck.records.file import Measurement, RecordFile, RecordFileError, env_switches
+from wirecheck.core.safefs import UnsafePath, is_root, make_dirs, path_problem, umask, write_atomically
+from wirecheck.thresholds.file import CollectiveSettings
+
+# The binary for each op (nccl-tests names all_to_all "alltoall").
+BINARIES = {
+    "all_reduce": "all_reduce_perf",
+    "all_gather": "all_gather_perf",
+    "reduce_scatter": "reduce_scatter_perf",
+    "broadcast": "broadcast_perf",
+    "all_to_all": "alltoall_perf",
+}
+DEFAULT_OPS = ("all_reduce", "all_gather", "reduce_scatter")
+MEASURE = "wirecheck.measure.collectives:measure"
+
+
+def compared_column(op: str) -> str:
+    """torch's all_reduce and broadcast work in place: compare with nccl-tests' in-place column."""
+    return "in_place" if collectives.get(op).in_place else "out_of_place"
+
+
+def binary_argv(build_dir: Path, op: str, spec: SweepSpec, n_gpus: int, warmup_iters: int, iters: int) -> list[str]:
+    """One process driving n GPUs (-g), float sums, one checked iteration per size (-c 1)."""
+    return [str(build_dir / BINARIES[op]), *spec.nccl_tests_args(), "-g", str(n_gpus),
+            "-w", str(warmup_iters), "-n", str(iters), "-c", "1", "-d", "float"]
+
+
+def binary_env(placement: Placement, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The parent's environment (NVLS switches and all) plus the placement's, pinned to its GPUs as the
+    suite's workers are (NVML's PCI bus order)."""
+    env = dict(os.environ if base is None else base)
+    env.update(placement.env)
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    env["CUDA_VISIBLE_DEVICES"] = placement.cuda_visible_devices
+    return env
+
+
+def nccl_code(version: str | None) -> str | None:
+    """"2.28.9" -> "22809", NCCL_VERSION_CODE as nccl-tests prints it (nccl-library=...)."""
+    try:
+        major, minor, patch = (int(x) for x in (version or "").split(".")[:3])
+    except ValueError:
+        return None
+    return str(major * 10000 + minor * 100 + patch) if (major, minor) >= (2, 9) else str(major * 1000 + minor * 100 + patch)
+
+
+@dataclass
+class Outcome:
+    """What one placement produced: the suite's curves, nccl-tests' runs, and what went wrong."""
+
+    placement: Placement
+    suite: dict[str, list] = field(default_factory=dict)  # op -> [collectives.SizeResult]
+    runs: dict[str, Run] = field(default_factory=dict)  # op -> nccl-tests run
+    errors: list[str] = field(default_factory=list)
+    suite_nccl: str | None = None
+
+
+def measure_suite(placement: Placement, ops: Sequence[str], sizes: Sequence[int], settings: CollectiveSettings,
+                  backend: str, outcome: Outcome) -> None:
+    """The suite's curves, one size per call (a hang costs one size's timeout, as in the suite)."""
+    group = None
+    try:
+        for op in ops:
+            for size in collectives.feasible_sizes(op, sizes, placement.n_gpus):
+                if group is None or not group.alive:
+                    group = WorkerGroup(placement.id, placement.n_gpus, backend,
+                                        gpus=placement.gpus if backend == "nccl" else None, env=placement.env)
+                    outcome.suite_nccl = group.info[0].get("nccl_version") if group.info else None
+                kwargs = {"op": op, "sizes": [size], "warmup_iters": settings.warmup_iters, "iters": settings.iters,
+                          "graph_up_to": settings.graph_up_to if backend == "nccl" else None,
+                          "graph_replays": settings.graph_replays}
+                try:
+                    ranks = group.run(MEASURE, kwargs, timeout_s=settings.timeout_s, what=f"{op} at {size} B")
+                except WorkerError as exc:
+                    outcome.errors.append(f"suite {op} on {placement.id}: {exc}")
+                    group.close()
+                    break
+                (result,) = collectives.combine(op, placement.n_gpus, ranks)
+                outcome.suite.setdefault(op, []).append(result)
+                if not result.ok:
+                    outcome.errors.append(f"suite: {result.wrong_summary() or f'{op} at {size} B was not checked'}")
+    finally:
+        if group is not None:
+            group.close()
+
+
+def run_nccl_tests(build_dir: Path, placement: Placement, ops: Sequence[str], spec: SweepSpec,
+                   settings: CollectiveSettings, timeout_s: float, outcome: Outcome,
+                   raw_dir: Path | None = None, base_env: dict[str, str] | None = None) -> None:
+    env = binary_env(placement, base_env)
+    for op in ops:
+        argv = binary_argv(build_dir, op, spec, placement.n_gpus, settings.warmup_iters, settings.iters)
+        try:
+            proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout_s)
+            text, status = proc.stdout, f"exit code {proc.returncode}"
+            failed = proc.returncode != 0
+            stderr = proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            text = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            stderr, status, failed = "", f"no result within {timeout_s:g} s", True
+        if raw_dir is not None:  # replaced whole, never written through a link planted at the name
+            make_dirs(raw_dir, what="--raw-dir", fix="pass --raw-dir with a folder only root can write")
+            write_atomically(raw_dir / f"{placement.id}-{op}.txt", f"$ {' '.join(argv)}\n{text}", mode=0o644 & ~umask())
+        runs = parse(text)
+        if not runs or failed or not runs[-1].ok:
+            tail = "\n".join((text + "\n" + stderr).strip().splitlines()[-8:])
+            outcome.errors.append(f"nccl-tests {BINARIES[op]} on {placement.id} ({status}): {tail}")
+        if runs:
+            outcome.runs[op] = runs[-1]
+
+
+def _records(outcome: Outcome, ops: Sequence[str]) -> dict[str, list[dict]]:
+    out = {}
+    for op in ops:
+        run = outcome.runs.get(op)
+        out[op] = crosscheck.side_by_side(op, outcome.placement.id, outcome.placement.n_gpus,
+                                          outcome.suite.get(op, []), run.rows if run else [], compared_column(op))
+    return out
+
+
+def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops: Sequence[str], spec: SweepSpec,
+                          settings: CollectiveSettings, out_path: Path | None, backend: str = "nccl",
+                          binary_timeout_s: float = 300, raw_dir: Path | None = None,
+                          echo: Callable[[str], None] = print) -> int:
+    """Measure, run, print and record every placement; the exit status (0 all ran and were right, 1 not)."""
+    missing = [BINARIES[op] for op in ops if not os.access(build_dir / BINARIES[op], os.X_OK)]
+    if missing:
+        echo(f"wirecheck nccl-tests: {build_dir} has no executable {', '.join(missing)}; build nccl-tests there "
+             "(make -C nccl-tests NCCL_HOME=... ) or pass its build directory")
+        return 2
+    if is_root():  # root runs these binaries: another user who can change them chooses what root runs
+        for op in ops:
+            problem = path_problem(build_dir / BINARIES[op])
+            if problem:
+                echo(f"wirecheck nccl-tests: running as root, and {problem}, who could choose what root runs; build "
+                     "nccl-tests in a folder only root can write and pass that")
+                return 2
+    records = RecordFile(out_path) if out_path is not None else RecordFile.fresh(".wirecheck", "nccl-tests")
+    records.header({"command": "wirecheck nccl-tests", "build_dir": str(build_dir), "sizes": list(spec.sizes),
+                    "ops": list(ops), "placements": [p.id for p in placements], "backend": backend,
+                    "iters": settings.iters, "warmup_iters": settings.warmup_iters,
+                    "graph_up_to": settings.graph_up_to, "graph_replays": settings.graph_replays,
+                    "env": env_switches()})
+    failed = False
+    try:
+        for placement in placements:
+            outcome = Outcome(placement)
+            measure_suite(placement, ops, spec.sizes, settings, backend, outcome)
+            run_nccl_tests(build_dir, placement, ops, spec, settings, binary_timeout_s, outcome, raw_dir)
+            for op, recs in _records(outcome, ops).items():
+                run = outcome.runs.get(op)
+                versions = {"nccl_tests_version": run.version if run else None, "nccl_tests_library": run.nccl_library if run else None,
+                            "suite_nccl": outcome.suite_nccl}
+                for rec in recs:
+                    records.measurement(Measurement(
+                        "nccl_tests", placement.id, f"{op} busbw at {rec['bytes']} B, suite / nccl-tests",
+                        rec["busbw_ratio"], "x", {**rec, **versions}))
+                title = (f"{op} on {placement.id} ({placement.n_gpus} GPUs): wirecheck vs nccl-tests "
+                         f"{versions['nccl_tests_version'] or '?'} ({compared_column(op).replace('_', '-')} column)")
+                echo(crosscheck.format_side_by_side(title, recs))
+                code = nccl_code(outcome.suite_nccl)
+                if run and run.nccl_library and code and run.nccl_library != code:
+                    echo(f"# WARNING: nccl-tests ran with NCCL {run.nccl_library}, the suite with {outcome.suite_nccl} "
+                         f"({code}): point LD_LIBRARY_PATH at torch's NCCL to compare the same library")
+                echo("")
+            for error in outcome.errors:
+                echo(f"ERROR: {error}")
+            failed = failed or bool(outcome.errors)
+    finally:
+        records.close()
+    echo(f"wirecheck nccl-tests: records in {records.path}")
+    return 1 if failed else 0
+
+
+def select_placements(placements: Sequence[Placement], wanted: Sequence[str]) -> list[Placement]:
+    """--placement ID or CLASS (repeatable); none: every placement that runs collectives."""
+    if not wanted:
+        return [p for p in placements if p.klass not in (CLASS_SINGLE, CLASS_PAIR)]
+    chosen = []
+    for item in wanted:
+        matches = [p for p in placements if item in (p.id, p.klass)]
+        if not matches:
+            known = ", ".join(p.id for p in placements)
+            raise ValueError(f"--placement {item}: no such placement id or class on this node; known: {known}")
+        chosen += [p for p in matches if p not in chosen]
+    return chosen
+
+
+def _sweep(settings: CollectiveSettings, text: str) -> SweepSpec:
+    return settings.sweep(text) if text in SWEEP_NAMES else parse_sweep(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="wirecheck nccl-tests", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build-dir", required=True, type=Path, help="nccl-tests' build directory (all_reduce_perf, ...)")
+    parser.add_argument("--placement", action="append", default=[], metavar="ID|CLASS",
+                        help="placement id or class to run (repeatable); default: every placement with collectives")
+    parser.add_argument("--sizes", default="quick", metavar="quick|full|FROM:TO:STEP",
+                        help="a sweep of thresholds.yaml (default quick) or e.g. 8B:1GiB:2")
+    parser.add_argument("--ops", default=",".join(DEFAULT_OPS), help=f"comma-separated (default {','.join(DEFAULT_OPS)}; "
+                        f"known: {','.join(BINARIES)})")
+    parser.add_argument("--thresholds", type=Path, help="thresholds file for iterations and timeouts (default: the suite's)")
+    parser.add_argument("--out", type=Path, help="JSON-lines record file (default .wirecheck/nccl-tests-<UTC>-<host>-<pid>.jsonl, a new file)")
+    parser.add_argument("--raw-dir", type=Path, help="also keep each binary's stdout there")
+    parser.add_argument("--binary-timeout", type=float, default=300, metavar="S", help="seconds per binary (default 300)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from wirecheck.node import nvml
+    from wirecheck.core.paths import suite_paths
+    from wirecheck.thresholds.file import ThresholdsError, load_thresholds
+
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    ops = [op.strip() for op in args.ops.split(",") if op.strip()]
+    try:
+        unknown = [op for op in ops if op not in BINARIES]
+        if unknown or not ops:
+            raise ValueError(f"--ops {args.ops}: unknown {', '.join(unknown) or 'none given'}; known: {', '.join(BINARIES)}")
+        thresholds = load_thresholds(args.thresholds or suite_paths().thresholds)
+        settings = thresholds.collective_settings(simulated=False)
+        spec = _sweep(settings, args.sizes)
+        placements = select_placements(enumerate_placements(visible.from_environment(nvml.read_topology())),
+                                       args.placement)
+    except (ValueError, ThresholdsError, nvml.NvmlUnavailable, OSError) as exc:
+        print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
+        return 2
+    try:  # without --out: a new .wirecheck/nccl-tests-<UTC>-<host>-<pid>.jsonl (RecordFile.fresh)
+        return crosscheck_placements(args.build_dir, placements, ops, spec, settings, args.out,
+                                     binary_timeout_s=args.binary_timeout, raw_dir=args.raw_dir)
+    except (RecordFileError, UnsafePath) as exc:
+        print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""What the sections of thresholds.yaml share: Limit (a floor and/or ceiling and where it came
+from), GPU-count tables (2, 4, 8 ... or `any` -> Limit) with their lookup and reader, the reader of
+a single figure and its source, and the placement classes whose floor sections must be present.
+
+Kept apart from wirecheck.thresholds.file so that wirecheck.thresholds.training, which
+wirecheck.thresholds.file imports, can use them without importing it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+from wirecheck.node.placement import CLASSES, CLASS_SINGLE
+from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
+
+ANY = "any"  # a GPU-count (or placement-class) key that matches whatever has no entry of its own
+
+# Sections that must be present, even if empty ({} = judged by the derived floor only): a class
+# left out by accident would otherwise judge nothing, silently.
+COLLECTIVE_FLOOR_CLASSES = tuple(c for c in CLASSES if c != CLASS_SINGLE)  # one GPU has no collective
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A floor and/or ceiling in base units (bytes/s for bandwidth), with where it came from."""
+
+    min: float | None
+    max: float | None
+    source: str
+    yaml_path: str
+    kind: str = "bandwidth"  # the quantity kind of min/max, for formatting (wirecheck.core.quantity)
+
+
+# A GPU-count table: {2: Limit, 8: Limit, "any": Limit}.
+CountTable = Mapping["int | str", Limit]
+
+
+def _by_count(table: CountTable | None, n_gpus: int) -> Limit | None:
+    if not table:
+        return None
+    return table.get(n_gpus) or table.get(ANY)
+
+
+def _check_name(value: str, known: tuple[str, ...], what: str) -> None:
+    """Callers passing an unknown class/op/strategy is a bug in the caller, not in the file."""
+    if value not in known:
+        raise ValueError(f"unknown {what} {value!r}; known: {', '.join(known)}")
+
+
+def _count_key(at: _At, key: Any) -> int | str:
+    """A GPU-count key: 2, 4, 8 ... or `any`."""
+    if key == ANY:
+        return ANY
+    if isinstance(key, int) and not isinstance(key, bool) and key >= 1:
+        return key
+    if isinstance(key, str) and key.isdigit() and int(key) >= 1:
+        return int(key)
+    raise at.child(key).error(
+        f"GPU count key {str(key)!r} is not a whole number of GPUs",
+        "key the entries by GPU count (2, 4, 8, ...) or `any`",
+    )
+
+
+def _count_table(at: _At, what: str, entry: Callable[[_At], Limit]) -> dict[int | str, Limit]:
+    at.mapping(f"GPU count -> {what}", allow_empty=False)
+    table: dict[int | str, Limit] = {}
+    for key in at.value:
+        n = _count_key(at, key)
+        if n in table:
+            raise at.child(key).error(f"GPU count {n} appears twice (as {key!r} and as another spelling)", "keep one")
+        table[n] = entry(at.child(key))
+    return MappingProxyType(table)
+
+
+def _bounds_entry(at: _At, kind: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> Limit:
+    """{min: ..., max: ..., source: ...} -> Limit. At least one bound; min <= max."""
+    example = {"bandwidth": '"290 GB/s"', "size": '"40 GiB"', "throughput": '"20000 tokens/s"', "time": '"30 µs"'}[kind]
+    spec_required = {"source": SOURCE_HINT} | {k: example for k in required}
+    spec_optional = {k: example for k in allowed if k not in required}
+    f = at.fields("a limit entry", spec_required, spec_optional)
+    if not any(k in f for k in ("min", "max")):
+        raise at.error("has neither min nor max", f"add min: {example} (a floor) or max: {example} (a ceiling)")
+    low = f["min"].quantity(kind) if "min" in f else None
+    high = f["max"].quantity(kind) if "max" in f else None
+    if low is not None and high is not None and low > high:
+        raise at.error(
+            f"min {f['min'].value} is above max {f['max'].value}", "no value could pass; swap them or fix one"
+        )
+    return Limit(min=low, max=high, source=f["source"].source(), yaml_path=at.cite, kind=kind)
+
+
+def _ratio_section(at: _At, key: str, kind: str, example: str) -> tuple[float, str]:
+    f = at.fields(f"{key} and source", required={key: example, "source": SOURCE_HINT})
+    return f[key].quantity(kind), f["source"].source()

@@ -1,0 +1,290 @@
+"""Reading thresholds.yaml: line-aware mappings and a cursor whose typed accessors fail with
+the file, the YAML path, the line and the fix.
+
+Kept apart from wirecheck.thresholds.file, which says what the sections mean; this module only
+knows how to read a value of a given kind at a given place and complain well when it is wrong.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from wirecheck.core.quantity import QuantityError, parse_quantity
+
+SOURCE_HINT = '"<where the number came from: a measurement (machine, date), the article, or guess: ...>"'
+
+
+class ThresholdsError(ValueError):
+    """The thresholds file is wrong. The message names the file, the YAML path and the fix."""
+
+
+# Mappings that remember line numbers; duplicate keys refused.
+
+
+class _Map(dict):
+    """A YAML mapping plus the line (1-based) of each key, for error messages."""
+
+    key_lines: dict
+
+
+# A thresholds file nests 8 levels and holds under 2000 values. One far deeper would overflow the
+# constructor's recursion (a traceback), and aliases of aliases can stand for billions of values
+# (the "billion laughs"): both are refused before anything is built, with the line (issue 24).
+MAX_DEPTH = 32
+MAX_VALUES = 100_000
+
+
+def _children(node: yaml.Node) -> list:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _shape_problem(root: yaml.Node) -> tuple[str, yaml.Node] | None:
+    """Why the composed document is no thresholds file (too deep, too many values with aliases
+    counted as often as they are used, an alias inside its own anchor), and where; None if fine.
+    Walked without recursion, each node once (aliases are the same node object)."""
+    shape: dict[int, tuple[int, int]] = {}  # id(node) -> (height, values with aliases expanded)
+    on_path: set[int] = set()
+    stack = [(root, 1, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            below = [shape[id(c)] for c in _children(node)]
+            shape[key] = (1 + max((h for h, _ in below), default=0), 1 + sum(n for _, n in below))
+            if shape[key][1] > MAX_VALUES:
+                return f"its aliases (*name) stand for more than {MAX_VALUES} values: write the values out", node
+            continue
+        if key in on_path:
+            return "an alias (*name) inside its own anchor (&name)", node
+        if key in shape:  # an alias of a node measured already
+            if depth - 1 + shape[key][0] > MAX_DEPTH:
+                return f"nested more than {MAX_DEPTH} levels deep (through an alias)", node
+            continue
+        if depth > MAX_DEPTH:
+            return f"nested more than {MAX_DEPTH} levels deep", node
+        on_path.add(key)
+        stack.append((node, depth, True))
+        stack.extend((child, depth + 1, False) for child in _children(node))
+    return None
+
+
+# libyaml's parser when present (several times faster: the self-tests load many files);
+# both keep the marks that give line numbers. A safe loader: tags (!!python/object...) are refused.
+class _ShapeError(yaml.constructor.ConstructorError):
+    pass
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    def construct_document(self, node):
+        problem = _shape_problem(node)
+        if problem:
+            raise _ShapeError(None, None, problem[0], problem[1].start_mark)
+        return super().construct_document(node)
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _Map:
+    loader.flatten_mapping(node)
+    out = _Map()
+    out.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            seen = key in out
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a key must be a plain word or number", key_node.start_mark
+            ) from None
+        if seen:
+            # PyYAML would keep the last one silently: a second `2:` would replace a floor unseen.
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"duplicate key {key!r} (first at line {out.key_lines[key]}); remove one of them",
+                key_node.start_mark,
+            )
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.key_lines[key] = key_node.start_mark.line + 1
+    return out
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return f"the boolean {value}"
+    if isinstance(value, str):
+        return f'the string "{value}"'
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"a {type(value).__name__}"
+
+
+def _suggest(word: Any, known: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(str(word), [str(k) for k in known], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+@dataclass(frozen=True)
+class _At:
+    """A value in the file and where it sits: every error is raised from here."""
+
+    file: str
+    path: tuple[str, ...]
+    value: Any
+    line: int | None = None
+
+    @property
+    def yaml_path(self) -> str:
+        return ".".join(self.path) if self.path else "(top level)"
+
+    @property
+    def cite(self) -> str:
+        """File and key, as verdict messages cite a limit: `thresholds.yaml: collectives.floors...`."""
+        return f"{Path(self.file).name}: {self.yaml_path}"
+
+    def error(self, problem: str, fix: str | None = None) -> ThresholdsError:
+        message = f"{self.file}: {self.yaml_path}: {problem}"
+        if fix:
+            message += f"; {fix}"
+        if self.line:
+            message += f" (line {self.line})"
+        return ThresholdsError(message)
+
+    def child(self, key: Any) -> _At:
+        lines = getattr(self.value, "key_lines", {})
+        return _At(self.file, self.path + (str(key),), self.value[key], lines.get(key, self.line))
+
+    def mapping(self, what: str, allow_empty: bool = True) -> _Map:
+        if not isinstance(self.value, dict):
+            name = self.path[-1] if self.path else None
+            fix = f"write {what} as indented `key: value` lines"
+            if name:
+                fix += f" under {name}:" + (f" (or {name}: {{}} for none)" if allow_empty else "")
+            raise self.error(f"expected a mapping of {what}, got {_describe(self.value)}", fix)
+        if not allow_empty and not self.value:
+            raise self.error(f"is empty; it needs at least one entry of {what}")
+        return self.value
+
+    def fields(self, what: str, required: dict[str, str], optional: dict[str, str] | None = None) -> dict[str, _At]:
+        """The children of a fixed-key mapping. `required`/`optional`: key -> example value."""
+        optional = optional or {}
+        self.mapping(what)
+        known = tuple(required) + tuple(optional)
+        for key in self.value:
+            if key not in known:
+                raise self.child(key).error(
+                    f"unknown key {str(key)!r} in {what}{_suggest(key, known)}",
+                    f"expected one of: {', '.join(known)}",
+                )
+        for key, example in required.items():
+            if key not in self.value:
+                raise self.error(f"missing required key {key!r} in {what}", f"add {key}: {example}")
+        return {key: self.child(key) for key in self.value}
+
+    def count(self, minimum: int = 0) -> int:
+        value = self.value
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+                raise self.error(f'"{value}" is a quoted count', f"write it as a plain whole number: {value.strip()}")
+            raise self.error(
+                f"expected a count (a plain whole number), got {_describe(value)}",
+                "counts (iterations, steps, GPUs, links, layers, PCIe gen/width) are plain integers without unit, e.g. 20",
+            )
+        if value < 0:
+            raise self.error(f"{value} is negative", f"write a count of at least {minimum}")
+        if value < minimum:
+            raise self.error(f"{value} is too small", f"write a count of at least {minimum}")
+        return value
+
+    def text(self) -> str:
+        if not isinstance(self.value, str) or not self.value.strip():
+            raise self.error(f"expected a non-empty string, got {_describe(self.value)}", 'write it as text, e.g. "..."')
+        return self.value.strip()
+
+    def choice(self, choices: tuple[str, ...]) -> str:
+        if self.value not in choices:
+            raise self.error(
+                f"{_describe(self.value)} is not allowed{_suggest(self.value, choices)}",
+                f"write one of: {', '.join(choices)}",
+            )
+        return self.value
+
+    def source(self) -> str:
+        if not isinstance(self.value, str) or not self.value.strip():
+            raise self.error(f"expected where the number came from, got {_describe(self.value)}", f"write source: {SOURCE_HINT}")
+        return self.value.strip()
+
+    def quantity(self, kind: str, positive: bool = False) -> float:
+        try:
+            value = parse_quantity(self.value, kind, where=f"{self.file}: {self.yaml_path}")
+        except QuantityError as exc:
+            raise ThresholdsError(str(exc) + (f" (line {self.line})" if self.line else "")) from None
+        if positive and value <= 0:
+            raise self.error(f'"{self.value}" must be above zero', f"write a positive {kind}")
+        return value
+
+    def quantity_list(self, kind: str, what: str) -> tuple[float, ...]:
+        if not isinstance(self.value, list):
+            raise self.error(
+                f"expected a list of {what}, got {_describe(self.value)}",
+                'write it as a YAML list, e.g. ["1 MiB", "64 MiB", "1 GiB"]',
+            )
+        if not self.value:
+            raise self.error(f"the list of {what} is empty", "list at least one")
+        return tuple(
+            _At(self.file, self.path[:-1] + (f"{self.path[-1]}[{i}]",), item, self.line).quantity(kind, positive=True)
+            for i, item in enumerate(self.value)
+        )
+
+    def keyed(self, known: tuple[str, ...], what: str, fix: str) -> dict[str, _At]:
+        """Children of an open mapping whose keys must come from `known` (classes, ops, strategies)."""
+        self.mapping(f"{what} entries")
+        for key in self.value:
+            if key not in known:
+                raise self.child(key).error(
+                    f"unknown {what} {str(key)!r}{_suggest(key, known)}", f"{fix}: {', '.join(known)}"
+                )
+        return {key: self.child(key) for key in self.value}
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ThresholdsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the file as UTF-8") from None
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = " ".join(p for p in (exc.context, exc.problem) if p)
+        if isinstance(exc, _ShapeError):
+            raise ThresholdsError(f"{path}{where.replace(' at', ':', 1)}: {problem}; a thresholds file is plain "
+                                  "data (start from the thresholds.yaml shipped with wirecheck)") from None
+        if "could not determine a constructor for the tag" in problem:
+            raise ThresholdsError(
+                f"{path}: a YAML tag{where} ({problem.rsplit('tag ', 1)[-1]}) is not allowed: the thresholds file is "
+                "plain data, read without constructing objects; remove the tag") from None
+        raise ThresholdsError(
+            f"{path}: not valid YAML{where}: {problem}; fix the file there "
+            "(common causes: a tab in the indentation, a missing ':' or an unclosed quote or bracket)"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ThresholdsError(f"{path}: not valid YAML: {exc}; fix the file") from None

@@ -1,0 +1,259 @@
+"""The worker process: one per rank, started by `launcher.WorkerGroup`, run as `python -m wirecheck.workers.worker`.
+
+It takes part in the group's rendezvous (wirecheck.workers.rendezvous), sets up its device (and, unless told
+otherwise, the process group), then serves calls from the parent over a private socket until told to
+exit. Only these processes touch CUDA and torch.distributed: the pytest process must never create a
+CUDA context.
+
+Protocol (pickled tuples over a `multiprocessing.connection.Connection`):
+  parent -> worker  ("rendezvous", port)  (ranks > 0, once)  |  ("call", seq, "pkg.module:function", kwargs)
+                    ("exit",)
+  worker -> parent  ("rendezvous", port)  (rank 0, once: its store's real port)
+                    ("ready", info) | ("init_error", summary, traceback, facts)
+                    ("ok", seq, value) | ("error", seq, summary, traceback, facts)
+`facts` describe a raised exception as data (see `exception_facts`), so the parent never reads text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import fcntl
+import gc
+import importlib
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    import torch
+
+# How often a worker checks that its parent is still there. A worker stuck inside a collective never
+# reads its pipe again, so it would not notice the parent dying without this.
+PARENT_POLL_S = 0.5
+
+
+@dataclass(frozen=True)
+class RankContext:
+    """What a worker function gets as its first argument."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    backend: str
+    device: "torch.device"
+    label: str
+
+
+def resolve(fn: str) -> Callable[..., Any]:
+    """'package.module:function' -> the function. Import errors surface as the call's error."""
+    module_name, sep, attr = fn.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"worker function {fn!r} must be written 'package.module:function'")
+    target: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def _watch_parent(parent_pid: int) -> None:
+    # Our own session keeps a terminal's Ctrl-C away from us (the parent cleans up), so nothing else
+    # would end us if the parent were SIGKILLed: exit as soon as we are re-parented.
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_POLL_S)
+            if os.getppid() != parent_pid:
+                os._exit(70)
+
+    threading.Thread(target=watch, name="wirecheck-parent-watch", daemon=True).start()
+
+
+def exception_facts(exc: BaseException) -> dict[str, Any]:
+    """When and what was raised, as data: the parent orders failures by `at` (torch elastic's
+    earliest-failure rule) and the capacity check asks `out_of_memory`, decided here by type."""
+    return {
+        "at": time.time(),
+        "exception": f"{type(exc).__module__}.{type(exc).__qualname__}",
+        "out_of_memory": _is_out_of_memory(exc),
+    }
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    torch = sys.modules.get("torch")
+    oom_types = tuple(t for t in (getattr(torch, "OutOfMemoryError", None),
+                                  getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None))
+                      if isinstance(t, type))
+    if not oom_types:
+        return False
+    # The exception itself or one it was raised from (a wrapper re-raising an allocator failure);
+    # bounded: chains can be cyclic.
+    seen: BaseException | None = exc
+    for _ in range(16):
+        if seen is None:
+            return False
+        if isinstance(seen, oom_types):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _nccl_version() -> str | None:
+    import torch
+
+    try:
+        version = torch.cuda.nccl.version()
+    except Exception:  # a CPU build, or NCCL not loadable
+        return None
+    if isinstance(version, tuple):
+        return ".".join(str(v) for v in version)
+    # Old torch returns one int: 2.18.3 -> 21803
+    return f"{version // 10000}.{version // 100 % 100}.{version % 100}"
+
+
+def _setup(label: str, backend: str, init_process_group: bool) -> tuple[RankContext, dict[str, Any]]:
+    import torch
+
+    rank = int(os.environ["RANK"])
+    world_size = int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ["LOCAL_RANK"])
+    if backend == "nccl":
+        # Before init_process_group: NCCL binds the communicator to the current device, and without
+        # this every rank would put its context on device 0.
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    else:
+        device = torch.device("cpu")
+
+    if init_process_group:
+        import torch.distributed as dist
+
+        if backend == "nccl":
+            # device_id makes the communicator eager and lets barrier() know its device.
+            dist.init_process_group(backend="nccl", device_id=device)
+        else:
+            dist.init_process_group(backend=backend)
+
+    ctx = RankContext(rank, world_size, local_rank, backend, device, label)
+    info = {
+        "rank": rank,
+        "pid": os.getpid(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "nccl_version": _nccl_version() if backend == "nccl" else None,
+    }
+    return ctx, info
+
+
+def _call(ctx: RankContext, fn: str, kwargs: dict[str, Any]) -> Any:
+    return resolve(fn)(ctx, **kwargs)
+
+
+def _shutdown() -> None:
+    # Tensors still referenced by finished calls keep NCCL buffers alive; drop them first.
+    gc.collect()
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        # Not collective: ranks exit one by one and none waits for the others.
+        dist.destroy_process_group()
+
+
+def _wait_for_exit(conn: Connection) -> None:
+    try:
+        while conn.recv()[0] != "exit":
+            pass
+    except (EOFError, OSError):
+        pass
+
+
+def serve(conn: Connection, label: str, backend: str, init_process_group: bool, rendezvous_timeout_s: float) -> int:
+    from wirecheck.workers import rendezvous
+
+    try:
+        joined = rendezvous.join(conn, int(os.environ["RANK"]), rendezvous_timeout_s)
+        if joined is None:
+            return 0  # told to exit before the rendezvous was complete
+        ctx, info = _setup(label, backend, init_process_group)
+        info["port"] = joined
+    except BaseException as exc:
+        conn.send(("init_error", f"{type(exc).__name__}: {exc}", traceback.format_exc(), exception_facts(exc)))
+        # Stay until the parent ends us: exiting now would race our error report with a
+        # "rank died" verdict that hides the traceback.
+        _wait_for_exit(conn)
+        return 1
+    conn.send(("ready", info))
+
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return 0  # the parent is gone: nobody to serve
+        if msg[0] == "exit":
+            break
+        _, seq, fn, kwargs = msg
+        try:
+            reply = ("ok", seq, _call(ctx, fn, kwargs))
+        except BaseException as exc:  # SystemExit from a worker function is an error, not our exit
+            reply = ("error", seq, f"{type(exc).__name__}: {exc}", traceback.format_exc(), exception_facts(exc))
+        try:
+            conn.send(reply)  # pickles before writing: a bad value leaves the stream intact
+        except Exception as exc:
+            conn.send(("error", seq, f"the return value of {fn} could not be sent back: {exc}",
+                       traceback.format_exc(), exception_facts(exc)))
+        del reply
+    _shutdown()
+    return 0
+
+
+def _lowest_descriptor(fd: int) -> int:
+    """Move the parent's pipe to the lowest free descriptor, before torch opens any socket.
+
+    At exit (a SIGKILL included) the kernel closes descriptors in ascending order: the parent then
+    sees this rank's pipe close before a peer sees one of its sockets close, so the peer's
+    "connection closed" error cannot look earlier than this rank's death (watch.Replies.record_death).
+    """
+    low = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    if low < fd:
+        os.close(fd)
+        return low
+    os.close(low)
+    return fd
+
+
+def main(argv: list[str] | None = None) -> int:
+    # First thing: a hang or a fatal signal anywhere later must leave a Python stack in our log.
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+
+    parser = argparse.ArgumentParser(prog="python -m wirecheck.workers.worker")
+    parser.add_argument("--fd", type=int, required=True, help="socket inherited from the parent")
+    parser.add_argument("--parent-pid", type=int, required=True)
+    parser.add_argument("--label", required=True)
+    parser.add_argument("--backend", required=True)
+    parser.add_argument("--no-process-group", action="store_true")
+    parser.add_argument("--rendezvous-timeout", type=float, default=120.0,
+                        help="seconds to wait for the group's store (the parent's start timeout)")
+    args = parser.parse_args(argv)
+
+    _watch_parent(args.parent_pid)
+    conn = Connection(_lowest_descriptor(args.fd))
+    try:
+        return serve(conn, args.label, args.backend, not args.no_process_group, args.rendezvous_timeout)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+if __name__ == "__main__":
+    # Run as `-m`, this file is `__main__`; use the importable copy so that RankContext is
+    # `wirecheck.workers.worker.RankContext` for worker functions too.
+    from wirecheck.workers.worker import main as _main
+
+    sys.exit(_main())
