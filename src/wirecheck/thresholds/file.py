@@ -24,6 +24,7 @@ from wirecheck.node.placement import CLASSES, CLASS_NETWORK
 from wirecheck.measure.collectives import OPS
 from wirecheck.core.quantity import format_bw
 from wirecheck.thresholds.copy_limits import CopyBandwidth, parse_copy_bandwidth
+from wirecheck.thresholds.gpu_health import GpuHealthLimits, parse_gpu_health
 from wirecheck.thresholds.tables import COLLECTIVE_FLOOR_CLASSES, CountTable, Limit, _ratio_section
 from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table
 from wirecheck.thresholds.training import TrainingLimits, TrainingSettings, parse_training
@@ -54,6 +55,9 @@ class Profile:
     group_size: int | None = None  # bridged only
     nic_ports: int | None = None  # InfiniBand/RoCE ports expected (tests/test_network.py); None: not judged
     nic_rate: float | None = None  # bytes/s per port per direction; None: not judged
+    # The farthest topo -m path (PIX..SYS) from any GPU to its nearest NIC that this node type is
+    # built with; farther fails. None: only network.gpu_nic_path's warning.
+    gpu_nic_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -208,6 +212,7 @@ class Thresholds:
     copy_bandwidth: CopyBandwidth  # host<->device and peer copies without NCCL (thresholds_copy)
     network: NetworkLimits
     _fleet: Mapping[bool, FleetLimits]  # keyed by `simulated`
+    gpu_health: GpuHealthLimits  # each GPU under load (thresholds.gpu_health)
 
     @property
     def profile_names(self) -> tuple[str, ...]:
@@ -324,7 +329,8 @@ def _profile(at: _At, name: str) -> Profile:
             "source": SOURCE_HINT,
         },
         optional={"nvlink_speed": '"26.562 GB/s"', "nvlinks_per_peer": "6", "group_size": "4",
-                  "nic_ports": "8", "nic_rate": '"50 GB/s"  (400 Gb/s NDR, per port per direction)'},
+                  "nic_ports": "8", "nic_rate": '"50 GB/s"  (400 Gb/s NDR, per port per direction)',
+                  "gpu_nic_path": "PIX  (a NIC under each GPU's own PCIe switch)"},
     )
     fabric = f["fabric"].choice(FABRICS)
     gpu_count = f["gpu_count"].count(minimum=1)
@@ -373,6 +379,7 @@ def _profile(at: _At, name: str) -> Profile:
         group_size=group,
         nic_ports=f["nic_ports"].count() if "nic_ports" in f else None,
         nic_rate=f["nic_rate"].quantity("bandwidth", positive=True) if "nic_rate" in f else None,
+        gpu_nic_path=f["gpu_nic_path"].choice(PCIE_LEVELS) if "gpu_nic_path" in f else None,
     )
 
 
@@ -682,6 +689,7 @@ def load_thresholds(path: str | Path) -> Thresholds:
             "copy_bandwidth": '{settings: {...}, floors: {nvswitch: {h2d: {min: "48 GB/s", source: ...}}}, derived_floor: {...}}',
             "network": '{derived_floor: {efficiency: "80 %", source: ...}, gpu_nic_path: {max: PXB, source: ...}}',
             "fleet": "{min_nodes: 3, hardware: {...}, simulated: {...}}",
+            "gpu_health": "{hardware: {...}, simulated: {...}, floors: {...}, ...}",
         },
     )
     profiles = _profiles(f["profiles"])
@@ -708,4 +716,5 @@ def load_thresholds(path: str | Path) -> Thresholds:
         copy_bandwidth=parse_copy_bandwidth(f["copy_bandwidth"]),
         network=_network(f["network"]),
         _fleet=_fleet(f["fleet"]),
+        gpu_health=parse_gpu_health(f["gpu_health"]),
     )
