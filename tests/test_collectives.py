@@ -2,7 +2,8 @@
 
 Every size of the sweep is checked element by element; bandwidth floors apply at the
 floor size from thresholds.yaml. The sweep is measured once per (placement, op) and shared
-by the checks below; each check is a function in wirecheck.checks.collectives.
+by the checks below; each check is a function in wirecheck.checks.collectives. The quick level
+runs only the two `test_large_all_reduce_*` tests: one all_reduce at the floor size per class.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from wirecheck.measure.collectives import OPS
 from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_PAIR, COLLECTIVE_CLASSES
 from wirecheck.core.quantity import format_bytes
 
-pytestmark = pytest.mark.stage("measure", order=2)
+pytestmark = [pytest.mark.stage("measure", order=2), pytest.mark.levels("acceptance", "burn-in")]
 
 
 def _link_ceiling(node, placement) -> float | None:
@@ -84,6 +85,29 @@ def test_busbw(node, measurements, worker_pool, placement, op, collective_worker
         return max(r["time_s"] for r in ranks) * settings.iters
 
     time_rounds(benchmark, one_round, settings.benchmark_rounds)
+    assert verdict.ok, verdict.message
+
+
+# The quick level (before each job): one all_reduce per placement class, on the class's largest placement,
+# at the floor size alone: the size sweep, the other collectives and the benchmark rounds are acceptance's.
+@pytest.mark.levels("quick")
+@pytest.mark.placements(*COLLECTIVE_CLASSES, one_per_class=True)
+def test_large_all_reduce_correct(node, measurements, placement, collective_worker, record):
+    """Every element of every rank's output of one all_reduce at the floor size is what it must be."""
+    sweep = measurements.sweep(placement, "all_reduce", collective_worker, floor_only=True)
+    sizes = [{"bytes": r.bytes, "wrong_by_rank": r.wrong_by_rank, "first_bad_by_rank": r.first_bad_by_rank}
+             for r in sweep.results]
+    verdict = record(checks.collectives.collective_correct(
+        node.thresholds, op="all_reduce", placement=placement.id, sizes=sizes, error=sweep.error))
+    assert verdict.ok, verdict.message
+
+
+@pytest.mark.levels("quick")
+@pytest.mark.placements(*COLLECTIVE_CLASSES, one_per_class=True)
+def test_large_all_reduce_busbw(node, measurements, placement, collective_worker, record):
+    """That all_reduce's bus bandwidth within the limits for (class, all_reduce, GPU count)."""
+    result = _at_floor_size(node, record, measurements.sweep(placement, "all_reduce", collective_worker, floor_only=True))
+    verdict = record(_busbw_verdict(node, placement, "all_reduce", result))
     assert verdict.ok, verdict.message
 
 

@@ -15,7 +15,7 @@ from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.node.placement import CLASS_PAIR
 from wirecheck.records.file import Measurement
 
-pytestmark = pytest.mark.stage("measure", order=1)
+pytestmark = [pytest.mark.stage("measure", order=1), pytest.mark.levels("acceptance")]
 
 COPY_WORKER = "wirecheck.measure.copy_bandwidth:measure"
 

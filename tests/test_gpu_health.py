@@ -14,7 +14,9 @@ import pytest
 
 from wirecheck import checks
 
-pytestmark = [pytest.mark.stage("measure", order=0), pytest.mark.health]
+# Every level: quick holds the sustained load a few seconds, burn-in the longest (gpu_health.*.sustained.duration).
+pytestmark = [pytest.mark.stage("measure", order=0), pytest.mark.health,
+              pytest.mark.levels("quick", "acceptance", "burn-in")]
 
 
 @pytest.mark.parametrize("kind", ["copy", "read"])

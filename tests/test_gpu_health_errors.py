@@ -11,7 +11,8 @@ import pytest
 from wirecheck import checks
 from wirecheck.node.memory_errors import memory_errors
 
-pytestmark = [pytest.mark.stage("last", order=2), pytest.mark.health]
+pytestmark = [pytest.mark.stage("last", order=2), pytest.mark.health,
+              pytest.mark.levels("quick", "acceptance", "burn-in")]
 
 
 @pytest.fixture(scope="module")

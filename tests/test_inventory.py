@@ -11,7 +11,7 @@ import pytest
 from wirecheck import checks
 from wirecheck.node.nvml import Unsupported
 
-pytestmark = pytest.mark.stage("inventory", order=1)
+pytestmark = [pytest.mark.stage("inventory", order=1), pytest.mark.levels("quick", "acceptance", "burn-in")]
 
 
 def _reading(value):

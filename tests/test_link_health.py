@@ -10,7 +10,7 @@ import pytest
 from wirecheck import checks
 from wirecheck.node.health import counter_deltas
 
-pytestmark = pytest.mark.stage("last", order=1)
+pytestmark = [pytest.mark.stage("last", order=1), pytest.mark.levels("quick", "acceptance", "burn-in")]
 
 
 def test_error_counters_did_not_grow(node, live, gpu, worker_pool, record):

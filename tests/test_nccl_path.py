@@ -21,7 +21,7 @@ from wirecheck.node.placement import COLLECTIVE_CLASSES
 from wirecheck.records.file import Measurement
 from wirecheck.core.safefs import make_dirs
 
-pytestmark = pytest.mark.stage("measure", order=3)
+pytestmark = [pytest.mark.stage("measure", order=3), pytest.mark.levels("quick", "acceptance", "burn-in")]
 
 PROBE_WORKER = "wirecheck.nccl.path:probe"
 
@@ -62,7 +62,8 @@ def _probe(node, worker_pool, placement, log_dir: Path) -> tuple[dict | None, li
     return nccl_log.summarize(r["text"] for r in ranks), ranks, None
 
 
-@pytest.mark.placements(*COLLECTIVE_CLASSES)
+# Each probe is a fresh worker group (seconds): the quick level probes the largest placement of each class.
+@pytest.mark.placements(*COLLECTIVE_CLASSES, one_per_class=("quick",))
 def test_nccl_path(node, worker_pool, placement, nccl_log_dir, reporter, record):
     """NVLink-connected GPUs talk over NCCL's P2P transport on an NVLink path; the forced host path uses no P2P."""
     summary, ranks, error = (None, [], None) if node.simulated else _probe(node, worker_pool, placement, nccl_log_dir)

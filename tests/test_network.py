@@ -20,7 +20,7 @@ from wirecheck.node import network
 from wirecheck.checks.network import NetworkWarning
 from wirecheck.records.file import Measurement
 
-pytestmark = pytest.mark.stage("inventory", order=3)
+pytestmark = [pytest.mark.stage("inventory", order=3), pytest.mark.levels("quick", "acceptance", "burn-in")]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from wirecheck.training.strategies import NAMES, REFERENCE
 from wirecheck.node.placement import CLASS_FORCED_PCIE, TRAINING_CLASSES
 from wirecheck.core.quantity import format_bytes
 
-pytestmark = pytest.mark.stage("measure", order=4)
+pytestmark = [pytest.mark.stage("measure", order=4), pytest.mark.levels("acceptance")]
 
 training_placements = pytest.mark.placements(*TRAINING_CLASSES, one_per_size=True)
 each_strategy = pytest.mark.parametrize("strategy", NAMES)

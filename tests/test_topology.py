@@ -7,7 +7,7 @@ import pytest
 from wirecheck import checks
 from wirecheck.node.placement import CLASS_PAIR
 
-pytestmark = pytest.mark.stage("inventory", order=2)
+pytestmark = [pytest.mark.stage("inventory", order=2), pytest.mark.levels("quick", "acceptance", "burn-in")]
 
 
 def test_groups_are_full_meshes(node, topology, record):

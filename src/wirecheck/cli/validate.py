@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 
 from wirecheck.node import driver, nvml
 from wirecheck.cli.foreground import Outcome, run_foreground
+from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL, LEVELS, PURPOSE, check_level
 from wirecheck.core.paths import suite_paths
 from wirecheck.node.topo_text import DEFAULT_SIMULATION
 
@@ -79,8 +80,13 @@ and NCCL. Nothing about this machine is validated: the last line says SIMULATION
 code is {SIMULATED}, never 0. Where an NVIDIA driver is installed but NVML fails or sees no GPU,
 validate runs nothing, names the NVML error and exits {NO_GPU_READABLE}.
 
+Levels (--level): quick before each job (seconds: inventory, links, NCCL's path, one large
+all_reduce per placement class, a few seconds of each GPU check; no training), acceptance after
+provisioning and nightly (every check; the default), burn-in for new hardware (needs --duration,
+e.g. --duration 4h). `wirecheck plan --level L` predicts how long a level takes.
+
 Every other argument goes to pytest: -k, -x, -v, --profile, --placement, --thresholds,
---wirecheck-json, --junitxml, --benchmark-*, test ids. `{PROG} --pytest-help` lists them.
+--duration, --wirecheck-json, --junitxml, --benchmark-*, test ids. `{PROG} --pytest-help` lists them.
 
 Ctrl-C: pytest stops the test in progress, prints its summary and keeps the records; exit
 {CTRL_C}. A second Ctrl-C stops pytest at once (its summary may be lost), a third kills it."""
@@ -94,7 +100,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="run the validation suite on this node (or in simulation without a driver); other arguments go to pytest",
         description=DESCRIPTION,
         epilog=EPILOG,
-        usage=f"{PROG} [-h] [--pytest-help] [--simulate[=FILE|NAME]] [pytest arguments ...]",
+        usage=f"{PROG} [-h] [--pytest-help] [--level {{{','.join(LEVELS)}}}] [--simulate[=FILE|NAME]] [pytest arguments ...]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         add_help=False,
         allow_abbrev=False,  # a pytest option must never be taken for an abbreviation of ours
@@ -103,6 +109,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     own.add_argument("-h", "--help", action="help", help="show this help (validate's, not pytest's) and exit")
     own.add_argument("--pytest-help", action="store_true",
                      help="show pytest's help, with the wirecheck options (--simulate, --profile, ...), and exit")
+    own.add_argument("--level", default=None, metavar="LEVEL",
+                     help="which tests run: " + "; ".join(f"{name}: {PURPOSE[name]}" for name in LEVELS)
+                     + f" (default: {DEFAULT_LEVEL}; {BURN_IN} needs --duration)")
     parser.set_defaults(passes_extra_args=True)
     return parser
 
@@ -221,6 +230,13 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     if args.pytest_help:
         return run_foreground(base + ["--help"], PROG).returncode
 
+    if args.level is not None:
+        try:
+            pytest_args = ["--level", check_level(args.level)] + list(pytest_args)
+        except ValueError as exc:
+            _say(str(exc))
+            print(f"{PROG}: {EXIT_CODES[USAGE_ERROR][0]}; exit {USAGE_ERROR}", flush=True)
+            return USAGE_ERROR
     mode = choose_mode(pytest_args)
     if mode.refusal:
         _say(mode.refusal)

@@ -1,6 +1,6 @@
 """The vocabulary every other package shares: quantities and units (`quantity`), training
 precisions (`precision`), verdicts (`verdict`), typed worker failures (`failures`), exit codes
-(`exit_codes`), where the suite's own files are (`paths`), files written and read safely where
+(`exit_codes`), the run levels (`levels`), where the suite's own files are (`paths`), files written and read safely where
 another user could interfere (`safefs`), JSON read within limits (`jsondata`), and two pure rules: below-its-peers
 (`peer_stats`) and the node-pair schedule (`pair_schedule`).
 

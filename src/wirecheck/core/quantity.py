@@ -38,7 +38,7 @@ UNITS: dict[str, dict[str, float]] = {
         "TiB": 2.0**40,
     },
     # Microseconds for small-message latencies: "us" (ASCII), "µs" (micro sign) and "μs" (Greek mu).
-    "time": {"us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0},
+    "time": {"us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0},
     "percent": {"%": 0.01},
     "ratio": {"x": 1.0},
     "params": {"params": 1.0},
@@ -151,6 +151,14 @@ def parse_quantity(text: object, kind: str, where: str) -> float:
     if not math.isfinite(value):
         raise QuantityError(f"{where}: {_quoted(text)} is not a finite number; write e.g. {_quoted(example)}")
     return value * units[unit]
+
+
+def parse_duration(text: str, where: str) -> float:
+    """A duration an operator types ("4h", "30min", "90 s") in seconds; more than zero."""
+    seconds = parse_quantity(text, "time", where)
+    if seconds <= 0:
+        raise QuantityError(f'{where}: {_quoted(text)} is no time at all; write a duration like "4h" or "30min"')
+    return seconds
 
 
 def _number_text(value: int | float) -> str:

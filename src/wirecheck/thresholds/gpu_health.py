@@ -1,8 +1,8 @@
 """The `gpu_health` section of thresholds.yaml: each GPU on its own, every GPU at once.
 
 Run settings (hardware / simulated): the HBM buffers, the GEMM size and iterations, the
-sustained load's duration per level (`quick`, `acceptance`, `burn_in`: the suite runs
-`acceptance`), its windows and NVML sampling, the memory pattern test's coverage and passes.
+sustained load's duration per level (`quick`, `acceptance`, `burn_in`: the run's --level
+picks one), its windows and NVML sampling, the memory pattern test's coverage and passes.
 Limits: floors per GPU model as NVML names it (HBM copy and read, GEMM bf16 and fp8, sustained
 bf16), CPU sanity floors for simulation, the below-its-peers rule, which clock-event reasons
 fail, the power share of the limit, the temperature margin below NVML's slowdown threshold,
@@ -22,7 +22,7 @@ from wirecheck.thresholds.tables import Limit
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
 
 LEVELS = ("quick", "acceptance", "burn_in")
-LEVEL = "acceptance"  # what the suite runs today; levels are chosen per run once the suite has them
+LEVEL = "acceptance"  # the default level (--level picks the run's: wirecheck.core.levels.thresholds_key)
 # figure -> its quantity kind in the file
 FIGURES = {"hbm_copy": "bandwidth", "hbm_read": "bandwidth", "gemm_bf16": "compute", "gemm_fp8": "compute",
            "sustained_bf16": "compute"}
