@@ -1,5 +1,5 @@
 """Where the suite's own files are: the validation tests, the default thresholds, the recorded
-topologies. Found without importing pytest (the `wirecheck` command needs them too).
+topologies, the time model's unit costs. Found without importing pytest (the `wirecheck` command needs them too).
 
 Two layouts hold them:
 - a checkout (installed editable): the plugin package `pytest_wirecheck` is the folder
@@ -24,6 +24,7 @@ class SuitePaths:
     thresholds: Path
     topologies: Path
     checkout: bool  # True in a source checkout, False in an installed wheel
+    unit_costs: Path | None = None  # the time model's unit costs (wirecheck plan), in the plugin package
 
 
 def plugin_dir() -> Path:
@@ -40,5 +41,7 @@ def suite_paths() -> SuitePaths:
     plugin = plugin_dir()
     top = plugin.parent
     if (top / "tests").is_dir() and (top / "thresholds.yaml").is_file() and (top / "conftest.py").is_file():
-        return SuitePaths(top, top / "tests", top / "thresholds.yaml", plugin / "topologies", checkout=True)
-    return SuitePaths(plugin / "tests", plugin / "tests", plugin / "thresholds.yaml", plugin / "topologies", checkout=False)
+        return SuitePaths(top, top / "tests", top / "thresholds.yaml", plugin / "topologies", checkout=True,
+                          unit_costs=plugin / "unit_costs.yaml")
+    return SuitePaths(plugin / "tests", plugin / "tests", plugin / "thresholds.yaml", plugin / "topologies", checkout=False,
+                      unit_costs=plugin / "unit_costs.yaml")

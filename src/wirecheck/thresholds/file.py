@@ -58,6 +58,8 @@ class Profile:
     # The farthest topo -m path (PIX..SYS) from any GPU to its nearest NIC that this node type is
     # built with; farther fails. None: only network.gpu_nic_path's warning.
     gpu_nic_path: str | None = None
+    # A recorded topology (fixtures/topologies NAME) wired as this node type: `wirecheck plan --profile` plans on it.
+    topology: str | None = None
 
 
 @dataclass(frozen=True)
@@ -330,7 +332,8 @@ def _profile(at: _At, name: str) -> Profile:
         },
         optional={"nvlink_speed": '"26.562 GB/s"', "nvlinks_per_peer": "6", "group_size": "4",
                   "nic_ports": "8", "nic_rate": '"50 GB/s"  (400 Gb/s NDR, per port per direction)',
-                  "gpu_nic_path": "PIX  (a NIC under each GPU's own PCIe switch)"},
+                  "gpu_nic_path": "PIX  (a NIC under each GPU's own PCIe switch)",
+                  "topology": "h100-sxm-8-nics  (a recorded topology, wired as this node: what `wirecheck plan` plans on)"},
     )
     fabric = f["fabric"].choice(FABRICS)
     gpu_count = f["gpu_count"].count(minimum=1)
@@ -380,6 +383,7 @@ def _profile(at: _At, name: str) -> Profile:
         nic_ports=f["nic_ports"].count() if "nic_ports" in f else None,
         nic_rate=f["nic_rate"].quantity("bandwidth", positive=True) if "nic_rate" in f else None,
         gpu_nic_path=f["gpu_nic_path"].choice(PCIE_LEVELS) if "gpu_nic_path" in f else None,
+        topology=f["topology"].text() if "topology" in f else None,
     )
 
 

@@ -1,0 +1,410 @@
+"""The time model's unit costs (`wirecheck plan`), derived from recorded whole-suite runs.
+
+    .venv/bin/python scripts/unit_costs.py                     # the shipped reference runs; prints the YAML
+    .venv/bin/python scripts/unit_costs.py --write             # ... into fixtures/unit_costs.yaml
+    .venv/bin/python scripts/unit_costs.py --runs A.jsonl B.jsonl --startup-runs B.jsonl --write
+
+A record stamps every measurement and verdict line with the second it was written. Between two
+consecutive lines the suite did exactly one thing (started a worker group, measured a size, ran a
+strategy), so the gap before a line is that thing's cost. One second of resolution is too coarse
+for one gap; averaged over many it is not. What each figure takes:
+- a collective size's overhead (buffers, correctness check, the calls to the workers): the span
+  of a placement's consecutive size lines, less the wire time the records give (calls x time per
+  call), over the sizes measured in it;
+- a worker group's start (spawn, import torch, join the process group, the first call): the gap
+  before a placement's first size line, less one size's overhead;
+- a benchmark round (test_busbw): the gap between two busbw verdicts, less the rounds' wire time;
+- the NCCL path probe, the copy-bandwidth measurement (less its copies) and each strategy run: the
+  gap before their measurement line;
+- the session's start (before the first line) and end (after the last: wall_s says).
+Figures that include starting worker processes come from --startup-runs (default: the 2026-12-01b
+runs, the first with the bytecode cache: `import torch` 4.8 -> 1.4 s), and from the other --runs as
+their `without_bytecode_cache` value; the in-group figures from all --runs. No recorded suite run holds the GPU health phases yet: unless a record has them (its
+gpu_* measurements carry `wall_s`), their figures come from issue 20's probe, said as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import yaml
+
+from wirecheck.core import jsondata
+from wirecheck.measure.collectives import busbw_factor
+from wirecheck.thresholds.file import load_thresholds
+
+PROJECT = Path(__file__).resolve().parents[1]
+REFERENCE = PROJECT / "fixtures" / "reference" / "h200-sxm-2"
+RUNS = [REFERENCE / d / f"run{i}.jsonl" for d in ("wirecheck-2026-11-30b", "wirecheck-2026-12-01", "wirecheck-2026-12-01b")
+        for i in (1, 2, 3)]
+STARTUP_RUNS = [REFERENCE / "wirecheck-2026-12-01b" / f"run{i}.jsonl" for i in (1, 2, 3)]
+OUT = PROJECT / "fixtures" / "unit_costs.yaml"
+NVLINK_CLASSES = ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "pair")
+
+# GPU health phases: no suite record has them yet (issue 20's probe on the lent 1x H200, 2026-12-01).
+PROBE = {
+    "figures": (2.0, "an estimate from issue 20's probe (lent 1x H200, 2026-12-01): HBM 4 GiB x 55 copies at 4271 GB/s "
+                     "(0.11 s) and reads (0.05 s), 80 bf16 and 80 fp8 8192-square GEMMs at 723 and 1398 TFLOP/s "
+                     "(0.18 s), plus CUDA and cuBLAS set-up in a fresh worker (about 1.5 s); no suite record yet"),
+    "memory_pass": (1.3, "research/gpu-health-anchors.md (lent 1x H200, 2026-12-01): four fill patterns over 125.4 GiB "
+                         "written and verified in 0.72 s, the address pattern in 0.55 s; no suite record yet"),
+}
+
+
+def _time(text: str) -> float:
+    return datetime.datetime.fromisoformat(text).timestamp()
+
+
+def read_lines(path: Path) -> list[dict]:
+    return [jsondata.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def _name(path: Path) -> str:
+    path = Path(path).resolve()
+    return str(path.relative_to(PROJECT)) if path.is_relative_to(PROJECT) else str(path)
+
+
+def _runs_text(paths: list[Path]) -> str:
+    """wirecheck-2026-12-01b/run1+run2+run3 for a set of runs, briefly (the file lists them in full)."""
+    by_dir = defaultdict(list)
+    for p in paths:
+        by_dir[Path(p).parent.name].append(Path(p).stem)
+    return ", ".join(f"{d}/{'+'.join(sorted(stems))}" for d, stems in by_dir.items())
+
+
+class Run:
+    """One record file as a timeline: each line with its second, the gap before it."""
+
+    def __init__(self, path: Path, settings):
+        self.path = Path(path)
+        lines = read_lines(path)
+        self.header, self.end = lines[0], next((x for x in lines if x.get("type") == "end"), None)
+        self.lines = [x for x in lines[1:] if x.get("type") in ("measurement", "verdict") and x.get("time")]
+        self.started = _time(self.header["started"])
+        self.settings = settings
+
+    def times(self) -> list[float]:
+        return [_time(x["time"]) for x in self.lines]
+
+    def gaps(self):
+        """(line, seconds since the line before it, index) for every line."""
+        previous = self.started
+        for i, (line, t) in enumerate(zip(self.lines, self.times())):
+            yield line, t - previous, i
+            previous = t
+
+    # -- collectives ---------------------------------------------------------------------------
+    def wire_s(self, details: dict) -> float:
+        """Seconds on the wire for one size: eager calls (warm-up, timed, the checked one) and, up to
+        graph_up_to, the captured calls replayed."""
+        s = self.settings
+        eager = details.get("eager_time_s") or details["time_s"]
+        seconds = (s.warmup_iters + s.iters + 1) * eager
+        graph = details.get("graph_time_s")
+        if graph and s.graph_up_to and details["bytes"] <= s.graph_up_to:
+            seconds += (s.iters * (1 + s.graph_replays) + 1) * graph
+        return seconds
+
+    def collective_runs(self) -> list[list[tuple[float, dict, float]]]:
+        """Runs of consecutive collective lines of one placement: [(time, details, gap before)]."""
+        runs, current, placement = [], [], None
+        for line, gap, i in self.gaps():
+            if line["type"] == "measurement" and line.get("kind") == "collective":
+                if line["placement"] != placement or not current:
+                    current = []
+                    runs.append(current)
+                    placement = line["placement"]
+                current.append((_time(line["time"]), line["details"], gap))
+            elif line["type"] == "measurement":
+                placement = None  # another measurement between: the next collective starts a new run
+        return runs
+
+
+def per_size_overhead(runs: list[Run]) -> tuple[float, int]:
+    span = wire = 0.0
+    sizes = 0
+    for run in runs:
+        for seq in run.collective_runs():
+            if len(seq) < 2:
+                continue
+            span += seq[-1][0] - seq[0][0]
+            wire += sum(run.wire_s(d) for _, d, _ in seq[1:])
+            sizes += len(seq) - 1
+    return max(0.0, (span - wire) / sizes), sizes
+
+
+def group_starts(runs: list[Run], per_size: float) -> list[float]:
+    """The gap before each placement's first collective line, less that size's own cost."""
+    starts = []
+    for run in runs:
+        seen = set()
+        for seq in run.collective_runs():
+            _, details, gap = seq[0]
+            placement = (details["placement_class"], details["n_gpus"], tuple(sorted(details.get("env", {}).items())))
+            key = (placement, details["op"])
+            if details["op"] == "all_reduce" and key not in seen and details["bytes"] == min(d["bytes"] for _, d, _ in seq):
+                seen.add(key)
+                starts.append(gap - per_size - run.wire_s(details))
+    return starts
+
+
+def benchmark_rounds(runs: list[Run]) -> tuple[float, int]:
+    """Per round beyond its wire time: test_busbw benchmarks its op after its verdict, so the gap to
+    the next busbw verdict of the same placement is that benchmark."""
+    extra, rounds = 0.0, 0
+    for run in runs:
+        s = run.settings
+        at_floor = {(line["placement"], line["details"]["op"]): line["details"] for line in run.lines
+                    if line["type"] == "measurement" and line.get("kind") == "collective"
+                    and line["details"].get("requested_bytes", line["details"]["bytes"]) == s.floor_size}
+        previous = None  # (placement, op) of the line before, when it was a busbw verdict
+        for line, gap, _ in run.gaps():
+            busbw = line["type"] == "verdict" and "::test_busbw[" in (line.get("test") or "")
+            here = (line["inputs"]["placement"], line["inputs"]["op"]) if busbw else None
+            if here and previous and previous[0] == here[0] and previous in at_floor:
+                extra += gap - s.benchmark_rounds * s.iters * at_floor[previous]["time_s"]
+                rounds += s.benchmark_rounds
+            previous = here
+    return max(0.0, extra / rounds) if rounds else 0.0, rounds
+
+
+def busbw_at_floor(runs: list[Run]) -> dict:
+    """class -> op -> GPU count -> (median busbw, samples): what the wire moved at the floor size."""
+    found = defaultdict(list)
+    for run in runs:
+        for line in run.lines:
+            if line["type"] == "measurement" and line.get("kind") == "collective" and line.get("value"):
+                d = line["details"]
+                if d.get("requested_bytes", d["bytes"]) == run.settings.floor_size:
+                    found[(d["placement_class"], d["op"], d["n_gpus"])].append(d["busbw"])
+    out = defaultdict(dict)
+    for (klass, op, n), values in sorted(found.items()):
+        out[klass].setdefault(op, {})[n] = (statistics.median(values), len(values))
+    return out
+
+
+def busbw_per_nvlink(runs: list[Run]) -> dict:
+    """op -> (median busbw per NVLink, samples): 2-GPU NVLink placements at the floor size over their NV#,
+    for pricing NVLink placements that have neither a measurement nor a floor."""
+    found = defaultdict(list)
+    for run in runs:
+        matrix = run.header.get("matrix") or []
+        gpus = {p["id"]: p["gpus"] for p in run.header.get("placements") or []}
+        for line in run.lines:
+            if line["type"] != "measurement" or line.get("kind") != "collective" or not line.get("value"):
+                continue
+            d = line["details"]
+            pair = gpus.get(line["placement"]) or []
+            if d["placement_class"] in NVLINK_CLASSES and len(pair) == 2 and \
+                    d.get("requested_bytes", d["bytes"]) == run.settings.floor_size:
+                cell = str(matrix[pair[0]][pair[1]]) if matrix else ""
+                if cell.startswith("NV") and cell[2:].isdigit():
+                    found[d["op"]].append(d["busbw"] / int(cell[2:]))
+    return {op: (statistics.median(v), len(v)) for op, v in sorted(found.items())}
+
+
+# -- one-off measurements: the gap before their line ---------------------------------------------
+def gaps_before(runs: list[Run], kind: str) -> list[tuple[dict, float]]:
+    return [(line, gap) for run in runs for line, gap, _ in run.gaps()
+            if line["type"] == "measurement" and line.get("kind") == kind]
+
+
+def copy_costs(runs: list[Run], settings) -> dict:
+    """The copy-bandwidth group's starts (the gap less its copies), host and per-link peer bandwidth."""
+    starts, host, peer_per_link = [], [], []
+    for line, gap in gaps_before(runs, "copy_bandwidth"):
+        d = line["details"]
+        calls = d.get("warmup_iters", settings.warmup_iters) + d.get("iters", settings.iters)
+        copies = sum(h["h2d_time_s"] + h["d2h_time_s"] for h in d.get("host", [])) + sum(p["time_s"] for p in d.get("peer", []))
+        starts.append(gap - calls * copies)
+        host += [h[k] for h in d.get("host", []) for k in ("h2d_bytes_per_s", "d2h_bytes_per_s")]
+        peer_per_link += [p["bytes_per_s"] / 18 for p in d.get("peer", [])]  # NV18 on the recorded node
+    return {"starts": starts, "host": statistics.median(host) if host else None,
+            "peer_per_link": statistics.median(peer_per_link) if peer_per_link else None}
+
+
+def training_runs(runs: list[Run]) -> dict:
+    """(wire, strategy) -> gaps before each strategy run's line."""
+    out = defaultdict(list)
+    for line, gap in gaps_before(runs, "strategy"):
+        klass = line["placement"].split("-")[0]
+        out[("nvlink" if klass in NVLINK_CLASSES else "host_path", line["details"]["strategy"])].append(gap)
+    return out
+
+
+def gpu_health_phases(runs: list[Run]) -> dict:
+    """phase -> wall seconds of each recorded GPU load phase (one per run: every GPU at once)."""
+    out = defaultdict(list)
+    for run in runs:
+        seen = set()
+        for line in run.lines:
+            kind = line.get("kind") or ""
+            if line["type"] == "measurement" and kind.startswith("gpu_") and kind != "gpu_event":
+                d = line["details"]
+                if d.get("phase") not in seen and d.get("wall_s") is not None:
+                    seen.add(d.get("phase"))
+                    out[d["phase"]].append((d["wall_s"], d.get("level"), (d.get("settings") or {})))
+    return out
+
+
+def session_edges(runs: list[Run]) -> tuple[float, float]:
+    starts, ends = [], []
+    for run in runs:
+        times = run.times()
+        starts.append(times[0] - run.started)
+        if run.end and run.end.get("wall_s") is not None:
+            ends.append(max(0.0, run.end["wall_s"] - (times[-1] - run.started)))
+    return statistics.mean(starts), statistics.mean(ends)
+
+
+def per_test(runs: list[Run]) -> tuple[float, int]:
+    """The inventory stage's verdicts (NVML and sysfs only): span over count."""
+    span, count = 0.0, 0
+    for run in runs:
+        t = [_time(x["time"]) for x in run.lines if x["type"] == "verdict" and any(
+            f"tests/{m}.py::" in (x.get("test") or "") for m in ("test_inventory", "test_topology", "test_network"))]
+        if len(t) > 1:
+            span += max(t) - min(t)  # stamped in whole seconds: over many runs the mean span is the true one
+            count += len(t)
+    return span / count, count
+
+
+# -- the file ------------------------------------------------------------------------------------
+def q(seconds: float) -> str:
+    return f"{seconds:.3g} s"
+
+
+def figure(value: str, source: str, **extra) -> dict:
+    return {"value": value, **extra, "source": source}
+
+
+def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: Path) -> dict:
+    th = load_thresholds(thresholds_path)
+    settings = th.collective_settings(False)
+    runs = [Run(p, settings) for p in runs_paths]
+    startup = [Run(p, settings) for p in startup_paths]
+    warm_paths = {r.path.resolve() for r in startup}
+    cold = [r for r in runs if r.path.resolve() not in warm_paths]  # the runs before the bytecode cache
+    all_text, startup_text, cold_text = _runs_text(runs_paths), _runs_text(startup_paths), _runs_text([r.path for r in cold])
+
+    def started(values: list[float], cold_values: list[float], how: str) -> dict:
+        """A figure that includes starting workers: today's runs, and those without the bytecode cache."""
+        source = f"mean of {len(values)} {how} ({startup_text})"
+        if not cold_values:
+            return figure(q(statistics.mean(values)), source)
+        return figure(q(statistics.mean(values)), f"{source}; without the bytecode cache: {len(cold_values)} ({cold_text})",
+                      without_bytecode_cache=q(statistics.mean(cold_values)))
+
+    per_size, n_sizes = per_size_overhead(runs)
+    round_s, n_rounds = benchmark_rounds(runs)
+    start_s, end_s = session_edges(runs)
+    test_s, n_tests = per_test(runs)
+    copies, cold_copies = copy_costs(startup, th.copy_bandwidth.settings), copy_costs(cold, th.copy_bandwidth.settings)
+    training, cold_training = training_runs(startup), training_runs(cold)
+    health = gpu_health_phases(runs)
+    starts = group_starts(startup, per_size)
+    group = started(starts, group_starts(cold, per_size), "placement starts: the gap before a placement's first size "
+                    "line less one size's overhead")
+
+    busbw = {}
+    for klass, ops in busbw_at_floor(runs).items():
+        busbw[klass] = {op: {n: figure(f"{v / 1e9:.1f} GB/s", f"median of {k} runs at the floor size ({all_text})")
+                             for n, (v, k) in counts.items()} for op, counts in ops.items()}
+
+    per_link = {op: figure(f"{v / 1e9:.2f} GB/s", f"median of {k} 2-GPU NVLink measurements at the floor size over "
+                           f"the pair's NV# ({all_text})") for op, (v, k) in busbw_per_nvlink(runs).items()}
+
+    gpu = {}
+    if health.get("figures"):  # the first phase's wall_s includes starting the group
+        walls = [w for w, _, _ in health["figures"]]
+        gpu["figures"] = figure(q(statistics.mean(walls)), f"mean wall_s of {len(walls)} recorded figures phases, "
+                                "the worker group's start included")
+    else:
+        gpu["figures"] = figure(q(statistics.mean(starts) + PROBE["figures"][0]),
+                                f"worker_group_start (one worker per GPU, each importing torch) + {PROBE['figures'][1]}")
+    if health.get("memory"):
+        walls = [w / max(1, st.get("passes", 1)) for w, _, st in health["memory"]]
+        gpu["memory_pass"] = figure(q(statistics.mean(walls)), f"mean wall_s per pass of {len(walls)} recorded memory phases")
+    else:
+        gpu["memory_pass"] = figure(q(PROBE["memory_pass"][0]), PROBE["memory_pass"][1])
+    if health.get("sustained"):
+        extra = [w - st.get("duration_s", 0) for w, _, st in health["sustained"]]
+        gpu["sustained_beyond_duration"] = figure(q(statistics.mean(extra)), f"mean of {len(extra)} recorded sustained "
+                                                  "phases: wall_s less the level's duration")
+    else:
+        gpu["sustained_beyond_duration"] = figure(q(1.0), "estimate: the last window and the NVML sampler's stop "
+                                                  "(window 1 s); no suite record yet")
+
+    return {
+        "records": [_name(p) for p in runs_paths],
+        "startup_records": [_name(p) for p in startup_paths],
+        "session": {
+            "start": figure(q(start_s), f"mean of {len(runs)} runs: the run line's start to the first verdict ({all_text})"),
+            "end": figure(q(end_s), f"mean of {len(runs)} runs: wall_s after the last line ({all_text})"),
+        },
+        "per_test": figure(q(test_s), f"{n_tests} inventory, topology and network verdicts (NVML and sysfs only): "
+                           f"their span over their count ({all_text})"),
+        "worker_group_start": group,
+        "collective": {
+            "per_size": figure(q(per_size), f"{n_sizes} sizes: the span of each placement's consecutive size lines "
+                               f"less their wire time (calls x time per call, as recorded), per size ({all_text})"),
+            "benchmark_round": figure(q(round_s), f"{n_rounds} rounds: the gap between consecutive test_busbw "
+                                      f"verdicts less the rounds' wire time, per round ({all_text})"),
+            "busbw_at_floor": busbw,
+            "busbw_per_nvlink": per_link,
+        },
+        "nccl_path_probe": started([g for _, g in gaps_before(startup, "nccl_path")],
+                                   [g for _, g in gaps_before(cold, "nccl_path")],
+                                   "probes: the gap before each nccl_path line (a fresh worker group included)"),
+        "copy_bandwidth": {
+            "start": started(copies["starts"], cold_copies["starts"], "runs: the gap before the copy_bandwidth line "
+                             "less its copies"),
+            "host": figure(f"{copies['host'] / 1e9:.1f} GB/s", f"median pinned host copy, either direction ({startup_text})"),
+            "peer_per_link": figure(f"{copies['peer_per_link'] / 1e9:.2f} GB/s", "median peer copy over NV18, per link "
+                                    f"({startup_text})"),
+        },
+        "training": {
+            wire: {strategy: started(gaps, cold_training.get((w, strategy), []), "runs on 2 GPUs: the gap before each "
+                                     "strategy line (fresh workers, imports, set-up, steps, the local baseline)")
+                   for (w, strategy), gaps in sorted(training.items()) if w == wire}
+            for wire in ("nvlink", "host_path")
+        },
+        "gpu_health": gpu,
+    }
+
+
+HEADER = """\
+# Unit costs of wirecheck's time model (`wirecheck plan`): what each piece of a run costs, in the
+# reference runs' own seconds. Made by scripts/unit_costs.py from the records below; do not edit by
+# hand: run `.venv/bin/python scripts/unit_costs.py --write` again (with newer records: --runs ...).
+# Each figure says its source: which records, and how it was taken from their line timestamps.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", nargs="+", type=Path, default=RUNS, help="whole-suite records (default: the nine "
+                        "2x H200 reference runs)")
+    parser.add_argument("--startup-runs", nargs="+", type=Path, default=STARTUP_RUNS, help="the records whose process "
+                        "starts are today's (default: the 2026-12-01b runs, with the bytecode cache)")
+    parser.add_argument("--thresholds", type=Path, default=PROJECT / "thresholds.yaml")
+    parser.add_argument("--write", nargs="?", const=OUT, type=Path, default=None, metavar="PATH",
+                        help=f"write the YAML there (default {_name(OUT)}) instead of printing it")
+    args = parser.parse_args(argv)
+    text = HEADER + yaml.safe_dump(derive(args.runs, args.startup_runs, args.thresholds), sort_keys=False, width=120,
+                                   allow_unicode=True)
+    if args.write:
+        args.write.write_text(text)
+        print(f"unit_costs.py: wrote {_name(args.write)}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""`wirecheck plan`: how long a level of the suite takes on a topology, before running it.
+
+The suite is collected for the topology and level (a pytest subprocess: the tests that would run,
+never a list of our own), then priced with the unit costs of recorded runs (fixtures/unit_costs.yaml,
+made by scripts/unit_costs.py). `--record RUN.jsonl` prices a recorded run's own tests instead and
+puts the prediction beside the run's measured wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL, LEVELS
+from wirecheck.core.paths import suite_paths
+from wirecheck.node.topo_text import DEFAULT_SIMULATION
+from wirecheck.plan import table
+from wirecheck.plan.collect import collect, from_record
+from wirecheck.plan.costs import load_unit_costs
+from wirecheck.plan.model import predict
+from wirecheck.records.file import RecordFileError
+from wirecheck.thresholds.file import load_thresholds
+
+NAME = "plan"
+PROG = f"wirecheck {NAME}"
+NOMINAL_BURN_IN = "1h"  # collecting a burn-in needs a duration; one pass of its tests is priced either way
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        NAME, help="predict how long a level of the suite takes on a topology (from recorded unit costs)",
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--simulate", nargs="?", const=DEFAULT_SIMULATION, metavar="FILE|NAME",
+                       help=f"plan for a recorded topology (a NAME in fixtures/topologies, a topo -m text or snapshot "
+                            f"JSON; default {DEFAULT_SIMULATION})")
+    where.add_argument("--profile", metavar="NAME", help="plan for the topology a thresholds profile names "
+                       "(profiles.NAME.topology)")
+    where.add_argument("--record", nargs="+", metavar="RUN.jsonl", help="price recorded runs' own tests and show each "
+                       "beside its measured wall time")
+    parser.add_argument("--level", choices=LEVELS, default=DEFAULT_LEVEL, help=f"the level to plan (default {DEFAULT_LEVEL})")
+    parser.add_argument("--duration", metavar="DURATION", help=f"a {BURN_IN}'s duration (its tests are priced for one "
+                        "pass either way)")
+    parser.add_argument("--thresholds", metavar="PATH", help="thresholds file (run settings: sizes, iterations, "
+                        "durations); default: the suite's")
+    parser.add_argument("--unit-costs", metavar="PATH", help="unit costs file; default: the suite's "
+                        "fixtures/unit_costs.yaml")
+    parser.add_argument("--without-bytecode-cache", action="store_true", help="price worker starts as on a node "
+                        "whose workers compile torch each time (no cache built by install.sh or an earlier run)")
+    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    return parser
+
+
+def _say(message: str) -> None:
+    for line in message.splitlines():
+        print(f"{PROG}: {line}", file=sys.stderr)
+
+
+def _topology_of(args, thresholds) -> str | None:
+    """What to collect on: --simulate, the profile's recorded topology, or this node (None)."""
+    if args.profile is None:
+        return args.simulate
+    profile = thresholds.profile(args.profile)
+    if not profile.topology:
+        raise ValueError(f"--profile {args.profile}: the profile names no recorded topology "
+                         f"({profile.yaml_path}.topology); add one, or pass --simulate NAME")
+    return profile.topology
+
+
+def run(args: argparse.Namespace, extra: list[str]) -> int:
+    try:
+        thresholds = load_thresholds(args.thresholds or suite_paths().thresholds)
+        costs = load_unit_costs(args.unit_costs, cold=args.without_bytecode_cache)
+        if args.record:
+            return _records(args, thresholds, costs)
+        simulate = _topology_of(args, thresholds)
+        options = ["--thresholds", args.thresholds] if args.thresholds else []
+        if args.level == BURN_IN:
+            options += ["--duration", args.duration or NOMINAL_BURN_IN]
+        elif args.duration:
+            raise ValueError(f"--duration {args.duration}: only a {BURN_IN} runs for a duration; add --level {BURN_IN}")
+        if args.profile:
+            options += ["--profile", args.profile]
+        collected = collect(args.level, simulate, options)
+    except (ValueError, OSError) as exc:  # ThresholdsError, CollectError: ValueErrors naming the file or option
+        _say(str(exc))
+        return 2
+    if not collected.header.get("gpus"):
+        _say(f"no GPU topology on this node ({collected.header.get('unavailable')}): pass --simulate NAME or "
+             "--profile NAME to plan for a recorded one")
+        return 2
+    source = f"--profile {args.profile} ({simulate})" if args.profile else collected.source
+    plan = predict(collected.tests, collected.header, thresholds, costs, args.level, source)
+    print(json.dumps(table.as_json(plan), indent=1) if args.json else "\n".join(table.text(plan)))
+    return 0
+
+
+def _records(args, thresholds, costs) -> int:
+    out = []
+    for path in args.record:
+        try:
+            collected, end = from_record(path)
+        except (RecordFileError, OSError) as exc:
+            _say(str(exc))
+            return 2
+        level = collected.header.get("level") or DEFAULT_LEVEL
+        plan = predict(collected.tests, collected.header, thresholds, costs, level, path)
+        measured = end.get("wall_s")
+        out.append({"record": path, "tests": plan.tests, "level": level, "predicted_s": round(plan.total_s, 1),
+                    "measured_s": measured,
+                    "error": round(plan.total_s / measured - 1, 3) if measured else None})
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    for row in out:
+        measured = (f"measured {row['measured_s']:.1f} s ({row['error']:+.1%})" if row["measured_s"]
+                    else "no wall time recorded (the run was cut short)")
+        print(f"{row['record']}: {row['tests']} tests at {row['level']}: predicted {row['predicted_s']:.1f} s, {measured}")
+    return 0

@@ -1,0 +1,84 @@
+"""Which tests a run holds, in the order they run: the real suite collected by a pytest subprocess,
+or the tests a recorded run judged.
+
+Collecting the suite itself (`pytest --collect-only -q --level L --simulate TOPO`) keeps the plan from
+drifting from what runs: the levels, the placements, a site's hooks and its own tests are all in it.
+The run line that the collection writes to its record gives the placements (id, class, GPUs) and the
+link matrix. A simulated collection holds the same tests as the hardware run of that topology.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from wirecheck.core.paths import suite_paths
+from wirecheck.records.file import RecordFileError, read_run
+
+COLLECT_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class Collected:
+    tests: tuple[str, ...]  # test ids in run order
+    header: dict  # the record's run line: placements, gpus, fabric, matrix, level
+    source: str  # what was collected: "--simulate NAME", "this node", or a record's path
+
+    @property
+    def placements(self) -> list[dict]:
+        return list(self.header.get("placements") or [])
+
+    @property
+    def n_gpus(self) -> int:
+        return len(self.header.get("gpus") or [])
+
+
+class CollectError(ValueError):
+    """Collecting the suite failed: the message says how, with pytest's own last words."""
+
+
+def pytest_command(level: str, simulate: str | None, extra: list[str]) -> list[str]:
+    suite = suite_paths()
+    cmd = [sys.executable, "-m", "pytest", str(suite.tests), "--rootdir", str(suite.root), "-p", "no:cacheprovider",
+           "--collect-only", "-q", "--level", level]
+    if simulate:
+        cmd.append(f"--simulate={simulate}")
+    return cmd + list(extra)
+
+
+def collect(level: str, simulate: str | None = None, extra: list[str] | None = None,
+            timeout_s: float = COLLECT_TIMEOUT_S) -> Collected:
+    """The suite's tests at `level` on `simulate` (a recorded topology), or on this node's GPUs."""
+    with tempfile.TemporaryDirectory(prefix="wirecheck-plan-") as folder:
+        record = Path(folder) / "collected.jsonl"
+        cmd = pytest_command(level, simulate, [f"--wirecheck-json={record}", *(extra or [])])
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=dict(os.environ),
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise CollectError(f"collecting the suite took over {timeout_s:.0f} s: {' '.join(cmd)}") from None
+        tests = tuple(line.strip() for line in done.stdout.splitlines() if "::" in line and not line.startswith(" "))
+        if done.returncode not in (0, 10) or not tests:
+            said = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()][-6:]
+            raise CollectError(f"collecting the suite failed (pytest exit {done.returncode}):\n  " + "\n  ".join(said))
+        try:
+            header = read_run(record).run
+        except RecordFileError as exc:
+            raise CollectError(f"collecting the suite wrote no run line: {exc}") from None
+    return Collected(tests, header, f"--simulate {simulate}" if simulate else "this node")
+
+
+def from_record(path: str | Path) -> tuple[Collected, dict]:
+    """The tests a recorded run judged, in its order, and its end line (None's place: {})."""
+    run = read_run(path)
+    tests, seen = [], set()
+    for verdict in run.verdicts:
+        test = verdict.get("test")
+        if test and test not in seen:
+            seen.add(test)
+            tests.append(test)
+    return Collected(tuple(tests), run.run, str(path)), run.end or {}

@@ -1,0 +1,376 @@
+"""The time model: a run's tests walked in their order, as the session runs them, each priced.
+
+A measurement is made by the first test that needs it and shared by the rest (fixtures/
+measurements.py), and a worker group is started when the placement changes (fixtures/workers.py),
+so the walk keeps the same state: the shared group's placement, the sweeps and strategy runs made,
+the GPU load's phases. A test costs pytest's per-test share plus what it is the first to need:
+- a collective sweep: each size's overhead plus its wire time, calls x bytes x the op's busbw
+  factor / busbw (measured at the floor size where the unit costs have it for the class, op and GPU
+  count; the thresholds' floor otherwise, so a count without a record is priced at its floor; on
+  NVLink without either, the narrowest pair's NV# x the measured busbw per link), and a worker
+  group's start when the shared group was on another placement;
+- test_busbw's benchmark rounds; an NCCL path probe; the copy-bandwidth measurement (a start, host
+  copies per GPU, peer copies per NVLink pair at the pair's NV#); a strategy run (its recorded run
+  on that wire, whatever the GPU count: see README); the GPU load's phases (figures, the level's
+  sustained duration, the level's memory passes).
+The walk prices the hardware run: a collection in simulation holds the same tests.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from wirecheck.core.levels import thresholds_key
+from wirecheck.measure.collectives import OPS, busbw_factor, feasible_sizes
+from wirecheck.node.placement import CLASS_BY_NAME, CLASS_PAIR, Placement, nvlink_twin
+from wirecheck.plan.costs import HOST_PATH, NVLINK, UnitCosts
+from wirecheck.training.strategies import NAMES, REFERENCE
+
+# What each test function makes first when it is the first to need it (an unknown test: its own
+# share only). One row per test of tests/; a self-test holds the table to the suite.
+SWEEP, FLOOR_SWEEP, BENCHMARK, TWIN_SWEEP, PAIR_SWEEPS, INNER_PAIR_SWEEP = (
+    "sweep", "floor sweep", "benchmark", "twin sweep", "pair sweeps", "inner pair sweep")
+PROBE, COPIES, RUN, REFERENCE_RUN, ALL_RUNS, TWIN_RUN, TWIN_ALL_RUNS = (
+    "probe", "copies", "run", "reference run", "all runs", "twin run", "twin all runs")
+FIGURES, SUSTAINED, MEMORY = "figures", "sustained", "memory"  # the GPU load's phases (wirecheck.gpu.load)
+WORK = {
+    "test_result_correct": (SWEEP,),
+    "test_small_message_latency": (SWEEP,),
+    "test_half_peak_size": (SWEEP,),
+    "test_busbw": (SWEEP, BENCHMARK),
+    "test_large_all_reduce_correct": (FLOOR_SWEEP,),
+    "test_large_all_reduce_busbw": (FLOOR_SWEEP,),
+    "test_nvlink_worth_it": (SWEEP, TWIN_SWEEP),
+    "test_pair_busbw": (SWEEP,),
+    "test_pair_vs_median": (PAIR_SWEEPS, SWEEP),
+    "test_quad_beats_pair": (SWEEP, INNER_PAIR_SWEEP),
+    "test_nccl_path": (PROBE,),
+    "test_host_copy": (COPIES,),
+    "test_peer_copy": (COPIES,),
+    "test_pcie_link_under_load": (COPIES,),
+    "test_steps_complete": (RUN,),
+    "test_losses_agree": (RUN, REFERENCE_RUN),
+    "test_model_state_matches_model": (RUN,),
+    "test_staircase": (ALL_RUNS,),
+    "test_peak_memory": (RUN,),
+    "test_throughput": (RUN,),
+    "test_slow_wire_costs": (TWIN_RUN, RUN),
+    "test_dial_flattens": (TWIN_ALL_RUNS, ALL_RUNS),
+    "test_capacity": (),  # opt-in (-m capacity): skipped in a plain run (OPT_IN)
+    "test_hbm_bandwidth": (FIGURES,),
+    "test_gemm_throughput": (FIGURES,),
+    "test_sustained_load_throughput": (SUSTAINED,),
+    "test_sustained_load_clocks": (SUSTAINED,),
+    "test_sustained_load_power": (SUSTAINED,),
+    "test_sustained_load_temperature": (SUSTAINED,),
+    "test_gemm_matches_reference": (FIGURES,),
+    "test_memory_pattern": (MEMORY,),
+}
+OPT_IN = {"test_capacity": "skipped unless selected with -m capacity"}
+# The id a test gets where the topology has no placement of its classes (fixtures/placements.py): it skips.
+NO_PLACEMENT = "none"
+# Tests that read NVML, sysfs or the topology only: pytest's per-test share and nothing else.
+NO_WORKERS = {
+    "test_gpus_visible", "test_gpu_count", "test_gpu_model", "test_fabric_matches_profile", "test_pcie_width",
+    "test_pcie_generation", "test_ecc_uncorrected", "test_row_remapping", "test_persistence_mode", "test_fabric_manager",
+    "test_no_foreign_processes", "test_groups_are_full_meshes", "test_nvlinks_per_gpu", "test_nvlink_speed_uniform",
+    "test_peer_access_over_nvlink", "test_nic_ports_up", "test_nic_rate", "test_nic_count", "test_gpu_nearest_nic",
+    "test_error_counters_did_not_grow", "test_no_xid_during_run", "test_ecc_and_row_remap_growth",
+}
+
+# Kinds of work, for each group's line and the summary by kind.
+K_TEST, K_START, K_SIZE, K_ROUND, K_PROBE, K_COPY, K_RUN, K_GPU = (
+    "pytest's share", "worker group starts", "collective sizes", "benchmark rounds", "NCCL path probes",
+    "copy-bandwidth measurements", "strategy runs", "GPU load phases")
+
+
+@dataclass(frozen=True)
+class ParsedTest:
+    nodeid: str
+    module: str  # file stem: test_collectives
+    function: str
+    placement: Placement | None
+    params: tuple[str, ...]  # the other parameters: op, strategy, step, gpuN, ...
+
+
+def parse_test(nodeid: str, placements: dict[str, Placement]) -> ParsedTest:
+    path, _, rest = nodeid.partition("::")
+    function, _, params = rest.partition("[")
+    params = params[:-1] if params.endswith("]") else params
+    placement = None
+    # the placement id leads the parameters (it may hold dashes itself): the longest known id that fits
+    for pid in sorted(placements, key=len, reverse=True):
+        if params == pid or params.startswith(pid + "-"):
+            placement, params = placements[pid], params[len(pid) + 1:]
+            break
+    return ParsedTest(nodeid, path.rsplit("/", 1)[-1].removesuffix(".py"), function, placement,
+                  tuple(p for p in params.split("-") if p))
+
+
+@dataclass
+class Group:
+    """Tests of one function on one placement class and GPU count (or one function, for the others)."""
+
+    module: str
+    function: str
+    klass: str | None
+    n_gpus: int | None
+    tests: int = 0
+    placements: set = field(default_factory=set)
+    params: dict = field(default_factory=dict)  # kind of parameter -> its distinct values
+    work: Counter = field(default_factory=Counter)  # kind -> count
+    seconds: Counter = field(default_factory=Counter)  # kind -> seconds
+    sizes: set = field(default_factory=set)  # sizes per sweep it made
+    uses: dict = field(default_factory=dict)  # names of the groups whose measurements it reads (ordered)
+    skips: str | None = None  # why its tests skip without working (opt-in, no placement here)
+    known: bool = True
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.seconds.values())
+
+    @property
+    def name(self) -> str:
+        where = f" {self.klass} {self.n_gpus}gpu" if self.klass else ""
+        return f"{self.function}{where}"
+
+    def add(self, kind: str, seconds: float, count: int = 1) -> None:
+        self.work[kind] += count
+        self.seconds[kind] += seconds
+
+
+def _param_kind(value: str) -> str:
+    if value in OPS:
+        return "ops"
+    if value in NAMES:
+        return "strategies"
+    if value.startswith("gpu") and value[3:].isdigit():
+        return "GPUs"
+    return "variants"
+
+
+@dataclass
+class Plan:
+    level: str
+    source: str
+    header: dict
+    tests: int
+    groups: list[Group]
+    session_s: float
+    costs: UnitCosts
+
+    @property
+    def total_s(self) -> float:
+        return self.session_s + sum(g.total_s for g in self.groups)
+
+    def by_kind(self) -> dict[str, tuple[int, float]]:
+        """kind -> (count, seconds) over the whole plan, most expensive first."""
+        count, seconds = Counter(), Counter()
+        for g in self.groups:
+            count.update(g.work)
+            seconds.update(g.seconds)
+        return {k: (count[k], seconds[k]) for k, _ in seconds.most_common()}
+
+    @property
+    def unknown(self) -> list[Group]:
+        return [g for g in self.groups if not g.known]
+
+
+class _Walk:
+    """The session's state, as far as costs go."""
+
+    def __init__(self, thresholds, costs: UnitCosts, placements: list[Placement], header: dict, level: str, sweep: str):
+        self.th, self.costs, self.placements, self.level, self.sweep_name = thresholds, costs, placements, level, sweep
+        self.settings = thresholds.collective_settings(False)
+        self.matrix = header.get("matrix") or []
+        self.pool: str | None = None  # the placement id the shared worker group is on
+        self.gpu_module: str | None = None  # the module whose GPU load group is up
+        self.gpu_phases: set = set()
+        self.group: Group | None = None
+        self.made: dict = {}  # a measurement's key -> the group that made it
+
+    def _first(self, key) -> bool:
+        """True when `key` is not measured yet (the current group makes it); else the group reads it."""
+        maker = self.made.get(key)
+        if maker is None:
+            self.made[key] = self.group
+            return True
+        if maker is not self.group:
+            self.group.uses.setdefault(maker.name, None)
+        return False
+
+    # -- pricing -----------------------------------------------------------------------------
+    def busbw(self, p: Placement, op: str) -> float:
+        """What the wire moves: measured for this class, op and GPU count; else the class's floor; else, on
+        NVLink, the placement's narrowest pair x the measured busbw per link; else the slowest floor."""
+        measured = self.costs.busbw.get((p.klass, op, p.n_gpus))
+        if measured:
+            return measured
+        limit = self.th.busbw_limit(p.klass, op, p.n_gpus, False)
+        if limit is not None and limit.min:
+            return limit.min
+        per_link = self.costs.busbw_per_nvlink.get(op)
+        if p.nvlink and per_link and p.n_gpus > 1:
+            return min(self._nv(a, b) for a in p.gpus for b in p.gpus if a != b) * per_link
+        return self.th.slowest_busbw_floor(op, False).min
+
+    def wire_s(self, p: Placement, op: str, size: int, calls: int) -> float:
+        return calls * size * busbw_factor(op, p.n_gpus) / self.busbw(p, op)
+
+    def calls(self, size: int) -> int:
+        """Collectives one measurement makes at `size` (as fixtures/workers.calls_per_size counts them)."""
+        s = self.settings
+        eager = s.warmup_iters + s.iters + 1
+        if s.graph_up_to is None or size > s.graph_up_to:
+            return eager
+        return eager + s.iters * (1 + s.graph_replays) + 1
+
+    # -- work ---------------------------------------------------------------------------------
+    def shared(self, p: Placement) -> None:
+        if self.pool != p.id:
+            self.group.add(K_START, self.costs.group_start_s)
+            self.pool = p.id
+
+    def sweep(self, p: Placement | None, op: str, floor_only: bool = False) -> None:
+        if p is None or not self._first(("sweep", p.id, op, floor_only)):
+            return
+        self.shared(p)
+        sizes = (self.settings.floor_size,) if floor_only else self.settings.sizes_for(self.sweep_name)
+        sizes = feasible_sizes(op, sizes, p.n_gpus)
+        self.group.sizes.add(len(sizes))
+        self.group.add(K_SIZE, sum(self.costs.per_size_s + self.wire_s(p, op, s, self.calls(s)) for s in sizes), len(sizes))
+
+    def benchmark(self, p: Placement, op: str) -> None:
+        self.shared(p)
+        s = self.settings
+        one = self.costs.benchmark_round_s + self.wire_s(p, op, s.floor_size, s.iters)
+        self.group.add(K_ROUND, s.benchmark_rounds * one, s.benchmark_rounds)
+
+    def probe(self) -> None:
+        self.pool = None  # the probe closes the shared group for a fresh one
+        self.group.add(K_PROBE, self.costs.nccl_probe_s)
+
+    def copies(self) -> None:
+        if not self._first(("copies",)):
+            return
+        self.pool = None
+        settings = self.th.copy_bandwidth.settings
+        gpus = sorted({g for p in self.placements for g in p.gpus})
+        pairs = [p.gpus for p in self.placements if p.klass == CLASS_PAIR]
+        one = sum(2 * settings.size / self.costs.copy_host_bps for _ in gpus)
+        one += sum(2 * settings.size / (self._nv(a, b) * self.costs.copy_peer_per_link_bps) for a, b in pairs)
+        self.group.add(K_COPY, self.costs.copy_start_s + (settings.warmup_iters + settings.iters) * one)
+
+    def _nv(self, a: int, b: int) -> int:
+        try:
+            cell = str(self.matrix[a][b])
+        except (IndexError, TypeError):
+            return 1
+        return int(cell[2:]) if cell.startswith("NV") and cell[2:].isdigit() else 1
+
+    def run(self, p: Placement | None, strategy: str) -> None:
+        if p is None or not self._first(("run", p.id, strategy)):
+            return
+        self.pool = None  # each strategy runs in fresh workers; the shared group is closed first
+        self.group.add(K_RUN, self.costs.training(NVLINK if p.nvlink else HOST_PATH, strategy))
+
+    def gpu_phase(self, module: str, phase: str) -> None:
+        if self.gpu_module != module:  # the GPU load is one group per test module
+            self.gpu_module, self.gpu_phases = module, set()
+        if not self._first(("gpu", module, phase)):
+            return
+        started = bool(self.gpu_phases)
+        self.gpu_phases.add(phase)
+        self.pool = None
+        g, c, level = self.th.gpu_health.settings(False), self.costs, thresholds_key(self.level)
+        start = 0.0 if started else c.group_start_s
+        if phase == FIGURES:
+            seconds = c.gpu_figures_s - (c.group_start_s if started else 0.0)
+        elif phase == SUSTAINED:
+            seconds = start + g.sustained_duration_s(level) + c.gpu_sustained_extra_s
+        else:
+            seconds = start + g.memory_passes(level) * c.gpu_memory_pass_s
+        self.group.add(K_GPU, seconds)
+
+    # -- a test -------------------------------------------------------------------------------
+    def twin(self, p: Placement) -> Placement | None:
+        return nvlink_twin(self.placements, p) if p is not None else None
+
+    def test(self, t: ParsedTest) -> None:
+        p = t.placement
+        op = next((x for x in t.params if x in OPS), "all_reduce")
+        strategy = next((x for x in t.params if x in NAMES), REFERENCE)
+        for work in WORK.get(t.function, ()):
+            if work in (SWEEP, FLOOR_SWEEP):
+                self.sweep(p, op, floor_only=work == FLOOR_SWEEP)
+            elif work == BENCHMARK:
+                self.benchmark(p, op)
+            elif work == TWIN_SWEEP:
+                self.sweep(self.twin(p), "all_reduce")
+            elif work == PAIR_SWEEPS:
+                nv = self._nv(*p.gpus)
+                for other in self.placements:
+                    if other.klass == CLASS_PAIR and self._nv(*other.gpus) == nv:
+                        self.sweep(other, "all_reduce")
+            elif work == INNER_PAIR_SWEEP:
+                inner = [o for o in self.placements if o.klass == "nvl_pair" and set(o.gpus) <= set(p.gpus)]
+                self.sweep(inner[0] if inner else None, "all_reduce")
+            elif work == PROBE:
+                self.probe()
+            elif work == COPIES:
+                self.copies()
+            elif work == RUN:
+                self.run(p, strategy)
+            elif work == REFERENCE_RUN:
+                self.run(p, REFERENCE)
+            elif work in (ALL_RUNS, TWIN_ALL_RUNS):
+                for s in NAMES:
+                    self.run(p if work == ALL_RUNS else self.twin(p), s)
+            elif work == TWIN_RUN:
+                self.run(self.twin(p), strategy)
+            else:
+                self.gpu_phase(t.module, work)
+
+
+def _placements(header: dict) -> list[Placement]:
+    out = []
+    for entry in header.get("placements") or []:
+        klass = entry.get("class")
+        if klass in CLASS_BY_NAME:
+            out.append(Placement(klass, tuple(entry.get("gpus") or ()), dict(CLASS_BY_NAME[klass].env)))
+    return out
+
+
+def predict(tests, header: dict, thresholds, costs: UnitCosts, level: str, source: str = "",
+            sweep: str = "quick") -> Plan:
+    """The plan of a run of `tests` (ids in run order) on the node `header` describes (a record's run
+    line: placements, link matrix) at `level`, priced with `costs` and the thresholds' run settings."""
+    placements = _placements(header)
+    walk = _Walk(thresholds, costs, placements, header, level, sweep)
+    by_id = {p.id: p for p in placements}
+    groups: dict[tuple, Group] = {}
+    tests = list(tests)
+    for nodeid in tests:
+        t = parse_test(nodeid, by_id)
+        p = t.placement
+        key = (t.module, t.function, p.klass if p else None, p.n_gpus if p else None)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = Group(t.module, t.function, *key[2:],
+                                        known=t.function in WORK or t.function in NO_WORKERS)
+        group.tests += 1
+        if p is not None:
+            group.placements.add(p.id)
+        for value in t.params:
+            group.params.setdefault(_param_kind(value), set()).add(value)
+        walk.group = group
+        group.add(K_TEST, costs.per_test_s)
+        if t.function in OPT_IN:
+            group.skips = OPT_IN[t.function]
+        elif p is None and t.params == (NO_PLACEMENT,):
+            group.skips = "skipped: no placement of its classes on this topology"
+        else:
+            walk.test(t)
+    return Plan(level, source, header, len(tests), list(groups.values()), costs.session_start_s + costs.session_end_s,
+                costs)
