@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from wirecheck.core.levels import BURN_IN
 from wirecheck.plan.model import K_TEST, Group, Plan
 
 SINGULAR = {"worker group starts": "worker group start", "collective sizes": "collective size",
@@ -72,7 +73,11 @@ def text(plan: Plan) -> list[str]:
     if plan.unknown:
         lines.append(f"  {sum(g.tests for g in plan.unknown)} tests unknown to the model (priced at pytest's share only): "
                      + ", ".join(g.function for g in plan.unknown))
-    lines.append(f"  unit costs: {plan.costs.path} ({len(plan.costs.records)} recorded runs)")
+    if plan.level == BURN_IN:
+        lines.append("  one pass of the burn-in's tests at its settings (gpu_health.*.burn_in); a burn-in repeats them "
+                     "for its --duration")
+    lines.append(f"  unit costs: {plan.costs.path} ({len(plan.costs.records)} recorded runs"
+                 + (", worker starts without the bytecode cache)" if plan.costs.cold else ")"))
     return lines
 
 

@@ -1,0 +1,159 @@
+"""The time model (`wirecheck plan`): against the recorded 2x H200 runs, against the collected suite,
+the command's output and JSON, and the unit costs file against the script that makes it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from e2e import PROJECT
+from wirecheck.cli.main import main
+from wirecheck.core.paths import suite_paths
+from wirecheck.plan import model
+from wirecheck.plan.collect import collect, from_record
+from wirecheck.plan.costs import load_unit_costs
+from wirecheck.plan.model import NO_WORKERS, WORK, predict
+from wirecheck.thresholds.file import load_thresholds
+
+REFERENCE = PROJECT / "fixtures" / "reference" / "h200-sxm-2"
+WARM = [REFERENCE / "wirecheck-2026-12-01b" / f"run{i}.jsonl" for i in (1, 2, 3)]  # with the bytecode cache
+COLD = [REFERENCE / d / f"run{i}.jsonl" for d in ("wirecheck-2026-11-30b", "wirecheck-2026-12-01") for i in (1, 2, 3)]
+
+
+@pytest.fixture(scope="module")
+def thresholds():
+    return load_thresholds(suite_paths().thresholds)
+
+
+def _predicted_and_measured(path, thresholds, cold=False) -> tuple[float, float]:
+    collected, end = from_record(path)
+    plan = predict(collected.tests, collected.header, thresholds, load_unit_costs(cold=cold), "acceptance", str(path))
+    return plan.total_s, end["wall_s"]
+
+
+# ---- against the records -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", WARM, ids=lambda p: p.stem)
+def test_the_model_predicts_the_recorded_runs_within_15_percent(path, thresholds):
+    predicted, measured = _predicted_and_measured(path, thresholds)
+    assert abs(predicted / measured - 1) <= 0.15, (predicted, measured)
+
+
+def test_runs_without_the_bytecode_cache_are_priced_with_its_figures(thresholds):
+    """The six runs before the cache (259-327 s): the warm figures miss them, the cold ones do not."""
+    for path in COLD:
+        warm, measured = _predicted_and_measured(path, thresholds)
+        cold, _ = _predicted_and_measured(path, thresholds, cold=True)
+        assert warm < 0.85 * measured, (path, warm, measured)
+        assert abs(cold / measured - 1) <= 0.15, (path, cold, measured)
+
+
+# ---- against the collected suite ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("level, topology", [("acceptance", "h200-nvl-8"), ("quick", "h100-sxm-8-nics")])
+def test_the_plans_groups_hold_exactly_the_collected_tests(level, topology, thresholds):
+    collected = collect(level, topology)
+    plan = predict(collected.tests, collected.header, thresholds, load_unit_costs(), level)
+    assert sum(g.tests for g in plan.groups) == plan.tests == len(collected.tests) > 100
+    keys = {(g.function, g.klass, g.n_gpus) for g in plan.groups}
+    functions = {t.split("::")[1].split("[")[0] for t in collected.tests}
+    assert {k[0] for k in keys} == functions
+    # every test of the suite is known to the model: a new test without a row in model.WORK fails here
+    assert functions <= set(WORK) | NO_WORKERS, functions - set(WORK) - NO_WORKERS
+    assert not plan.unknown
+
+
+def test_eight_gpus_cost_more_and_quick_costs_least(thresholds):
+    costs = load_unit_costs()
+    totals = {}
+    for level, topology in (("acceptance", "h200-sxm-2"), ("acceptance", "h100-sxm-8-nics"), ("quick", "h100-sxm-8-nics")):
+        collected = collect(level, topology)
+        totals[(level, topology)] = predict(collected.tests, collected.header, thresholds, costs, level).total_s
+    assert totals[("quick", "h100-sxm-8-nics")] < 60 < totals[("acceptance", "h200-sxm-2")] < \
+        totals[("acceptance", "h100-sxm-8-nics")], totals
+
+
+# ---- the model's rules on a made-up run ---------------------------------------------------------
+
+HEADER = {"fabric": "nvswitch", "gpus": [{"index": 0}, {"index": 1}], "matrix": [["X", "NV18"], ["NV18", "X"]],
+          "placements": [{"id": "nvswitch-2gpu-0.1", "class": "nvswitch", "gpus": [0, 1]},
+                         {"id": "forced_pcie-2gpu-0.1", "class": "forced_pcie", "gpus": [0, 1]}]}
+
+
+def test_a_sweep_is_priced_once_and_a_placement_change_starts_a_group(thresholds):
+    costs = load_unit_costs()
+    tests = ["tests/test_collectives.py::test_result_correct[nvswitch-2gpu-0.1-all_reduce]",
+             "tests/test_collectives.py::test_half_peak_size[nvswitch-2gpu-0.1-all_reduce]",
+             "tests/test_collectives.py::test_result_correct[forced_pcie-2gpu-0.1-all_reduce]",
+             "tests/test_site.py::test_rack_label"]
+    plan = predict(tests, HEADER, thresholds, costs, "acceptance")
+    first, reader, pcie, site = plan.groups
+    sizes = thresholds.collective_settings(False).sizes_for("quick")
+    assert first.work == {model.K_TEST: 1, model.K_START: 1, model.K_SIZE: len(sizes)}
+    assert reader.work == {model.K_TEST: 1} and list(reader.uses) == ["test_result_correct nvswitch 2gpu"]
+    assert pcie.work[model.K_START] == 1  # the shared group moved to another placement
+    # the same sizes on PCIe cost more: the wire time is bytes / busbw (27 vs 326 GB/s measured)
+    assert pcie.total_s - first.total_s > 1.0
+    assert not site.known and plan.unknown == [site] and site.total_s == pytest.approx(costs.per_test_s)
+
+
+# ---- the command --------------------------------------------------------------------------------
+
+
+def test_plan_prints_a_line_per_group_and_the_total(capsys):
+    assert main(["plan", "--simulate", "h200-sxm-2", "--level", "quick"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert re.match(r"wirecheck plan: level quick on --simulate h200-sxm-2 \(nvswitch, 2 GPUs\): \d+ tests in \d+ groups",
+                    lines[0]), lines[0]
+    assert re.search(r"^\s+[\d.]+\s+test_large_all_reduce_correct nvswitch 2gpu \(1 test\)\s+1 worker group start, "
+                     r"1 collective size", out, re.M), out
+    assert re.search(r"^\s+[\d.]+\s+total \(\d+ s\)$", out, re.M), out
+    assert "test_steps_complete" not in out and "most of it: " in out
+
+
+def test_plan_json_adds_up(capsys):
+    assert main(["plan", "--profile", "h200-nvl-8", "--level", "quick", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["fabric"] == "bridged" and plan["gpus"] == 8 and "h200-nvl-8" in plan["source"]
+    assert sum(g["tests"] for g in plan["groups"]) == plan["tests"]
+    assert plan["total_s"] == pytest.approx(plan["session_s"] + sum(g["seconds"] for g in plan["groups"]), abs=0.2)
+    assert plan["unit_cost_sources"]["worker_group_start"].startswith("mean of 9 placement starts")
+
+
+def test_plan_puts_a_record_beside_its_measured_wall_time(capsys):
+    assert main(["plan", "--record", str(WARM[0])]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"run1\.jsonl: 148 tests at acceptance: predicted [\d.]+ s, measured 207\.6 s \([+-]\d+\.\d%\)", out), out
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["plan", "--profile", "no-such"], "no-such"),
+    (["plan", "--simulate", "no-such-node"], "--simulate no-such-node"),
+    (["plan", "--simulate", "h200-sxm-2", "--duration", "4h"], "--duration 4h: only a burn-in runs for a duration"),
+])
+def test_plan_mistakes_are_one_clear_line(argv, said, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err, err
+
+
+def test_a_broken_unit_costs_file_names_the_key(tmp_path):
+    text = suite_paths().unit_costs.read_text().replace("per_test:", "per_tests:", 1)
+    (tmp_path / "costs.yaml").write_text(text)
+    with pytest.raises(ValueError, match=r"costs\.yaml: per_tests: unknown key 'per_tests' in unit costs"):
+        load_unit_costs(tmp_path / "costs.yaml")
+
+
+def test_the_unit_costs_file_is_what_the_script_makes_of_the_records():
+    done = subprocess.run([sys.executable, str(PROJECT / "scripts" / "unit_costs.py")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (PROJECT / "fixtures" / "unit_costs.yaml").read_text(), \
+        "fixtures/unit_costs.yaml differs from the records: run scripts/unit_costs.py --write"
