@@ -67,9 +67,11 @@ def text(plan: Plan) -> list[str]:
         f"{kind} {seconds:.0f} s ({_counted(count, kind) if kind != K_TEST else f'{count} tests'}, "
         f"{seconds / total:.0%})" for kind, (count, seconds) in list(kinds.items())[:4]))
     starts = kinds.get("worker group starts", (0, 0.0))[0]
-    if starts and plan.costs.group_start_cold_s:
+    if starts and plan.costs.cold:
+        lines.append(f"  worker group starts at {plan.costs.group_start_s:.1f} s each, without the bytecode cache")
+    elif starts and plan.costs.group_start_cold_s:
         lines.append(f"  worker group starts at {plan.costs.group_start_s:.1f} s each with the bytecode cache "
-                     f"({plan.costs.group_start_cold_s:.1f} s without it)")
+                     f"({plan.costs.group_start_cold_s:.1f} s without it: --without-bytecode-cache)")
     if plan.unknown:
         lines.append(f"  {sum(g.tests for g in plan.unknown)} tests unknown to the model (priced at pytest's share only): "
                      + ", ".join(g.function for g in plan.unknown))
