@@ -61,7 +61,7 @@ def collect(level: str, simulate: str | None = None, extra: list[str] | None = N
                                   stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise CollectError(f"collecting the suite took over {timeout_s:.0f} s: {' '.join(cmd)}") from None
-        tests = tuple(line.strip() for line in done.stdout.splitlines() if "::" in line and not line.startswith(" "))
+        tests = _test_ids(done.stdout)
         if done.returncode not in (0, 10) or not tests:
             said = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()][-6:]
             raise CollectError(f"collecting the suite failed (pytest exit {done.returncode}):\n  " + "\n  ".join(said))
@@ -70,6 +70,18 @@ def collect(level: str, simulate: str | None = None, extra: list[str] | None = N
         except RecordFileError as exc:
             raise CollectError(f"collecting the suite wrote no run line: {exc}") from None
     return Collected(tests, header, f"--simulate {simulate}" if simulate else "this node")
+
+
+def _test_ids(stdout: str) -> tuple[str, ...]:
+    """The ids `pytest --collect-only -q` lists: its first run of `path::name` lines (a warnings summary
+    after it may name tests again)."""
+    ids: list[str] = []
+    for line in stdout.splitlines():
+        if "::" in line and not line.startswith(" "):
+            ids.append(line.strip())
+        elif ids:
+            break
+    return tuple(ids)
 
 
 def from_record(path: str | Path) -> tuple[Collected, dict]:
