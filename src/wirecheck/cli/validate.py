@@ -19,6 +19,7 @@ from wirecheck.node import driver, nvml
 from wirecheck.cli.foreground import Outcome, run_foreground
 from wirecheck.core.paths import suite_paths
 from wirecheck.node.topo_text import DEFAULT_SIMULATION
+from wirecheck.workers.node_lock import NodeLock, current_holder
 
 NAME = "validate"
 PROG = f"wirecheck {NAME}"
@@ -32,6 +33,12 @@ USAGE_ERROR = 4
 NO_TESTS = 5
 SIMULATED = 10
 NO_GPU_READABLE = 11
+# Another run held the node for longer than this one would wait (--wait-for-node): not checked, not
+# failed, not a typo, so a prolog or a node-problem detector can wait and try again instead of draining.
+# 75 is sysexits' EX_TEMPFAIL ("temporary failure; try again later"), which no code here or of pytest's
+# (0-5), and no signal (128+N), takes. The plugin exits with it (fixtures/workers.py EXIT_NODE_BUSY).
+# Note for the merge: this table moves to wirecheck.core.exit_codes (another branch); NODE_BUSY with it.
+NODE_BUSY = 75
 CTRL_C = 128 + signal.SIGINT  # 130, as a shell reports a job stopped by Ctrl-C
 TERMINATED = 128 + signal.SIGTERM  # 143
 
@@ -49,6 +56,9 @@ EXIT_CODES: dict[int, tuple[str, str]] = {  # code -> (outcome for the last line
     NO_GPU_READABLE: ("NVML failed on a machine with an NVIDIA driver: nothing ran",
                       "an NVIDIA driver is installed but NVML fails or sees no GPU: nothing ran "
                       "(fix the driver, or ask for a dry run with --simulate)"),
+    NODE_BUSY: ("node busy: another wirecheck run held the GPUs: nothing ran",
+                "node busy: another wirecheck run held this node's GPUs for longer than --wait-for-node: "
+                "nothing ran; try again later (the last line names the holder)"),
     CTRL_C: ("interrupted (Ctrl-C): the run is incomplete",
              "interrupted by Ctrl-C: pytest printed its summary and the records so far are kept; not accepted"),
     TERMINATED: ("stopped by SIGTERM: the run is incomplete", "stopped by SIGTERM (passed on to pytest); not accepted"),
@@ -175,6 +185,27 @@ def exit_code(outcome: Outcome, simulated: bool) -> int:
     return outcome.returncode
 
 
+def node_lock_path(pytest_args: Sequence[str]):
+    """The node lock the run took: --node-lock's value among pytest's arguments, else the node's own."""
+    args = list(pytest_args)
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg.startswith("--node-lock="):
+            return arg.split("=", 1)[1]
+        if arg == "--node-lock" and i + 1 < len(args):
+            return args[i + 1]
+    return NodeLock(None).path
+
+
+def busy_line(pytest_args: Sequence[str], holder_of: Callable = current_holder) -> str:
+    """The last line of a run that stopped busy, naming who holds the node now (pytest said who held it
+    when it gave up; a line it cannot hand back)."""
+    holder = holder_of(node_lock_path(pytest_args))
+    who = holder.describe() if holder else "another wirecheck run held the GPUs (it has let go since)"
+    return f"{PROG}: node busy: {who}; exit {NODE_BUSY}"
+
+
 def last_line(code: int, mode: Mode) -> str:
     if code in EXIT_CODES:
         what = EXIT_CODES[code][0]
@@ -232,6 +263,6 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         cmd.append(f"--simulate={mode.simulate}")
     _say(" ".join(cmd))
     code = exit_code(run_foreground(cmd, PROG), simulated=mode.simulate is not None)
-    print(last_line(code, mode), flush=True)
+    print(busy_line(pytest_args) if code == NODE_BUSY else last_line(code, mode), flush=True)
     return code
 
