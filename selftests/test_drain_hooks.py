@@ -211,3 +211,14 @@ def test_the_npd_config_runs_this_plugin_within_its_limits():
     assert monitor["pluginConfig"]["max_output_length"] == int(settings["MAX_LENGTH"]) == 80
     assert int(settings["PLUGIN_TIMEOUT"]) + 10 < int(rule["timeout"].rstrip("s"))  # the plugin ends before NPD kills it
     assert os.access(folder / "wirecheck-plugin.sh", os.X_OK)
+
+
+@pytest.mark.skipif(os.path.exists("/proc/driver/nvidia") or os.path.exists("/dev/nvidiactl"),
+                    reason="this machine has the NVIDIA kernel driver")
+def test_a_node_without_the_nvidia_driver_is_left_alone_unless_it_must_be_a_gpu_node(install):
+    """GPU_NODE=auto (the default): CPU nodes under the same slurm.conf are not checked, and never drained."""
+    conf = install / "scripts/slurm/wirecheck-drain.conf"
+    conf.write_text(conf.read_text().replace("GPU_NODE=yes\n", "GPU_NODE=auto\n"))
+    done, calls = run_hook(install, "prolog", "nvml")
+    assert (done.returncode, calls) == (0, []) and not (install / "validate-call").exists(), done.stderr
+    assert "no NVIDIA kernel driver here" in done.stderr

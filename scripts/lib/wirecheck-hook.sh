@@ -82,6 +82,7 @@ hook_setup() {
   install=$(readlink -f -- "${BASH_SOURCE[0]%/*}/../..")  # the checkout that holds scripts/
   WIRECHECK=$(hook_get WIRECHECK "$install/.venv/bin/wirecheck")
   RECORDS=$(hook_get RECORDS /var/lib/wirecheck)
+  RECORDS=${RECORDS//%n/$(hook_node)}  # %n: the node's name, as in Slurm's SlurmdSpoolDir (several slurmd on a host)
   HOOK_WAIT=$(hook_get "${upper}_WAIT" "${3:-0s}")
   HOOK_TIMEOUT=$(hook_get "${upper}_TIMEOUT" "${4:-60}")
   # slurmdbd keeps 255 bytes of a node's reason; node-problem-detector's max_output_length is 80 by default
