@@ -19,12 +19,9 @@ from terminal import Terminal
 from wirecheck.cli import validate as cli_validate
 from wirecheck.node import driver, nvml
 from wirecheck.cli.main import main
+from wirecheck.core.exit_codes import CTRL_C, NVML_BROKEN as NO_GPU_READABLE, SIMULATED, TERMINATED
 from wirecheck.cli.validate import (
-    CTRL_C,
     EXIT_CODES,
-    NO_GPU_READABLE,
-    SIMULATED,
-    TERMINATED,
     Mode,
     choose_mode,
     exit_code,
