@@ -20,7 +20,7 @@ from pathlib import Path
 
 from wirecheck.core import exit_codes
 from wirecheck.checks import rejudge
-from wirecheck.checks.training import workload_of
+from wirecheck.training.strategy_run import workload_of
 from wirecheck.core.paths import suite_paths
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 from wirecheck.thresholds.file import Thresholds, ThresholdsError, load_thresholds

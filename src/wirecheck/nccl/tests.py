@@ -25,14 +25,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from wirecheck.core import exit_codes
 from wirecheck.measure import collectives
 from wirecheck.nccl import crosscheck
 from wirecheck.node import visible
 from wirecheck.measure.curve import SWEEP_NAMES, SweepSpec, parse_sweep
+from wirecheck.measure.sweep import run_sweep
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.nccl.tests_output import Run, parse
 from wirecheck.node.placement import CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements
-from wirecheck.records.file import Measurement, RecordFile, env_switches
+from wirecheck.records.file import Measurement, env_switches
+from wirecheck.records.run import COMPLETE, RunWriter
 from wirecheck.thresholds.file import CollectiveSettings
 
 # The binary for each op (nccl-tests names all_to_all "alltoall").
@@ -44,7 +47,6 @@ BINARIES = {
     "all_to_all": "alltoall_perf",
 }
 DEFAULT_OPS = ("all_reduce", "all_gather", "reduce_scatter")
-MEASURE = "wirecheck.measure.collectives:measure"
 
 
 def compared_column(op: str) -> str:
@@ -88,33 +90,53 @@ class Outcome:
     suite_nccl: str | None = None
 
 
+class SuiteGroups:
+    """Worker groups for the suite's side (wirecheck.measure.sweep.Groups): one group per placement,
+    shared by its ops, started again after a failure; every size gets the thresholds' timeout."""
+
+    def __init__(self, backend: str, settings: CollectiveSettings):
+        self.backend, self.settings = backend, settings
+        self.group: WorkerGroup | None = None
+        self.nccl_version: str | None = None  # the NCCL the last group's workers loaded
+
+    def shared(self, placement: Placement) -> WorkerGroup:
+        if self.group is None or not self.group.alive:
+            self.group = WorkerGroup(placement.id, placement.n_gpus, self.backend,
+                                     gpus=placement.gpus if self.backend == "nccl" else None, env=placement.env)
+            self.nccl_version = self.group.info[0].get("nccl_version") if self.group.info else None
+        return self.group
+
+    def failed(self, placement: Placement, error: WorkerError) -> None:
+        self.close()
+
+    def collective_deadline(self, placement: Placement, op: str, size_bytes: int, calls: int) -> float:
+        return self.settings.timeout_s
+
+    def close(self) -> None:
+        if self.group is not None:
+            self.group.close()
+        self.group = None
+
+
 def measure_suite(placement: Placement, ops: Sequence[str], sizes: Sequence[int], settings: CollectiveSettings,
                   backend: str, outcome: Outcome) -> None:
-    """The suite's curves, one size per call (a hang costs one size's timeout, as in the suite)."""
-    group = None
+    """The suite's curves, one size per call (a hang costs one size's timeout, as in the suite): the
+    suite's own sweep (wirecheck.measure.sweep), eager-only on gloo."""
+    groups = SuiteGroups(backend, settings)
     try:
         for op in ops:
-            for size in collectives.feasible_sizes(op, sizes, placement.n_gpus):
-                if group is None or not group.alive:
-                    group = WorkerGroup(placement.id, placement.n_gpus, backend,
-                                        gpus=placement.gpus if backend == "nccl" else None, env=placement.env)
-                    outcome.suite_nccl = group.info[0].get("nccl_version") if group.info else None
-                kwargs = {"op": op, "sizes": [size], "warmup_iters": settings.warmup_iters, "iters": settings.iters,
-                          "graph_up_to": settings.graph_up_to if backend == "nccl" else None,
-                          "graph_replays": settings.graph_replays}
-                try:
-                    ranks = group.run(MEASURE, kwargs, timeout_s=settings.timeout_s, what=f"{op} at {size} B")
-                except WorkerError as exc:
-                    outcome.errors.append(f"suite {op} on {placement.id}: {exc}")
-                    group.close()
-                    break
-                (result,) = collectives.combine(op, placement.n_gpus, ranks)
-                outcome.suite.setdefault(op, []).append(result)
+            sweep = run_sweep(groups, placement, op, sizes, settings, graphs=backend == "nccl")
+            outcome.suite_nccl = groups.nccl_version
+            if sweep.results:
+                outcome.suite[op] = sweep.results
+            for result in sweep.results:
                 if not result.ok:
-                    outcome.errors.append(f"suite: {result.wrong_summary() or f'{op} at {size} B was not checked'}")
+                    outcome.errors.append(
+                        f"suite: {result.wrong_summary() or f'{op} at {result.requested_bytes} B was not checked'}")
+            if sweep.error:
+                outcome.errors.append(f"suite {op} on {placement.id}: {sweep.error}")
     finally:
-        if group is not None:
-            group.close()
+        groups.close()
 
 
 def run_nccl_tests(build_dir: Path, placement: Placement, ops: Sequence[str], spec: SweepSpec,
@@ -160,8 +182,8 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
     if missing:
         echo(f"wirecheck nccl-tests: {build_dir} has no executable {', '.join(missing)}; build nccl-tests there "
              "(make -C nccl-tests NCCL_HOME=... ) or pass its build directory")
-        return 2
-    records = RecordFile(out_path)
+        return exit_codes.BAD_INPUT
+    records = RunWriter(out_path)
     records.header({"command": "wirecheck nccl-tests", "build_dir": str(build_dir), "sizes": list(spec.sizes),
                     "ops": list(ops), "placements": [p.id for p in placements], "backend": backend,
                     "iters": settings.iters, "warmup_iters": settings.warmup_iters,
@@ -192,10 +214,12 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
             for error in outcome.errors:
                 echo(f"ERROR: {error}")
             failed = failed or bool(outcome.errors)
+        code = exit_codes.verdict(failed=failed, simulated=False)
+        records.end(COMPLETE, code)
     finally:
         records.close()
     echo(f"wirecheck nccl-tests: records in {out_path}")
-    return 1 if failed else 0
+    return code
 
 
 def select_placements(placements: Sequence[Placement], wanted: Sequence[str]) -> list[Placement]:
@@ -250,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
                                        args.placement)
     except (ValueError, ThresholdsError, nvml.NvmlUnavailable, OSError) as exc:
         print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
     out = args.out or Path(".wirecheck") / f"nccl-tests-{stamp}.jsonl"
     return crosscheck_placements(args.build_dir, placements, ops, spec, settings, out,
