@@ -106,12 +106,10 @@ def test_a_cache_that_cannot_be_built_is_said_and_harmless(site, tmp_path):
 
 
 def test_the_launcher_gives_workers_the_cache(monkeypatch, tmp_path):
-    from wirecheck.workers.launcher import WorkerGroup
+    from wirecheck.workers import spawn  # the launcher's rank environment builder
 
     monkeypatch.setattr(bytecode, "ready", lambda env, package=bytecode.PROBE_PACKAGE: tmp_path)
-    group = WorkerGroup.__new__(WorkerGroup)  # only the environment builder is exercised
-    group.env, group.gpus, group.world_size = {}, None, 1
-    assert group._worker_env(0)["PYTHONPYCACHEPREFIX"] == str(tmp_path)
+    assert spawn.rank_env(0, world_size=1, gpus=None, extra={})["PYTHONPYCACHEPREFIX"] == str(tmp_path)
 
 
 def test_fleet_multinode_gives_torchrun_ranks_the_cache(monkeypatch, tmp_path, capsys):
@@ -143,3 +141,120 @@ def test_fleet_multinode_gives_torchrun_ranks_the_cache(monkeypatch, tmp_path, c
     monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
     launch.main(["--nnodes", "2", "--nproc-per-node", "1", "--rdzv-endpoint", "node1:29400", "--rdzv-id", "7"])
     assert "PYTHONPYCACHEPREFIX" not in seen["env"]
+
+
+# ---- bytecode root runs comes only from places only root can write (issue 24) ---------------------
+
+PLANT = r"""
+import importlib.util, os, py_compile, sys
+source, fake = sys.argv[1], sys.argv[2]
+target = importlib.util.cache_from_source(source)  # where the workers look, under PYTHONPYCACHEPREFIX
+first = os.path.join(sys.pycache_prefix, os.path.relpath(target, sys.pycache_prefix).split(os.sep)[0])
+if os.path.exists(first):
+    os.rename(first, first + ".moved")  # the cache is writable by this user: its entries are theirs to move
+os.makedirs(os.path.dirname(target))
+with open(fake, "w") as f:
+    f.write("VALUE = 6\n")  # the same size as the real source...
+st = os.stat(source)
+os.utime(fake, ns=(st.st_atime_ns, st.st_mtime_ns))  # ...and mtime: Python's staleness check passes
+py_compile.compile(fake, cfile=target, doraise=True)
+print("planted", target)
+"""
+
+
+@pytest.fixture
+def shared_site(monkeypatch):
+    """A package and a cache in a sticky directory another user can reach (tmp_path is root's only)."""
+    from other_user import need_root, sticky_dir
+
+    need_root()
+    base = sticky_dir()
+    pkg = base / "site" / "fakepkg"
+    pkg.mkdir(parents=True)
+    for folder in (base / "site", pkg):
+        folder.chmod(0o755)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mod.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(base / "site"))
+    yield base
+    subprocess.run(["rm", "-rf", str(base)], check=False)
+
+
+@pytest.mark.parametrize("made_writable", ["mode 0777", "owned by nobody"])
+def test_a_cache_another_user_can_write_is_not_used_and_the_run_says_why(shared_site, made_writable):
+    from other_user import NOBODY, as_user, name, python_env
+
+    site, cache = shared_site / "site", shared_site / "cache"
+    env = _env(site, shared_site, PYTHONDONTWRITEBYTECODE="1")
+    built = bytecode.prepare(env, imports=("fakepkg.mod",), package="fakepkg")
+    assert built.untrusted is None and built.problem is None and built.compiled, built.describe()
+    assert bytecode.worker_env(env, "fakepkg")["PYTHONPYCACHEPREFIX"] == str(cache)  # clean: used
+    if made_writable == "mode 0777":
+        cache.chmod(0o777)  # as a careless `chmod a+w` leaves it
+    else:
+        subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(cache)], check=True)
+    planted = subprocess.run(as_user(NOBODY, [sys.executable, "-c", PLANT, str(site / "fakepkg" / "mod.py"),
+                                              str(shared_site / "evil.py")]),
+                             env={**python_env(), "PYTHONPYCACHEPREFIX": str(cache)}, capture_output=True, text=True,
+                             timeout=60)
+    assert planted.returncode == 0, planted.stderr
+    # The plant works: a worker given this cache runs nobody's bytecode (what happened before issue 24).
+    assert _import_in_worker({**env, "PYTHONPYCACHEPREFIX": str(cache)}).stdout.strip() == "6"
+
+    again = bytecode.prepare(env, imports=("fakepkg.mod",), package="fakepkg")
+    said = again.describe()
+    assert again.untrusted and f"bytecode cache {cache} not used" in said, said
+    if made_writable == "mode 0777":
+        assert f"{cache} is owned by root (uid 0), mode 0777: writable by every user" in said, said
+    else:
+        assert f"owned by {name(NOBODY)} (uid {NOBODY})" in said and "another user owns it" in said, said
+    assert "workers compile from source" in said and "chmod go-w" in said and bytecode.CACHE_ENV in said
+    worker = bytecode.worker_env(env, "fakepkg")
+    assert "PYTHONPYCACHEPREFIX" not in worker and bytecode.ready(env, "fakepkg") is None
+    done = _import_in_worker(worker)
+    assert done.stdout.strip() == "1" and str(cache) not in done.stderr  # from the source, not the cache
+
+    # The same cache as a PYTHONPYCACHEPREFIX of the user's own: said, and kept from the workers.
+    own = {**env, "PYTHONPYCACHEPREFIX": str(cache)}
+    mine = bytecode.prepare(own, imports=("fakepkg.mod",), package="fakepkg")
+    assert mine.untrusted and f"bytecode cache {cache} not used" in mine.describe()
+    assert "PYTHONPYCACHEPREFIX" not in bytecode.worker_env(own, "fakepkg")
+
+
+def test_a_cache_in_a_group_writable_or_sticky_folder(shared_site):
+    """The cache itself may not be sticky world-writable (anyone could make a package's folder in it first),
+    nor below a folder group or others can write; a sticky folder above it (as /tmp) is fine."""
+    site = shared_site / "site"
+    sticky_cache = shared_site / "sticky-cache"
+    sticky_cache.mkdir()
+    sticky_cache.chmod(0o1777)
+    env = _env(site, shared_site, PYTHONDONTWRITEBYTECODE="1", **{bytecode.CACHE_ENV: str(sticky_cache)})
+    said = bytecode.prepare(env, imports=("fakepkg.mod",), package="fakepkg").describe()
+    assert f"{sticky_cache} is owned by root (uid 0), mode 1777" in said and "not used" in said, said
+    assert not list(sticky_cache.iterdir())  # nothing was compiled into it
+    group = shared_site / "group"
+    group.mkdir()
+    group.chmod(0o775)
+    env = _env(site, shared_site, PYTHONDONTWRITEBYTECODE="1", **{bytecode.CACHE_ENV: str(group / "cache")})
+    said = bytecode.prepare(env, imports=("fakepkg.mod",), package="fakepkg").describe()
+    assert f"{group} is owned by root (uid 0), mode 0775: writable by group" in said, said
+    assert not (group / "cache").exists()
+    below_tmp = _env(site, shared_site, PYTHONDONTWRITEBYTECODE="1")  # shared_site/cache: below a 1777 folder
+    built = bytecode.prepare(below_tmp, imports=("fakepkg.mod",), package="fakepkg")
+    assert built.untrusted is None and built.compiled, built.describe()
+
+
+def test_a_cache_built_under_a_loose_umask_passes_its_own_check(site, tmp_path):
+    """Built where the umask is 000 or 002, the cache still has no group- or other-writable entry (else
+    the next run would refuse the cache it just built)."""
+    env = _env(site, tmp_path, PYTHONDONTWRITEBYTECODE="1")
+    old = os.umask(0)
+    try:
+        built = bytecode.prepare(env, imports=("fakepkg.mod",), package="fakepkg")
+    finally:
+        os.umask(old)
+    assert built.untrusted is None and built.compiled, built.describe()
+    cache = tmp_path / "cache"
+    loose = [p for p in [cache, *cache.rglob("*")] if p.stat().st_mode & 0o022]
+    assert not loose, loose
+    assert bytecode.cache_problem(cache) is None and bytecode.ready(env, "fakepkg") == cache

@@ -1,14 +1,14 @@
 """Manual GC for the training steps (training/manual_gc.py), the host figures in each strategy
-record (training/host.py), and the workers' NCCL_GRAPH_MIXING_SUPPORT default (launcher.py)."""
+record (training/host.py), and the workers' NCCL_GRAPH_MIXING_SUPPORT default (workers/spawn.py)."""
 
 from __future__ import annotations
 
 import gc
-from types import SimpleNamespace
+import os
 
 import pytest
 
-from wirecheck.workers.launcher import WorkerGroup
+from wirecheck.workers import spawn
 from wirecheck.training import host
 from wirecheck.training.manual_gc import ManualGC
 
@@ -91,10 +91,14 @@ def test_host_watch_without_proc_stat(monkeypatch):
 
 
 def test_proc_stat_is_read_where_linux_has_it():
+    # Without /proc/stat there is nothing to read (None is then right, test_host_watch_without_proc_stat);
+    # with it, None would be a parser that lost the cpu line: that must fail, not pass unchecked.
+    if not os.access("/proc/stat", os.R_OK):
+        pytest.skip("this host has no readable /proc/stat (not Linux): nothing to parse")
     jiffies = host._cpu_jiffies()
-    if jiffies is not None:
-        steal, total = jiffies
-        assert 0 <= steal <= total
+    assert jiffies is not None, "/proc/stat is readable but its cpu line was not parsed"
+    steal, total = jiffies
+    assert 0 <= steal <= total and total > 0
 
 
 def _env(monkeypatch, **parent):
@@ -102,7 +106,7 @@ def _env(monkeypatch, **parent):
         monkeypatch.delenv(k, raising=False)
     for k, v in parent.items():
         monkeypatch.setenv(k, v)
-    return WorkerGroup._worker_env(SimpleNamespace(env={}, gpus=None, world_size=2), 0)
+    return spawn.rank_env(0, world_size=2, gpus=None, extra={})
 
 
 def test_workers_run_without_nccl_graph_mixing_support_unless_told(monkeypatch):

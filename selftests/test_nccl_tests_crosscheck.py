@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -184,3 +185,24 @@ def test_main_refuses_bad_arguments(capsys):
     assert "--ops allreduce: unknown allreduce" in capsys.readouterr().err
     assert nccl_tests.main(["--build-dir", "/nowhere", "--sizes", "8B:1000MiB:2"]) == 2
     assert "TO is not FROM x STEP^k" in capsys.readouterr().err
+
+
+def test_as_root_binaries_another_user_can_change_are_not_run(tmp_path, settings, placements):
+    """Root runs nccl-tests' binaries: in a build folder another user can write, they choose what root runs."""
+    from other_user import need_root, sticky_dir
+
+    need_root()
+    build = sticky_dir() / "build"
+    try:
+        build.mkdir()
+        build.chmod(0o777)
+        ran = build / "ran"
+        (build / "all_reduce_perf").write_text(f"#!/bin/sh\ntouch {ran}\n")
+        (build / "all_reduce_perf").chmod(0o755)
+        lines = []
+        status = nccl_tests.crosscheck_placements(build, placements[:1], ["all_reduce"], SweepSpec(8, 16, 2), settings,
+                                                  tmp_path / "x.jsonl", backend="gloo", echo=lines.append)
+        assert status == 2 and f"running as root, and {build} is owned by root (uid 0), mode 0777" in lines[0], lines
+        assert not ran.exists() and not (tmp_path / "x.jsonl").exists()
+    finally:
+        subprocess.run(["rm", "-rf", str(build.parent)], check=False)

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from e2e import PROJECT, make_project, run_suite
+from e2e import PROJECT, make_project, run_suite, thresholds_with
 from wirecheck import checks
 from wirecheck.node import network
 from wirecheck.thresholds.file import load_thresholds
+from wirecheck.thresholds.yaml_reader import ThresholdsError
 
 TOPOLOGIES = PROJECT / "fixtures" / "topologies"
 
@@ -187,6 +188,43 @@ def test_affinity_warns_naming_the_gpu_and_follows_the_file(shipped, tmp_path):
     loose.write_text(yaml.safe_dump(data))
     assert "warning" not in checks.network.gpu_nic_affinity(load_thresholds(loose), gpu=1, paths=paths[1], source="f").details
     assert checks.network.gpu_nic_affinity(shipped, gpu=0, paths={}, source="topo.txt").outcome == "skip"
+
+
+def test_affinity_fails_beyond_the_profiles_nic_path(shipped, tmp_path):
+    """A profile's gpu_nic_path is the node type's build: farther, or no NIC, fails naming the GPU; the
+    generic warning stays for profiles without it and for records made before the input existed."""
+    paths = _paths("h100-sxm-8-nics.txt")
+    th = _with_profile(tmp_path, gpu_nic_path="PIX")
+    near = checks.network.gpu_nic_affinity(th, gpu=0, paths=paths[0], source="f", profile="h100-sxm-8")
+    assert near.outcome == "pass" and "warning" not in near.details and near.limit == {"max": "PIX"}
+    far = checks.network.gpu_nic_affinity(th, gpu=1, paths=paths[1], source="f", profile="h100-sxm-8")
+    assert far.outcome == "fail" and far.measured == "NODE"
+    assert far.message.startswith("GPU1: its nearest NIC mlx5_0 is NODE, farther than the PIX profile h100-sxm-8 "
+                                  "expects (f)") and "profiles.h100-sxm-8" in far.message
+    none = checks.network.gpu_nic_affinity(th, gpu=0, paths={}, source="topo.txt", profile="h100-sxm-8")
+    assert none.outcome == "fail" and "GPU0: no NIC in topo.txt, profile h100-sxm-8 expects one within PIX" in none.message
+    loose = _with_profile(tmp_path, gpu_nic_path="NODE")  # the node type is built this way: no warning either
+    assert checks.network.gpu_nic_affinity(loose, gpu=1, paths=paths[1], source="f", profile="h100-sxm-8").details == {}
+    for profile in ("h100-sxm-8", None):  # the shipped profile has no gpu_nic_path; old records have no profile
+        v = checks.network.gpu_nic_affinity(shipped, gpu=1, paths=paths[1], source="f", profile=profile)
+        assert v.outcome == "pass" and "warning" in v.details
+    with pytest.raises(ThresholdsError, match=r"profiles\.h100-sxm-8\.gpu_nic_path.*write one of: PIX, PXB"):
+        _with_profile(tmp_path, gpu_nic_path="FAR")
+
+
+def test_the_network_tests_fail_a_gpu_beyond_the_profiles_nic_path(pytester):
+    """tests/test_network.py can fail: with a profile built with a NIC under every GPU (PIX), each GPU of
+    the recorded node whose nearest NIC is NODE fails, naming it."""
+    def edit(data):
+        data["profiles"]["h100-sxm-8"]["gpu_nic_path"] = "PIX"
+
+    make_project(pytester, thresholds_with(edit))
+    result = run_suite(pytester, "--simulate=h100-sxm-8-nics", "--profile=h100-sxm-8", "tests/test_network.py")
+    result.assert_outcomes(passed=4, failed=4, skipped=3)
+    out = result.stdout.str()
+    for gpu in (1, 2, 5, 7):
+        assert f"GPU{gpu}: its nearest NIC mlx5_0 is NODE, farther than the PIX profile h100-sxm-8 expects" in out
+    assert "GPU0: its nearest" not in out
 
 
 def test_the_network_tests_in_simulation_warn_per_gpu(pytester):

@@ -261,4 +261,5 @@ def test_library_imports_without_pynvml_or_pytest():
         "import wirecheck.node.nvml, wirecheck.node.topo_text, wirecheck.node.placement; "
         "assert 'pytest' not in sys.modules, 'the library imported pytest'"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr

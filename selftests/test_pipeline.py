@@ -117,7 +117,8 @@ def _node():
 def _plugin_record(tmp_path, exit_status: int):
     from pytest_wirecheck.reporting import RecordReporter
 
-    config = SimpleNamespace(option=SimpleNamespace(wirecheck_json=str(tmp_path / "suite.jsonl")))
+    config = SimpleNamespace(option=SimpleNamespace(wirecheck_json=str(tmp_path / "suite.jsonl")),
+                             invocation_params=SimpleNamespace(dir=tmp_path))
     reporter = RecordReporter(config)
     reporter.header(_node())
     reporter.verdict(Verdict("busbw", "busbw", "x", "pass", "ok"), "t::a")

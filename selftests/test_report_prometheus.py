@@ -15,7 +15,8 @@ from reference_record import convert
 from test_report import SIM, lines, write
 from wirecheck.report.command import main as report
 from wirecheck.report.model import RunView
-from wirecheck.report.prometheus import exposition, write_atomically
+from wirecheck.report.prometheus import exposition
+from wirecheck.core.safefs import write_atomically
 from wirecheck.records.file import read_run
 
 NAME = re.compile(r"^wirecheck_[a-z0-9_]+$")

@@ -19,6 +19,7 @@ from wirecheck.measure.collectives import OPS
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.node.placement import COLLECTIVE_CLASSES
 from wirecheck.records.file import Measurement
+from wirecheck.core.safefs import make_dirs
 
 PROBE_WORKER = "wirecheck.nccl.path:probe"
 
@@ -45,8 +46,10 @@ def _probe(node, worker_pool, placement, log_dir: Path) -> tuple[dict | None, li
     settings = node.thresholds.collective_settings(node.simulated)
     sizes = sorted({min(settings.sizes), settings.floor_size})
     worker_pool.close()  # the shared group must not hold the GPUs meanwhile
-    log_dir = log_dir / placement.id
-    log_dir.mkdir(parents=True, exist_ok=True)
+    # NCCL writes its logs itself (fopen, following links): as root, only into a folder no other user
+    # can redirect (safefs.make_dirs).
+    log_dir = make_dirs(log_dir / placement.id, what="NCCL's log folder",
+                        fix="pass --wirecheck-json with a path in a folder only root can write (NCCL's logs go beside it)")
     try:
         with WorkerGroup(label=placement.id, world_size=placement.n_gpus, backend=node.backend, gpus=placement.gpus,
                          env={**placement.env, **nccl_path.debug_env(log_dir)}) as group:

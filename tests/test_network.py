@@ -1,5 +1,6 @@
 """The node's network: InfiniBand/RoCE ports up and at one rate, as many as the profile expects, and
-each GPU near a NIC (PIX/PXB; farther is a warning naming the GPU).
+each GPU near a NIC (PIX/PXB; farther is a warning naming the GPU, or a failure beyond the profile's
+gpu_nic_path).
 
 Ports come from the live node's sysfs; in simulation they are skipped (this machine's NICs are not
 the simulated node's). GPU-to-NIC paths come from `nvidia-smi topo -m`, or in simulation from the
@@ -68,11 +69,12 @@ def test_nic_count(node, nics, record):
 
 
 def test_gpu_nearest_nic(node, nics, gpu, record):
-    """The GPU reaches a NIC through PIX/PXB; farther (PHB, NODE, SYS) is a warning naming the GPU."""
+    """The GPU reaches a NIC through PIX/PXB; farther (PHB, NODE, SYS) is a warning naming the GPU.
+    With a profile that gives the node type's gpu_nic_path, farther than that (or no NIC) fails."""
     if nics.paths is None:
         pytest.skip(f"no GPU-to-NIC paths: {nics.paths_source}")
     verdict = record(checks.network.gpu_nic_affinity(node.thresholds, gpu=gpu, paths=nics.paths.get(gpu, {}),
-                                                     source=nics.paths_source))
+                                                     source=nics.paths_source, profile=node.profile_name))
     if verdict.details.get("warning"):
         warnings.warn(NetworkWarning(verdict.details["warning"]), stacklevel=1)
     assert verdict.ok, verdict.message

@@ -45,10 +45,34 @@ def judge_run(run: RunRecord, thresholds: Thresholds) -> list[Judged]:
 
 
 def rejudge_run(run: RunRecord, thresholds: Thresholds) -> tuple[list[Verdict], list[Verdict]]:
-    """`run`'s verdicts as recorded, and each judged again against `thresholds`, in record order."""
-    recorded = [Verdict.from_record(rec) for rec in run.verdicts]
-    workloads = _recorded_workloads(run)
-    return recorded, [rejudge(_with_workload(v, workloads), thresholds) for v in recorded]
+    """`run`'s verdicts as recorded, and each judged again against `thresholds`, in record order.
+
+    A record comes from another node, or a shared folder: it is data, and what it recorded may be
+    anything. A verdict whose recorded inputs the check cannot take raises RecordFileError naming
+    the file and the verdict, never a traceback (issue 24)."""
+    try:
+        recorded = [Verdict.from_record(rec) for rec in run.verdicts]
+        workloads = _recorded_workloads(run)
+    except Exception as exc:  # noqa: BLE001 (anything a changed or damaged record makes them raise)
+        raise RecordFileError(f"{run.path}: a verdict or measurement is not as wirecheck writes them "
+                              f"({type(exc).__name__}: {_short(exc)}); the record was changed or damaged") from None
+    now = []
+    for rec, verdict in zip(run.verdicts, recorded):
+        try:
+            now.append(rejudge(_with_workload(verdict, workloads), thresholds))
+        except ThresholdsError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            what = "" if isinstance(exc, ValueError) else f"{type(exc).__name__}: "
+            raise RecordFileError(f"{run.path}: the verdict {verdict.check} ({rec.get('test')}) cannot be judged again "
+                                  f"from the inputs it recorded ({what}{_short(exc)}); the record was changed or "
+                                  "damaged, or is from another version of wirecheck") from None
+    return recorded, now
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = str(exc)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 # Training checks whose limits hold for one workload (model, micro-batch, precision) only.

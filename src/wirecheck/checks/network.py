@@ -3,7 +3,8 @@
 Inputs are the port dicts of wirecheck.node.network (`ports_as_data`) and topo -m path codes, so a
 recorded run is judged again unchanged. A GPU far from every NIC is a warning, not a failure: the
 node works, its multi-node traffic only crosses the CPU (the verdict passes and says so, with
-details["warning"]; the test turns it into a pytest warning).
+details["warning"]; the test turns it into a pytest warning). Only a profile that gives the node
+type's `gpu_nic_path` makes it a failure, as its nic_ports and nic_rate do for the ports.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from wirecheck.checks import check
 from wirecheck.node.network import RDMA_KINDS, nearest_nic
 from wirecheck.node.topology import PCIE_LEVELS
-from wirecheck.core.verdict import PASS, Verdict, cite, expect, no_problems, skip
+from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, expect, no_problems, skip
 
 
 class NetworkWarning(UserWarning):
@@ -82,12 +83,18 @@ def nic_count(thresholds, *, ports: list, profile: str | None) -> Verdict:
 
 
 @check("gpu_nic_affinity")
-def gpu_nic_affinity(thresholds, *, gpu: int, paths: dict, source: str) -> Verdict:
+def gpu_nic_affinity(thresholds, *, gpu: int, paths: dict, source: str, profile: str | None = None) -> Verdict:
     """The GPU reaches a NIC through at most `network.gpu_nic_path.max` (PIX/PXB: under PCIe switches).
-    Farther (PHB, NODE, SYS) passes with a warning naming the GPU and its nearest NIC.
-    `paths`: {NIC name: topo -m code} from the GPU's row; `source`: where they were read."""
+    Farther (PHB, NODE, SYS) passes with a warning naming the GPU and its nearest NIC. A profile with
+    `gpu_nic_path` says how near this node type is built to be: farther, or no NIC at all, fails (a
+    NIC missing, disabled, or in another slot), and that limit replaces the warning's.
+    `paths`: {NIC name: topo -m code} from the GPU's row; `source`: where they were read. `profile`
+    defaults to None so that records made before it existed are judged as they were."""
     what, where = "nearest NIC", f"GPU{gpu}"
     nearest = nearest_nic(paths)
+    p = thresholds.profile(profile) if profile else None
+    if p is not None and p.gpu_nic_path is not None:
+        return _affinity_against_profile(what, where, gpu, nearest, source, p)
     if nearest is None:
         return skip(what, where, f"{source} has no NIC columns")
     nic, code = nearest
@@ -101,3 +108,24 @@ def gpu_nic_affinity(thresholds, *, gpu: int, paths: dict, source: str) -> Verdi
                f"crosses the host bridge or the CPU interconnect ({source}; {cite(rule.gpu_nic_yaml_path, rule.gpu_nic_source)})")
     return Verdict("", what, where, PASS, f"warning: {warning}", measured=code, limit={"max": rule.gpu_nic_max_path},
                    source=rule.gpu_nic_source, yaml_path=rule.gpu_nic_yaml_path, details={"warning": warning})
+
+
+def _affinity_against_profile(what: str, where: str, gpu: int, nearest: tuple[str, str] | None, source: str,
+                              p) -> Verdict:
+    """The node type's own NIC layout is a requirement, as its nic_ports and nic_rate are."""
+    limit = p.gpu_nic_path
+    if nearest is None:
+        code = None
+        problem = (f"GPU{gpu}: no NIC in {source}, profile {p.name} expects one within {limit} "
+                   "(a NIC missing or its driver not loaded)")
+    else:
+        nic, code = nearest
+        problem = None if PCIE_LEVELS.index(code) <= PCIE_LEVELS.index(limit) else (
+            f"GPU{gpu}: its nearest NIC {nic} is {code}, farther than the {limit} profile {p.name} expects "
+            f"({source}): a NIC missing, disabled or in another slot, or the GPU in the wrong one")
+    if problem:
+        return Verdict("", what, where, FAIL, f"{problem} ({cite(p.yaml_path, p.source)})", measured=code,
+                       limit={"max": limit}, source=p.source, yaml_path=p.yaml_path)
+    message = f"{what} on {where}: {nic} through {code} (profile {p.name} expects up to {limit}; {source})"
+    return Verdict("", what, where, PASS, message, measured=code, limit={"max": limit}, source=p.source,
+                   yaml_path=p.yaml_path)

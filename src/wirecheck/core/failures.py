@@ -1,7 +1,7 @@
 """What went wrong in a worker group, as plain data that crosses module boundaries.
 
-The launcher builds one `GroupFailure` per failed call (or start) and attaches it to the exception
-it raises; callers decide on its fields (`kind`, `root.out_of_memory`, ...), never on message text.
+A worker group builds one `GroupFailure` per failed call or start (workers.failure_report) and
+attaches it to the exception it raises; callers decide on its fields (`kind`, `root.out_of_memory`, ...), never on message text.
 Everything here is JSON-able (`as_dict`) so a record can keep it whole.
 
 The root cause is the earliest failure in time (torch elastic's rule): when rank 1 is killed and
@@ -9,7 +9,7 @@ rank 0 then raises "connection closed by peer", rank 1's death is the cause and 
 consequence, whatever their rank numbers. A raise is timed by the rank itself when it caught the
 exception; a death by the parent, at the last moment it saw the rank's pipe open. That moment is
 only as good as the kernel's order of events: on Linux the dying rank's pipe closes before its
-sockets (launcher), but a sandboxed kernel (gVisor) resets the sockets first, and a peer's
+sockets (workers.watch), but a sandboxed kernel (gVisor) resets the sockets first, and a peer's
 "connection reset" was stamped up to a fraction of a millisecond before the pipe was last seen open.
 So a raise less than DEATH_FIRST_WITHIN_S before a death counts as simultaneous with it, and the
 death as the cause: a death makes peers raise; a raise does not kill a peer within milliseconds

@@ -1,3 +1,3 @@
 """Beyond one node: fleet acceptance (`wirecheck fleet report`), the network inventory
 (`wirecheck fleet inventory`), multi-node collectives and the pair schedule (`wirecheck fleet
-multinode`, which runs torchrun on `wirecheck.multinode`)."""
+multinode`, which runs torchrun on `wirecheck.fleet.multinode`)."""

@@ -15,6 +15,7 @@ import io
 import statistics
 
 from wirecheck.fleet.judging import FleetResult, named_by_fleet_rule, named_by_pairs, slow_links
+from wirecheck.report.html import CSP
 from wirecheck.core.verdict import FAIL, SKIP
 
 MAX_FIGURE_PLOTS = 12
@@ -23,9 +24,12 @@ RED, GREY, BLUE = "#c62828", "#9e9e9e", "#1565c0"
 
 def _figure():
     try:
+        import matplotlib
         from matplotlib.figure import Figure
     except ImportError:
         raise ImportError("--html needs matplotlib: pip install matplotlib (or install wirecheck[report])") from None
+    # Node names come from the records' file names: text, never mathtext (two `$` would stop the page).
+    matplotlib.rcParams["text.parse_math"] = False
     return Figure
 
 
@@ -136,17 +140,25 @@ def _table(result: FleetResult) -> str:
         below = [v for v in n.outliers if v.outcome == FAIL]
         cls = "ok" if n.ok else "bad"
         rows.append(
-            f"<tr class='{cls}'><td>{html.escape(n.node)}</td><td>{n.record_status}</td>"
-            f"<td>{n.count(FAIL)}/{n.count('pass')}/{n.count(SKIP)}</td><td>{len(below)}</td><td>{n.pairs_status}</td>"
+            f"<tr class='{cls}'><td>{html.escape(n.node)}</td><td>{html.escape(n.record_status)}</td>"
+            f"<td>{n.count(FAIL)}/{n.count('pass')}/{n.count(SKIP)}</td><td>{len(below)}</td>"
+            f"<td>{html.escape(n.pairs_status)}</td>"
             f"<td>{'PASS' if n.ok else 'FAIL'}</td></tr>")
     head = "<tr><th>node</th><th>record</th><th>checks fail/pass/skip</th><th>below peers</th><th>pairs</th><th>status</th></tr>"
     return f"<table>{head}{''.join(rows)}</table>"
 
 
+def _names(names) -> str:
+    """Node names come from the records' file names and contents, as anything else there: escaped."""
+    return html.escape(", ".join(names)) or "none"
+
+
 def render_page(result: FleetResult) -> str:
     failures = result.failures
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>wirecheck fleet</title><style>",
+        # The node report's policy: no script runs and nothing is fetched, whatever a record carried.
+        f"<!doctype html><html><head><meta charset='utf-8'><meta http-equiv=\"Content-Security-Policy\" "
+        f"content=\"{CSP}\"><title>wirecheck fleet</title><style>",
         "body{font-family:sans-serif;margin:2em;max-width:1100px} table{border-collapse:collapse}",
         "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px} tr.bad td{background:#fde0dc}",
         "tr.ok td{background:#e8f5e9} .banner{padding:8px;background:#fff3cd} li{font-size:13px;margin:4px 0}",
@@ -157,9 +169,9 @@ def render_page(result: FleetResult) -> str:
     ]
     if result.simulated:
         parts.append("<p class='banner'>SIMULATION: the records are simulated runs; no node was validated.</p>")
-    parts.append(f"<p>Below their peers (fleet rule): <b>{', '.join(named_by_fleet_rule(result)) or 'none'}</b>. "
-                 f"Slow with every partner (pair schedule): <b>{', '.join(named_by_pairs(result)) or 'none'}</b>. "
-                 f"Slow links: <b>{', '.join(slow_links(result)) or 'none'}</b>.</p>")
+    parts.append(f"<p>Below their peers (fleet rule): <b>{_names(named_by_fleet_rule(result))}</b>. "
+                 f"Slow with every partner (pair schedule): <b>{_names(named_by_pairs(result))}</b>. "
+                 f"Slow links: <b>{_names(slow_links(result))}</b>.</p>")
     parts.append(_table(result))
     if failures:
         parts.append("<h2>Failures</h2><ul>" + "".join(
@@ -172,7 +184,7 @@ def render_page(result: FleetResult) -> str:
         parts.append(_png(fig))
     for net in result.network:
         parts.append(f"<h2>Multi-node run {html.escape(net.path)}</h2><ul>" + "".join(
-            f"<li>{v.outcome.upper()} [{html.escape(v.check)}] {html.escape(v.message)}</li>"
+            f"<li>{html.escape(str(v.outcome).upper())} [{html.escape(v.check)}] {html.escape(v.message)}</li>"
             for v in net.verdicts if (v.where or "").startswith("network-") or v.check == "measurement_completed")
             + "</ul>")
         matrix = _pair_matrix(net)

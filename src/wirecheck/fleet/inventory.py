@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         checks.network.nic_count(thresholds, ports=inv["ports"], profile=args.profile),
     ]
     if inv["gpu_nic_paths"]:
-        verdicts += [checks.network.gpu_nic_affinity(thresholds, gpu=g, paths=p, source=inv["paths_source"])
+        verdicts += [checks.network.gpu_nic_affinity(thresholds, gpu=g, paths=p, source=inv["paths_source"],
+                                                      profile=args.profile)
                      for g, p in sorted(inv["gpu_nic_paths"].items())]
     if args.json:
         print(json.dumps({**inv, "verdicts": [v.as_record() for v in verdicts]}, indent=1, default=str))

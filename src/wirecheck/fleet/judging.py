@@ -14,8 +14,8 @@ from wirecheck.checks import fleet as fleet_checks
 from wirecheck.fleet.figures import Figure, node_figures
 from wirecheck.fleet.records import Fleet, NodeRun
 from wirecheck.checks.judge import rejudge_run
-from wirecheck.records.file import RunRecord
-from wirecheck.thresholds.file import Thresholds
+from wirecheck.records.file import RecordFileError, RunRecord
+from wirecheck.thresholds.file import Thresholds, ThresholdsError
 from wirecheck.core.verdict import FAIL, PASS, Verdict
 
 
@@ -133,10 +133,23 @@ def _network(run: RunRecord, thresholds: Thresholds) -> NetworkResult:
                          run.measurements, run.simulated)
 
 
+def _as_data(path, fn, *args, **kwargs):
+    """fn(*args, **kwargs) on what a record holds: records come from the nodes, and one changed or
+    damaged so that the judging cannot take a value is a RecordFileError naming the file, not a
+    traceback (issue 24)."""
+    try:
+        return fn(*args, **kwargs)
+    except (RecordFileError, ThresholdsError):
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise RecordFileError(f"{path}: a value in it is not as wirecheck records it ({type(exc).__name__}: "
+                              f"{str(exc)[:300]}); the record was changed or damaged") from None
+
+
 def judge_fleet(fleet: Fleet, thresholds: Thresholds, expect_network: bool = False) -> FleetResult:
     """`expect_network`: the job ran the multi-node step, so a directory without its record fails
     (the step broke before rank 0 wrote a line) rather than reading as a fleet without a network."""
-    nodes = [_node(n, thresholds) for n in fleet.nodes]
+    nodes = [_as_data(n.path, _node, n, thresholds) for n in fleet.nodes]
     # The fleet rule: each node's figure against every other node that has it.
     keys = sorted({k for n in nodes for k in n.figures})
     for key in keys:
@@ -146,10 +159,10 @@ def judge_fleet(fleet: Fleet, thresholds: Thresholds, expect_network: bool = Fal
                 continue
             fig = n.figures[key]
             peers = {other: f.value for other, f in having.items() if other != n.node}
-            n.outliers.append(fleet_checks.fleet_outlier(
-                thresholds, node=n.node, figure=fig.label, kind=fig.kind, value=fig.value, peers=peers, unit=fig.unit,
-                simulated=fleet.simulated))
-    network = [_network(run, thresholds) for run in fleet.network]
+            n.outliers.append(_as_data(n.path, fleet_checks.fleet_outlier,
+                                       thresholds, node=n.node, figure=fig.label, kind=fig.kind, value=fig.value,
+                                       peers=peers, unit=fig.unit, simulated=fleet.simulated))
+    network = [_as_data(run.path, _network, run, thresholds) for run in fleet.network]
     by_name = {n.node: n for n in nodes}
     for net in network:
         for v in net.verdicts:

@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "floor_size only: keep it in the list)")
     p.add_argument("--thresholds", metavar="FILE", help="thresholds file (default: the one shipped with wirecheck)")
     p.add_argument("--wirecheck-json", metavar="PATH", help="record file rank 0 writes "
-                                                          "(default .wirecheck/multinode-<UTC>.jsonl)")
+                                                          "(default: a new .wirecheck/multinode-<UTC>-<host>-<pid>.jsonl)")
     p.add_argument("--node-name", default=None,
                    help="this node's name in the record and the pair schedule, as its record file is named "
                         "(default: $SLURMD_NODENAME under Slurm, else the host name; give one per torchrun agent "
@@ -103,12 +103,6 @@ def _settings(args, simulated: bool):
         raise UsageError(f"--ops {args.ops}: unknown collective(s) {unknown}; known: {', '.join(OPS)}")
     return thresholds, settings, sizes, ops
 
-
-def _record_path(args) -> Path:
-    if args.wirecheck_json:
-        return Path(args.wirecheck_json)
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return Path(".wirecheck") / f"multinode-{stamp}.jsonl"
 
 
 class Job:
@@ -239,15 +233,16 @@ def _device_name(ctx) -> str:
 class Judge:
     """Rank 0: writes the record as things happen and prints the tables and verdicts."""
 
-    def __init__(self, job: Job, path: Path):
+    def __init__(self, job: Job, path: str | None):
+        """`path`: --wirecheck-json; None: a new `.wirecheck/multinode-<UTC>-<host>-<pid>.jsonl`."""
         from wirecheck.records.file import RecordFileError
         from wirecheck.records.run import RunWriter
 
         self.job = job
-        try:
-            self.writer = RunWriter(path, started=job.started)  # the job's wall time, rendezvous included
+        try:  # the job's wall time, rendezvous included
+            self.writer = RunWriter(path, folder=".wirecheck", prefix="multinode", started=job.started)
         except RecordFileError as exc:
-            raise UsageError(f"--wirecheck-json: {exc}; pass a writable path") from None
+            raise UsageError(f"--wirecheck-json: {exc}") from None
         self.broken: list[str] = []
 
     def header(self) -> None:
@@ -401,7 +396,7 @@ def run(args) -> int:
     judge, problem = None, None
     if job.rank == 0:
         try:
-            judge = Judge(job, _record_path(args))
+            judge = Judge(job, args.wirecheck_json)
         except UsageError as exc:
             problem = str(exc)
     box = [problem]

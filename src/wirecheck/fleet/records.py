@@ -8,9 +8,10 @@ is bad input (the directory is the wrong one, or something else was written into
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from wirecheck.core import jsondata
 
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 
@@ -45,9 +46,9 @@ class Fleet:
 def _is_run_header(path: Path) -> bool:
     try:
         with open(path, encoding="utf-8") as fh:
-            first = fh.readline()
-        return json.loads(first).get("type") == "run"
-    except (OSError, ValueError, AttributeError):
+            first = fh.readline(1 << 20)
+        return jsondata.loads(first).get("type") == "run"
+    except (OSError, ValueError, AttributeError):  # jsondata: no RecursionError from a deep line
         return False
 
 

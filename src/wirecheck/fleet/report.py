@@ -25,6 +25,7 @@ from wirecheck.core import exit_codes
 from wirecheck.fleet.judging import FleetResult, judge_fleet, named_by_fleet_rule, named_by_pairs, slow_links
 from wirecheck.fleet.records import FleetInputError, collect, read_node_list
 from wirecheck.core.paths import suite_paths
+from wirecheck.core.safefs import umask, write_atomically
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
 from wirecheck.core.verdict import FAIL, PASS, SKIP
 
@@ -153,11 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     return result.exit_code
 
 
+# Written beside the target and renamed over it: a link planted at the name is replaced, never followed.
 def _write_json(result: FleetResult, path: Path) -> None:
-    path.write_text(json.dumps(as_json(result), indent=1, default=str) + "\n")
+    write_atomically(path, json.dumps(as_json(result), indent=1, default=str) + "\n", mode=0o666 & ~umask())
 
 
 def _write_html(result: FleetResult, path: Path) -> None:
     from wirecheck.fleet.html import render_page
 
-    path.write_text(render_page(result), encoding="utf-8")
+    write_atomically(path, render_page(result), mode=0o666 & ~umask())

@@ -17,7 +17,6 @@ error. The ratios are reported, not judged: the suite's own checks judge the nod
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import os
 import subprocess
 import sys
@@ -34,8 +33,9 @@ from wirecheck.measure.sweep import run_sweep
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.nccl.tests_output import Run, parse
 from wirecheck.node.placement import CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements
-from wirecheck.records.file import Measurement, env_switches
+from wirecheck.records.file import Measurement, RecordFileError, env_switches
 from wirecheck.records.run import COMPLETE, RunWriter
+from wirecheck.core.safefs import UnsafePath, is_root, make_dirs, path_problem, umask, write_atomically
 from wirecheck.thresholds.file import CollectiveSettings
 
 # The binary for each op (nccl-tests names all_to_all "alltoall").
@@ -153,9 +153,9 @@ def run_nccl_tests(build_dir: Path, placement: Placement, ops: Sequence[str], sp
         except subprocess.TimeoutExpired as exc:
             text = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             stderr, status, failed = "", f"no result within {timeout_s:g} s", True
-        if raw_dir is not None:
-            raw_dir.mkdir(parents=True, exist_ok=True)
-            (raw_dir / f"{placement.id}-{op}.txt").write_text(f"$ {' '.join(argv)}\n{text}")
+        if raw_dir is not None:  # replaced whole, never written through a link planted at the name
+            make_dirs(raw_dir, what="--raw-dir", fix="pass --raw-dir with a folder only root can write")
+            write_atomically(raw_dir / f"{placement.id}-{op}.txt", f"$ {' '.join(argv)}\n{text}", mode=0o644 & ~umask())
         runs = parse(text)
         if not runs or failed or not runs[-1].ok:
             tail = "\n".join((text + "\n" + stderr).strip().splitlines()[-8:])
@@ -174,7 +174,7 @@ def _records(outcome: Outcome, ops: Sequence[str]) -> dict[str, list[dict]]:
 
 
 def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops: Sequence[str], spec: SweepSpec,
-                          settings: CollectiveSettings, out_path: Path, backend: str = "nccl",
+                          settings: CollectiveSettings, out_path: Path | None, backend: str = "nccl",
                           binary_timeout_s: float = 300, raw_dir: Path | None = None,
                           echo: Callable[[str], None] = print) -> int:
     """Measure, run, print and record every placement; the exit status (0 all ran and were right, 1 not)."""
@@ -183,7 +183,14 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
         echo(f"wirecheck nccl-tests: {build_dir} has no executable {', '.join(missing)}; build nccl-tests there "
              "(make -C nccl-tests NCCL_HOME=... ) or pass its build directory")
         return exit_codes.BAD_INPUT
-    records = RunWriter(out_path)
+    if is_root():  # root runs these binaries: another user who can change them chooses what root runs
+        for op in ops:
+            problem = path_problem(build_dir / BINARIES[op])
+            if problem:
+                echo(f"wirecheck nccl-tests: running as root, and {problem}, who could choose what root runs; build "
+                     "nccl-tests in a folder only root can write and pass that")
+                return exit_codes.BAD_INPUT
+    records = RunWriter(out_path, folder=".wirecheck", prefix="nccl-tests")
     records.header({"command": "wirecheck nccl-tests", "build_dir": str(build_dir), "sizes": list(spec.sizes),
                     "ops": list(ops), "placements": [p.id for p in placements], "backend": backend,
                     "iters": settings.iters, "warmup_iters": settings.warmup_iters,
@@ -214,12 +221,12 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
             for error in outcome.errors:
                 echo(f"ERROR: {error}")
             failed = failed or bool(outcome.errors)
-        code = exit_codes.verdict(failed=failed, simulated=False)
-        records.end(COMPLETE, code)
+        status = exit_codes.verdict(failed=failed, simulated=False)
+        records.end(COMPLETE, status)
     finally:
         records.close()
-    echo(f"wirecheck nccl-tests: records in {out_path}")
-    return code
+    echo(f"wirecheck nccl-tests: records in {records.path}")
+    return status
 
 
 def select_placements(placements: Sequence[Placement], wanted: Sequence[str]) -> list[Placement]:
@@ -250,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ops", default=",".join(DEFAULT_OPS), help=f"comma-separated (default {','.join(DEFAULT_OPS)}; "
                         f"known: {','.join(BINARIES)})")
     parser.add_argument("--thresholds", type=Path, help="thresholds file for iterations and timeouts (default: the suite's)")
-    parser.add_argument("--out", type=Path, help="JSON-lines record file (default .wirecheck/nccl-tests-<UTC>.jsonl)")
+    parser.add_argument("--out", type=Path, help="JSON-lines record file (default .wirecheck/nccl-tests-<UTC>-<host>-<pid>.jsonl, a new file)")
     parser.add_argument("--raw-dir", type=Path, help="also keep each binary's stdout there")
     parser.add_argument("--binary-timeout", type=float, default=300, metavar="S", help="seconds per binary (default 300)")
     return parser
@@ -275,10 +282,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ThresholdsError, nvml.NvmlUnavailable, OSError) as exc:
         print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
-    out = args.out or Path(".wirecheck") / f"nccl-tests-{stamp}.jsonl"
-    return crosscheck_placements(args.build_dir, placements, ops, spec, settings, out,
-                                 binary_timeout_s=args.binary_timeout, raw_dir=args.raw_dir)
+    try:  # without --out: a new .wirecheck/nccl-tests-<UTC>-<host>-<pid>.jsonl (RecordFile.fresh)
+        return crosscheck_placements(args.build_dir, placements, ops, spec, settings, args.out,
+                                     binary_timeout_s=args.binary_timeout, raw_dir=args.raw_dir)
+    except (RecordFileError, UnsafePath) as exc:
+        print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
+        return exit_codes.BAD_INPUT
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from wirecheck.core import jsondata
+
 from wirecheck.node.topology import PCIE_LEVELS, Gpu, Topology
 
 # The header is underlined with ANSI codes even when piped to a file; copies pasted into
@@ -24,9 +26,11 @@ from wirecheck.node.topology import PCIE_LEVELS, Gpu, Topology
 DEFAULT_SIMULATION = "h200-nvl-8"
 
 _ANSI = re.compile(r"(?:\x1b|\ufffd)?\[[0-9;]*m")
-_GPU_LABEL = re.compile(r"GPU(\d+)")
-_NIC_LABEL = re.compile(r"NIC(\d+)")
-_NV_CELL = re.compile(r"NV(\d+)")
+# At most 4 digits: no node has 10000 GPUs or a pair 10000 links, and a longer number (recorded text
+# is data from elsewhere) is then an unknown code with its line, not a 5000-digit int() (issue 24).
+_GPU_LABEL = re.compile(r"GPU(\d{1,4})")
+_NIC_LABEL = re.compile(r"NIC(\d{1,4})")
+_NV_CELL = re.compile(r"NV(\d{1,4})")
 # Something shaped like a matrix code (letters, maybe digits) but not one we know: reported
 # as an unknown code rather than as a short row.
 _CODE_LIKE = re.compile(r"[A-Za-z]+\d*")
@@ -293,15 +297,27 @@ def recorded_names(search_dir: Path) -> list[str]:
 
 
 def _load_file(path: Path) -> Topology:
+    """A recorded topology file, read as data: whatever it holds (it may come from another node or an
+    issue), a ValueError naming the file, never a traceback (issue 24)."""
     text = path.read_text(encoding="utf-8", errors="replace")
     if path.suffix == ".json":
         try:
-            data = json.loads(text)
+            data = jsondata.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(
                 f"{path}, line {exc.lineno}: not valid JSON ({exc.msg}); expected a snapshot from `wirecheck topo --save`"
-            ) from exc
-        return Topology.from_dict(data, source=str(path))
-    if path.suffix != ".txt":
+            ) from None
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}; expected a snapshot from `wirecheck topo --save`") from None
+        parse = lambda: Topology.from_dict(data, source=str(path))  # noqa: E731
+    elif path.suffix != ".txt":
         raise ValueError(f"{path}: unknown recorded topology format; expected a .txt (topo -m) or .json (snapshot) file")
-    return parse_topo_text(text, source=str(path))
+    else:
+        parse = lambda: parse_topo_text(text, source=str(path))  # noqa: E731
+    try:
+        return parse()
+    except ValueError as exc:
+        raise (exc if str(path) in str(exc) else ValueError(f"{path}: {exc}")) from None
+    except Exception as exc:  # noqa: BLE001 (a snapshot changed by hand, or from another version)
+        raise ValueError(f"{path}: not a topology wirecheck can read ({type(exc).__name__}: {str(exc)[:300]}); "
+                         "expected a .txt from `nvidia-smi topo -m` or a .json from `wirecheck topo --save`") from None

@@ -220,7 +220,10 @@ class Topology:
         )
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        """Replaced whole, never written through a link planted at the name (safefs.write_atomically)."""
+        from wirecheck.core.safefs import umask, write_atomically
+
+        write_atomically(path, json.dumps(self.to_dict(), indent=1) + "\n", mode=0o666 & ~umask())
 
 
 def nvlink_groups(nvlinks: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:

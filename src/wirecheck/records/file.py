@@ -14,10 +14,14 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wirecheck.core import jsondata
+from wirecheck.core.safefs import UnsafePath, create_new, make_dirs, open_append
 from wirecheck.core.verdict import Verdict
 
 SCHEMA = 2
@@ -64,19 +68,65 @@ class Measurement:
 
 
 class RecordFileError(ValueError):
-    """A record file that cannot be written or read."""
+    """A record file that cannot be written or read. `taken`: a new file's name was already there."""
+
+    def __init__(self, message: str, taken: bool = False):
+        super().__init__(message)
+        self.taken = taken
+
+
+def default_name(prefix: str = "results", n: int = 1) -> str:
+    """`results-<UTC stamp>-<host>-<pid>.jsonl` (`-<n>` before .jsonl from the second on): unique per
+    host and process, so two runs started in the same second (on one node, or on nodes sharing a
+    folder) never share a record file."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    host = re.sub(r"[^A-Za-z0-9_.-]+", "_", platform.node().split(".")[0] or "host")[:60]
+    return f"{prefix}-{stamp}-{host}-{os.getpid()}{'' if n == 1 else f'-{n}'}.jsonl"
 
 
 class RecordFile:
-    """Append-only JSON-lines file: one `run` line, then measurements and verdicts, then `end`."""
+    """Append-only JSON-lines file: one `run` line, then measurements and verdicts, then `end`.
 
-    def __init__(self, path: str | Path):
+    `new=True` (a name the run chose itself): the file is created here, exclusively (O_EXCL): a
+    file or a link already at the name is refused, never appended to or followed. Otherwise (a
+    path the user named: runs may append to it), an existing file is appended to, but never
+    through a symbolic link, and only when it is a plain file with one name (safefs.open_append).
+    The folders are made with the user's umask; as root, only where no other user can redirect
+    them (safefs.make_dirs)."""
+
+    def __init__(self, path: str | Path, *, new: bool = False):
         self.path = Path(path)
+        what = "the record file"
+        fix = ("pass --wirecheck-json with a path in a folder only root can write (e.g. /var/lib/wirecheck/), or "
+               "make that folder root's and not writable by others")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "a", encoding="utf-8")
+            make_dirs(self.path.parent, what=f"{what}'s folder", fix=fix)
+            if new:
+                try:
+                    fd = create_new(self.path, what=what, fix="pass a new path")
+                except UnsafePath as exc:
+                    raise RecordFileError(str(exc), taken=True) from None
+            else:
+                fd = open_append(self.path, what=what)
+            self._fh = os.fdopen(fd, "a", encoding="utf-8")
+        except UnsafePath as exc:
+            raise RecordFileError(str(exc)) from None
         except OSError as exc:
-            raise RecordFileError(f"cannot write the record file {self.path}: {exc.strerror or exc}") from None
+            raise RecordFileError(f"cannot write the record file {self.path}: {exc.strerror or exc}; pass a writable "
+                                  "path") from None
+
+    @classmethod
+    def fresh(cls, folder: str | Path, prefix: str = "results") -> RecordFile:
+        """A new record file named by the run (default_name) in `folder`. Where that name is taken (a
+        second record of this process in the same second, or anything planted at a name another
+        user guessed), the next one: each is made exclusively, so nothing there is ever written."""
+        for n in range(1, 101):
+            try:
+                return cls(Path(folder) / default_name(prefix, n), new=True)
+            except RecordFileError as exc:
+                if not exc.taken:
+                    raise
+        raise RecordFileError(f"cannot make a new record file in {folder}: 100 names taken; pass --wirecheck-json PATH")
 
     def write(self, obj: dict) -> None:
         self._fh.write(json.dumps(obj, default=_jsonable) + "\n")
@@ -120,6 +170,29 @@ class RunRecord:
         return self.end is not None and self.end.get("status") == "complete"
 
 
+def _record_line(line: str) -> dict:
+    """One line of a record file as data: JSONDecodeError for a line that is not JSON (a torn last
+    line), ValueError for JSON that is no record line (jsondata's limits, or not an object)."""
+    obj = jsondata.loads(line)
+    if not isinstance(obj, dict):
+        raise ValueError(f"a JSON {type(obj).__name__}, where each line is an object with a `type`")
+    return obj
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a regular file: a FIFO or a device planted among the records (a results folder
+    is shared) is refused instead of hanging the reader or reading forever."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RecordFileError(f"{path}: not a regular file: not a wirecheck record file")
+        os.set_blocking(fd, True)
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            return fh.read()
+    finally:
+        os.close(fd)
+
+
 def read_run(path: str | Path) -> RunRecord:
     """Read the last run of a record file.
 
@@ -129,18 +202,22 @@ def read_run(path: str | Path) -> RunRecord:
     that is not a record raises RecordFileError naming the file and line."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = _read_regular(path).decode("utf-8").splitlines()
     except OSError as exc:
         raise RecordFileError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise RecordFileError(f"{path}: not UTF-8 text (byte {exc.start}): not a wirecheck record file") from None
     objs, torn = [], None
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = _record_line(line)
         except json.JSONDecodeError as exc:
             torn = (number, exc.msg)
             continue
+        except ValueError as exc:  # records come from other nodes: data, never a traceback (issue 24)
+            raise RecordFileError(f"{path}:{number}: {exc}; not a wirecheck record file") from None
         if torn is not None and obj.get("type") != "run":
             raise RecordFileError(f"{path}:{torn[0]}: not JSON ({torn[1]}); is this a wirecheck record file?")
         torn = None

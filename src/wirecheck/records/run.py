@@ -69,10 +69,13 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
 class RunWriter:
     """One run's record file: the header, then measurements and verdicts (counted), then the end.
 
-    Raises RecordFileError when the file cannot be written: the caller names its own option."""
+    At `path` (the user's: runs may append to it), or, without one, a new file of the run's own
+    naming, `<prefix>-<UTC>-<host>-<pid>.jsonl` in `folder` (RecordFile.fresh). Raises
+    RecordFileError when the file cannot be written: the caller names its own option."""
 
-    def __init__(self, path: str | Path, started: float | None = None):
-        self.file = RecordFile(path)
+    def __init__(self, path: str | Path | None, *, folder: str | Path = ".wirecheck", prefix: str = "results",
+                 started: float | None = None):
+        self.file = RecordFile(path) if path else RecordFile.fresh(folder, prefix)
         self.started = time.monotonic() if started is None else started  # for wall_s: time.monotonic()
         self.verdicts: Counter = Counter()  # outcome -> count, as written
         self.simulated = False

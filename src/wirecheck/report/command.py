@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from wirecheck.report.model import load_history, load_runs
-    from wirecheck.report.prometheus import exposition, write_atomically
+    from wirecheck.report.prometheus import exposition
+    from wirecheck.core.safefs import write_atomically
 
     try:
         views = load_runs(args.records)
@@ -122,7 +123,13 @@ def _run(args: argparse.Namespace) -> int:
             print(f"wirecheck report: cannot write {target}: {why}; pass a writable path", file=sys.stderr)
             return exit_codes.BAD_INPUT
     trend = _trend_runs(view, views[1:], history, skipped)
-    page, images = build_html(view, trend, skipped, args.records)
+    try:
+        page, images = build_html(view, trend, skipped, args.records)
+    except Exception as exc:  # noqa: BLE001 (records are data from other nodes: a message, never a traceback)
+        print(f"wirecheck report: cannot draw the page from {', '.join(map(str, args.records))}: a value in it is not "
+              f"one wirecheck records ({type(exc).__name__}: {str(exc)[:300]}); the record was changed or damaged",
+              file=sys.stderr)
+        return exit_codes.BAD_INPUT
     try:
         write_atomically(output, page)
         if args.prometheus:

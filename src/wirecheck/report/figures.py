@@ -16,6 +16,9 @@ from dataclasses import dataclass
 import matplotlib
 
 matplotlib.use("Agg")  # before anything else of matplotlib: no display here, ever
+# Labels come from records (host and placement names, other nodes' files): text, never mathtext,
+# whose parser stops a page on a name with two `$` in it.
+matplotlib.rcParams["text.parse_math"] = False
 
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402

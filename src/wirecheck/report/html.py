@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import html as _html
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from wirecheck.report.figures import Image
+if TYPE_CHECKING:  # for annotations only: the fleet page reads CSP from here without loading matplotlib
+    from wirecheck.report.figures import Image
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 

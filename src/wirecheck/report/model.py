@@ -236,9 +236,22 @@ def parse_time(text: str | None) -> _dt.datetime | None:
         return None
 
 
+def view_of(path: str | Path) -> RunView:
+    """A record file as a RunView. Records come from other nodes and shared folders: what one holds
+    is data, and a value the model cannot take (a number no measurement has, a field of another
+    kind) is a RecordFileError naming the file, never a traceback (issue 24)."""
+    run = read_run(path)
+    try:
+        return RunView.of(run)
+    except Exception as exc:  # noqa: BLE001 (anything a changed or damaged record makes the model raise)
+        text = str(exc)
+        raise RecordFileError(f"{path}: a line is not as wirecheck writes it ({type(exc).__name__}: "
+                              f"{text[:300]}{'...' if len(text) > 300 else ''}); the record was changed or damaged") from None
+
+
 def load_runs(paths: list[str | Path]) -> list[RunView]:
     """Every file must be a record (RecordFileError otherwise: the command says which and stops)."""
-    return [RunView.of(read_run(p)) for p in paths]
+    return [view_of(p) for p in paths]
 
 
 def load_history(directory: str | Path, exclude: list[Path] = ()) -> tuple[list[RunView], list[tuple[Path, str]]]:
@@ -256,7 +269,7 @@ def load_history(directory: str | Path, exclude: list[Path] = ()) -> tuple[list[
         if path.resolve() in excluded:
             continue
         try:
-            views.append(RunView.of(read_run(path)))
+            views.append(view_of(path))
         except RecordFileError as exc:
             skipped.append((path, str(exc)))
     return views, skipped

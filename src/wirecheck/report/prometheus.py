@@ -11,10 +11,7 @@ same directory and renamed over the target, so the collector never reads half a 
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from wirecheck.report.model import RunView
 from wirecheck.core.verdict import OUTCOMES
@@ -134,23 +131,3 @@ def families(view: RunView) -> list[Family]:
 def exposition(view: RunView) -> str:
     assert set(view.verdict_counts) == set(OUTCOMES)
     return "\n".join(f.text() for f in families(view)) + "\n"
-
-
-def write_atomically(path: str | Path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, then rename it over `path` (atomic on POSIX),
-    so node_exporter never reads a half-written file. Raises OSError with the path in it."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from a collector running as another user
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -55,6 +55,9 @@ class Profile:
     group_size: int | None = None  # bridged only
     nic_ports: int | None = None  # InfiniBand/RoCE ports expected (tests/test_network.py); None: not judged
     nic_rate: float | None = None  # bytes/s per port per direction; None: not judged
+    # The farthest topo -m path (PIX..SYS) from any GPU to its nearest NIC that this node type is
+    # built with; farther fails. None: only network.gpu_nic_path's warning.
+    gpu_nic_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -325,7 +328,8 @@ def _profile(at: _At, name: str) -> Profile:
             "source": SOURCE_HINT,
         },
         optional={"nvlink_speed": '"26.562 GB/s"', "nvlinks_per_peer": "6", "group_size": "4",
-                  "nic_ports": "8", "nic_rate": '"50 GB/s"  (400 Gb/s NDR, per port per direction)'},
+                  "nic_ports": "8", "nic_rate": '"50 GB/s"  (400 Gb/s NDR, per port per direction)',
+                  "gpu_nic_path": "PIX  (a NIC under each GPU's own PCIe switch)"},
     )
     fabric = f["fabric"].choice(FABRICS)
     gpu_count = f["gpu_count"].count(minimum=1)
@@ -374,6 +378,7 @@ def _profile(at: _At, name: str) -> Profile:
         group_size=group,
         nic_ports=f["nic_ports"].count() if "nic_ports" in f else None,
         nic_rate=f["nic_rate"].quantity("bandwidth", positive=True) if "nic_rate" in f else None,
+        gpu_nic_path=f["gpu_nic_path"].choice(PCIE_LEVELS) if "gpu_nic_path" in f else None,
     )
 
 

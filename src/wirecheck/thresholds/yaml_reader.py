@@ -32,10 +32,64 @@ class _Map(dict):
     key_lines: dict
 
 
+# A thresholds file nests 8 levels and holds under 2000 values. One far deeper would overflow the
+# constructor's recursion (a traceback), and aliases of aliases can stand for billions of values
+# (the "billion laughs"): both are refused before anything is built, with the line (issue 24).
+MAX_DEPTH = 32
+MAX_VALUES = 100_000
+
+
+def _children(node: yaml.Node) -> list:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _shape_problem(root: yaml.Node) -> tuple[str, yaml.Node] | None:
+    """Why the composed document is no thresholds file (too deep, too many values with aliases
+    counted as often as they are used, an alias inside its own anchor), and where; None if fine.
+    Walked without recursion, each node once (aliases are the same node object)."""
+    shape: dict[int, tuple[int, int]] = {}  # id(node) -> (height, values with aliases expanded)
+    on_path: set[int] = set()
+    stack = [(root, 1, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            below = [shape[id(c)] for c in _children(node)]
+            shape[key] = (1 + max((h for h, _ in below), default=0), 1 + sum(n for _, n in below))
+            if shape[key][1] > MAX_VALUES:
+                return f"its aliases (*name) stand for more than {MAX_VALUES} values: write the values out", node
+            continue
+        if key in on_path:
+            return "an alias (*name) inside its own anchor (&name)", node
+        if key in shape:  # an alias of a node measured already
+            if depth - 1 + shape[key][0] > MAX_DEPTH:
+                return f"nested more than {MAX_DEPTH} levels deep (through an alias)", node
+            continue
+        if depth > MAX_DEPTH:
+            return f"nested more than {MAX_DEPTH} levels deep", node
+        on_path.add(key)
+        stack.append((node, depth, True))
+        stack.extend((child, depth + 1, False) for child in _children(node))
+    return None
+
+
 # libyaml's parser when present (several times faster: the self-tests load many files);
-# both keep the marks that give line numbers.
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+# both keep the marks that give line numbers. A safe loader: tags (!!python/object...) are refused.
+class _ShapeError(yaml.constructor.ConstructorError):
     pass
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    def construct_document(self, node):
+        problem = _shape_problem(node)
+        if problem:
+            raise _ShapeError(None, None, problem[0], problem[1].start_mark)
+        return super().construct_document(node)
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _Map:
@@ -221,6 +275,13 @@ def _read_yaml(path: Path) -> Any:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
+        if isinstance(exc, _ShapeError):
+            raise ThresholdsError(f"{path}{where.replace(' at', ':', 1)}: {problem}; a thresholds file is plain "
+                                  "data (start from the thresholds.yaml shipped with wirecheck)") from None
+        if "could not determine a constructor for the tag" in problem:
+            raise ThresholdsError(
+                f"{path}: a YAML tag{where} ({problem.rsplit('tag ', 1)[-1]}) is not allowed: the thresholds file is "
+                "plain data, read without constructing objects; remove the tag") from None
         raise ThresholdsError(
             f"{path}: not valid YAML{where}: {problem}; fix the file there "
             "(common causes: a tab in the indentation, a missing ':' or an unclosed quote or bracket)"

@@ -1,7 +1,14 @@
 """Worker processes: one per GPU of a placement, started, called and stopped by the pytest
-process or a command (`launcher`), the process itself (`worker`), how its ranks meet
-(`rendezvous`), how long a call may take (`deadlines`), one GPU run per node (`node_lock`) and the
-workers' compiled-bytecode cache (`bytecode`).
+process or a command, and the process itself.
 
-May import: core. The worker process imports torch; the parent side (launcher) never does.
+Parent side (never imports torch): `launcher` (WorkerGroup: the group's state and the order of
+things) over `spawn` (the rank processes and their environment), `protocol` (the messages on their
+pipes), `watch` (waiting for replies against the deadline, noticing deaths), `evidence` (exit
+descriptions, stderr tails, stack dumps), `failure_report` (the GroupFailure and its message),
+`teardown` (exit, kill, logs) and `errors` (the exceptions); `deadlines` (how long a call may take),
+`node_lock` (one GPU run per node) and `bytecode` (the workers' compiled-bytecode cache).
+Worker side (imports torch, inside the rank processes only): `worker` (the process) and
+`rendezvous` (how its ranks meet).
+
+May import: core.
 """

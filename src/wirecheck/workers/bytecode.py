@@ -14,7 +14,16 @@ The remedy leaves the environment as it is: bytecode goes to a cache of wirechec
 compiled once by `prepare` (an explicit compile, as pip does at install) and read by the
 workers through PYTHONPYCACHEPREFIX. Python checks each cached file against its source's
 mtime and size, so an upgraded package is never run from stale bytecode. A prefix the user set
-is theirs: nothing here changes it.
+is theirs: nothing here changes it, except that workers never get one that fails the check below.
+
+Bytecode is code: whoever can write the cache chooses what every worker runs, and acceptance runs
+as root (issue 24). So before the cache is read or built, it is checked as ssh checks its keys
+(`cache_problem`): the cache and every directory above it belong to this user or root and no one
+else can write them (a sticky /tmp is allowed above it, never as the cache itself), and so does
+every file and folder in it, none a symbolic link. A cache that fails is not used; the run says
+why in one line (the path, its owner and mode, the fix) and the workers compile from source:
+slower, never wrong. The same check applies to a PYTHONPYCACHEPREFIX the user set: one that fails
+is left out of the workers' environment, and said.
 
     python -m wirecheck.workers.bytecode      # what install.sh runs; prints what it did
 """
@@ -30,6 +39,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from wirecheck.core.safefs import path_problem, tree_problem, umask, write_atomically
 
 PREFIX_ENV = "PYTHONPYCACHEPREFIX"
 CACHE_ENV = "WIRECHECK_PYCACHE"  # where the cache lives (default ~/.cache/wirecheck/pycache); "off": no cache
@@ -72,6 +83,50 @@ def needs_cache(package: str = PROBE_PACKAGE, env=None) -> str | None:
     return None
 
 
+# Caches found clean in this process, by (path, device, inode, ctime, mtime): the workers' environment
+# is built once per rank, and a clean cache stays clean (no one else can write into it).
+_CLEAN: set[tuple] = set()
+
+UNTRUSTED_FIX = (f"fix what it names (chown to you, chmod go-w), or set {CACHE_ENV} to a folder only you can write "
+                 "(wirecheck builds it), or remove the cache for wirecheck to build it again")
+
+
+def cache_problem(cache: str | os.PathLike) -> str | None:
+    """Why workers must not read bytecode from `cache` (another user could have written some); None
+    when only this user or root can have. A cache that does not exist yet is checked as far as it
+    does: this user will make the rest."""
+    cache = Path(cache)
+    problem = path_problem(cache)  # sticky_ok_here False: in a 1777 cache anyone plants a package's folder
+    if problem:
+        return problem
+    try:
+        st = os.stat(cache)
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # nothing there to read (making it fails, and says so)
+    key = (str(cache), st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns)
+    if key in _CLEAN:
+        return None
+    problem = tree_problem(cache)
+    if problem is None:
+        _CLEAN.add(key)
+    return problem
+
+
+def _make_cache(cache: Path) -> None:
+    """The cache's folders, 0755 at most (the umask may narrow it further), never wider: a umask of
+    002 or 000 would otherwise make a cache that fails cache_problem."""
+    missing = []
+    for folder in (cache, *cache.parents):
+        if folder.exists():
+            break
+        missing.append(folder)
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o755)
+        except FileExistsError:
+            pass
+
+
 @dataclass(frozen=True)
 class Prepared:
     cache: Path
@@ -80,8 +135,12 @@ class Prepared:
     seconds: float
     packages: tuple[str, ...]
     problem: str | None = None  # set when the cache could not be built (workers compile as before)
+    untrusted: str | None = None  # set when the cache is not used: another user could have written it
 
     def describe(self) -> str:
+        if self.untrusted:
+            return (f"bytecode cache {self.cache} not used: {self.untrusted}; workers compile from source (slower, "
+                    f"not wrong). To use it: {UNTRUSTED_FIX}")
         if self.problem:
             return f"bytecode cache not built ({self.reason}): {self.problem}; workers compile from source"
         did = f"compiled {len(self.packages)} packages in {self.seconds:.0f} s" if self.compiled else "up to date"
@@ -116,6 +175,8 @@ def ready(env=None, package: str = PROBE_PACKAGE) -> Path | None:
     if needs_cache(package, env) is None:
         return None
     cache = cache_dir(env)
+    if cache_problem(cache):
+        return None
     marker = _marker(cache)
     if marker is None or marker.get("python") != sys.executable:
         return None
@@ -123,7 +184,11 @@ def ready(env=None, package: str = PROBE_PACKAGE) -> Path | None:
 
 
 def worker_env(env: dict, package: str = PROBE_PACKAGE) -> dict:
-    """`env` with the cache prefix added where the workers need it and it is built."""
+    """`env` with the cache prefix added where the workers need it and it is built; a prefix the
+    user set that fails cache_problem is left out (prepare() says why)."""
+    own = env.get(PREFIX_ENV)
+    if own and cache_problem(own):
+        return {k: v for k, v in env.items() if k != PREFIX_ENV}
     cache = ready(env, package)
     return env if cache is None else {**env, PREFIX_ENV: str(cache)}
 
@@ -160,24 +225,36 @@ def prepare(env=None, imports=WORKER_IMPORTS, package: str = PROBE_PACKAGE, time
     and the returned `problem` says why.
     """
     env = dict(os.environ if env is None else env)
+    own = env.get(PREFIX_ENV)
+    if own:  # the user's prefix: never built here, but never handed to workers when unsafe
+        problem = cache_problem(own)
+        return Prepared(Path(own), f"{PREFIX_ENV} is set", False, 0.0, (), untrusted=problem) if problem else None
     reason = needs_cache(package, env)
     if reason is None:
         return None
     cache = cache_dir(env)
+    problem = cache_problem(cache)  # before the marker is even read: nothing another user wrote is used
+    if problem:
+        return Prepared(cache, reason, False, 0.0, (), untrusted=problem)
     start = time.monotonic()
     marker = _marker(cache)
     if marker and marker.get("python") == sys.executable and _roots_unchanged(marker):
         return Prepared(cache, reason, False, 0.0, tuple(marker["roots"]))
     try:
-        cache.mkdir(parents=True, exist_ok=True)
+        _make_cache(cache)
+        problem = cache_problem(cache)
+        if problem:  # an existing folder above it that the check passed as missing a moment ago
+            return Prepared(cache, reason, False, 0.0, (), untrusted=problem)
     except OSError as exc:
         return Prepared(cache, reason, False, 0.0, (), f"cannot create {cache} ({exc}); set {CACHE_ENV} to a writable folder")
     child = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}  # this child only: it writes the cache
     child[PREFIX_ENV] = str(cache)
     child["CUDA_VISIBLE_DEVICES"] = ""  # importing must not touch a GPU another run may hold
     try:
+        # umask 022 from the start (the interpreter's own start-up writes bytecode too): what it
+        # writes must pass cache_problem, never group- or other-writable.
         done = subprocess.run([sys.executable, "-c", _WARM, *imports], env=child, capture_output=True,
-                              text=True, timeout=timeout_s)
+                              text=True, timeout=timeout_s, umask=0o022)
     except subprocess.TimeoutExpired:
         return Prepared(cache, reason, False, time.monotonic() - start, (), f"compiling took over {timeout_s:.0f} s")
     try:
@@ -185,7 +262,9 @@ def prepare(env=None, imports=WORKER_IMPORTS, package: str = PROBE_PACKAGE, time
     except (IndexError, ValueError):
         tail = (done.stderr or done.stdout).strip()[-400:]
         return Prepared(cache, reason, False, time.monotonic() - start, (), f"the compile step failed (exit {done.returncode}): {tail}")
-    _marker_path(cache).write_text(json.dumps({"python": sys.executable, "roots": result["roots"]}, indent=1))
+    # Replaced, never written through (a link there would be followed), and never group-writable.
+    write_atomically(_marker_path(cache), json.dumps({"python": sys.executable, "roots": result["roots"]}, indent=1),
+                     mode=0o644 & ~umask())
     return Prepared(cache, reason, True, time.monotonic() - start, tuple(result["roots"]))
 
 

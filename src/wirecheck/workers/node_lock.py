@@ -3,9 +3,21 @@
 Two runs on one node measure each other: a nightly cron run starting while an acceptance run holds
 the GPUs would record wrong numbers in both, and neither would know. The lock is a `flock` on a
 file: the kernel drops it when the holder's process ends, however it ends (SIGKILL included), so a
-crashed run never leaves the node locked. The file's content says who holds it (pid, command, since
-when, host, user) for the message of the run that has to wait; a stale content is overwritten by the
-next holder and never blocks anyone.
+crashed run never leaves the node locked.
+
+Acceptance runs as root, so the lock file must not be something another local user can steer
+(issue 24): a symbolic link planted at its name would have root truncate and chmod the file it
+points to, and a file another user made and holds would keep every run waiting.
+- The default lock is /run/wirecheck/node.lock, in a directory only root can write: root makes it
+  (0755, then the file 0644) and every user's run takes the same lock through a read-only
+  descriptor (flock needs no write access). scripts/tmpfiles.d/wirecheck.conf makes it at boot.
+- Where root has not made it yet, an unprivileged run falls back to /tmp/wirecheck-node.lock, which
+  unprivileged runs share; root never takes that one.
+- The file is opened with O_NOFOLLOW (a link is refused), must be a regular file, and is written
+  (the holder's name), truncated or chmod-ed only by its owner and only with a single name. A root
+  run refuses a lock file another user owns, naming the owner and the fix.
+- Who holds the lock: the holder's own record in the file where it could write one, otherwise
+  the kernel's: /proc/locks gives the holder's pid, /proc/PID its command, user and start time.
 """
 
 from __future__ import annotations
@@ -17,19 +29,26 @@ import getpass
 import json
 import os
 import platform
+import stat
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-DEFAULT_PATH = Path("/tmp/wirecheck-node.lock")
+from wirecheck.core.safefs import describe, path_problem, user_name
+
+DEFAULT_PATH = Path("/run/wirecheck/node.lock")
+# Unprivileged runs where root has not made DEFAULT_PATH (the lock every version before issue 24 took).
+FALLBACK_PATH = Path("/tmp/wirecheck-node.lock")
+TMPFILES_CONF = "scripts/tmpfiles.d/wirecheck.conf"
 POLL_S = 0.5
+HOLDER_BYTES = 4096  # a holder's record is one short JSON line; more is not one
 
 
 @dataclass(frozen=True)
 class Holder:
-    """Who holds the node, as the holder wrote it."""
+    """Who holds the node, as the holder wrote it (or as /proc tells it)."""
 
     pid: int
     command: str
@@ -51,13 +70,27 @@ class NodeBusy(RuntimeError):
         self.path = path
 
 
-def read_holder(path: Path) -> Holder | None:
-    """The holder recorded in the lock file; None when unreadable or empty (between two runs)."""
+def _parse_holder(data: bytes) -> Holder | None:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8") or "null")
-        return Holder(**data) if isinstance(data, dict) else None
-    except (OSError, ValueError, TypeError):
+        obj = json.loads(data.decode("utf-8") or "null")
+        return Holder(**obj) if isinstance(obj, dict) else None
+    except (ValueError, TypeError, RecursionError):
         return None
+
+
+def read_holder(path: str | os.PathLike) -> Holder | None:
+    """The holder recorded in the lock file; None when unreadable or empty (between two runs).
+    Never through a symbolic link."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return _parse_holder(os.pread(fd, HOLDER_BYTES, 0)) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def this_process(command: list[str] | None = None) -> Holder:
@@ -75,12 +108,80 @@ def this_process(command: list[str] | None = None) -> Holder:
     )
 
 
-class NodeLock:
-    """`with NodeLock(path).acquire(wait_s): ...`; release() when done (also on process exit)."""
+def lock_holders(fd: int) -> list[int] | None:
+    """Pids holding a flock on the file open at `fd`, from /proc/locks (None: not readable here).
+    A pid of 0 is a holder in another pid namespace (another container)."""
+    st = os.fstat(fd)
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    pids = []
+    for line in lines:
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 8019 fe:00:2146558 0 EOF"; a waiter's line has "->" after the number.
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == key:
+            try:
+                pids.append(int(fields[4]))
+            except ValueError:
+                continue
+    return pids
 
-    def __init__(self, path: str | os.PathLike = DEFAULT_PATH):
-        self.path = Path(path)
+
+def _boot_time() -> float | None:
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            return next(float(line.split()[1]) for line in fh if line.startswith("btime "))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+
+
+def proc_holder(pid: int) -> Holder | None:
+    """A holder as /proc tells it (for one that could not write its name into the lock file):
+    its command line, its user, and when it started (the lock was taken at or after that)."""
+    base = Path(f"/proc/{pid}")
+    try:
+        argv = [a for a in (base / "cmdline").read_bytes().decode("utf-8", "replace").split("\0") if a]
+        uid = next(int(line.split()[1]) for line in (base / "status").read_text().splitlines()
+                   if line.startswith("Uid:"))
+        ticks = int((base / "stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+    boot = _boot_time()
+    since = "unknown"
+    if boot is not None:
+        started = boot + ticks / os.sysconf("SC_CLK_TCK")
+        since = _dt.datetime.fromtimestamp(started, _dt.timezone.utc).isoformat(timespec="seconds") + " (process start)"
+    command = " ".join(" ".join([Path(argv[0]).name, *argv[1:]]).split()) if argv else f"pid {pid}"  # one line
+    return Holder(pid=pid, command=command[:300], since=since, host=platform.node(), user=user_name(uid))
+
+
+class UnsafeLock(ValueError):
+    """A lock file this run must not use (a planted link, another user's file); says which and the fix."""
+
+
+class NodeLock:
+    """`with NodeLock(path).acquire(wait_s): ...`; release() when done (also on process exit).
+
+    `path` None: the node's shared lock (DEFAULT_PATH), or for an unprivileged run where root has
+    not made it, FALLBACK_PATH; `note` then says so, for the caller to show."""
+
+    def __init__(self, path: str | os.PathLike | None = None):
+        self.note: str | None = None
+        self.explicit = path is not None
+        if path is not None:
+            self.path = Path(path)
+        elif os.geteuid() == 0 or os.path.lexists(DEFAULT_PATH):
+            self.path = DEFAULT_PATH
+        else:
+            self.path = FALLBACK_PATH
+            self.note = (f"no shared node lock {DEFAULT_PATH} on this node (root makes it: its first run does, or at "
+                         f"boot with {TMPFILES_CONF}); this run takes {FALLBACK_PATH}, which other unprivileged runs "
+                         "take too, but runs as root do not")
         self._fd: int | None = None
+        self._writable = False  # the holder's name is written only into a file this user owns
 
     @property
     def held(self) -> bool:
@@ -92,11 +193,11 @@ class NodeLock:
 
         `on_wait(holder)` is called once, when the lock is found taken, so the caller can say
         who it waits for. Raises NodeBusy naming the holder when the wait runs out, and
-        ValueError when the lock file cannot be opened (with the path and the fix).
+        ValueError when the lock file cannot be opened or must not be (with the path and the fix).
         """
         if self._fd is not None:
             return self
-        fd = self._open()
+        fd, writable = self._open()
         start = time.monotonic()
         told = False
         try:
@@ -109,11 +210,11 @@ class NodeLock:
                         raise
                 waited = time.monotonic() - start
                 if not told and on_wait is not None:
-                    on_wait(self._holder())
+                    on_wait(self._holder(fd))
                     told = True
                 if wait_s is not None and waited >= wait_s:
-                    holder = self._holder()
-                    who = holder.describe() if holder else "a process that left no name (see the file)"
+                    holder = self._holder(fd)
+                    who = holder.describe() if holder else "a process that left no name (see /proc/locks)"
                     raise NodeBusy(
                         f"node busy: another wirecheck run holds the GPUs: {who}; lock {self.path}. "
                         f"Waited {waited:.0f} s. Wait for it with --wait-for-node DURATION (e.g. 2h, or "
@@ -123,17 +224,18 @@ class NodeLock:
         except BaseException:
             os.close(fd)
             raise
-        self._fd = fd
+        self._fd, self._writable = fd, writable
         self._write(this_process(command))
         return self
 
     def release(self) -> None:
         if self._fd is None:
             return
-        try:
-            os.ftruncate(self._fd, 0)  # no stale name for the next reader
-        except OSError:
-            pass
+        if self._writable:
+            try:
+                os.ftruncate(self._fd, 0)  # no stale name for the next reader
+            except OSError:
+                pass
         fcntl.flock(self._fd, fcntl.LOCK_UN)
         os.close(self._fd)
         self._fd = None
@@ -144,41 +246,144 @@ class NodeLock:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def _open(self) -> int:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        except PermissionError:
+    # ---- opening: never through a link, never someone else's file for writing ----------------------
+
+    def _fix(self) -> str:
+        if self.explicit:
+            return (f"Remove it (rm {self.path}) if no run of yours is using it, or pass --node-lock with a path in a "
+                    f"directory only root can write, or leave --node-lock out for the node's shared lock {DEFAULT_PATH}")
+        return f"Remove it (rm {self.path}) and run again"
+
+    def _open(self) -> tuple[int, bool]:
+        """(descriptor, whether this run may write the holder's name into it)."""
+        if self.path == DEFAULT_PATH and os.geteuid() == 0:
+            self._root_directory(self.path.parent)
+        elif self.explicit:
             try:
-                # Created by another user without write access for us: flock works read-only too,
-                # we only cannot leave our name in it.
-                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+                self.path.parent.mkdir(parents=True, exist_ok=True)  # the user's umask
             except OSError as exc:
-                raise ValueError(f"node lock {self.path}: cannot open it ({exc}); pass --node-lock PATH "
-                                 "with a file every user of this node can open") from exc
-        except OSError as exc:
-            raise ValueError(f"node lock {self.path}: cannot create it ({exc}); pass --node-lock PATH "
-                             "in a writable directory") from exc
+                raise ValueError(f"node lock {self.path}: cannot create it ({exc.strerror or exc}); pass --node-lock "
+                                 "PATH in a writable directory") from None
         try:
-            os.fchmod(fd, 0o666)  # every user's runs must be able to take it (umask would narrow it)
+            # Made here: 0644 whatever the umask, so that every user's run can open it to flock it.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except FileExistsError:
+            return self._open_existing()
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and os.path.lexists(self.path):
+                return self._open_existing()  # appeared meanwhile, or a directory this user cannot create in
+            raise ValueError(f"node lock {self.path}: cannot create it ({exc.strerror or exc}); pass --node-lock PATH "
+                             "in a writable directory") from None
+        os.fchmod(fd, 0o644)
+        return fd, True
+
+    def _open_existing(self) -> tuple[int, bool]:
+        # Read-only first: flock needs no more, and opening can have no effect on what is there
+        # (O_NONBLOCK: a FIFO planted at the name must not hang the open).
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise UnsafeLock(self._link_message()) from None
+            raise ValueError(f"node lock {self.path}: cannot open it ({exc.strerror or exc}); pass --node-lock PATH "
+                             "with a file every user of this node can open") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise UnsafeLock(f"node lock {self.path}: not a regular file ({describe(st)}). {self._fix()}")
+            mine = st.st_uid == os.geteuid()
+            if os.geteuid() == 0 and not mine:
+                raise UnsafeLock(
+                    f"node lock {self.path}: {describe(st)}, not by root: another user made it, and could hold it to "
+                    f"keep every run waiting; a run as root takes only a lock file root made. {self._fix()}")
+            if os.geteuid() == 0 and st.st_nlink != 1:
+                raise UnsafeLock(f"node lock {self.path}: the file has {st.st_nlink} names (hard links), so it may be "
+                                 f"another file too. {self._fix()}")
+            if not mine or st.st_nlink != 1:
+                # Another user's (or root's) lock, taken read-only: this run never writes, truncates or
+                # chmods it. Its holder is named from /proc/locks where it cannot write its name.
+                return fd, False
+            writable = self._reopen_writable(fd, st)
+            if writable is None:
+                return fd, False
+            os.close(fd)
+            return writable, True
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _reopen_writable(self, fd: int, st: os.stat_result) -> int | None:
+        """This user's own lock file, opened for writing its name: the same file as `fd` (a file
+        swapped in between the two opens is not written), or None."""
+        try:
+            rw = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
+            return None
+        again = os.fstat(rw)
+        if (again.st_dev, again.st_ino) != (st.st_dev, st.st_ino):
+            os.close(rw)
+            return None
+        return rw
+
+    def _link_message(self) -> str:
+        try:
+            target, owner = os.readlink(self.path), user_name(os.lstat(self.path).st_uid)
+        except OSError:
+            target, owner = "?", "?"
+        return (f"node lock {self.path}: a symbolic link to {target}, made by user {owner}; a node lock is never "
+                "opened through a link (one planted there would have this run truncate and chmod the file it points "
+                f"to). {self._fix()}")
+
+    def _root_directory(self, directory: Path) -> None:
+        """Root's lock directory: made here (0755: every user's run must reach the lock) when missing, and
+        used only when it is a real directory of root's that no one else can write, nor anything above it."""
+        try:
+            os.mkdir(directory, 0o755)
+            os.chmod(directory, 0o755)  # made just now, by root, in a directory only root writes: umask undone
+        except FileExistsError:
             pass
-        return fd
+        except OSError as exc:
+            raise ValueError(f"node lock {self.path}: cannot create {directory} ({exc.strerror or exc}); pass "
+                             "--node-lock PATH in a directory only root can write") from None
+        st = os.lstat(directory)
+        problem = None
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            problem = f"{directory} is not a directory ({describe(st)})"
+        else:
+            problem = path_problem(directory)
+        if problem:
+            raise UnsafeLock(f"node lock {self.path}: {problem}; the node lock's directory must be root's and writable "
+                             f"by root only: remove it (rm -r {directory}) and run again, or install {TMPFILES_CONF}")
+
+    # ---- who holds it ---------------------------------------------------------------------------
 
     def _write(self, holder: Holder) -> None:
+        if not self._writable:
+            return  # another user's lock: the kernel's record (/proc/locks) names this holder
         try:
             os.ftruncate(self._fd, 0)
             os.pwrite(self._fd, json.dumps(asdict(holder)).encode(), 0)
         except OSError:
-            pass  # read-only: the lock still holds, only the name is missing
+            pass  # the lock still holds, only the name is missing
 
-    def _holder(self) -> Holder | None:
-        # The holder writes its name right after taking the lock: give it a moment.
+    def _holder(self, fd: int) -> Holder | None:
+        # The holder writes its name right after taking the lock: give it a moment. A name in the
+        # file counts only while the kernel says that process holds the lock: a holder that could
+        # not write (another user's run on root's lock) leaves an earlier, stale name there.
+        holders: list[int] | None = None
         for _ in range(5):
-            holder = read_holder(self.path)
-            if holder is not None:
-                return holder
+            holders = lock_holders(fd)
+            try:
+                written = _parse_holder(os.pread(fd, HOLDER_BYTES, 0))
+            except OSError:
+                written = None
+            if written is not None and (holders is None or written.pid in holders):
+                return written
             time.sleep(0.05)
+        for pid in holders or ():  # no name of its own: the kernel's
+            found = proc_holder(pid) if pid > 0 and pid != os.getpid() else None
+            if found is not None:
+                return found
         return None
 
 

@@ -217,7 +217,7 @@ def _lowest_descriptor(fd: int) -> int:
 
     At exit (a SIGKILL included) the kernel closes descriptors in ascending order: the parent then
     sees this rank's pipe close before a peer sees one of its sockets close, so the peer's
-    "connection closed" error cannot look earlier than this rank's death (launcher._record_death).
+    "connection closed" error cannot look earlier than this rank's death (watch.Replies.record_death).
     """
     low = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
     if low < fd:
