@@ -1,6 +1,6 @@
 """The training figures of several whole-suite runs side by side, and the limits they support.
 
-    python3 scripts/training_limits.py run1.jsonl run2.jsonl run3.jsonl [--floor 0.85] [--ceiling 1.25]
+    .venv/bin/python scripts/training_limits.py run1.jsonl run2.jsonl run3.jsonl [--floor 0.85] [--ceiling 1.25]
 
 Reads each run's strategy measurements (run.jsonl, the suite's record) and prints, per wire and
 strategy: tokens/s min / median / max and the largest distance from the median (issue 10's 5 %
@@ -19,8 +19,9 @@ import math
 import statistics
 from collections import defaultdict
 
+from wirecheck.training.strategies import NAMES, REFERENCE
+
 GIB = 2**30
-STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
 
 
 def strategy_runs(path: str) -> dict[tuple[str, str], dict]:
@@ -67,8 +68,8 @@ def main() -> int:
         print(f"\n{wire}")
         print(f"{'strategy':9} {'tokens/s min / med / max':32} {'off med':>8} {'x DDP':>6} {'MFU %':>12} "
               f"{'exposed ms':>12} {'peak GiB':>9} {'floor':>8}")
-        ddp_median = statistics.median(f["tokens_per_s"] for f in by_key.get((wire, "ddp"), [{"tokens_per_s": 0}]))
-        for strategy in STRATEGIES:
+        ddp_median = statistics.median(f["tokens_per_s"] for f in by_key.get((wire, REFERENCE), [{"tokens_per_s": 0}]))
+        for strategy in NAMES:
             figures = by_key.get((wire, strategy))
             if not figures:
                 continue
@@ -81,13 +82,13 @@ def main() -> int:
                   f"{_span(mfus, '{:.1f}') if mfus else '-':>12} {_span(exposed, '{:.0f}') if exposed else '-':>12} "
                   f"{max(f['peak'] for f in figures) / GIB:9.2f} {math.floor(min(tps) * args.floor / 100) * 100:8,d}")
     print("\npeak-memory ceilings (GiB, every wire):")
-    for strategy in STRATEGIES:
+    for strategy in NAMES:
         peaks = [f["peak"] for (w, s), v in by_key.items() if s == strategy for f in v]
         if peaks:
             print(f"  {strategy}: highest {max(peaks) / GIB:.2f} -> {max(peaks) / GIB * args.ceiling:.1f}")
     if "nvswitch" in wires and "forced_pcie" in wires:
         print("\nslow wire (NVLink over host-path tokens/s, per run; floor on the lowest):")
-        for strategy in STRATEGIES:
+        for strategy in NAMES:
             ratios = [r[("nvswitch", strategy)]["tokens_per_s"] / r[("forced_pcie", strategy)]["tokens_per_s"]
                       for r in runs if ("nvswitch", strategy) in r and ("forced_pcie", strategy) in r]
             if ratios:
@@ -96,7 +97,7 @@ def main() -> int:
         for run in runs:
             spread = {}
             for wire in ("nvswitch", "forced_pcie"):
-                tps = [run[(wire, s)]["tokens_per_s"] for s in STRATEGIES if (wire, s) in run]
+                tps = [run[(wire, s)]["tokens_per_s"] for s in NAMES if (wire, s) in run]
                 spread[wire] = max(tps) / min(tps) if tps else float("nan")
             print(f"  {spread['nvswitch']:.2f} -> {spread['forced_pcie']:.2f} "
                   f"(ratio {spread['forced_pcie'] / spread['nvswitch']:.2f})")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import threading
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +91,19 @@ class FakeGpu:
     processes: list[tuple[int, str | None, int | None]] = field(default_factory=list)
     pcie_replay: int = 0
     clocks_event_reasons: int = 1
+    volatile_corrected: int = 0
+    # Under load, as the lent H200 read (issue 20's probe): the sampler's readings.
+    sm_mhz: int = 1980
+    mem_mhz: int = 3201
+    max_sm_mhz: int = 1980
+    power_mw: int = 690_000
+    power_limit_mw: int = 700_000
+    default_power_limit_mw: int = 700_000
+    temperature: int = 60
+    temperature_thresholds: dict[int, int] = field(default_factory=lambda: {0: 95, 1: 89, 2: 95, 3: 87})
+    utilization: int = 100
+    violation_ns: dict[int, int] = field(default_factory=dict)  # perf policy -> cumulative throttle ns
+    supported_events: int = 0xFF9F
     cpu_affinity: tuple[int, ...] = (0xFFFFFFFF,)
     memory_affinity: tuple[int, ...] = (1,)
     not_supported: set[str] = field(default_factory=set)  # function names raising NotSupported here
@@ -276,7 +290,8 @@ def build(scenario: Scenario) -> types.ModuleType:
     # health
     export("nvmlDeviceGetPersistenceMode", lambda h: gpu(h).persistence)
     export("nvmlDeviceGetEccMode", lambda h: list(gpu(h).ecc))
-    export("nvmlDeviceGetTotalEccErrors", lambda h, kind, counter: gpu(h).volatile_uncorrected if (kind, counter) == (1, 0) else 0)
+    export("nvmlDeviceGetTotalEccErrors", lambda h, kind, counter: {(1, 0): gpu(h).volatile_uncorrected,
+                                                                    (0, 0): gpu(h).volatile_corrected}.get((kind, counter), 0))
     export("nvmlDeviceGetRemappedRows", lambda h: tuple(gpu(h).remapped))
     export("nvmlDeviceGetMigMode", lambda h: list(gpu(h).mig))
     export("nvmlDeviceGetVirtualizationMode", lambda h: gpu(h).virtualization)
@@ -287,6 +302,61 @@ def build(scenario: Scenario) -> types.ModuleType:
         "nvmlDeviceGetComputeRunningProcesses",
         lambda h: [types.SimpleNamespace(pid=pid, usedGpuMemory=used) for pid, _, used in gpu(h).processes],
     )
+
+    # under load: clocks, power, temperature (wirecheck.node.gpu_sampling)
+    export("nvmlDeviceGetClockInfo", lambda h, kind: {1: gpu(h).sm_mhz, 2: gpu(h).mem_mhz}[kind])
+    export("nvmlDeviceGetMaxClockInfo", lambda h, kind: {1: gpu(h).max_sm_mhz, 2: gpu(h).mem_mhz}[kind])
+    export("nvmlDeviceGetPowerUsage", lambda h: gpu(h).power_mw)
+    export("nvmlDeviceGetEnforcedPowerLimit", lambda h: gpu(h).power_limit_mw)
+    export("nvmlDeviceGetPowerManagementDefaultLimit", lambda h: gpu(h).default_power_limit_mw)
+    export("nvmlDeviceGetTemperature", lambda h, sensor: gpu(h).temperature)
+
+    def temperature_threshold(h: _Handle, which: int) -> int:
+        if which not in gpu(h).temperature_thresholds:
+            raise error("NotSupported")
+        return gpu(h).temperature_thresholds[which]
+
+    export("nvmlDeviceGetTemperatureThreshold", temperature_threshold)
+    export("nvmlDeviceGetUtilizationRates", lambda h: types.SimpleNamespace(gpu=gpu(h).utilization, memory=50))
+    export("nvmlDeviceGetViolationStatus", lambda h, policy: types.SimpleNamespace(
+        referenceTime=0, violationTime=gpu(h).violation_ns.get(policy, 0)))
+    export("nvmlDeviceGetIndex", lambda h: h.index)
+
+    # events: an XID or ECC event reaches a registered set when a test calls mod.emit(...)
+    event_queue: list = []
+    events_arrived = threading.Condition()
+    registered: dict[int, int] = {}  # gpu index -> event mask
+    mod.registered = registered
+
+    def emit(index: int, event_type: int = 0x8, data: int = 79) -> None:
+        """An event on GPU `index` (default: XID 79), delivered if that GPU registered for it."""
+        with events_arrived:
+            if registered.get(index, 0) & event_type:
+                event_queue.append(types.SimpleNamespace(device=_Handle(index), eventType=event_type, eventData=data,
+                                                         gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF))
+                events_arrived.notify_all()
+
+    mod.emit = emit
+    export("nvmlDeviceGetSupportedEventTypes", lambda h: gpu(h).supported_events)
+    export("nvmlEventSetCreate", lambda: types.SimpleNamespace(name="event set"))
+
+    def register_events(h: _Handle, mask: int, event_set: Any) -> None:
+        if mask & ~gpu(h).supported_events:
+            raise error("NotSupported")
+        registered[h.index] = registered.get(h.index, 0) | mask
+
+    export("nvmlDeviceRegisterEvents", register_events)
+
+    def event_wait(event_set: Any, timeout_ms: int) -> Any:
+        with events_arrived:
+            if not event_queue:
+                events_arrived.wait(timeout_ms / 1000)
+            if not event_queue:
+                raise error("Timeout")
+            return event_queue.pop(0)
+
+    export("nvmlEventSetWait_v2", event_wait)
+    export("nvmlEventSetFree", lambda event_set: None)
 
     def fabric_info(h: _Handle, ref: Any) -> int:
         info = ref._obj  # a ctypes byref() of the caller's structure

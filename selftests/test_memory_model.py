@@ -9,11 +9,11 @@ from wirecheck.training.memory_model import (
     ARTICLE,
     GB,
     IMPLEMENTATION,
-    STRATEGIES,
     bytes_per_param,
     format_memory_table,
     predict,
 )
+from wirecheck.training.strategies import NAMES
 
 MISTRAL_7B = 7.24e9
 
@@ -38,13 +38,13 @@ def test_article_parts_for_ddp():
 @pytest.mark.parametrize("accounting", ACCOUNTINGS)
 @pytest.mark.parametrize("n_gpus", [2, 4, 8])
 def test_staircase(accounting, precision, n_gpus):
-    t = {s: _gb(s, n_gpus, accounting, precision) for s in STRATEGIES}
+    t = {s: _gb(s, n_gpus, accounting, precision) for s in NAMES}
     assert t["ddp"] > t["zero1"] > t["zero2"] > t["zero3"], t
     assert t["fsdp"] <= t["zero3"], t
 
 
 @pytest.mark.parametrize("accounting", ACCOUNTINGS)
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", NAMES)
 def test_one_gpu_shards_nothing(accounting, strategy):
     """Sharding over one GPU is no sharding: in bf16 every strategy holds what DDP holds."""
     assert sum(bytes_per_param(strategy, 1, accounting, "bf16")) == sum(bytes_per_param("ddp", 1, accounting, "bf16"))
@@ -95,8 +95,8 @@ def test_table_lists_every_strategy_in_gb():
     table = format_memory_table(MISTRAL_7B, 4, ARTICLE)
     lines = table.splitlines()
     assert "params" in lines[1] and "total" in lines[1]
-    rows = {line.split()[0]: line.split()[1:] for line in lines[2:2 + len(STRATEGIES)]}
-    assert list(rows) == list(STRATEGIES)
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:2 + len(NAMES)]}
+    assert list(rows) == list(NAMES)
     assert float(rows["ddp"][-1]) == pytest.approx(86.88, abs=0.01)
     assert float(rows["fsdp"][-1]) == pytest.approx(21.72, abs=0.01)
 

@@ -118,7 +118,10 @@ def _plugin_record(tmp_path, exit_status: int):
     from pytest_wirecheck.reporting import RecordReporter
 
     config = SimpleNamespace(option=SimpleNamespace(wirecheck_json=str(tmp_path / "suite.jsonl")),
-                             invocation_params=SimpleNamespace(dir=tmp_path))
+                             invocation_params=SimpleNamespace(dir=tmp_path),
+                             hook=SimpleNamespace(pytest_wirecheck_header=lambda header: None,  # no site hooks
+                                                  pytest_wirecheck_measurement=lambda measurement: None,
+                                                  pytest_wirecheck_verdict=lambda verdict, test: None))
     reporter = RecordReporter(config)
     reporter.header(_node())
     reporter.verdict(Verdict("busbw", "busbw", "x", "pass", "ok"), "t::a")

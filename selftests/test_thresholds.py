@@ -12,7 +12,9 @@ import yaml
 
 from wirecheck.node.placement import CLASSES
 from wirecheck.core.quantity import parse_quantity
-from wirecheck.thresholds.file import OPS, STRATEGIES, ThresholdsError, load_thresholds
+from wirecheck.measure.collectives import OPS
+from wirecheck.thresholds.file import ThresholdsError, load_thresholds
+from wirecheck.training.strategies import NAMES
 
 SHIPPED = Path(__file__).resolve().parents[1] / "thresholds.yaml"
 GB = 1e9
@@ -213,7 +215,7 @@ def test_training_limits(shipped, shipped_data):
     assert shipped.training_limits(simulated=True).agreement.max_rel_diff == pytest.approx(
         _q(raw["agreement"]["simulated"]["first_loss_max_rel_diff"], "percent"))
     assert hw.model_state.max_rel_diff_from_model == pytest.approx(_q(raw["model_state"]["max_rel_diff_from_model"], "percent"))
-    for strategy in STRATEGIES:
+    for strategy in NAMES:
         assert hw.slow_wire.min_slowdown(strategy) == pytest.approx(_q(raw["slow_wire"]["min_slowdown"][strategy], "ratio"))
     assert hw.slow_wire.max_spread_ratio >= 1.0
     with pytest.raises(ValueError, match="strategy"):
@@ -232,14 +234,14 @@ def test_training_limits(shipped, shipped_data):
 def test_training_limits_in_simulation(shipped):
     sim = shipped.training_limits(simulated=True)
     assert sim.peak_memory("nvswitch", "ddp") is None  # no CUDA memory on the CPU path
-    for strategy in STRATEGIES:
+    for strategy in NAMES:
         assert sim.throughput_floor("nvl_quad", strategy, 4).min <= 10
 
 
 def test_every_training_class_and_strategy_has_a_floor(shipped):
     hw = shipped.training_limits(simulated=False)
     for klass in ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "cross_quad", "pcie", "forced_pcie"):
-        for strategy in STRATEGIES:
+        for strategy in NAMES:
             assert hw.throughput_floor(klass, strategy, 2) is not None, (klass, strategy)
 
 

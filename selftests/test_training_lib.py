@@ -19,7 +19,8 @@ import pytest
 import torch
 
 from wirecheck.workers.launcher import WorkerCallError, WorkerGroup
-from wirecheck.training.memory_model import STRATEGIES, predict
+from wirecheck.training.memory_model import predict
+from wirecheck.training.strategies import NAMES
 from wirecheck.training import GPT, local_batch, param_count, shape_for_params
 from wirecheck.training.runner import load_hook, run_strategy
 from wirecheck.training.strategies import resolve_settings
@@ -55,7 +56,7 @@ def _train(strategy: str, grad_hook: str | None = None, **extra) -> dict:
 @pytest.fixture(scope="session")
 def runs() -> dict[str, dict]:
     """strategy -> {"ranks": [record per rank], "wall_s": seconds for the whole group}."""
-    return {s: _train(s) for s in STRATEGIES}
+    return {s: _train(s) for s in NAMES}
 
 
 @pytest.fixture(scope="session")
@@ -114,7 +115,7 @@ def test_bad_grad_hook_spec_names_the_form():
 # ---- the strategies, in worker processes ----------------------------------------------------
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", NAMES)
 def test_strategy_trains_with_finite_losses(runs, strategy):
     ranks = runs[strategy]["ranks"]
     for r in ranks:
@@ -130,7 +131,7 @@ def test_strategy_trains_with_finite_losses(runs, strategy):
     assert ranks[0]["step_times_s"] == ranks[1]["step_times_s"]
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", NAMES)
 def test_settings_in_force_are_the_tables(runs, strategy):
     """The runner read every setting back from the engine/module; the record carries them."""
     asked = resolve_settings(strategy, SHAPE)
@@ -147,7 +148,7 @@ def test_a_setting_not_in_force_fails_the_run():
         _train("fsdp", settings={"reduce_dtype": "bf16"}, max_steps=None, steps=1, local_baseline=False)
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", NAMES)
 def test_step_times_stop_by_the_rule(runs, strategy):
     r = runs[strategy]["ranks"][0]
     times, n = r["step_times_s"], r["timed_steps"]
@@ -179,7 +180,7 @@ def test_fixed_steps_when_no_ceiling(faulty_run):
     assert r["exposed_comm_s"] is None and "local_step_time_median_s" not in r
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", NAMES)
 def test_flops_and_exposed_communication_are_reported(runs, strategy):
     for r in runs[strategy]["ranks"]:
         assert r["model_flops_per_token"] == 6 * param_count(SHAPE)
@@ -195,7 +196,7 @@ def test_flops_and_exposed_communication_are_reported(runs, strategy):
         assert "setup_profile" not in r  # the suite's runs are never profiled
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", NAMES)
 def test_reduce_buckets_are_reported_apart(runs, strategy):
     """DeepSpeed's reduce buckets are not model state: they are reported apart, and are never more
     than DeepSpeed's own buckets (reduce_bucket_size elements each, two with overlap_comm). ZeRO-1
@@ -225,14 +226,14 @@ def test_profile_summarises_the_extra_steps(runs):
     assert p["top"] and all(t["ms"] > 0 for t in p["top"])
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", NAMES)
 def test_wrapper_is_the_strategy(runs, strategy):
     expected = {"ddp": "DistributedDataParallel", "fsdp": "FSDPGPT"}.get(strategy, "DeepSpeedEngine")
     assert runs[strategy]["ranks"][0]["wrapper"] == expected
 
 
 @pytest.mark.parametrize("step", [0, 1], ids=["first_loss", "loss_after_one_update"])
-@pytest.mark.parametrize("strategy", [s for s in STRATEGIES if s != "ddp"])
+@pytest.mark.parametrize("strategy", [s for s in NAMES if s != "ddp"])
 def test_losses_agree_with_ddp(runs, strategy, step):
     """Step 0 is before any update (same weights, same data); step 1 sees the first update."""
     mine = runs[strategy]["ranks"][0]["losses"][step]
@@ -240,7 +241,7 @@ def test_losses_agree_with_ddp(runs, strategy, step):
     assert _rel(mine, ref) <= LOSS_RTOL, f"{strategy} loss {mine!r} vs ddp {ref!r} at step {step + 1}"
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", NAMES)
 def test_model_state_matches_memory_model(runs, strategy):
     predicted = predict(strategy, param_count(SHAPE), WORLD_SIZE, "implementation", "fp32")
     for r in runs[strategy]["ranks"]:
@@ -251,7 +252,7 @@ def test_model_state_matches_memory_model(runs, strategy):
 
 
 def test_staircase(runs):
-    state = {s: _state_total(runs[s]) for s in STRATEGIES}
+    state = {s: _state_total(runs[s]) for s in NAMES}
     assert state["ddp"] >= state["zero1"] >= state["zero2"] >= state["zero3"], state
     assert state["ddp"] > state["zero3"], state
     # ZeRO-3 and FSDP shard the same things; DeepSpeed keeps an extra fp32 master partition

@@ -18,6 +18,8 @@ from wirecheck.measure.collectives import MEASURE_LOOP_WORKER, OPS
 from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_PAIR, COLLECTIVE_CLASSES
 from wirecheck.core.quantity import format_bytes
 
+pytestmark = pytest.mark.stage("measure", order=2)
+
 
 def _link_ceiling(node, placement) -> float | None:
     """min NV# over the placement's pairs x per-link speed (bytes/s), when both are known."""

@@ -15,6 +15,8 @@ from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.node.placement import CLASS_PAIR
 from wirecheck.records.file import Measurement
 
+pytestmark = pytest.mark.stage("measure", order=1)
+
 COPY_WORKER = "wirecheck.measure.copy_bandwidth:measure"
 
 

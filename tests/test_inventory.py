@@ -6,8 +6,12 @@ never reads as an accepted node.
 
 from __future__ import annotations
 
+import pytest
+
 from wirecheck import checks
 from wirecheck.node.nvml import Unsupported
+
+pytestmark = pytest.mark.stage("inventory", order=1)
 
 
 def _reading(value):

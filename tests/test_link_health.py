@@ -10,6 +10,8 @@ import pytest
 from wirecheck import checks
 from wirecheck.node.health import counter_deltas
 
+pytestmark = pytest.mark.stage("last", order=1)
+
 
 def test_error_counters_did_not_grow(node, live, gpu, worker_pool, record):
     if node.health_at_start is None:

@@ -21,6 +21,8 @@ from wirecheck.node.placement import COLLECTIVE_CLASSES
 from wirecheck.records.file import Measurement
 from wirecheck.core.safefs import make_dirs
 
+pytestmark = pytest.mark.stage("measure", order=3)
+
 PROBE_WORKER = "wirecheck.nccl.path:probe"
 
 

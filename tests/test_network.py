@@ -20,6 +20,8 @@ from wirecheck.node import network
 from wirecheck.checks.network import NetworkWarning
 from wirecheck.records.file import Measurement
 
+pytestmark = pytest.mark.stage("inventory", order=3)
+
 
 @dataclass(frozen=True)
 class Nics:

@@ -13,14 +13,15 @@ from pytest_wirecheck.measurements import nvlink_twin_or_skip, require
 from pytest_wirecheck.nightly import device_timed, replay
 from wirecheck.training import capacity
 from wirecheck import checks
-from wirecheck.training.memory_model import STRATEGIES, predict
+from wirecheck.training.memory_model import predict
+from wirecheck.training.strategies import NAMES, REFERENCE
 from wirecheck.node.placement import CLASS_FORCED_PCIE, TRAINING_CLASSES
 from wirecheck.core.quantity import format_bytes
 
-REFERENCE = "ddp"
+pytestmark = pytest.mark.stage("measure", order=4)
 
 training_placements = pytest.mark.placements(*TRAINING_CLASSES, one_per_size=True)
-each_strategy = pytest.mark.parametrize("strategy", STRATEGIES)
+each_strategy = pytest.mark.parametrize("strategy", NAMES)
 
 
 def _run(measurements, record, placement, strategy, strategy_worker, grad_hook):
@@ -45,7 +46,7 @@ def test_steps_complete(node, measurements, placement, strategy, strategy_worker
 
 
 @training_placements
-@pytest.mark.parametrize("strategy", [s for s in STRATEGIES if s != REFERENCE])
+@pytest.mark.parametrize("strategy", [s for s in NAMES if s != REFERENCE])
 @pytest.mark.parametrize("step", [1, 2], ids=["step1", "step2"])
 def test_losses_agree(node, measurements, placement, strategy, step, strategy_worker, grad_hook, record):
     """Same seed, same data: losses 1 and 2 match DDP's (the second one sees the first update,
@@ -74,7 +75,7 @@ def test_model_state_matches_model(node, measurements, placement, strategy, stra
 @training_placements
 def test_staircase(node, measurements, reporter, placement, strategy_worker, grad_hook, record):
     """Model state per GPU: DDP >= ZeRO-1 >= ZeRO-2 >= ZeRO-3 ~ FSDP."""
-    runs = {s: _run(measurements, record, placement, s, strategy_worker, grad_hook) for s in STRATEGIES}
+    runs = {s: _run(measurements, record, placement, s, strategy_worker, grad_hook) for s in NAMES}
     reporter.table(f"strategy dial on {placement.id}", _dial_table(node, placement, runs))
     verdict = record(checks.training.staircase(
         node.thresholds, placement=placement.id, n_gpus=placement.n_gpus, n_params=runs["zero3"].rank0["n_params"],
@@ -163,8 +164,8 @@ def test_dial_flattens(node, measurements, placement, strategy_worker, grad_hook
     if node.simulated:
         pytest.skip("simulation: gloo on CPU has no NVLink to lose")
     twin = nvlink_twin_or_skip(node, placement)
-    fast = {s: _run(measurements, record, twin, s, strategy_worker, grad_hook) for s in STRATEGIES}
-    slow = {s: _run(measurements, record, placement, s, strategy_worker, grad_hook) for s in STRATEGIES}
+    fast = {s: _run(measurements, record, twin, s, strategy_worker, grad_hook) for s in NAMES}
+    slow = {s: _run(measurements, record, placement, s, strategy_worker, grad_hook) for s in NAMES}
     verdict = record(checks.training.dial_flattens(
         node.thresholds, placement=placement.id, nvlink_placement=twin.id,
         nvlink_tokens_per_s={s: run.tokens_per_s for s, run in fast.items()},

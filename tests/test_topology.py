@@ -7,6 +7,8 @@ import pytest
 from wirecheck import checks
 from wirecheck.node.placement import CLASS_PAIR
 
+pytestmark = pytest.mark.stage("inventory", order=2)
+
 
 def test_groups_are_full_meshes(node, topology, record):
     """Inside an NVLink group every pair is linked with the same NV# (no half-bridged group)."""

@@ -6,12 +6,16 @@ the same function on those inputs again, with any thresholds file, without GPUs.
 plain JSON data (numbers, strings, lists, dicts), so a record can be judged by another
 version of the suite as long as the check keeps its arguments.
 
-Register a check with `@check("name")`; its keyword arguments are its inputs.
+Register a check with `@check("name")`; its keyword arguments are its inputs. Every module of
+this package is imported when the package is (so `judge` knows every check too): a new check
+is one new module here, registered without a list to edit.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
+import pkgutil
 from typing import Any, Callable
 
 from wirecheck.core.verdict import Verdict
@@ -46,18 +50,12 @@ def rejudge(verdict: Verdict, thresholds) -> Verdict:
     return fn(thresholds, **verdict.inputs)
 
 
-# The check modules register themselves on import.
-from wirecheck.checks import (  # noqa: E402,F401
-    collectives,
-    copy_bandwidth,
-    fleet,
-    health,
-    inventory,
-    latency,
-    measurement,
-    nccl_path,
-    network,
-    topology,
-    training,
-)
+def _import_every_module() -> None:
+    """The check modules register themselves on import; `judge` (the command) registers none."""
+    for module in pkgutil.iter_modules(__path__):
+        if not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}")
+
+
+_import_every_module()
 from wirecheck.checks.measurement import measurement_completed  # noqa: E402,F401

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import re
 
+DEGREES_C = "\u00b0C"
+
 # kind -> {unit: factor to the base unit}. Base units: bytes/s, bytes, seconds, fraction, ratio,
 # parameters, tokens/s, events/s, FLOP/s.
 UNITS: dict[str, dict[str, float]] = {
@@ -43,6 +45,7 @@ UNITS: dict[str, dict[str, float]] = {
     "throughput": {"tokens/s": 1.0},
     "rate": {"/s": 1.0, "/min": 1 / 60},  # events per time: error-counter growth
     "compute": {"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15},  # a GPU's peak
+    "temperature": {DEGREES_C: 1.0},  # a GPU's temperature margin (NVML reports whole degrees Celsius)
 }
 
 # Aliases: GPU memory is a size, but the word reads better where a memory limit is meant.
@@ -61,6 +64,7 @@ EXAMPLES = {
     "throughput": "20000 tokens/s",
     "rate": "100 /s",
     "compute": "989 TFLOP/s",
+    "temperature": f"5 {DEGREES_C}",
 }
 
 # What a kind is called in messages ("... is a size, not a bandwidth").
@@ -74,6 +78,7 @@ NOUNS = {
     "throughput": "a throughput",
     "rate": "a rate",
     "compute": "a compute rate",
+    "temperature": "a temperature",
 }
 
 _NUMBER = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)\s*$")
@@ -205,6 +210,10 @@ def unitless_fix(number: str, value: float, kind: str) -> str:
         return f"write it as a parameter count: {_quoted(f'{number} params')}"
     if base == "throughput":
         return f"write it as a throughput: {_quoted(f'{number} tokens/s')}"
+    if base == "compute":
+        return f"write it as a compute rate: {_quoted(f'{number} TFLOP/s')}"
+    if base == "temperature":
+        return f"write it in degrees Celsius: {_quoted(number + ' ' + DEGREES_C)}"
     # rate: the DCGM rules come per second (NVLink CRC) and per minute (PCIe replays).
     return f"write it as events per time: {_quoted(f'{number} /s')} or {_quoted(f'{number} /min')}"
 
@@ -254,4 +263,6 @@ def format_quantity(value: float, kind: str) -> str:
         return f"{value:.3g} params"
     if base == "compute":
         return f"{_trim(value / 1e12)} TFLOP/s"
+    if base == "temperature":
+        return f"{_trim(value)} {DEGREES_C}"
     return f"{_trim(value, 0)} tokens/s"

@@ -1,7 +1,7 @@
 """One table of collectives in the nccl-tests style, the worker functions that measure them, and the
 parent-side combiner.
 
-Conventions (nccl-tests, see BACKGROUND.md): `size` is the total buffer in bytes — the all_gather
+Conventions (nccl-tests' PERFORMANCE.md): `size` is the total buffer in bytes — the all_gather
 output, the reduce_scatter input, each rank's all_to_all send buffer; algbw = bytes / time of the
 slowest rank; busbw = algbw x a per-collective factor that makes it comparable with the link speed.
 
@@ -17,6 +17,11 @@ and records both. Each timed path is checked element by element. gloo/CPU has ea
 
 Worker functions (`measure`, `measure_loop`) run inside `launcher.WorkerGroup` ranks; `combine`,
 `busbw_factor`, `feasible_sizes` and `format_table` run in the parent and touch no device.
+
+torch is imported inside the functions that touch a tensor, never at module level: the table
+(`COLLECTIVES`, `OPS`) is read by the thresholds loader, `wirecheck judge`, `report` and `fleet
+report`, which run where there is no torch. A new collective is one row of the table, with its
+fill, expected-value and launch functions beside the others here.
 """
 
 from __future__ import annotations
@@ -26,17 +31,14 @@ import os
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
-import torch
-import torch.distributed as dist
-
-from wirecheck.measure import collective_timing as timing
 from wirecheck.measure.curve import EAGER, GRAPH, choose_path
 
 if TYPE_CHECKING:
+    import torch
+
     from wirecheck.workers.worker import RankContext
 
-DTYPE = torch.float32
-ELEMENT_BYTES = 4
+ELEMENT_BYTES = 4  # float32
 # Element i of rank r holds ((i + RANK_STRIDE*r) mod PATTERN_MODULUS) + 1. Both primes: a shift by a
 # chunk or a swap of two ranks' data changes the value. Values < 2^16, so a sum over up to
 # MAX_RANKS ranks stays below 2^24 and is exact in float32.
@@ -51,11 +53,27 @@ CAPTURE_FAILED_ELSEWHERE = "capture failed on another rank"
 # ---- data ----------------------------------------------------------------------------------------
 
 
+def _dtype() -> torch.dtype:
+    import torch
+
+    return torch.float32
+
+
+def __getattr__(name: str):
+    # DTYPE (torch.float32) for the worker-side callers, resolved on first use: importing the
+    # module must not import torch.
+    if name == "DTYPE":
+        return _dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _values(global_index: torch.Tensor, src_rank: torch.Tensor | int) -> torch.Tensor:
-    return ((global_index + RANK_STRIDE * src_rank) % PATTERN_MODULUS + 1).to(DTYPE)
+    return ((global_index + RANK_STRIDE * src_rank) % PATTERN_MODULUS + 1).to(_dtype())
 
 
 def _index(start: int, stop: int, device: torch.device) -> torch.Tensor:
+    import torch
+
     return torch.arange(start, stop, dtype=torch.int64, device=device)
 
 
@@ -66,11 +84,13 @@ def pattern(rank: int, start: int, stop: int, device: torch.device) -> torch.Ten
 
 def pattern_sum(n: int, start: int, stop: int, device: torch.device) -> torch.Tensor:
     """The sum over ranks 0..n-1 of their pattern at elements [start, stop): a correct reduction."""
+    import torch
+
     idx = _index(start, stop, device)
     total = torch.zeros_like(idx)
     for r in range(n):
         total += (idx + RANK_STRIDE * r) % PATTERN_MODULUS + 1
-    return total.to(DTYPE)
+    return total.to(_dtype())
 
 
 def _fill_pattern(t: torch.Tensor, rank: int, offset: int) -> None:
@@ -124,27 +144,38 @@ def _expect_all_to_all(start: int, stop: int, rank: int, n: int, count: int, dev
     return _values(rank * chunk + idx % chunk, idx // chunk)
 
 
-# Launchers read `dist.<op>` when called, so a test can swap an entry's launcher in a worker process.
-# `group`: a process group of some of the job's ranks (measure_group); None, the whole job's.
+# Launchers read `dist.<op>` when called, so a test can swap an entry's launcher (or torch's own
+# function) in a worker process. `group`: a process group of some of the job's ranks (measure_group);
+# None, the whole job's.
 
 def _launch_all_reduce(inp: torch.Tensor, out: torch.Tensor, group=None) -> None:
+    import torch.distributed as dist
+
     dist.all_reduce(out, group=group)
 
 
 def _launch_all_gather(inp: torch.Tensor, out: torch.Tensor, group=None) -> None:
+    import torch.distributed as dist
+
     dist.all_gather_into_tensor(out, inp, group=group)
 
 
 def _launch_reduce_scatter(inp: torch.Tensor, out: torch.Tensor, group=None) -> None:
+    import torch.distributed as dist
+
     dist.reduce_scatter_tensor(out, inp, group=group)
 
 
 def _launch_broadcast(inp: torch.Tensor, out: torch.Tensor, group=None) -> None:
+    import torch.distributed as dist
+
     root = BROADCAST_ROOT if group is None else dist.get_global_rank(group, BROADCAST_ROOT)  # src is a job rank
     dist.broadcast(out, src=root, group=group)
 
 
 def _launch_all_to_all(inp: torch.Tensor, out: torch.Tensor, group=None) -> None:
+    import torch.distributed as dist
+
     dist.all_to_all_single(out, inp, group=group)
 
 
@@ -242,6 +273,8 @@ def _is_cuda(ctx: RankContext) -> bool:
 
 def _count_wrong(c: Collective, out: torch.Tensor, rank: int, n: int, count: int) -> tuple[int, int | None]:
     """Compare every output element with its expected value, on the device, a chunk at a time."""
+    import torch
+
     flat = out.view(-1)
     wrong, first_bad = 0, None
     for start in range(0, flat.numel(), CHUNK_ELEMENTS):
@@ -256,14 +289,18 @@ def _count_wrong(c: Collective, out: torch.Tensor, rank: int, n: int, count: int
 
 
 def _allocate(c: Collective, count: int, n: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    inp = torch.empty(c.input_elements(count, n), dtype=DTYPE, device=device)
-    out = inp if c.in_place else torch.empty(c.output_elements(count, n), dtype=DTYPE, device=device)
+    import torch
+
+    inp = torch.empty(c.input_elements(count, n), dtype=_dtype(), device=device)
+    out = inp if c.in_place else torch.empty(c.output_elements(count, n), dtype=_dtype(), device=device)
     return inp, out
 
 
 def _release(ctx: RankContext) -> None:
     # Give the previous size's buffers back before the next (possibly 1 GiB) allocation.
     if _is_cuda(ctx):
+        import torch
+
         torch.cuda.synchronize(ctx.device)
         torch.cuda.empty_cache()
 
@@ -278,6 +315,8 @@ def _check(ctx: RankContext, c: Collective, inp: torch.Tensor, out: torch.Tensor
         out.fill_(math.nan)
     run()
     if _is_cuda(ctx):
+        import torch
+
         torch.cuda.synchronize(ctx.device)
     return _count_wrong(c, out, rank, n, count)
 
@@ -285,6 +324,9 @@ def _check(ctx: RankContext, c: Collective, inp: torch.Tensor, out: torch.Tensor
 def _all_ranks_agree(ctx: RankContext, ok: bool) -> bool:
     """True when `ok` holds on every rank (a rank that could not capture must not leave the others
     replaying a graph it never joins)."""
+    import torch
+    import torch.distributed as dist
+
     flag = torch.tensor([1 if ok else 0], dtype=torch.int32, device=ctx.device)
     dist.all_reduce(flag, op=dist.ReduceOp.MIN)
     return bool(flag.item())
@@ -293,6 +335,8 @@ def _all_ranks_agree(ctx: RankContext, ok: bool) -> bool:
 def _measure_size(ctx: RankContext, op: str, size: int, warmup_iters: int, iters: int,
                   check: bool, graph: bool = False, graph_replays: int = 1, group=None) -> dict[str, Any]:
     """`ctx` numbers the ranks of `group` (None: the whole job); no graphs on a group."""
+    from wirecheck.measure import collective_timing as timing
+
     c = COLLECTIVES[op]  # looked up per call: a self-test may have swapped the entry in this process
     n = ctx.world_size
     count = buffer_elements(op, size, n)
@@ -352,6 +396,8 @@ def _measure_size(ctx: RankContext, op: str, size: int, warmup_iters: int, iters
 
 
 def _provenance(ctx: RankContext) -> dict[str, Any]:
+    import torch
+
     nccl_version = None
     if ctx.backend == "nccl":
         v = torch.cuda.nccl.version()
@@ -383,6 +429,8 @@ def measure(ctx: RankContext, op: str, sizes: list[int], warmup_iters: int, iter
     get(op)
     if iters < 1:
         raise ValueError(f"{op}: iters must be >= 1, got {iters}")
+    from wirecheck.measure import collective_timing as timing
+
     unavailable = None
     if graph_up_to is not None:
         nccl = _provenance(ctx)["nccl_version"]

@@ -1,7 +1,8 @@
 """What the node is: its GPUs and links from NVML or a recorded `nvidia-smi topo -m`
 (`topology`, `topo_text`, `nvml`, `driver`), which of them this run may use (`visible`:
-CUDA_VISIBLE_DEVICES), the GPU subsets to test (`placement`), its network (`network`) and the
-link error counters read over a run (`health`).
+CUDA_VISIBLE_DEVICES), the GPU subsets to test (`placement`), its network (`network`), the
+link error counters read over a run (`health`), and NVML beside a GPU load (`gpu_sampling`), the
+XID events of a run (`xid_events`) and memory-error counters as plain data (`memory_errors`).
 
 May import: core. Reads NVML and /sys only; never CUDA, never torch.
 """

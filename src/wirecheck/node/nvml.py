@@ -51,6 +51,7 @@ TOPOLOGY_LEVEL_CODES = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 5
 FABRIC_STATE_NOT_SUPPORTED = 0
 FABRIC_STATE_COMPLETED = 3
 _FABRIC_STATE_NAMES = {0: "NOT_SUPPORTED", 1: "NOT_STARTED", 2: "IN_PROGRESS", 3: "COMPLETED"}
+ECC_CORRECTED = 0
 ECC_UNCORRECTED = 1
 ECC_VOLATILE = 0
 NVLINK_COUNTERS = ("replay", "recovery", "crc_flit", "crc_data")  # counter ids 0..3
@@ -151,6 +152,9 @@ class GpuHealth:
     nvlink_counters: tuple[NvLinkCounters, ...]
     pcie_replay_counter: int | Unsupported
     clocks_event_reasons: int | Unsupported
+    # Single-bit (corrected) errors since the driver loaded: judged as growth over the run
+    # (wirecheck.node.memory_errors); a default so readings built by hand need not name it.
+    volatile_corrected_ecc: int | Unsupported = Unsupported("not read")
 
 
 # -- session and error mapping ----------------------------------------------------------
@@ -499,6 +503,7 @@ def _read_gpu_health(nv: Any, i: int, h: Any) -> GpuHealth:
         persistence_mode=_try(nv, i, "nvmlDeviceGetPersistenceMode", h),
         ecc_mode=_pair(_try(nv, i, "nvmlDeviceGetEccMode", h)),
         volatile_uncorrected_ecc=_try(nv, i, "nvmlDeviceGetTotalEccErrors", h, ECC_UNCORRECTED, ECC_VOLATILE),
+        volatile_corrected_ecc=_try(nv, i, "nvmlDeviceGetTotalEccErrors", h, ECC_CORRECTED, ECC_VOLATILE),
         remapped_rows=rows if isinstance(rows, Unsupported) else RemappedRows(*rows),
         fabric_state=_fabric_state(nv, i, h),
         mig_mode=_pair(_try(nv, i, "nvmlDeviceGetMigMode", h)),

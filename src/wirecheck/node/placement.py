@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
+from types import MappingProxyType
+from typing import Callable, Iterable, Mapping
 
 from wirecheck.node.topology import BRIDGED, NVSWITCH, PCIE, Topology
 
@@ -24,70 +26,39 @@ CLASS_PAIR = "pair"  # per-pair link checks, one per NVLink-connected pair
 CLASS_NETWORK = "network"  # GPUs of several nodes (wirecheck.fleet.multinode): traffic crosses the NICs
 
 
+# Extra worker environment of forced_pcie: the same GPUs with NCCL's peer-to-peer transport off,
+# so traffic goes through host memory. Only the wire changes, which is what the wire check compares.
+FORCED_PCIE_ENV = {"NCCL_P2P_DISABLE": "1"}
+
+# What a class's subsets are taken from, in the order placements are listed: each GPU; each
+# NVLink group of a bridged node (group by group, the classes of one group together); the node.
+SCOPE_GPU, SCOPE_GROUP, SCOPE_NODE = "gpu", "group", "node"
+SCOPES = (SCOPE_GPU, SCOPE_GROUP, SCOPE_NODE)
+
+# (topology, GPU indices of one scope unit) -> the GPU subsets of the class found there.
+Subsets = Callable[[Topology, tuple[int, ...]], Iterable[tuple[int, ...]]]
+
 
 @dataclass(frozen=True)
 class PlacementClass:
-    """One placement class, defined once: the tests, thresholds and docs look it up here."""
+    """One placement class, defined once: enumeration, ids, tests, thresholds and docs look it up
+    here. A new class is one row of CLASS_TABLE (its floor sections in thresholds.yaml are data:
+    the loader names any that are missing)."""
 
     name: str
     description: str
     collectives: bool  # the collective sweep and its checks run on it
     training: bool  # the training strategies run on it
+    scope: str = SCOPE_NODE
+    # None: never enumerated from one node's topology (network: wirecheck.fleet.multinode)
+    subsets: Subsets | None = None
+    nvlink: bool = False  # NCCL may use NVLink between every pair of the subset
+    env: Mapping[str, str] = field(default_factory=dict)  # extra worker environment
+    counted_id: bool = True  # ids read CLASS-NgpuGPU-INDICES; False: CLASS-INDICES (pair-0.1)
 
-
-CLASS_TABLE = (
-    PlacementClass(CLASS_NVSWITCH, "NVSwitch node: any subset is equivalent, one per size", True, True),
-    PlacementClass(CLASS_NVL_PAIR, "two GPUs inside one bridged NVLink group", True, True),
-    PlacementClass(CLASS_NVL_QUAD, "a whole 4-GPU bridged group", True, True),
-    PlacementClass(CLASS_NVL_GROUP, "a bridged group of another size", True, True),
-    PlacementClass(CLASS_CROSS_QUAD, "GPUs spread over bridged groups: traffic crosses PCIe", True, True),
-    PlacementClass(CLASS_PCIE, "no NVLink at all", True, True),
-    PlacementClass(CLASS_FORCED_PCIE, "NVLink GPUs with NCCL's peer-to-peer path off: only the wire changes", True, True),
-    PlacementClass(CLASS_SINGLE, "one GPU", False, False),
-    PlacementClass(CLASS_PAIR, "every NVLink-connected pair, for per-link checks", False, False),
-    # Never enumerated from one node's topology: wirecheck.fleet.multinode runs it across nodes through
-    # torchrun, and its verdicts use the same busbw/correctness checks under this class name.
-    PlacementClass(CLASS_NETWORK, "GPUs of several nodes: traffic crosses the nodes' NICs", False, False),
-)
-CLASSES = tuple(c.name for c in CLASS_TABLE)
-COLLECTIVE_CLASSES = tuple(c.name for c in CLASS_TABLE if c.collectives)
-TRAINING_CLASSES = tuple(c.name for c in CLASS_TABLE if c.training)
-
-# The same GPUs with NCCL's peer-to-peer transport off: traffic goes through host memory.
-# Only the wire changes, which is what the wire check compares.
-FORCED_PCIE_ENV = {"NCCL_P2P_DISABLE": "1"}
-
-
-@dataclass(frozen=True)
-class Placement:
-    """A GPU subset to run on. Cheap to build: nothing is spawned until a test asks."""
-
-    klass: str
-    gpus: tuple[int, ...]
-    env: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
-
-    @property
-    def n_gpus(self) -> int:
-        return len(self.gpus)
-
-    @property
-    def id(self) -> str:
-        indices = ".".join(str(g) for g in self.gpus)
-        if self.klass == CLASS_PAIR:
-            return f"pair-{indices}"
-        return f"{self.klass}-{self.n_gpus}gpu-{indices}"
-
-    @property
-    def nvlink(self) -> bool:
-        """True when NCCL may use NVLink between these GPUs."""
-        return self.klass in NVLINK_CLASSES
-
-    @property
-    def cuda_visible_devices(self) -> str:
-        return ",".join(str(g) for g in self.gpus)
-
-    def __str__(self) -> str:
-        return self.id
+    def __post_init__(self):
+        if self.scope not in SCOPES:
+            raise ValueError(f"placement class {self.name}: scope {self.scope!r}; expected one of {SCOPES}")
 
 
 def _sizes(total: int) -> list[int]:
@@ -112,46 +83,145 @@ def _spread(groups: tuple[tuple[int, ...], ...], size: int) -> tuple[int, ...] |
     return tuple(sorted(picked)) if len(picked) == size else None
 
 
-def enumerate_placements(topo: Topology) -> list[Placement]:
-    """Every placement worth testing on this topology, in a stable order."""
-    # By GPU index, whatever order the source listed the GPUs in: ids must not depend on it.
-    gpus = tuple(sorted(topo.indices))
-    pos = {g.index: p for p, g in enumerate(topo.gpus)}
-    out: list[Placement] = [Placement(CLASS_SINGLE, (g,)) for g in gpus]
-    fabric = topo.fabric
-    groups = tuple(sorted(tuple(sorted(group)) for group in topo.index_groups))
+def _positions(topo: Topology) -> dict[int, int]:
+    return {g.index: p for p, g in enumerate(topo.gpus)}
 
-    if fabric == NVSWITCH:
-        # Placement does not matter on a switch: one subset per size is enough.
-        out += [Placement(CLASS_NVSWITCH, gpus[:k]) for k in _sizes(len(gpus))]
-    elif fabric == BRIDGED:
-        for group in groups:
-            if len(group) < 2:
-                continue
-            out += [Placement(CLASS_NVL_PAIR, pair) for pair in combinations(group, 2)]
-            if len(group) == 4:
-                out.append(Placement(CLASS_NVL_QUAD, group))
-            elif len(group) > 2:
-                out.append(Placement(CLASS_NVL_GROUP, group))
-        multi = [g for g in groups if len(g) >= 1]
-        if len(multi) >= 2:
-            for k in _sizes(len(gpus)):
-                subset = _spread(tuple(multi), k)
-                if subset and len({topo.group_of(pos[g]) for g in subset}) >= 2:
-                    out.append(Placement(CLASS_CROSS_QUAD, subset))
-    elif fabric == PCIE:
-        out += [Placement(CLASS_PCIE, gpus[:k]) for k in _sizes(len(gpus))]
 
-    # The wire check: the first NVLink pair again with NCCL's P2P path off.
-    nv_pairs = [(a, b) for a, b in combinations(gpus, 2) if topo.nv(pos[a], pos[b]) > 0]
-    if nv_pairs:
-        out.append(Placement(CLASS_FORCED_PCIE, nv_pairs[0], dict(FORCED_PCIE_ENV)))
-    out += [Placement(CLASS_PAIR, pair) for pair in nv_pairs]
+def _bridged_groups(topo: Topology) -> tuple[tuple[int, ...], ...]:
+    """The NVLink groups of a bridged node as sorted GPU indices, in order; none on other fabrics."""
+    if topo.fabric != BRIDGED:
+        return ()
+    return tuple(sorted(tuple(sorted(group)) for group in topo.index_groups))
+
+
+def _nvlink_pairs(topo: Topology, gpus: tuple[int, ...]) -> list[tuple[int, int]]:
+    pos = _positions(topo)
+    return [(a, b) for a, b in combinations(gpus, 2) if topo.nv(pos[a], pos[b]) > 0]
+
+
+def _the_gpu(topo: Topology, gpu: tuple[int, ...]) -> list[tuple[int, ...]]:
+    return [gpu]
+
+
+def _pairs_in_group(topo: Topology, group: tuple[int, ...]) -> Iterable[tuple[int, ...]]:
+    return combinations(group, 2)
+
+
+def _group_of_four(topo: Topology, group: tuple[int, ...]) -> list[tuple[int, ...]]:
+    return [group] if len(group) == 4 else []
+
+
+def _group_of_other_size(topo: Topology, group: tuple[int, ...]) -> list[tuple[int, ...]]:
+    return [group] if len(group) > 2 and len(group) != 4 else []
+
+
+def _one_per_size_on(fabric: str) -> Subsets:
+    # Placement does not matter on a switch (or with no NVLink): one subset per size is enough.
+    def subsets(topo: Topology, gpus: tuple[int, ...]) -> list[tuple[int, ...]]:
+        return [gpus[:k] for k in _sizes(len(gpus))] if topo.fabric == fabric else []
+
+    return subsets
+
+
+def _across_groups(topo: Topology, gpus: tuple[int, ...]) -> list[tuple[int, ...]]:
+    groups = _bridged_groups(topo)
+    if len(groups) < 2:
+        return []
+    pos = _positions(topo)
+    out = []
+    for k in _sizes(len(gpus)):
+        subset = _spread(groups, k)
+        if subset and len({topo.group_of(pos[g]) for g in subset}) >= 2:
+            out.append(subset)
     return out
 
 
+def _first_nvlink_pair(topo: Topology, gpus: tuple[int, ...]) -> list[tuple[int, int]]:
+    return _nvlink_pairs(topo, gpus)[:1]
+
+
+# Placement classes, in the order the threshold tables and the docs list them. The threshold
+# tables are keyed by these names; placements are listed scope by scope (SCOPES), table order within.
+CLASS_TABLE = (
+    PlacementClass(CLASS_NVSWITCH, "NVSwitch node: any subset is equivalent, one per size", True, True,
+                   subsets=_one_per_size_on(NVSWITCH), nvlink=True),
+    PlacementClass(CLASS_NVL_PAIR, "two GPUs inside one bridged NVLink group", True, True,
+                   scope=SCOPE_GROUP, subsets=_pairs_in_group, nvlink=True),
+    PlacementClass(CLASS_NVL_QUAD, "a whole 4-GPU bridged group", True, True,
+                   scope=SCOPE_GROUP, subsets=_group_of_four, nvlink=True),
+    PlacementClass(CLASS_NVL_GROUP, "a bridged group of another size", True, True,
+                   scope=SCOPE_GROUP, subsets=_group_of_other_size, nvlink=True),
+    PlacementClass(CLASS_CROSS_QUAD, "GPUs spread over bridged groups: traffic crosses PCIe", True, True,
+                   subsets=_across_groups),
+    PlacementClass(CLASS_PCIE, "no NVLink at all", True, True, subsets=_one_per_size_on(PCIE)),
+    # The wire check: the first NVLink pair again with NCCL's P2P path off.
+    PlacementClass(CLASS_FORCED_PCIE, "NVLink GPUs with NCCL's peer-to-peer path off: only the wire changes", True, True,
+                   subsets=_first_nvlink_pair, env=FORCED_PCIE_ENV),
+    PlacementClass(CLASS_SINGLE, "one GPU", False, False, scope=SCOPE_GPU, subsets=_the_gpu),
+    PlacementClass(CLASS_PAIR, "every NVLink-connected pair, for per-link checks", False, False,
+                   subsets=_nvlink_pairs, nvlink=True, counted_id=False),
+    # Never enumerated from one node's topology: wirecheck.fleet.multinode runs it across nodes through
+    # torchrun, and its verdicts use the same busbw/correctness checks under this class name.
+    PlacementClass(CLASS_NETWORK, "GPUs of several nodes: traffic crosses the nodes' NICs", False, False),
+)
+CLASS_BY_NAME: Mapping[str, PlacementClass] = MappingProxyType({c.name: c for c in CLASS_TABLE})
+CLASSES = tuple(CLASS_BY_NAME)
+NODE_CLASSES = tuple(c.name for c in CLASS_TABLE if c.subsets is not None)  # what a test on one node can ask for
+COLLECTIVE_CLASSES = tuple(c.name for c in CLASS_TABLE if c.collectives)
+TRAINING_CLASSES = tuple(c.name for c in CLASS_TABLE if c.training)
 # Classes where NCCL may use NVLink between every pair of the subset.
-NVLINK_CLASSES = (CLASS_NVSWITCH, CLASS_NVL_PAIR, CLASS_NVL_QUAD, CLASS_NVL_GROUP, CLASS_PAIR)
+NVLINK_CLASSES = tuple(c.name for c in CLASS_TABLE if c.nvlink)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A GPU subset to run on. Cheap to build: nothing is spawned until a test asks."""
+
+    klass: str
+    gpus: tuple[int, ...]
+    env: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+    def __post_init__(self):
+        if self.klass not in CLASS_BY_NAME:
+            raise ValueError(f"placement {self.gpus}: unknown placement class {self.klass!r}; known: {', '.join(CLASSES)}")
+
+    @property
+    def n_gpus(self) -> int:
+        return len(self.gpus)
+
+    @property
+    def id(self) -> str:
+        indices = ".".join(str(g) for g in self.gpus)
+        if not CLASS_BY_NAME[self.klass].counted_id:
+            return f"{self.klass}-{indices}"
+        return f"{self.klass}-{self.n_gpus}gpu-{indices}"
+
+    @property
+    def nvlink(self) -> bool:
+        """True when NCCL may use NVLink between these GPUs."""
+        return CLASS_BY_NAME[self.klass].nvlink
+
+    @property
+    def cuda_visible_devices(self) -> str:
+        return ",".join(str(g) for g in self.gpus)
+
+    def __str__(self) -> str:
+        return self.id
+
+
+def enumerate_placements(topo: Topology) -> list[Placement]:
+    """Every placement worth testing on this topology, in a stable order: each class's subsets,
+    scope by scope (each GPU, each bridged group, the node), in table order within a scope."""
+    # By GPU index, whatever order the source listed the GPUs in: ids must not depend on it.
+    gpus = tuple(sorted(topo.indices))
+    units = {SCOPE_GPU: [(g,) for g in gpus], SCOPE_GROUP: _bridged_groups(topo), SCOPE_NODE: [gpus]}
+    out: list[Placement] = []
+    for scope in SCOPES:
+        for unit in units[scope]:
+            for c in CLASS_TABLE:
+                if c.scope == scope and c.subsets is not None:
+                    out += [Placement(c.name, tuple(subset), dict(c.env)) for subset in c.subsets(topo, unit)]
+    return out
 
 
 def nvlink_twin(placements: list[Placement], placement: Placement) -> Placement | None:

@@ -22,9 +22,9 @@ from wirecheck.workers.deadlines import DeadlineRule
 from wirecheck.node.placement import CLASSES, CLASS_NETWORK
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
 from wirecheck.measure.collectives import OPS
-from wirecheck.training.strategies import NAMES as STRATEGIES  # noqa: F401 - re-exported; the one strategies table
 from wirecheck.core.quantity import format_bw
 from wirecheck.thresholds.copy_limits import CopyBandwidth, parse_copy_bandwidth
+from wirecheck.thresholds.gpu_health import GpuHealthLimits, parse_gpu_health
 from wirecheck.thresholds.tables import COLLECTIVE_FLOOR_CLASSES, CountTable, Limit, _ratio_section
 from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table
 from wirecheck.thresholds.training import TrainingLimits, TrainingSettings, parse_training
@@ -212,6 +212,7 @@ class Thresholds:
     copy_bandwidth: CopyBandwidth  # host<->device and peer copies without NCCL (thresholds_copy)
     network: NetworkLimits
     _fleet: Mapping[bool, FleetLimits]  # keyed by `simulated`
+    gpu_health: GpuHealthLimits  # each GPU under load (thresholds.gpu_health)
 
     @property
     def profile_names(self) -> tuple[str, ...]:
@@ -688,6 +689,7 @@ def load_thresholds(path: str | Path) -> Thresholds:
             "copy_bandwidth": '{settings: {...}, floors: {nvswitch: {h2d: {min: "48 GB/s", source: ...}}}, derived_floor: {...}}',
             "network": '{derived_floor: {efficiency: "80 %", source: ...}, gpu_nic_path: {max: PXB, source: ...}}',
             "fleet": "{min_nodes: 3, hardware: {...}, simulated: {...}}",
+            "gpu_health": "{hardware: {...}, simulated: {...}, floors: {...}, ...}",
         },
     )
     profiles = _profiles(f["profiles"])
@@ -714,4 +716,5 @@ def load_thresholds(path: str | Path) -> Thresholds:
         copy_bandwidth=parse_copy_bandwidth(f["copy_bandwidth"]),
         network=_network(f["network"]),
         _fleet=_fleet(f["fleet"]),
+        gpu_health=parse_gpu_health(f["gpu_health"]),
     )

@@ -14,16 +14,16 @@ from dataclasses import asdict, dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from wirecheck.node.placement import CLASSES, CLASS_NETWORK, CLASS_PAIR
+from wirecheck.node.placement import CLASSES, TRAINING_CLASSES
 from wirecheck.core.precision import NAMES as PRECISIONS
 from wirecheck.core.precision import why_unsupported
-from wirecheck.thresholds.tables import ANY, COLLECTIVE_FLOOR_CLASSES, CountTable, Limit, _ratio_section
+from wirecheck.thresholds.tables import ANY, CountTable, Limit, _ratio_section
 from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
-from wirecheck.training.strategies import NAMES as STRATEGIES
+from wirecheck.training import strategies
 
-# Training runs on placements, not on per-pair link checks, and not across nodes (yet).
-THROUGHPUT_FLOOR_CLASSES = tuple(c for c in COLLECTIVE_FLOOR_CLASSES if c not in (CLASS_PAIR, CLASS_NETWORK))
+# The classes training runs on (the placement table's `training`): each needs a throughput-floor section.
+THROUGHPUT_FLOOR_CLASSES = TRAINING_CLASSES
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ class SlowWire:
     yaml_path: str
 
     def min_slowdown(self, strategy: str) -> float:
-        _check_name(strategy, STRATEGIES, "strategy")
+        _check_name(strategy, strategies.NAMES, "strategy")
         return self.min_slowdown_by_strategy[strategy]
 
 
@@ -151,7 +151,7 @@ class TrainingLimits:
     def peak_memory(self, placement_class: str, strategy: str) -> Limit | None:
         """Max peak allocated bytes per GPU; None in simulation (no CUDA memory to read)."""
         _check_name(placement_class, CLASSES, "placement class")
-        _check_name(strategy, STRATEGIES, "strategy")
+        _check_name(strategy, strategies.NAMES, "strategy")
         if self.simulated:
             return None
         return self._peak_memory.get((placement_class, strategy)) or self._peak_memory.get((ANY, strategy))
@@ -159,7 +159,7 @@ class TrainingLimits:
     def throughput_floor(self, placement_class: str, strategy: str, n_gpus: int) -> Limit | None:
         """Min tokens/s over all ranks: exact GPU count, then `any`."""
         _check_name(placement_class, CLASSES, "placement class")
-        _check_name(strategy, STRATEGIES, "strategy")
+        _check_name(strategy, strategies.NAMES, "strategy")
         if self.simulated:
             return _by_count(self._simulated_throughput.get(strategy), n_gpus)
         return _by_count(self._throughput.get((placement_class, strategy)), n_gpus)
@@ -285,7 +285,7 @@ def _peak_memory(at: _At) -> dict[tuple[str, str], Limit]:
     classes = at.keyed(CLASSES + (ANY,), "placement class", "peak_memory is keyed by placement class or `any`")
     table = {}
     for klass, class_at in classes.items():
-        for strategy, entry_at in class_at.keyed(STRATEGIES, "strategy", "strategies are").items():
+        for strategy, entry_at in class_at.keyed(strategies.NAMES, "strategy", "strategies are").items():
             table[(klass, strategy)] = _bounds_entry(entry_at, "size", ("max",), required=("max",))
     return MappingProxyType(table)
 
@@ -301,7 +301,7 @@ def _throughput_floors(at: _At) -> dict[tuple[str, str], CountTable]:
             raise at.error(f"missing placement class {klass!r}", f"add a {klass}: section (or {klass}: {{}} to leave it unjudged)")
     table = {}
     for klass, class_at in classes.items():
-        for strategy, strategy_at in class_at.keyed(STRATEGIES, "strategy", "strategies are").items():
+        for strategy, strategy_at in class_at.keyed(strategies.NAMES, "strategy", "strategies are").items():
             table[(klass, strategy)] = _count_table(strategy_at, "throughput floor", _throughput_entry)
     return MappingProxyType(table)
 
@@ -338,10 +338,10 @@ def parse_training(at: _At) -> dict[str, Any]:
         required={"min_slowdown": '{ddp: "1.7 x", zero1: "1.1 x", ...}', "max_spread_ratio": '"1.0 x"', "source": SOURCE_HINT},
     )
     per_strategy = sw["min_slowdown"].fields(
-        "minimum slowdown per strategy", required={s: '"1.1 x"' for s in STRATEGIES}
+        "minimum slowdown per strategy", required={s: '"1.1 x"' for s in strategies.NAMES}
     )
     slow_wire = SlowWire(
-        MappingProxyType({s: per_strategy[s].quantity("ratio") for s in STRATEGIES}),
+        MappingProxyType({s: per_strategy[s].quantity("ratio") for s in strategies.NAMES}),
         sw["max_spread_ratio"].quantity("ratio"),
         sw["source"].source(),
         f["slow_wire"].cite,
@@ -360,7 +360,7 @@ def parse_training(at: _At) -> dict[str, Any]:
     agreement = _agreement(f["agreement"])
     peak = _peak_memory(f["peak_memory"])
     throughput = _throughput_floors(f["throughput_floors"])
-    sim_strategies = f["simulated_throughput_floors"].keyed(STRATEGIES, "strategy", "strategies are")
+    sim_strategies = f["simulated_throughput_floors"].keyed(strategies.NAMES, "strategy", "strategies are")
     sim_throughput = MappingProxyType(
         {s: _count_table(s_at, "throughput floor", _throughput_entry) for s, s_at in sim_strategies.items()}
     )

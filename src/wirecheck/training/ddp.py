@@ -18,9 +18,9 @@ MiB = 2**20
 
 
 class DDPTrainer(TorchTrainer):
-    strategy = "ddp"
-
-    def __init__(self, ctx, model: torch.nn.Module, lr: float, precision: str, micro_batch: int, settings: dict):
+    def __init__(self, ctx, strategy, model: torch.nn.Module, lr: float, precision: str, micro_batch: int,
+                 settings: dict):
+        self.strategy = strategy.name
         device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
         ddp = DistributedDataParallel(model, device_ids=device_ids, bucket_cap_mb=settings["bucket_cap_mb"],
                                       gradient_as_bucket_view=settings["gradient_as_bucket_view"])
@@ -42,7 +42,7 @@ class DDPTrainer(TorchTrainer):
     def _check(self, ctx) -> None:
         # a silent fallback to single-process training must not pass as DDP
         if not isinstance(self.model, DistributedDataParallel):
-            raise RuntimeError(f"ddp: model is {type(self.model).__name__}, not DistributedDataParallel")
+            raise RuntimeError(f"{self.strategy}: model is {type(self.model).__name__}, not DistributedDataParallel")
         group_size = dist.get_world_size(self.model.process_group)
         if group_size != ctx.world_size:
-            raise RuntimeError(f"ddp: process group has {group_size} ranks, expected {ctx.world_size}")
+            raise RuntimeError(f"{self.strategy}: process group has {group_size} ranks, expected {ctx.world_size}")

@@ -37,8 +37,18 @@ import torch
 
 from wirecheck.training.baseline import optimizer_flags, optimizer_implementation
 from wirecheck.training.state_bytes import deepspeed_zero3_state, deepspeed_zero12_state
+from wirecheck.training.strategies import GRADS, OPTIMIZER, PARAMS, STATE_PARTS
 
-STAGES = {"zero1": 1, "zero2": 2, "zero3": 3}
+# ZeRO's stages by what they partition (DeepSpeed's docs): the strategy row's `shards` picks the stage.
+STAGES = {(OPTIMIZER,): 1, (GRADS, OPTIMIZER): 2, (PARAMS, GRADS, OPTIMIZER): 3}
+
+
+def zero_stage(strategy) -> int:
+    shards = tuple(part for part in STATE_PARTS if part in strategy.shards)
+    if shards not in STAGES:
+        raise ValueError(f"{strategy.name}: shards {shards}: no ZeRO stage partitions exactly that; "
+                         f"stages: {', '.join(f'{stage} {parts}' for parts, stage in STAGES.items())}")
+    return STAGES[shards]
 
 
 # zero_optimization keys that go into the config as they are (the table uses DeepSpeed's names)
@@ -81,13 +91,15 @@ def _without_transformers_weakref() -> None:
 
 
 class DeepSpeedTrainer:
-    def __init__(self, ctx, model: torch.nn.Module, lr: float, precision: str, micro_batch: int,
-                 strategy: str, settings: dict):
+    joins_process_group = True  # Accelerate and DeepSpeed join it themselves
+
+    def __init__(self, ctx, strategy, model: torch.nn.Module, lr: float, precision: str, micro_batch: int,
+                 settings: dict):
         from accelerate import Accelerator
         from accelerate.utils import DeepSpeedPlugin
 
-        self.strategy = strategy
-        self.stage = STAGES[strategy]
+        self.strategy = strategy.name
+        self.stage = zero_stage(strategy)
         if ctx.device.type == "cpu" and torch.cuda.is_available():
             # Accelerate and DeepSpeed pick their device from what CUDA shows, not from us
             raise RuntimeError(f"{strategy}: a CPU run on a host with visible GPUs would train on "
@@ -105,6 +117,13 @@ class DeepSpeedTrainer:
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
         self.wrapper = type(self.model).__name__
         self._check(ctx, precision)
+
+    @staticmethod
+    def library_versions() -> dict:
+        import accelerate
+        import deepspeed
+
+        return {"deepspeed_version": deepspeed.__version__, "accelerate_version": accelerate.__version__}
 
     def _check(self, ctx, precision: str) -> None:
         from accelerate.utils import DistributedType

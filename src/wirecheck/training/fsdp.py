@@ -28,9 +28,9 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
 class FSDPTrainer(TorchTrainer):
-    strategy = "fsdp"
-
-    def __init__(self, ctx, model: torch.nn.Module, lr: float, precision: str, micro_batch: int, settings: dict):
+    def __init__(self, ctx, strategy, model: torch.nn.Module, lr: float, precision: str, micro_batch: int,
+                 settings: dict):
+        self.strategy = strategy.name
         mesh = init_device_mesh(ctx.device.type, (ctx.world_size,))
         if precision == "bf16":
             mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=DTYPES[settings["reduce_dtype"]])
@@ -79,10 +79,10 @@ class FSDPTrainer(TorchTrainer):
         # every parameter must be a DTensor sharded over all ranks, or this is not FSDP
         for name, p in self.model.named_parameters():
             if not isinstance(p, DTensor):
-                raise RuntimeError(f"fsdp: parameter {name} is {type(p).__name__}, not a sharded DTensor")
+                raise RuntimeError(f"{self.strategy}: parameter {name} is {type(p).__name__}, not a sharded DTensor")
             if p.device_mesh.size() != ctx.world_size or tuple(p.placements) != (Shard(0),):
                 raise RuntimeError(
-                    f"fsdp: parameter {name} placed {p.placements} over a mesh of "
+                    f"{self.strategy}: parameter {name} placed {p.placements} over a mesh of "
                     f"{p.device_mesh.size()}, expected Shard(0) over {ctx.world_size}"
                 )
 

@@ -1,5 +1,9 @@
 """Predicted model-state bytes per GPU (params, grads, optimizer state) for each strategy.
 
+Both accountings read each strategy's row of the strategies table: what it shards (`shards`:
+that part is divided by the GPU count) and, for the implementation accounting, what its
+implementation holds per parameter before sharding (`holds`). A new strategy needs no line here.
+
 Two accountings:
 
 ARTICLE: the textbook mixed-precision Adam figure the project was founded on, 2 B params +
@@ -39,14 +43,16 @@ import math
 from numbers import Real
 from typing import NamedTuple
 
-from wirecheck.training.strategies import NAMES as STRATEGIES  # the one strategies table
 from wirecheck.core.precision import DEFAULT as DEFAULT_PRECISION
 from wirecheck.core.precision import precision as _precision
+from wirecheck.training.strategies import FP32, GRADS, NAMES, OPTIMIZER, PARAMS, STATE_PARTS, Strategy, strategy as _strategy
 
 ARTICLE = "article"
 IMPLEMENTATION = "implementation"
 ACCOUNTINGS = (ARTICLE, IMPLEMENTATION)
 GB = 1e9  # the article's GB: decimal
+ARTICLE_ADAM_BYTES = 8  # Adam m and v in fp32; the article leaves out the fp32 master copy
+FP32_BYTES = 4
 
 
 class StateBytes(NamedTuple):
@@ -56,14 +62,14 @@ class StateBytes(NamedTuple):
     total: int
 
 
-def _check(strategy: str, n_gpus: int, accounting: str, precision: str) -> None:
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy {strategy!r}: expected one of {STRATEGIES}")
+def _check(strategy: str, n_gpus: int, accounting: str, precision: str) -> Strategy:
+    row = _strategy(strategy)
     if accounting not in ACCOUNTINGS:
         raise ValueError(f"accounting {accounting!r}: expected one of {ACCOUNTINGS}")
     _precision(precision)
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, int) or n_gpus < 1:
         raise ValueError(f"n_gpus must be a positive integer, got {n_gpus!r}")
+    return row
 
 
 def _check_params(n_params: object) -> None:
@@ -84,25 +90,21 @@ def bytes_per_param(
     """(params, grads, optimizer) bytes per model parameter held by one GPU of n_gpus.
 
     ARTICLE: params and grads in the precision's bytes (bf16 2, fp32 4) and Adam m, v 8.
+    IMPLEMENTATION: what the strategy's row says its implementation holds (`holds`).
+    Either way a part the strategy shards is divided by n_gpus.
     """
-    _check(strategy, n_gpus, accounting, precision)
-    n = n_gpus
+    row = _check(strategy, n_gpus, accounting, precision)
     low = _precision(precision).model_bytes  # the article's params/grads; DeepSpeed's model dtype
     if accounting == ARTICLE:
-        return {
-            "ddp": (low, low, 8),
-            "zero1": (low, low, 8 / n),
-            "zero2": (low, low / n, 8 / n),
-            "zero3": (low / n, low / n, 8 / n),
-            "fsdp": (low / n, low / n, 8 / n),
-        }[strategy]
-    return {
-        "ddp": (4, 4, 8),  # fp32 params under autocast
-        "zero1": (low, low, 12 / n),  # fp32 master 4 + Adam 8, partitioned
-        "zero2": (low, low / n, 12 / n),
-        "zero3": (low / n, low / n, 12 / n),
-        "fsdp": (4 / n, 4 / n, 8 / n),  # fp32 shards; bf16 only while gathered
-    }[strategy]
+        whole = {PARAMS: low, GRADS: low, OPTIMIZER: ARTICLE_ADAM_BYTES}
+    else:
+        def dtype_bytes(dtype: str) -> int:
+            return FP32_BYTES if dtype == FP32 else low
+
+        whole = {PARAMS: dtype_bytes(row.holds.params), GRADS: dtype_bytes(row.holds.grads),
+                 OPTIMIZER: row.holds.optimizer_bytes}
+    p, g, o = (whole[part] / n_gpus if part in row.shards else whole[part] for part in STATE_PARTS)
+    return p, g, o
 
 
 def predict(
@@ -122,7 +124,7 @@ def format_memory_table(
     n_params: int, n_gpus: int, accounting: str = IMPLEMENTATION, precision: str = DEFAULT_PRECISION
 ) -> str:
     """Per-strategy GB per GPU (params, grads, optimizer, total), for `wirecheck memory`."""
-    rows = [(s, predict(s, n_params, n_gpus, accounting, precision)) for s in STRATEGIES]
+    rows = [(s, predict(s, n_params, n_gpus, accounting, precision)) for s in NAMES]
     if accounting == ARTICLE:
         low = _precision(precision).model_bytes
         kind = "mixed-precision" if low < 4 else "full-precision"

@@ -8,8 +8,9 @@ process-global state, so a strategy never shares processes with another):
 
 (training/strategy_run.py: the name, and run_strategy_on, the parent's side.)
 
-The run: build the model (same seed on every rank), wrap it with the strategy's settings from
-the strategies table and read every setting back (training/strategies.py), warm up, time steps
+The run: build the model (same seed on every rank), wrap it with the trainer the strategy's row
+of the strategies table names (training/trainer.py), with the row's settings, and read every
+setting back (training/strategies.py), warm up, time steps
 until the median settles (training/timing.py), optionally profile a few steps, measure the
 model state, tear the strategy down, then time the same micro-batches on the unwrapped model
 alone (training/baseline.py) for the exposed-communication figure.
@@ -44,7 +45,8 @@ What the record holds and how it is measured:
 - local_step_time_median_s, exposed_comm_s (= step median - local median; None with
   local_skipped when the unwrapped model does not fit), exposed_comm_fraction (of the step).
 - phase_s: wall seconds of setup (of which build: the model on the device, wrap: the
-  strategy's construction), warm-up, timed steps, profile, state pass, local baseline.
+  strategy's construction, its trainer module's import included), warm-up, timed steps, profile,
+  state pass, local baseline.
 - setup_profile (setup_profile > 0): the wrapping's slowest functions by cumulative time.
 - profile (profile_steps > 0): the device timeline of a few steps (training/profile.py).
 """
@@ -69,29 +71,17 @@ from wirecheck.training.manual_gc import ManualGC
 from wirecheck.training.setup_profile import SetupProfile
 from wirecheck.training.model import GPT
 from wirecheck.training.shape import GPTShape, param_count
-from wirecheck.training.strategies import NAMES, check_in_force, resolve_settings
+from wirecheck.training.strategies import check_in_force, resolve_settings
+from wirecheck.training.strategies import strategy as strategy_row
 from wirecheck.training.timing import StepClock, StopRule, time_steps
+from wirecheck.training.trainer import trainer_class
 
-STRATEGIES = NAMES
 CHECK_EVERY = 4  # steps between looks at the stop rule (each look synchronises the device)
 
 
-def _trainer(strategy: str, ctx, model, lr: float, precision: str, micro_batch: int, settings: dict):
-    if strategy == "ddp":
-        from wirecheck.training.ddp import DDPTrainer
-
-        return DDPTrainer(ctx, model, lr, precision, micro_batch, settings)
-    if strategy == "fsdp":
-        from wirecheck.training.fsdp import FSDPTrainer
-
-        return FSDPTrainer(ctx, model, lr, precision, micro_batch, settings)
-    from wirecheck.training.deepspeed_zero import DeepSpeedTrainer
-
-    return DeepSpeedTrainer(ctx, model, lr, precision, micro_batch, strategy, settings)
-
-
 def _ensure_process_group(ctx) -> None:
-    """torch-native strategies join the group themselves when the launcher did not."""
+    """A trainer whose library does not join the group (torch's own) gets it joined here when the
+    launcher did not."""
     if dist.is_initialized():
         return
     kwargs = {"backend": ctx.backend, "rank": ctx.rank, "world_size": ctx.world_size}
@@ -138,8 +128,7 @@ def _slowest_rank(device: torch.device):
 
 
 def _validate(strategy, precision, warmup_steps, steps, micro_batch, max_steps):
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy {strategy!r}: expected one of {STRATEGIES}")
+    strategy_row(strategy)  # a name the table does not have: ValueError naming the known ones
     check_precision(precision)
     if steps < 1 or warmup_steps < 0 or micro_batch < 1:
         raise ValueError(f"need steps >= 1, warmup_steps >= 0, micro_batch >= 1 "
@@ -148,8 +137,8 @@ def _validate(strategy, precision, warmup_steps, steps, micro_batch, max_steps):
         raise ValueError(f"max_steps ({max_steps}) must be >= steps ({steps})")
 
 
-def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, lr, grad_hook, settings,
-           local_baseline, profile_steps, gc_freq, setup_profile):
+def _train(ctx, strategy, trainer_cls, import_s, s, micro_batch, warmup_steps, rule, seed, precision, lr, grad_hook,
+           settings, local_baseline, profile_steps, gc_freq, setup_profile):
     device = ctx.device
     phases = {}
     t0 = time.perf_counter()
@@ -166,9 +155,9 @@ def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, l
     manual_gc = ManualGC(gc_freq)
     t_wrap = time.perf_counter()
     with SetupProfile(setup_profile) as wrap_profile:
-        trainer = _trainer(strategy, ctx, model, lr, precision, micro_batch, settings)
+        trainer = trainer_cls(ctx, strategy_row(strategy), model, lr, precision, micro_batch, settings)
         _sync(device)
-    phases["wrap"] = time.perf_counter() - t_wrap
+    phases["wrap"] = time.perf_counter() - t_wrap + import_s
     del model  # the trainer holds the (wrapped) model
     try:
         in_force = trainer.in_force()
@@ -192,7 +181,7 @@ def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, l
             losses.append(loss.detach().float().reshape(1))  # no host sync inside the loop
 
         _sync(device)
-        phases["setup"] = time.perf_counter() - t0
+        phases["setup"] = time.perf_counter() - t0 + import_s
         t0 = time.perf_counter()
         manual_gc.start()
         for i in range(warmup_steps):
@@ -272,12 +261,7 @@ def _train(ctx, strategy, s, micro_batch, warmup_steps, rule, seed, precision, l
         record["profile"] = profile
     if setup_profile:
         record["setup_profile"] = wrap_profile.top
-    if strategy.startswith("zero"):
-        import accelerate
-        import deepspeed
-
-        record["deepspeed_version"] = deepspeed.__version__
-        record["accelerate_version"] = accelerate.__version__
+    record.update(trainer_cls.library_versions())
 
     record["exposed_comm_s"] = record["exposed_comm_fraction"] = None
     if local_baseline:
@@ -334,13 +318,18 @@ def run_strategy(
     rule = StopRule(steps, max_steps, ci_confidence, ci_max_halfwidth)
     if ctx.device.type == "cuda":
         torch.cuda.set_device(ctx.device)  # before NCCL or FSDP's device mesh pick a device
+    # The trainer's class says whether its library joins the process group, so it is imported before
+    # the group is joined; its import time still counts as part of wrapping (set-up), as it always did.
+    t_import = time.perf_counter()
+    trainer_cls = trainer_class(strategy_row(strategy))
+    import_s = time.perf_counter() - t_import
     owns_group = not dist.is_initialized()
-    if strategy in ("ddp", "fsdp"):
+    if not trainer_cls.joins_process_group:
         _ensure_process_group(ctx)
     finished = False
     try:
-        record = _train(ctx, strategy, GPTShape.of(shape), micro_batch, warmup_steps, rule, seed, precision, lr,
-                        grad_hook, asked, local_baseline, profile_steps, gc_freq, setup_profile)
+        record = _train(ctx, strategy, trainer_cls, import_s, GPTShape.of(shape), micro_batch, warmup_steps, rule, seed,
+                        precision, lr, grad_hook, asked, local_baseline, profile_steps, gc_freq, setup_profile)
         finished = True
         return record
     finally:

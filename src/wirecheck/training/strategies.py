@@ -1,8 +1,13 @@
-"""The one table of data-parallel strategies: name, implementation, what is sharded, settings.
+"""The one table of data-parallel strategies: name, trainer, what is sharded, what its
+implementation holds per parameter, settings.
 
-Everything else looks a strategy up here: the runners apply these settings and read each one
-back from the engine or module they built (a setting that is not in force is an error, never a
-silent fallback), the record carries the values read back, the probe script varies them.
+Everything else looks a strategy up here: the runner imports the row's trainer class inside the
+worker (training/trainer.py says what a trainer provides), the trainers apply these settings and
+read each one back from the engine or module they built (a setting that is not in force is an
+error, never a silent fallback), the record carries the values read back, the memory model
+predicts model state from `shards` and `holds`, the thresholds loader keys its strategy
+sections by NAMES, the probe script varies the settings. A new strategy is one row here (and
+its trainer module, unless it reuses one); its thresholds.yaml entries are data.
 
 The settings are each strategy as a user who tuned it runs it on one node:
 - DeepSpeed's own defaults wherever they are the documented tuned value, and overlap where the
@@ -30,6 +35,12 @@ from wirecheck.training.shape import GPTShape, block_params, param_count
 # Optimizer implementations of torch.optim.AdamW (torchtitan names them the same way).
 OPTIMIZER_IMPLEMENTATIONS = ("fused", "foreach", "for-loop")
 
+# Model state, in the order the memory model and the record list it.
+PARAMS, GRADS, OPTIMIZER = "params", "grads", "optimizer"
+STATE_PARTS = (PARAMS, GRADS, OPTIMIZER)
+# Data types of held parameters and gradients: always fp32, or the run's precision (bf16 2 B, fp32 4 B).
+FP32, MODEL_DTYPE = "fp32", "model"
+
 
 @dataclass(frozen=True)
 class PerModel:
@@ -56,12 +67,40 @@ class Setting:
 
 
 @dataclass(frozen=True)
+class Holds:
+    """What an implementation allocates per parameter before sharding: the memory model's
+    implementation accounting (training/memory_model.py says where each figure comes from)."""
+
+    params: str  # FP32 or MODEL_DTYPE
+    grads: str  # FP32 or MODEL_DTYPE
+    optimizer_bytes: int  # Adam m and v (8), plus an fp32 master copy (4) where the implementation keeps one
+
+
+# torch AdamW on fp32 parameters: bf16 only through autocast (DDP) or while a unit is gathered (FSDP2).
+TORCH_HOLDS = Holds(FP32, FP32, 8)
+# DeepSpeed: parameters and gradients in the model's dtype, an fp32 master partition and Adam m, v.
+DEEPSPEED_HOLDS = Holds(MODEL_DTYPE, MODEL_DTYPE, 12)
+
+
+@dataclass(frozen=True)
 class Strategy:
     name: str
     title: str
-    implementation: str  # "torch.ddp" | "deepspeed" | "torch.fsdp2"
+    trainer: str  # "module:Class", imported by the runner inside the worker (training/trainer.py)
     shards: tuple[str, ...]  # model state partitioned over the ranks: params, grads, optimizer
+    holds: Holds
     settings: tuple[Setting, ...]
+
+    def __post_init__(self):
+        # A misspelt row would otherwise predict unsharded state or fail only inside a worker.
+        unknown = [p for p in self.shards if p not in STATE_PARTS]
+        if unknown:
+            raise ValueError(f"strategy {self.name}: shards {unknown}; model state parts are {STATE_PARTS}")
+        if {self.holds.params, self.holds.grads} - {FP32, MODEL_DTYPE}:
+            raise ValueError(f"strategy {self.name}: holds {self.holds}; params and grads are {FP32!r} or {MODEL_DTYPE!r}")
+        module, _, cls = self.trainer.partition(":")
+        if not module or not cls:
+            raise ValueError(f"strategy {self.name}: trainer {self.trainer!r}; expected 'package.module:Class'")
 
     def defaults(self, shape=None) -> dict[str, Any]:
         """Plain values; PerModel rules resolved for `shape` (left as rules without one)."""
@@ -151,9 +190,13 @@ _FSDP = (
             "was not FSDP's slowdown (issue 10)"),
 )
 
+_DDP = "wirecheck.training.ddp:DDPTrainer"
+_DEEPSPEED = "wirecheck.training.deepspeed_zero:DeepSpeedTrainer"
+_FSDP2 = "wirecheck.training.fsdp:FSDPTrainer"
+
 _TABLE = (
     Strategy(
-        "ddp", "PyTorch DDP", "torch.ddp", (),
+        "ddp", "PyTorch DDP", _DDP, (), TORCH_HOLDS,
         (
             _OPTIMIZER,
             Setting("bucket_cap_mb", 25,
@@ -162,15 +205,18 @@ _TABLE = (
                     ".grad are views into the reduce buckets: no second gradient copy, no copy between them (DDP docs)"),
         ),
     ),
-    Strategy("zero1", "DeepSpeed ZeRO-1 (Accelerate)", "deepspeed", ("optimizer",), _DS_12 + (_ZERO1_NO_OVERLAP,)),
-    Strategy("zero2", "DeepSpeed ZeRO-2 (Accelerate)", "deepspeed", ("grads", "optimizer"), _DS_12 + (_OVERLAP,)),
-    Strategy("zero3", "DeepSpeed ZeRO-3 (Accelerate)", "deepspeed", ("params", "grads", "optimizer"), _ZERO3),
-    Strategy("fsdp", "PyTorch FSDP2 (fully_shard)", "torch.fsdp2", ("params", "grads", "optimizer"), _FSDP),
+    Strategy("zero1", "DeepSpeed ZeRO-1 (Accelerate)", _DEEPSPEED, (OPTIMIZER,), DEEPSPEED_HOLDS,
+             _DS_12 + (_ZERO1_NO_OVERLAP,)),
+    Strategy("zero2", "DeepSpeed ZeRO-2 (Accelerate)", _DEEPSPEED, (GRADS, OPTIMIZER), DEEPSPEED_HOLDS,
+             _DS_12 + (_OVERLAP,)),
+    Strategy("zero3", "DeepSpeed ZeRO-3 (Accelerate)", _DEEPSPEED, STATE_PARTS, DEEPSPEED_HOLDS, _ZERO3),
+    Strategy("fsdp", "PyTorch FSDP2 (fully_shard)", _FSDP2, STATE_PARTS, TORCH_HOLDS, _FSDP),
 )
 
+# The table by name, and its names in table order: every list of strategies in the suite.
 STRATEGIES: Mapping[str, Strategy] = MappingProxyType({s.name: s for s in _TABLE})
 NAMES: tuple[str, ...] = tuple(STRATEGIES)
-REFERENCE = "ddp"  # the strategy the others are compared with
+REFERENCE = "ddp"  # the strategy the others are compared with (losses agree, the dial's x DDP)
 
 # What each key may hold: a checker returning an error text, or None when the value is fine.
 _BOOL = ("a boolean", lambda v: isinstance(v, bool))

@@ -11,10 +11,16 @@ from wirecheck.training.state_bytes import torch_module_state
 
 
 class TorchTrainer:
-    """Subclasses wrap the model, then call `_finish(model, lr, optimizer)`."""
+    """Subclasses wrap the model, then call `_finish(model, lr, optimizer)` (training/trainer.py
+    says what the runner asks of a trainer)."""
 
+    joins_process_group = False  # torch wraps a group the runner has joined
     strategy: str
     _autocast = nullcontext()
+
+    @staticmethod
+    def library_versions() -> dict:
+        return {}  # torch's version is in every record already
 
     def _finish(self, model: torch.nn.Module, lr: float, optimizer: str) -> None:
         self.model = model

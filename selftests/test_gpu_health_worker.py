@@ -1,0 +1,77 @@
+"""The GPU load's worker functions, called in this process on CPU with small sizes: the figures,
+the comparison with the reference (one wrong element caught with its index, under load too),
+the sustained windows, and the memory pattern test (one wrong word caught with its offset)."""
+
+from __future__ import annotations
+
+import types
+
+import torch
+
+from wirecheck.gpu import gemm, memory_pattern, worker
+from wirecheck.gpu.inputs import full_windows
+
+try:  # selftests/ may or may not be a package
+    from selftests.faulty_gpu_worker import wrong_after_reference
+except ModuleNotFoundError:
+    from faulty_gpu_worker import wrong_after_reference
+
+CTX = types.SimpleNamespace(rank=0, device=torch.device("cpu"))
+N = 64
+FIGURES = {"hbm": {"size": 2**20, "warmup_iters": 1, "iters": 3},
+           "gemm": {"n": N, "warmup_iters": 1, "iters": 3, "compare_iters": 4}, "seed": 20}
+
+
+def test_figures_on_cpu():
+    out = worker.figures(CTX, **FIGURES)
+    hbm = out["hbm"]
+    assert hbm["size"] == 2**20 and hbm["copy"]["per_s"] > 0 and hbm["read"]["per_s"] > 0
+    assert hbm["copy"]["calls"] == 3 and hbm["copy"]["best_per_s"] >= hbm["copy"]["per_s"]
+    bf16 = out["gemm_bf16"]
+    assert bf16["throughput"]["per_s"] > 0 and bf16["math"]["checked"] == 4
+    assert bf16["math"]["mismatched_results"] == 0 and bf16["math"]["reference_nonfinite"] == 0
+    assert out["gemm_fp8"]["unsupported"].startswith("fp8 GEMMs need a GPU")
+    # the same seed gives the same reference, whichever call computes it
+    assert gemm.digest(gemm.reference(N, 20, CTX.device)["ref"]) == bf16["math"]["reference_digest"]
+
+
+def test_one_wrong_element_is_counted_with_its_index(monkeypatch):
+    monkeypatch.setattr(gemm, "matmul", wrong_after_reference(gemm.matmul, index=N + 3))
+    math = worker.figures(CTX, **FIGURES)["gemm_bf16"]["math"]
+    assert (math["mismatched_results"], math["mismatched_elements"]) == (4, 4)
+    assert math["first"] == {"result": 1, "index": N + 3, "row": 1, "col": 3}
+
+
+def test_the_sustained_load_reports_windows_and_catches_a_wrong_element(monkeypatch):
+    out = worker.sustained(CTX, n=N, duration_s=0.3, window_s=0.1, check_every=2, seed=20)
+    windows = full_windows(out)
+    assert windows and all(w["flops_per_s"] > 0 and w["t1"] > w["t0"] for w in windows)
+    # back to back for the duration (a shared CPU's speed varies: the last window may run over)
+    assert all(b["t0"] >= a["t1"] - 0.01 for a, b in zip(out["windows"], out["windows"][1:]))
+    assert 0.25 < out["windows"][-1]["t1"] - out["windows"][0]["t0"] < 5
+    assert out["math"]["checked"] > 0 and out["math"]["mismatched_results"] == 0
+
+    monkeypatch.setattr(gemm, "matmul", wrong_after_reference(gemm.matmul, index=7))
+    wrong = worker.sustained(CTX, n=N, duration_s=0.1, window_s=0.05, check_every=2, seed=20)["math"]
+    assert wrong["mismatched_results"] == wrong["checked"] > 0
+    assert wrong["first"] == {"window": 0, "index": 7, "row": 0, "col": 7}
+
+
+def test_the_memory_test_covers_its_share_and_names_the_first_bad_word(monkeypatch):
+    ok = worker.memory(CTX, coverage=0.9, chunk=2**20, cap=4 * 2**20, passes=1)
+    assert ok["bytes_covered"] == int(0.9 * 4 * 2**20) // 8 * 8 and ok["free_bytes"] == 4 * 2**20
+    assert [p["pattern"] for p in ok["patterns"]] == ["0xAA", "0x55", "zeros", "ones", "address"]
+    assert all(p["mismatched_words"] == 0 for p in ok["patterns"])
+
+    right = memory_pattern.fill
+
+    def one_word_wrong(chunk, value, first_word):
+        right(chunk, value, first_word)
+        if value is None and first_word > 0:  # the second chunk, address pattern
+            chunk[10] += 1
+
+    monkeypatch.setattr(memory_pattern, "fill", one_word_wrong)
+    bad = worker.memory(CTX, coverage=0.9, chunk=2**20, cap=4 * 2**20, passes=1)
+    address = bad["patterns"][-1]
+    assert address["mismatched_words"] == 3  # one per chunk after the first
+    assert address["first_bad_offset"] == 2**20 + 10 * 8

@@ -1,0 +1,82 @@
+"""thresholds.yaml `gpu_health:`: the shipped section loads with sources, and a broken one stops
+the run naming the YAML path and the fix."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from wirecheck.thresholds.file import ThresholdsError, load_thresholds
+
+SHIPPED = Path(__file__).resolve().parents[1] / "thresholds.yaml"
+
+
+@pytest.fixture(scope="module")
+def shipped_data():
+    return yaml.load(SHIPPED.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def test_shipped_gpu_health():
+    g = load_thresholds(SHIPPED).gpu_health
+    hw, sim = g.settings(False), g.settings(True)
+    assert (hw.hbm_size, hw.gemm_n, hw.sustained_duration_s(), hw.memory_coverage) == (4 * 2**30, 8192, 60.0, 0.9)
+    assert hw.sustained_duration_s("quick") < hw.sustained_duration_s() < hw.sustained_duration_s("burn_in")
+    assert sim.memory_cap and sim.sustained_duration_s() <= 5  # CI stays short
+    for figure in ("hbm_copy", "hbm_read", "gemm_bf16", "gemm_fp8", "sustained_bf16"):
+        h200 = g.floor(figure, "NVIDIA H200", simulated=False)
+        assert h200.source.startswith("measured:") and "issue 20's probe" in h200.source, figure
+        assert g.floor(figure, "NVIDIA H100 80GB HBM3", simulated=False).source.startswith("guess:"), figure
+    assert g.floor("hbm_copy", "NVIDIA H200", False).min == 3840e9
+    assert g.floor("gemm_fp8", "some other GPU", False) is None
+    assert g.floor("gemm_fp8", None, simulated=True) is None  # no fp8 on CPU ranks
+    assert g.peers(False).max_below_median == 0.10 and g.peers(True).max_below_median == 0.80
+    assert g.clocks.fail_on == ("hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake")
+    assert (g.power.value, g.temperature.value, g.xid.allowed) == (0.75, 5.0, ())
+
+
+def _error(tmp_path, data) -> str:
+    path = tmp_path / "thresholds.yaml"
+    path.write_text(yaml.dump(data, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False, allow_unicode=True))
+    with pytest.raises(ThresholdsError) as info:
+        load_thresholds(path)
+    return str(info.value)
+
+
+def _g(data):
+    return data["gpu_health"]
+
+
+BROKEN = {
+    "missing section": (lambda d: d.pop("gpu_health"), ["missing required key 'gpu_health'", "add gpu_health:"]),
+    "unknown figure": (lambda d: _g(d)["floors"]["NVIDIA H200"].update(hbm_write={"min": "1 GB/s", "source": "x"}),
+                       ["gpu_health.floors.NVIDIA H200.hbm_write: unknown GPU figure 'hbm_write'", "hbm_copy"]),
+    "floor in the wrong unit": (lambda d: _g(d)["floors"]["NVIDIA H200"]["gemm_bf16"].update(min="650 GB/s"),
+                                ['gpu_health.floors.NVIDIA H200.gemm_bf16.min: "650 GB/s" is a bandwidth, not a compute rate']),
+    "floor without source": (lambda d: _g(d)["floors"]["NVIDIA H200"]["hbm_read"].pop("source"),
+                             ["gpu_health.floors.NVIDIA H200.hbm_read: missing required key 'source'"]),
+    "levels out of order": (lambda d: _g(d)["hardware"]["sustained"]["duration"].update(quick="600 s"),
+                            ["gpu_health.hardware.sustained.duration: the levels must grow"]),
+    "unknown reason": (lambda d: _g(d)["clocks"].update(fail_on=["hw_slowdown", "thermal"]),
+                       ["gpu_health.clocks.fail_on[1]", "write one of: gpu_idle"]),
+    "simulation without a cap": (lambda d: _g(d)["simulated"]["memory_pattern"].pop("cap"),
+                                 ["gpu_health.simulated.memory_pattern: simulation needs a cap"]),
+    "odd GEMM side": (lambda d: _g(d)["hardware"]["gemm"].update(n=8190),
+                      ["gpu_health.hardware.gemm.n: 8190 is not a multiple of 16"]),
+    "margin without unit": (lambda d: _g(d)["temperature"].update(margin_to_slowdown=5),
+                            ['gpu_health.temperature.margin_to_slowdown: "5" has no unit', 'write it in degrees Celsius: "5 °C"']),
+    "coverage above 100 %": (lambda d: _g(d)["hardware"]["memory_pattern"].update(coverage="120 %"),
+                             ["gpu_health.hardware.memory_pattern.coverage: is above 100 %"]),
+}
+
+
+@pytest.mark.parametrize("mutate, fragments", list(BROKEN.values()), ids=list(BROKEN))
+def test_a_broken_gpu_health_section_names_path_and_fix(tmp_path, shipped_data, mutate, fragments):
+    data = copy.deepcopy(shipped_data)
+    mutate(data)
+    message = _error(tmp_path, data)
+    assert str(tmp_path / "thresholds.yaml") in message
+    for fragment in fragments:
+        assert fragment in message, message

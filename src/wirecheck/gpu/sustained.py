@@ -1,0 +1,102 @@
+"""A sustained GEMM load on one GPU, in a worker: products back to back for `duration_s`,
+TFLOP/s per window, every `check_every`-th product compared with the reference on the device.
+
+The GPU never waits for the host: window w+1 is queued before the host waits for window w's
+end, so the load is continuous while each window's time is read from its own CUDA events.
+Each window's wall-clock start and end (unix time, the host's clock when the device passed
+its end event) let the parent line the windows up with the NVML samples it took meanwhile.
+The comparisons (~1 % of the time at check_every 8 on an H200) count in the windows' time.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from wirecheck.gpu import gemm
+from wirecheck.gpu.stopwatch import Stopwatch
+
+GROWTH = 8
+
+
+@dataclass
+class _Window:
+    start: Any
+    end: Any
+    products: int
+    checked: int
+    tally: torch.Tensor  # [mismatched elements, mismatched results, first index or -1], on the host when done
+    queued_at: float  # unix time the host finished queuing it: its end on CPU, where ops run as they are called
+
+
+def _queue(a, b, ref, out, products: int, check_every: int, watch: Stopwatch, host: torch.Tensor) -> _Window:
+    device = out.device
+    tally = torch.tensor([0, 0, -1], dtype=torch.int64, device=device)
+    start = watch.mark()
+    checked = 0
+    for i in range(1, products + 1):
+        gemm.matmul(a, b, out)
+        if i % check_every == 0:
+            count, first = gemm.compare(out, ref)
+            # the first mismatch of the window: only while none was seen before it
+            tally[2] = torch.where((tally[1] == 0) & (count > 0), first, tally[2])
+            tally[0] += count
+            tally[1] += (count > 0).to(torch.int64)
+            checked += 1
+    host.copy_(tally, non_blocking=True)
+    return _Window(start, watch.mark(), products, checked, host, time.time())
+
+
+def run(device: torch.device, n: int, duration_s: float, window_s: float, check_every: int, seed: int) -> dict[str, Any]:
+    r = gemm.reference(n, seed, device)
+    a, b, ref, out = r["a"], r["b"], r["ref"], r["out"]
+    watch = Stopwatch(device)
+    pinned = device.type == "cuda"
+    hosts = [torch.empty(3, dtype=torch.int64, pin_memory=pinned) for _ in range(2)]
+    # The first windows are short; each next one is sized from the last one's rate (the
+    # comparisons included), growing at most GROWTH x so that a wrong first guess costs little.
+    products = check_every
+
+    windows: list[dict[str, Any]] = []
+    flops = gemm.flops(n)
+    first_mismatch = None
+    began = time.time()
+    end_at = began + duration_s
+    pending: _Window | None = None
+    turn = 0
+    while pending is not None or time.time() < end_at:
+        queued = None
+        if time.time() < end_at:
+            queued = _queue(a, b, ref, out, products, check_every, watch, hosts[turn % 2])
+            turn += 1
+        if pending is not None:
+            watch.wait(pending.end)
+            t1 = time.time() if watch.cuda else pending.queued_at
+            seconds = watch.seconds(pending.start, pending.end)
+            elements, results, first = (int(x) for x in pending.tally.tolist())
+            if results and first_mismatch is None:
+                first_mismatch = {"window": len(windows), "index": first, "row": first // n, "col": first % n}
+            windows.append({"t0": t1 - seconds, "t1": t1, "products": pending.products, "seconds": seconds,
+                            "flops_per_s": flops * pending.products / seconds if seconds > 0 else None,
+                            "checked": pending.checked, "mismatched_results": results,
+                            "mismatched_elements": elements})
+            if seconds > 0:
+                wanted = round(window_s * pending.products / seconds / check_every) * check_every
+                products = min(max(check_every, wanted), pending.products * GROWTH)
+        pending = queued
+    return {
+        "n": n,
+        "duration_s": duration_s,
+        "window_s": window_s,
+        "check_every": check_every,
+        "began": began,
+        "windows": windows,
+        "math": {"checked": sum(w["checked"] for w in windows),
+                 "mismatched_results": sum(w["mismatched_results"] for w in windows),
+                 "mismatched_elements": sum(w["mismatched_elements"] for w in windows),
+                 "first": first_mismatch, "reference_nonfinite": r["nonfinite"],
+                 "reference_digest": gemm.digest(ref)},
+    }
