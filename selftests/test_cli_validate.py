@@ -19,13 +19,9 @@ from terminal import Terminal
 from wirecheck.cli import validate as cli_validate
 from wirecheck.node import driver, nvml
 from wirecheck.cli.main import main
+from wirecheck.core.exit_codes import CTRL_C, NODE_BUSY, NVML_BROKEN as NO_GPU_READABLE, SIMULATED, TERMINATED
 from wirecheck.cli.validate import (
-    CTRL_C,
     EXIT_CODES,
-    NO_GPU_READABLE,
-    NODE_BUSY,
-    SIMULATED,
-    TERMINATED,
     Mode,
     busy_line,
     choose_mode,
@@ -126,10 +122,9 @@ def test_hardware_last_line_names_the_gpus():
 
 def test_busy_has_a_code_and_a_last_line_of_its_own():
     """A prolog must tell a busy node from a usage error (4) and a failed one (1)."""
-    from pytest_wirecheck.workers import EXIT_NODE_BUSY
     from wirecheck.workers.node_lock import Holder
 
-    assert NODE_BUSY == EXIT_NODE_BUSY == 75  # what the plugin exits with
+    assert NODE_BUSY == 75
     assert NODE_BUSY not in (0, 1, 2, 3, 4, 5, SIMULATED, NO_GPU_READABLE) and NODE_BUSY < 128
     asked = []
     holder = Holder(pid=4321, command="wirecheck validate", since="2026-12-01T10:00:00+00:00", host="n1", user="root")

@@ -24,7 +24,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from wirecheck.cli.validate import ACCEPTED, EXIT_CODES, FAILED, NO_GPU_READABLE, NODE_BUSY, SIMULATED
+from wirecheck.cli.validate import EXIT_CODES
+from wirecheck.core.exit_codes import FAILED, NODE_BUSY, NVML_BROKEN, OK, SIMULATED
 from wirecheck.records import reason
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 
@@ -57,7 +58,7 @@ def decide(exit_code: int, run: RunRecord | None, output: str = "", limit: int =
         return say(UNKNOWN, f"node busy: {_holder(run, output)}: not checked")
     if exit_code == SIMULATED or (run is not None and run.simulated):
         return say(UNKNOWN, "SIMULATION: no GPU of this node was validated")
-    if exit_code == NO_GPU_READABLE:
+    if exit_code == NVML_BROKEN:
         return say(UNHEALTHY, f"NVML failed: {_nvml_error(output)}")
     failure = reason.failure_line(run, limit) if run is not None else None
     if failure:
@@ -66,7 +67,7 @@ def decide(exit_code: int, run: RunRecord | None, output: str = "", limit: int =
         failed = (run.end or {}).get("tests", {}).get("failed") if run is not None else None
         count = f"{failed} test(s)" if isinstance(failed, int) else "tests"
         return say(UNHEALTHY, f"{count} failed without a recorded verdict ({record_note or 'see the log'})")
-    if exit_code == ACCEPTED:
+    if exit_code == OK:
         return say(HEALTHY, _passed(run))
     return say(UNKNOWN, f"no verdict: {_meaning(exit_code)} (exit {exit_code})")
 
