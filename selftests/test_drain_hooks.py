@@ -154,11 +154,12 @@ def test_a_node_drained_already_keeps_its_reason(install):
     assert (done.returncode, calls) == (0, []) and not (install / "validate-call").exists(), done.stderr
 
 
-@pytest.mark.parametrize("outcome, code, calls", [("pass", 0, []), ("fail", 1, [DRAIN_BUSBW]), ("busy", 0, [])])
-def test_the_healthcheck_drains_like_the_prolog(install, outcome, code, calls):
-    done, made = run_hook(install, "healthcheck", outcome)
-    assert (done.returncode, made) == (code, calls), done.stderr
-    assert "--wait-for-node 0s" in (install / "validate-call").read_text()  # another run is checking: skip
+def test_the_healthcheck_drains_like_the_prolog_without_waiting(install):
+    """The same decision as the prolog's (one helper); it does not wait for another run (that one checks)."""
+    done, made = run_hook(install, "healthcheck", "fail")
+    assert (done.returncode, made) == (1, [DRAIN_BUSBW]), done.stderr
+    assert "--wait-for-node 0s --wirecheck-json" in (install / "validate-call").read_text()
+    assert (install / "records" / "healthcheck.jsonl").is_file()
 
 
 @pytest.mark.parametrize("outcome, code, line", [
@@ -166,7 +167,6 @@ def test_the_healthcheck_drains_like_the_prolog(install, outcome, code, calls):
     ("fail", 1, "wirecheck: busbw nvswitch-2gpu-0.1 12.3 GB/s < 360 GB/s"),
     ("nvml", 1, "wirecheck: NVML failed: NVML could not start (NVMLError_DriverNotLoaded: Driv..."),
     ("busy", 2, "wirecheck: node busy: pid 4321 (wirecheck validate), user root, since 2026-12..."),
-    ("usage", 2, "wirecheck: no verdict: usage error (exit 4)"),
     ("simulated", 2, "wirecheck: SIMULATION: no GPU of this node was validated"),
 ])
 def test_the_npd_plugin_speaks_npds_protocol(install, outcome, code, line):
