@@ -17,6 +17,7 @@ from pytest_wirecheck.gpu_health import GpuLoadSession
 from wirecheck.cli import validate as cli_validate
 from wirecheck.cli.foreground import Outcome
 from wirecheck.cli.main import main
+from wirecheck.core import exit_codes
 from wirecheck.core.levels import LEVELS, check_level, thresholds_key
 from wirecheck.core.paths import suite_paths
 from wirecheck.core.quantity import QuantityError, parse_duration
@@ -214,7 +215,7 @@ def test_quick_does_not_build_the_bytecode_cache(monkeypatch):
 
 def test_validate_refuses_an_unknown_level_before_running_anything(monkeypatch, capsys):
     monkeypatch.setattr(cli_validate, "run_foreground", lambda cmd, name: pytest.fail("pytest must not start"))
-    assert main(["validate", "--level", "fast", "-k", "inventory"]) == cli_validate.USAGE_ERROR
+    assert main(["validate", "--level", "fast", "-k", "inventory"]) == exit_codes.USAGE_ERROR
     out, err = capsys.readouterr()
     assert "wirecheck validate: --level 'fast': unknown level; choose one of quick, acceptance, burn-in" in err
     assert out.splitlines()[-1] == "wirecheck validate: usage error; exit 4"
@@ -223,7 +224,7 @@ def test_validate_refuses_an_unknown_level_before_running_anything(monkeypatch, 
 def test_validate_passes_the_level_to_pytest(monkeypatch, capsys):
     started = []
     monkeypatch.setattr(cli_validate, "run_foreground", lambda cmd, name: started.append(cmd) or Outcome(0, 0, False))
-    assert main(["validate", "--level", "quick", "--simulate=h200-sxm-2", "-k", "inventory"]) == cli_validate.SIMULATED
+    assert main(["validate", "--level", "quick", "--simulate=h200-sxm-2", "-k", "inventory"]) == exit_codes.SIMULATED
     (cmd,) = started
     assert cmd[-5:] == ["--level", "quick", "--simulate=h200-sxm-2", "-k", "inventory"]
     assert "--level quick" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """The commands without GPUs run where torch cannot be imported: loading the shipped thresholds,
-`wirecheck judge`, `wirecheck report`, `wirecheck fleet report` and `wirecheck plan` on recorded runs, in a Python
+`wirecheck judge`, `wirecheck report`, `wirecheck fleet report`, `wirecheck node-state` (what a drain hook
+asks, also where torch broke) and `wirecheck plan` on recorded runs, in a Python
 whose import system refuses torch, DeepSpeed and Accelerate. Each command exits as it does with
 torch installed.
 """
@@ -63,7 +64,7 @@ def test_the_refusing_finder_does_refuse(tmp_path):
     assert proc.returncode == 1 and "torch is refused in this self-test" in proc.stderr, proc.stderr
 
 
-def test_judge_report_fleet_report_and_plan_need_no_torch(tmp_path):
+def test_judge_report_fleet_report_node_state_and_plan_need_no_torch(tmp_path):
     fleet = tmp_path / "fleet"
     fleet.mkdir()
     for node in ("node01", "node02", "node03"):
@@ -73,13 +74,15 @@ def test_judge_report_fleet_report_and_plan_need_no_torch(tmp_path):
         ["judge", "-q", str(SIMULATED_RUN)],
         ["report", str(HARDWARE_RUN), "-o", str(tmp_path / "report.html")],
         ["fleet", "report", "-q", str(fleet), "--expect", "3"],
+        ["node-state", "--exit-code", "1", "--record", str(HARDWARE_RUN)],
         ["plan", "--record", str(HARDWARE_RUN)],
     ]
     result, out = _run_without_torch(commands, tmp_path)
     assert result["loaded"] == [], result
     # as with torch: the device run passes, the simulated one says so (10), the page is written,
-    # three identical healthy nodes pass
-    assert result["codes"] == [0, 10, 0, 0, 0], out
+    # three identical healthy nodes pass, the node is unhealthy (node-state's 1: the limits it was recorded under),
+    # the plan prices the run
+    assert result["codes"] == [0, 10, 0, 0, 1, 0], out
     assert (tmp_path / "report.html").stat().st_size > 10_000
     assert "wirecheck judge: PASSED" in out and "judged a simulated run" in out, out
     assert "wirecheck fleet report: PASSED: 0 of 3 node(s) failed" in out, out

@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 
+from wirecheck.core import exit_codes as codes
 from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL, LEVELS
 from wirecheck.core.paths import suite_paths
 from wirecheck.node.topo_text import DEFAULT_SIMULATION
@@ -86,15 +87,15 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         collected = collect(args.level, simulate, options)
     except (ValueError, OSError) as exc:  # ThresholdsError, CollectError: ValueErrors naming the file or option
         _say(str(exc))
-        return 2
+        return codes.BAD_INPUT
     if not collected.header.get("gpus"):
         _say(f"no GPU topology on this node ({collected.header.get('unavailable')}): pass --simulate NAME or "
              "--profile NAME to plan for a recorded one")
-        return 2
+        return codes.BAD_INPUT
     source = f"--profile {args.profile} ({simulate})" if args.profile else collected.source
     plan = predict(collected.tests, collected.header, thresholds, costs, args.level, source)
     print(json.dumps(table.as_json(plan), indent=1) if args.json else "\n".join(table.text(plan)))
-    return 0
+    return codes.OK
 
 
 def _records(args, thresholds, costs) -> int:
@@ -104,7 +105,7 @@ def _records(args, thresholds, costs) -> int:
             collected, end = from_record(path)
         except (RecordFileError, OSError) as exc:
             _say(str(exc))
-            return 2
+            return codes.BAD_INPUT
         level = collected.header.get("level") or DEFAULT_LEVEL
         plan = predict(collected.tests, collected.header, thresholds, costs, level, path)
         measured = end.get("wall_s")
@@ -113,9 +114,9 @@ def _records(args, thresholds, costs) -> int:
                     "error": round(plan.total_s / measured - 1, 3) if measured else None})
     if args.json:
         print(json.dumps(out, indent=1))
-        return 0
+        return codes.OK
     for row in out:
         measured = (f"measured {row['measured_s']:.1f} s ({row['error']:+.1%})" if row["measured_s"]
                     else "no wall time recorded (the run was cut short)")
         print(f"{row['record']}: {row['tests']} tests at {row['level']}: predicted {row['predicted_s']:.1f} s, {measured}")
-    return 0
+    return codes.OK

@@ -21,7 +21,8 @@ import json
 import sys
 from pathlib import Path
 
-from wirecheck.fleet.judging import EXIT_USAGE, FleetResult, judge_fleet, named_by_fleet_rule, named_by_pairs, slow_links
+from wirecheck.core import exit_codes
+from wirecheck.fleet.judging import FleetResult, judge_fleet, named_by_fleet_rule, named_by_pairs, slow_links
 from wirecheck.fleet.records import FleetInputError, collect, read_node_list
 from wirecheck.core.paths import suite_paths
 from wirecheck.core.safefs import umask, write_atomically
@@ -134,10 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError:
         print(f"wirecheck fleet report: --thresholds: {th_path} does not exist; pass the path of a thresholds file",
               file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.BAD_INPUT
     except (ThresholdsError, FleetInputError, ValueError) as exc:
         print(f"wirecheck fleet report: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.BAD_INPUT
     print(f"wirecheck fleet report: {fleet.directory}: {len(fleet.nodes)} node(s), {len(fleet.network)} multi-node "
           f"run(s); thresholds {th_path}")
     print(render(result, args.quiet))
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                 write(result, Path(target))
             except (OSError, ImportError) as exc:
                 print(f"wirecheck fleet report: {option} {target}: {exc}", file=sys.stderr)
-                return EXIT_USAGE
+                return exit_codes.BAD_INPUT
             print(f"wirecheck fleet report: wrote {target}")
     return result.exit_code
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from wirecheck.core.levels import thresholds_key
 from wirecheck.measure.collectives import OPS, busbw_factor, feasible_sizes
+from wirecheck.measure.sweep import calls_per_size
 from wirecheck.node.placement import CLASS_BY_NAME, CLASS_PAIR, Placement, nvlink_twin
 from wirecheck.plan.costs import HOST_PATH, NVLINK, UnitCosts
 from wirecheck.training.strategies import NAMES, REFERENCE
@@ -219,12 +220,8 @@ class _Walk:
         return calls * size * busbw_factor(op, p.n_gpus) / self.busbw(p, op)
 
     def calls(self, size: int) -> int:
-        """Collectives one measurement makes at `size` (as fixtures/workers.calls_per_size counts them)."""
-        s = self.settings
-        eager = s.warmup_iters + s.iters + 1
-        if s.graph_up_to is None or size > s.graph_up_to:
-            return eager
-        return eager + s.iters * (1 + s.graph_replays) + 1
+        """Collectives one measurement makes at `size`."""
+        return calls_per_size(self.settings, size)
 
     # -- work ---------------------------------------------------------------------------------
     def shared(self, p: Placement) -> None:
