@@ -19,8 +19,9 @@ for one gap; averaged over many it is not. What each figure takes:
 - the session's start (before the first line) and end (after the last: wall_s says).
 Figures that include starting worker processes come from --startup-runs (default: the 2026-12-01b
 runs, the first with the bytecode cache: `import torch` 4.8 -> 1.4 s), and from the other --runs as
-their `without_bytecode_cache` value; the in-group figures from all --runs. No recorded suite run holds the GPU health phases yet: unless a record has them (its
-gpu_* measurements carry `wall_s`), their figures come from issue 20's probe, said as such.
+their `without_bytecode_cache` value; the in-group figures from all --runs. The GPU load's phases
+come from --gpu-runs (their gpu_* measurements carry `wall_s`: default the 1x H200 GPU health runs
+of 2026-12-01); without such records, from issue 20's probe.
 """
 
 from __future__ import annotations
@@ -42,7 +43,11 @@ PROJECT = Path(__file__).resolve().parents[1]
 REFERENCE = PROJECT / "fixtures" / "reference" / "h200-sxm-2"
 RUNS = [REFERENCE / d / f"run{i}.jsonl" for d in ("wirecheck-2026-11-30b", "wirecheck-2026-12-01", "wirecheck-2026-12-01b")
         for i in (1, 2, 3)]
-STARTUP_RUNS = [REFERENCE / "wirecheck-2026-12-01b" / f"run{i}.jsonl" for i in (1, 2, 3)]
+STARTUP_RUNS = [REFERENCE / d / f"run{i}.jsonl" for d in ("wirecheck-2026-12-01b",) for i in (1, 2, 3)]
+# Runs with the GPU load (1x H200, 2026-12-01): -m health, and the whole suite after the restructuring.
+# Not foreign.jsonl: another process computed on the GPU there.
+GPU_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / p for p in (
+    "wirecheck-2026-12-01-health/health.jsonl", "wirecheck-2026-12-01-same/after.jsonl")]
 OUT = PROJECT / "fixtures" / "unit_costs.yaml"
 NVLINK_CLASSES = ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "pair")
 
@@ -283,7 +288,7 @@ def figure(value: str, source: str, **extra) -> dict:
     return {"value": value, **extra, "source": source}
 
 
-def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: Path) -> dict:
+def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: Path, gpu_paths: list[Path]) -> dict:
     th = load_thresholds(thresholds_path)
     settings = th.collective_settings(False)
     runs = [Run(p, settings) for p in runs_paths]
@@ -306,7 +311,8 @@ def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: P
     test_s, n_tests = per_test(runs)
     copies, cold_copies = copy_costs(startup, th.copy_bandwidth.settings), copy_costs(cold, th.copy_bandwidth.settings)
     training, cold_training = training_runs(startup), training_runs(cold)
-    health = gpu_health_phases(runs)
+    health = gpu_health_phases([Run(p, settings) for p in gpu_paths])
+    gpu_text = _runs_text(gpu_paths)
     starts = group_starts(startup, per_size)
     group = started(starts, group_starts(cold, per_size), "placement starts: the gap before a placement's first size "
                     "line less one size's overhead")
@@ -323,19 +329,20 @@ def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: P
     if health.get("figures"):  # the first phase's wall_s includes starting the group
         walls = [w for w, _, _ in health["figures"]]
         gpu["figures"] = figure(q(statistics.mean(walls)), f"mean wall_s of {len(walls)} recorded figures phases, "
-                                "the worker group's start included")
+                                f"the worker group's start included ({gpu_text})")
     else:
         gpu["figures"] = figure(q(statistics.mean(starts) + PROBE["figures"][0]),
                                 f"worker_group_start (one worker per GPU, each importing torch) + {PROBE['figures'][1]}")
     if health.get("memory"):
         walls = [w / max(1, st.get("passes", 1)) for w, _, st in health["memory"]]
-        gpu["memory_pass"] = figure(q(statistics.mean(walls)), f"mean wall_s per pass of {len(walls)} recorded memory phases")
+        gpu["memory_pass"] = figure(q(statistics.mean(walls)), f"mean wall_s per pass of {len(walls)} recorded memory "
+                                    f"phases ({gpu_text})")
     else:
         gpu["memory_pass"] = figure(q(PROBE["memory_pass"][0]), PROBE["memory_pass"][1])
     if health.get("sustained"):
         extra = [w - st.get("duration_s", 0) for w, _, st in health["sustained"]]
         gpu["sustained_beyond_duration"] = figure(q(statistics.mean(extra)), f"mean of {len(extra)} recorded sustained "
-                                                  "phases: wall_s less the level's duration")
+                                                  f"phases: wall_s less the level's duration ({gpu_text})")
     else:
         gpu["sustained_beyond_duration"] = figure(q(1.0), "estimate: the last window and the NVML sampler's stop "
                                                   "(window 1 s); no suite record yet")
@@ -343,6 +350,7 @@ def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: P
     return {
         "records": [_name(p) for p in runs_paths],
         "startup_records": [_name(p) for p in startup_paths],
+        "gpu_load_records": [_name(p) for p in gpu_paths],
         "session": {
             "start": figure(q(start_s), f"mean of {len(runs)} runs: the run line's start to the first verdict ({all_text})"),
             "end": figure(q(end_s), f"mean of {len(runs)} runs: wall_s after the last line ({all_text})"),
@@ -392,11 +400,13 @@ def main(argv: list[str] | None = None) -> int:
                         "2x H200 reference runs)")
     parser.add_argument("--startup-runs", nargs="+", type=Path, default=STARTUP_RUNS, help="the records whose process "
                         "starts are today's (default: the 2026-12-01b runs, with the bytecode cache)")
+    parser.add_argument("--gpu-runs", nargs="*", type=Path, default=GPU_RUNS, help="records with the GPU load's phases "
+                        "(default: the 1x H200 GPU health runs of 2026-12-01); none: issue 20's probe figures")
     parser.add_argument("--thresholds", type=Path, default=PROJECT / "thresholds.yaml")
     parser.add_argument("--write", nargs="?", const=OUT, type=Path, default=None, metavar="PATH",
                         help=f"write the YAML there (default {_name(OUT)}) instead of printing it")
     args = parser.parse_args(argv)
-    text = HEADER + yaml.safe_dump(derive(args.runs, args.startup_runs, args.thresholds), sort_keys=False, width=120,
+    text = HEADER + yaml.safe_dump(derive(args.runs, args.startup_runs, args.thresholds, args.gpu_runs), sort_keys=False, width=120,
                                    allow_unicode=True)
     if args.write:
         args.write.write_text(text)

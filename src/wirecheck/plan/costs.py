@@ -72,7 +72,7 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
         raise ValueError(f"{path}: no unit costs file there; {FIX}")
     root = _At(str(path), (), _read_yaml(path))
     top = root.fields("unit costs", required={k: "..." for k in (
-        "records", "startup_records", "session", "per_test", "worker_group_start", "collective", "nccl_path_probe",
+        "records", "startup_records", "gpu_load_records", "session", "per_test", "worker_group_start", "collective", "nccl_path_probe",
         "copy_bandwidth", "training", "gpu_health")})
     sources: dict[str, str] = {}
     session = top["session"].fields("session costs", required={"start": "...", "end": "..."})
