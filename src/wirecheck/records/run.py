@@ -45,9 +45,11 @@ def topology_fields(topology) -> dict:
 
 def run_header(*, simulated: bool, simulation_source: str | None, thresholds: str | Path, versions: dict,
                placements: Iterable[dict], topology=None, gpus: list | None = None, unavailable: str | None = None,
-               profile: str | None = None, **extra: Any) -> dict:
+               profile: str | None = None, level: str | None = None, duration_s: float | None = None,
+               **extra: Any) -> dict:
     """The provenance of a run that measures and judges: what was simulated, against which thresholds,
-    with which versions and environment, on which GPUs and placements. `gpus` replaces the topology's
+    with which versions and environment, on which GPUs and placements, at which level (the suite's
+    --level, a burn-in's duration; None for a run without levels). `gpus` replaces the topology's
     GPU list where there is no topology (the ranks of a multi-node job); `extra` adds keys of its own
     (`multinode`)."""
     fields = topology_fields(topology)
@@ -63,6 +65,8 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
         "env": env_switches(),
         **fields,
         "placements": list(placements),
+        "level": level,
+        "duration_s": duration_s,
         **extra,
     }
 
@@ -97,9 +101,11 @@ class RunWriter:
         self.verdicts[v.outcome] += 1
         self.file.verdict(v, test)
 
-    def end(self, status: str, exit_status: int, tests: dict | None = None, **extra: Any) -> None:
-        """The last line: how the run ended, its exit status, test and verdict counts, wall time, and
-        `extra` keys of its own (a busy run's holder)."""
+    def end(self, status: str, exit_status: int, tests: dict | None = None, test_durations_s: dict | None = None,
+            **extra: Any) -> None:
+        """The last line: how the run ended, its exit status, test and verdict counts, wall time, each
+        test's seconds (setup, call and teardown: the time model's figures; {} where there are no
+        tests), and `extra` keys of its own (a busy run's holder)."""
         self.exit_status = int(exit_status)
         self.file.end({
             "status": status,
@@ -108,6 +114,7 @@ class RunWriter:
             "tests": dict(tests or {}),
             "verdicts": dict(self.verdicts),
             "wall_s": round(time.monotonic() - self.started, 1),
+            "test_durations_s": {test: round(seconds, 3) for test, seconds in (test_durations_s or {}).items()},
             **extra,
         })
 
