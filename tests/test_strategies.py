@@ -16,8 +16,8 @@ from pytest_wirecheck.nightly import device_timed, replay
 from wirecheck.training import capacity
 from wirecheck import checks
 from wirecheck.checks.training import median_of, workload_of
+from wirecheck.training.dial import dial_table
 from wirecheck.training.memory_model import predict
-from wirecheck.training.scaling import scaling_efficiency
 from wirecheck.training.strategies import NAMES, REFERENCE
 from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_SINGLE, TRAINING_CLASSES
 from wirecheck.core.quantity import format_bytes
@@ -96,56 +96,14 @@ def test_model_state_matches_model(node, measurements, placement, strategy, stra
 def test_staircase(node, measurements, reporter, placement, strategy_worker, grad_hook, record):
     """Model state per GPU: DDP >= ZeRO-1 >= ZeRO-2 >= ZeRO-3 ~ FSDP."""
     runs = {s: _run(measurements, record, placement, s, strategy_worker, grad_hook) for s in NAMES}
-    reporter.table(f"strategy dial on {placement.id}", _dial_table(node, placement, runs, measurements.baseline()))
+    reporter.table(f"strategy dial on {placement.id}", dial_table(
+        runs, placement.n_gpus, node.thresholds.training_limits(node.simulated), _settings(node).precision,
+        measurements.baseline()))
     verdict = record(checks.training.staircase(
         node.thresholds, placement=placement.id, n_gpus=placement.n_gpus, n_params=runs["zero3"].rank0["n_params"],
         precision=_settings(node).precision, state_bytes={s: r.model_state_bytes for s, r in runs.items()},
         simulated=node.simulated))
     assert verdict.ok, verdict.message
-
-
-def _python_loop(run) -> str:
-    """The slowest rank's pure-Python loop time before the steps (records before 2026-12-01 lack it)."""
-    loops = [(r.get("host") or {}).get("python_loop_s") for r in run.ranks]
-    loops = [t for t in loops if t is not None]
-    return f"{max(loops) * 1e3:.1f} ms" if loops else "n/a"
-
-
-def _baseline_line(node, baseline) -> str:
-    """The one-GPU figure the scaling column divides by, or why there is none."""
-    if baseline is None:
-        return ("scaling (tokens/s per GPU / one GPU alone): n/a, test_single_gpu_training did not run first "
-                "(select it too: -k 'single_gpu or ...')")
-    mfu = baseline.mfu(node.thresholds.training_limits(node.simulated), _settings(node).precision)
-    return (f"scaling = tokens/s per GPU / one GPU alone on {baseline.placement.id}: {baseline.tokens_per_s:,.0f} "
-            f"tokens/s" + (f", MFU {mfu:.1%}" if mfu is not None else ""))
-
-
-def _dial_table(node, placement, runs, baseline=None) -> str:
-    """The strategy dial with the figures that explain it: spread of the timed steps, scaling against
-    one GPU alone, MFU, the communication the step could not hide, and the host's Python speed
-    (host-bound strategies follow it: training/host.py)."""
-    precision = _settings(node).precision
-    limits = node.thresholds.training_limits(node.simulated)
-    rows = [_baseline_line(node, baseline),
-            f"{'strategy':8} {'tokens/s (min-max)':>25} {'+-CI':>6} {'steps':>9} {'scaling':>7} {'MFU':>6} "
-            f"{'exposed ms':>11} {'peak':>10} {'state meas / pred':>22} {'loss 1':>8} {'py loop':>8}"]
-    for s, run in runs.items():
-        r0 = run.rank0
-        pred = predict(s, r0["n_params"], placement.n_gpus, accounting="implementation", precision=precision).total
-        peak, mfu, exposed = run.worst("peak_allocated_bytes"), run.mfu(limits, precision), run.exposed_comm_s
-        spread = f"{run.tokens_per_s:,.0f} ({r0.get('tokens_per_s_min', 0):,.0f}-{r0.get('tokens_per_s_max', 0):,.0f})"
-        ci = r0.get("step_time_ci_halfwidth")
-        exposed_text = "n/a" if exposed is None else f"{exposed * 1e3:.1f} ({exposed / r0['step_time_median_s']:.0%})"
-        scaling = scaling_efficiency(run.tokens_per_s, placement.n_gpus, baseline.tokens_per_s if baseline else None)
-        rows.append(f"{s:8} {spread:>25} {(f'{ci:.1%}' if ci is not None else 'n/a'):>6} "
-                    f"{str(r0.get('timed_steps', len(r0['step_times_s']))) + ' ' + str(r0.get('stop_reason', ''))[:8]:>9} "
-                    f"{(f'{scaling:.0%}' if scaling is not None else 'n/a'):>7} "
-                    f"{(f'{mfu:.1%}' if mfu is not None else 'n/a'):>6} {exposed_text:>11} "
-                    f"{format_bytes(peak) if peak else 'n/a':>10} "
-                    f"{format_bytes(run.model_state_bytes) + ' / ' + format_bytes(pred):>22} {r0['losses'][0]:8.4f} "
-                    f"{_python_loop(run):>8}")
-    return "\n".join(rows)
 
 
 @training_placements
