@@ -74,3 +74,22 @@ def test_prometheus_has_each_gpus_figures_with_its_labels(families):
 
 def test_a_run_without_gpu_health_has_no_gpu_families():
     assert "wirecheck_gpu_" not in exposition(RunView.of(read_run(SIM)))
+
+
+def test_judge_rejudges_the_gpu_health_verdicts(record, tmp_path, capsys):
+    """`wirecheck judge` calls the GPU health checks again on their recorded inputs: a raised floor fails them."""
+    import yaml
+
+    from gpu_health_record import PROJECT
+    from wirecheck.checks.judge import main as judge
+
+    assert judge([str(record), "-q"]) == 1  # as recorded: GPU2's HBM copy, GPU1's XID, GPU3's memory test
+    assert "3 failed" in capsys.readouterr().out
+    data = yaml.safe_load((PROJECT / "thresholds.yaml").read_text())
+    data["gpu_health"]["floors"][H200]["gemm_bf16"]["min"] = "800 TFLOP/s"
+    raised = tmp_path / "raised.yaml"
+    raised.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert judge([str(record), "-q", "--thresholds", str(raised)]) == 1
+    out = capsys.readouterr().out
+    assert "7 failed" in out and "4 changed since recorded" in out
+    assert re.search(r"FAIL gemm_throughput +GPU0 .*< floor 800.0 TFLOP/s", out), out
