@@ -1,5 +1,6 @@
 """Strategy checks: steps complete, losses agree, model state against the memory model, the
-staircase, peak memory, throughput, the slow wire, and the capacity case.
+staircase, peak memory, throughput, one GPU alone training the same model, the slow wire, and the
+capacity case.
 
 Inputs are what the workers reported (per-rank losses, bytes, tokens/s), never a wrapper object.
 """

@@ -1,6 +1,8 @@
 """Training workload for the strategy checks: a small GPT, seeded data, one runner per strategy.
 
-Worker entry point: `wirecheck.training.runner:run_strategy` (see runner.py for the record).
+Worker entry points: `wirecheck.training.runner:run_strategy` (see runner.py for the record), and
+`wirecheck.training.single_gpu:train_alone`: one GPU alone, the dial's baseline (scaling.py holds its
+parent side and the scaling efficiency; dial.py the dial as text).
 The strategies table (`wirecheck.training.strategies`: the strategy names are its NAMES), the
 memory model and the figures (`.figures`) import no torch, so the pytest process can read them;
 everything else is loaded on first use, and the trainer modules the table names (ddp,
