@@ -24,7 +24,7 @@ def test_a_gpu_20_percent_below_its_peers_on_another_node_is_named(tmp_path, cap
     code = report([str(d), "--expect", "3", "--json", str(tmp_path / "fleet.json"), "--html", str(page)])
     out = capsys.readouterr().out
     assert code == 1, out
-    assert "GPUs below the fleet's GPUs of their model: n02/GPU1 (HBM copy bandwidth (read+write))" in out
+    assert "GPUs below the fleet's GPUs of their model: n02/GPU1 (HBM copy (read+write))" in out
     failure = next(line for line in out.splitlines() if "[fleet_gpu_outlier]" in line)
     assert failure.startswith("  n02: ") and "node n02 GPU1 (00000000:28:00.0)" in failure
     assert "20.0 % below the median 4271.00 GB/s of 5 (" in failure and "fleet.hardware.gpus" in failure
@@ -35,7 +35,7 @@ def test_a_gpu_20_percent_below_its_peers_on_another_node_is_named(tmp_path, cap
     n02 = next(n for n in data["nodes"] if n["node"] == "n02")
     named = [v for v in n02["gpus"] if v["outcome"] == "fail"]
     assert [(v["where"], v["inputs"]["gpu_model"], v["inputs"]["figure"]) for v in named] == [
-        ("n02/GPU1", "NVIDIA H200", "HBM copy bandwidth (read+write)")]
+        ("n02/GPU1", "NVIDIA H200", "HBM copy (read+write)")]
     # every other GPU figure of the fleet passes the rule: 5 figures x 2 GPUs x 3 nodes, one named
     judged = [v for n in data["nodes"] for v in n["gpus"]]
     assert len(judged) == 30 and sum(v["outcome"] == "fail" for v in judged) == 1

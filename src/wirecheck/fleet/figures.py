@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from wirecheck.core.quantity import format_bytes
 from wirecheck.records.file import RunRecord
+from wirecheck.report.gpus import GPU_FIGURES, gpu_points
 
 BUSBW, THROUGHPUT = "busbw", "throughput"
 
@@ -53,22 +54,12 @@ def node_figures(run: RunRecord, floor_size: int) -> dict[str, Figure]:
     return out
 
 
-# The GPU health figures the fleet compares: key -> (label, unit, display units per base unit).
-GPU_FIGURES = {
-    "hbm_copy": ("HBM copy bandwidth (read+write)", "GB/s", 1e-9),
-    "hbm_read": ("HBM read bandwidth", "GB/s", 1e-9),
-    "gemm_bf16": ("dense GEMM bf16 throughput", "TFLOP/s", 1e-12),
-    "gemm_fp8": ("dense GEMM fp8 throughput", "TFLOP/s", 1e-12),
-    "sustained_bf16": ("sustained bf16 GEMM throughput", "TFLOP/s", 1e-12),
-}
-
-
 @dataclass(frozen=True)
 class GpuFigure:
     gpu: int
     bus_id: str | None
     model: str  # NVML's name: only GPUs of one model are compared
-    key: str  # a GPU_FIGURES key
+    key: str  # a report.gpus.GPU_FIGURES key
     value: float  # in the figure's display unit (GB/s, TFLOP/s)
 
     @property
@@ -80,33 +71,13 @@ class GpuFigure:
         return GPU_FIGURES[self.key][1]
 
 
-def _per_s(part) -> float | None:
-    if not isinstance(part, dict) or part.get("error") or part.get("unsupported"):
-        return None
-    value = (part.get("throughput") or part).get("per_s")
-    return float(value) if isinstance(value, (int, float)) else None
-
-
 def gpu_figures(run: RunRecord) -> list[GpuFigure]:
-    """Each GPU's health figures in `run`, leaving out a GPU without a model name, a figure that
-    failed, and one measured while another process computed on the GPU (it says nothing of the GPU)."""
-    out: dict[tuple[int, str], GpuFigure] = {}
-    for m in run.measurements:
-        kind, d = m.get("kind"), m.get("details") or {}
-        gpu, model = d.get("gpu"), d.get("gpu_model")
-        if kind not in ("gpu_figures", "gpu_sustained") or not isinstance(gpu, int) or not model:
+    """Each GPU's health figures in `run` (read as the report reads them: wirecheck.report.gpus),
+    leaving out a GPU without a model name and one measured while another process computed on it
+    (its figures say nothing of the GPU)."""
+    out = []
+    for p in gpu_points(run.measurements, []).values():
+        if not p.model or p.foreign:
             continue
-        if d.get("error") or d.get("foreign_processes"):
-            continue
-        result = d.get("result") or {}
-        if kind == "gpu_figures":
-            hbm = result.get("hbm") or {}
-            values = {"hbm_copy": None if hbm.get("error") else _per_s(hbm.get("copy")),
-                      "hbm_read": None if hbm.get("error") else _per_s(hbm.get("read")),
-                      "gemm_bf16": _per_s(result.get("gemm_bf16")), "gemm_fp8": _per_s(result.get("gemm_fp8"))}
-        else:  # recorded in TFLOP/s: the median of the load's full windows (wirecheck.gpu.inputs)
-            values = {"sustained_bf16": float(m["value"]) * 1e12 if isinstance(m.get("value"), (int, float)) else None}
-        for key, value in values.items():
-            if value is not None:
-                out[(gpu, key)] = GpuFigure(gpu, d.get("bus_id"), model, key, value * GPU_FIGURES[key][2])
-    return list(out.values())
+        out += [GpuFigure(p.gpu, p.bus_id, p.model, key, value * GPU_FIGURES[key][2]) for key, value in p.figures.items()]
+    return out

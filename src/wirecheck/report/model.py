@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wirecheck.report.gpus import GpuPoint, gpu_points
 from wirecheck.training.memory_model import predict
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP
@@ -92,82 +93,6 @@ class SingleGpuPoint:
     mfu: float | None
     peak_bytes: int | None
     error: str | None
-
-
-# The per-GPU figures of the GPU health checks: key -> (label, display unit, display units per base unit).
-GPU_FIGURES = {
-    "hbm_copy": ("HBM copy (read+write)", "GB/s", 1e-9),
-    "hbm_read": ("HBM read", "GB/s", 1e-9),
-    "gemm_bf16": ("GEMM bf16", "TFLOP/s", 1e-12),
-    "gemm_fp8": ("GEMM fp8", "TFLOP/s", 1e-12),
-    "sustained_bf16": ("sustained bf16 (median window)", "TFLOP/s", 1e-12),
-}
-# The checks that judge them, and which figure a verdict is about (from its inputs).
-_FIGURE_OF = {
-    "hbm_bandwidth": lambda i: f"hbm_{i.get('kind')}",
-    "gemm_throughput": lambda i: f"gemm_{i.get('dtype')}",
-    "sustained_throughput": lambda i: "sustained_bf16",
-}
-GPU_HEALTH_CHECKS = ("hbm_bandwidth", "gemm_throughput", "gemm_matches_reference", "sustained_throughput",
-                     "sustained_clocks", "sustained_power", "sustained_temperature", "memory_pattern", "no_xid",
-                     "ecc_row_remap_growth")
-
-
-@dataclass
-class GpuJudged:
-    """How a figure was judged (base units): its floor, the node's median of its peers, the peer rule."""
-
-    outcome: str
-    floor: float | None
-    peers_median: float | None
-    max_below_median: float | None
-
-    @property
-    def peer_limit(self) -> float | None:
-        """The lowest value the peer rule lets pass (its MAD part aside)."""
-        if self.peers_median is None or self.max_below_median is None:
-            return None
-        return self.peers_median * (1 - self.max_below_median)
-
-
-@dataclass
-class GpuPoint:
-    """One GPU under load: its figures (base units: bytes/s, FLOP/s), how each was judged, the
-    sustained load's windows and NVML samples beside them, the memory test, XIDs during the run."""
-
-    gpu: int
-    bus_id: str | None = None
-    model: str | None = None
-    figures: dict[str, float] = field(default_factory=dict)
-    judged: dict[str, GpuJudged] = field(default_factory=dict)
-    unmeasured: dict[str, str] = field(default_factory=dict)  # figure -> why (unsupported, error)
-    windows: list[dict] = field(default_factory=list)  # sustained: {t0, t1, seconds, flops_per_s, ...}
-    samples: list[dict] = field(default_factory=list)  # NVML: {t, sm_mhz, power_w, temperature_c, reasons, ...}
-    nvml_limits: dict | None = None  # {power_limit_w, slowdown_c, ...}
-    memory: dict | None = None  # the memory test's result
-    events: list[dict] = field(default_factory=list)  # XID / ECC events recorded during the run
-    peak_power_w: float | None = None  # from the power verdict when no samples were recorded
-    max_temperature_c: float | None = None
-
-    @property
-    def peak_power(self) -> float | None:
-        values = [s["power_w"] for s in self.samples if s.get("power_w") is not None]
-        return max(values) if values else self.peak_power_w
-
-    @property
-    def max_temperature(self) -> float | None:
-        values = [s["temperature_c"] for s in self.samples if s.get("temperature_c") is not None]
-        return max(values) if values else self.max_temperature_c
-
-    @property
-    def memory_mismatches(self) -> int | None:
-        if not self.memory or "patterns" not in self.memory:
-            return None
-        return sum(p.get("mismatched_words") or 0 for p in self.memory["patterns"])
-
-    @property
-    def xid_events(self) -> int:
-        return sum(e.get("kind") == "xid" for e in self.events)
 
 
 @dataclass
@@ -249,8 +174,6 @@ class RunView:
                 view.nccl_paths[m.get("placement")] = m.get("details") or {}
             elif kind == "copy_bandwidth":
                 view.copies = m.get("details") or {}
-            elif kind in ("gpu_figures", "gpu_sustained", "gpu_memory", "gpu_event"):
-                view._add_gpu_measurement(kind, m)
             elif kind == "single_gpu_training":
                 view._add_single_gpu(m)
         for s in view.sweeps.values():
@@ -260,76 +183,8 @@ class RunView:
                 view._add_floor(v)
             elif v.get("check") == "counter_growth":
                 view.counters.append(v)
-            elif v.get("check") in GPU_HEALTH_CHECKS:
-                view._add_gpu_verdict(v)
-        view.gpus = dict(sorted(view.gpus.items()))
+        view.gpus = gpu_points(run.measurements, view.verdicts)
         return view
-
-    def _gpu(self, gpu: Any, bus_id: str | None = None, model: str | None = None) -> GpuPoint | None:
-        if not isinstance(gpu, int) or isinstance(gpu, bool):
-            return None
-        point = self.gpus.setdefault(gpu, GpuPoint(gpu))
-        point.bus_id = point.bus_id or bus_id
-        point.model = point.model or model
-        return point
-
-    def _add_gpu_measurement(self, kind: str, m: dict) -> None:
-        d = m.get("details") or {}
-        point = self._gpu(d.get("gpu"), d.get("bus_id"), d.get("gpu_model"))
-        if point is None:
-            return
-        if kind == "gpu_event":
-            point.events.append(d)
-            return
-        result = d.get("result") or {}
-        if kind == "gpu_figures":
-            hbm = result.get("hbm") or {}
-            parts = {"hbm_copy": (hbm.get("copy"), hbm.get("error")), "hbm_read": (hbm.get("read"), hbm.get("error")),
-                     "gemm_bf16": ((result.get("gemm_bf16") or {}).get("throughput"), (result.get("gemm_bf16") or {}).get("error")),
-                     "gemm_fp8": ((result.get("gemm_fp8") or {}).get("throughput"), (result.get("gemm_fp8") or {}).get("error")
-                                  or (result.get("gemm_fp8") or {}).get("unsupported"))}
-            for key, (part, why) in parts.items():
-                if part and part.get("per_s") is not None:
-                    point.figures[key] = float(part["per_s"])
-                elif why or d.get("error"):
-                    point.unmeasured[key] = str(why or d.get("error")).splitlines()[0]
-        elif kind == "gpu_sustained":
-            if m.get("value") is not None:
-                point.figures["sustained_bf16"] = float(m["value"]) * 1e12  # recorded in TFLOP/s
-            elif d.get("error") or result.get("error"):
-                point.unmeasured["sustained_bf16"] = str(d.get("error") or result.get("error")).splitlines()[0]
-            point.windows = [w for w in result.get("windows") or [] if isinstance(w, dict)]
-            nvml = d.get("nvml") or {}
-            point.samples = [x for x in nvml.get("samples") or [] if isinstance(x, dict)]
-            point.nvml_limits = nvml.get("limits")
-        elif kind == "gpu_memory":
-            point.memory = result if result else {"error": d.get("error")}
-
-    def _add_gpu_verdict(self, v: dict) -> None:
-        inputs = v.get("inputs") or {}
-        point = self._gpu(inputs.get("gpu"), inputs.get("bus_id"), inputs.get("gpu_model"))
-        if point is None:
-            return
-        check = v.get("check")
-        if check == "sustained_power" and inputs.get("peak_w") is not None:
-            point.peak_power_w = inputs["peak_w"]
-        elif check == "sustained_temperature" and inputs.get("max_c") is not None:
-            point.max_temperature_c = inputs["max_c"]
-        if check not in _FIGURE_OF:
-            return
-        figure = _FIGURE_OF[check](inputs)
-        if figure not in GPU_FIGURES:
-            return
-        per_base = GPU_FIGURES[figure][2]
-        limit = v.get("limit") or {}
-
-        def base(x):
-            return x / per_base if isinstance(x, (int, float)) else None
-
-        point.judged[figure] = GpuJudged(v.get("outcome") or SKIP, base(limit.get("min")), base(limit.get("peers_median")),
-                                         limit.get("max_below_median"))
-        if figure not in point.figures and isinstance(v.get("measured"), (int, float)):
-            point.figures[figure] = base(v["measured"])  # a record judged again without its measurements
 
     def _add_single_gpu(self, m: dict) -> None:
         d = m.get("details") or {}
@@ -447,6 +302,5 @@ def load_history(directory: str | Path, exclude: list[Path] = ()) -> tuple[list[
     return views, skipped
 
 
-__all__ = ["RunView", "Sweep", "SizePoint", "Floor", "StrategyPoint", "SingleGpuPoint", "GpuPoint", "GpuJudged",
-           "GPU_FIGURES", "GPU_HEALTH_CHECKS", "load_runs", "load_history", "parse_time",
+__all__ = ["RunView", "Sweep", "SizePoint", "Floor", "StrategyPoint", "SingleGpuPoint", "load_runs", "load_history", "parse_time",
            "NVLINK_CLASSES", "HOST_PATH_CLASS", "PASS", "FAIL", "SKIP"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 from wirecheck.core.quantity import format_bytes
 from wirecheck.report import figures
 from wirecheck.report.html import Raw, Section, details, esc, note, outcome, pre, table
-from wirecheck.report.model import GPU_FIGURES, GPU_HEALTH_CHECKS, HOST_PATH_CLASS, RunView
+from wirecheck.report.gpus import GPU_FIGURES, GPU_HEALTH_CHECKS
+from wirecheck.report.model import HOST_PATH_CLASS, RunView
 from wirecheck.report.trends import FAMILIES, drifts, gather
 from wirecheck.core.verdict import FAIL, PASS, SKIP
 
