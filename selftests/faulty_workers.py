@@ -126,6 +126,32 @@ def measure_corrupt(ctx: RankContext, op: str, flip_rank: int = 1, flip_index: i
         collectives.COLLECTIVES[op] = c
 
 
+def pair_on_own_group(ctx: RankContext, size: int, flip_rank: int | None = None, flip_index: int = 5) -> dict:
+    """wirecheck.fleet.pairs' measurement on a process group of its own (every rank of this group, as a
+    node pair of two one-GPU nodes), with one output element of `flip_rank` off by one after every
+    all_reduce when given: the pair path's fill, timing and check are the collectives' own."""
+    import torch.distributed as dist
+
+    from wirecheck.fleet import pairs
+
+    group = dist.new_group(list(range(ctx.world_size)))
+    original = dist.all_reduce
+
+    def all_reduce_and_flip(tensor, *args, **kwargs):
+        work = original(tensor, *args, **kwargs)
+        if ctx.rank == flip_rank:
+            tensor.view(-1)[flip_index] += 1.0
+        return work
+
+    dist.all_reduce = all_reduce_and_flip
+    try:
+        return pairs.measure_pair(ctx, group=group, group_ranks=list(range(ctx.world_size)), size=size,
+                                  warmup_iters=1, iters=2)
+    finally:
+        dist.all_reduce = original
+        dist.destroy_process_group(group)
+
+
 def measure_stale(ctx: RankContext, op: str, stale_rank: int = 1, **kw: Any) -> dict:
     """collectives.measure where `stale_rank`'s output buffer is never written (the data goes elsewhere)."""
     c = collectives.COLLECTIVES[op]

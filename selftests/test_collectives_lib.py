@@ -196,6 +196,17 @@ def test_measure_loop_for_benchmark_rounds(pair):
     assert not r.checked
 
 
+def test_a_node_pair_on_its_own_group_is_measured_and_checked_as_any_collective(pair):
+    """wirecheck.fleet.pairs runs on a process group of its own through the collectives' code: its
+    records combine like `measure`'s, and a wrong element on one rank is caught there too."""
+    good = C.combine("all_reduce", 2, pair.run(f"{FAULTY}:pair_on_own_group", {"size": 4096}, timeout_s=60))
+    assert [(r.bytes, r.ok, r.wrong_by_rank) for r in good] == [(4096, True, {0: 0, 1: 0})] and good[0].busbw > 0
+    recs = pair.run(f"{FAULTY}:pair_on_own_group", {"size": 4096, "flip_rank": 1}, timeout_s=60)
+    (bad,) = C.combine("all_reduce", 2, recs)
+    assert bad.wrong_by_rank == {0: 0, 1: 1} and bad.first_bad_by_rank == {1: 5}
+    assert [r["job_rank"] for r in recs] == [0, 1]
+
+
 def test_bad_arguments_come_back_as_errors_and_leave_the_group_usable(pair):
     with pytest.raises(WorkerCallError, match="unknown collective 'bogus'"):
         pair.run("wirecheck.measure.collectives:measure",

@@ -220,6 +220,8 @@ def test_a_rank_that_breaks_ends_the_job_and_its_record_says_so(tmp_path, capsys
     outs = [p.communicate(timeout=TIMEOUT_S)[0] for p in procs]
     assert [p.returncode for p in procs] == [1, 1], outs
     assert "fleet_faults: rank 1 broke on purpose" in outs[1]
+    # torch elastic's error file: torchrun's own summary names the failed rank's exception
+    assert "RuntimeError: fleet_faults: rank 1 broke on purpose" in outs[1].split("Root Cause")[-1], outs[1]
     lines = records(record)
     failed = [v for v in lines if v["type"] == "verdict" and v["outcome"] == "fail"]
     assert len(failed) == 1 and failed[0]["check"] == "measurement_completed"

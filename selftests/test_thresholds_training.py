@@ -163,11 +163,12 @@ def test_a_failed_floor_says_whether_the_run_was_steady(shipped):
     """The throughput verdict tells a steady shortfall from step times that moved during the run
     (the median's 95 % interval, the timed steps, what stopped them); a pass says neither."""
     from wirecheck.checks import training
+    from wirecheck.training.strategy_run import median_of
 
     args = dict(placement="nvswitch-2gpu-0.1", placement_class="nvswitch", strategy="zero3", n_gpus=2,
                 tokens_per_s=1000.0, simulated=False)
-    moving = training.median_of({"step_time_ci_halfwidth": 0.061, "timed_steps": 30, "stop_reason": "ceiling"})
-    steady = training.median_of({"step_time_ci_halfwidth": 0.011, "timed_steps": 8, "stop_reason": "settled"})
+    moving = median_of({"step_time_ci_halfwidth": 0.061, "timed_steps": 30, "stop_reason": "ceiling"})
+    steady = median_of({"step_time_ci_halfwidth": 0.011, "timed_steps": 8, "stop_reason": "settled"})
     failed = training.throughput(shipped, **args, median=moving)
     assert failed.outcome == "fail"
     assert "had not settled (+-6.1% at 95 % after 30 timed steps" in failed.message and "step_times_s" in failed.message

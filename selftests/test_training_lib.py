@@ -24,9 +24,9 @@ from wirecheck.training.strategies import NAMES
 from wirecheck.training import GPT, local_batch, param_count, shape_for_params
 from wirecheck.training.runner import load_hook, run_strategy
 from wirecheck.training.strategies import resolve_settings
+from wirecheck.training.strategy_run import RUN_STRATEGY_WORKER as WORKER
 from wirecheck.training.timing import CEILING, FIXED, SETTLED, ci_halfwidth
 
-WORKER = "wirecheck.training.runner:run_strategy"
 FAULTY_HOOK = "selftests.faulty_training:flip_first_block_grad"
 FAULTY_STRATEGY = "fsdp"  # the hook must survive a sharding wrapper, not only DDP
 SHAPE = {"n_layer": 2, "n_head": 4, "d_model": 64, "vocab_size": 256, "seq_len": 32}

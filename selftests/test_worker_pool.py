@@ -7,7 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_wirecheck.workers import WorkerPool, calls_per_size, wire_key
+from pytest_wirecheck.workers import WorkerPool, wire_key
+from wirecheck.measure.sweep import calls_per_size
 from wirecheck.core import failures as F
 from wirecheck.workers.launcher import WorkerCrash, WorkerTimeout
 from wirecheck.node.placement import Placement

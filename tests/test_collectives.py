@@ -14,7 +14,7 @@ import pytest
 from pytest_wirecheck.measurements import nvlink_twin_or_skip, require
 from pytest_wirecheck.nightly import device_timed, time_rounds
 from wirecheck import checks
-from wirecheck.measure.collectives import OPS
+from wirecheck.measure.collectives import MEASURE_LOOP_WORKER, OPS
 from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_PAIR, COLLECTIVE_CLASSES
 from wirecheck.core.quantity import format_bytes
 
@@ -78,7 +78,7 @@ def test_busbw(node, measurements, worker_pool, placement, op, collective_worker
                                  "busbw_GBps": round(result.busbw / 1e9, 2), "algbw_GBps": round(result.algbw / 1e9, 2)})
 
     def one_round() -> float:
-        ranks = group.run("wirecheck.measure.collectives:measure_loop", {"op": op, "size": result.bytes, "iters": settings.iters},
+        ranks = group.run(MEASURE_LOOP_WORKER, {"op": op, "size": result.bytes, "iters": settings.iters},
                           timeout_s=worker_pool.collective_deadline(placement, op, result.bytes, settings.iters + 1),
                           what=f"{op} benchmark at {format_bytes(result.bytes)}")
         return max(r["time_s"] for r in ranks) * settings.iters

@@ -15,7 +15,7 @@ from pytest_wirecheck.measurements import nvlink_twin_or_skip, require
 from pytest_wirecheck.nightly import device_timed, replay
 from wirecheck.training import capacity
 from wirecheck import checks
-from wirecheck.checks.training import median_of, workload_of
+from wirecheck.training.strategy_run import median_of, workload_of
 from wirecheck.training.dial import dial_table
 from wirecheck.training.memory_model import predict
 from wirecheck.training.strategies import NAMES, REFERENCE

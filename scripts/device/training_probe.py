@@ -34,8 +34,7 @@ from wirecheck.node.placement import FORCED_PCIE_ENV
 from wirecheck.thresholds.file import load_thresholds
 from wirecheck.training import figures
 from wirecheck.training.strategies import NAMES, REFERENCE, resolve_settings
-
-WORKER = "wirecheck.training.runner:run_strategy"
+from wirecheck.training.strategy_run import RUN_STRATEGY_WORKER as WORKER
 NVLINK, HOST = "nvlink", "host"
 TARGETS = {"zero1": 0.95, "zero2": 0.95, "zero3": 0.5, "fsdp": 0.85}  # x DDP tokens/s on NVLink (issue 10)
 PROFILE_STEPS = 3

@@ -97,7 +97,7 @@ def _fresh_group_measures(gpus, logs: Path) -> tuple[bool, str]:
     t0 = time.monotonic()
     with _group(gpus, logs) as group:
         started = time.monotonic() - t0
-        ranks = group.run("wirecheck.measure.collectives:measure",
+        ranks = group.run(collectives.MEASURE_WORKER,
                           {"op": "all_reduce", "sizes": [size], "warmup_iters": 5, "iters": 20}, timeout_s=120)
     (r,) = collectives.combine("all_reduce", 2, ranks)
     return r.ok, (f"fresh group started in {started:.1f} s, all_reduce {format_bytes(size)} busbw "

@@ -18,14 +18,13 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from wirecheck.core import exit_codes
 from wirecheck.checks import rejudge
-from wirecheck.checks.training import workload_of
+from wirecheck.training.strategy_run import workload_of
 from wirecheck.core.paths import suite_paths
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 from wirecheck.thresholds.file import Thresholds, ThresholdsError, load_thresholds
 from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, Verdict
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SIMULATION = 0, 1, 2, 10
 
 
 @dataclass
@@ -153,10 +152,10 @@ def main(argv: list[str] | None = None) -> int:
         judged = [j for run in runs for j in judge_run(run, thresholds)]
     except (ThresholdsError, RecordFileError, ValueError) as exc:
         print(f"wirecheck judge: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.BAD_INPUT
     except FileNotFoundError as exc:
         print(f"wirecheck judge: {exc.filename}: no such file", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.BAD_INPUT
 
     print(f"wirecheck judge: {len(judged)} verdicts from {len(runs)} run(s) against {th_path}")
     for run in runs:
@@ -176,12 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     summary = f"{counts[FAIL]} failed, {counts[PASS]} passed, {counts[SKIP]} skipped; {changed} changed since recorded"
     if counts[FAIL] or problems:
         print(f"wirecheck judge: FAILED: {summary}")
-        return EXIT_FAILED
+        return exit_codes.FAILED
     if simulated:
         print(f"wirecheck judge: {summary}; SIMULATION: {', '.join(simulated)} judged a simulated run, no node was validated")
-        return EXIT_SIMULATION
+        return exit_codes.SIMULATED
     print(f"wirecheck judge: PASSED: {summary}")
-    return EXIT_OK
+    return exit_codes.OK
 
 
 if __name__ == "__main__":

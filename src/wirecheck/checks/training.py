@@ -62,19 +62,6 @@ def model_state(thresholds, *, placement: str, strategy: str, n_params: int, n_g
     return _with(v, measured_bytes=measured_bytes, predicted_bytes=expected)
 
 
-def workload_of(rank: dict) -> dict:
-    """What a strategy run trained, from one rank's record (training.runner): the keys of
-    TrainingSettings.workload(), the limits' own."""
-    return {"shape": rank.get("shape"), "micro_batch": rank.get("micro_batch"), "precision": rank.get("precision")}
-
-
-def median_of(rank: dict) -> dict:
-    """How well one rank's record knows its median step time (training.timing): the 95 % interval's
-    half-width as a share of the median, the timed steps, and what stopped them (settled or ceiling)."""
-    return {"halfwidth": rank.get("step_time_ci_halfwidth"), "steps": rank.get("timed_steps"),
-            "stop": rank.get("stop_reason")}
-
-
 def _median_hint(median: dict | None) -> str:
     """A failed floor, told apart: a steady shortfall, or step times that moved during the run."""
     if not median or median.get("halfwidth") is None:
@@ -153,7 +140,7 @@ def throughput(thresholds, *, placement: str, placement_class: str, strategy: st
                tokens_per_s: float, simulated: bool, workload: dict | None = None,
                median: dict | None = None) -> Verdict:
     """Training throughput (global tokens/s, slowest rank) above the floor for the class. `median`
-    (median_of): how well the run knew its median; a failure says whether it was steady."""
+    (training.strategy_run.median_of): how well the run knew its median; a failure says whether it was steady."""
     what = f"{strategy} throughput"
     other = _other_workload(thresholds, simulated, workload)
     if other:

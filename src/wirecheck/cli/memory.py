@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from wirecheck.core import exit_codes
 from wirecheck.training.memory_model import ACCOUNTINGS, ARTICLE, format_memory_table
 from wirecheck.core.precision import DEFAULT as DEFAULT_PRECISION
 from wirecheck.core.precision import NAMES as PRECISIONS
@@ -63,4 +64,4 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
     print(format_memory_table(args.params, args.gpus, args.accounting, args.precision))
-    return 0
+    return exit_codes.OK

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from wirecheck.core import exit_codes
 from wirecheck.node import nvml, visible
 from wirecheck.core.paths import suite_paths
 from wirecheck.node.placement import enumerate_placements, pinning_advice
@@ -74,14 +75,14 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         topo = _topology(args.simulate)
     except (ValueError, OSError, nvml.NvmlUnavailable) as exc:
         print(f"wirecheck topo: {exc}", file=sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
     if args.save:
         try:
             topo.save(args.save)
         except OSError as exc:
             print(f"wirecheck topo: --save {args.save}: cannot write it ({exc.strerror or exc}); pass a writable path",
                   file=sys.stderr)
-            return 2
+            return exit_codes.BAD_INPUT
         print(f"saved the topology snapshot to {args.save}", file=sys.stderr)
     print(json.dumps(topo_json(topo), indent=1) if args.json else topo_text(topo))
-    return 0
+    return exit_codes.OK

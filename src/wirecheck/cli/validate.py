@@ -9,49 +9,43 @@ SIMULATION and exits 10 rather than 0, so no script can take it for an accepted 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import textwrap
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from wirecheck.core import exit_codes as codes
 from wirecheck.node import driver, nvml
 from wirecheck.cli.foreground import Outcome, run_foreground
 from wirecheck.core.paths import suite_paths
 from wirecheck.node.topo_text import DEFAULT_SIMULATION
+from wirecheck.workers.node_lock import NodeLock, current_holder
 
 NAME = "validate"
 PROG = f"wirecheck {NAME}"
 
-# The exit codes, one table: the help, the README and the last line all say the same.
-ACCEPTED = 0
-FAILED = 1
-PYTEST_STOPPED = 2
-INTERNAL_ERROR = 3
-USAGE_ERROR = 4
-NO_TESTS = 5
-SIMULATED = 10
-NO_GPU_READABLE = 11
-CTRL_C = 128 + signal.SIGINT  # 130, as a shell reports a job stopped by Ctrl-C
-TERMINATED = 128 + signal.SIGTERM  # 143
-
+# The exit codes' words, one table: the help, the README and the last line all say the same
+# (the codes themselves: wirecheck.core.exit_codes).
 EXIT_CODES: dict[int, tuple[str, str]] = {  # code -> (outcome for the last line, meaning for the help)
-    ACCEPTED: ("every selected check passed on this node's GPUs", "accepted: every selected check passed on this node's GPUs"),
-    FAILED: ("checks FAILED", "at least one check failed"),
-    PYTEST_STOPPED: ("pytest stopped the run (errors during collection?)",
+    codes.OK: ("every selected check passed on this node's GPUs", "accepted: every selected check passed on this node's GPUs"),
+    codes.FAILED: ("checks FAILED", "at least one check failed"),
+    codes.INTERRUPTED: ("pytest stopped the run (errors during collection?)",
                      "pytest stopped the run: errors during collection, or a stop the suite requested (not Ctrl-C)"),
-    INTERNAL_ERROR: ("internal error", "internal error in pytest or the wirecheck plugin, or a broken install"),
-    USAGE_ERROR: ("usage error", "usage error: a bad option or argument, a -k/-m selection that matches no test, or a "
+    codes.INTERNAL_ERROR: ("internal error", "internal error in pytest or the wirecheck plugin, or a broken install"),
+    codes.USAGE_ERROR: ("usage error", "usage error: a bad option or argument, a -k/-m selection that matches no test, or a "
                                  "bad thresholds or topology file; the message names it and the fix"),
-    NO_TESTS: ("no test was collected: nothing was validated", "no test was collected (a test path without tests): nothing was validated"),
-    SIMULATED: ("no failures", "SIMULATION without failures: the suite ran on a recorded topology, "
+    codes.NO_TESTS: ("no test was collected: nothing was validated", "no test was collected (a test path without tests): nothing was validated"),
+    codes.SIMULATED: ("no failures", "SIMULATION without failures: the suite ran on a recorded topology, "
                                "CPU processes standing in for GPUs; nothing about this machine was validated"),
-    NO_GPU_READABLE: ("NVML failed on a machine with an NVIDIA driver: nothing ran",
+    codes.NVML_BROKEN: ("NVML failed on a machine with an NVIDIA driver: nothing ran",
                       "an NVIDIA driver is installed but NVML fails or sees no GPU: nothing ran "
                       "(fix the driver, or ask for a dry run with --simulate)"),
-    CTRL_C: ("interrupted (Ctrl-C): the run is incomplete",
+    codes.NODE_BUSY: ("node busy: another wirecheck run held the GPUs: nothing ran",
+                      "node busy: another wirecheck run held this node's GPUs for longer than --wait-for-node: "
+                      "nothing ran; try again later (the last line names the holder)"),
+    codes.CTRL_C: ("interrupted (Ctrl-C): the run is incomplete",
              "interrupted by Ctrl-C: pytest printed its summary and the records so far are kept; not accepted"),
-    TERMINATED: ("stopped by SIGTERM: the run is incomplete", "stopped by SIGTERM (passed on to pytest); not accepted"),
+    codes.TERMINATED: ("stopped by SIGTERM: the run is incomplete", "stopped by SIGTERM (passed on to pytest); not accepted"),
 }
 KILLED_BY_SIGNAL = "128+N: pytest was killed by signal N (137: SIGKILL, e.g. the kernel's out-of-memory killer); not accepted"
 
@@ -63,7 +57,7 @@ def _exit_code_lines() -> list[str]:
     lines = [entry(str(code), meaning) for code, (_, meaning) in EXIT_CODES.items()]
     lines.append(entry("128+N", KILLED_BY_SIGNAL.split(": ", 1)[1]))
     lines.append(textwrap.fill(
-        f"A simulated run exits {SIMULATED} when nothing failed, otherwise with the code above (1 failed, "
+        f"A simulated run exits {codes.SIMULATED} when nothing failed, otherwise with the code above (1 failed, "
         "4 usage error, ...); its last line always says SIMULATION.", width=96, initial_indent="  ", subsequent_indent="  "))
     return lines
 
@@ -76,14 +70,14 @@ Simulation: with --simulate[=FILE|NAME], or on a machine with no NVIDIA driver a
 /proc/driver/nvidia, no /dev/nvidiactl, libnvidia-ml.so.1 not loadable), the suite runs on a
 recorded topology (default {DEFAULT_SIMULATION}) with CPU processes and gloo standing in for GPUs
 and NCCL. Nothing about this machine is validated: the last line says SIMULATION and the exit
-code is {SIMULATED}, never 0. Where an NVIDIA driver is installed but NVML fails or sees no GPU,
-validate runs nothing, names the NVML error and exits {NO_GPU_READABLE}.
+code is {codes.SIMULATED}, never 0. Where an NVIDIA driver is installed but NVML fails or sees no GPU,
+validate runs nothing, names the NVML error and exits {codes.NVML_BROKEN}.
 
 Every other argument goes to pytest: -k, -x, -v, --profile, --placement, --thresholds,
 --wirecheck-json, --junitxml, --benchmark-*, test ids. `{PROG} --pytest-help` lists them.
 
 Ctrl-C: pytest stops the test in progress, prints its summary and keeps the records; exit
-{CTRL_C}. A second Ctrl-C stops pytest at once (its summary may be lost), a third kills it."""
+{codes.CTRL_C}. A second Ctrl-C stops pytest at once (its summary may be lost), a third kills it."""
 
 EPILOG = "exit codes:\n" + "\n".join(_exit_code_lines())
 
@@ -165,14 +159,35 @@ def choose_mode(
 
 def exit_code(outcome: Outcome, simulated: bool) -> int:
     if outcome.terminated:
-        return TERMINATED
+        return codes.TERMINATED
     if outcome.interrupts:
-        return CTRL_C  # even if pytest got to the end: the person asked it to stop
+        return codes.CTRL_C  # even if pytest got to the end: the person asked it to stop
     if outcome.returncode < 0:
         return 128 - outcome.returncode
-    if outcome.returncode == ACCEPTED and simulated:
-        return SIMULATED
+    if outcome.returncode == codes.OK and simulated:
+        return codes.SIMULATED
     return outcome.returncode
+
+
+def node_lock_path(pytest_args: Sequence[str]):
+    """The node lock the run took: --node-lock's value among pytest's arguments, else the node's own."""
+    args = list(pytest_args)
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg.startswith("--node-lock="):
+            return arg.split("=", 1)[1]
+        if arg == "--node-lock" and i + 1 < len(args):
+            return args[i + 1]
+    return NodeLock(None).path
+
+
+def busy_line(pytest_args: Sequence[str], holder_of: Callable = current_holder) -> str:
+    """The last line of a run that stopped busy, naming who holds the node now (pytest said who held it
+    when it gave up; a line it cannot hand back)."""
+    holder = holder_of(node_lock_path(pytest_args))
+    who = holder.describe() if holder else "another wirecheck run held the GPUs (it has let go since)"
+    return f"{PROG}: node busy: {who}; exit {codes.NODE_BUSY}"
 
 
 def last_line(code: int, mode: Mode) -> str:
@@ -184,7 +199,7 @@ def last_line(code: int, mode: Mode) -> str:
         what = "pytest's own exit code"
     if mode.simulate is not None:
         return f"{PROG}: SIMULATION of {mode.simulate} — no GPU was validated; {what}, exit {code}"
-    if code == ACCEPTED and mode.gpus:
+    if code == codes.OK and mode.gpus:
         what = f"every selected check passed on this node's {mode.gpus} GPU(s)"
     return f"{PROG}: {what}; exit {code}"
 
@@ -208,8 +223,8 @@ def run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         return _run(args, pytest_args)
     except KeyboardInterrupt:
         # Only before pytest started (the NVML probe): during the run the signal is pytest's.
-        print(f"{PROG}: interrupted before pytest started: nothing ran; exit {CTRL_C}", flush=True)
-        return CTRL_C
+        print(f"{PROG}: interrupted before pytest started: nothing ran; exit {codes.CTRL_C}", flush=True)
+        return codes.CTRL_C
 
 
 def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
@@ -217,21 +232,21 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         base = _pytest_command([])
     except RuntimeError as exc:  # the plugin package is missing: a broken install
         _say(str(exc))
-        return INTERNAL_ERROR
+        return codes.INTERNAL_ERROR
     if args.pytest_help:
         return run_foreground(base + ["--help"], PROG).returncode
 
     mode = choose_mode(pytest_args)
     if mode.refusal:
         _say(mode.refusal)
-        print(last_line(NO_GPU_READABLE, mode), flush=True)
-        return NO_GPU_READABLE
+        print(last_line(codes.NVML_BROKEN, mode), flush=True)
+        return codes.NVML_BROKEN
     cmd = base + list(pytest_args)
     if mode.notice:
         _say(mode.notice)
         cmd.append(f"--simulate={mode.simulate}")
     _say(" ".join(cmd))
     code = exit_code(run_foreground(cmd, PROG), simulated=mode.simulate is not None)
-    print(last_line(code, mode), flush=True)
+    print(busy_line(pytest_args) if code == codes.NODE_BUSY else last_line(code, mode), flush=True)
     return code
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from wirecheck.core import exit_codes
+
 COMMANDS = {
     "report": ("wirecheck.fleet.report", "judge every node's record together: own verdicts, the fleet rule, pairs"),
     "inventory": ("wirecheck.fleet.inventory", "this node's NICs, GPU-to-NIC paths and line rate"),
@@ -23,11 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
         print(usage())
-        return 0 if argv else 2
+        return exit_codes.OK if argv else exit_codes.BAD_INPUT
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
         print(f"wirecheck fleet: unknown command {name!r}\n{usage()}", file=sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
     import importlib
 
     return importlib.import_module(COMMANDS[name][0]).main(rest)

@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from wirecheck.core import exit_codes
 from wirecheck import checks
 from wirecheck.node import network
 from wirecheck.core.paths import suite_paths
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         inv = inventory(args)
     except (ThresholdsError, ValueError, OSError) as exc:
         print(f"wirecheck fleet inventory: {exc}", file=sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
     verdicts = [
         checks.network.nic_ports_up(thresholds, ports=inv["ports"]),
         checks.network.nic_rate(thresholds, ports=inv["ports"], profile=args.profile),
@@ -83,4 +84,4 @@ def main(argv: list[str] | None = None) -> int:
                                                         else f"unknown ({inv['line_rate_basis']})"))
         for v in verdicts:
             print(f"{v.outcome.upper():4} {v.check:18} {v.message}")
-    return 1 if any(v.outcome == FAIL for v in verdicts) else 0
+    return exit_codes.verdict(failed=any(v.outcome == FAIL for v in verdicts), simulated=False)

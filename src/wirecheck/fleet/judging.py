@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from wirecheck.core import exit_codes
 from wirecheck.checks import fleet as fleet_checks
 from wirecheck.fleet.figures import Figure, GpuFigure, gpu_figures, node_figures
 from wirecheck.fleet.records import Fleet, NodeRun
@@ -17,8 +18,6 @@ from wirecheck.checks.judge import rejudge_run
 from wirecheck.records.file import RecordFileError, RunRecord
 from wirecheck.thresholds.file import Thresholds, ThresholdsError
 from wirecheck.core.verdict import FAIL, PASS, Verdict
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SIMULATION = 0, 1, 2, 10
 
 
 @dataclass
@@ -110,9 +109,7 @@ class FleetResult:
 
     @property
     def exit_code(self) -> int:
-        if not self.ok:
-            return EXIT_FAILED
-        return EXIT_SIMULATION if self.simulated else EXIT_OK
+        return exit_codes.verdict(failed=not self.ok, simulated=self.simulated)
 
 
 def _node(n: NodeRun, thresholds: Thresholds) -> NodeResult:

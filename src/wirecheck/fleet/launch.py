@@ -5,19 +5,22 @@ It only builds the torchrun command the README documents and runs it with this e
 (NCCL switches pass through); under Slurm the node count, the rendezvous host (the job's first node)
 and the job id come from Slurm's variables. When torchrun cannot reach or complete the rendezvous it
 says so in one line that names the endpoint and the fix, instead of leaving the operator with a C++
-stack. Exit status: torchrun's (wirecheck.fleet.multinode's verdict: 0 pass, 1 fail, 2 bad input), or 2
-when the rendezvous failed or an option is missing.
+stack. Exit status: torchrun's (0 every rank passed; 1 a rank failed: a verdict, a broken measurement,
+bad input), 10 when every rank exited 10 (a simulation that failed nothing, which torchrun reports as
+failed ranks), or 2 when the rendezvous failed or an option is missing.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
 from collections import deque
 
+from wirecheck.core import exit_codes
 from wirecheck.workers import bytecode
 
 DEFAULT_PORT = 29400
@@ -27,7 +30,8 @@ DEFAULT_JOIN_TIMEOUT_S = 300
 # torchrun's own rendezvous failures (a worker's broken connection mid-run is not one of them).
 RENDEZVOUS_ERRORS = ("RendezvousConnectionError", "RendezvousTimeoutError", "RendezvousClosedError",
                      "RendezvousStateError")
-EXIT_USAGE = 2
+# A failed rank in torchrun's ChildFailedError summary: "  exitcode  : 10 (pid: 4242)".
+SUMMARY_EXITCODE = re.compile(r"^\s+exitcode\s*:\s*(-?\d+)")
 
 
 class LaunchError(ValueError):
@@ -119,6 +123,15 @@ def rendezvous_problem(stderr_tail: list[str], endpoint: str) -> str | None:
             f"open between the nodes (firewall), and that all nodes join within --join-timeout")
 
 
+def simulated_pass(stderr_tail: list[str]) -> bool:
+    """True when torchrun's failure summary lists only ranks that exited SIMULATED: a simulation that
+    failed nothing, which torchrun, counting every exit but 0 as a failed rank, reports as a failure."""
+    if not any("ChildFailedError" in line for line in stderr_tail):
+        return False
+    codes = [int(m.group(1)) for m in map(SUMMARY_EXITCODE.match, stderr_tail) if m]
+    return bool(codes) and all(code == exit_codes.SIMULATED for code in codes)
+
+
 def _ranks_env() -> dict[str, str]:
     """This environment, plus wirecheck's bytecode cache where the node's Python keeps none: every
     torchrun worker imports torch, and compiles it from source without one (bytecode.py)."""
@@ -134,11 +147,11 @@ def main(argv: list[str] | None = None) -> int:
         cmd = torchrun_command(args)
     except LaunchError as exc:
         print(f"wirecheck fleet multinode: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.BAD_INPUT
     endpoint = cmd[cmd.index("--rdzv-endpoint") + 1]
     print("wirecheck fleet multinode: " + " ".join(cmd), file=sys.stderr, flush=True)
     if args.dry_run:
-        return 0
+        return exit_codes.OK
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace", env=_ranks_env())
     tail: deque[str] = deque(maxlen=400)
     assert proc.stderr is not None
@@ -150,5 +163,10 @@ def main(argv: list[str] | None = None) -> int:
         problem = rendezvous_problem(list(tail), endpoint)
         if problem:
             print(f"wirecheck fleet multinode: {problem}", file=sys.stderr)
-            return EXIT_USAGE
+            return exit_codes.BAD_INPUT
+        if simulated_pass(list(tail)):
+            print(f"wirecheck fleet multinode: SIMULATION without failures: every rank exited {exit_codes.SIMULATED}, "
+                  "which torchrun reports as failed ranks above; nothing about the nodes or network was validated; "
+                  f"exit {exit_codes.SIMULATED}", file=sys.stderr)
+            return exit_codes.SIMULATED
     return code

@@ -9,8 +9,12 @@ own worker function (wirecheck.measure.collectives:measure: warm-up, timed calls
 then the node pairs of wirecheck.core.pair_schedule on their own process groups. Rank 0 writes the
 record (run header, measurements, verdicts, end) and judges it with the same check functions as one
 node: `busbw` and `collective_correct` under the placement class `network`, whose floor is derived
-from the slowest node's NIC line rate, and `pair_node`/`pair_link` for the pairs. Every rank exits
-with rank 0's verdict: 0 pass, 1 a verdict failed or a measurement broke, 2 bad input.
+from the slowest node's NIC line rate, and `pair_node`/`pair_link` for the pairs. The record is
+written as the suite writes its own (wirecheck.records.run), each size as `wirecheck.measure.sweep`
+records it. Every rank exits with rank 0's verdict (wirecheck.core.exit_codes): 0 pass, 1 a verdict
+failed or a measurement broke, 2 bad input, 10 a simulation that failed nothing (torchrun counts
+every exit but 0 as a failed rank: `wirecheck fleet multinode` says what 10 meant). A rank that
+raises writes torch elastic's error file (`record`), so torchrun's summary names its exception.
 """
 
 from __future__ import annotations
@@ -23,13 +27,12 @@ import socket
 import sys
 import time
 import traceback
-from dataclasses import asdict
 from pathlib import Path
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from wirecheck.core import exit_codes
+from wirecheck.records.run import COMPLETE, ERROR
+
 DEFAULT_OPS = ("all_reduce", "all_gather", "reduce_scatter")
-COLLECTIVE_WORKER = "wirecheck.measure.collectives:measure"
-PAIR_WORKER = "wirecheck.fleet.pairs:measure_pair"
 TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
@@ -38,6 +41,10 @@ class UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # Imported here (they import torch): the module itself imports without it.
+    from wirecheck.fleet.pairs import MEASURE_PAIR_WORKER
+    from wirecheck.measure.collectives import MEASURE_WORKER
+
     p = argparse.ArgumentParser(prog="torchrun ... -m wirecheck.multinode", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--simulate", action="store_true",
@@ -53,10 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="this node's name in the record and the pair schedule, as its record file is named "
                         "(default: $SLURMD_NODENAME under Slurm, else the host name; give one per torchrun agent "
                         "when several agents share a host)")
-    p.add_argument("--collective-worker", default=COLLECTIVE_WORKER, metavar="MODULE:FUNCTION",
-                   help=f"worker function for the whole-job collectives (default {COLLECTIVE_WORKER})")
-    p.add_argument("--pair-worker", default=PAIR_WORKER, metavar="MODULE:FUNCTION",
-                   help=f"worker function for one node pair (default {PAIR_WORKER})")
+    p.add_argument("--collective-worker", default=MEASURE_WORKER, metavar="MODULE:FUNCTION",
+                   help=f"worker function for the whole-job collectives (default {MEASURE_WORKER})")
+    p.add_argument("--pair-worker", default=MEASURE_PAIR_WORKER, metavar="MODULE:FUNCTION",
+                   help=f"worker function for one node pair (default {MEASURE_PAIR_WORKER})")
     return p
 
 
@@ -228,35 +235,32 @@ class Judge:
 
     def __init__(self, job: Job, path: str | None):
         """`path`: --wirecheck-json; None: a new `.wirecheck/multinode-<UTC>-<host>-<pid>.jsonl`."""
-        from wirecheck.records.file import RecordFile, RecordFileError
+        from wirecheck.records.file import RecordFileError
+        from wirecheck.records.run import RunWriter
 
         self.job = job
-        try:
-            self.file = RecordFile(path) if path else RecordFile.fresh(".wirecheck", "multinode")
+        try:  # the job's wall time, rendezvous included
+            self.writer = RunWriter(path, folder=".wirecheck", prefix="multinode", started=job.started)
         except RecordFileError as exc:
             raise UsageError(f"--wirecheck-json: {exc}") from None
-        self.counts = {"pass": 0, "fail": 0, "skip": 0}
         self.broken: list[str] = []
 
     def header(self) -> None:
         import torch
 
         from wirecheck.node.placement import CLASS_NETWORK
-        from wirecheck.records.file import env_switches
+        from wirecheck.records.run import run_header
 
         job = self.job
         rate, why = job.line_rate(job.nodes)
-        self.file.header({
-            "simulated": job.simulated,
-            "simulation_source": "torchrun agents with CPU ranks (gloo)" if job.simulated else None,
-            "profile": None,
-            "thresholds": str(job.thresholds.path),
-            "versions": {"torch": torch.__version__, "python": platform.python_version()},
-            "env": env_switches(),
-            "fabric": None, "gpus": [{"rank": r["rank"], "node": r["node"], "device": r["device"]} for r in job.ranks],
-            "groups": [], "matrix": [],
-            "placements": [{"id": self.placement_id, "class": CLASS_NETWORK, "gpus": list(range(job.world))}],
-            "multinode": {
+        self.writer.header(run_header(
+            simulated=job.simulated,
+            simulation_source="torchrun agents with CPU ranks (gloo)" if job.simulated else None,
+            thresholds=job.thresholds.path,
+            versions={"torch": torch.__version__, "python": platform.python_version()},
+            gpus=[{"rank": r["rank"], "node": r["node"], "device": r["device"]} for r in job.ranks],
+            placements=[{"id": self.placement_id, "class": CLASS_NETWORK, "gpus": list(range(job.world))}],
+            multinode={
                 "nodes": job.nodes, "world_size": job.world, "gpus_per_node": {n: len(r) for n, r in job.node_ranks.items()},
                 "ranks": [{k: r[k] for k in ("rank", "node", "host", "group_rank", "local_rank", "pid")} for r in job.ranks],
                 "backend": job.ctx.backend, "ops": job.ops, "sizes": job.sizes,
@@ -264,25 +268,20 @@ class Judge:
                 "line_rate_bytes_per_s": rate, "line_rate_basis": why,
                 "network": {r["node"]: r["network"] for r in job.ranks if r["local_rank"] == 0},
             },
-        })
+        ))
 
     @property
     def placement_id(self) -> str:
         return f"network-{len(self.job.nodes)}node-{self.job.world}gpu"
 
     def verdict(self, v, test: str) -> None:
-        self.counts[v.outcome] += 1
-        self.file.verdict(v, test)
+        self.writer.verdict(v, test)
         print(f"{v.outcome.upper():4} {v.check:18} {v.where or '-':28} {v.message}", flush=True)
-
-    def measurement(self, kind, where, what, value, details) -> None:
-        from wirecheck.records.file import Measurement
-
-        self.file.measurement(Measurement(kind, where, what, value, "GB/s", details))
 
     def collective(self, op: str, gathered: list) -> None:
         from wirecheck import checks
         from wirecheck.measure import collectives
+        from wirecheck.measure.sweep import size_measurement
         from wirecheck.node.placement import CLASS_NETWORK
         from wirecheck.core.quantity import format_bytes
 
@@ -290,12 +289,10 @@ class Judge:
         results = collectives.combine(op, job.world, gathered)
         print(collectives.format_table(op, results), flush=True)
         rate, why = job.line_rate(job.nodes)
+        context = {"placement_class": CLASS_NETWORK, "n_gpus": job.world, "backend": job.ctx.backend,
+                   "simulated": job.simulated, "nodes": job.nodes}
         for k, res in enumerate(results):
-            self.measurement("collective", where, f"{op} busbw at {format_bytes(res.bytes)}", res.busbw / 1e9, {
-                **asdict(res), "op": op, "placement_class": CLASS_NETWORK, "n_gpus": job.world, "backend": job.ctx.backend,
-                "simulated": job.simulated, "nodes": job.nodes, "nccl_version": gathered[0].get("nccl_version"),
-                "rank_time_s": [rec["results"][k]["time_s"] for rec in gathered],
-            })
+            self.writer.measurement(size_measurement(where, op, res, gathered, k, context))
         sizes = [{"bytes": r.bytes, "wrong_by_rank": r.wrong_by_rank, "first_bad_by_rank": r.first_bad_by_rank}
                  for r in results]
         self.verdict(checks.collectives.collective_correct(job.thresholds, op=op, placement=where, sizes=sizes, error=None),
@@ -314,10 +311,12 @@ class Judge:
 
     def pairs(self, rounds, groups, results: list) -> None:
         from wirecheck import checks
-        from wirecheck.measure import collectives
         from wirecheck.core.pair_schedule import pair_key
-        from wirecheck.node.placement import CLASS_NETWORK
         from wirecheck.core.quantity import format_bytes
+        from wirecheck.fleet.pairs import OP
+        from wirecheck.measure import collectives
+        from wirecheck.node.placement import CLASS_NETWORK
+        from wirecheck.records.file import Measurement
 
         job = self.job
         by_pair: dict[str, list] = {}
@@ -336,29 +335,27 @@ class Judge:
                                                               error=self.broken[-1]), f"multinode::pair::{key}")
                     continue
                 n = len(ranks)
-                slowest = max(x["time_s"] for x in res)
-                nbytes = res[0]["bytes"]
-                algbw = nbytes / slowest if slowest > 0 else float("inf")
-                busbw = algbw * collectives.busbw_factor("all_reduce", n)
-                wrong = {x["group_rank"]: x["wrong"] for x in res}
-                first = {x["group_rank"]: x["first_bad"] for x in res if x["wrong"]}
-                print(f"  round {r.shift}  {a:>16} - {b:<16} {busbw / 1e9:9.3f} GB/s  {slowest * 1e6:10.1f} us  "
-                      f"#wrong {sum(wrong.values())}", flush=True)
-                self.measurement("pair", key, f"all_reduce busbw {a}-{b} at {format_bytes(nbytes)}", busbw / 1e9, {
-                    "a": a, "b": b, "shift": r.shift, "ranks": ranks, "op": "all_reduce", "bytes": nbytes,
-                    "requested_bytes": res[0]["requested_bytes"], "time_s": slowest, "algbw": algbw, "busbw": busbw,
-                    "rank_time_s": {x["rank"]: x["time_s"] for x in res}, "wrong_by_rank": wrong,
-                    "placement_class": CLASS_NETWORK, "n_gpus": n, "simulated": job.simulated})
+                (pair,) = collectives.combine(OP, n, res)  # slowest rank, algbw and busbw as for any collective
+                print(f"  round {r.shift}  {a:>16} - {b:<16} {pair.busbw / 1e9:9.3f} GB/s  {pair.time_s * 1e6:10.1f} us  "
+                      f"#wrong {pair.wrong}", flush=True)
+                self.writer.measurement(Measurement(
+                    "pair", key, f"{OP} busbw {a}-{b} at {format_bytes(pair.bytes)}", pair.busbw / 1e9, "GB/s", {
+                        "a": a, "b": b, "shift": r.shift, "ranks": ranks, "op": OP, "bytes": pair.bytes,
+                        "requested_bytes": pair.requested_bytes, "time_s": pair.time_s, "algbw": pair.algbw,
+                        "busbw": pair.busbw, "rank_time_s": {x["job_rank"]: x["results"][0]["time_s"] for x in res},
+                        "wrong_by_rank": pair.wrong_by_rank, "placement_class": CLASS_NETWORK, "n_gpus": n,
+                        "simulated": job.simulated}))
                 self.verdict(checks.collectives.collective_correct(
-                    job.thresholds, op="all_reduce", placement=key,
-                    sizes=[{"bytes": nbytes, "wrong_by_rank": wrong, "first_bad_by_rank": first}], error=None),
+                    job.thresholds, op=OP, placement=key,
+                    sizes=[{"bytes": pair.bytes, "wrong_by_rank": pair.wrong_by_rank,
+                            "first_bad_by_rank": pair.first_bad_by_rank}], error=None),
                     f"multinode::pair::{key}::correct")
                 rate, _ = job.line_rate([a, b])
                 self.verdict(checks.collectives.busbw(
-                    job.thresholds, op="all_reduce", placement=key, placement_class=CLASS_NETWORK, n_gpus=n,
-                    simulated=job.simulated, busbw_bytes_per_s=busbw, size_bytes=nbytes, link_ceiling_bytes_per_s=rate),
-                    f"multinode::pair::{key}::busbw")
-                measured.append({"a": a, "b": b, "busbw_bytes_per_s": busbw})
+                    job.thresholds, op=OP, placement=key, placement_class=CLASS_NETWORK, n_gpus=n,
+                    simulated=job.simulated, busbw_bytes_per_s=pair.busbw, size_bytes=pair.bytes,
+                    link_ceiling_bytes_per_s=rate), f"multinode::pair::{key}::busbw")
+                measured.append({"a": a, "b": b, "busbw_bytes_per_s": pair.busbw})
         for node in job.nodes:
             self.verdict(checks.fleet.pair_node(job.thresholds, node=node, pairs=measured, simulated=job.simulated),
                          f"multinode::pair_node::{node}")
@@ -374,16 +371,16 @@ class Judge:
                  "shows in its own node's torchrun log")
         self.verdict(checks.measurement_completed(self.job.thresholds, what=what, placement=self.placement_id,
                                                   error=error), f"multinode::{what}")
-        return self.end(status="error")
+        return self.end(status=ERROR)
 
-    def end(self, status: str = "complete") -> int:
-        failed = self.counts["fail"] > 0 or bool(self.broken)
-        code = EXIT_FAILED if failed else EXIT_OK
-        self.file.end({"status": status, "exit_status": code, "simulated": self.job.simulated,
-                       "tests": {}, "verdicts": dict(self.counts), "wall_s": round(time.monotonic() - self.job.started, 1)})
-        self.file.close()
-        summary = f"{self.counts['fail']} failed, {self.counts['pass']} passed, {self.counts['skip']} skipped"
-        print(f"wirecheck multinode: {'FAILED' if failed else 'PASSED'}: {summary}; record {self.file.path}", flush=True)
+    def end(self, status: str = COMPLETE) -> int:
+        counts = self.writer.verdicts
+        failed = counts["fail"] > 0 or bool(self.broken)
+        code = exit_codes.verdict(failed=failed, simulated=self.job.simulated)
+        self.writer.end(status, code)
+        self.writer.close()
+        summary = f"{counts['fail']} failed, {counts['pass']} passed, {counts['skip']} skipped"
+        print(f"wirecheck multinode: {'FAILED' if failed else 'PASSED'}: {summary}; record {self.writer.path}", flush=True)
         if self.job.simulated:
             print("wirecheck multinode: SIMULATION: CPU processes and gloo stood in for GPUs and NICs; "
                   "no node or network was validated", flush=True)
@@ -428,15 +425,24 @@ def run(args) -> int:
         # cannot be trusted for another call. Rank 0 records the failure and ends its record; every rank
         # leaves at once, so torchrun reports the job failed instead of waiting on it.
         traceback.print_exc()
-        code = judge.record_break(what, exc) if judge else EXIT_FAILED
+        _record_for_torchrun(exc)
+        code = judge.record_break(what, exc) if judge else exit_codes.FAILED
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(code or EXIT_FAILED)
-    code = judge.end() if judge else EXIT_OK
+        os._exit(code or exit_codes.FAILED)
+    code = judge.end() if judge else exit_codes.OK
     return job.finish(code)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _record_for_torchrun(exc: BaseException) -> None:
+    """torch elastic's error file (TORCHELASTIC_ERROR_FILE) for an exception this rank leaves on through
+    os._exit, which `record` around main never sees: torchrun's summary then names it."""
+    from torch.distributed.elastic.multiprocessing.errors import get_error_handler
+
+    get_error_handler().record_exception(exc)
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     rank = os.environ.get("RANK", "0")
     try:
@@ -444,7 +450,15 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         if rank == "0":
             print(f"wirecheck multinode: {exc}", file=sys.stderr, flush=True)
-        return EXIT_USAGE
+        return exit_codes.BAD_INPUT
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The rank's entry point, under torch elastic's `record`: an exception that ends the rank is written
+    to TORCHELASTIC_ERROR_FILE, and torchrun's summary shows it for the failed rank."""
+    from torch.distributed.elastic.multiprocessing.errors import record  # here: the module imports without torch
+
+    return record(_main)(argv)
 
 
 if __name__ == "__main__":

@@ -23,8 +23,9 @@ import json
 import sys
 from pathlib import Path
 
-from wirecheck.fleet.judging import (EXIT_USAGE, FleetResult, gpus_below_fleet, judge_fleet, named_by_fleet_rule,
-                                     named_by_pairs, slow_links)
+from wirecheck.core import exit_codes
+from wirecheck.fleet.judging import (FleetResult, gpus_below_fleet, judge_fleet, named_by_fleet_rule, named_by_pairs,
+                                     slow_links)
 from wirecheck.fleet.records import FleetInputError, collect, read_node_list
 from wirecheck.core.paths import suite_paths
 from wirecheck.core.safefs import umask, write_atomically
@@ -153,10 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError:
         print(f"wirecheck fleet report: --thresholds: {th_path} does not exist; pass the path of a thresholds file",
               file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.BAD_INPUT
     except (ThresholdsError, FleetInputError, ValueError) as exc:
         print(f"wirecheck fleet report: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.BAD_INPUT
     print(f"wirecheck fleet report: {fleet.directory}: {len(fleet.nodes)} node(s), {len(fleet.network)} multi-node "
           f"run(s); thresholds {th_path}")
     print(render(result, args.quiet))
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                 write(result, Path(target))
             except (OSError, ImportError) as exc:
                 print(f"wirecheck fleet report: {option} {target}: {exc}", file=sys.stderr)
-                return EXIT_USAGE
+                return exit_codes.BAD_INPUT
             print(f"wirecheck fleet report: wrote {target}")
     return result.exit_code
 

@@ -48,34 +48,40 @@ def is_cuda(ctx: RankContext) -> bool:
     return ctx.device.type == "cuda"
 
 
-def line_up(ctx: RankContext) -> None:
-    """All ranks enter the timed loop together and with an idle device."""
+def line_up(ctx: RankContext, group=None) -> None:
+    """All ranks (of `group`; None: the job's) enter the timed loop together and with an idle device."""
     if is_cuda(ctx):
-        dist.barrier(device_ids=[ctx.device.index])
+        dist.barrier(group=group, device_ids=[ctx.device.index])
         torch.cuda.synchronize(ctx.device)
     else:
-        dist.barrier()
+        dist.barrier(group=group)
 
 
-def time_eager(ctx: RankContext, launch: Launch, iters: int) -> float:
-    """Mean seconds per call over `iters` back-to-back calls on this rank."""
-    line_up(ctx)
+def time_eager(ctx: RankContext, launch: Launch, iters: int, group=None) -> float:
+    """Mean seconds per call over `iters` back-to-back calls on this rank (lined up with `group`'s ranks)."""
+    line_up(ctx, group)
     if is_cuda(ctx):
         # Events on the current stream bracket the whole loop: ProcessGroupNCCL makes its stream wait
         # for the current one before each call and the current one wait for it after, so the time is
         # device time of the collectives, plus host launch gaps where the host is the slower side.
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            launch()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3 / iters
+        return time_events(launch, iters)
     t0 = time.perf_counter()
     for _ in range(iters):
         launch()  # gloo calls return when done
     return (time.perf_counter() - t0) / iters
+
+
+def time_events(launch: Callable[[], object], iters: int) -> float:
+    """Mean seconds per call of `iters` back-to-back launches between two CUDA events on the current
+    stream (collectives here, copies in copy_bandwidth)."""
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        launch()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3 / iters
 
 
 def _version_tuple(text: str | None) -> tuple[int, ...] | None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from wirecheck.measure.curve import EAGER, GRAPH, choose_path
@@ -145,36 +145,38 @@ def _expect_all_to_all(start: int, stop: int, rank: int, n: int, count: int, dev
 
 
 # Launchers read `dist.<op>` when called, so a test can swap an entry's launcher (or torch's own
-# function) in a worker process.
+# function) in a worker process. `group`: a process group of some of the job's ranks (measure_group);
+# None, the whole job's.
 
-def _launch_all_reduce(inp: torch.Tensor, out: torch.Tensor) -> None:
+def _launch_all_reduce(inp: torch.Tensor, out: torch.Tensor, group=None) -> None:
     import torch.distributed as dist
 
-    dist.all_reduce(out)
+    dist.all_reduce(out, group=group)
 
 
-def _launch_all_gather(inp: torch.Tensor, out: torch.Tensor) -> None:
+def _launch_all_gather(inp: torch.Tensor, out: torch.Tensor, group=None) -> None:
     import torch.distributed as dist
 
-    dist.all_gather_into_tensor(out, inp)
+    dist.all_gather_into_tensor(out, inp, group=group)
 
 
-def _launch_reduce_scatter(inp: torch.Tensor, out: torch.Tensor) -> None:
+def _launch_reduce_scatter(inp: torch.Tensor, out: torch.Tensor, group=None) -> None:
     import torch.distributed as dist
 
-    dist.reduce_scatter_tensor(out, inp)
+    dist.reduce_scatter_tensor(out, inp, group=group)
 
 
-def _launch_broadcast(inp: torch.Tensor, out: torch.Tensor) -> None:
+def _launch_broadcast(inp: torch.Tensor, out: torch.Tensor, group=None) -> None:
     import torch.distributed as dist
 
-    dist.broadcast(out, src=BROADCAST_ROOT)
+    root = BROADCAST_ROOT if group is None else dist.get_global_rank(group, BROADCAST_ROOT)  # src is a job rank
+    dist.broadcast(out, src=root, group=group)
 
 
-def _launch_all_to_all(inp: torch.Tensor, out: torch.Tensor) -> None:
+def _launch_all_to_all(inp: torch.Tensor, out: torch.Tensor, group=None) -> None:
     import torch.distributed as dist
 
-    dist.all_to_all_single(out, inp)
+    dist.all_to_all_single(out, inp, group=group)
 
 
 # ---- the table -----------------------------------------------------------------------------------
@@ -193,7 +195,7 @@ class Collective:
     output_elements: Callable[[int, int], int]
     fill: Callable[[torch.Tensor, int, int], None]
     expected: Callable[[int, int, int, int, int, torch.device], torch.Tensor]
-    launch: Callable[[torch.Tensor, torch.Tensor], None]
+    launch: Callable[..., None]  # (input, output[, group=]) -> None
 
 
 def _whole(count: int, n: int) -> int:
@@ -331,7 +333,8 @@ def _all_ranks_agree(ctx: RankContext, ok: bool) -> bool:
 
 
 def _measure_size(ctx: RankContext, op: str, size: int, warmup_iters: int, iters: int,
-                  check: bool, graph: bool = False, graph_replays: int = 1) -> dict[str, Any]:
+                  check: bool, graph: bool = False, graph_replays: int = 1, group=None) -> dict[str, Any]:
+    """`ctx` numbers the ranks of `group` (None: the whole job); no graphs on a group."""
     from wirecheck.measure import collective_timing as timing
 
     c = COLLECTIVES[op]  # looked up per call: a self-test may have swapped the entry in this process
@@ -340,7 +343,10 @@ def _measure_size(ctx: RankContext, op: str, size: int, warmup_iters: int, iters
     inp, out = _allocate(c, count, n, ctx.device)
 
     def launch() -> None:
-        c.launch(inp, out)
+        if group is None:
+            c.launch(inp, out)  # the whole job's ranks: a swapped test launcher takes (input, output)
+        else:
+            c.launch(inp, out, group=group)
 
     graph_time_s: float | None = None
     graph_note: str | None = None
@@ -350,7 +356,7 @@ def _measure_size(ctx: RankContext, op: str, size: int, warmup_iters: int, iters
         c.fill(inp, ctx.rank, n)
         for _ in range(warmup_iters):
             launch()  # also the communicator's warm-up before any capture
-        eager_time_s = timing.time_eager(ctx, launch, iters)
+        eager_time_s = timing.time_eager(ctx, launch, iters, group)
         timed = check_graph = None
         if graph:
             try:
@@ -404,6 +410,12 @@ def _provenance(ctx: RankContext) -> dict[str, Any]:
     }
 
 
+# The worker entry names, spelled here once: the plugin, `wirecheck nccl-tests` and the multi-node job
+# import them (a worker resolves "module:function" itself).
+MEASURE_WORKER = "wirecheck.measure.collectives:measure"
+MEASURE_LOOP_WORKER = "wirecheck.measure.collectives:measure_loop"
+
+
 def measure(ctx: RankContext, op: str, sizes: list[int], warmup_iters: int, iters: int,
             check: bool = True, graph_up_to: int | None = None, graph_replays: int = 1) -> dict[str, Any]:
     """Worker function: time `op` at each size (mean per call on this rank) and check the result.
@@ -443,6 +455,16 @@ def measure(ctx: RankContext, op: str, sizes: list[int], warmup_iters: int, iter
         "graph_replays": graph_replays,
         "results": results,
     }
+
+
+def measure_group(ctx: RankContext, op: str, size: int, warmup_iters: int, iters: int, group,
+                  group_ranks: list[int]) -> dict[str, Any]:
+    """`op` at one size among `group_ranks` only, on their own process group `group` (this rank among
+    them), so that disjoint groups run at the same time (the node pairs of wirecheck.fleet.pairs): eager
+    calls timed, one call checked element by element, the data numbered by rank inside the group.
+    Returns one size's result as `measure` has it in "results"."""
+    view = replace(ctx, rank=group_ranks.index(ctx.rank), world_size=len(group_ranks))
+    return _measure_size(view, op, size, warmup_iters, iters, check=True, group=group)
 
 
 def measure_loop(ctx: RankContext, op: str, size: int, iters: int, warmup_iters: int = 1) -> dict[str, Any]:

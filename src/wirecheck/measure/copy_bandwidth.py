@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
+from wirecheck.measure.collective_timing import time_events
+
 if TYPE_CHECKING:
     from wirecheck.workers.worker import RankContext
 
@@ -27,14 +29,7 @@ def _time_copies(device: int, copy: Callable[[], Any], warmup_iters: int, iters:
         for _ in range(warmup_iters):
             copy()
         torch.cuda.synchronize(device)
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            copy()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3 / iters
+        return time_events(copy, iters)
 
 
 def _pcie_under_load(device: int, gpu: int, copy: Callable[[], Any], iters: int) -> dict[str, Any]:

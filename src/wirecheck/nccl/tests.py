@@ -24,14 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from wirecheck.core import exit_codes
 from wirecheck.measure import collectives
 from wirecheck.nccl import crosscheck
 from wirecheck.node import visible
 from wirecheck.measure.curve import SWEEP_NAMES, SweepSpec, parse_sweep
+from wirecheck.measure.sweep import run_sweep
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.nccl.tests_output import Run, parse
 from wirecheck.node.placement import CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements
-from wirecheck.records.file import Measurement, RecordFile, RecordFileError, env_switches
+from wirecheck.records.file import Measurement, RecordFileError, env_switches
+from wirecheck.records.run import COMPLETE, RunWriter
 from wirecheck.core.safefs import UnsafePath, is_root, make_dirs, path_problem, umask, write_atomically
 from wirecheck.thresholds.file import CollectiveSettings
 
@@ -44,7 +47,6 @@ BINARIES = {
     "all_to_all": "alltoall_perf",
 }
 DEFAULT_OPS = ("all_reduce", "all_gather", "reduce_scatter")
-MEASURE = "wirecheck.measure.collectives:measure"
 
 
 def compared_column(op: str) -> str:
@@ -88,33 +90,53 @@ class Outcome:
     suite_nccl: str | None = None
 
 
+class SuiteGroups:
+    """Worker groups for the suite's side (wirecheck.measure.sweep.Groups): one group per placement,
+    shared by its ops, started again after a failure; every size gets the thresholds' timeout."""
+
+    def __init__(self, backend: str, settings: CollectiveSettings):
+        self.backend, self.settings = backend, settings
+        self.group: WorkerGroup | None = None
+        self.nccl_version: str | None = None  # the NCCL the last group's workers loaded
+
+    def shared(self, placement: Placement) -> WorkerGroup:
+        if self.group is None or not self.group.alive:
+            self.group = WorkerGroup(placement.id, placement.n_gpus, self.backend,
+                                     gpus=placement.gpus if self.backend == "nccl" else None, env=placement.env)
+            self.nccl_version = self.group.info[0].get("nccl_version") if self.group.info else None
+        return self.group
+
+    def failed(self, placement: Placement, error: WorkerError) -> None:
+        self.close()
+
+    def collective_deadline(self, placement: Placement, op: str, size_bytes: int, calls: int) -> float:
+        return self.settings.timeout_s
+
+    def close(self) -> None:
+        if self.group is not None:
+            self.group.close()
+        self.group = None
+
+
 def measure_suite(placement: Placement, ops: Sequence[str], sizes: Sequence[int], settings: CollectiveSettings,
                   backend: str, outcome: Outcome) -> None:
-    """The suite's curves, one size per call (a hang costs one size's timeout, as in the suite)."""
-    group = None
+    """The suite's curves, one size per call (a hang costs one size's timeout, as in the suite): the
+    suite's own sweep (wirecheck.measure.sweep), eager-only on gloo."""
+    groups = SuiteGroups(backend, settings)
     try:
         for op in ops:
-            for size in collectives.feasible_sizes(op, sizes, placement.n_gpus):
-                if group is None or not group.alive:
-                    group = WorkerGroup(placement.id, placement.n_gpus, backend,
-                                        gpus=placement.gpus if backend == "nccl" else None, env=placement.env)
-                    outcome.suite_nccl = group.info[0].get("nccl_version") if group.info else None
-                kwargs = {"op": op, "sizes": [size], "warmup_iters": settings.warmup_iters, "iters": settings.iters,
-                          "graph_up_to": settings.graph_up_to if backend == "nccl" else None,
-                          "graph_replays": settings.graph_replays}
-                try:
-                    ranks = group.run(MEASURE, kwargs, timeout_s=settings.timeout_s, what=f"{op} at {size} B")
-                except WorkerError as exc:
-                    outcome.errors.append(f"suite {op} on {placement.id}: {exc}")
-                    group.close()
-                    break
-                (result,) = collectives.combine(op, placement.n_gpus, ranks)
-                outcome.suite.setdefault(op, []).append(result)
+            sweep = run_sweep(groups, placement, op, sizes, settings, graphs=backend == "nccl")
+            outcome.suite_nccl = groups.nccl_version
+            if sweep.results:
+                outcome.suite[op] = sweep.results
+            for result in sweep.results:
                 if not result.ok:
-                    outcome.errors.append(f"suite: {result.wrong_summary() or f'{op} at {size} B was not checked'}")
+                    outcome.errors.append(
+                        f"suite: {result.wrong_summary() or f'{op} at {result.requested_bytes} B was not checked'}")
+            if sweep.error:
+                outcome.errors.append(f"suite {op} on {placement.id}: {sweep.error}")
     finally:
-        if group is not None:
-            group.close()
+        groups.close()
 
 
 def run_nccl_tests(build_dir: Path, placement: Placement, ops: Sequence[str], spec: SweepSpec,
@@ -160,15 +182,15 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
     if missing:
         echo(f"wirecheck nccl-tests: {build_dir} has no executable {', '.join(missing)}; build nccl-tests there "
              "(make -C nccl-tests NCCL_HOME=... ) or pass its build directory")
-        return 2
+        return exit_codes.BAD_INPUT
     if is_root():  # root runs these binaries: another user who can change them chooses what root runs
         for op in ops:
             problem = path_problem(build_dir / BINARIES[op])
             if problem:
                 echo(f"wirecheck nccl-tests: running as root, and {problem}, who could choose what root runs; build "
                      "nccl-tests in a folder only root can write and pass that")
-                return 2
-    records = RecordFile(out_path) if out_path is not None else RecordFile.fresh(".wirecheck", "nccl-tests")
+                return exit_codes.BAD_INPUT
+    records = RunWriter(out_path, folder=".wirecheck", prefix="nccl-tests")
     records.header({"command": "wirecheck nccl-tests", "build_dir": str(build_dir), "sizes": list(spec.sizes),
                     "ops": list(ops), "placements": [p.id for p in placements], "backend": backend,
                     "iters": settings.iters, "warmup_iters": settings.warmup_iters,
@@ -199,10 +221,12 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
             for error in outcome.errors:
                 echo(f"ERROR: {error}")
             failed = failed or bool(outcome.errors)
+        status = exit_codes.verdict(failed=failed, simulated=False)
+        records.end(COMPLETE, status)
     finally:
         records.close()
     echo(f"wirecheck nccl-tests: records in {records.path}")
-    return 1 if failed else 0
+    return status
 
 
 def select_placements(placements: Sequence[Placement], wanted: Sequence[str]) -> list[Placement]:
@@ -257,13 +281,13 @@ def main(argv: list[str] | None = None) -> int:
                                        args.placement)
     except (ValueError, ThresholdsError, nvml.NvmlUnavailable, OSError) as exc:
         print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
     try:  # without --out: a new .wirecheck/nccl-tests-<UTC>-<host>-<pid>.jsonl (RecordFile.fresh)
         return crosscheck_placements(args.build_dir, placements, ops, spec, settings, args.out,
                                      binary_timeout_s=args.binary_timeout, raw_dir=args.raw_dir)
     except (RecordFileError, UnsafePath) as exc:
         print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
-        return 2
+        return exit_codes.BAD_INPUT
 
 
 if __name__ == "__main__":

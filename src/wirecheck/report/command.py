@@ -20,9 +20,8 @@ import os
 import sys
 from pathlib import Path
 
+from wirecheck.core import exit_codes
 from wirecheck.records.file import RecordFileError
-
-EXIT_OK, EXIT_USAGE = 0, 2
 
 
 NAME = "report"
@@ -115,14 +114,14 @@ def _run(args: argparse.Namespace) -> int:
         history, skipped = load_history(args.history, exclude=[Path(p) for p in args.records]) if args.history else ([], [])
     except RecordFileError as exc:
         print(f"wirecheck report: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.BAD_INPUT
     view = views[0]
     output = Path(args.output) if args.output else Path(args.records[0]).with_suffix(".html")
     for target in [output] + ([Path(args.prometheus)] if args.prometheus else []):
         why = _unwritable(target)
         if why:
             print(f"wirecheck report: cannot write {target}: {why}; pass a writable path", file=sys.stderr)
-            return EXIT_USAGE
+            return exit_codes.BAD_INPUT
     trend = _trend_runs(view, views[1:], history, skipped)
     try:
         page, images = build_html(view, trend, skipped, args.records)
@@ -130,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"wirecheck report: cannot draw the page from {', '.join(map(str, args.records))}: a value in it is not "
               f"one wirecheck records ({type(exc).__name__}: {str(exc)[:300]}); the record was changed or damaged",
               file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.BAD_INPUT
     try:
         write_atomically(output, page)
         if args.prometheus:
@@ -138,7 +137,7 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as exc:
         target = exc.filename or output
         print(f"wirecheck report: cannot write {target}: {exc.strerror or exc}; pass a writable path", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_codes.BAD_INPUT
     size = len(page.encode("utf-8"))
     print(f"wirecheck report: wrote {output} ({size / 1024:.0f} KiB, {len(images)} figures: "
           f"{' '.join(i.id for i in images) or 'none'})")
@@ -146,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"wirecheck report: wrote {args.prometheus} (Prometheus text format)")
     if view.simulated:
         print("wirecheck report: SIMULATION: the run described validated nothing")
-    return EXIT_OK
+    return exit_codes.OK
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ Called by the launcher in every rank of a fresh worker group (DeepSpeed and Acce
 process-global state, so a strategy never shares processes with another):
 
     WorkerGroup(label, world_size, backend, join_process_group=False).run(
-        "wirecheck.training.runner:run_strategy", kwargs, timeout_s, what)
+        RUN_STRATEGY_WORKER, kwargs, timeout_s, what)
+
+(training/strategy_run.py: the name, and run_strategy_on, the parent's side.)
 
 The run: build the model (same seed on every rank), wrap it with the trainer the strategy's row
 of the strategies table names (training/trainer.py), with the row's settings, and read every

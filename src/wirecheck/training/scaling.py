@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from wirecheck.node.placement import CLASS_SINGLE, Placement
+from wirecheck.records.file import Measurement, env_switches
 from wirecheck.training.figures import mfu as mfu_of
 from wirecheck.training.strategies import REFERENCE, strategy
 
@@ -66,3 +67,19 @@ class SingleGpuRun:
         peak = limits.peak_flops(self.rank0.get("device_name", ""), precision)
         achieved = self.rank0.get("achieved_flops_per_gpu")
         return mfu_of(achieved, peak.flops) if peak and achieved else None
+
+
+def single_gpu_measurement(run: SingleGpuRun, kwargs: dict, timeout_s: float, thresholds, simulated: bool,
+                           precision: str) -> Measurement:
+    """The one-GPU run as the record keeps it: its record, the figures the check and the dial use, the settings."""
+    figures = {}
+    if run.ranks:
+        limits = thresholds.training_limits(simulated)
+        figures = {"tokens_per_s": run.tokens_per_s, "mfu": run.mfu(limits, precision),
+                   "peak_allocated_bytes": run.rank0.get("peak_allocated_bytes")}
+    return Measurement(
+        "single_gpu_training", run.placement.id, "one GPU alone: training steps", run.tokens_per_s, "tokens/s",
+        {"n_gpus": 1, "ranks": run.ranks, "error": run.error,
+         "failure": run.failure.as_dict(message=False) if run.failure is not None else None,
+         "figures": figures, "env": env_switches(run.placement.env), "simulated": simulated,
+         "settings": {**kwargs, "timeout_s": timeout_s}})

@@ -1,0 +1,42 @@
+"""Every exit code of wirecheck, in one place: the suite under pytest, `wirecheck validate` and the
+commands beside it (judge, report, fleet, nccl-tests, the multi-node entry point) all take theirs here,
+so that a dry run means the same 10 everywhere. The README's exit-code table and `wirecheck validate
+--help` list them with their meanings (wirecheck.cli.validate holds those words).
+
+0-5 are pytest's own (pytest.ExitCode), which the suite passes on; 10, 11 and 75 are wirecheck's. The
+commands that are not pytest keep argparse's 2 for bad input (BAD_INPUT): the same number as pytest's
+INTERRUPTED, in another command.
+"""
+
+from __future__ import annotations
+
+import signal
+
+OK = 0  # every check that ran passed, on real hardware
+FAILED = 1  # at least one check failed (or a measurement broke)
+INTERRUPTED = 2  # pytest stopped the run: errors during collection, or a stop the suite requested
+INTERNAL_ERROR = 3  # pytest or the plugin broke, or the install is broken
+USAGE_ERROR = 4  # pytest's usage error: a bad option, selection, thresholds or topology file
+NO_TESTS = 5  # no test was collected: nothing was validated
+# A run that failed nothing but ran on stand-ins (a recorded topology, CPU processes and gloo): never 0,
+# so that no script or scheduler takes a dry run for an accepted node.
+SIMULATED = 10
+NVML_BROKEN = 11  # an NVIDIA driver is installed but NVML fails or sees no GPU: nothing ran
+# Another run held the node for longer than this one would wait (--wait-for-node): nothing ran, nothing
+# failed, nothing was mistyped, so a prolog or a node-problem detector tries again later instead of
+# draining. 75 is sysexits' EX_TEMPFAIL ("temporary failure; try again later"): no code of pytest's (0-5)
+# or wirecheck's, and no signal's (128+N).
+NODE_BUSY = 75
+
+BAD_INPUT = 2  # the commands beside pytest (argparse's code): a bad option, file or value, named with its fix
+
+CTRL_C = 128 + signal.SIGINT  # 130, as a shell reports a job stopped by Ctrl-C
+TERMINATED = 128 + signal.SIGTERM  # 143
+
+
+def verdict(failed: bool, simulated: bool) -> int:
+    """The exit code of a run that got to its end: FAILED when anything failed, else SIMULATED for a
+    dry run, else OK."""
+    if failed:
+        return FAILED
+    return SIMULATED if simulated else OK

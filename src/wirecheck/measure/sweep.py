@@ -1,0 +1,125 @@
+"""A collective over a size sweep on one placement's worker group, each size recorded as it comes.
+
+The one measure-and-record loop: the suite's plugin (its session cache of sweeps) and `wirecheck
+nccl-tests` (the suite's side of the comparison) both run `run_sweep`; rank 0 of
+`wirecheck.fleet.multinode`, which measures inside torchrun's ranks rather than on a worker group,
+records its sizes with the same `size_measurement`. One size per worker call: a hang costs one
+size's deadline, and the sizes measured before it are kept.
+
+Where the groups come from is the caller's (`Groups`): the plugin's pool shares a group between
+tests and retires a placement that hung; nccl-tests starts its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from wirecheck.core.quantity import format_bytes
+from wirecheck.measure import collectives
+from wirecheck.measure.collectives import MEASURE_WORKER, SizeResult
+from wirecheck.node.placement import Placement
+from wirecheck.records.file import Measurement, env_switches
+from wirecheck.workers.launcher import WorkerError, WorkerGroup
+
+
+@dataclass
+class Sweep:
+    """One collective on one placement over the size sweep (slowest rank counts)."""
+
+    placement: Placement
+    op: str
+    results: list = field(default_factory=list)  # collectives.SizeResult per size, in order
+    error: str | None = None  # set when a size hung or crashed; results hold what was measured before
+    failure: object = None  # the launcher's failures.GroupFailure behind `error`
+    nccl_version: str | None = None
+
+    def at(self, size: int):
+        for r in self.results:
+            if r.requested_bytes == size:  # all_gather & co round down to a multiple of the ranks
+                return r
+        return None
+
+
+class Groups(Protocol):
+    """Worker groups for a sweep, and how long each size may take."""
+
+    def shared(self, placement: Placement) -> WorkerGroup: ...
+
+    def failed(self, placement: Placement, error: WorkerError) -> None: ...
+
+    def collective_deadline(self, placement: Placement, op: str, size_bytes: int, calls: int) -> Any: ...
+
+
+class Recorder(Protocol):
+    def measurement(self, m: Measurement) -> None: ...
+
+
+def calls_per_size(settings, size: int) -> int:
+    """Collectives one `collectives.measure` call makes at `size`: warm-up, timed, the checked pass,
+    and, where sizes up to graph_up_to are graph-timed, the captured calls replayed (one warm replay,
+    graph_replays timed) and the checked replay."""
+    eager = settings.warmup_iters + settings.iters + 1
+    graph_up_to = getattr(settings, "graph_up_to", None)
+    if graph_up_to is None or size > graph_up_to:
+        return eager
+    return eager + settings.iters * (1 + getattr(settings, "graph_replays", 1)) + 1
+
+
+def measure_kwargs(op: str, size: int, settings, graphs: bool = True) -> dict:
+    """The worker function's arguments for one size, from the thresholds' collective settings;
+    graphs=False times eager calls only (no graph note either)."""
+    return {"op": op, "sizes": [size], "warmup_iters": settings.warmup_iters, "iters": settings.iters,
+            "graph_up_to": settings.graph_up_to if graphs else None, "graph_replays": settings.graph_replays}
+
+
+def sweep_context(placement: Placement, backend: str, simulated: bool) -> dict:
+    """What every size record of a placement's sweep says about where it ran."""
+    return {"placement_class": placement.klass, "n_gpus": placement.n_gpus, "backend": backend,
+            "env": env_switches(placement.env), "simulated": simulated}
+
+
+def size_measurement(where: str, op: str, result: SizeResult, ranks: list[dict], index: int,
+                     context: dict) -> Measurement:
+    """One measured size as the record keeps it: busbw in GB/s, the combined result, the NCCL version and
+    every rank's time; `ranks` are the per-rank `collectives.measure` records, `index` the size's place
+    in them."""
+    details = {"op": op, **context, **asdict(result), "nccl_version": ranks[0].get("nccl_version"),
+               "rank_time_s": [r["results"][index]["time_s"] for r in ranks]}
+    return Measurement("collective", where, f"{op} busbw at {format_bytes(result.bytes)}", result.busbw / 1e9, "GB/s",
+                       details)
+
+
+def size_failure(where: str, op: str, size: int, error: WorkerError, context: dict) -> Measurement:
+    """A size that hung or crashed, with the evidence's summary (stacks and logs stay with the failure)."""
+    failure = error.failure
+    details = {"op": op, **context, "bytes": size, "error": str(error),
+               "failure": failure.as_dict(message=False) if failure is not None else None}
+    return Measurement("collective", where, f"{op} at {format_bytes(size)}", None, "GB/s", details)
+
+
+def run_sweep(groups: Groups, placement: Placement, op: str, sizes, settings, *, worker: str = MEASURE_WORKER,
+              graphs: bool = True, record: Recorder | None = None, context: dict | None = None) -> Sweep:
+    """`op` at each size of `sizes` that it can run on the placement, one worker call per size; each size
+    is recorded (with `record`) the moment it is measured. The first size that fails ends the sweep:
+    the group is handed back to `groups.failed` and the sweep keeps the error."""
+    context = context or {}
+    sweep = Sweep(placement, op)
+    for size in collectives.feasible_sizes(op, sizes, placement.n_gpus):
+        try:
+            group = groups.shared(placement)
+            ranks = group.run(worker, measure_kwargs(op, size, settings, graphs),
+                              timeout_s=groups.collective_deadline(placement, op, size, calls_per_size(settings, size)),
+                              what=f"{op} at {format_bytes(size)}")
+        except WorkerError as exc:
+            groups.failed(placement, exc)
+            sweep.error, sweep.failure = str(exc), exc.failure
+            if record is not None:
+                record.measurement(size_failure(placement.id, op, size, exc, context))
+            break
+        (result,) = collectives.combine(op, placement.n_gpus, ranks)
+        sweep.nccl_version = ranks[0].get("nccl_version")
+        sweep.results.append(result)
+        if record is not None:
+            record.measurement(size_measurement(placement.id, op, result, ranks, 0, context))
+    return sweep
