@@ -11,8 +11,8 @@ the GPU load's phases. A test costs pytest's per-test share plus what it is the 
   group's start when the shared group was on another placement;
 - test_busbw's benchmark rounds; an NCCL path probe; the copy-bandwidth measurement (a start, host
   copies per GPU, peer copies per NVLink pair at the pair's NV#); a strategy run (its recorded run
-  on that wire, whatever the GPU count: see README); the GPU load's phases (figures, the level's
-  sustained duration, the level's memory passes).
+  on that wire, whatever the GPU count: see README; one GPU alone as the reference strategy's run);
+  the GPU load's phases (figures, the level's sustained duration, the level's memory passes).
 The walk prices the hardware run: a collection in simulation holds the same tests.
 """
 
@@ -32,8 +32,8 @@ from wirecheck.training.strategies import NAMES, REFERENCE
 # share only). One row per test of tests/; a self-test holds the table to the suite.
 SWEEP, FLOOR_SWEEP, BENCHMARK, TWIN_SWEEP, PAIR_SWEEPS, INNER_PAIR_SWEEP = (
     "sweep", "floor sweep", "benchmark", "twin sweep", "pair sweeps", "inner pair sweep")
-PROBE, COPIES, RUN, REFERENCE_RUN, ALL_RUNS, TWIN_RUN, TWIN_ALL_RUNS = (
-    "probe", "copies", "run", "reference run", "all runs", "twin run", "twin all runs")
+PROBE, COPIES, RUN, REFERENCE_RUN, ALL_RUNS, TWIN_RUN, TWIN_ALL_RUNS, SINGLE_GPU_RUN = (
+    "probe", "copies", "run", "reference run", "all runs", "twin run", "twin all runs", "single-GPU run")
 FIGURES, SUSTAINED, MEMORY = "figures", "sustained", "memory"  # the GPU load's phases (wirecheck.gpu.load)
 WORK = {
     "test_result_correct": (SWEEP,),
@@ -50,6 +50,7 @@ WORK = {
     "test_host_copy": (COPIES,),
     "test_peer_copy": (COPIES,),
     "test_pcie_link_under_load": (COPIES,),
+    "test_single_gpu_training": (SINGLE_GPU_RUN,),
     "test_steps_complete": (RUN,),
     "test_losses_agree": (RUN, REFERENCE_RUN),
     "test_model_state_matches_model": (RUN,),
@@ -266,11 +267,13 @@ class _Walk:
             return 1
         return int(cell[2:]) if cell.startswith("NV") and cell[2:].isdigit() else 1
 
-    def run(self, p: Placement | None, strategy: str) -> None:
-        if p is None or not self._first(("run", p.id, strategy)):
+    def run(self, p: Placement | None, strategy: str, single: bool = False) -> None:
+        """A strategy run in fresh workers; `single`: one GPU alone, no process group (no record of
+        one yet: priced as the reference strategy's run on NVLink, its own one-GPU baseline included)."""
+        if p is None or not self._first(("single" if single else "run", p.id, strategy)):
             return
         self.pool = None  # each strategy runs in fresh workers; the shared group is closed first
-        self.group.add(K_RUN, self.costs.training(NVLINK if p.nvlink else HOST_PATH, strategy))
+        self.group.add(K_RUN, self.costs.training(NVLINK if single or p.nvlink else HOST_PATH, strategy))
 
     def gpu_phase(self, module: str, phase: str) -> None:
         if self.gpu_module != module:  # the GPU load is one group per test module
@@ -326,6 +329,8 @@ class _Walk:
                     self.run(p if work == ALL_RUNS else self.twin(p), s)
             elif work == TWIN_RUN:
                 self.run(self.twin(p), strategy)
+            elif work == SINGLE_GPU_RUN:
+                self.run(p, REFERENCE, single=True)
             else:
                 self.gpu_phase(t.module, work)
 
