@@ -3,7 +3,8 @@
 Every size of the sweep is checked element by element; bandwidth floors apply at the
 floor size from thresholds.yaml. The sweep is measured once per (placement, op) and shared
 by the checks below; each check is a function in wirecheck.checks.collectives. The quick level
-runs only the two `test_large_all_reduce_*` tests: one all_reduce at the floor size per class.
+runs only the two `test_large_all_reduce_*` tests: one all_reduce at the floor size per class. A burn-in
+runs none of them: its collectives cycle beside the GPU load for hours (tests/test_burn_in.py).
 """
 
 from __future__ import annotations
@@ -16,22 +17,15 @@ from pytest_wirecheck.measurements import nvlink_twin_or_skip, require
 from pytest_wirecheck.nightly import device_timed, time_rounds
 from wirecheck import checks
 from wirecheck.measure.collectives import MEASURE_LOOP_WORKER, OPS
-from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_PAIR, COLLECTIVE_CLASSES
+from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_PAIR, COLLECTIVE_CLASSES, link_ceiling
 from wirecheck.core.quantity import format_bytes
 
-pytestmark = [pytest.mark.stage("measure", order=2), pytest.mark.levels("acceptance", "burn-in")]
+pytestmark = [pytest.mark.stage("measure", order=2), pytest.mark.levels("acceptance")]
 
 
 def _link_ceiling(node, placement) -> float | None:
     """min NV# over the placement's pairs x per-link speed (bytes/s), when both are known."""
-    if not placement.nvlink:
-        return None
-    topo = node.topology
-    speeds = [link.speed_mbps for g in placement.gpus for link in topo.gpu(g).nvlinks if link.active and link.speed_mbps]
-    per_link = min(speeds) * 1e6 if speeds else (node.profile.nvlink_speed if node.profile else None)
-    if not per_link:
-        return None
-    return min(topo.nv_between(a, b) for a in placement.gpus for b in placement.gpus if a != b) * per_link
+    return link_ceiling(node.topology, placement, node.profile.nvlink_speed if node.profile else None)
 
 
 def _at_floor_size(node, record, sweep):

@@ -14,9 +14,12 @@ import pytest
 
 from wirecheck import checks
 
-# Every level: quick holds the sustained load a few seconds, burn-in the longest (gpu_health.*.sustained.duration).
+# Every level measures the figures; quick holds the sustained load a few seconds, acceptance a minute
+# (gpu_health.*.sustained.duration). A burn-in holds it for hours in rounds and judges the sustained load and
+# the memory test over all of them (tests/test_burn_in.py): here it takes the figures only.
 pytestmark = [pytest.mark.stage("measure", order=0), pytest.mark.health,
               pytest.mark.levels("quick", "acceptance", "burn-in")]
+BURN_IN_JUDGES_IT = pytest.mark.levels("quick", "acceptance")
 
 
 @pytest.mark.parametrize("kind", ["copy", "read"])
@@ -35,6 +38,7 @@ def test_gemm_throughput(node, gpu, dtype, gpu_load, gpu_health_workers, record)
     assert verdict.ok, verdict.message
 
 
+@BURN_IN_JUDGES_IT
 def test_sustained_load_throughput(node, gpu, gpu_load, gpu_health_workers, record):
     """While every GPU computes at once for the level's duration, the median window's TFLOP/s
     holds the floor and keeps up with the peers."""
@@ -43,6 +47,7 @@ def test_sustained_load_throughput(node, gpu, gpu_load, gpu_health_workers, reco
     assert verdict.ok, verdict.message
 
 
+@BURN_IN_JUDGES_IT
 def test_sustained_load_clocks(node, gpu, gpu_load, gpu_health_workers, record):
     """No HW slowdown, thermal slowdown or power brake in any NVML sample under load."""
     verdict = record(checks.gpu_health.sustained_clocks(
@@ -50,6 +55,7 @@ def test_sustained_load_clocks(node, gpu, gpu_load, gpu_health_workers, record):
     assert verdict.ok, verdict.message
 
 
+@BURN_IN_JUDGES_IT
 def test_sustained_load_power(node, gpu, gpu_load, gpu_health_workers, record):
     """Under load the GPU draws its share of the power limit (DCGM's targeted power)."""
     verdict = record(checks.gpu_health.sustained_power(
@@ -57,6 +63,7 @@ def test_sustained_load_power(node, gpu, gpu_load, gpu_health_workers, record):
     assert verdict.ok, verdict.message
 
 
+@BURN_IN_JUDGES_IT
 def test_sustained_load_temperature(node, gpu, gpu_load, gpu_health_workers, record):
     """The hottest sample stays a margin below NVML's own slowdown threshold."""
     verdict = record(checks.gpu_health.sustained_temperature(
@@ -71,6 +78,7 @@ def test_gemm_matches_reference(node, gpu, gpu_load, gpu_health_workers, record)
     assert verdict.ok, verdict.message
 
 
+@BURN_IN_JUDGES_IT
 def test_memory_pattern(node, gpu, gpu_load, gpu_health_workers, record):
     """Patterns written over most of the free memory read back as written."""
     verdict = record(checks.gpu_health.memory_pattern(

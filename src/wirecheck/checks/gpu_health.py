@@ -318,7 +318,8 @@ def memory_pattern(thresholds, *, gpu: int, bus_id: str | None, result: dict | N
                    details={"wall_s": result["wall_s"]})
 
 
-def _failing(event: dict, allowed: tuple[int, ...]) -> bool:
+def failing_event(event: dict, allowed: tuple[int, ...]) -> bool:
+    """An event that fails a run: an XID not allowed, an uncorrectable ECC error, a failed row remap, a lost GPU."""
     if event["kind"] == "xid":
         return event.get("code") not in allowed
     return event["kind"] != "ecc_sbe"  # a corrected error is counted by the ECC growth check instead
@@ -332,7 +333,7 @@ def no_xid(thresholds, *, events: list, watched: list, unwatched: dict, error: s
     "kind", "code"}] as wirecheck.node.xid_events recorded them."""
     what = "XID and ECC events" + (f" during {during}" if during else " during the run")
     rule = thresholds.gpu_health.xid
-    failing = [e for e in events if _failing(e, rule.allowed)]
+    failing = [e for e in events if failing_event(e, rule.allowed)]
     gpus = sorted({e["gpu"] for e in failing if e.get("gpu") is not None})
     where = ",".join(f"GPU{g}" for g in gpus) or None
     if failing:
@@ -347,7 +348,7 @@ def no_xid(thresholds, *, events: list, watched: list, unwatched: dict, error: s
         reasons = "; ".join(f"{g}: {r}" for g, r in unwatched.items()) or error or "no GPU registered"
         return skip(what, None, f"no GPU could be watched for XIDs: {reasons}")
     notes = []
-    others = [e for e in events if not _failing(e, rule.allowed)]
+    others = [e for e in events if not failing_event(e, rule.allowed)]
     if others:
         notes.append("recorded, not failed: " + "; ".join(describe_event(e) for e in others))
     if unwatched:

@@ -4,7 +4,9 @@
   inventory, link state and counters, NCCL's path, one large all_reduce per placement class and
   a few seconds of each GPU health check; no training.
 - `acceptance`: after provisioning and nightly, minutes: every check (the default).
-- `burn-in`: new hardware, hours under load (`--duration`): the GPU health and collective tests.
+- `burn-in`: new hardware, hours under load (`--duration`): the inventory and GPU figures, then every GPU
+  under the GEMM load while collectives cycle over every placement, in rounds, with the memory test between
+  them (tests/test_burn_in.py, wirecheck.burnin), stopped at the first hard fault.
 
 Each test declares the levels it belongs to (the plugin's `levels` marker); a test that declares
 none belongs to DEFAULT_TEST_LEVELS. thresholds.yaml keys levels as identifiers (`burn_in`).
@@ -23,7 +25,8 @@ PURPOSE = {
     QUICK: "before each job: inventory, link state and counters, NCCL's path, one large all_reduce per placement "
            "class, a few seconds of each GPU check; no training",
     ACCEPTANCE: "after provisioning and nightly: every check",
-    BURN_IN: "new hardware, under load for --duration: the GPU health and collective checks",
+    BURN_IN: "new hardware, under load for --duration: every GPU under the GEMM load while collectives cycle over "
+             "every placement, in rounds with the memory test between them; stops at the first hard fault",
 }
 
 

@@ -6,6 +6,7 @@ end, so the load is continuous while each window's time is read from its own CUD
 Each window's wall-clock start and end (unix time, the host's clock when the device passed
 its end event) let the parent line the windows up with the NVML samples it took meanwhile.
 The comparisons (~1 % of the time at check_every 8 on an H200) count in the windows' time.
+A burn-in's rounds (wirecheck.burnin.worker) queue and finish the same windows, beside collectives.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ GROWTH = 8
 
 
 @dataclass
-class _Window:
+class Window:
+    """Products queued on the device between two marks, with their comparisons' tally."""
+
     start: Any
     end: Any
     products: int
@@ -32,7 +35,7 @@ class _Window:
     queued_at: float  # unix time the host finished queuing it: its end on CPU, where ops run as they are called
 
 
-def _queue(a, b, ref, out, products: int, check_every: int, watch: Stopwatch, host: torch.Tensor) -> _Window:
+def queue_window(a, b, ref, out, products: int, check_every: int, watch: Stopwatch, host: torch.Tensor) -> Window:
     device = out.device
     tally = torch.tensor([0, 0, -1], dtype=torch.int64, device=device)
     start = watch.mark()
@@ -47,7 +50,28 @@ def _queue(a, b, ref, out, products: int, check_every: int, watch: Stopwatch, ho
             tally[1] += (count > 0).to(torch.int64)
             checked += 1
     host.copy_(tally, non_blocking=True)
-    return _Window(start, watch.mark(), products, checked, host, time.time())
+    return Window(start, watch.mark(), products, checked, host, time.time())
+
+
+def finish_window(w: Window, watch: Stopwatch, n: int) -> tuple[dict[str, Any], int | None]:
+    """(the window as the record keeps it, the index of its first wrong element or None), once the device
+    has passed its end: its wall-clock span (unix time), products, seconds, FLOP/s and comparisons."""
+    watch.wait(w.end)
+    t1 = time.time() if watch.cuda else w.queued_at
+    seconds = watch.seconds(w.start, w.end)
+    elements, results, first = (int(x) for x in w.tally.tolist())
+    window = {"t0": t1 - seconds, "t1": t1, "products": w.products, "seconds": seconds,
+              "flops_per_s": gemm.flops(n) * w.products / seconds if seconds > 0 else None,
+              "checked": w.checked, "mismatched_results": results, "mismatched_elements": elements}
+    return window, (first if results else None)
+
+
+def next_products(window: dict[str, Any], window_s: float, check_every: int) -> int:
+    """Products for the next window: `window_s` at the last one's rate, growing at most GROWTH x."""
+    if window["seconds"] <= 0:
+        return window["products"]
+    wanted = round(window_s * window["products"] / window["seconds"] / check_every) * check_every
+    return min(max(check_every, wanted), window["products"] * GROWTH)
 
 
 def run(device: torch.device, n: int, duration_s: float, window_s: float, check_every: int, seed: int) -> dict[str, Any]:
@@ -61,31 +85,22 @@ def run(device: torch.device, n: int, duration_s: float, window_s: float, check_
     products = check_every
 
     windows: list[dict[str, Any]] = []
-    flops = gemm.flops(n)
     first_mismatch = None
     began = time.time()
     end_at = began + duration_s
-    pending: _Window | None = None
+    pending: Window | None = None
     turn = 0
     while pending is not None or time.time() < end_at:
         queued = None
         if time.time() < end_at:
-            queued = _queue(a, b, ref, out, products, check_every, watch, hosts[turn % 2])
+            queued = queue_window(a, b, ref, out, products, check_every, watch, hosts[turn % 2])
             turn += 1
         if pending is not None:
-            watch.wait(pending.end)
-            t1 = time.time() if watch.cuda else pending.queued_at
-            seconds = watch.seconds(pending.start, pending.end)
-            elements, results, first = (int(x) for x in pending.tally.tolist())
-            if results and first_mismatch is None:
+            window, first = finish_window(pending, watch, n)
+            if first is not None and first_mismatch is None:
                 first_mismatch = {"window": len(windows), "index": first, "row": first // n, "col": first % n}
-            windows.append({"t0": t1 - seconds, "t1": t1, "products": pending.products, "seconds": seconds,
-                            "flops_per_s": flops * pending.products / seconds if seconds > 0 else None,
-                            "checked": pending.checked, "mismatched_results": results,
-                            "mismatched_elements": elements})
-            if seconds > 0:
-                wanted = round(window_s * pending.products / seconds / check_every) * check_every
-                products = min(max(check_every, wanted), pending.products * GROWTH)
+            windows.append(window)
+            products = next_products(window, window_s, check_every)
         pending = queued
     return {
         "n": n,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -465,6 +466,51 @@ def measure_group(ctx: RankContext, op: str, size: int, warmup_iters: int, iters
     Returns one size's result as `measure` has it in "results"."""
     view = replace(ctx, rank=group_ranks.index(ctx.rank), world_size=len(group_ranks))
     return _measure_size(view, op, size, warmup_iters, iters, check=True, group=group)
+
+
+def measure_beside(ctx: RankContext, op: str, size: int, warmup_iters: int, iters: int, group,
+                   group_ranks: list[int]) -> dict[str, Any]:
+    """`op` at one size among `group_ranks` on their process group `group`, while this rank's device keeps
+    computing on other streams (a burn-in's GEMM load, wirecheck.burnin.worker): timed and checked as
+    `measure_group` does, but nothing here waits for the whole device (`measure_group` lines the ranks up
+    with an idle device, which would drain the load first). The ranks line up with one small all_reduce
+    of the group; events on the current stream time the calls; every element of one more call is checked.
+    The buffers stay in the caching allocator for the next call. Returns one size's result as `measure`
+    has it in "results"."""
+    import torch
+    import torch.distributed as dist
+
+    view = replace(ctx, rank=group_ranks.index(ctx.rank), world_size=len(group_ranks))
+    c = COLLECTIVES[op]
+    n = view.world_size
+    count = buffer_elements(op, size, n)
+    inp, out = _allocate(c, count, n, ctx.device)
+
+    def launch() -> None:
+        c.launch(inp, out, group=group)
+
+    c.fill(inp, view.rank, n)
+    for _ in range(warmup_iters):
+        launch()
+    ready = torch.ones(1, dtype=torch.int32, device=ctx.device)
+    dist.all_reduce(ready, group=group)
+    ready.item()  # waits for the current stream only: the load's stream keeps running
+    if _is_cuda(ctx):
+        from wirecheck.measure.collective_timing import time_events
+
+        time_s = time_events(launch, iters)  # its end event is on the current stream, not the device
+    else:
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            launch()
+        time_s = (time.perf_counter() - t0) / iters
+    c.fill(inp, view.rank, n)
+    if not c.in_place:
+        out.fill_(math.nan)
+    launch()
+    wrong, first_bad = _count_wrong(c, out, view.rank, n, count)  # each chunk's count waits for the current stream
+    return {"bytes": count * ELEMENT_BYTES, "requested_bytes": size, "time_s": time_s, "graph_time_s": None,
+            "graph_note": None, "wrong": wrong, "first_bad": first_bad, "wrong_by_path": {EAGER: wrong}}
 
 
 def measure_loop(ctx: RankContext, op: str, size: int, iters: int, warmup_iters: int = 1) -> dict[str, Any]:

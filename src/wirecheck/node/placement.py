@@ -232,6 +232,19 @@ def nvlink_twin(placements: list[Placement], placement: Placement) -> Placement 
     return None
 
 
+def link_ceiling(topology: Topology, placement: Placement, profile_link_speed: float | None = None) -> float | None:
+    """min NV# over the placement's pairs x per-link speed (bytes/s), when both are known: what a
+    derived busbw floor scales (the per-link speed from NVML, else the profile's `profile_link_speed`)."""
+    if not placement.nvlink:
+        return None
+    speeds = [link.speed_mbps for g in placement.gpus for link in topology.gpu(g).nvlinks
+              if link.active and link.speed_mbps]
+    per_link = min(speeds) * 1e6 if speeds else profile_link_speed
+    if not per_link:
+        return None
+    return min(topology.nv_between(a, b) for a in placement.gpus for b in placement.gpus if a != b) * per_link
+
+
 def find_placement(placements: list[Placement], placement_id: str) -> Placement:
     for placement in placements:
         if placement.id == placement_id:

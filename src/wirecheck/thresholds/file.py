@@ -24,6 +24,7 @@ from wirecheck.node.placement import CLASSES, CLASS_NETWORK
 from wirecheck.measure.collectives import OPS
 from wirecheck.core.quantity import format_bw
 from wirecheck.thresholds.copy_limits import CopyBandwidth, parse_copy_bandwidth
+from wirecheck.thresholds.burn_in import BurnInLimits, parse_burn_in
 from wirecheck.thresholds.gpu_health import GpuHealthLimits, parse_gpu_health
 from wirecheck.thresholds.tables import COLLECTIVE_FLOOR_CLASSES, CountTable, Limit, _ratio_section
 from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table
@@ -216,6 +217,7 @@ class Thresholds:
     network: NetworkLimits
     _fleet: Mapping[bool, FleetLimits]  # keyed by `simulated`
     gpu_health: GpuHealthLimits  # each GPU under load (thresholds.gpu_health)
+    burn_in: BurnInLimits  # what only a burn-in judges (thresholds.burn_in)
 
     @property
     def profile_names(self) -> tuple[str, ...]:
@@ -695,6 +697,7 @@ def load_thresholds(path: str | Path) -> Thresholds:
             "network": '{derived_floor: {efficiency: "80 %", source: ...}, gpu_nic_path: {max: PXB, source: ...}}',
             "fleet": "{min_nodes: 3, hardware: {...}, simulated: {...}}",
             "gpu_health": "{hardware: {...}, simulated: {...}, floors: {...}, ...}",
+            "burn_in": "{drift: {rounds: 3, hardware: {...}, simulated: {...}}, busbw_spread: {...}}",
         },
     )
     profiles = _profiles(f["profiles"])
@@ -722,4 +725,5 @@ def load_thresholds(path: str | Path) -> Thresholds:
         network=_network(f["network"]),
         _fleet=_fleet(f["fleet"]),
         gpu_health=parse_gpu_health(f["gpu_health"]),
+        burn_in=parse_burn_in(f["burn_in"]),
     )

@@ -1,0 +1,178 @@
+"""The burn-in's hands on the node: its worker group, NVML (samples, ECC and link counters), the XID
+watch, and the folder its workers and the parent share (the stop file, each rank's progress).
+
+One worker group over the burn-in's GPUs, joined in one process group, serves every call: a round
+(wirecheck.burnin.worker.load_round: the GEMM load beside the collective cycle) and, between rounds,
+the memory test (wirecheck.gpu.worker.memory). A round runs in a thread of the parent, so that the
+loop (wirecheck.burnin.loop) keeps watching XIDs, the stop file and each rank's progress while it
+runs, and so that Ctrl-C lands in the loop, never inside the launcher's wait (which would kill the
+ranks and lose the round's windows): the loop writes the stop file instead, and the round comes back
+within about one window with everything it measured.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from wirecheck.burnin.plan import BurnInPlan
+from wirecheck.node import nvml
+from wirecheck.node.gpu_sampling import LoadSampler, Sampling
+from wirecheck.workers.launcher import WorkerError, WorkerGroup
+
+WORKERS = "wirecheck.burnin.worker"  # the module with the worker functions load_round and memory
+STOP_FILE = "stop"
+
+
+class RoundCall:
+    """One round's worker call, running in a thread: `done`, then `result()` (or its WorkerError)."""
+
+    def __init__(self, group: WorkerGroup, fn: str, kwargs: dict, timeout_s: float, what: str):
+        self.values: list | None = None
+        self.error: WorkerError | None = None
+        self.started = time.time()
+        self._thread = threading.Thread(target=self._run, args=(group, fn, kwargs, timeout_s, what),
+                                        name="wirecheck-burn-in-round", daemon=True)
+        self._thread.start()
+
+    def _run(self, group, fn, kwargs, timeout_s, what) -> None:
+        try:
+            self.values = group.run(fn, kwargs, timeout_s=timeout_s, what=what)
+        except WorkerError as exc:
+            self.error = exc
+
+    def wait(self, timeout_s: float) -> bool:
+        """True once the call has returned (or failed)."""
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a rank last said it was doing, and since when (unix time)."""
+
+    rank: int
+    since: float
+    doing: str
+
+
+class Rig:
+    """The real one; a self-test gives the loop a fake with the same methods."""
+
+    def __init__(self, plan: BurnInPlan, settings, *, xid_events: Callable[[], list] | None = None,
+                 log_dir: str | os.PathLike | None = None, workers: str = WORKERS, collective_settings=None,
+                 step_deadline: Callable[[Any], float] | None = None):
+        self.plan = plan
+        self.settings = settings  # the thresholds' GpuHealthSettings for the mode
+        self.collective_settings = collective_settings
+        self.step_deadline = step_deadline  # seconds one step of the cycle may take (workers.deadlines' rule)
+        self.round_worker, self.memory_worker = f"{workers}:load_round", f"{workers}:memory"
+        self._xid_events = xid_events or (lambda: [])
+        self.log_dir = log_dir
+        if log_dir is not None:
+            os.makedirs(log_dir, exist_ok=True)
+        # mkdtemp: this user's own folder (0700): no other user can plant the stop file or a progress file
+        self.shared = tempfile.mkdtemp(prefix="burn-in-", dir=log_dir)
+        self.stop_path = os.path.join(self.shared, STOP_FILE)
+        self.group: WorkerGroup | None = None
+
+    # -- workers ------------------------------------------------------------------------------
+    def start(self) -> None:
+        p = self.plan
+        self.group = WorkerGroup(label="burn-in", world_size=len(p.gpus), backend="gloo" if p.simulated else "nccl",
+                                 gpus=None if p.simulated else p.gpus, join_process_group=True, log_dir=self.log_dir)
+
+    def start_round(self, number: int, round_s: float, first_step: int) -> RoundCall:
+        s, c = self.settings, self.collective_settings
+        kwargs = {"n": s.gemm_n, "duration_s": round_s, "window_s": s.window_s, "check_every": s.check_every,
+                  "seed": s.seed, "steps": [step.as_worker_arg(self.plan.gpus) for step in self.plan.steps],
+                  "first_step": first_step, "warmup_iters": c.warmup_iters if c else 1, "iters": c.iters if c else 1,
+                  "stop_path": self.stop_path, "progress_dir": self.shared}
+        for name in os.listdir(self.shared):  # a new round: the last one's progress is history
+            if name.startswith("rank"):
+                os.unlink(os.path.join(self.shared, name))
+        return RoundCall(self.group, self.round_worker, kwargs, round_s + self.allowance_s(number == 1),
+                         f"burn-in round {number}")
+
+    def allowance_s(self, first: bool) -> float:
+        """How long a round may overrun its duration before it counts as hung: the slowest step's deadline
+        (a step started just before the end), or a few windows; the first round also makes every
+        placement's process group and the reference product, so it gets the GPU-health call timeout."""
+        s = self.settings
+        if first or self.step_deadline is None:
+            return s.timeout_s
+        return max([4 * s.window_s] + [float(self.step_deadline(step)) for step in self.plan.steps]) + 4 * s.window_s
+
+    def memory(self) -> list:
+        kwargs = self.settings.memory_kwargs("burn_in")
+        kwargs["passes"] = self.plan.memory_passes
+        return self.group.run(self.memory_worker, kwargs, timeout_s=self.settings.timeout_s,
+                              what="burn-in memory test")
+
+    def close(self) -> None:
+        if self.group is not None:
+            self.group.close()
+            self.group = None
+        shutil.rmtree(self.shared, ignore_errors=True)
+
+    # -- the shared folder ---------------------------------------------------------------------
+    def request_stop(self, why: str) -> None:
+        if not os.path.exists(self.stop_path):
+            with open(self.stop_path, "a", encoding="utf-8") as f:
+                f.write(f"parent: {why}\n")
+
+    def stop_reasons(self) -> list[str]:
+        """What the ranks (or the parent) wrote into the stop file, one line each; [] while none did."""
+        try:
+            with open(self.stop_path, encoding="utf-8") as f:
+                return [line.strip() for line in f if line.strip()]
+        except FileNotFoundError:
+            return []
+
+    def clear_stop(self) -> None:
+        try:
+            os.unlink(self.stop_path)
+        except FileNotFoundError:
+            pass
+
+    def progress(self) -> list[Progress]:
+        out = []
+        for rank in range(len(self.plan.gpus)):
+            try:
+                with open(os.path.join(self.shared, f"rank{rank}"), encoding="utf-8") as f:
+                    since, _, doing = f.read().strip().partition(" ")
+                out.append(Progress(rank, float(since), doing))
+            except (FileNotFoundError, ValueError):
+                continue
+        return out
+
+    # -- NVML ----------------------------------------------------------------------------------
+    def start_sampling(self) -> LoadSampler | None:
+        if self.plan.simulated:
+            return None
+        return LoadSampler(self.plan.gpus, self.settings.sample_interval_s).start()
+
+    @staticmethod
+    def stop_sampling(sampler: LoadSampler | None) -> Sampling | None:
+        return sampler.stop() if sampler is not None else None
+
+    def health(self) -> dict[int, Any] | None:
+        """One NVML health reading per GPU (ECC, remapped rows, link counters); None in simulation."""
+        if self.plan.simulated:
+            return None
+        try:
+            return {h.index: h for h in nvml.read_health() if h.index in self.plan.gpus}
+        except nvml.NvmlUnavailable:
+            return None
+
+    def xid_events(self) -> list[dict]:
+        return list(self._xid_events())

@@ -1,0 +1,104 @@
+"""What only a burn-in judges: that no hard fault stopped it, that no GPU lost throughput from its first
+rounds to its last, that no (placement, collective) had a round far below its others.
+
+The figures every acceptance check judges (each GPU's sustained TFLOP/s against its floor and its peers,
+clock-event reasons, power, temperature, the memory test; each placement's busbw against its floor) are
+judged over a whole burn-in by those same checks (wirecheck.checks.gpu_health, .collectives) on inputs
+wirecheck.burnin.judging gathers from every round. Limits: thresholds.yaml `burn_in`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from wirecheck.checks import check
+from wirecheck.core.quantity import format_bw
+from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, skip
+
+ADVICE_FAULT = ("drain the node: a GPU that computes or stores wrong, reports an XID, or hangs under hours of load "
+                "is the infant mortality a burn-in is for; `nvidia-smi -q -d ECC,ROW_REMAPPER`, `dmesg | grep -i xid` "
+                "and the logs the message names say more; reset the GPU and burn it in again, replace it if it repeats")
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+@check("burn_in_no_hard_fault")
+def burn_in_no_hard_fault(thresholds, *, status: str, rounds: int, seconds: float, duration_s: float,
+                          fault: dict | None, checked: dict) -> Verdict:
+    """The burn-in ran its rounds to the end of --duration with no hard fault (an XID or ECC event, ECC
+    growth, a wrong GEMM or collective result, a memory word read back wrong, a hang or a crash).
+    `fault`: wirecheck.burnin.faults.Fault as a record; `checked`: what the rounds compared (counts)."""
+    what = "burn-in without a hard fault"
+    if fault:
+        when = time.strftime("%H:%M:%S", time.localtime(fault["time"])) if fault.get("time") else "?"
+        where = f" on {fault['where']}" if fault.get("where") else ""
+        return Verdict("", what, fault.get("where"), FAIL,
+                       f"{what}: STOPPED in round {fault['round']} at {when} after {_clock(seconds)} of "
+                       f"{_clock(duration_s)} by a {fault['kind']}{where}: {fault['message']}. {ADVICE_FAULT}",
+                       measured=fault["kind"], details={"fault": fault})
+    if not rounds:
+        return Verdict("", what, None, FAIL, f"{what}: no round ran ({status} after {_clock(seconds)}): "
+                                             "nothing was burned in; give a --duration of a round or more")
+    counts = ", ".join(f"{v} {k}" for k, v in checked.items())
+    return Verdict("", what, None, PASS, f"{what}: {rounds} rounds in {_clock(seconds)} (of --duration "
+                                         f"{_clock(duration_s)}), {status}; no XID, no ECC growth, no hang; compared: "
+                                         f"{counts}, every one right", measured=rounds, unit="rounds",
+                   details={"checked": checked})
+
+
+def _tflops(value: float) -> str:
+    # CPU ranks in simulation compute GFLOP/s: shown with their digits, not as 0.0 TFLOP/s
+    return f"{value / 1e12:.1f} TFLOP/s" if value >= 1e12 else f"{value / 1e9:.3g} GFLOP/s"
+
+
+@check("burn_in_throughput_drift")
+def burn_in_throughput_drift(thresholds, *, gpu: int, bus_id: str | None, round_flops: list, simulated: bool) -> Verdict:
+    """A GPU's median TFLOP/s over its last `burn_in.drift.rounds` rounds at most `max_drop` below its
+    first rounds' (`round_flops`: each round's median window, None where a round has no figure)."""
+    what, where = "TFLOP/s drift from the first rounds to the last", f"GPU{gpu}"
+    values = [v for v in round_flops if isinstance(v, (int, float)) and v > 0]
+    rule = thresholds.burn_in.drift(simulated)
+    k = min(thresholds.burn_in.drift_rounds, len(values) // 2)
+    if k < 1:
+        return skip(what, where, f"{len(values)} round(s) with a figure: a drift needs two or more")
+    first, last = statistics.median(values[:k]), statistics.median(values[-k:])
+    drop = 1 - last / first
+    ok = drop <= rule.value
+    loc = f"GPU{gpu} ({bus_id})" if bus_id else where
+    moved = (f"{drop * 100:.1f} % lower {'<=' if ok else '>'} allowed {rule.value * 100:g} %" if drop >= 0 else
+             f"{-drop * 100:.1f} % higher (allowed: {rule.value * 100:g} % lower)")
+    message = (f"{what} on {loc}: first {k} round(s) {_tflops(first)}, last {k} {_tflops(last)}: {moved} "
+               f"({cite(rule.yaml_path, rule.source)})")
+    if not ok:
+        message += (f". {loc} lost throughput as the burn-in went on: check its cooling (fans, airflow, inlet "
+                    "temperature, the heatsink's contact) and `nvidia-smi -q -d PERFORMANCE` for what held its clocks")
+    return Verdict("", what, where, PASS if ok else FAIL, message, measured=drop * 100, unit="%",
+                   limit={"max": rule.value * 100}, source=rule.source, yaml_path=rule.yaml_path,
+                   details={"first": first, "last": last, "rounds_compared": k, "rounds": len(values)})
+
+
+@check("burn_in_busbw_spread")
+def burn_in_busbw_spread(thresholds, *, placement: str, op: str, round_busbw: list, simulated: bool) -> Verdict:
+    """The slowest round's busbw (its steps' median) at most `burn_in.busbw_spread.max_below_median` below
+    the median round of that placement and collective (`round_busbw`: bytes/s per round that ran it)."""
+    what = f"{op} busbw, slowest round against the median round"
+    values = [v for v in round_busbw if isinstance(v, (int, float)) and v > 0]
+    if len(values) < 2:
+        return skip(what, placement, f"{len(values)} round(s) ran {op} on {placement}: a spread needs two or more")
+    rule = thresholds.burn_in.busbw_spread(simulated)
+    median, lowest = statistics.median(values), min(values)
+    below = 1 - lowest / median
+    ok = below <= rule.value
+    message = (f"{what} on {placement}: lowest round {format_bw(lowest)}, median {format_bw(median)} over {len(values)} "
+               f"rounds: {below * 100:.1f} % below {'<=' if ok else '>'} allowed {rule.value * 100:g} % "
+               f"({cite(rule.yaml_path, rule.source)})")
+    if not ok:
+        message += (f". A link of {placement} slowed down under load (retraining, errors, heat): compare "
+                    "`nvidia-smi nvlink -e` before and after, and the link counters of the record")
+    return Verdict("", what, placement, PASS if ok else FAIL, message, measured=below * 100, unit="%",
+                   limit={"max": rule.value * 100}, source=rule.source, yaml_path=rule.yaml_path,
+                   details={"lowest": lowest, "median": median, "rounds": len(values)})
