@@ -30,12 +30,15 @@ STOP_FILE = "stop"
 
 
 class RoundCall:
-    """One round's worker call, running in a thread: `done`, then `result()` (or its WorkerError)."""
+    """One round's worker call, running in a thread: `wait`, then `values` (or `error`, its WorkerError)."""
 
     def __init__(self, group: WorkerGroup, fn: str, kwargs: dict, timeout_s: float, what: str):
         self.values: list | None = None
         self.error: WorkerError | None = None
         self.started = time.time()
+        # An event of our own, not Thread.join/is_alive: on Python 3.11 a join interrupted by Ctrl-C can
+        # leave is_alive() False while the thread still runs (CPython gh-90882).
+        self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(group, fn, kwargs, timeout_s, what),
                                         name="wirecheck-burn-in-round", daemon=True)
         self._thread.start()
@@ -45,15 +48,16 @@ class RoundCall:
             self.values = group.run(fn, kwargs, timeout_s=timeout_s, what=what)
         except WorkerError as exc:
             self.error = exc
+        finally:
+            self._done.set()
 
     def wait(self, timeout_s: float) -> bool:
         """True once the call has returned (or failed)."""
-        self._thread.join(timeout_s)
-        return not self._thread.is_alive()
+        return self._done.wait(timeout_s)
 
     @property
     def done(self) -> bool:
-        return not self._thread.is_alive()
+        return self._done.is_set()
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ def _peers(run: GpuRun, phase: Phase, gpu: int, pick) -> dict[str, float]:
             continue
         try:
             value = pick(phase.of(other))
-        except (KeyError, TypeError):
+        except (KeyError, TypeError, AttributeError):  # that GPU has no result (the phase failed): no peer figure
             value = None
         if isinstance(value, (int, float)) and math.isfinite(value):
             out[f"GPU{other}"] = value
