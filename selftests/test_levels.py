@@ -101,7 +101,7 @@ def test_acceptance_is_the_default_and_leaves_out_the_quick_all_reduce(pytester)
     assert {"test_steps_complete", "test_busbw", "test_host_copy", "test_nccl_path"} <= functions
 
 
-def test_burn_in_needs_a_duration_and_selects_gpu_health_and_collectives(pytester):
+def test_burn_in_needs_a_duration_and_selects_its_loop_with_the_gpu_figures_and_the_counters(pytester):
     make_project(pytester)
     missing = run_suite(pytester, "--simulate=h200-sxm-2", "--level", "burn-in", "--collect-only")
     assert missing.ret == 4
@@ -109,8 +109,14 @@ def test_burn_in_needs_a_duration_and_selects_gpu_health_and_collectives(pyteste
         missing.stderr.str()
     ids, _ = _collected(pytester, "--simulate=h200-sxm-2", "--level", "burn-in", "--duration", "30min")
     functions = {_function(i) for i in ids}
-    assert {"test_sustained_load_throughput", "test_memory_pattern", "test_busbw", "test_result_correct"} <= functions
-    assert not functions & {"test_steps_complete", "test_host_copy", *QUICK_ALL_REDUCE}
+    assert {"test_burn_in_without_hard_fault", "test_burn_in_sustained_throughput", "test_burn_in_memory_pattern",
+            "test_burn_in_busbw", "test_burn_in_busbw_spread", "test_gemm_throughput", "test_gpus_visible",
+            "test_error_counters_did_not_grow", "test_no_xid_during_run"} <= functions
+    # the one-shot load and sweep are judged by the burn-in over all its rounds instead
+    assert not functions & {"test_sustained_load_throughput", "test_memory_pattern", "test_busbw",
+                            "test_result_correct", "test_steps_complete", "test_host_copy", *QUICK_ALL_REDUCE}
+    acceptance, _ = _collected(pytester, "--simulate=h200-sxm-2")
+    assert not {_function(i) for i in acceptance if "test_burn_in" in i}
 
 
 @pytest.mark.parametrize("args, said", [
@@ -189,7 +195,7 @@ def test_a_run_records_its_level_and_each_tests_seconds(pytester):
     assert all(0 <= seconds < 60 for seconds in durations.values())
 
 
-@pytest.mark.parametrize("level, seconds", [("quick", 1.0), ("acceptance", 2.0), ("burn-in", 10.0)])
+@pytest.mark.parametrize("level, seconds", [("quick", 1.0), ("acceptance", 2.0), ("burn-in", 3.0)])
 def test_the_gpu_load_holds_the_sustained_load_for_the_runs_level(tmp_path, level, seconds):
     """gpu_health.simulated.sustained.duration.<level> reaches the GPU load's sustained call."""
     topology = load_recorded("h200-sxm-2", suite_paths().topologies)

@@ -69,6 +69,16 @@ def test_the_plans_groups_hold_exactly_the_collected_tests(level, topology, thre
     assert not plan.unknown
 
 
+def test_a_burn_in_is_priced_at_its_duration_and_every_test_of_it_is_known(thresholds):
+    collected = collect("burn-in", "h200-sxm-2", ["--duration", "30min"])
+    plan = predict(collected.tests, collected.header, thresholds, load_unit_costs(), "burn-in")
+    assert not plan.unknown
+    loop = [g for g in plan.groups if g.function == "test_burn_in_without_hard_fault"]
+    assert len(loop) == 1 and loop[0].work[model.K_BURN] == 30  # rounds of 60 s (and their memory tests)
+    assert 1800 < loop[0].total_s < 1800 + 30 and 1800 < plan.total_s < 1800 + 120
+    assert all(g.total_s < 1 for g in plan.groups if g.function.startswith("test_burn_in_busbw"))  # they read it
+
+
 def test_eight_gpus_cost_more_and_quick_costs_least(thresholds):
     costs = load_unit_costs()
     totals = {}

@@ -12,12 +12,15 @@ the GPU load's phases. A test costs pytest's per-test share plus what it is the 
 - test_busbw's benchmark rounds; an NCCL path probe; the copy-bandwidth measurement (a start, host
   copies per GPU, peer copies per NVLink pair at the pair's NV#); a strategy run (its recorded run
   on that wire, whatever the GPU count: see README; one GPU alone as the reference strategy's run);
-  the GPU load's phases (figures, the level's sustained duration, the level's memory passes).
+  the GPU load's phases (figures, the level's sustained duration, the level's memory passes); a burn-in's
+  loop (tests/test_burn_in.py: its worker group's start, its --duration from the run's header, and the
+  memory test after each of its rounds).
 The walk prices the hardware run: a collection in simulation holds the same tests.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -35,6 +38,7 @@ SWEEP, FLOOR_SWEEP, BENCHMARK, TWIN_SWEEP, PAIR_SWEEPS, INNER_PAIR_SWEEP = (
 PROBE, COPIES, RUN, REFERENCE_RUN, ALL_RUNS, TWIN_RUN, TWIN_ALL_RUNS, SINGLE_GPU_RUN = (
     "probe", "copies", "run", "reference run", "all runs", "twin run", "twin all runs", "single-GPU run")
 FIGURES, SUSTAINED, MEMORY = "figures", "sustained", "memory"  # the GPU load's phases (wirecheck.gpu.load)
+BURN_IN_LOOP = "burn-in loop"  # the burn-in's rounds (wirecheck.burnin), made once for tests/test_burn_in.py
 WORK = {
     "test_result_correct": (SWEEP,),
     "test_small_message_latency": (SWEEP,),
@@ -68,6 +72,10 @@ WORK = {
     "test_sustained_load_temperature": (SUSTAINED,),
     "test_gemm_matches_reference": (FIGURES,),
     "test_memory_pattern": (MEMORY,),
+    **{name: (BURN_IN_LOOP,) for name in (
+        "test_burn_in_without_hard_fault", "test_burn_in_sustained_throughput", "test_burn_in_throughput_drift",
+        "test_burn_in_clocks", "test_burn_in_power", "test_burn_in_temperature", "test_burn_in_memory_pattern",
+        "test_burn_in_busbw", "test_burn_in_busbw_spread")},
 }
 OPT_IN = {"test_capacity": "skipped unless selected with -m capacity"}
 # The id a test gets where the topology has no placement of its classes (fixtures/placements.py): it skips.
@@ -82,9 +90,9 @@ NO_WORKERS = {
 }
 
 # Kinds of work, for each group's line and the summary by kind.
-K_TEST, K_START, K_SIZE, K_ROUND, K_PROBE, K_COPY, K_RUN, K_GPU = (
+K_TEST, K_START, K_SIZE, K_ROUND, K_PROBE, K_COPY, K_RUN, K_GPU, K_BURN = (
     "pytest's share", "worker group starts", "collective sizes", "benchmark rounds", "NCCL path probes",
-    "copy-bandwidth measurements", "strategy runs", "GPU load phases")
+    "copy-bandwidth measurements", "strategy runs", "GPU load phases", "burn-in rounds")
 
 
 @dataclass(frozen=True)
@@ -185,6 +193,7 @@ class _Walk:
     def __init__(self, thresholds, costs: UnitCosts, placements: list[Placement], header: dict, level: str, sweep: str):
         self.th, self.costs, self.placements, self.level, self.sweep_name = thresholds, costs, placements, level, sweep
         self.settings = thresholds.collective_settings(False)
+        self.header = header
         self.matrix = header.get("matrix") or []
         self.pool: str | None = None  # the placement id the shared worker group is on
         self.gpu_module: str | None = None  # the module whose GPU load group is up
@@ -293,6 +302,19 @@ class _Walk:
             seconds = start + g.memory_passes(level) * c.gpu_memory_pass_s
         self.group.add(K_GPU, seconds)
 
+    def burn_in(self) -> None:
+        """The burn-in's loop: a worker group's start, then rounds (each with its memory test) until --duration
+        is spent; the last round is cut to fit, its memory test runs past the end."""
+        if not self._first(("burn-in",)):
+            return
+        self.pool = None  # the loop closes the shared group for its own
+        g, c = self.th.gpu_health.settings(False), self.costs
+        duration = float(self.header.get("duration_s") or 0.0)
+        memory_s = g.memory_passes("burn_in") * c.gpu_memory_pass_s
+        rounds = math.ceil(duration / (g.sustained_duration_s("burn_in") + memory_s)) if duration else 0
+        self.group.add(K_START, c.group_start_s)
+        self.group.add(K_BURN, duration + (memory_s if rounds else 0.0), rounds)
+
     # -- a test -------------------------------------------------------------------------------
     def twin(self, p: Placement) -> Placement | None:
         return nvlink_twin(self.placements, p) if p is not None else None
@@ -331,6 +353,8 @@ class _Walk:
                 self.run(self.twin(p), strategy)
             elif work == SINGLE_GPU_RUN:
                 self.run(p, REFERENCE, single=True)
+            elif work == BURN_IN_LOOP:
+                self.burn_in()
             else:
                 self.gpu_phase(t.module, work)
 

@@ -76,8 +76,10 @@ def text(plan: Plan) -> list[str]:
         lines.append(f"  {sum(g.tests for g in plan.unknown)} tests unknown to the model (priced at pytest's share only): "
                      + ", ".join(g.function for g in plan.unknown))
     if plan.level == BURN_IN:
-        lines.append("  one pass of the burn-in's tests at its settings (gpu_health.*.burn_in); a burn-in repeats them "
-                     "for its --duration")
+        duration = plan.header.get("duration_s")
+        lines.append(f"  the burn-in's rounds for its --duration ({duration:g} s), the memory test after each "
+                     "(gpu_health.*.burn_in), then its verdicts" if duration else
+                     "  the burn-in's rounds last its --duration (none was given)")
     lines.append(f"  unit costs: {plan.costs.path} ({len(plan.costs.records)} recorded runs"
                  + (", worker starts without the bytecode cache)" if plan.costs.cold else ")"))
     return lines
