@@ -424,3 +424,35 @@ def test_a_wrong_product_stops_the_round_and_tells_the_other_ranks(tmp_path, mon
     result = worker.load_round(_ctx(), **_round_kwargs(tmp_path, 30.0))
     assert result["stopped"] == worker.WRONG and result["math"]["first"]["index"] == 5
     assert "rank 0: wrong GEMM result in window" in (tmp_path / "stop").read_text()
+
+
+# ---- the report ------------------------------------------------------------------------------------
+
+
+def test_the_report_draws_the_burn_in_and_names_what_stopped_it(tmp_path):
+    from wirecheck.records.run import RunWriter, run_header
+    from wirecheck.report import sections
+    from wirecheck.report.model import view_of
+
+    plan = _plan(duration_s=100.0)
+    writer = RunWriter(tmp_path / "run.jsonl")
+    writer.header(run_header(simulated=False, simulation_source=None, thresholds="thresholds.yaml", versions={},
+                             placements=[], level="burn-in", duration_s=100.0))
+    rig = FakeRig(plan, {3: {"wrong_step": 5}})
+    burn = run_burn_in(plan, rig, TH, record=writer.measurement, clock=rig.clock, poll_s=0.0)
+    verdict = checks.burn_in.burn_in_no_hard_fault(TH, **judging.hard_fault(burn))
+    writer.verdict(verdict, "tests/test_burn_in.py::test_burn_in_without_hard_fault")
+    writer.end("complete", 1)
+    writer.close()
+    view = view_of(tmp_path / "run.jsonl")
+    assert [r["round"] for r in view.burn_in.rounds] == [1, 2, 3] and view.burn_in.status == STOPPED
+    assert len(view.burn_in.windows("GPU0")) == 6 and set(view.burn_in.busbw()) >= {"nvswitch-2gpu-0.1 all_reduce"}
+    section = sections.burn_in_section(view)
+    html = section.html()
+    assert [img.id for img in section.images] == ["fig-burn-in"]
+    assert "Stopped in round 3 by a wrong collective result on nvswitch-2gpu-0.1" in html
+    assert "1 burn-in verdicts (1 failed)" in html
+    other = tmp_path / "other.jsonl"
+    other.write_text("\n".join(line for line in (tmp_path / "run.jsonl").read_text().splitlines()
+                               if '"burn_in' not in line) + "\n")
+    assert "Not a burn-in" in sections.burn_in_section(view_of(other)).html()

@@ -422,6 +422,61 @@ def gpu_sustained(points: list) -> Image:
                   "with power at its limit it is the power cap, normal under GEMM.")
 
 
+def burn_in(view) -> Image:
+    """A burn-in over its whole run (wirecheck.report.burn_in.BurnInView): per GPU every window's TFLOP/s,
+    NVML's temperature and power, and each placement's busbw per round; rounds cut by a fault or Ctrl-C
+    marked where they ended."""
+    fig = _figure(10, 6.2)
+    axes = fig.subplots(2, 2)  # not sharex: an empty panel's note must not take the others' ticks away
+    span = max((r["ended"] for r in view.rounds), default=view.t0) - view.t0
+    minutes, unit = (1.0, "seconds") if span < 300 else (60.0, "minutes") if span < 5 * 3600 else (3600.0, "hours")
+    panels = ((axes[0][0], "TFLOP/s per window", lambda g: view.windows(g)),
+              (axes[0][1], "temperature (°C)", lambda g: view.samples(g, "temperature_c")),
+              (axes[1][0], "power (W)", lambda g: view.samples(g, "power_w")))
+    for ax, title, points in panels:
+        drawn = False
+        for k, gpu in enumerate(view.gpus):
+            pts = points(gpu)
+            if not pts:
+                continue
+            ax.plot([x / minutes for x, _ in pts], [y for _, y in pts], ls=STYLES[k // 10 % len(STYLES)], lw=0.8,
+                    label=gpu)
+            drawn = True
+        ax.set_title(title, fontsize=9)
+        if drawn:
+            ax.grid(True, alpha=0.3)
+            if len(view.gpus) <= 8:
+                ax.legend(fontsize=6)
+        else:
+            _note(ax, "no NVML samples (a simulation has no NVML)" if "TFLOP" not in title else "no window measured")
+    ax = axes[1][1]
+    series = view.busbw()
+    for k, (key, pts) in enumerate(sorted(series.items())):
+        ax.plot([x / minutes for x, _ in pts], [y for _, y in pts], marker=MARKERS[k % len(MARKERS)], ms=3,
+                ls=STYLES[k // len(MARKERS) % len(STYLES)], color=colour(key.split("-", 1)[0]), label=key)
+    ax.set_title("busbw per round, beside the load (GB/s)", fontsize=9)
+    if series:
+        ax.grid(True, alpha=0.3)
+        if len(series) <= 12:
+            ax.legend(fontsize=6)
+    else:
+        _note(ax, "no collective in the cycle (one GPU, or none of its placements)")
+    stop = next((r for r in view.rounds if r.get("fault") or r.get("interrupted")), None)
+    for row in axes:
+        for a in row:
+            if a.has_data():
+                a.set_xlim(0, max(span, 1.0) / minutes)
+            if stop is not None and a.has_data():
+                a.axvline((stop["ended"] - view.t0) / minutes, color=OUTCOME_COLOURS["fail"], ls="--", lw=1)
+    for a in axes[1]:
+        a.set_xlabel(f"{unit} from the burn-in's start", fontsize=8)
+    return render(fig, "fig-burn-in", "four panels over the whole burn-in: TFLOP/s per window and NVML's temperature "
+                  "and power per GPU, and each placement's busbw per round",
+                  "The burn-in, every GPU under load for its whole duration while collectives cycle. A dashed red line: "
+                  "where a hard fault or Ctrl-C stopped it. TFLOP/s sagging with the temperature rising is cooling; "
+                  "one placement's busbw dropping in some rounds is a link that degrades under load.")
+
+
 # -- history ----------------------------------------------------------------------------------
 
 

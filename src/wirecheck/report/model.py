@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wirecheck.report.burn_in import BurnInView, burn_in_view
 from wirecheck.report.gpus import GpuPoint, gpu_points
 from wirecheck.training.memory_model import predict
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
@@ -108,6 +109,7 @@ class RunView:
     counters: list[dict]  # counter_growth verdicts
     gpus: dict[int, GpuPoint] = field(default_factory=dict)  # the GPU health checks, per GPU
     single_gpu: dict[str, SingleGpuPoint] = field(default_factory=dict)  # placement -> one GPU alone
+    burn_in: BurnInView | None = None  # a burn-in's rounds and time series (report/burn_in.py)
 
     # -- the run --------------------------------------------------------------------------
     @property
@@ -184,6 +186,7 @@ class RunView:
             elif v.get("check") == "counter_growth":
                 view.counters.append(v)
         view.gpus = gpu_points(run.measurements, view.verdicts)
+        view.burn_in = burn_in_view(run.measurements, view.verdicts)
         return view
 
     def _add_single_gpu(self, m: dict) -> None:

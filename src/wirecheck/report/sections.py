@@ -15,8 +15,8 @@ from wirecheck.report.model import HOST_PATH_CLASS, RunView
 from wirecheck.report.trends import FAMILIES, drifts, gather
 from wirecheck.core.verdict import FAIL, PASS, SKIP
 
-SECTION_IDS = ("verdict", "node", "collectives", "wire", "links", "strategies", "nccl-path", "copies", "gpus", "health",
-               "trends")
+SECTION_IDS = ("verdict", "node", "collectives", "wire", "links", "strategies", "nccl-path", "copies", "gpus", "burn-in",
+               "health", "trends")
 
 
 def _num(value, digits: int = 4) -> str:
@@ -439,6 +439,54 @@ def gpus_section(view: RunView) -> Section:
     return s
 
 
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def burn_in_section(view: RunView) -> Section:
+    s = Section("burn-in", "Burn-in")
+    b = view.burn_in
+    if b is None:
+        return s.add(note("Not a burn-in: `wirecheck validate --level burn-in --duration 4h` holds every GPU under load "
+                          "while collectives cycle, for hours, and this section draws it."))
+    end = b.end or {}
+    fault = b.fault
+    duration = end.get("duration_s")
+    s.add(Raw(f"<p><b>{esc(b.status)}</b>: {len(b.rounds)} round(s)"
+              + (f" in {_clock(end['seconds'])} of --duration {_clock(duration)}" if duration else "")
+              + (f", rounds of {end.get('round_s'):g} s with the memory test ({end.get('memory_passes')} pass(es)) after "
+                 "each" if end.get("round_s") else "") + ".</p>"))
+    if fault:
+        s.add(Raw(f'<p class="fail">Stopped in round {esc(fault.get("round"))} by a {esc(fault.get("kind"))}'
+                  + (f" on {esc(fault.get('where'))}" if fault.get("where") else "") + f": {esc(fault.get('message'))}</p>"))
+    cycle = end.get("cycle") or []
+    if cycle:
+        placements = sorted({c["placement"] for c in cycle})
+        s.add(note(f"Collectives beside the load: {len(cycle)} steps over {', '.join(placements)} at "
+                   f"{format_bytes(cycle[0]['bytes'])}, each placement in turn."
+                   + ("".join(f" Left out: {k}: {v}." for k, v in (end.get("left_out") or {}).items()))))
+    s.add(s.add_figure(figures.burn_in(b)))
+    rows = []
+    for r in b.rounds:
+        gpus = r.get("gpus") or {}
+        cells = [f"{name} {_num((g.get('flops_per_s') or 0) / 1e12, 4)} TF {_num((g.get('temperature') or {}).get('max_c'))} °C "
+                 f"{_num(g.get('power_w'), 4)} W" for name, g in gpus.items()]
+        busbw = [f"{k} {gbps(c['median'])}" for k, c in (r.get("collectives") or {}).items()]
+        flag = (r.get("fault") or {}).get("kind") or ("interrupted" if r.get("interrupted") else "")
+        rows.append([r.get("round"), _clock(r["started"] - b.t0), "; ".join(cells), "; ".join(busbw) or "-", flag])
+    s.add(details(f"{len(rows)} round(s)", table(["round", "at", "per GPU (median window, hottest, mean power)",
+                                                  "median busbw (GB/s)", "stopped by"], rows,
+                                                 [FAIL if row[4] else "" for row in rows])))
+    if b.verdicts:
+        failed = [v for v in b.verdicts if v.get("outcome") == FAIL]
+        s.add(details(f"{len(b.verdicts)} burn-in verdicts ({len(failed)} failed)", table(
+            ["check", "where", "outcome", "message"],
+            [[v.get("check"), v.get("where") or "node", outcome(v.get("outcome")), v.get("message")] for v in b.verdicts],
+            [v.get("outcome") for v in b.verdicts]), open_=bool(failed)))
+    return s
+
+
 def health_section(view: RunView) -> Section:
     s = Section("health", "Health counters over the run")
     if not view.counters:
@@ -492,6 +540,6 @@ def trends_section(view: RunView, history: list[RunView], skipped: list) -> Sect
 def build(view: RunView, history: list[RunView], skipped: list) -> list[Section]:
     sections = [verdict_section(view), node_section(view), collectives_section(view), wire_section(view),
                 links_section(view), strategies_section(view), nccl_section(view), copies_section(view),
-                gpus_section(view), health_section(view), trends_section(view, history, skipped)]
+                gpus_section(view), burn_in_section(view), health_section(view), trends_section(view, history, skipped)]
     assert tuple(s.id for s in sections) == SECTION_IDS
     return sections
