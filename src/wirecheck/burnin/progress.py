@@ -63,13 +63,23 @@ def line(report: RoundReport, width: int | None = None) -> str:
     return text[:max(0, width - 2)] + "…"
 
 
+def left_out(placements: dict[str, str]) -> str:
+    """The placements out of the cycle, grouped by why: 'forced_pcie-2gpu-0.1: needs ...; 16 placements: not
+    among the burn-in's GPUs'."""
+    by_reason: dict[str, list[str]] = {}
+    for pid, why in placements.items():
+        by_reason.setdefault(why, []).append(pid)
+    return "; ".join(f"{ids[0]}: {why}" if len(ids) == 1 else f"{len(ids)} placements ({ids[0]}, ...): {why}"
+                     for why, ids in by_reason.items())
+
+
 def opening(plan: BurnInPlan) -> str:
     """What the burn-in runs, said once before its first round."""
     ops = sorted({s.op for s in plan.steps})
     placements = plan.placements
     traffic = (f"collectives cycle over {len(placements)} placement(s) ({', '.join(p.id for p in placements)}): "
                f"{', '.join(ops)}" if placements else "no collective placement among these GPUs")
-    left = f"; left out: {'; '.join(f'{k}: {v}' for k, v in plan.left_out.items())}" if plan.left_out else ""
+    left = f"; left out: {left_out(plan.left_out)}" if plan.left_out else ""
     return (f"wirecheck: {PREFIX} for {clock(plan.duration_s)} on {len(plan.gpus)} GPU(s) "
             f"({', '.join(f'GPU{g}' for g in plan.gpus)}) in rounds of {plan.round_s:g} s: the GEMM load on every GPU "
             f"while {traffic}; the memory test ({plan.memory_passes} pass(es)) after each round; Ctrl-C stops it and "

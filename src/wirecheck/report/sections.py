@@ -8,6 +8,7 @@ empty chart (a -k selection, a simulation, a run cut short before it got there).
 from __future__ import annotations
 
 from wirecheck.core.quantity import format_bytes
+from wirecheck.burnin.progress import left_out
 from wirecheck.report import figures
 from wirecheck.report.html import Raw, Section, details, esc, note, outcome, pre, table
 from wirecheck.report.gpus import GPU_FIGURES, GPU_HEALTH_CHECKS
@@ -465,7 +466,7 @@ def burn_in_section(view: RunView) -> Section:
         placements = sorted({c["placement"] for c in cycle})
         s.add(note(f"Collectives beside the load: {len(cycle)} steps over {', '.join(placements)} at "
                    f"{format_bytes(cycle[0]['bytes'])}, each placement in turn."
-                   + ("".join(f" Left out: {k}: {v}." for k, v in (end.get("left_out") or {}).items()))))
+                   + (f" Left out: {left_out(end['left_out'])}." if end.get("left_out") else "")))
     s.add(s.add_figure(figures.burn_in(b)))
     rows = []
     for r in b.rounds:
