@@ -120,11 +120,14 @@ def temperature(burn: BurnIn, gpu: int) -> dict[str, Any]:
 def memory(burn: BurnIn, gpu: int) -> dict[str, Any]:
     """checks.gpu_health.memory_pattern's inputs: every pass of every round (numbered by round), the coverage
     of the round that covered least."""
-    tested = [(r["round"], r["gpus"][f"GPU{gpu}"]["memory"]) for r in burn.rounds
-              if (r["gpus"].get(f"GPU{gpu}") or {}).get("memory")]
-    if not tested:
-        error = (f"no memory test ran ({burn.status} after {len(burn.rounds)} round(s)): the memory test follows "
-                 "each round's load")
+    ran = [(r["round"], r["gpus"][f"GPU{gpu}"]["memory"]) for r in burn.rounds
+           if (r["gpus"].get(f"GPU{gpu}") or {}).get("memory")]
+    failed = [f"round {number}: {m.get('error') or 'no result'}" for number, m in ran
+              if m.get("error") or "patterns" not in m]
+    tested = [(number, m) for number, m in ran if not m.get("error") and "patterns" in m]
+    if failed or not tested:
+        error = "; ".join(failed) or (f"no memory test ran ({burn.status} after {len(burn.rounds)} round(s)): the "
+                                      "memory test follows each round's load")
         return {**_where(burn, gpu), "simulated": burn.plan.simulated, "result": None, "error": error}
     least = min(tested, key=lambda t: t[1]["bytes_covered"] / t[1]["free_bytes"] if t[1].get("free_bytes") else 0)[1]
     patterns = [{**p, "pass": f"{p['pass']} of round {number}"} for number, m in tested for p in m.get("patterns") or []]

@@ -179,8 +179,9 @@ class _Loop:
         fault = fault or self._event_fault(number)
         events = rig.xid_events()[first_event:self.events_seen]
         gpus = {}
+        run = _run_of(plan)
         for gpu in plan.gpus:
-            entry = figures.gpu_round(_run_of(plan), phase, gpu)
+            entry = figures.gpu_round(run, phase, gpu)
             entry["memory"] = _memory_summary(memory.get(gpu))
             gpus[f"GPU{gpu}"] = entry
         details = {
