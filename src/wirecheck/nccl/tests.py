@@ -279,7 +279,11 @@ def main(argv: list[str] | None = None) -> int:
         spec = _sweep(settings, args.sizes)
         placements = select_placements(enumerate_placements(visible.from_environment(nvml.read_topology())),
                                        args.placement)
-    except (ValueError, ThresholdsError, nvml.NvmlUnavailable, OSError) as exc:
+    except nvml.NvmlUnavailable as exc:
+        print(f"wirecheck nccl-tests: {nvml.without_simulate_hint(exc)}; nccl-tests runs NVIDIA's binaries on this "
+              "node's GPUs, so it needs a GPU node (it has no dry run)", file=sys.stderr)
+        return exit_codes.BAD_INPUT
+    except (ValueError, ThresholdsError, OSError) as exc:
         print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT
     try:  # without --out: a new .wirecheck/nccl-tests-<UTC>-<host>-<pid>.jsonl (RecordFile.fresh)

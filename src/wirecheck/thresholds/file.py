@@ -668,10 +668,11 @@ def _fleet(at: _At) -> dict[bool, FleetLimits]:
     return MappingProxyType(out)
 
 
-def load_thresholds(path: str | Path) -> Thresholds:
-    """Read and validate a thresholds file. Raises ThresholdsError (or FileNotFoundError)."""
+def load_thresholds(path: str | Path, content: bytes | None = None) -> Thresholds:
+    """Read and validate a thresholds file (`content`: its bytes, kept elsewhere, e.g. in a run's
+    record; `path` then names it in messages). Raises ThresholdsError (or FileNotFoundError)."""
     path = Path(path)
-    data = _read_yaml(path)
+    data = _read_yaml(path, content)
     if data is None:
         raise ThresholdsError(
             f"{path}: the file is empty; it must hold the sections profiles, collectives and training "
