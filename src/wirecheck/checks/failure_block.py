@@ -63,9 +63,15 @@ def limit_text(limit: dict | None, unit: str | None) -> str:
 def reason(verdict: Verdict) -> str:
     """One short line for pytest's short summary (cut to the terminal's width after the test id): the
     figure against its limit where there is one, else the message's first line."""
-    measured = verdict.measured
-    if isinstance(measured, (int, float)) and not isinstance(measured, bool) and verdict.limit:
-        return f"{verdict.check}: measured {value_text(measured, verdict.unit)}, limit {limit_text(verdict.limit, verdict.unit)}"
+    measured, limit = verdict.measured, verdict.limit or {}
+    if isinstance(measured, (int, float)) and not isinstance(measured, bool):
+        low, high = limit.get("min"), limit.get("max")
+        if isinstance(low, (int, float)) and measured < low:
+            return f"{verdict.check} {number(measured)} < {value_text(low, verdict.unit)}"
+        if isinstance(high, (int, float)) and measured > high:
+            return f"{verdict.check} {number(measured)} > {value_text(high, verdict.unit)}"
+        if limit:
+            return f"{verdict.check}: measured {value_text(measured, verdict.unit)}, limit {limit_text(limit, verdict.unit)}"
     return verdict.message.strip().splitlines()[0] if verdict.message.strip() else f"{verdict.check} failed"
 
 

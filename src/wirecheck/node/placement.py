@@ -271,9 +271,9 @@ def listing(placements: list[Placement], width: int = 100) -> str:
 
 
 def did_you_mean(word: str, placements: list[Placement]) -> str:
-    """` did you mean nvl_quad?` for a mistyped id or class (`--placement nvl_qaud`), else ""."""
+    """`did you mean nvl_quad?` for a mistyped id or class (`--placement nvl_qaud`), else ""."""
     import difflib
 
     names = list(dict.fromkeys([p.klass for p in placements] + [p.id for p in placements]))
-    close = difflib.get_close_matches(word, names, n=3, cutoff=0.6)
-    return f" did you mean {' or '.join(close)}?" if close else ""
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    return f"did you mean {close[0]}?" if close else ""

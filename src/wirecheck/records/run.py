@@ -149,19 +149,20 @@ class RunWriter:
         return bool(self.verdicts) or self.measurements > 0
 
     def end(self, status: str, exit_status: int, tests: dict | None = None, signal: str | None = None,
-            **extra: Any) -> None:
-        """The last line: how the run ended (`signal`: the one that stopped it), its exit status (what
-        the process returns), test and verdict counts, wall time; `extra` adds keys of its own."""
+            skipped_without_verdict: dict | None = None) -> None:
+        """The last line: how the run ended (`signal`: the one that stopped it, None otherwise), its exit
+        status (what the process returns), test and verdict counts (`skipped_without_verdict`: reason ->
+        tests skipped before any check ran, which pytest counts and the verdicts do not), wall time."""
         self.exit_status = int(exit_status)
         self.file.end({
             "status": status,
-            **({"signal": signal} if signal else {}),
+            "signal": signal,
             "exit_status": self.exit_status,
             "simulated": self.simulated,
             "tests": dict(tests or {}),
+            "skipped_without_verdict": dict(skipped_without_verdict or {}),
             "verdicts": dict(self.verdicts),
             "wall_s": round(time.monotonic() - self.started, 1),
-            **extra,
         })
         self.ended = True
 
