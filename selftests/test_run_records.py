@@ -18,7 +18,6 @@ import pytest
 from e2e import PROJECT, make_project, pythonpath, records, run_suite, thresholds_with
 from wirecheck import checks
 from wirecheck.checks.judge import main as judge
-from wirecheck.core.verdict import Verdict
 from wirecheck.records.file import read_run
 from wirecheck.records.run import RunWriter, run_header
 from wirecheck.thresholds.file import load_thresholds
@@ -123,7 +122,7 @@ def _record_with_own_thresholds(tmp_path, thresholds_path: Path) -> Path:
     w.header(run_header(simulated=True, simulation_source="h200-sxm-2", thresholds=thresholds_path, versions={},
                         placements=[]))
     w.verdict(verdict, "tests/test_collectives.py::test_busbw[nvswitch-2gpu-0.1-all_reduce]")
-    w.verdict(Verdict("gpu_count", "GPU count", None, "skip", "GPU count: simulation"), "tests/test_inventory.py::x")
+    w.verdict(checks.inventory.gpu_count(own, n_gpus=2, profile=None, simulated=True), "tests/test_inventory.py::x")
     w.end("complete", 1, {"failed": 1, "skipped": 4}, skipped_without_verdict={"needs live NVML; simulating": 3})
     w.close()
     return w.path

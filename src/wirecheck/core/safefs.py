@@ -218,7 +218,10 @@ def write_atomically(path: str | os.PathLike, text: str, mode: int = 0o644) -> N
             fh.flush()
             os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:  # a directory at the name, say: of the file asked for, not of the temporary one
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
     except BaseException:
         try:
             os.unlink(tmp)

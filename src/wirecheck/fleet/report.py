@@ -148,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 write(result, Path(target))
             except (OSError, ImportError) as exc:
-                print(f"wirecheck fleet report: {option} {target}: {exc}", file=sys.stderr)
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                print(f"wirecheck fleet report: {option} {target}: cannot write it ({why}); pass a writable path",
+                      file=sys.stderr)
                 return exit_codes.BAD_INPUT
             print(f"wirecheck fleet report: wrote {target}")
     return result.exit_code

@@ -154,6 +154,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"wirecheck report: left out of the trend: {why if why.startswith(str(path)) else f'{path}: {why}'}")
     if args.prometheus:
         print(f"wirecheck report: wrote {args.prometheus} (Prometheus text format)")
+    if view.status != "complete":
+        print(f"wirecheck report: {args.records[0]}: the run was {view.status}: the page says INCOMPLETE (not every "
+              "check ran)")
     if view.simulated:
         print("wirecheck report: SIMULATION: the run described validated nothing")
     return exit_codes.OK
