@@ -37,6 +37,15 @@ def test_the_block_says_what_where_measured_limit_source_meaning_and_what_to_do(
     assert reason(verdict) == "busbw 0.001 < 0.005 GB/s"  # short: pytest cuts it at the terminal's width
 
 
+def test_a_figure_measured_beside_another_process_says_so_not_that_the_gpu_is_slow():
+    verdict = Verdict("hbm_bandwidth", "HBM copy bandwidth", "GPU0", "fail", "measured 1900.5 GB/s while other "
+                      "processes computed on the GPU (pid 915 (python3))", measured=1900.5, unit="GB/s",
+                      details={"foreign_processes": [[915, "python3", 916455424]]})
+    text = "\n".join(render(verdict))
+    assert f"means     {ADVICE['no_foreign_processes'].means}" in text and ADVICE["hbm_bandwidth"].means not in text
+    assert "limit" not in text  # no limit was judged: none is shown
+
+
 def test_every_check_of_the_suite_says_what_a_failure_means():
     missing = sorted(set(checks.CHECKS) - set(ADVICE))
     assert not missing, f"add an entry to wirecheck/checks/advice.py for: {missing}"

@@ -1,6 +1,5 @@
-"""What a failed check means and what to do about it, by check name: the last two lines of the
-failure block (wirecheck.checks.failure_block) that a failing test, `wirecheck judge` and the
-report print.
+"""What a failed check means and what to do about it, by check name: two lines of the failure
+block (wirecheck.checks.failure_block) that a failing test prints.
 
 The suite's own checks are in ADVICE; a check registered elsewhere (a site's, through
 `@check("name", advice=Advice(...))`) adds its own entry there. A check without one gets GENERIC,
@@ -185,5 +184,13 @@ ADVICE: dict[str, Advice] = {
 }
 
 
-def advice_for(check: str | None) -> Advice:
+# A figure can fail for what ran beside it rather than for the GPU: the verdict's details say so, and
+# the advice is then the cause's (a GEMM of another process on the GPU halves its HBM figure).
+CAUSES = {"foreign_processes": "no_foreign_processes"}
+
+
+def advice_for(check: str | None, details: dict | None = None) -> Advice:
+    for key, cause in CAUSES.items():
+        if (details or {}).get(key):
+            return ADVICE[cause]
     return ADVICE.get(check or "", GENERIC)

@@ -1,5 +1,5 @@
-"""A failed verdict as the operator reads it: one block, the same wherever it is shown (a failing
-test's report, `wirecheck judge`).
+"""A failed verdict as the operator reads it at the end of a run: one block, set as the failing test's
+report (fixtures/last_screen.py), so pytest's terminal, its short summary and --junitxml all show it.
 
     FAILED busbw on nvswitch-2gpu-0.1: all_reduce busbw at 1 GiB
       measured  1.2 GB/s
@@ -77,7 +77,7 @@ def reason(verdict: Verdict) -> str:
 
 def render(verdict: Verdict, test: str | None = None) -> list[str]:
     """The block's lines, without trailing newlines."""
-    advice = advice_for(verdict.check)
+    advice = advice_for(verdict.check, verdict.details)
     where = verdict.where or "the node"
     lines = [f"FAILED {verdict.check or 'check'} on {where}: {verdict.what}"]
 
@@ -88,7 +88,8 @@ def render(verdict: Verdict, test: str | None = None) -> list[str]:
 
     if verdict.measured is not None:
         field("measured", value_text(verdict.measured, verdict.unit))
-    field("limit", limit_text(verdict.limit, verdict.unit) + (f"  ({verdict.yaml_path})" if verdict.yaml_path else ""))
+    if verdict.limit or verdict.yaml_path:
+        field("limit", limit_text(verdict.limit, verdict.unit) + (f"  ({verdict.yaml_path})" if verdict.yaml_path else ""))
     if verdict.source:
         field("source", verdict.source)
     field("means", advice.means)
