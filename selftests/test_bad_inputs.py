@@ -200,7 +200,9 @@ def test_the_suite_names_a_bad_input_file(option, kind, pytester):
     root = make_project(pytester)
     path = bad_input(Path(root), kind, PYTEST_READERS[option])
     args = ["--simulate=h200-sxm-2"] if option == "--thresholds" else []
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", *args, f"{option}={path}")
+    # one test file whose name no self-test module shares (in-process, a same-named module is already imported)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", *args, f"{option}={path}",
+                                          "tests/test_inventory.py")
     text = "\n".join(result.outlines + result.errlines)
     if option == "--simulate" and kind in LENIENT_TOPOLOGY and result.ret == 10:
         return  # read, as above
@@ -214,7 +216,7 @@ def test_the_suite_names_an_unwritable_record(kind, pytester):
     root = make_project(pytester)
     path = bad_output(Path(root), kind, "run.jsonl")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", "--simulate=h200-sxm-2",
-                                          f"--wirecheck-json={path}")
+                                          f"--wirecheck-json={path}", "tests/test_inventory.py")
     text = "\n".join(result.outlines + result.errlines)
     if kind == "no such folder":  # made for the record, and taken back with it: --collect-only ran nothing
         assert result.ret == 10 and not path.parent.exists(), text
@@ -227,7 +229,7 @@ def test_a_run_in_a_read_only_directory_is_told_to_choose_a_record(pytester, mon
     root = make_project(pytester)
     monkeypatch.chdir("/proc")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", "--simulate=h200-sxm-2",
-                                          "--rootdir", str(root), str(Path(root) / "tests"))
+                                          "--rootdir", str(root), str(Path(root) / "tests" / "test_inventory.py"))
     text = "\n".join(result.outlines + result.errlines)
     assert_clean(result.ret, text, {4}, "without --wirecheck-json, a run keeps its record in /proc/.wirecheck")
     assert "pass a writable path" not in text

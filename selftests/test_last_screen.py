@@ -28,7 +28,7 @@ def test_the_block_says_what_where_measured_limit_source_meaning_and_what_to_do(
     verdict = _slow_busbw()
     lines = render(verdict, "tests/test_collectives.py::test_busbw[nvswitch-2gpu-0.1-all_reduce]")
     text = "\n".join(lines)
-    assert lines[0] == "FAILED busbw on nvswitch-2gpu-0.1: all_reduce busbw at 4 MiB", lines[0]
+    assert lines[0] == "busbw FAILED on nvswitch-2gpu-0.1: all_reduce busbw at 4 MiB", lines[0]
     assert "  measured  0.001 GB/s" in lines
     assert "  limit     >= 0.005 GB/s  (thresholds.yaml: collectives.simulated_floors.all_reduce.any)" in lines, text
     assert "  source    CPU gloo sanity floor: catches a broken path, not speed" in lines
@@ -56,6 +56,9 @@ def test_only_the_assertion_of_a_failed_verdict_is_a_verdict_failure():
     failed = _slow_busbw()
     passed = Verdict("gpu_count", "GPU count", None, "pass", "8 GPUs as expected")
     assert asserted_verdict([passed, failed], AssertionError(failed.message + "\nassert False")) is failed
+    listed = Verdict("ecc_row_remap_growth", "memory errors", "GPU1", "fail", "GPU1: memory errors:\n  a\n  b")
+    rewritten = AssertionError("GPU1: memory errors:\n    a\n    b\nassert False")  # pytest re-indents a message
+    assert asserted_verdict([listed], rewritten) is listed
     assert asserted_verdict([failed], AssertionError("assert (1 + 1) == 3")) is None  # another assertion
     assert asserted_verdict([failed], RuntimeError(failed.message)) is None  # an error is never a verdict
     assert asserted_verdict([passed], AssertionError(passed.message)) is None
@@ -96,7 +99,7 @@ def test_a_failed_check_is_one_block_and_errors_keep_their_traceback(pytester):
     out = result.stdout.str()
     assert result.ret == 1, out
     block = out[out.index("_ test_a_check_fails _"):out.index("_ test_the_harness_breaks _")]
-    assert "FAILED busbw on nvswitch-2gpu-0.1: all_reduce busbw at 4 MiB" in block
+    assert "busbw FAILED on nvswitch-2gpu-0.1: all_reduce busbw at 4 MiB" in block
     for line in ("measured  0.001 GB/s", "limit     >= 0.005 GB/s", "source    CPU gloo sanity floor",
                  f"means     {ADVICE['busbw'].means}", "to do     compare `wirecheck topo`"):
         assert line in block, block

@@ -101,11 +101,16 @@ def test_a_run_stopped_by_a_signal_ends_its_record_naming_it(pytester, sig):
 
 
 def test_a_run_that_ran_nothing_leaves_no_file_or_folder(pytester):
-    make_project(pytester)
+    root = make_project(pytester)
     result = run_suite(pytester, "--simulate=h200-nvl-8", "--placement", "nvl_qaud")
     assert result.ret == 4
     assert "did you mean nvl_quad?" in result.stderr.str()
-    assert not (Path(pytester.path) / ".wirecheck").exists() and not (Path(pytester.path) / ".benchmarks").exists()
+    assert not (root / ".wirecheck").exists() and not (root / ".benchmarks").exists()
+    # errors during collection stop pytest with its own 2 (a KeyboardInterrupt inside pytest, not Ctrl-C's 130)
+    (root / "tests" / "test_zz_broken.py").write_text("import no_such_module\n")
+    result = run_suite(pytester, "--simulate=h200-nvl-8", "tests/test_zz_broken.py", "tests/test_inventory.py")
+    assert result.ret == 2, result.stdout.str()
+    assert not (root / ".wirecheck").exists()
 
 
 # ---- judge: the run's own thresholds, and pytest's skips ----------------------------------------------

@@ -1,7 +1,7 @@
 """A failed verdict as the operator reads it at the end of a run: one block, set as the failing test's
 report (fixtures/last_screen.py), so pytest's terminal, its short summary and --junitxml all show it.
 
-    FAILED busbw on nvswitch-2gpu-0.1: all_reduce busbw at 1 GiB
+    busbw FAILED on nvswitch-2gpu-0.1: all_reduce busbw at 1 GiB
       measured  1.2 GB/s
       limit     >= 5,000 GB/s  (thresholds.yaml: collectives.simulated_floors.all_reduce.any)
       source    selftest: raised
@@ -79,7 +79,8 @@ def render(verdict: Verdict, test: str | None = None) -> list[str]:
     """The block's lines, without trailing newlines."""
     advice = advice_for(verdict.check, verdict.details)
     where = verdict.where or "the node"
-    lines = [f"FAILED {verdict.check or 'check'} on {where}: {verdict.what}"]
+    # Not "FAILED ...": scripts read pytest's short summary lines by that word.
+    lines = [f"{verdict.check or 'check'} FAILED on {where}: {verdict.what}"]
 
     def field(name: str, text: str) -> None:
         first, *rest = str(text).splitlines() or [""]
