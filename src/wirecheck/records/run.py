@@ -50,7 +50,7 @@ def thresholds_fields(path: str | Path) -> dict:
     bytes and the bytes themselves (gzip, base64: ~20 kB for the shipped 60 kB file), so that `wirecheck
     judge` judges a record again against the run's own limits on any machine, whatever became of the
     file. Without a readable file: the path only."""
-    fields: dict = {"thresholds": str(path)}
+    fields: dict = {"thresholds": str(Path(path).absolute())}  # judge looks for it again, from anywhere
     try:
         data = Path(path).read_bytes()
     except OSError:
