@@ -19,10 +19,11 @@ from terminal import Terminal
 from wirecheck.cli import validate as cli_validate
 from wirecheck.node import driver, nvml
 from wirecheck.cli.main import main
-from wirecheck.core.exit_codes import CTRL_C, NVML_BROKEN as NO_GPU_READABLE, SIMULATED, TERMINATED
+from wirecheck.core.exit_codes import CTRL_C, NODE_BUSY, NVML_BROKEN as NO_GPU_READABLE, SIMULATED, TERMINATED
 from wirecheck.cli.validate import (
     EXIT_CODES,
     Mode,
+    busy_line,
     choose_mode,
     exit_code,
     last_line,
@@ -127,6 +128,37 @@ def test_every_simulated_last_line_says_simulation(code):
 
 def test_hardware_last_line_names_the_gpus():
     assert last_line(0, Mode(gpus=8)) == "wirecheck validate: every selected check passed on this node's 8 GPU(s); exit 0"
+
+
+def test_busy_has_a_code_and_a_last_line_of_its_own():
+    """A prolog must tell a busy node from a usage error (4) and a failed one (1)."""
+    from wirecheck.workers.node_lock import Holder
+
+    assert NODE_BUSY == 75
+    assert NODE_BUSY not in (0, 1, 2, 3, 4, 5, SIMULATED, NO_GPU_READABLE) and NODE_BUSY < 128
+    asked = []
+    holder = Holder(pid=4321, command="wirecheck validate", since="2026-12-01T10:00:00+00:00", host="n1", user="root")
+    line = busy_line(["-k", "x", "--node-lock", "/run/x.lock"], holder_of=lambda path: asked.append(path) or holder)
+    assert asked == ["/run/x.lock"]
+    assert line == ("wirecheck validate: node busy: pid 4321 (wirecheck validate), user root, "
+                    "since 2026-12-01T10:00:00+00:00; exit 75")
+    gone = busy_line(["--node-lock=/run/y.lock"], holder_of=lambda path: None)
+    assert gone == "wirecheck validate: node busy: another wirecheck run held the GPUs (it has let go since); exit 75"
+    assert "usage error" not in line + gone
+
+
+def test_a_busy_run_ends_on_the_busy_line(monkeypatch, capsys, tmp_path):
+    from wirecheck.workers.node_lock import NodeLock
+
+    monkeypatch.setattr(nvml, "read_topology", lambda: SimpleNamespace(n_gpus=2))
+    monkeypatch.setattr(cli_validate, "run_foreground", lambda cmd, name: Outcome(NODE_BUSY, 0, False))
+    lock = tmp_path / "node.lock"
+    with NodeLock(lock).acquire(0, command=["pytest", "(acceptance)"]):
+        code = main(["validate", f"--node-lock={lock}"])
+    out = capsys.readouterr().out
+    assert code == NODE_BUSY
+    assert re.fullmatch(r"wirecheck validate: node busy: pid \d+ \(pytest \(acceptance\)\), user \S+, since \S+; exit 75",
+                        out.splitlines()[-1]), out
 
 
 def _run_validate(monkeypatch, capsys, evidence, outcome=None):

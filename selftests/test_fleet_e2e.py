@@ -147,7 +147,7 @@ def test_the_slow_node_is_named_by_the_fleet_rule_and_the_pair_schedule(simulate
     out = capsys.readouterr().out
     assert code == 1, out
     data = json.loads((tmp_path / "fleet.json").read_text())
-    assert data["named"] == {"fleet_rule": [SLOW], "pair_schedule": [SLOW], "slow_links": []}, out
+    assert data["named"] == {"fleet_rule": [SLOW], "pair_schedule": [SLOW], "slow_links": [], "gpus": []}, out
     failed = [n["node"] for n in data["nodes"] if not n["ok"]]
     assert failed == [SLOW], out
     slow_row = next(line for line in out.splitlines() if line.startswith(SLOW + " "))

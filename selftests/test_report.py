@@ -78,6 +78,7 @@ def test_simulated_run_every_section_every_figure(tmp_path, capsys):
     assert "simulation: no GPU memory to copy" in section(page, "copies")
     assert "gloo on CPU stands in for NCCL" in section(page, "nccl-path")
     assert "No error-counter readings" in section(page, "health")
+    assert "No GPU health measurements" in section(page, "gpus")
     assert "One run only" in section(page, "trends")
 
 
@@ -131,7 +132,8 @@ def test_a_run_cut_short_and_a_run_with_nothing_measured(tmp_path):
     assert figure_ids(page) == ["fig-link-matrix"]
     for sid, text in (("collectives", "No collective measurements"), ("wire", "No host-path placement"),
                       ("strategies", "No training measurements"), ("nccl-path", "No NCCL path probe"),
-                      ("copies", "No copy-bandwidth measurement"), ("health", "No error-counter readings")):
+                      ("copies", "No copy-bandwidth measurement"), ("gpus", "No GPU health measurements"),
+                      ("health", "No error-counter readings")):
         assert text in section(page, sid), sid
 
 

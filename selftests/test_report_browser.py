@@ -15,6 +15,7 @@ import shutil
 
 from browser import chromium, console_lines, probe
 from e2e import PROJECT
+from gpu_health_record import write_node
 from test_report import SIM, SIM_FIGURES, lines, make, write
 from wirecheck.report.sections import SECTION_IDS
 
@@ -50,6 +51,22 @@ def test_simulated_report_renders_in_chromium(tmp_path):
     broken = [f for f in seen["figures"] if not (f["complete"] and f["width"] > 100 and f["height"] > 100)]
     assert broken == [], f"figures that did not decode: {broken}"
     assert "SIMULATION" in seen["title"]
+
+
+def test_the_gpu_section_renders_in_chromium(tmp_path):
+    """A hardware record of the GPU health checks (gpu_health_record): the GPU section's figures decode."""
+    browser = chromium()
+    make(tmp_path, write_node(tmp_path / "gpus.jsonl", slow={(2, "hbm_copy"): 0.8}), name="gpus.html")
+    page = tmp_path / "gpus.html"
+    console = console_lines(browser, page, tmp_path / "gpus.png")
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    shutil.copy(tmp_path / "gpus.png", os.path.join(ARTIFACTS, "report-gpus.png"))
+    assert console == [], "the page logged to the console:\n" + "\n".join(console)
+    seen = probe(browser, page)
+    assert seen["sections"] == list(SECTION_IDS)
+    figures = {f["id"]: f for f in seen["figures"]}
+    for fid in ("fig-gpu-bars", "fig-gpu-sustained"):
+        assert figures[fid]["complete"] and figures[fid]["width"] > 100 and figures[fid]["height"] > 100, figures
 
 
 def test_the_browser_check_sees_a_broken_figure_and_a_fetch(tmp_path):

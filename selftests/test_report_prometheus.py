@@ -11,6 +11,7 @@ import subprocess
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from gpu_health_record import write_node
 from reference_record import convert
 from test_report import SIM, lines, write
 from wirecheck.report.command import main as report
@@ -21,8 +22,9 @@ from wirecheck.records.file import read_run
 
 NAME = re.compile(r"^wirecheck_[a-z0-9_]+$")
 # Base units in the name (Prometheus naming practice), at its end.
-UNIT_WORDS = {"bytes", "seconds", "second", "ratio"}
-UNIT_ENDINGS = ("_bytes", "_bytes_per_second", "_tokens_per_second", "_seconds", "_ratio")
+UNIT_WORDS = {"bytes", "seconds", "second", "ratio", "celsius", "watts"}
+UNIT_ENDINGS = ("_bytes", "_bytes_per_second", "_tokens_per_second", "_flops_per_second", "_seconds", "_ratio",
+                "_celsius", "_watts")
 
 
 def families(text: str) -> dict:
@@ -33,6 +35,18 @@ def families(text: str) -> dict:
 def device_text(tmp_path_factory) -> str:
     path = convert(tmp_path_factory.mktemp("dev") / "dev.jsonl")
     return exposition(RunView.of(read_run(path)))
+
+
+@pytest.fixture(scope="module")
+def gpu_text(tmp_path_factory) -> str:
+    """The GPU health checks' families: a synthetic record of four H200s (gpu_health_record)."""
+    path = write_node(tmp_path_factory.mktemp("gpus") / "gpus.jsonl", slow={(2, "hbm_copy"): 0.8})
+    return exposition(RunView.of(read_run(path)))
+
+
+@pytest.fixture(params=["device_text", "gpu_text"])
+def any_text(request) -> str:
+    return request.getfixturevalue(request.param)
 
 
 def test_parses_and_carries_the_runs_figures(device_text):
@@ -56,10 +70,10 @@ def test_parses_and_carries_the_runs_figures(device_text):
 SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})? (?P<value>\S+)$")
 
 
-def test_follows_the_naming_and_format_rules(device_text):
-    assert device_text.endswith("\n")
+def test_follows_the_naming_and_format_rules(any_text):
+    assert any_text.endswith("\n")
     series, declared = set(), []
-    for line in device_text.splitlines():
+    for line in any_text.splitlines():
         if line.startswith("# HELP "):
             declared.append(line.split()[2])
             continue
@@ -115,11 +129,11 @@ def test_the_command_writes_both_files(tmp_path, capsys):
     assert "cannot write /proc/nope" in capsys.readouterr().err
 
 
-def test_promtool_check_metrics(device_text):
+def test_promtool_check_metrics(any_text):
     if shutil.which("promtool") is None:
         message = "promtool is not installed (Debian: apt-get install prometheus; the parser tests above stand)"
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(f"CI must run promtool's check: {message}", pytrace=False)  # .ci/run installs it
         pytest.skip(message)
-    result = subprocess.run(["promtool", "check", "metrics"], input=device_text, text=True, capture_output=True)
+    result = subprocess.run(["promtool", "check", "metrics"], input=any_text, text=True, capture_output=True)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -59,9 +59,9 @@ def _missing() -> str | None:
     return None
 
 
-def _write_cluster(root: Path) -> None:
-    """slurm.conf, the hosts file and the node list for slurm_cluster.sh. Every address is inside the
-    network namespaces the test makes; each host has its own stack, so Slurm's default ports do."""
+def _write_cluster(root: Path, extra: tuple[str, ...] = ()) -> None:
+    """slurm.conf (with `extra` lines), the hosts file and the node list for slurm_cluster.sh. Every address
+    is inside the network namespaces the test makes; each host has its own stack, so Slurm's default ports do."""
     addresses = {node: f"10.77.0.{11 + k}" for k, node in enumerate(NODES)}
     lines = [
         "ClusterName=wirecheck-selftest",
@@ -81,6 +81,7 @@ def _write_cluster(root: Path) -> None:
     lines += [f"NodeName={node} NodeHostname={node} NodeAddr={address} CPUs=2 RealMemory=2000"
               for node, address in addresses.items()]
     lines.append(f"PartitionName=all Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP")
+    lines += extra
     (root / "state").mkdir()
     (root / "spool").mkdir()
     (root / "slurm.conf").write_text("\n".join(lines) + "\n")
@@ -180,3 +181,90 @@ def test_a_node_or_a_network_step_that_leaves_no_record_fails_the_job_by_name(sl
     text = (results / "fleet.txt").read_text()
     assert "wc2: [node_record] node wc2: no record wc2.jsonl" in text, text
     assert "network run: MISSING" in text and "network: [network_record] no multi-node record in" in text, text
+
+
+# ---- the drain hooks under the same Slurm ----------------------------------------------------------------
+# A cluster of their own, as a site configures them: Prolog and HealthCheckProgram set to the hooks of an
+# install (scripts/slurm/ and scripts/lib/ copied into a root-only folder), whose settings point WIRECHECK at a
+# fake `wirecheck validate`: wc2's prolog finds a failed check, wc3's health check (run when slurmd starts) a
+# broken driver, everything else passes. `wirecheck node-state` is the real command, and so is every step after.
+DRAIN_HOOKS = ("scripts/lib/wirecheck-hook.sh", "scripts/slurm/wirecheck-prolog.sh", "scripts/slurm/wirecheck-healthcheck.sh")
+DRAIN_RECORD = {"header": {"type": "run", "schema": 2, "simulated": False, "gpus": [{"index": 0}, {"index": 1}]},
+                "failed": {"type": "verdict", "check": "busbw", "what": "all_reduce busbw at 1 GiB",
+                           "where": "nvswitch-2gpu-0.1", "outcome": "fail", "message": "m", "measured": 12.34,
+                           "unit": "GB/s", "limit": {"min": 360.0, "max": None}},
+                "end": {"type": "end", "status": "complete"}}
+DRAIN_FAKE = """#!/bin/bash
+if [ "$1" != validate ]; then PYTHONPATH={src} exec {python} -m wirecheck.cli.main "$@"; fi
+record=; while [ $# -gt 0 ]; do [ "$1" = --wirecheck-json ] && record=$2; shift; done
+case "$(hostname)/${{record##*/}}" in
+  wc2/prolog.jsonl) printf '%s\\n' '{header}' '{failed}' '{end}' >"$record"; exit 1 ;;
+  wc3/healthcheck.jsonl) echo "wirecheck validate: NVML failed: NVML could not start (NVMLError_DriverNotLoaded)"; exit 11 ;;
+  *) printf '%s\\n' '{header}' '{end}' >"$record"; exit 0 ;;
+esac
+"""
+# Both jobs at once: the one on wc2 goes back to the queue held, the one on wc1 runs; then every node's state.
+DRAIN_JOBS = """
+bad=$(sbatch --parsable -w wc2 --wrap=true -o /dev/null) && good=$(sbatch --parsable -w wc1 --wrap=true -o /dev/null) || exit 1
+for _ in $(seq 300); do
+  [ -z "$(squeue -h -j "$good" -o %T)" ] && squeue -h -j "$bad" -o %r | grep -q held && break
+  sleep 0.2
+done
+squeue -h -j "$bad" -o '%T|%r' >{root}/bad-job
+scontrol show job "$good" | grep -o 'JobState=[A-Z]*' >{root}/good-job
+sinfo -h -N -o '%N|%T|%E' >{root}/node-states
+"""
+
+
+@pytest.fixture(scope="module")
+def drained_cluster(tmp_path_factory):
+    missing = _missing()
+    if missing:
+        if os.environ.get("WIRECHECK_REQUIRE_SLURM"):
+            pytest.fail(f"WIRECHECK_REQUIRE_SLURM is set but {missing}")
+        pytest.skip(missing)
+    root = tmp_path_factory.mktemp("drain")
+    site = root / "site"
+    for rel in DRAIN_HOOKS:
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(PROJECT / rel, site / rel)
+    fake = site / "wirecheck"
+    fake.write_text(DRAIN_FAKE.format(src=PROJECT / "src", python=sys.executable,
+                                      **{k: json.dumps(v) for k, v in DRAIN_RECORD.items()}))
+    fake.chmod(0o755)
+    # Root's settings: the fake, one records folder per node (the three share this machine's disk), and
+    # GPU_NODE=yes (no NVIDIA driver here: the hooks would otherwise leave these nodes alone).
+    (site / "scripts/slurm/wirecheck-drain.conf").write_text(
+        f"WIRECHECK={fake}\nRECORDS={root}/records/%n\nGPU_NODE=yes\nSLURM_CONF={root}/slurm.conf\n")
+    _write_cluster(root, (f"Prolog={site}/scripts/slurm/wirecheck-prolog.sh", "PrologFlags=Alloc",
+                          "PrologEpilogTimeout=180", f"HealthCheckProgram={site}/scripts/slurm/wirecheck-healthcheck.sh",
+                          "HealthCheckInterval=3600", "HealthCheckNodeState=IDLE"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
+    try:
+        done = subprocess.run([*UNSHARE, "bash", str(CLUSTER), str(root), "--", "bash", "-c",
+                               DRAIN_JOBS.format(root=root)], env=env, cwd=root, capture_output=True, text=True,
+                              timeout=120)
+    except subprocess.TimeoutExpired as exc:
+        _stop_daemons(root)
+        pytest.fail(f"the drain jobs took over {exc.timeout} s\n{_logs(root)}")
+    assert done.returncode == 0, done.stdout + done.stderr + _logs(root)
+    states = {line.split("|")[0]: line.split("|")[1:] for line in (root / "node-states").read_text().splitlines()}
+    return root, states, done.stderr + _logs(root)
+
+
+def test_a_failed_check_in_the_prolog_drains_the_node_with_its_reason_and_requeues_the_job(drained_cluster):
+    root, states, logs = drained_cluster
+    assert states["wc2"] == ["drained", "wirecheck: busbw nvswitch-2gpu-0.1 12.3 GB/s < 360 GB/s"], (states, logs)
+    # Slurm's prolog contract: the batch job goes back to the queue, held; Slurm's "Prolog error" kept our reason.
+    assert (root / "bad-job").read_text().strip() == "PENDING|launch failed requeued held", logs
+    assert list((root / "records" / "wc2").glob("prolog-unhealthy-*.jsonl")), logs  # the evidence stays
+
+
+def test_a_broken_driver_in_the_health_check_drains_and_a_healthy_node_stays_idle(drained_cluster):
+    root, states, logs = drained_cluster
+    assert states["wc3"] == ["drained", "wirecheck: NVML failed: NVML could not start (NVMLError_DriverNotLoaded)"], \
+        (states, logs)
+    # wc1 passed its health check and its job's prolog: it ran the job and is idle again, never drained.
+    assert (root / "good-job").read_text().strip() == "JobState=COMPLETED", logs
+    assert states["wc1"] == ["idle", "none"], (states, logs)
+    assert (root / "records" / "wc1" / "prolog.jsonl").is_file() and (root / "records" / "wc1" / "healthcheck.jsonl").is_file()

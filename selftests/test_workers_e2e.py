@@ -94,10 +94,15 @@ def test_a_second_gpu_run_stops_naming_who_holds_the_node(pytester):
     holder = _hold(lock, 120)
     try:
         t0 = time.monotonic()
-        result = run_suite(pytester, f"--node-lock={lock}", "--wait-for-node=2s", "tests/test_inventory.py",
-                           "-k", "test_gpus_visible")
+        result = run_suite(pytester, f"--node-lock={lock}", "--wait-for-node=2s", "--wirecheck-json=busy.jsonl",
+                           "tests/test_inventory.py", "-k", "test_gpus_visible")
         assert time.monotonic() - t0 < 60
-        assert result.ret == 4, result.stdout.str() + result.stderr.str()
+        # Busy is neither a usage error (4) nor a failed node (1): a code of its own, and the record says so.
+        assert result.ret == 75, result.stdout.str() + result.stderr.str()
+        end = records(root / "busy.jsonl")[-1]
+        assert end["type"] == "end" and end["status"] == "busy" and end["exit_status"] == 75, end
+        assert end["holder"]["pid"] == holder.pid and end["node_lock"] == str(lock) and end["waited_s"] >= 2, end
+        assert records(root / "busy.jsonl")[0]["type"] == "run"
         err = result.stderr.str()
         assert f"node busy: another wirecheck run holds the GPUs: pid {holder.pid} (pytest --profile h200-sxm-8 " \
                "(acceptance)), user " in err, err

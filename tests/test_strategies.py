@@ -1,8 +1,10 @@
-"""Short training steps for every data-parallel strategy on every placement class.
+"""Short training steps for every data-parallel strategy on every placement class, and one GPU
+alone training the same model: the baseline of each strategy's scaling efficiency.
 
 Each strategy runs in fresh worker processes (DeepSpeed and Accelerate keep process-global
 state). One run per (placement, strategy) feeds every check below; each check is a
-function in wirecheck.checks.training.
+function in wirecheck.checks.training. The one-GPU run comes first (it is the first test
+here), so the strategy runs after it carry their efficiency in the record and the dial.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from pytest_wirecheck.measurements import nvlink_twin_or_skip, require
 from pytest_wirecheck.nightly import device_timed, replay
 from wirecheck.training import capacity
 from wirecheck import checks
+from wirecheck.training.strategy_run import median_of, workload_of
+from wirecheck.training.dial import dial_table
 from wirecheck.training.memory_model import predict
 from wirecheck.training.strategies import NAMES, REFERENCE
-from wirecheck.node.placement import CLASS_FORCED_PCIE, TRAINING_CLASSES
+from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_SINGLE, TRAINING_CLASSES
 from wirecheck.core.quantity import format_bytes
 
 pytestmark = pytest.mark.stage("measure", order=4)
@@ -30,13 +34,31 @@ def _run(measurements, record, placement, strategy, strategy_worker, grad_hook):
     # The dial (-v) of the strategies run on this placement so far, whichever test ran them (`-k throughput`
     # runs no staircase): a later table of the same placement replaces this one.
     runs = measurements.runs_on(placement)
-    measurements.reporter.table(f"strategy dial on {placement.id}",
-                                _dial_table(measurements.node, placement, {s: runs[s] for s in NAMES if s in runs}))
+    node = measurements.node
+    measurements.reporter.table(f"strategy dial on {placement.id}", dial_table(
+        {s: runs[s] for s in NAMES if s in runs}, placement.n_gpus, node.thresholds.training_limits(node.simulated),
+        _settings(node).precision, measurements.baseline()))
     return run
 
 
 def _settings(node):
     return node.thresholds.training_settings(node.simulated)
+
+
+# The first GPU only: the GPU health checks already hold every GPU's GEMM and HBM against its
+# peers at once; this is the dial's baseline, one run instead of one per GPU.
+@pytest.mark.placements(CLASS_SINGLE, one_per_size=True)
+def test_single_gpu_training(node, measurements, placement, single_gpu_worker, record):
+    """One GPU alone (no process group) trains the strategies' model: every loss finite and
+    tokens/s at least the GPU model's floor; its tokens/s is what the dial's scaling divides by."""
+    run = measurements.single_gpu(placement, single_gpu_worker)
+    require(record, "one-GPU training steps", placement, run)
+    r0 = run.rank0
+    verdict = record(checks.training.single_gpu_training(
+        node.thresholds, placement=placement.id, gpu_model=node.topology.gpu(placement.gpus[0]).name,
+        tokens_per_s=r0["tokens_per_s"], losses=r0["losses"], simulated=node.simulated, workload=workload_of(r0),
+        median=median_of(r0), mfu=run.mfu(node.thresholds.training_limits(node.simulated), _settings(node).precision)))
+    assert verdict.ok, verdict.message
 
 
 @training_placements
@@ -86,37 +108,6 @@ def test_staircase(node, measurements, placement, strategy_worker, grad_hook, re
         precision=_settings(node).precision, state_bytes={s: r.model_state_bytes for s, r in runs.items()},
         simulated=node.simulated))
     assert verdict.ok, verdict.message
-
-
-def _python_loop(run) -> str:
-    """The slowest rank's pure-Python loop time before the steps (records before 2026-12-01 lack it)."""
-    loops = [(r.get("host") or {}).get("python_loop_s") for r in run.ranks]
-    loops = [t for t in loops if t is not None]
-    return f"{max(loops) * 1e3:.1f} ms" if loops else "n/a"
-
-
-def _dial_table(node, placement, runs) -> str:
-    """The strategy dial with the figures that explain it: spread of the timed steps, MFU, the
-    communication the step could not hide, and the host's Python speed (host-bound strategies
-    follow it: training/host.py)."""
-    precision = _settings(node).precision
-    limits = node.thresholds.training_limits(node.simulated)
-    rows = [f"{'strategy':8} {'tokens/s (min-max)':>25} {'+-CI':>6} {'steps':>9} {'MFU':>6} {'exposed ms':>11} "
-            f"{'peak':>10} {'state meas / pred':>22} {'loss 1':>8} {'py loop':>8}"]
-    for s, run in runs.items():
-        r0 = run.rank0
-        pred = predict(s, r0["n_params"], placement.n_gpus, accounting="implementation", precision=precision).total
-        peak, mfu, exposed = run.worst("peak_allocated_bytes"), run.mfu(limits, precision), run.exposed_comm_s
-        spread = f"{run.tokens_per_s:,.0f} ({r0.get('tokens_per_s_min', 0):,.0f}-{r0.get('tokens_per_s_max', 0):,.0f})"
-        ci = r0.get("step_time_ci_halfwidth")
-        exposed_text = "n/a" if exposed is None else f"{exposed * 1e3:.1f} ({exposed / r0['step_time_median_s']:.0%})"
-        rows.append(f"{s:8} {spread:>25} {(f'{ci:.1%}' if ci is not None else 'n/a'):>6} "
-                    f"{str(r0.get('timed_steps', len(r0['step_times_s']))) + ' ' + str(r0.get('stop_reason', ''))[:8]:>9} "
-                    f"{(f'{mfu:.1%}' if mfu is not None else 'n/a'):>6} {exposed_text:>11} "
-                    f"{format_bytes(peak) if peak else 'n/a':>10} "
-                    f"{format_bytes(run.model_state_bytes) + ' / ' + format_bytes(pred):>22} {r0['losses'][0]:8.4f} "
-                    f"{_python_loop(run):>8}")
-    return "\n".join(rows)
 
 
 @training_placements

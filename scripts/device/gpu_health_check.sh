@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Issue 20 on a GPU node (1 GPU or more): every GPU under load. About 4 minutes on 1 H200.
+# Issue 20 on a GPU node (1 GPU or more): every GPU under load, and one GPU alone training. About 4 minutes on
+# 1 H200 before the training step (one model build and up to 33 steps) was added.
 #   run(command="bash scripts/device/gpu_health_check.sh", kind="nvidia-h200", timeout_s=560)
 #
-#   scripts/device/gpu_health_check.sh [STEP ...]     STEP: plain suite foreign (default: all three, in order)
+#   scripts/device/gpu_health_check.sh [STEP ...]     STEP: plain suite training foreign (default: all, in order)
 #
 #   plain    a plain torch loop of the operations the checks time (4 GiB device copy and sum, bf16 GEMM
 #            8192, fp8 e4m3 where the GPU has it), one event pair around each loop: the figures to compare with
@@ -10,20 +11,22 @@
 #            the sustained-load table second by second (TFLOP/s, SM and memory clock, power, temperature,
 #            utilization, clock-event reasons), NVML's throttle time, the memory test's coverage and wall time,
 #            the wall time of each phase and of the whole run (what the health checks add to `wirecheck validate`)
+#   training `wirecheck validate -k single_gpu`: one GPU alone trains the strategies' model (the dial's
+#            baseline): tokens/s, MFU, timed steps, peak memory, against training.single_gpu_throughput_floors
 #   foreign  the same figures (and the inventory's foreign-process check) while another process runs a bf16
 #            GEMM loop on GPU 0: the run must fail naming that process (its pid) in both
 #
 # Environment: OUT (default .wirecheck/gpu-health-check; the device tool sets it), PYTHON (default
 # .venv/bin/python, else python3: the first whose torch sees CUDA), HEALTH_BUDGET_S (default 530: a step
 # that would not fit in what is left is skipped, saying so). The environment is passed through untouched.
-# Files in $OUT: plain.json/.log, health.jsonl/.log, compare.log, foreign.jsonl/.log, busy.log.
+# Files in $OUT: plain.json/.log, health.jsonl/.log, compare.log, training.jsonl/.log, foreign.jsonl/.log, busy.log.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
 OUT=${OUT:-$ROOT/.wirecheck/gpu-health-check}
 BUDGET=${HEALTH_BUDGET_S:-530}
 STEPS=("$@")
-[ ${#STEPS[@]} -gt 0 ] || STEPS=(plain suite foreign)
+[ ${#STEPS[@]} -gt 0 ] || STEPS=(plain suite training foreign)
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 status=0
@@ -61,6 +64,32 @@ step_suite() {
   [ "$rc" -eq 0 ] && [ "$cmp" -eq 0 ]
 }
 
+step_training() {
+  fits 90 training || return 0
+  local t0=$SECONDS rc
+  timeout -s INT "$(allow 240)" "${VALIDATE[@]}" -k single_gpu -rfEs --wirecheck-json="$OUT/training.jsonl" \
+    > "$OUT/training.log" 2>&1
+  rc=$?
+  grep -E "^(FAILED|ERROR|SKIPPED)|passed|failed" "$OUT/training.log" | tail -5
+  "$PY" - "$OUT/training.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("kind") == "single_gpu_training":
+        d = r["details"]
+        r0 = (d.get("ranks") or [{}])[0]
+        print(f"  one GPU alone on {r['placement']} ({r0.get('device_name')}): {r0.get('tokens_per_s', 0):,.0f} tokens/s, "
+              f"MFU {d['figures'].get('mfu')}, micro-batch {r0.get('micro_batch')} x {r0.get('shape', {}).get('seq_len')}, "
+              f"{r0.get('timed_steps')} timed steps ({r0.get('stop_reason')}, +-{r0.get('step_time_ci_halfwidth')}), "
+              f"median step {r0.get('step_time_median_s')} s, peak {r0.get('peak_allocated_bytes')} B, phases {r0.get('phase_s')}"
+              + (f"; error {d['error']}" if d.get("error") else ""))
+    elif r.get("check") == "single_gpu_training":
+        print(f"  verdict {r['outcome']}: {r['message']}")
+PY
+  log "wirecheck validate -k single_gpu: exit $rc, wall $((SECONDS - t0)) s"
+  [ "$rc" -eq 0 ]
+}
+
 step_foreign() {
   fits 90 foreign || return 0
   "$PY" scripts/device/gpu_health_probe.py busy 240 > "$OUT/busy.log" 2>&1 &
@@ -86,6 +115,6 @@ step_foreign() {
   [ "$rc" -eq 1 ] && [ "$named_inventory" -gt 0 ] && [ "$named_health" -gt 0 ]
 }
 
-run_steps plain suite foreign -- "${STEPS[@]}"
+run_steps plain suite training foreign -- "${STEPS[@]}"
 log "done: $([ $status -eq 0 ] && echo 'every step passed' || echo 'some step failed') (files in $OUT)"
 exit $status

@@ -20,6 +20,8 @@ GB = 1e9
 def _fmt(unit: str):
     if unit == "GB/s":
         return lambda v: f"{v:.2f} GB/s"
+    if unit == "TFLOP/s":
+        return lambda v: f"{v:.1f} TFLOP/s" if v >= 1 else f"{v * 1e3:.3g} GFLOP/s"
     return lambda v: f"{v:,.0f} {unit}"
 
 
@@ -68,6 +70,36 @@ def fleet_outlier(thresholds, *, node: str, figure: str, kind: str, value: float
                    limit={"median": b.median, "scaled_mad": b.scaled_mad, "max_below_median": rule.max_below_median,
                           "mad_k": rule.mad_k},
                    source=rule.source, yaml_path=rule.yaml_path, details={"below": b.below})
+
+
+@check("fleet_gpu_outlier")
+def fleet_gpu_outlier(thresholds, *, node: str, gpu: int, bus_id: str | None, gpu_model: str, figure: str,
+                      value: float, unit: str, peers: dict, simulated: bool) -> Verdict:
+    """One GPU's health figure (`figure`: its label, `value` in `unit`) against every other GPU of
+    `gpu_model` in the fleet (`peers`: {"node/GPUk": value}, its own node's other GPUs included), with
+    the fleet rule for GPUs; judged when fleet.min_nodes nodes have the figure."""
+    limits = thresholds.fleet(simulated)
+    rule = limits.gpus
+    where = f"{node}/GPU{gpu}"
+    what = f"{figure} against the fleet's {gpu_model} GPUs"
+    nodes = {key.rsplit("/", 1)[0] for key in peers} | {node}
+    if len(nodes) < limits.min_nodes:
+        return skip(what, where, f"{len(nodes)} node(s) have this figure for {gpu_model}; comparing GPUs across nodes "
+                                 f"needs {limits.min_nodes} (fleet.min_nodes); the node's own peer rule judged it")
+    fmt = _fmt(unit)
+    b = below_median(value, list(peers.values()), rule.max_below_median, rule.mad_k)
+    loc = f"node {node} GPU{gpu}" + (f" ({bus_id})" if bus_id else "")
+    text = (f"{loc}: {figure} {b.describe(fmt)} other {gpu_model} GPUs (on {len(nodes)} nodes); allowed {rule.max_below_median * 100:g} % or {rule.mad_k:g} x "
+            f"scaled MAD ({cite(rule.yaml_path, rule.source)})")
+    if b.named:
+        slowest = sorted(peers.items(), key=lambda kv: kv[1])[:3]
+        text += ("; slowest peers: " + ", ".join(f"{n} {fmt(v)}" for n, v in slowest)
+                 + ". Below the fleet's GPUs of its model: reseat or replace it; `nvidia-smi -q -d CLOCK,PERFORMANCE,"
+                   "POWER` shows whether it is held back")
+    return Verdict("", what, where, FAIL if b.named else PASS, text, measured=value, unit=unit,
+                   limit={"median": b.median, "scaled_mad": b.scaled_mad, "max_below_median": rule.max_below_median,
+                          "mad_k": rule.mad_k},
+                   source=rule.source, yaml_path=rule.yaml_path, details={"below": b.below, "gpu_model": gpu_model})
 
 
 # ---- the pair schedule ---------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Strategy checks: steps complete, losses agree, model state against the memory model, the
-staircase, peak memory, throughput, the slow wire, and the capacity case.
+staircase, peak memory, throughput, one GPU alone training the same model, the slow wire, and the
+capacity case.
 
 Inputs are what the workers reported (per-rank losses, bytes, tokens/s), never a wrapper object.
 """
@@ -148,6 +149,33 @@ def throughput(thresholds, *, placement: str, placement_class: str, strategy: st
     if limit is None:
         return skip(what, placement, f"no throughput floor for {placement_class}/{strategy}/{n_gpus} GPUs in {thresholds.path}")
     return within(what, placement, tokens_per_s, limit, _tokens, "tokens/s", hint=_median_hint(median))
+
+
+@check("single_gpu_training")
+def single_gpu_training(thresholds, *, placement: str, gpu_model: str | None, tokens_per_s: float, losses: list,
+                        simulated: bool, workload: dict | None = None, median: dict | None = None,
+                        mfu: float | None = None) -> Verdict:
+    """One GPU alone trains the strategies' model: every loss finite, and tokens/s at least the GPU
+    model's floor (training.single_gpu_throughput_floors). `mfu` (of the GPU's dense peak) is shown."""
+    what = "one GPU alone: training throughput"
+    bad = [f"step {i + 1}: {x}" for i, x in enumerate(losses) if not math.isfinite(x)]
+    if not losses or bad:
+        return no_problems(what, placement, bad or ["no step ran"], measured=losses,
+                           intro=f"one GPU alone on {placement}: non-finite losses (the GPU computed NaN or Inf from "
+                                 "finite inputs: run the GPU health checks, -m health, on it)")
+    shown = f"; MFU {mfu:.1%}" if mfu is not None else ""
+    other = _other_workload(thresholds, simulated, workload)
+    if other:
+        return skip(what, placement, other)
+    limit = thresholds.training_limits(simulated).single_gpu_floor(gpu_model)
+    if limit is None:
+        return skip(what, placement, f"no training.single_gpu_throughput_floors entry for {gpu_model!r} in "
+                                     f"{thresholds.path}; measured {_tokens(tokens_per_s)}{shown}, every loss finite",
+                    measured=tokens_per_s, unit="tokens/s")
+    advice = (". With no other GPU to wait for, the GPU itself or its host is slow: see its GEMM and HBM figures "
+              "(-m health) and `nvidia-smi -q -d PERFORMANCE,POWER`")
+    v = within(what, placement, tokens_per_s, limit, _tokens, "tokens/s", hint=_median_hint(median) + advice)
+    return _with(replace(v, message=v.message + shown), gpu_model=gpu_model, mfu=mfu)
 
 
 @check("slow_wire")

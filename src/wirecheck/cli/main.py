@@ -1,7 +1,8 @@
 """`wirecheck` command: topo (what the node is wired like), memory (the memory model),
-validate (run the validation suite on this node, or in simulation without a driver), judge (judge
-recorded runs again), report (one page from a record, with the trend), fleet (report, inventory,
-multinode: beyond one node), nccl-tests (the reference tool beside the suite).
+validate (run the validation suite on this node, or in simulation without a driver), node-state (what
+a validate run says about the node, for a drain hook), judge (judge recorded runs again), report (one
+page from a record, with the trend), fleet (report, inventory, multinode: beyond one node), nccl-tests
+(the reference tool beside the suite).
 
 Each command is a module with NAME, add_parser(subparsers) and run(args, extra_args) -> exit
 code; this module only parses and dispatches. A new command is one module and one line in
@@ -15,10 +16,11 @@ import os
 import signal
 import sys
 
-from wirecheck.cli import fleet as cli_fleet, memory as cli_memory, report as cli_report, topo as cli_topo, validate as cli_validate
+from wirecheck.cli import fleet as cli_fleet, memory as cli_memory, node_state as cli_node_state, report as cli_report
+from wirecheck.cli import topo as cli_topo, validate as cli_validate
 from wirecheck.cli.passthrough import judge, nccl_tests
 
-COMMANDS = (cli_topo, cli_memory, cli_validate, judge, cli_report, cli_fleet, nccl_tests)
+COMMANDS = (cli_topo, cli_memory, cli_validate, cli_node_state, judge, cli_report, cli_fleet, nccl_tests)
 
 
 def build_parser() -> argparse.ArgumentParser:

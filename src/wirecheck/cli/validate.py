@@ -19,6 +19,7 @@ from wirecheck.node import driver, nvml
 from wirecheck.cli.foreground import Outcome, run_foreground
 from wirecheck.core.paths import suite_paths
 from wirecheck.node.topo_text import DEFAULT_SIMULATION
+from wirecheck.workers.node_lock import NodeLock, current_holder
 
 NAME = "validate"
 PROG = f"wirecheck {NAME}"
@@ -39,6 +40,9 @@ EXIT_CODES: dict[int, tuple[str, str]] = {  # code -> (outcome for the last line
     codes.NVML_BROKEN: ("NVML failed on a machine with an NVIDIA driver: nothing ran",
                       "an NVIDIA driver is installed but NVML fails or sees no GPU: nothing ran "
                       "(fix the driver, or ask for a dry run with --simulate)"),
+    codes.NODE_BUSY: ("node busy: another wirecheck run held the GPUs: nothing ran",
+                      "node busy: another wirecheck run held this node's GPUs for longer than --wait-for-node: "
+                      "nothing ran; try again later (the last line names the holder)"),
     codes.CTRL_C: ("interrupted (Ctrl-C): the run is incomplete",
              "interrupted by Ctrl-C: pytest printed its summary and the records so far are kept; not accepted"),
     codes.TERMINATED: ("stopped by SIGTERM: the run is incomplete",
@@ -190,6 +194,27 @@ def exit_code(outcome: Outcome, simulated: bool) -> int:
     return outcome.returncode
 
 
+def node_lock_path(pytest_args: Sequence[str]):
+    """The node lock the run took: --node-lock's value among pytest's arguments, else the node's own."""
+    args = list(pytest_args)
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg.startswith("--node-lock="):
+            return arg.split("=", 1)[1]
+        if arg == "--node-lock" and i + 1 < len(args):
+            return args[i + 1]
+    return NodeLock(None).path
+
+
+def busy_line(pytest_args: Sequence[str], holder_of: Callable = current_holder) -> str:
+    """The last line of a run that stopped busy, naming who holds the node now (pytest said who held it
+    when it gave up; a line it cannot hand back)."""
+    holder = holder_of(node_lock_path(pytest_args))
+    who = holder.describe() if holder else "another wirecheck run held the GPUs (it has let go since)"
+    return f"{PROG}: node busy: {who}; exit {codes.NODE_BUSY}"
+
+
 def last_line(code: int, mode: Mode) -> str:
     if code in EXIT_CODES:
         what = EXIT_CODES[code][0]
@@ -249,6 +274,6 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     code = exit_code(run_foreground(cmd, PROG), simulated=mode.simulate is not None)
     if code > 128:  # pytest may have stopped mid-line (its progress dots): the last line starts on its own
         print(flush=True)
-    print(last_line(code, mode), flush=True)
+    print(busy_line(pytest_args) if code == codes.NODE_BUSY else last_line(code, mode), flush=True)
     return code
 

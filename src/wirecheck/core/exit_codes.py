@@ -3,7 +3,7 @@ commands beside it (judge, report, fleet, nccl-tests, the multi-node entry point
 so that a dry run means the same 10 everywhere. The README's exit-code table and `wirecheck validate
 --help` list them with their meanings (wirecheck.cli.validate holds those words).
 
-0-5 are pytest's own (pytest.ExitCode), which the suite passes on; 10 and 11 are wirecheck's; a run
+0-5 are pytest's own (pytest.ExitCode), which the suite passes on; 10, 11 and 75 are wirecheck's; a run
 stopped by a signal exits 128+N (Ctrl-C 130, SIGTERM 143, SIGHUP 129), bare pytest as well as validate. The
 commands that are not pytest keep argparse's 2 for bad input (BAD_INPUT): the same number as pytest's
 INTERRUPTED, in another command.
@@ -23,6 +23,11 @@ NO_TESTS = 5  # no test was collected: nothing was validated
 # so that no script or scheduler takes a dry run for an accepted node.
 SIMULATED = 10
 NVML_BROKEN = 11  # an NVIDIA driver is installed but NVML fails or sees no GPU: nothing ran
+# Another run held the node for longer than this one would wait (--wait-for-node): nothing ran, nothing
+# failed, nothing was mistyped, so a prolog or a node-problem detector tries again later instead of
+# draining. 75 is sysexits' EX_TEMPFAIL ("temporary failure; try again later"): no code of pytest's (0-5)
+# or wirecheck's, and no signal's (128+N).
+NODE_BUSY = 75
 
 BAD_INPUT = 2  # the commands beside pytest (argparse's code): a bad option, file or value, named with its fix
 

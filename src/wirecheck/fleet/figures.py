@@ -2,10 +2,15 @@
 
 - busbw per placement and collective at the floor size (the size its floors are judged at);
 - training tokens/s per placement (the wire: nvswitch, forced_pcie, ...) and strategy;
-- the NIC line rate (tests/test_network.py records it).
+- the NIC line rate (tests/test_network.py records it);
+- one GPU alone training the strategies' model (tests/test_strategies.py::test_single_gpu_training).
 
 Keys carry the placement id, so only like is compared with like: nodes of another topology have other
 ids and are never each other's peers.
+
+Apart from those, `gpu_figures` reads each GPU's health figures (HBM copy and read, GEMM bf16 and fp8,
+sustained TFLOP/s): they are compared with every other GPU of the same model in the fleet, whatever
+node or index it has (wirecheck.fleet.judging).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 
 from wirecheck.core.quantity import format_bytes
 from wirecheck.records.file import RunRecord
+from wirecheck.report.gpus import GPU_FIGURES, gpu_points
 
 BUSBW, THROUGHPUT = "busbw", "throughput"
 
@@ -42,4 +48,36 @@ def node_figures(run: RunRecord, floor_size: int) -> dict[str, Figure]:
             out[key] = Figure(key, f"{d['strategy']} tokens/s on {where}", THROUGHPUT, "tokens/s", float(m["value"]))
         elif kind == "network" and m.get("value") is not None:
             out["line_rate"] = Figure("line_rate", "NIC line rate", BUSBW, "GB/s", float(m["value"]))
+        elif kind == "single_gpu_training" and m.get("value") is not None and not d.get("error"):
+            key = f"tokens:single_gpu:{where}"
+            out[key] = Figure(key, f"one GPU alone tokens/s on {where}", THROUGHPUT, "tokens/s", float(m["value"]))
+    return out
+
+
+@dataclass(frozen=True)
+class GpuFigure:
+    gpu: int
+    bus_id: str | None
+    model: str  # NVML's name: only GPUs of one model are compared
+    key: str  # a report.gpus.GPU_FIGURES key
+    value: float  # in the figure's display unit (GB/s, TFLOP/s)
+
+    @property
+    def label(self) -> str:
+        return GPU_FIGURES[self.key][0]
+
+    @property
+    def unit(self) -> str:
+        return GPU_FIGURES[self.key][1]
+
+
+def gpu_figures(run: RunRecord) -> list[GpuFigure]:
+    """Each GPU's health figures in `run` (read as the report reads them: wirecheck.report.gpus),
+    leaving out a GPU without a model name and one measured while another process computed on it
+    (its figures say nothing of the GPU)."""
+    out = []
+    for p in gpu_points(run.measurements, []).values():
+        if not p.model or p.foreign:
+            continue
+        out += [GpuFigure(p.gpu, p.bus_id, p.model, key, value * GPU_FIGURES[key][2]) for key, value in p.figures.items()]
     return out

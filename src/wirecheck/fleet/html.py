@@ -3,6 +3,8 @@
 - every node's key figures relative to its peers' median, one column per node (a slow node's
   column sits low, the rule's line is drawn for each figure kind);
 - each figure for which a node was named, node by node, with the median and the rule's line;
+- every GPU's health figures relative to the median of the fleet's other GPUs of its model, one
+  panel per figure, the GPUs of a node in its column, the named ones red and listed;
 - the pair schedule as a node-by-node matrix of pair bandwidth.
 matplotlib is imported here only (`--html`); the rest of the fleet report does not need it.
 """
@@ -14,7 +16,7 @@ import html
 import io
 import statistics
 
-from wirecheck.fleet.judging import FleetResult, named_by_fleet_rule, named_by_pairs, slow_links
+from wirecheck.fleet.judging import FleetResult, gpus_below_fleet, named_by_fleet_rule, named_by_pairs, slow_links
 from wirecheck.report.html import CSP
 from wirecheck.core.verdict import FAIL, SKIP
 
@@ -105,6 +107,44 @@ def _named_figures(result: FleetResult) -> list:
     return figs
 
 
+def _gpus(result: FleetResult):
+    """One panel per GPU figure: each GPU's value over the median of the fleet's other GPUs of its
+    model, the GPUs of a node in its column; named ones red; the rule's line dashed."""
+    judged = [(n.node, v) for n in result.nodes for v in n.gpus if v.outcome != SKIP and v.limit and v.limit.get("median")]
+    if not judged:
+        return None
+    whats = list(dict.fromkeys(v.what.split(" against the fleet")[0] for _, v in judged))
+    nodes = [n.node for n in result.nodes if any(node == n.node for node, _ in judged)]
+    Figure = _figure()
+    cols = min(3, len(whats))
+    rows = (len(whats) + cols - 1) // cols
+    fig = Figure(figsize=(max(3.6, 0.45 * len(nodes) + 1.8) * cols, 2.8 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for k, what in enumerate(whats):
+        ax = axes[k // cols][k % cols]
+        ratios = [v.measured / v.limit["median"] for _, v in judged if v.what.startswith(what + " against")]
+        for x, node in enumerate(nodes):
+            for who, v in judged:
+                if who == node and v.what.startswith(what + " against"):
+                    named = v.outcome == FAIL
+                    ax.plot(x, v.measured / v.limit["median"], "o", color=RED if named else BLUE,
+                            alpha=0.9 if named else 0.4, ms=7 if named else 4)
+                    if named:
+                        ax.annotate(v.where.rsplit("/", 1)[-1], (x, v.measured / v.limit["median"]), fontsize=7,
+                                    xytext=(4, -3), textcoords="offset points", color=RED)
+        below = next(v.limit["max_below_median"] for _, v in judged if v.what.startswith(what + " against"))
+        ax.axhline(1, color="black", lw=0.8)
+        ax.axhline(1 - below, color=GREY, ls="--", lw=1)
+        ax.set_xlim(-0.5, len(nodes) - 0.5)
+        ax.set_ylim(min(ratios + [1 - below]) - 0.05, max(ratios + [1.0]) + 0.05)
+        ax.set_xticks(range(len(nodes)), nodes, rotation=60 if len(nodes) > 8 else 0, fontsize=7)
+        ax.set_title(what, fontsize=9)
+        ax.set_ylabel("value / fleet median", fontsize=8)
+    for k in range(len(whats), rows * cols):
+        axes[k // cols][k % cols].set_visible(False)
+    return fig
+
+
 def _pair_matrix(net) -> object | None:
     pairs = [m for m in net.measurements if m.get("kind") == "pair" and m.get("value") is not None]
     if not pairs:
@@ -138,13 +178,15 @@ def _table(result: FleetResult) -> str:
     rows = []
     for n in result.nodes:
         below = [v for v in n.outliers if v.outcome == FAIL]
+        gpus = {v.where for v in n.gpus if v.outcome == FAIL}
         cls = "ok" if n.ok else "bad"
         rows.append(
             f"<tr class='{cls}'><td>{html.escape(n.node)}</td><td>{html.escape(n.record_status)}</td>"
-            f"<td>{n.count(FAIL)}/{n.count('pass')}/{n.count(SKIP)}</td><td>{len(below)}</td>"
+            f"<td>{n.count(FAIL)}/{n.count('pass')}/{n.count(SKIP)}</td><td>{len(below)}</td><td>{len(gpus)}</td>"
             f"<td>{html.escape(n.pairs_status)}</td>"
             f"<td>{'PASS' if n.ok else 'FAIL'}</td></tr>")
-    head = "<tr><th>node</th><th>record</th><th>checks fail/pass/skip</th><th>below peers</th><th>pairs</th><th>status</th></tr>"
+    head = ("<tr><th>node</th><th>record</th><th>checks fail/pass/skip</th><th>below peers</th><th>GPUs below fleet</th>"
+            "<th>pairs</th><th>status</th></tr>")
     return f"<table>{head}{''.join(rows)}</table>"
 
 
@@ -182,7 +224,8 @@ def render_page(result: FleetResult) -> str:
     unmeasured = "not measured" if not result.network else "none"
     parts.append(f"<p>Below their peers (fleet rule): <b>{_names(named_by_fleet_rule(result))}</b>. "
                  f"Slow with every partner (pair schedule): <b>{_names(named_by_pairs(result), unmeasured)}</b>. "
-                 f"Slow links: <b>{_names(slow_links(result), unmeasured)}</b>.</p>")
+                 f"Slow links: <b>{_names(slow_links(result), unmeasured)}</b>. "
+                 f"GPUs below the fleet's GPUs of their model: <b>{_names(gpus_below_fleet(result), unmeasured)}</b>.</p>")
     parts.append(_table(result))
     if failures:
         parts.append("<h2>Failures</h2><ul>" + "".join(
@@ -193,6 +236,13 @@ def render_page(result: FleetResult) -> str:
         parts.append("<h2>Key figures against the fleet</h2>" + _png(overview))
     for fig in _named_figures(result):
         parts.append(_png(fig))
+    gpus = _gpus(result)
+    if gpus is not None:
+        parts.append("<h2>GPUs against the fleet's GPUs of their model</h2>" + _png(gpus))
+        named = [v for n in result.nodes for v in n.gpus if v.outcome == FAIL]
+        if named:
+            parts.append("<ul>" + "".join(f"<li><b>{html.escape(v.where)}</b> {html.escape(v.message)}</li>"
+                                          for v in named) + "</ul>")
     for net in result.network:
         parts.append(f"<h2>Multi-node run {html.escape(net.path)}</h2><ul>" + "".join(
             f"<li>{html.escape(str(v.outcome).upper())} [{html.escape(v.check)}] {html.escape(v.message)}</li>"

@@ -1,6 +1,7 @@
 """Judge a fleet: every node's own verdicts again (the same check functions as `wirecheck judge`),
-its record complete, each key figure against its peers (the fleet rule), and the multi-node runs'
-verdicts, whose pair schedule names slow nodes and links.
+its record complete, each key figure against its peers (the fleet rule), each GPU's health figures
+against the fleet's other GPUs of its model, and the multi-node runs' verdicts, whose pair schedule
+names slow nodes and links.
 
 Pure data in, data out: `wirecheck fleet report` prints it, `--json` keeps it, `--html` draws it.
 """
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 
 from wirecheck.core import exit_codes
 from wirecheck.checks import fleet as fleet_checks
-from wirecheck.fleet.figures import Figure, node_figures
+from wirecheck.fleet.figures import Figure, GpuFigure, gpu_figures, node_figures
 from wirecheck.fleet.records import Fleet, NodeRun
 from wirecheck.checks.judge import rejudge_run
 from wirecheck.records.file import RecordFileError, RunRecord
@@ -30,10 +31,12 @@ class NodeResult:
     pairs: list[Verdict] = field(default_factory=list)  # pair_node verdicts of multi-node runs
     figures: dict[str, Figure] = field(default_factory=dict)
     unexpected: bool = False
+    gpu_figures: list[GpuFigure] = field(default_factory=list)
+    gpus: list[Verdict] = field(default_factory=list)  # fleet_gpu_outlier, one per GPU and figure
 
     @property
     def failed(self) -> list[Verdict]:
-        return [v for v in [self.record, *self.verdicts, *self.outliers, *self.pairs] if v.outcome == FAIL]
+        return [v for v in [self.record, *self.verdicts, *self.outliers, *self.gpus, *self.pairs] if v.outcome == FAIL]
 
     @property
     def ok(self) -> bool:
@@ -117,7 +120,25 @@ def _node(n: NodeRun, thresholds: Thresholds) -> NodeResult:
         result.recorded, result.verdicts = rejudge_run(n.run, thresholds)
         floor = thresholds.collective_settings(n.run.simulated).floor_size
         result.figures = node_figures(n.run, floor)
+        result.gpu_figures = gpu_figures(n.run)
     return result
+
+
+def _judge_gpus(nodes: list[NodeResult], thresholds: Thresholds, simulated: bool) -> None:
+    """Each GPU's figure against every other GPU of its model in the fleet (its own node's too)."""
+    having: dict[tuple[str, str], dict[str, float]] = {}  # (model, figure key) -> {"node/GPUk": value}
+    for n in nodes:
+        for f in n.gpu_figures:
+            having.setdefault((f.model, f.key), {})[f"{n.node}/GPU{f.gpu}"] = f.value
+    for n in nodes:
+        for f in n.gpu_figures:
+            me = f"{n.node}/GPU{f.gpu}"
+            peers = {who: v for who, v in having[(f.model, f.key)].items() if who != me}
+            if not peers:
+                continue
+            n.gpus.append(_as_data(n.path, fleet_checks.fleet_gpu_outlier, thresholds, node=n.node, gpu=f.gpu,
+                                   bus_id=f.bus_id, gpu_model=f.model, figure=f.label, value=f.value, unit=f.unit,
+                                   peers=peers, simulated=simulated))
 
 
 def _network(run: RunRecord, thresholds: Thresholds) -> NetworkResult:
@@ -162,6 +183,7 @@ def judge_fleet(fleet: Fleet, thresholds: Thresholds, expect_network: bool = Fal
             n.outliers.append(_as_data(n.path, fleet_checks.fleet_outlier,
                                        thresholds, node=n.node, figure=fig.label, kind=fig.kind, value=fig.value,
                                        peers=peers, unit=fig.unit, simulated=fleet.simulated))
+    _judge_gpus(nodes, thresholds, fleet.simulated)
     network = [_as_data(run.path, _network, run, thresholds) for run in fleet.network]
     by_name = {n.node: n for n in nodes}
     for net in network:
@@ -184,4 +206,9 @@ def slow_links(result: FleetResult) -> list[str]:
 
 def named_by_fleet_rule(result: FleetResult) -> list[str]:
     return sorted(n.node for n in result.nodes if any(v.outcome == FAIL for v in n.outliers))
+
+
+def gpus_below_fleet(result: FleetResult) -> list[str]:
+    """"node/GPUk" of every GPU below the fleet's GPUs of its model in some figure."""
+    return sorted({v.where for n in result.nodes for v in n.gpus if v.outcome == FAIL})
 

@@ -4,9 +4,11 @@ Judges a fleet's records together: one record per node in DIR (each node ran
 `wirecheck validate ... --wirecheck-json DIR/$(hostname).jsonl`), plus any multi-node records
 (`wirecheck.fleet.multinode`). For every node: its record is there and complete, its own verdicts judged
 again, every key figure (busbw per placement and collective at the floor size, tokens/s per
-strategy and wire, NIC line rate) against the other nodes' median (the fleet rule of thresholds.yaml
-`fleet:`), and the pair schedule's verdict on it. A node 10 % below its peers is named even when it
-clears its own floors.
+strategy and wire, one GPU's tokens/s, NIC line rate) against the other nodes' median (the fleet rule
+of thresholds.yaml `fleet:`), each GPU's health figures (HBM copy and read, GEMM bf16 and fp8,
+sustained TFLOP/s) against every other GPU of its model in the fleet (`fleet.<mode>.gpus`, naming
+the node and the GPU), and the pair schedule's verdict on it. A node 10 % below its peers is named
+even when it clears its own floors.
 
 Exit codes: 0 every node passed (hardware); 1 a node failed, is missing or cut short, or a
 multi-node run failed (or, with --expect-network, left no record); 2 bad input (no such directory,
@@ -22,7 +24,8 @@ import sys
 from pathlib import Path
 
 from wirecheck.core import exit_codes
-from wirecheck.fleet.judging import FleetResult, judge_fleet, named_by_fleet_rule, named_by_pairs, slow_links
+from wirecheck.fleet.judging import (FleetResult, gpus_below_fleet, judge_fleet, named_by_fleet_rule, named_by_pairs,
+                                     slow_links)
 from wirecheck.fleet.records import FleetInputError, collect, read_node_list
 from wirecheck.core.paths import suite_paths
 from wirecheck.core.safefs import umask, write_atomically
@@ -49,13 +52,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def table(result: FleetResult) -> str:
-    rows = [("node", "record", "checks fail/pass/skip", "below peers", "pairs", "status")]
+    rows = [("node", "record", "checks fail/pass/skip", "below peers", "GPUs below fleet", "pairs", "status")]
     for n in result.nodes:
         below = sum(v.outcome == FAIL for v in n.outliers)
         judged = sum(v.outcome != SKIP for v in n.outliers)
+        gpus_judged = {v.where for v in n.gpus if v.outcome != SKIP}
+        gpus_below = {v.where for v in n.gpus if v.outcome == FAIL}
         rows.append((n.node + (" (not listed)" if n.unexpected else ""), n.record_status,
                      f"{n.count(FAIL)}/{n.count(PASS)}/{n.count(SKIP)}" if n.verdicts or n.path else "-",
-                     f"{below} of {judged}" if judged else "-", n.pairs_status, "PASS" if n.ok else "FAIL"))
+                     f"{below} of {judged}" if judged else "-",
+                     f"{len(gpus_below)} of {len(gpus_judged)}" if gpus_judged else "-", n.pairs_status,
+                     "PASS" if n.ok else "FAIL"))
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows)
 
@@ -91,6 +98,7 @@ def render(result: FleetResult, quiet: bool = False) -> str:
             lines.append(f"  {who}: warning [{v.check}] {v.details['warning']}")
     by_rule, by_pairs, links = named_by_fleet_rule(result), named_by_pairs(result), slow_links(result)
     lines.append("")
+    lines.append(f"GPUs below the fleet's GPUs of their model: {_gpu_names(result) or 'none'}")
     lines.append(f"below their peers (fleet rule): {', '.join(by_rule) or 'none'}; slow with every partner (pair "
                  f"schedule): {', '.join(by_pairs) or 'none' if result.network else 'not measured'}; slow links: "
                  f"{', '.join(links) or 'none' if result.network else 'not measured'}")
@@ -103,18 +111,29 @@ def render(result: FleetResult, quiet: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _gpu_names(result: FleetResult) -> str:
+    """"n03/GPU2 (HBM copy bandwidth (read+write))" for every GPU the fleet's GPU rule named."""
+    figures: dict[str, list[str]] = {}
+    for n in result.nodes:
+        for v in n.gpus:
+            if v.outcome == FAIL:
+                figures.setdefault(v.where, []).append(v.what.split(" against the fleet")[0])
+    return ", ".join(f"{who} ({', '.join(whats)})" for who, whats in sorted(figures.items()))
+
+
 def as_json(result: FleetResult) -> dict:
     return {
         "directory": result.directory, "thresholds": result.thresholds, "simulated": result.simulated,
         "exit_status": result.exit_code, "ok": result.ok, "missing_unnamed": result.missing_unnamed,
         "network_record": result.network_record.as_record() if result.network_record else None,
         "named": {"fleet_rule": named_by_fleet_rule(result), "pair_schedule": named_by_pairs(result),
-                  "slow_links": slow_links(result)},
+                  "slow_links": slow_links(result), "gpus": gpus_below_fleet(result)},
         "nodes": [{
             "node": n.node, "path": n.path, "ok": n.ok, "unexpected": n.unexpected, "record": n.record.as_record(),
             "counts": {o: n.count(o) for o in (FAIL, PASS, SKIP)},
             "failed": [v.as_record() for v in n.failed],
             "outliers": [v.as_record() for v in n.outliers], "pairs": [v.as_record() for v in n.pairs],
+            "gpus": [v.as_record() for v in n.gpus],
             "figures": {k: {"label": f.label, "kind": f.kind, "unit": f.unit, "value": f.value} for k, f in n.figures.items()},
         } for n in result.nodes],
         "network": [{"path": net.path, "nodes": net.nodes, "complete": net.complete, "problem": net.problem,

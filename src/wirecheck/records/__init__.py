@@ -1,5 +1,6 @@
 """The run's record: JSON lines written the moment each thing exists, and read back (`file`); one
-run's writer, shared by the suite, the multi-node job and nccl-tests: header, lines, end (`run`).
+run's writer, shared by the suite, the multi-node job and nccl-tests: header, lines, end (`run`); the
+one line a scheduler keeps about a node that failed, from a record (`reason`).
 
 May import: core.
 """

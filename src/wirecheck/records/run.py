@@ -25,6 +25,7 @@ from wirecheck.records.file import Measurement, RecordFile, env_switches
 COMPLETE = "complete"
 INTERRUPTED = "interrupted"
 ERROR = "error"  # a multi-node job that broke: a rank raised, died or hung
+BUSY = "busy"  # another run held the node longer than this one would wait: nothing ran (exit_codes.NODE_BUSY)
 
 
 def placement_entry(placement) -> dict:
@@ -149,10 +150,11 @@ class RunWriter:
         return bool(self.verdicts) or self.measurements > 0
 
     def end(self, status: str, exit_status: int, tests: dict | None = None, signal: str | None = None,
-            skipped_without_verdict: dict | None = None) -> None:
+            skipped_without_verdict: dict | None = None, **extra: Any) -> None:
         """The last line: how the run ended (`signal`: the one that stopped it, None otherwise), its exit
         status (what the process returns), test and verdict counts (`skipped_without_verdict`: reason ->
-        tests skipped before any check ran, which pytest counts and the verdicts do not), wall time."""
+        tests skipped before any check ran, which pytest counts and the verdicts do not), wall time, and
+        `extra` keys of its own (a busy run's holder)."""
         self.exit_status = int(exit_status)
         self.file.end({
             "status": status,
@@ -163,6 +165,7 @@ class RunWriter:
             "skipped_without_verdict": dict(skipped_without_verdict or {}),
             "verdicts": dict(self.verdicts),
             "wall_s": round(time.monotonic() - self.started, 1),
+            **extra,
         })
         self.ended = True
 

@@ -2,6 +2,8 @@
 
 A small package of functions a fleet page can call:
 - `model`: record files -> RunView (the tables each section needs); `load_runs`, `load_history`;
+- `gpus`: the GPU health checks per GPU (figures, how each was judged, the sustained load, the
+  memory test, XIDs), which the fleet's GPU comparison reads too;
 - `figures`: matplotlib figures (Agg) as embedded PNGs, from plain data;
 - `html`: escaping, tables, figures, the page (no JavaScript, nothing fetched);
 - `sections`: one section per concern, built from a RunView;

@@ -3,7 +3,7 @@
 One self-contained HTML page for a run: the verdict first (failures with measured, limit,
 source, placement), the node, bus bandwidth against size per collective and placement with
 the floors, NVLink against the host path, the link matrix, the strategy dial, NCCL's path,
-copy bandwidth, error-counter growth; with more record files or --history, each key figure
+copy bandwidth, each GPU under load, error-counter growth; with more record files or --history, each key figure
 over time with its noise band. The first RESULTS file is the run described; every file given
 and every record under --history DIR of the same host (and the same simulated-or-not) forms
 the trend. --prometheus writes the key figures for node_exporter's textfile collector.

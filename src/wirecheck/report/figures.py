@@ -324,6 +324,104 @@ def counter_growth(rows: list[dict]) -> Image:
                   "Health counters, read at session start and after the measurements: only their growth is judged.")
 
 
+# -- each GPU under load -----------------------------------------------------------------------
+
+
+def gpu_bars(points: list, figures: dict) -> Image:
+    """One panel per GPU health figure: a bar per GPU (colour: its verdict), the floor as a solid
+    black line, the median of its peers as a dashed line and the peer rule's limit (the median less
+    max_below_median) as a dotted red one, each drawn across the GPU's own bar. `figures`:
+    key -> (label, unit, display units per base unit), as report.model.GPU_FIGURES."""
+    keys = list(figures)
+    cols = min(3, len(keys))
+    rows = (len(keys) + cols - 1) // cols
+    width = max(3.4, 0.5 * len(points) + 1.6)
+    fig = _figure(width * cols, 2.9 * rows)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    drawn_legend = False
+    for n, key in enumerate(keys):
+        ax = axes[n // cols][n % cols]
+        label, unit, scale = figures[key]
+        shown = [(k, p) for k, p in enumerate(points) if key in p.figures]
+        if not shown:
+            why = sorted({p.unmeasured[key] for p in points if key in p.unmeasured})
+            _note(ax, f"{label}: not measured" + (f"\n({why[0][:60]})" if why else ""))
+            ax.set_title(label, fontsize=9)
+            continue
+        for k, p in shown:
+            judged = p.judged.get(key)
+            ax.bar(k, p.figures[key] * scale, 0.7, color=OUTCOME_COLOURS.get(judged.outcome if judged else "", "#1f77b4"))
+            if judged is None:
+                continue
+            for value, style, colour_, name in ((judged.floor, "-", "black", "floor"),
+                                                (judged.peers_median, "--", "#555555", "median of its peers"),
+                                                (judged.peer_limit, ":", OUTCOME_COLOURS["fail"], "peer rule's limit")):
+                if value is not None:
+                    ax.hlines(value * scale, k - 0.45, k + 0.45, colors=colour_, linestyles=style, lw=1.8,
+                              label=None if drawn_legend else name)
+            drawn_legend = drawn_legend or any(v is not None for v in (judged.floor, judged.peers_median))
+        ax.set_xticks(range(len(points)), [f"GPU{p.gpu}" for p in points], fontsize=7,
+                      rotation=90 if len(points) > 8 else 0)
+        ax.set_ylabel(unit, fontsize=8)
+        ax.set_title(label, fontsize=9)
+        ax.grid(True, axis="y", alpha=0.3)
+        top = max([p.figures[key] * scale for _, p in shown]
+                  + [j.floor * scale for p in points if (j := p.judged.get(key)) and j.floor is not None])
+        ax.set_ylim(0, top * 1.25 or 1)
+    if drawn_legend:
+        fig.legend(fontsize=7, loc="outside lower center", ncol=3)
+    for n in range(len(keys), rows * cols):
+        axes[n // cols][n % cols].set_visible(False)
+    return render(fig, "fig-gpu-bars", "bar charts per GPU of HBM copy and read bandwidth, GEMM bf16 and fp8 and "
+                  "sustained TFLOP/s, each with its floor, the median of the node's other GPUs and the peer rule's limit",
+                  "Each GPU on its own, every GPU at once. Bar colour: the verdict (green pass, red fail, grey skip); "
+                  "solid black line: the GPU model's floor; dashed: the median of the node's other GPUs of the same "
+                  "model; dotted red: the peer rule's limit (that median less gpu_health.peers.max_below_median).")
+
+
+def gpu_sustained(points: list) -> Image:
+    """The sustained load over time, one line per GPU: TFLOP/s per window, and NVML's SM clock,
+    power (the enforced limit dashed) and temperature (NVML's slowdown threshold dashed)."""
+    fig = _figure(10, 6.2)
+    axes = fig.subplots(2, 2, sharex=True)
+    panels = ((axes[0][0], "TFLOP/s per window", None), (axes[0][1], "SM clock (MHz)", "sm_mhz"),
+              (axes[1][0], "power (W)", "power_w"), (axes[1][1], "temperature (°C)", "temperature_c"))
+    starts = [p.windows[0]["t0"] for p in points if p.windows] + [s["t"] for p in points for s in p.samples[:1]]
+    t_start = min(starts) if starts else 0.0
+    for ax, title, key in panels:
+        drawn = False
+        for k, p in enumerate(points):
+            style = dict(ls=STYLES[k // 10 % len(STYLES)], marker=MARKERS[k % len(MARKERS)], ms=3, label=f"GPU{p.gpu}")
+            if key is None:
+                xs = [(w["t0"] + w["t1"]) / 2 - t_start for w in p.windows if w.get("flops_per_s")]
+                ys = [w["flops_per_s"] / 1e12 for w in p.windows if w.get("flops_per_s")]
+            else:
+                pts = [(s["t"] - t_start, s[key]) for s in p.samples if s.get(key) is not None and s.get("t") is not None]
+                xs, ys = [x for x, _ in pts], [y for _, y in pts]
+            if not xs:
+                continue
+            line, = ax.plot(xs, ys, **style)
+            drawn = True
+            limits = p.nvml_limits or {}
+            bound = {"power_w": limits.get("power_limit_w"), "temperature_c": limits.get("slowdown_c")}.get(key)
+            if bound is not None:
+                ax.axhline(bound, color=line.get_color(), ls="--", lw=0.8, alpha=0.7)
+        ax.set_title(title, fontsize=9)
+        if drawn:
+            ax.grid(True, alpha=0.3)
+            if len(points) <= 8:
+                ax.legend(fontsize=6)
+        else:
+            _note(ax, "no NVML samples (a simulation has no NVML)" if key else "no sustained load measured")
+    for ax in axes[1]:
+        ax.set_xlabel("seconds from the load's start", fontsize=8)
+    return render(fig, "fig-gpu-sustained", "four panels over the sustained load, one line per GPU: TFLOP/s per window, "
+                  "SM clock, power against the enforced limit and temperature against NVML's slowdown threshold",
+                  "The sustained load, every GPU at once. Dashed lines: each GPU's enforced power limit and NVML's "
+                  "slowdown temperature. Sagging TFLOP/s with a falling clock and temperature near its line is cooling; "
+                  "with power at its limit it is the power cap, normal under GEMM.")
+
+
 # -- history ----------------------------------------------------------------------------------
 
 

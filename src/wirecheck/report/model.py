@@ -2,7 +2,8 @@
 
 `RunView.of(run)` takes a `results.RunRecord` and pulls out what each section needs (the
 node, the verdicts, collective sweeps and their floors, strategy runs against the memory
-model, NCCL's path, copy bandwidth, error-counter growth). Every table may be empty: a
+model and one GPU alone, NCCL's path, copy bandwidth, each GPU under load, error-counter
+growth). Every table may be empty: a
 `-k` selection, a simulated run or a run cut short has only some of them, and the sections
 say so instead of failing. A fleet page reads many runs through the same function.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wirecheck.report.gpus import GpuPoint, gpu_points
 from wirecheck.training.memory_model import predict
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP
@@ -79,6 +81,18 @@ class StrategyPoint:
     achieved_flops_per_gpu: float | None  # 6 N x tokens/s / ranks, when the runner reports it
     exposed_comm_s: float | None
     error: str | None
+    scaling: float | None = None  # tokens/s per GPU over one GPU alone's, when the run measured that first
+
+
+@dataclass
+class SingleGpuPoint:
+    """One GPU alone training the strategies' model (the dial's baseline)."""
+
+    placement: str
+    tokens_per_s: float | None
+    mfu: float | None
+    peak_bytes: int | None
+    error: str | None
 
 
 @dataclass
@@ -92,6 +106,8 @@ class RunView:
     nccl_paths: dict[str, dict]  # placement -> nccl_log.summarize() + error, log files
     copies: dict | None  # the copy-bandwidth worker's result
     counters: list[dict]  # counter_growth verdicts
+    gpus: dict[int, GpuPoint] = field(default_factory=dict)  # the GPU health checks, per GPU
+    single_gpu: dict[str, SingleGpuPoint] = field(default_factory=dict)  # placement -> one GPU alone
 
     # -- the run --------------------------------------------------------------------------
     @property
@@ -158,6 +174,8 @@ class RunView:
                 view.nccl_paths[m.get("placement")] = m.get("details") or {}
             elif kind == "copy_bandwidth":
                 view.copies = m.get("details") or {}
+            elif kind == "single_gpu_training":
+                view._add_single_gpu(m)
         for s in view.sweeps.values():
             s.points.sort(key=lambda p: p.bytes)
         for v in view.verdicts:
@@ -165,7 +183,15 @@ class RunView:
                 view._add_floor(v)
             elif v.get("check") == "counter_growth":
                 view.counters.append(v)
+        view.gpus = gpu_points(run.measurements, view.verdicts)
         return view
+
+    def _add_single_gpu(self, m: dict) -> None:
+        d = m.get("details") or {}
+        figures = d.get("figures") or {}
+        self.single_gpu[m.get("placement") or "single"] = SingleGpuPoint(
+            m.get("placement") or "single", m.get("value"), figures.get("mfu"), figures.get("peak_allocated_bytes"),
+            d.get("error"))
 
     def _add_collective(self, m: dict) -> None:
         d = m.get("details") or {}
@@ -212,7 +238,8 @@ class RunView:
             placement, self.klass(placement), strategy, n_gpus, n_params, precision,
             max(states) if states else None, predicted,
             _worst(ranks, "peak_allocated_bytes", max), _worst(ranks, "tokens_per_s", min),
-            mfu, achieved, _worst(ranks, "exposed_comm_s", max), d.get("error"))
+            mfu, achieved, _worst(ranks, "exposed_comm_s", max), d.get("error"),
+            (d.get("figures") or {}).get("scaling_efficiency"))
 
     def _add_floor(self, v: dict) -> None:
         inputs, limit = v.get("inputs") or {}, v.get("limit") or {}
@@ -275,5 +302,5 @@ def load_history(directory: str | Path, exclude: list[Path] = ()) -> tuple[list[
     return views, skipped
 
 
-__all__ = ["RunView", "Sweep", "SizePoint", "Floor", "StrategyPoint", "load_runs", "load_history", "parse_time",
+__all__ = ["RunView", "Sweep", "SizePoint", "Floor", "StrategyPoint", "SingleGpuPoint", "load_runs", "load_history", "parse_time",
            "NVLINK_CLASSES", "HOST_PATH_CLASS", "PASS", "FAIL", "SKIP"]

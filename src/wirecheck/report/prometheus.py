@@ -2,7 +2,9 @@
 
 Named as Prometheus recommends: a `wirecheck_` prefix, base units in the name (bytes, seconds,
 `_per_second` for rates, `_ratio` for fractions), placement / op / strategy / GPU as labels,
-HELP and TYPE before each family, every value a gauge (a run's reading, not a running count).
+HELP and TYPE before each family, every value a gauge (a run's reading, not a running count:
+so no `_total` suffix either, not even on a count of events). Per-GPU families carry the labels
+gpu, bus_id and model (NVML's name), so a fleet's dashboards can group GPUs of one model.
 No timestamps: the textfile collector refuses samples that carry one; the run's own time is a
 metric (`wirecheck_run_timestamp_seconds`). The file is written to a temporary file in the
 same directory and renamed over the target, so the collector never reads half a file.
@@ -123,9 +125,51 @@ def families(view: RunView) -> list[Family]:
         for d in (v.get("inputs") or {}).get("deltas") or []:
             growth.add(d.get("grew_by"), gpu=str(v.get("where", "")).removeprefix("GPU"), counter=d.get("counter"))
 
+    scaling = Family("wirecheck_training_scaling_ratio",
+                     "Tokens/s per GPU of a strategy over one GPU alone training the same model (1 = perfect scaling)")
+    for (placement, strategy), p in sorted(view.strategies.items()):
+        scaling.add(p.scaling, placement=placement, placement_class=p.klass, strategy=strategy)
+    single = Family("wirecheck_training_single_gpu_tokens_per_second",
+                    "Training throughput of one GPU alone (the strategies' model, no process group)")
+    single_mfu = Family("wirecheck_training_single_gpu_mfu_ratio", "Model FLOPs utilisation of one GPU alone (0..1)")
+    for placement, one in sorted(view.single_gpu.items()):
+        single.add(one.tokens_per_s, placement=placement)
+        single_mfu.add(one.mfu, placement=placement)
+
     out = [run, simulated, stamp, complete, duration, verdicts, failed_checks, busbw, algbw, tokens, state, predicted,
-           peak, mfu, copies, pcie_gen, pcie_width, nccl, growth]
+           peak, mfu, scaling, single, single_mfu, copies, pcie_gen, pcie_width, nccl, growth, *gpu_families(view)]
     return [f for f in out if f.samples]
+
+
+def gpu_families(view: RunView) -> list[Family]:
+    """The GPU health checks' figures per GPU (base units: bytes/s, FLOP/s, watts, degrees Celsius)."""
+    hbm_copy = Family("wirecheck_gpu_hbm_copy_bytes_per_second",
+                      "HBM device-to-device copy bandwidth of the GPU, read+write counted, bytes per second")
+    hbm_read = Family("wirecheck_gpu_hbm_read_bytes_per_second", "HBM read bandwidth of the GPU, bytes per second")
+    gemm = Family("wirecheck_gpu_gemm_flops_per_second",
+                  "Dense square GEMM throughput of the GPU per precision (bf16, fp8), FLOP per second")
+    sustained = Family("wirecheck_gpu_sustained_flops_per_second",
+                       "Median window's bf16 GEMM throughput while every GPU of the node was loaded at once, FLOP per second")
+    temperature = Family("wirecheck_gpu_max_temperature_celsius", "Hottest NVML sample of the GPU during the sustained load")
+    power = Family("wirecheck_gpu_peak_power_watts", "Highest NVML power sample of the GPU during the sustained load")
+    mismatches = Family("wirecheck_gpu_memory_test_mismatches",
+                        "8-byte words the memory pattern test read back wrong on the GPU (0 is healthy)")
+    xids = Family("wirecheck_gpu_xid_events", "XID events NVML reported for the GPU during the run (0 is healthy)")
+    watched = {e.get("gpu") for p in view.gpus.values() for e in p.events} | {
+        g for v in view.verdicts if v.get("check") == "no_xid" for g in (v.get("inputs") or {}).get("watched") or []}
+    for g, p in view.gpus.items():
+        labels = dict(gpu=g, bus_id=p.bus_id or "", model=p.model or "")
+        hbm_copy.add(p.figures.get("hbm_copy"), **labels)
+        hbm_read.add(p.figures.get("hbm_read"), **labels)
+        for precision in ("bf16", "fp8"):
+            gemm.add(p.figures.get(f"gemm_{precision}"), precision=precision, **labels)
+        sustained.add(p.figures.get("sustained_bf16"), **labels)
+        temperature.add(p.max_temperature, **labels)
+        power.add(p.peak_power, **labels)
+        mismatches.add(p.memory_mismatches, **labels)
+        if g in watched:  # a GPU nobody watched has no count, not a zero
+            xids.add(p.xid_events, **labels)
+    return [hbm_copy, hbm_read, gemm, sustained, temperature, power, mismatches, xids]
 
 
 def exposition(view: RunView) -> str:

@@ -10,11 +10,13 @@ from __future__ import annotations
 from wirecheck.core.quantity import format_bytes
 from wirecheck.report import figures
 from wirecheck.report.html import Raw, Section, details, esc, note, outcome, pre, table
+from wirecheck.report.gpus import GPU_FIGURES, GPU_HEALTH_CHECKS
 from wirecheck.report.model import HOST_PATH_CLASS, RunView
 from wirecheck.report.trends import FAMILIES, drifts, gather
 from wirecheck.core.verdict import FAIL, PASS, SKIP
 
-SECTION_IDS = ("verdict", "node", "collectives", "wire", "links", "strategies", "nccl-path", "copies", "health", "trends")
+SECTION_IDS = ("verdict", "node", "collectives", "wire", "links", "strategies", "nccl-path", "copies", "gpus", "health",
+               "trends")
 
 
 def _num(value, digits: int = 4) -> str:
@@ -262,15 +264,25 @@ def strategies_section(view: RunView) -> Section:
                      format_bytes(p.predicted_bytes) if p.predicted_bytes else "-", diff,
                      format_bytes(p.peak_bytes) if p.peak_bytes else "-",
                      f"{p.tokens_per_s:,.0f}" if p.tokens_per_s else "-",
+                     f"{p.scaling * 100:.0f} %" if p.scaling is not None else "-",
                      f"{p.mfu * 100:.1f} %" if p.mfu else f"{p.achieved_flops_per_gpu / 1e12:.0f} TFLOP/s" if p.achieved_flops_per_gpu else "-",
                      f"{p.exposed_comm_s:.3f}" if p.exposed_comm_s is not None else "-",
                      (p.error or "").splitlines()[0] if p.error else ""])
     s.add(table(["placement", "strategy", "GPUs", "model state measured", "memory model", "off", "peak allocated",
-                 "tokens/s", "MFU (or TFLOP/s per GPU)", "exposed comm (s)", "error"], rows, [FAIL if r[-1] else "" for r in rows],
-                numeric=(2, 3, 4, 5, 6, 7, 8, 9)))
+                 "tokens/s", "scaling (per GPU / one GPU)", "MFU (or TFLOP/s per GPU)", "exposed comm (s)", "error"], rows,
+                [FAIL if r[-1] else "" for r in rows], numeric=(2, 3, 4, 5, 6, 7, 8, 9, 10)))
+    for one in view.single_gpu.values():
+        s.add(Raw(f"<p>One GPU alone ({esc(one.placement)}): "
+                  + (esc(f"failed: {one.error.splitlines()[0]}") if one.error else
+                     esc(f"{one.tokens_per_s:,.0f} tokens/s" + (f", MFU {one.mfu * 100:.1f} %" if one.mfu else "")
+                         + (f", peak allocated {format_bytes(one.peak_bytes)}" if one.peak_bytes else "")))
+                  + ". Scaling = a strategy's tokens/s per GPU over this figure (the same model and micro-batch per "
+                    "GPU): 100 % is perfect data-parallel scaling.</p>"))
+    if not view.single_gpu:
+        s.add(note("Scaling: no one-GPU run in this record (test_single_gpu_training did not run first)."))
     precision = next((p.precision for p in points if p.precision), None)
     s.add(note(f"Memory model: wirecheck.training.memory_model.predict(..., accounting='implementation', precision={precision!r})."))
-    dial = [v for v in view.verdicts if v.get("check") in ("staircase", "slow_wire", "dial_flattens")]
+    dial = [v for v in view.verdicts if v.get("check") in ("staircase", "slow_wire", "dial_flattens", "single_gpu_training")]
     if dial:
         s.add(table(["check", "where", "outcome", "message"],
                     [[v.get("check"), v.get("where"), outcome(v.get("outcome")), v.get("message")] for v in dial]))
@@ -359,6 +371,75 @@ def copies_section(view: RunView) -> Section:
     return s
 
 
+def _figure_cell(point, key: str) -> Raw | str:
+    label, unit, scale = GPU_FIGURES[key]
+    if key not in point.figures:
+        return "-"
+    judged = point.judged.get(key)
+    text = f"{point.figures[key] * scale:.4g}"
+    return Raw(f"{esc(text)} {outcome(judged.outcome)}") if judged else text
+
+
+def _memory_rows(view: RunView) -> list[list]:
+    rows = []
+    for p in view.gpus.values():
+        m = p.memory
+        if not m:
+            continue
+        if "patterns" not in m:
+            rows.append([f"GPU{p.gpu}", "-", "-", "-", "-", "-", m.get("error") or "not measured"])
+            continue
+        bad = [x for x in m["patterns"] if x.get("mismatched_words")]
+        rows.append([f"GPU{p.gpu}", format_bytes(m["bytes_covered"]),
+                     f"{100 * m['bytes_covered'] / m['free_bytes']:.1f} %" if m.get("free_bytes") else "-",
+                     f"{len({x['pattern'] for x in m['patterns']})} x {m.get('passes')}", p.memory_mismatches,
+                     bad[0].get("first_bad_offset") if bad else "-", f"{m.get('wall_s', 0):.1f}"])
+    return rows
+
+
+def gpus_section(view: RunView) -> Section:
+    s = Section("gpus", "Each GPU under load")
+    verdicts = [v for v in view.verdicts if v.get("check") in GPU_HEALTH_CHECKS]
+    if not view.gpus:
+        reason = next((v.get("message") for v in verdicts if v.get("outcome") == SKIP), None)
+        return s.add(note(reason or "No GPU health measurements in this record (tests/test_gpu_health.py did not run: "
+                                    "select it with -m health)."))
+    points = list(view.gpus.values())
+    s.add(note("One worker per GPU, every GPU at once (power and heat are shared): HBM copy (read+write counted) and "
+               "read in GB/s, dense square GEMM in TFLOP/s, the sustained GEMM load's median window; each against its "
+               "GPU model's floor and the median of the node's other GPUs of the same model (the peer rule)."
+               + (" SIMULATION: CPU ranks stand in for GPUs; the figures are the CPU's." if view.simulated else "")))
+    s.add(s.add_figure(figures.gpu_bars(points, GPU_FIGURES)))
+    rows, classes = [], []
+    for p in points:
+        failed = any(j.outcome == FAIL for j in p.judged.values()) or bool(p.memory_mismatches) or bool(p.xid_events)
+        rows.append([f"GPU{p.gpu}", p.bus_id or "-", p.model or "-", *[_figure_cell(p, k) for k in GPU_FIGURES],
+                     _num(p.max_temperature), _num(p.peak_power), _num(p.memory_mismatches), p.xid_events])
+        classes.append(FAIL if failed else "")
+    s.add(table(["GPU", "bus id", "model", *[f"{label} ({unit})" for label, unit, _ in GPU_FIGURES.values()],
+                 "hottest (°C)", "peak power (W)", "memory test: wrong words", "XIDs"], rows, classes,
+                numeric=tuple(range(3, 3 + len(GPU_FIGURES) + 4))))
+    if any(p.windows or p.samples for p in points):
+        s.add(Raw("<h3>The sustained load over time</h3>"), s.add_figure(figures.gpu_sustained(points)))
+    memory = _memory_rows(view)
+    if memory:
+        s.add(Raw("<h3>Memory test coverage</h3>"), table(
+            ["GPU", "covered", "of free memory", "patterns x passes", "wrong words", "first bad offset", "wall s"],
+            memory, [FAIL if r[4] else "" for r in memory], numeric=(1, 2, 4, 5, 6)))
+    events = [e for p in points for e in p.events]
+    if events:
+        s.add(Raw("<h3>XID and ECC events during the run</h3>"), table(
+            ["GPU", "kind", "code", "bus id"], [[f"GPU{e.get('gpu')}", e.get("kind"), e.get("code"), e.get("bus_id")]
+                                                for e in events], [FAIL] * len(events)))
+    if verdicts:
+        shown = [v for v in verdicts if v.get("outcome") != PASS]
+        body = table(["check", "where", "outcome", "message"],
+                     [[v.get("check"), v.get("where") or "node", outcome(v.get("outcome")), v.get("message")]
+                      for v in verdicts], [v.get("outcome") for v in verdicts])
+        s.add(details(f"{len(verdicts)} GPU health verdicts ({len(shown)} not passed)", body, open_=bool(shown)))
+    return s
+
+
 def health_section(view: RunView) -> Section:
     s = Section("health", "Health counters over the run")
     if not view.counters:
@@ -412,6 +493,6 @@ def trends_section(view: RunView, history: list[RunView], skipped: list) -> Sect
 def build(view: RunView, history: list[RunView], skipped: list) -> list[Section]:
     sections = [verdict_section(view), node_section(view), collectives_section(view), wire_section(view),
                 links_section(view), strategies_section(view), nccl_section(view), copies_section(view),
-                health_section(view), trends_section(view, history, skipped)]
+                gpus_section(view), health_section(view), trends_section(view, history, skipped)]
     assert tuple(s.id for s in sections) == SECTION_IDS
     return sections

@@ -142,6 +142,7 @@ class FleetLimits:
     throughput: FleetRule  # training tokens/s per placement (wire) and strategy
     pairs: FleetRule  # node pairs of the ring schedule against the median pair
     min_nodes: int  # a median needs this many nodes (pairs) with the figure
+    gpus: FleetRule  # each GPU's HBM and GEMM figures against the fleet's other GPUs of its model
 
 
 @dataclass(frozen=True)
@@ -654,17 +655,17 @@ def _fleet_rule(at: _At) -> FleetRule:
 def _fleet(at: _At) -> dict[bool, FleetLimits]:
     f = at.fields(
         "fleet sections",
-        required={"min_nodes": "3", "hardware": "{busbw: {...}, throughput: {...}, pairs: {...}}",
-                  "simulated": "{busbw: {...}, throughput: {...}, pairs: {...}}"},
+        required={"min_nodes": "3", "hardware": "{busbw: {...}, throughput: {...}, pairs: {...}, gpus: {...}}",
+                  "simulated": "{busbw: {...}, throughput: {...}, pairs: {...}, gpus: {...}}"},
     )
     # Fewer than 3 values have no meaningful median to stand out from.
     min_nodes = f["min_nodes"].count(minimum=3)
     out = {}
     for simulated, key in ((False, "hardware"), (True, "simulated")):
         rules = f[key].fields("fleet rules per figure", required={k: '{max_below_median: "5 %", mad_k: "3 x", source: ...}'
-                                                                 for k in ("busbw", "throughput", "pairs")})
+                                                                 for k in ("busbw", "throughput", "pairs", "gpus")})
         out[simulated] = FleetLimits(_fleet_rule(rules["busbw"]), _fleet_rule(rules["throughput"]),
-                                     _fleet_rule(rules["pairs"]), min_nodes)
+                                     _fleet_rule(rules["pairs"]), min_nodes, _fleet_rule(rules["gpus"]))
     return MappingProxyType(out)
 
 

@@ -139,6 +139,8 @@ class TrainingLimits:
     _throughput: Mapping[tuple[str, str], CountTable]
     _simulated_throughput: Mapping[str, CountTable]
     _peak_flops: Mapping[tuple[str, str], PeakFlops]
+    _single_gpu: Mapping[str, Limit]  # GPU model -> one GPU's tokens/s floor
+    _simulated_single_gpu: Limit
 
     def peak_flops(self, gpu_model: str, precision: str) -> PeakFlops | None:
         """The dense peak of `gpu_model` (NVML's/torch's name) in `precision`; None when the
@@ -147,6 +149,13 @@ class TrainingLimits:
         if self.simulated:
             return None
         return self._peak_flops.get((gpu_model, precision))
+
+    def single_gpu_floor(self, gpu_model: str | None) -> Limit | None:
+        """Min tokens/s of one GPU alone training the strategies' model, for `gpu_model` (NVML's
+        name); the CPU sanity floor in simulation; None when the table has no entry for the model."""
+        if self.simulated:
+            return self._simulated_single_gpu
+        return self._single_gpu.get(gpu_model or "")
 
     def peak_memory(self, placement_class: str, strategy: str) -> Limit | None:
         """Max peak allocated bytes per GPU; None in simulation (no CUDA memory to read)."""
@@ -306,6 +315,17 @@ def _throughput_floors(at: _At) -> dict[tuple[str, str], CountTable]:
     return MappingProxyType(table)
 
 
+def _single_gpu_floors(at: _At) -> dict[str, Limit]:
+    """gpu model name -> {min: "38300 tokens/s", source: ...}"""
+    table = {}
+    for gpu_model in at.mapping("GPU model entries"):  # {}: no model judged, each run says so
+        entry_at = at.child(gpu_model)
+        if not isinstance(gpu_model, str) or not gpu_model.strip():
+            raise entry_at.error("a GPU model must be its name as NVML reports it", 'e.g. "NVIDIA H200"')
+        table[gpu_model] = _throughput_entry(entry_at)
+    return MappingProxyType(table)
+
+
 def parse_training(at: _At) -> dict[str, Any]:
     """The `training` section, validated: {"settings": ..., "limits": ...}, each keyed by `simulated`."""
     f = at.fields(
@@ -321,6 +341,8 @@ def parse_training(at: _At) -> dict[str, Any]:
             "slow_wire": '{min_slowdown: "1.05 x", max_spread_ratio: "1.5 x", source: ...}',
             "capacity": '{model_state_target: "110 %", steps: 2, timeout: "600 s", source: ...}',
             "peak_flops": '{"NVIDIA H200": {bf16: "989 TFLOP/s", source: ...}}',
+            "single_gpu_throughput_floors": '{"NVIDIA H200": {min: "38300 tokens/s", source: ...}}',
+            "simulated_single_gpu_throughput_floor": '{min: "1 tokens/s", source: ...}',
         },
     )
     ms = f["model_state"].fields(
@@ -365,6 +387,8 @@ def parse_training(at: _At) -> dict[str, Any]:
         {s: _count_table(s_at, "throughput floor", _throughput_entry) for s, s_at in sim_strategies.items()}
     )
     peak_flops = _peak_flops(f["peak_flops"])
+    single_gpu = _single_gpu_floors(f["single_gpu_throughput_floors"])
+    simulated_single_gpu = _throughput_entry(f["simulated_single_gpu_throughput_floor"])
     limits = {
         simulated: TrainingLimits(
             simulated=simulated,
@@ -376,6 +400,8 @@ def parse_training(at: _At) -> dict[str, Any]:
             _throughput=throughput,
             _simulated_throughput=sim_throughput,
             _peak_flops=peak_flops,
+            _single_gpu=single_gpu,
+            _simulated_single_gpu=simulated_single_gpu,
         )
         for simulated in (False, True)
     }

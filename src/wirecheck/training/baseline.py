@@ -66,6 +66,32 @@ def estimate_bytes(shape: GPTShape | dict, micro_batch: int) -> int:
     return int(MARGIN * (state + activations + logits))
 
 
+class PlainLoop:
+    """The unwrapped model trained as DDP's ranks train it, without communication: fp32 parameters
+    under bf16 autocast (in bf16), the same AdamW implementation, zero_grad, backward and step.
+    The local baseline times it after a strategy; one GPU alone (training/single_gpu.py) trains it."""
+
+    def __init__(self, device: torch.device, shape: GPTShape | dict, seed: int, precision: str, optimizer: str,
+                 lr: float):
+        torch.manual_seed(seed)  # the strategies' initial weights
+        with torch.device(device):
+            self.model = GPT(GPTShape.of(shape))
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr, **optimizer_flags(optimizer))
+        self._autocast = torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
+
+    def step(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """One training step; the loss (not synchronised: the caller decides when to read it)."""
+        with self._autocast:
+            loss = self.model(x, y)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        return loss
+
+    def close(self) -> None:
+        self.model = self.optimizer = None
+
+
 def local_step_times(device: torch.device, shape: dict, batches: list, seed: int, precision: str,
                      optimizer: str, lr: float, rule: StopRule) -> dict:
     """Time this rank's steps on an unwrapped model; a dict of local_* fields for the record."""
@@ -76,26 +102,18 @@ def local_step_times(device: torch.device, shape: dict, batches: list, seed: int
         need = estimate_bytes(shape, batches[0][0].shape[0])
         if need > free:
             return {"local_skipped": f"needs ~{need / 2**30:.1f} GiB, {free / 2**30:.1f} GiB free"}
-    torch.manual_seed(seed)
-    with torch.device(device):
-        model = GPT(GPTShape.of(shape))
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, **optimizer_flags(optimizer))
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext()
+    loop = PlainLoop(device, shape, seed, precision, optimizer, lr)
 
     def step(i: int) -> None:
         x, y = batches[i % len(batches)]
-        with autocast:
-            loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        loop.step(x, y)
 
     try:
         for i in range(WARMUP_STEPS):
             step(i)
         timed = time_steps(step, rule, StepClock(device), first_index=WARMUP_STEPS)
     finally:
-        del model, opt
+        loop.close()
         gc.collect()
         if device.type == "cuda":
             torch.cuda.empty_cache()

@@ -102,34 +102,41 @@ def strategy_arguments(settings, strategy: str, grad_hook: str | None, overrides
     return kwargs, timeout_s
 
 
-def run_strategy_on(groups: FreshGroups, placement: Placement, strategy: str, kwargs: dict, timeout_s: float,
-                 worker: str = RUN_STRATEGY_WORKER) -> StrategyRun:
-    """One run on a fresh group, closed after it. A group that fails to start is the run's failure too:
-    kept in the run and handed to `groups.failed` (which may retire the placement)."""
-    run = StrategyRun(placement, strategy)
+def run_on_fresh_group(groups: FreshGroups, run, worker: str, kwargs: dict, timeout_s: float, what: str):
+    """`run` (a StrategyRun, a SingleGpuRun: placement, ranks, error, failure) filled by one call on a
+    fresh group, closed after it. A group that fails to start is the run's failure too: kept in the run
+    and handed to `groups.failed` (which may retire the placement)."""
     group = None
     try:
-        group = groups.fresh(placement)
-        run.ranks = group.run(worker, kwargs, timeout_s=timeout_s, what=f"{strategy} training steps")
+        group = groups.fresh(run.placement)
+        run.ranks = group.run(worker, kwargs, timeout_s=timeout_s, what=what)
     except WorkerError as exc:
         run.error, run.failure = str(exc), exc.failure
-        groups.failed(placement, exc)
+        groups.failed(run.placement, exc)
     finally:
         if group is not None:
             group.close()
     return run
 
 
+def run_strategy_on(groups: FreshGroups, placement: Placement, strategy: str, kwargs: dict, timeout_s: float,
+                    worker: str = RUN_STRATEGY_WORKER) -> StrategyRun:
+    """One strategy's run on a fresh group (run_on_fresh_group)."""
+    return run_on_fresh_group(groups, StrategyRun(placement, strategy), worker, kwargs, timeout_s,
+                              f"{strategy} training steps")
+
+
 def strategy_measurement(run: StrategyRun, kwargs: dict, timeout_s: float, thresholds, simulated: bool,
-                         precision: str) -> Measurement:
-    """The run as the record keeps it: every rank's record, the figures the checks use, the settings."""
+                         precision: str, extra_figures: dict | None = None) -> Measurement:
+    """The run as the record keeps it: every rank's record, the figures the checks use (and
+    `extra_figures`: the scaling against one GPU alone), the settings."""
     figures = {}
     if run.ranks:
         limits = thresholds.training_limits(simulated)
         figures = {"tokens_per_s": run.tokens_per_s, "mfu": run.mfu(limits, precision),
                    "exposed_comm_s": run.exposed_comm_s, "model_state_bytes": run.model_state_bytes,
                    "peak_allocated_bytes": run.worst("peak_allocated_bytes"),
-                   "strategy_settings": run.rank0.get("settings")}
+                   "strategy_settings": run.rank0.get("settings"), **(extra_figures or {})}
     return Measurement(
         "strategy", run.placement.id, f"{run.strategy} training", run.tokens_per_s if run.ranks else None, "tokens/s",
         {"strategy": run.strategy, "n_gpus": run.placement.n_gpus, "ranks": run.ranks, "error": run.error,

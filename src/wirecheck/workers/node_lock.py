@@ -367,24 +367,44 @@ class NodeLock:
             pass  # the lock still holds, only the name is missing
 
     def _holder(self, fd: int) -> Holder | None:
-        # The holder writes its name right after taking the lock: give it a moment. A name in the
-        # file counts only while the kernel says that process holds the lock: a holder that could
-        # not write (another user's run on root's lock) leaves an earlier, stale name there.
-        holders: list[int] | None = None
-        for _ in range(5):
-            holders = lock_holders(fd)
-            try:
-                written = _parse_holder(os.pread(fd, HOLDER_BYTES, 0))
-            except OSError:
-                written = None
-            if written is not None and (holders is None or written.pid in holders):
-                return written
-            time.sleep(0.05)
-        for pid in holders or ():  # no name of its own: the kernel's
-            found = proc_holder(pid) if pid > 0 and pid != os.getpid() else None
-            if found is not None:
-                return found
+        return holder_of(fd)
+
+
+def holder_of(fd: int) -> Holder | None:
+    """Who holds the lock on the file open at `fd`: its own record in the file, or the kernel's."""
+    # The holder writes its name right after taking the lock: give it a moment. A name in the
+    # file counts only while the kernel says that process holds the lock: a holder that could
+    # not write (another user's run on root's lock) leaves an earlier, stale name there.
+    holders: list[int] | None = None
+    for _ in range(5):
+        holders = lock_holders(fd)
+        try:
+            written = _parse_holder(os.pread(fd, HOLDER_BYTES, 0))
+        except OSError:
+            written = None
+        if written is not None and (holders is None or written.pid in holders):
+            return written
+        time.sleep(0.05)
+    for pid in holders or ():  # no name of its own: the kernel's
+        found = proc_holder(pid) if pid > 0 and pid != os.getpid() else None
+        if found is not None:
+            return found
+    return None
+
+
+def current_holder(path: str | os.PathLike) -> Holder | None:
+    """Who holds the node lock at `path` now; None when no one does (or it cannot be read). For a
+    run that stopped busy, to name the holder after the fact; never through a link, never written."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or lock_holders(fd) == []:
+            return None
+        return holder_of(fd)
+    finally:
+        os.close(fd)
 
 
 def parse_wait(text: str) -> float | None:

@@ -1,0 +1,182 @@
+# wirecheck's hooks that act on a verdict as root, shared: scripts/slurm/wirecheck-prolog.sh,
+# scripts/slurm/wirecheck-healthcheck.sh and scripts/k8s/node-problem-detector/wirecheck-plugin.sh.
+# Sourced (never run) by them, after they checked that only root can change it (docs/running-as-root.md).
+#
+#   hook_setup CONF MODE   settings from CONF, root-safety checks; on a problem: HOOK_STATE=2 (unknown)
+#   hook_check             runs `wirecheck validate --level quick` once, then `wirecheck node-state`, which
+#                          sets HOOK_STATE (0 healthy, 1 unhealthy, 2 unknown) and HOOK_LINE (one ASCII line;
+#                          when unhealthy, the drain reason `wirecheck: <check> <where> <measured> < <limit>`)
+#   hook_drain NODE LINE   drains a Slurm node with LINE as the reason, unless it is drained already
+#   hook_log LINE          syslog (tag wirecheck-MODE) and stderr
+#
+# The decision is Python's (`wirecheck node-state`, tested in selftests/test_node_state.py): these
+# functions only run the check where it is safe to and hand its line to the scheduler.
+# CONF is read, never sourced: KEY=VALUE lines, `#` comments, only the keys of HOOK_KEYS.
+
+HOOK_KEYS=" WIRECHECK RECORDS ARGS ENV GPU_NODE MAX_LENGTH SCONTROL SLURM_CONF PROLOG_WAIT PROLOG_TIMEOUT "
+HOOK_KEYS+="HEALTHCHECK_WAIT HEALTHCHECK_TIMEOUT PLUGIN_WAIT PLUGIN_TIMEOUT "
+HOOK_STATE=2
+HOOK_LINE=
+declare -A HOOK_CONF=()
+
+hook_log() {
+  command -v logger >/dev/null 2>&1 && logger -t "wirecheck-$HOOK_MODE" -- "$1"
+  echo "wirecheck-$HOOK_MODE: $1" >&2
+}
+
+hook_unknown() {  # MESSAGE: nothing checked, nothing to act on
+  HOOK_STATE=2
+  HOOK_LINE="wirecheck: $1"
+  return 1
+}
+
+# hook_untrusted PATH...: the first file or folder in a PATH, or folder above one, that a user other than root
+# (or the user running this) could have changed, with its owner and mode; nothing when there is none. A sticky
+# folder such as /tmp is allowed above a PATH, never inside one (scripts/slurm/fleet-acceptance.sbatch's rule).
+hook_untrusted() {
+  local top dir me
+  me=$(id -u)
+  for top in "$@"; do
+    dir=$(readlink -f -- "$top") || { echo "$top (missing)"; return; }
+    [ -e "$dir" ] || { echo "$top (missing)"; return; }
+    find -P "$dir" \( \( ! -uid 0 ! -uid "$me" \) -o \( ! -type l -perm /022 \) \) -printf '%p (owner %u, mode %m)\n' -quit
+    while [ "$dir" != / ]; do
+      dir=$(dirname -- "$dir")
+      find "$dir" -maxdepth 0 \( \( ! -uid 0 ! -uid "$me" \) -o \( -perm /022 ! -perm -1000 \) \) \
+        -printf '%p (owner %u, mode %m)\n'
+    done
+  done | head -n 1
+}
+
+hook_read_conf() {  # CONF
+  local conf=$1 raw key value n=0 bad
+  [ -e "$conf" ] || return 0
+  bad=$(hook_untrusted "$conf")
+  [ -z "$bad" ] || { hook_unknown "cannot run: $bad could be changed by another user, who would choose what root runs; make $conf root's and writable by root only"; return 1; }
+  while IFS= read -r raw || [ -n "$raw" ]; do
+    n=$((n + 1))
+    raw=${raw#"${raw%%[![:space:]]*}"}  # leading blanks
+    case $raw in ''|'#'*) continue ;; esac
+    key=${raw%%=*}
+    value=${raw#*=}
+    value=${value%"${value##*[![:space:]]}"}  # trailing blanks
+    if [ "$key" = "$raw" ] || ! [[ $key =~ ^[A-Z_]+$ && $HOOK_KEYS == *" $key "* ]]; then
+      hook_unknown "cannot run: $conf:$n: '${raw:0:40}' is not KEY=VALUE with a known key (keys:$HOOK_KEYS)"
+      return 1
+    fi
+    HOOK_CONF[$key]=$value
+  done <"$conf"
+}
+
+hook_get() {  # KEY DEFAULT
+  if [ -n "${HOOK_CONF[$1]+set}" ]; then echo "${HOOK_CONF[$1]}"; else echo "$2"; fi
+}
+
+# hook_setup CONF MODE [DEFAULT_WAIT DEFAULT_TIMEOUT]: MODE is prolog, healthcheck or plugin.
+hook_setup() {
+  local conf=$1 install upper bad
+  HOOK_MODE=$2
+  upper=$(echo "$HOOK_MODE" | tr '[:lower:]' '[:upper:]')
+  umask 022
+  hook_read_conf "$conf" || return 1
+  install=$(readlink -f -- "${BASH_SOURCE[0]%/*}/../..")  # the checkout that holds scripts/
+  WIRECHECK=$(hook_get WIRECHECK "$install/.venv/bin/wirecheck")
+  RECORDS=$(hook_get RECORDS /var/lib/wirecheck)
+  RECORDS=${RECORDS//%n/$(hook_node)}  # %n: the node's name, as in Slurm's SlurmdSpoolDir (several slurmd on a host)
+  HOOK_WAIT=$(hook_get "${upper}_WAIT" "${3:-0s}")
+  HOOK_TIMEOUT=$(hook_get "${upper}_TIMEOUT" "${4:-60}")
+  # slurmdbd keeps 255 bytes of a node's reason; node-problem-detector's max_output_length is 80 by default
+  if [ "$HOOK_MODE" = plugin ]; then HOOK_MAX_LENGTH=$(hook_get MAX_LENGTH 80); else HOOK_MAX_LENGTH=$(hook_get MAX_LENGTH 255); fi
+  HOOK_GPU_NODE=$(hook_get GPU_NODE auto)
+  case $WIRECHECK in /*) ;; *) hook_unknown "cannot run: WIRECHECK=$WIRECHECK: give an absolute path"; return 1 ;; esac
+  case $RECORDS in /*) ;; *) hook_unknown "cannot run: RECORDS=$RECORDS: give an absolute path"; return 1 ;; esac
+  [[ $HOOK_TIMEOUT =~ ^[0-9]+$ ]] || { hook_unknown "cannot run: ${upper}_TIMEOUT=$HOOK_TIMEOUT: give whole seconds"; return 1; }
+  [[ $HOOK_MAX_LENGTH =~ ^[0-9]+$ ]] || { hook_unknown "cannot run: MAX_LENGTH=$HOOK_MAX_LENGTH: give a number"; return 1; }
+  [ -x "$WIRECHECK" ] || { hook_unknown "cannot run: WIRECHECK=$WIRECHECK is not an executable (set WIRECHECK in $conf)"; return 1; }
+  # What root runs: the command, its venv, and the checkout around the venv when it is one (tests, thresholds).
+  local trees=("$WIRECHECK") venv
+  venv=$(dirname -- "$(dirname -- "$WIRECHECK")")
+  if [ -f "$venv/pyvenv.cfg" ]; then
+    trees+=("$venv")
+    [ -f "$venv/../install.sh" ] && trees+=("$(dirname -- "$venv")")
+  fi
+  bad=$(hook_untrusted "${trees[@]}")
+  [ -z "$bad" ] || { hook_unknown "cannot run: $bad could be changed by another user, who would choose what root runs; install wirecheck where only root can write"; return 1; }
+  mkdir -p -m 0755 -- "$RECORDS" || { hook_unknown "cannot run: cannot make RECORDS=$RECORDS"; return 1; }
+  bad=$(hook_untrusted "$RECORDS")
+  [ -z "$bad" ] || { hook_unknown "cannot run: $bad could be changed by another user, who could redirect what root writes there; give RECORDS a folder only root can write"; return 1; }
+  local slurm_conf
+  slurm_conf=$(hook_get SLURM_CONF "")
+  [ -z "$slurm_conf" ] || export SLURM_CONF=$slurm_conf  # scontrol's; HealthCheckProgram gets none from slurmd
+  SCONTROL=$(hook_get SCONTROL "$(command -v scontrol)")
+  case $SCONTROL in /*|'') ;; *) hook_unknown "cannot run: SCONTROL=$SCONTROL: give an absolute path"; return 1 ;; esac
+  return 0
+}
+
+hook_has_driver() {  # the NVIDIA kernel driver shows on this machine
+  [ -e /proc/driver/nvidia ] || [ -e /dev/nvidiactl ]
+}
+
+hook_gpus_in_use() {  # the number of compute processes on the GPUs (another workload), empty when unknown
+  command -v nvidia-smi >/dev/null 2>&1 || return 0
+  nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | grep -c '[0-9]'
+}
+
+hook_check() {
+  local record=$RECORDS/$HOOK_MODE.jsonl output=$RECORDS/$HOOK_MODE.log code home word
+  local -a env_vars=() args=()
+  if [ "$HOOK_GPU_NODE" != yes ] && ! hook_has_driver; then
+    hook_unknown "no NVIDIA kernel driver here (/proc/driver/nvidia, /dev/nvidiactl): not a GPU node, not checked (GPU_NODE=yes checks anyway)"
+    return 0
+  fi
+  set -f  # ARGS and ENV are split into words, never globbed
+  for word in $(hook_get ENV ""); do
+    [[ $word =~ ^[A-Za-z_][A-Za-z0-9_]*=.*$ ]] || { set +f; hook_unknown "cannot run: ENV: '$word' is not NAME=VALUE"; return 0; }
+    env_vars+=("$word")
+  done
+  args=($(hook_get ARGS ""))
+  set +f
+  home=$(getent passwd "$(id -u)" | cut -d: -f6)
+  # Never the job's folder: `python -m` puts the working directory first on the import path.
+  cd -- "$RECORDS" || { hook_unknown "cannot run: cannot enter $RECORDS"; return 0; }
+  rm -f -- "$record" "$output"
+  # A clean environment: nothing the job or slurmd's caller set (PYTHONPATH, PYTEST_ADDOPTS, LD_PRELOAD)
+  # reaches a run as root; only the fixed PATH, HOME, LANG and the settings' ENV.
+  env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 "${env_vars[@]}" \
+    timeout --kill-after=10 "$HOOK_TIMEOUT" "$WIRECHECK" validate --level quick --wait-for-node "$HOOK_WAIT" \
+    --wirecheck-json "$record" "${args[@]}" >"$output" 2>&1 </dev/null
+  code=$?
+  HOOK_LINE=$(env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 "$WIRECHECK" node-state --exit-code "$code" \
+    --record "$record" --output "$output" --max-length "$HOOK_MAX_LENGTH" </dev/null 2>>"$output")
+  HOOK_STATE=$?
+  case $HOOK_STATE in 0|1|2) ;; *) HOOK_STATE=2 ;; esac
+  [ -n "$HOOK_LINE" ] || { HOOK_STATE=2; HOOK_LINE="wirecheck: no verdict: node-state said nothing (validate exit $code; see $output)"; }
+  if [ "$HOOK_STATE" = 1 ]; then  # the evidence stays: the next run replaces $record
+    local stamp
+    stamp=$(date -u +%Y%m%dT%H%M%SZ)
+    cp -p -- "$record" "$RECORDS/$HOOK_MODE-unhealthy-$stamp.jsonl" 2>/dev/null
+    cp -p -- "$output" "$RECORDS/$HOOK_MODE-unhealthy-$stamp.log" 2>/dev/null
+  fi
+  return 0
+}
+
+hook_node() {  # this node's Slurm name
+  if [ -n "${SLURMD_NODENAME:-}" ]; then echo "$SLURMD_NODENAME"; else hostname -s; fi
+}
+
+hook_node_state() {  # NODE: Slurm's state of the node (IDLE, ALLOCATED, IDLE+DRAIN, ...), empty when unknown
+  [ -n "$SCONTROL" ] && "$SCONTROL" show node -o "$1" 2>/dev/null | grep -o 'State=[^ ]*' | head -n 1 | cut -d= -f2
+}
+
+# hook_drain NODE REASON: never resumes, and never replaces the reason of a node already drained (by a person,
+# or by an earlier run): the first reason is the one to read.
+hook_drain() {
+  local node=$1 reason=$2 state
+  [ -n "$SCONTROL" ] || { hook_log "cannot drain $node: no scontrol (set SCONTROL): $reason"; return 1; }
+  state=$(hook_node_state "$node")
+  case $state in
+    *DRAIN*|DOWN*|*+DOWN*) hook_log "$node is $state already: left as it is; this run found: $reason"; return 0 ;;
+  esac
+  "$SCONTROL" update NodeName="$node" State=DRAIN Reason="$reason" || { hook_log "scontrol could not drain $node: $reason"; return 1; }
+  hook_log "drained $node: $reason"
+}

@@ -1,0 +1,46 @@
+#!/bin/bash
+# Slurm Prolog: wirecheck's quick level on this node before each job; a node that fails a check is drained
+# with the failed check as its reason, and never resumed by this script.
+#
+#   slurm.conf:  Prolog=/opt/wirecheck/scripts/slurm/wirecheck-prolog.sh   (this file, in the install, as root's)
+#                PrologFlags=Alloc          # at allocation: salloc and srun allocations are checked too
+#                PrologEpilogTimeout=180    # above PROLOG_TIMEOUT (120 s): a prolog Slurm kills drains the node
+#   settings:    wirecheck-drain.conf beside this file (WIRECHECK, RECORDS, ARGS such as --profile, waits)
+#
+# What each outcome does (Slurm's prolog contract: a non-zero exit drains the node and requeues the job):
+#   passed           exit 0: the job runs.
+#   unhealthy        a check failed on this node's GPUs, or NVML failed where a driver is installed:
+#                    `scontrol update NodeName=<node> State=DRAIN Reason="wirecheck: <check> <where> <measured> < <limit>"`,
+#                    then exit 1: Slurm requeues a batch job in a held state (`scontrol release JOBID`, or
+#                    SchedulerParameters=nohold_on_prolog_fail to let it go to another node at once) and fails
+#                    an interactive allocation. Slurm's own reason ("Prolog error") does not replace ours.
+#   not checked      node busy (another wirecheck run held the GPUs past PROLOG_WAIT, 60 s), a simulation, a
+#                    usage or internal error, a timeout without a failed check, a node without the NVIDIA kernel
+#                    driver: exit 0, the job runs unchecked and the reason goes to syslog (tag wirecheck-prolog).
+#                    Only exit 0 keeps such a node in service: a prolog's non-zero exit always drains it.
+# The run's record and output: RECORDS/prolog.jsonl and prolog.log; an unhealthy run's stay as
+# prolog-unhealthy-<UTC>.jsonl/.log. Runs as root: see docs/running-as-root.md.
+set -u
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin  # root's: no folder a user writes
+here=$(dirname -- "$(readlink -f -- "$0")")
+lib=$(readlink -f -- "$here/../lib/wirecheck-hook.sh")
+# Sourced code runs as root: only a file that it, and every folder above it, no one but root (or this user)
+# can change (a sticky folder such as /tmp above it is allowed).
+p=$lib
+while :; do
+  [ -n "$(find -P "$p" -maxdepth 0 \( -uid 0 -o -uid "$(id -u)" \) \( ! -perm /022 -o \( -type d -perm -1000 \) \) 2>/dev/null)" ] \
+    || { echo "wirecheck-prolog: $p is missing or could be changed by another user: not checked, the job runs" >&2; exit 0; }
+  [ "$p" = / ] && break
+  p=$(dirname -- "$p")
+done
+. "$lib"
+
+hook_setup "$here/wirecheck-drain.conf" prolog 60s 120 || { hook_log "$HOOK_LINE; the job runs"; exit 0; }
+node=$(hook_node)
+hook_check
+case $HOOK_STATE in
+  1) hook_drain "$node" "$HOOK_LINE"; exit 1 ;;
+  0) hook_log "$node $HOOK_LINE" ;;
+  *) hook_log "$node not checked, the job runs: $HOOK_LINE" ;;
+esac
+exit 0

@@ -1,0 +1,224 @@
+"""The hooks that act on the verdict, run as a site installs them, without a cluster: the Slurm prolog and
+HealthCheckProgram (scripts/slurm/) and the node-problem-detector plugin (scripts/k8s/node-problem-detector/).
+
+Each test copies the scripts into an install of its own (root's files when run as root, as CI does) whose
+settings (wirecheck-drain.conf, wirecheck-plugin.conf) point WIRECHECK at a fake `wirecheck validate` that
+writes the record of one outcome (pass, a failed check, NVML broken, busy, a usage error, a simulation, a
+hang) and hands `node-state` to the real command, and SCONTROL at a fake that logs what it was asked. What
+is checked is the plumbing: the exit codes of each hook's contract, one line, what was drained and with
+which reason; the decision itself is test_node_state.py's. The real Slurm: test_slurm_e2e.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from e2e import PROJECT
+
+RECORD_HEADER = {"type": "run", "schema": 2, "host": "n1", "started": "2026-12-01T10:00:00+00:00",
+                 "gpus": [{"index": 0}, {"index": 1}], "placements": []}
+FAILED_BUSBW = {"type": "verdict", "test": "tests/test_collectives.py::test_busbw", "check": "busbw",
+                "what": "all_reduce busbw at 1 GiB", "where": "nvswitch-2gpu-0.1", "outcome": "fail", "message": "m",
+                "measured": 12.34, "unit": "GB/s", "limit": {"min": 360.0, "max": None}}
+PASSED_BUSBW = dict(FAILED_BUSBW, outcome="pass", measured=400.0)
+HOLDER = {"pid": 4321, "command": "wirecheck validate", "since": "2026-12-01T10:00:00+00:00", "host": "n1", "user": "root"}
+
+
+def _lines(*objs: dict) -> str:
+    return "".join(json.dumps(o) + "\n" for o in objs)
+
+
+# outcome -> (the record the fake validate writes, or None; its output; its exit code)
+OUTCOMES = {
+    "pass": (_lines(dict(RECORD_HEADER, simulated=False), PASSED_BUSBW, {"type": "end", "status": "complete"}), "", 0),
+    "fail": (_lines(dict(RECORD_HEADER, simulated=False), FAILED_BUSBW, {"type": "end", "status": "complete"}), "", 1),
+    "nvml": (None, "wirecheck validate: NVML failed: NVML could not start (NVMLError_DriverNotLoaded: Driver Not Loaded)", 11),
+    "busy": (_lines(dict(RECORD_HEADER, simulated=False), {"type": "end", "status": "busy", "exit_status": 75,
+                                                           "holder": HOLDER}), "", 75),
+    "usage": (None, "ERROR: --thresholds: /etc/x.yaml does not exist", 4),
+    "simulated": (_lines(dict(RECORD_HEADER, simulated=True), FAILED_BUSBW, {"type": "end", "status": "complete"}), "", 1),
+    "hang": (None, "", None),  # sleeps past the hook's time limit
+}
+
+FAKE_WIRECHECK = """#!/bin/bash
+# validate: record the call, then play the outcome in {root}/outcome; anything else: the real command.
+if [ "$1" != validate ]; then
+  PYTHONPATH={src} exec {python} -m wirecheck.cli.main "$@"
+fi
+{{ echo "cwd=$PWD"; echo "args=$*"; env | sort; }} > {root}/validate-call
+outcome=$(cat {root}/outcome)
+record=
+while [ $# -gt 0 ]; do [ "$1" = --wirecheck-json ] && record=$2; shift; done
+[ -f {root}/$outcome.jsonl ] && cp {root}/$outcome.jsonl "$record"
+[ -f {root}/$outcome.out ] && cat {root}/$outcome.out
+[ "$outcome" = hang ] && exec sleep 60
+exit $(cat {root}/$outcome.code)
+"""
+
+FAKE_SCONTROL = """#!/bin/bash
+# show node -o NAME: the state in {root}/node-state; update ...: logged, one call a line.
+if [ "$1" = show ]; then echo "NodeName=$4 Arch=x86_64 State=$(cat {root}/node-state 2>/dev/null || echo IDLE) Reason=x"; exit 0; fi
+printf '%s\\n' "$*" >> {root}/scontrol-calls
+"""
+
+
+@pytest.fixture
+def install(tmp_path):
+    """A site's install of the hooks, its settings pointing at the fakes."""
+    root = tmp_path / "site"
+    for rel in ("scripts/lib/wirecheck-hook.sh", "scripts/slurm/wirecheck-prolog.sh",
+                "scripts/slurm/wirecheck-healthcheck.sh", "scripts/k8s/node-problem-detector/wirecheck-plugin.sh"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(PROJECT / rel, root / rel)
+    for outcome, (record, output, code) in OUTCOMES.items():
+        if record is not None:
+            (root / f"{outcome}.jsonl").write_text(record)
+        (root / f"{outcome}.out").write_text(output + "\n" if output else "")
+        (root / f"{outcome}.code").write_text(str(code))
+    fakes = {"wirecheck": FAKE_WIRECHECK.format(root=root, src=PROJECT / "src", python=sys.executable),
+             "scontrol": FAKE_SCONTROL.format(root=root)}
+    for name, text in fakes.items():
+        (root / "bin").mkdir(exist_ok=True)
+        (root / "bin" / name).write_text(text)
+        (root / "bin" / name).chmod(0o755)
+    settings = (f"WIRECHECK={root}/bin/wirecheck\nRECORDS={root}/records\nSCONTROL={root}/bin/scontrol\n"
+                "GPU_NODE=yes\nARGS=--profile h200-sxm-2\nENV=NCCL_NVLS_ENABLE=0\nPROLOG_TIMEOUT=1\nPLUGIN_TIMEOUT=1\n")
+    (root / "scripts/slurm/wirecheck-drain.conf").write_text(settings)
+    (root / "scripts/k8s/node-problem-detector/wirecheck-plugin.conf").write_text(settings + "MAX_LENGTH=80\n")
+    return root
+
+
+def run_hook(root: Path, hook: str, outcome: str, node_state: str = "IDLE"):
+    (root / "outcome").write_text(outcome)
+    (root / "node-state").write_text(node_state)
+    for left in ("validate-call", "scontrol-calls"):
+        (root / left).unlink(missing_ok=True)
+    script = {"prolog": "scripts/slurm/wirecheck-prolog.sh", "healthcheck": "scripts/slurm/wirecheck-healthcheck.sh",
+              "plugin": "scripts/k8s/node-problem-detector/wirecheck-plugin.sh"}[hook]
+    # What slurmd gives a prolog, and what a careless caller might leave: none of it may reach the run.
+    env = {"SLURMD_NODENAME": "wc2", "SLURM_JOB_ID": "7", "PYTHONPATH": "/home/user/evil", "PYTEST_ADDOPTS": "-k evil",
+           "PYTHONHOME": "/home/user/evil"}
+    done = subprocess.run([str(root / script)], env=env, cwd=root, capture_output=True, text=True, timeout=60)
+    calls = (root / "scontrol-calls").read_text().splitlines() if (root / "scontrol-calls").exists() else []
+    return done, calls
+
+
+DRAIN_BUSBW = "update NodeName=wc2 State=DRAIN Reason=wirecheck: busbw nvswitch-2gpu-0.1 12.3 GB/s < 360 GB/s"
+DRAIN_NVML = ("update NodeName=wc2 State=DRAIN Reason=wirecheck: NVML failed: NVML could not start "
+              "(NVMLError_DriverNotLoaded: Driver Not Loaded)")
+
+
+@pytest.mark.parametrize("outcome, code, calls", [
+    ("pass", 0, []),
+    ("fail", 1, [DRAIN_BUSBW]),  # drained with the failed check, then 1: Slurm requeues the job held
+    ("nvml", 1, [DRAIN_NVML]),  # a broken driver
+    ("busy", 0, []),  # the job runs unchecked: a non-zero prolog would drain the node
+    ("usage", 0, []),
+    ("simulated", 0, []),  # a failed check in a simulation drains nothing
+    ("hang", 0, []),  # past PROLOG_TIMEOUT without a failed check
+])
+def test_the_prolog_drains_only_on_a_failed_check_or_a_broken_driver(install, outcome, code, calls):
+    done, made = run_hook(install, "prolog", outcome)
+    assert (done.returncode, made) == (code, calls), done.stderr
+    assert done.stdout == ""
+
+
+def test_the_prolog_runs_the_quick_level_cleanly_and_keeps_the_evidence(install):
+    done, _ = run_hook(install, "prolog", "fail")
+    call = (install / "validate-call").read_text().splitlines()
+    records = install / "records"
+    assert call[0] == f"cwd={records}"  # never the job's folder (python -m imports from the working directory)
+    assert call[1] == (f"args=validate --level quick --wait-for-node 60s --wirecheck-json {records}/prolog.jsonl "
+                       "--profile h200-sxm-2")
+    env = dict(line.split("=", 1) for line in call[2:] if "=" in line)
+    assert env.get("NCCL_NVLS_ENABLE") == "0" and env["PATH"] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    assert not {"PYTHONPATH", "PYTEST_ADDOPTS", "PYTHONHOME", "SLURM_JOB_ID"} & set(env), env
+    kept = sorted(p.name for p in records.iterdir())
+    assert kept[2:] == ["prolog.jsonl", "prolog.log"] and len(kept) == 4, kept  # this run's, replaced by the next
+    assert kept[0].startswith("prolog-unhealthy-") and kept[0].endswith(".jsonl") and kept[1].endswith(".log")
+    assert "drained wc2: wirecheck: busbw nvswitch-2gpu-0.1 12.3 GB/s < 360 GB/s" in done.stderr
+
+
+def test_a_node_drained_already_keeps_its_reason(install):
+    done, calls = run_hook(install, "prolog", "fail", node_state="MIXED+DRAIN")
+    assert (done.returncode, calls) == (1, []), done.stderr  # the job still goes back to the queue
+    assert "is MIXED+DRAIN already: left as it is; this run found: wirecheck: busbw" in done.stderr
+    done, calls = run_hook(install, "healthcheck", "fail", node_state="IDLE+DRAIN")  # not even checked
+    assert (done.returncode, calls) == (0, []) and not (install / "validate-call").exists(), done.stderr
+
+
+def test_the_healthcheck_drains_like_the_prolog_without_waiting(install):
+    """The same decision as the prolog's (one helper); it does not wait for another run (that one checks)."""
+    done, made = run_hook(install, "healthcheck", "fail")
+    assert (done.returncode, made) == (1, [DRAIN_BUSBW]), done.stderr
+    assert "--wait-for-node 0s --wirecheck-json" in (install / "validate-call").read_text()
+    assert (install / "records" / "healthcheck.jsonl").is_file()
+
+
+@pytest.mark.parametrize("outcome, code, line", [
+    ("pass", 0, "wirecheck: passed: 1 checks on 2 GPU(s)"),
+    ("fail", 1, "wirecheck: busbw nvswitch-2gpu-0.1 12.3 GB/s < 360 GB/s"),
+    ("nvml", 1, "wirecheck: NVML failed: NVML could not start (NVMLError_DriverNotLoaded: Driv..."),
+    ("busy", 2, "wirecheck: node busy: pid 4321 (wirecheck validate), user root, since 2026-12..."),
+    ("simulated", 2, "wirecheck: SIMULATION: no GPU of this node was validated"),
+])
+def test_the_npd_plugin_speaks_npds_protocol(install, outcome, code, line):
+    """0 OK, 1 NonOK, 2 Unknown, and one line of at most max_output_length (80) on stdout."""
+    done, calls = run_hook(install, "plugin", outcome)
+    assert (done.returncode, done.stdout, calls) == (code, line + "\n", []), done.stderr
+    assert len(line) <= 80 and line.isascii()
+
+
+def test_settings_or_a_helper_another_user_could_change_are_not_used(install):
+    """Root runs what the settings name: settings another user can write are refused, and so is the shared
+    helper; nothing runs, nothing is drained, and the hooks say why (the prolog lets the job run)."""
+    conf = install / "scripts/slurm/wirecheck-drain.conf"
+    conf.chmod(0o666)
+    done, calls = run_hook(install, "prolog", "fail")
+    assert (done.returncode, calls) == (0, []) and not (install / "validate-call").exists()
+    assert f"cannot run: {conf} (owner " in done.stderr and "mode 666) could be changed by another user" in done.stderr
+    conf.chmod(0o644)
+    lib = install / "scripts/lib/wirecheck-hook.sh"
+    lib.chmod(0o646)
+    done, calls = run_hook(install, "plugin", "fail")
+    assert (done.returncode, done.stdout.count("\n")) == (2, 1) and not (install / "validate-call").exists()
+    assert done.stdout.startswith("wirecheck: not checked: ") and "could be changed by another user" in done.stdout
+    lib.chmod(0o644)
+    (install / "scripts/slurm/wirecheck-drain.conf").write_text("WIRECHECK=bin/wirecheck\n")
+    done, calls = run_hook(install, "prolog", "fail")
+    assert (done.returncode, calls) == (0, []) and "WIRECHECK=bin/wirecheck: give an absolute path" in done.stderr
+    (install / "scripts/slurm/wirecheck-drain.conf").write_text("WIRECHEK=/bin/true\n")
+    done, calls = run_hook(install, "prolog", "fail")
+    assert (done.returncode, calls) == (0, []) and "'WIRECHEK=/bin/true' is not KEY=VALUE with a known key" in done.stderr
+
+
+def test_the_npd_config_runs_this_plugin_within_its_limits():
+    folder = PROJECT / "scripts/k8s/node-problem-detector"
+    monitor = json.loads((folder / "wirecheck-monitor.json").read_text())
+    rule, = monitor["rules"]
+    assert monitor["plugin"] == "custom" and rule["type"] == "permanent" and rule["condition"] == "WirecheckFailed"
+    assert [c["type"] for c in monitor["conditions"]] == ["WirecheckFailed"]
+    assert rule["path"] == "/opt/wirecheck/scripts/k8s/node-problem-detector/wirecheck-plugin.sh"  # the image's install
+    settings = dict(line.split("=", 1) for line in (folder / "wirecheck-plugin.conf").read_text().splitlines()
+                    if line and not line.startswith("#"))
+    assert monitor["pluginConfig"]["max_output_length"] == int(settings["MAX_LENGTH"]) == 80
+    assert int(settings["PLUGIN_TIMEOUT"]) + 10 < int(rule["timeout"].rstrip("s"))  # the plugin ends before NPD kills it
+    assert os.access(folder / "wirecheck-plugin.sh", os.X_OK)
+
+
+@pytest.mark.skipif(os.path.exists("/proc/driver/nvidia") or os.path.exists("/dev/nvidiactl"),
+                    reason="this machine has the NVIDIA kernel driver")
+def test_a_node_without_the_nvidia_driver_is_left_alone_unless_it_must_be_a_gpu_node(install):
+    """GPU_NODE=auto (the default): CPU nodes under the same slurm.conf are not checked, and never drained."""
+    conf = install / "scripts/slurm/wirecheck-drain.conf"
+    conf.write_text(conf.read_text().replace("GPU_NODE=yes\n", "GPU_NODE=auto\n"))
+    done, calls = run_hook(install, "prolog", "nvml")
+    assert (done.returncode, calls) == (0, []) and not (install / "validate-call").exists(), done.stderr
+    assert "no NVIDIA kernel driver here" in done.stderr

@@ -1,0 +1,161 @@
+"""`wirecheck node-state --exit-code N [--record FILE] [--output FILE] [--max-length N]`: what one run
+of `wirecheck validate` says about this node, for the hook that acts on it: a Slurm prolog or
+HealthCheckProgram (scripts/slurm/), a node-problem-detector plugin (scripts/k8s/node-problem-detector/).
+
+It prints one line and exits with node-problem-detector's codes:
+  0 healthy: a run on this node's GPUs in which every selected check passed;
+  1 unhealthy, drain the node: a check failed on this node's GPUs (a failed verdict in the record, or
+    pytest's 1), or NVML failed where an NVIDIA driver is installed (validate's 11: a broken driver);
+  2 unknown, act on nothing: node busy (75), a simulation (10, or a simulated record whatever failed in
+    it), a usage error, an internal error, no test collected, or a run stopped, killed or timed out
+    without a failed check. Also this command's own bad input.
+An unhealthy line is the drain reason, `wirecheck: <check> <where> <measured> < <limit>`
+(wirecheck.records.reason); every line is printable ASCII, at most --max-length characters.
+
+The decision is `decide()`, a pure function of the exit code, the record and validate's output, so the
+shell hooks only run validate, call this, and act on its exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from wirecheck.cli.validate import EXIT_CODES
+from wirecheck.core.exit_codes import FAILED, NODE_BUSY, NVML_BROKEN, OK, SIMULATED
+from wirecheck.records import reason
+from wirecheck.records.file import RecordFileError, RunRecord, read_run
+
+NAME = "node-state"
+
+HEALTHY, UNHEALTHY, UNKNOWN = 0, 1, 2  # node-problem-detector's OK, NonOK, Unknown
+STATES = {HEALTHY: "healthy", UNHEALTHY: "unhealthy", UNKNOWN: "unknown"}
+# Slurm keeps a node's reason in its accounting database as MySQL `tinytext` (slurmdbd's event table):
+# 255 bytes. slurmctld itself takes longer ones, but `sacctmgr show event` would not show them whole.
+SLURM_REASON_MAX = 255
+TIMED_OUT = 124  # timeout(1)'s code when the command ran past its limit (the hooks bound validate with it)
+OUTPUT_TAIL = 64 * 1024  # validate's output is read from its end: the lines that matter are the last ones
+
+
+@dataclass(frozen=True)
+class NodeState:
+    state: int  # HEALTHY | UNHEALTHY | UNKNOWN, also the command's exit code
+    line: str  # one printable ASCII line, starting "wirecheck: "
+
+
+def decide(exit_code: int, run: RunRecord | None, output: str = "", limit: int = SLURM_REASON_MAX,
+           record_note: str | None = None) -> NodeState:
+    """The node's state after one `wirecheck validate` run that exited `exit_code`, with its record (None
+    when it left none) and its output. Only a failed check on this node's GPUs and a broken driver make
+    it unhealthy; a simulation, whatever failed in it, never does."""
+    def say(state: int, text: str) -> NodeState:
+        return NodeState(state, reason.line(text, limit))
+
+    if exit_code == NODE_BUSY:
+        return say(UNKNOWN, f"node busy: {_holder(run, output)}: not checked")
+    if exit_code == SIMULATED or (run is not None and run.simulated):
+        return say(UNKNOWN, "SIMULATION: no GPU of this node was validated")
+    if exit_code == NVML_BROKEN:
+        return say(UNHEALTHY, f"NVML failed: {_nvml_error(output)}")
+    failure = reason.failure_line(run, limit) if run is not None else None
+    if failure:
+        return NodeState(UNHEALTHY, failure)
+    if exit_code == FAILED:
+        failed = (run.end or {}).get("tests", {}).get("failed") if run is not None else None
+        count = f"{failed} test(s)" if isinstance(failed, int) else "tests"
+        return say(UNHEALTHY, f"{count} failed without a recorded verdict ({record_note or 'see the log'})")
+    if exit_code == OK:
+        return say(HEALTHY, _passed(run))
+    return say(UNKNOWN, f"no verdict: {_meaning(exit_code)} (exit {exit_code})")
+
+
+def _holder(run: RunRecord | None, output: str) -> str:
+    holder = (run.end or {}).get("holder") if run is not None else None
+    if isinstance(holder, dict) and holder.get("pid"):
+        return f"pid {holder.get('pid')} ({holder.get('command')}), user {holder.get('user')}, since {holder.get('since')}"
+    for text in reversed(output.splitlines()):  # validate's last line names the holder
+        if "node busy: " in text:
+            return text.split("node busy: ", 1)[1].split("; exit", 1)[0]
+    return "another wirecheck run holds the GPUs"
+
+
+def _nvml_error(output: str) -> str:
+    for text in output.splitlines():  # validate: "wirecheck validate: NVML failed: <NVML's error>"
+        if "NVML failed: " in text:
+            return text.split("NVML failed: ", 1)[1]
+    return "the GPUs cannot be read although an NVIDIA driver is installed"
+
+
+def _passed(run: RunRecord | None) -> str:
+    if run is None:
+        return "passed"
+    counts = {outcome: sum(v.get("outcome") == outcome for v in run.verdicts) for outcome in ("pass", "skip")}
+    gpus = run.run.get("gpus")
+    on = f" on {len(gpus)} GPU(s)" if isinstance(gpus, list) and gpus else ""
+    return f"passed: {counts['pass']} checks{on}" + (f", {counts['skip']} skipped" if counts["skip"] else "")
+
+
+def _meaning(code: int) -> str:
+    if code in EXIT_CODES:
+        return EXIT_CODES[code][0]
+    if code == TIMED_OUT:
+        return "timed out (the hook's time limit)"
+    if code > 128:
+        try:
+            return f"killed by {signal.Signals(code - 128).name}"
+        except ValueError:
+            return f"killed by signal {code - 128}"
+    return "an exit code wirecheck validate does not give"
+
+
+def _read(path: str | None) -> tuple[RunRecord | None, str | None]:
+    """The record, or None with why (validate exited before pytest wrote one: NVML, usage)."""
+    if not path:
+        return None, "no record given"
+    try:
+        return read_run(path), None
+    except FileNotFoundError:
+        return None, f"no record {Path(path).name}"
+    except (RecordFileError, OSError, ValueError) as exc:
+        return None, f"record {Path(path).name} unreadable: {exc}"
+
+
+def _tail(path: str | None) -> str:
+    if not path:
+        return ""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            fh.seek(max(0, fh.tell() - OUTPUT_TAIL))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        NAME, help="what one validate run says about this node (healthy, unhealthy, unknown) as one line, for a "
+                   "Slurm prolog/HealthCheckProgram or a node-problem-detector plugin",
+        description=__doc__.split("\n\n")[0], epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--exit-code", type=int, required=True, metavar="N",
+                        help="wirecheck validate's exit code (124: it ran past the hook's timeout)")
+    parser.add_argument("--record", metavar="FILE", help="the run's record (--wirecheck-json); missing is allowed")
+    parser.add_argument("--output", metavar="FILE", help="validate's output (stdout and stderr), for NVML's error")
+    parser.add_argument("--max-length", type=int, default=SLURM_REASON_MAX, metavar="N",
+                        help=f"cut the line to N characters (default {SLURM_REASON_MAX}: Slurm's accounting keeps "
+                             "that much of a reason; node-problem-detector's max_output_length is 80 by default)")
+    return parser
+
+
+def run(args: argparse.Namespace, extra: list[str]) -> int:
+    if args.max_length < 20:
+        print(f"wirecheck {NAME}: --max-length {args.max_length}: give at least 20 characters", file=sys.stderr)
+        return UNKNOWN
+    record, note = _read(args.record)
+    state = decide(args.exit_code, record, _tail(args.output), args.max_length, note)
+    print(state.line, flush=True)
+    return state.state

@@ -1,0 +1,128 @@
+"""One GPU alone trains the strategy checks' model: the baseline every strategy's scaling is
+measured against. Runs in a worker of a one-rank group; no process group, no collective.
+
+    WorkerGroup(label, 1, backend, join_process_group=False).run(
+        "wirecheck.training.single_gpu:train_alone", kwargs, timeout_s, what)
+
+The loop is the local baseline's (training/baseline.py PlainLoop): the model DDP trains, built
+from the same seed, fp32 parameters under bf16 autocast, the same AdamW implementation, the
+same synthetic batches (rank 0's micro-batch of each step), timed as the strategies are (CUDA
+events, the median until it settles: training/timing.py). What one GPU reaches this way is
+the most a data-parallel job can give per GPU, so tokens/s per GPU of a strategy over this
+figure is its scaling efficiency (training/scaling.py).
+
+The record keeps the strategy runner's names for what both have (losses, step_times_s,
+tokens_per_s, peak_allocated_bytes, achieved_flops_per_gpu, ...: training/runner.py says what
+each is), so the same readers take both.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+
+import torch
+
+from wirecheck.core.precision import precision as check_precision
+from wirecheck.training import figures
+from wirecheck.training.baseline import PlainLoop
+from wirecheck.training.data import local_batch
+from wirecheck.training.manual_gc import ManualGC
+from wirecheck.training.shape import GPTShape, param_count
+from wirecheck.training.timing import StepClock, StopRule, time_steps
+
+
+CHECK_EVERY = 4  # steps between looks at the stop rule, as the strategy runner's (each look synchronises)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _device_name(device: torch.device) -> str:
+    # the name training.peak_flops and the floors are keyed by (NVML's and torch's agree)
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def train_alone(ctx, shape: dict, micro_batch: int, warmup_steps: int, steps: int, seed: int, precision: str,
+                optimizer: str = "fused", lr: float = 1e-3, max_steps: int | None = None,
+                ci_confidence: float = 0.95, ci_max_halfwidth: float = 0.02, gc_freq: int = 0) -> dict:
+    """Train for warmup_steps, then `steps` to `max_steps` timed steps on this rank's one device;
+    return the record (the strategy runner's fields where they mean the same)."""
+    if ctx.world_size != 1:
+        raise ValueError(f"one GPU alone: the group must have 1 rank, it has {ctx.world_size}")
+    check_precision(precision)
+    if steps < 1 or warmup_steps < 0 or micro_batch < 1:
+        raise ValueError(f"need steps >= 1, warmup_steps >= 0, micro_batch >= 1 (got {steps}, {warmup_steps}, "
+                         f"{micro_batch})")
+    rule = StopRule(steps, max_steps, ci_confidence, ci_max_halfwidth)
+    device = ctx.device
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    s = GPTShape.of(shape)
+    phases = {}
+    t0 = time.perf_counter()
+    loop = PlainLoop(device, s, seed, precision, optimizer, lr)
+    n_params = param_count(s)
+    batches = [local_batch(seed, i, 0, micro_batch, s.seq_len, s.vocab_size, device)
+               for i in range(warmup_steps + (max_steps or steps))]
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    _sync(device)
+    phases["setup"] = time.perf_counter() - t0
+    losses: list[torch.Tensor] = []
+    manual_gc = ManualGC(gc_freq)
+
+    def step(i: int) -> None:
+        manual_gc.at_step(i)
+        x, y = batches[i]
+        losses.append(loop.step(x, y).detach().float().reshape(1))  # no host sync inside the loop
+
+    try:
+        t0 = time.perf_counter()
+        manual_gc.start()
+        for i in range(warmup_steps):
+            step(i)
+        _sync(device)
+        phases["warmup"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        timed = time_steps(step, rule, StepClock(device), chunk=CHECK_EVERY, first_index=warmup_steps)
+        phases["timed"] = time.perf_counter() - t0
+    finally:
+        manual_gc.stop()
+    peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+    loss_values = torch.cat(losses).tolist()
+    loop.close()
+
+    tokens = micro_batch * s.seq_len
+    summary = timed.summary()
+    tokens_per_s = tokens / summary["step_time_median_s"]
+    flops = figures.model_flops_per_token(n_params)
+    return {
+        "rank": 0,
+        "world_size": 1,
+        "n_params": n_params,
+        "shape": s.as_dict(),
+        "micro_batch": micro_batch,
+        "tokens_per_step": tokens,
+        "losses": loss_values,
+        "first_loss": loss_values[0],
+        **summary,
+        "tokens_per_s": tokens_per_s,
+        "tokens_per_s_min": tokens / summary["step_time_max_s"],
+        "tokens_per_s_max": tokens / summary["step_time_min_s"],
+        "peak_allocated_bytes": peak,
+        "optimizer": optimizer,
+        "gc_freq": gc_freq,
+        "precision": precision,
+        "device_name": _device_name(device),
+        "backend": ctx.backend,
+        "torch_version": torch.__version__,
+        "model_flops_per_token": flops,
+        "attention_flops_per_token": figures.attention_flops_per_token(s.n_layer, s.d_model, s.seq_len),
+        "achieved_flops_per_gpu": figures.achieved_flops_per_gpu(flops, tokens_per_s, 1),
+        "phase_s": phases,
+    }
