@@ -139,6 +139,11 @@ ADVICE: dict[str, Advice] = {
                         "the host path is not the host path", "check busbw and nccl_path on both placements"),
     "dial_flattens": Advice("one strategy collapses on the host path far beyond the others",
                             "compare the dial tables (-v) of both placements; check that strategy's library version"),
+    "single_gpu_training": Advice(
+        "one GPU alone trains the strategies' model slower than its floor, or its losses are not finite: the GPU or "
+        "its host, not the wire (no other GPU takes part)",
+        "compare with the GPU health checks (GEMM, sustained load) of the same GPU and the -v dial's `py loop` (a "
+        "slow host); non-finite losses: run the GPU's math check (`pytest -k gemm_matches_reference`)"),
     "capacity": Advice("a model that must not fit under DDP did, or FSDP could not train it",
                        "check GPU memory (`nvidia-smi`) and the library versions"),
     # fleet
@@ -149,6 +154,11 @@ ADVICE: dict[str, Advice] = {
     "fleet_outlier": Advice("a node is clearly slower than its peers, even if it clears its own floors",
                             "run `wirecheck validate -k <placement> -v` on that node and compare its link and clocks "
                             "with a peer's"),
+    "fleet_gpu_outlier": Advice(
+        "a GPU is clearly slower than the fleet's GPUs of its model, even if it clears its own floor and its node's "
+        "peers (every GPU of its node may be slow alike: power, cooling or firmware of that node)",
+        "compare `nvidia-smi -q -d CLOCK,PERFORMANCE,POWER` on that node with a peer node's (clocks, power limit, "
+        "firmware); run `wirecheck validate -m health -v` on it"),
     "pair_node": Advice("a node is slow with every partner: the node (its NICs, PCIe or GPUs) is the problem",
                         "`wirecheck fleet inventory` and `ibstat` on that node"),
     "pair_link": Advice("one node pair is slow while both nodes are fine with others: the link or switch path "
