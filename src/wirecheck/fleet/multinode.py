@@ -236,13 +236,13 @@ class Judge:
     def __init__(self, job: Job, path: str | None):
         """`path`: --wirecheck-json; None: a new `.wirecheck/multinode-<UTC>-<host>-<pid>.jsonl`."""
         from wirecheck.records.file import RecordFileError
-        from wirecheck.records.run import RunWriter
+        from wirecheck.records.run import RunWriter, cannot_write
 
         self.job = job
         try:  # the job's wall time, rendezvous included
             self.writer = RunWriter(path, folder=".wirecheck", prefix="multinode", started=job.started)
         except RecordFileError as exc:
-            raise UsageError(f"--wirecheck-json: {exc}") from None
+            raise UsageError(cannot_write(exc, "--wirecheck-json", bool(path), ".wirecheck")) from None
         self.broken: list[str] = []
 
     def header(self) -> None:
