@@ -10,6 +10,8 @@ Register a check with `@check("name")`; its keyword arguments are its inputs. Ev
 this package is imported when the package is (so `judge` knows every check too): a new check
 is one new module here, registered without a list to edit. What a failure means and what to do
 (the failure block's last lines) is its entry in advice.py, or `@check("name", advice=Advice(...))`.
+
+May import: core, records, node, measure, training, thresholds, nccl (its log parser). Never torch.
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ def _torchrun_env() -> dict[str, int | str]:
     if missing:
         raise UsageError(f"{', '.join(missing)} not set: run this under torchrun, e.g. `torchrun --nnodes N "
                          "--nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST:PORT --rdzv-id JOB -m "
-                         "wirecheck.fleet.multinode` on every node, or `wirecheck fleet multinode`")
+                         "wirecheck.multinode` on every node, or `wirecheck fleet multinode`")
     return {k: (int(os.environ[k]) if k not in ("MASTER_ADDR",) else os.environ[k]) for k in TORCHRUN_ENV}
 
 
