@@ -58,6 +58,8 @@ def _never(*_):
         (["--simulate", "h200-sxm-2", "-k", "x"], "h200-sxm-2"),
         (["-v", "--simulate=topo.txt"], "topo.txt"),
         (["--", "--simulate"], None),
+        (["--profile", "h200-sxm-8", "--simulate"], "profile:h200-sxm-8"),  # the node the profile describes
+        (["--simulate=h200-sxm-2", "--profile=h200-sxm-8"], "h200-sxm-2"),  # a named topology wins
     ],
 )
 def test_simulation_target_reads_the_option_as_pytest_will(args, target):
@@ -77,6 +79,14 @@ def test_no_driver_at_all_falls_back_to_simulation():
     mode = choose_mode([], read_topology=_nvml_fails, detect_driver=lambda: NO_DRIVER)
     assert mode.simulate == "h200-nvl-8" and mode.refusal is None
     assert "no NVIDIA driver" in mode.notice and "SIMULATION" in mode.notice and NVML_ERROR in mode.notice
+
+
+def test_without_a_driver_a_profile_chooses_what_is_simulated():
+    """The README's `wirecheck validate --profile h200-sxm-8 -k nvswitch` on a CPU machine: the dry run is
+    of the 8-GPU NVSwitch node the profile describes, which has nvswitch placements (before: h200-nvl-8, none)."""
+    mode = choose_mode(["--profile", "h200-sxm-8", "-k", "nvswitch"], read_topology=_nvml_fails,
+                       detect_driver=lambda: NO_DRIVER)
+    assert mode.simulate == "profile:h200-sxm-8" and "the node the profile h200-sxm-8 describes" in mode.notice
 
 
 @pytest.mark.parametrize("evidence", [BROKEN_DRIVER, driver.DriverEvidence(True, True, False)])
@@ -200,7 +210,7 @@ def test_help_is_validates_own(capsys):
 
 def test_readme_documents_every_exit_code():
     readme = (PROJECT / "README.md").read_text()
-    section = readme[readme.index("### `wirecheck validate` exit codes"):]
+    section = readme[readme.index("## Exit codes"):]
     section = section[: section.index("\n## ")]
     for code in EXIT_CODES:
         assert re.search(rf"^\| {code} \|", section, re.M), f"exit code {code} missing from the README"

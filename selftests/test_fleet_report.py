@@ -144,8 +144,13 @@ def test_its_own_verdicts_are_judged_again(tmp_path, capsys):
 
 
 def test_a_simulated_fleet_says_so(tmp_path, capsys):
-    code, out, _ = run(capsys, fleet(tmp_path, simulated=True))
-    assert code == 10 and out.rstrip().splitlines()[-1].startswith("wirecheck fleet report: SIMULATION")
+    code, out, _ = run(capsys, fleet(tmp_path, simulated=True), "--html", tmp_path / "fleet.html")
+    assert code == 10 and out.rstrip().splitlines()[-2].startswith("wirecheck fleet report: SIMULATION"), out
+    assert "PASSED" not in out and "no failures in a SIMULATION" in out, out  # never a pass
+    page = (tmp_path / "fleet.html").read_text()
+    # headlined as loudly as a failure, and the pairs no multi-node run measured are "not measured", as in the text
+    assert "<h1>wirecheck fleet: SIMULATION (no failures): no node validated</h1>" in page and "PASSED" not in page
+    assert "class='banner sim'" in page and "Slow links: <b>not measured</b>" in page
 
 
 def test_bad_input_is_named(tmp_path, capsys):

@@ -176,3 +176,28 @@ def test_malformed_snapshot(data, message):
     with pytest.raises(ValueError) as info:
         Topology.from_dict(data, source="node.json")
     assert str(info.value).startswith(message), str(info.value)
+
+
+def test_a_profile_describes_a_topology_to_simulate():
+    from wirecheck.node.profile_topology import from_profile
+    from wirecheck.thresholds.file import load_thresholds
+
+    th = load_thresholds(Path(__file__).resolve().parents[1] / "thresholds.yaml")
+    sxm8 = from_profile(th.profile("h200-sxm-8"))
+    assert sxm8.fabric == NVSWITCH and sxm8.n_gpus == 8 and {g.name for g in sxm8.gpus} == {"NVIDIA H200"}
+    assert "nvswitch-8gpu-0.1.2.3.4.5.6.7" in {p.id for p in enumerate_placements(sxm8)}
+    nvl8 = from_profile(th.profile("h200-nvl-8"))
+    assert nvl8.fabric == BRIDGED and [list(g) for g in nvl8.index_groups] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    recorded = load_recorded("h200-nvl-8", Path(__file__).resolve().parents[1] / "fixtures" / "topologies")
+    assert nvl8.nvlinks == recorded.nvlinks  # the recorded synthetic topology and the profile agree
+
+
+def test_an_unknown_placement_is_answered_with_the_closest_and_a_listing_by_class():
+    from wirecheck.node.placement import did_you_mean, listing
+
+    placements = enumerate_placements(load_recorded("h200-nvl-8", Path(__file__).resolve().parents[1] / "fixtures" / "topologies"))
+    assert did_you_mean("nvl_qaud", placements) == "did you mean nvl_quad?"
+    assert did_you_mean("zzz", placements) == ""
+    text = listing(placements, width=60)
+    assert "  nvl_quad: nvl_quad-4gpu-0.1.2.3 nvl_quad-4gpu-4.5.6.7" in text.splitlines()
+    assert max(len(line) for line in text.splitlines()) <= 60

@@ -90,6 +90,8 @@ def test_format_bytes(n_bytes, text):
 def test_format_bw_one_decimal_in_gb_per_s():
     assert format_bw(327.5e9) == "327.5 GB/s"
     assert format_bw(26.562e9) == "26.6 GB/s"
+    assert format_bw(5e6) == "0.005 GB/s"  # a small floor is never written as 0.0 GB/s
+    assert format_bw(0.0) == "0.0 GB/s"
 
 
 def test_format_quantity_round_trips_the_unit():

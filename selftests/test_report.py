@@ -166,6 +166,21 @@ def test_history_draws_the_trend_and_flags_a_night_outside_its_band(tmp_path):
     assert "notes.jsonl" in trends and "another host (another-node)" in trends
 
 
+def test_a_simulated_trend_keeps_to_one_simulated_topology(tmp_path, capsys):
+    objs = lines(SIM)
+    hist = tmp_path / "history"
+    hist.mkdir()
+    for day in (1, 2, 3):
+        _night(objs, day, 1.0, hist / f"night{day}.jsonl")
+    eight = json.loads(json.dumps(objs))
+    eight[0].update(simulation_source="h200-nvl-8", fabric="bridged", groups=[[0, 1, 2, 3], [4, 5, 6, 7]])
+    write(hist / "nvl8.jsonl", eight)
+    page = make(tmp_path, _night(objs, 4, 1.0, tmp_path / "tonight.jsonl"), extra=["--history", str(hist)])
+    trends = section(page, "trends")
+    assert "4 run(s) in the trend" in trends and "a simulation of another topology (h200-nvl-8)" in trends
+    assert "left out of the trend: " in capsys.readouterr().out  # said on the terminal too
+
+
 def test_mad_band():
     assert mad_band([1.0, 2.0]) is None
     med, low, high = mad_band([10.0, 12.0, 11.0, 9.0, 10.0])  # MAD 1: +- 3 x 1.4826
@@ -173,6 +188,9 @@ def test_mad_band():
     assert not low <= 5.0 <= high
     # A series that repeats itself exactly still has a band: 1 % of the median.
     assert mad_band([10.0, 10.0, 10.0, 11.0]) == (10.0, pytest.approx(9.9), pytest.approx(10.1))
+    # Figures that cannot go below zero (bandwidth, counts) never get a band below zero.
+    assert mad_band([0.0, 0.0, 1.0, 5.0, 9.0])[1] == 0.0
+    assert mad_band([-3.0, -1.0, 0.0, 1.0, 3.0])[1] < 0  # a signed figure keeps its band
 
 
 def test_bad_input_is_one_clear_message(tmp_path, capsys):

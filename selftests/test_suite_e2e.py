@@ -51,7 +51,8 @@ def test_unknown_placement_is_a_usage_error(pytester):
     make_project(pytester)
     result = run_suite(pytester, "--simulate=h200-nvl-8", "--placement", "nvl_quad-4gpu-0.1.2.7", "--collect-only")
     assert result.ret == 4
-    result.stderr.fnmatch_lines(["*--placement nvl_quad-4gpu-0.1.2.7: unknown placement*nvl_quad-4gpu-0.1.2.3*"])
+    result.stderr.fnmatch_lines(["*--placement nvl_quad-4gpu-0.1.2.7: unknown placement*did you mean nvl_quad-4gpu-0.1.2.3*",
+                                 "*nvl_quad: nvl_quad-4gpu-0.1.2.3 nvl_quad-4gpu-4.5.6.7*"])
 
 
 def test_a_selection_that_matches_nothing_says_what_there_is(pytester):
@@ -59,7 +60,8 @@ def test_a_selection_that_matches_nothing_says_what_there_is(pytester):
     make_project(pytester)
     result = run_suite(pytester, "--simulate=h200-nvl-8", "-k", "nvl_qaud", "--collect-only")
     assert result.ret == 4
-    result.stderr.fnmatch_lines(["*-k 'nvl_qaud' selected none of the collected tests*nvl_quad-4gpu-0.1.2.3*"
+    result.stderr.fnmatch_lines(["*-k 'nvl_qaud' selected none of the collected tests. did you mean nvl_quad[?] Placement ids*",
+                                 "*nvl_quad: nvl_quad-4gpu-0.1.2.3 nvl_quad-4gpu-4.5.6.7*",
                                  "placement classes: nvswitch, nvl_pair, nvl_quad*"])
 
 

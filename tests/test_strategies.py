@@ -31,6 +31,13 @@ each_strategy = pytest.mark.parametrize("strategy", NAMES)
 def _run(measurements, record, placement, strategy, strategy_worker, grad_hook):
     run = measurements.run(placement, strategy, strategy_worker, grad_hook)
     require(record, f"{strategy} training steps", placement, run)
+    # The dial (-v) of the strategies run on this placement so far, whichever test ran them (`-k throughput`
+    # runs no staircase): a later table of the same placement replaces this one.
+    runs = measurements.runs_on(placement)
+    node = measurements.node
+    measurements.reporter.table(f"strategy dial on {placement.id}", dial_table(
+        {s: runs[s] for s in NAMES if s in runs}, placement.n_gpus, node.thresholds.training_limits(node.simulated),
+        _settings(node).precision, measurements.baseline()))
     return run
 
 
@@ -93,12 +100,9 @@ def test_model_state_matches_model(node, measurements, placement, strategy, stra
 
 
 @training_placements
-def test_staircase(node, measurements, reporter, placement, strategy_worker, grad_hook, record):
+def test_staircase(node, measurements, placement, strategy_worker, grad_hook, record):
     """Model state per GPU: DDP >= ZeRO-1 >= ZeRO-2 >= ZeRO-3 ~ FSDP."""
     runs = {s: _run(measurements, record, placement, s, strategy_worker, grad_hook) for s in NAMES}
-    reporter.table(f"strategy dial on {placement.id}", dial_table(
-        runs, placement.n_gpus, node.thresholds.training_limits(node.simulated), _settings(node).precision,
-        measurements.baseline()))
     verdict = record(checks.training.staircase(
         node.thresholds, placement=placement.id, n_gpus=placement.n_gpus, n_params=runs["zero3"].rank0["n_params"],
         precision=_settings(node).precision, state_bytes={s: r.model_state_bytes for s, r in runs.items()},

@@ -26,7 +26,9 @@ elif git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
   # The working tree is ahead of its .git (a copy sent with stale git data): what a clone of the
   # current tree would hold is git's file list, tracked and untracked-but-not-ignored.
   mkdir -p "$dest"
-  (cd "$src" && git ls-files -co --exclude-standard -z | tar --null -T - -cf -) | tar -C "$dest" -xf - || exit 2
+  # (a file the stale index still lists but the tree no longer has is left out: it was moved or deleted)
+  (cd "$src" && git ls-files -co --exclude-standard -z | while IFS= read -r -d '' f; do
+     [ -e "$f" ] && printf '%s\0' "$f"; done | tar --null -T - -cf -) | tar -C "$dest" -xf - || exit 2
   echo "== copy of the working tree's files (git ls-files; its .git is behind) in $dest"
 else
   # No git data here: copy the files, less what a run leaves behind (venv, records, build outputs).

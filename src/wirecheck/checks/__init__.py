@@ -8,7 +8,10 @@ version of the suite as long as the check keeps its arguments.
 
 Register a check with `@check("name")`; its keyword arguments are its inputs. Every module of
 this package is imported when the package is (so `judge` knows every check too): a new check
-is one new module here, registered without a list to edit.
+is one new module here, registered without a list to edit. What a failure means and what to do
+(the failure block's last lines) is its entry in advice.py, or `@check("name", advice=Advice(...))`.
+
+May import: core, records, node, measure, training, thresholds, nccl (its log parser). Never torch.
 """
 
 from __future__ import annotations
@@ -23,12 +26,17 @@ from wirecheck.core.verdict import Verdict
 CHECKS: dict[str, Callable[..., Verdict]] = {}
 
 
-def check(name: str):
-    """Register `fn(thresholds, **inputs) -> Verdict` under `name`; its verdicts carry the name and inputs."""
+def check(name: str, advice=None):
+    """Register `fn(thresholds, **inputs) -> Verdict` under `name`; its verdicts carry the name and inputs.
+    `advice` (advice.Advice): what a failure means and what to do, for a check advice.py does not list."""
 
     def register(fn):
         if name in CHECKS:
             raise ValueError(f"check {name!r} is registered twice")
+        if advice is not None:
+            from wirecheck.checks.advice import ADVICE
+
+            ADVICE[name] = advice
 
         @functools.wraps(fn)
         def run(thresholds, **inputs: Any) -> Verdict:

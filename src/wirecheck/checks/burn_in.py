@@ -13,6 +13,7 @@ import statistics
 import time
 
 from wirecheck.checks import check
+from wirecheck.checks.advice import Advice
 from wirecheck.core.quantity import format_bw
 from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, skip
 
@@ -26,7 +27,10 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
-@check("burn_in_no_hard_fault")
+@check("burn_in_no_hard_fault", advice=Advice(
+    "the node failed under hours of load: an XID, memory errors, a wrong product or element, or a hang",
+    "drain the node; the message names the round, the GPU or placement and the fault: an XID or ECC growth means "
+    "a GPU reset and a second burn-in, a wrong result or memory word replacing that GPU"))
 def burn_in_no_hard_fault(thresholds, *, status: str, rounds: int, seconds: float, duration_s: float,
                           fault: dict | None, checked: dict) -> Verdict:
     """The burn-in ran its rounds to the end of --duration with no hard fault (an XID or ECC event, ECC
@@ -55,7 +59,10 @@ def _tflops(value: float) -> str:
     return f"{value / 1e12:.1f} TFLOP/s" if value >= 1e12 else f"{value / 1e9:.3g} GFLOP/s"
 
 
-@check("burn_in_throughput_drift")
+@check("burn_in_throughput_drift", advice=Advice(
+    "a GPU lost throughput over the burn-in: it heats up, or its power or clocks sag over hours",
+    "compare its temperature and power over the run in `wirecheck report` with its peers'; check its cooling and "
+    "power delivery"))
 def burn_in_throughput_drift(thresholds, *, gpu: int, bus_id: str | None, round_flops: list, simulated: bool) -> Verdict:
     """A GPU's median TFLOP/s over its last `burn_in.drift.rounds` rounds at most `max_drop` below its
     first rounds' (`round_flops`: each round's median window, None where a round has no figure)."""
@@ -81,7 +88,10 @@ def burn_in_throughput_drift(thresholds, *, gpu: int, bus_id: str | None, round_
                    details={"first": first, "last": last, "rounds_compared": k, "rounds": len(values)})
 
 
-@check("burn_in_busbw_spread")
+@check("burn_in_busbw_spread", advice=Advice(
+    "a placement's bus bandwidth dropped in some rounds: a marginal link that degrades under heat or load",
+    "look at that placement's busbw per round in `wirecheck report`; `nvidia-smi nvlink -e` for the links' "
+    "error counters; reseat or replace the link or GPU if it repeats"))
 def burn_in_busbw_spread(thresholds, *, placement: str, op: str, round_busbw: list, simulated: bool) -> Verdict:
     """The slowest round's busbw (its steps' median) at most `burn_in.busbw_spread.max_below_median` below
     the median round of that placement and collective (`round_busbw`: bytes/s per round that ran it)."""

@@ -2,8 +2,11 @@
 
 Each verdict in a record file carries the inputs its check was computed from; the same check
 functions (wirecheck.checks) run on them again against a thresholds file — retuned floors,
-another node's limits — without GPUs. Failures are printed first, each with what was
-measured, the limit, where it is written and its source.
+another node's limits — without GPUs. Without --thresholds each run is judged against its own
+thresholds, as it read them (the record's header keeps the file's bytes); say --thresholds FILE to
+judge against another. Failures are printed first, each with what was measured, the limit, where
+it is written and its source. pytest counts tests, judge counts verdicts: where their skips
+differ, judge says why (a test skipped before its check ran records no verdict).
 
 Exit codes: 0 every verdict passes on a complete hardware run; 1 a verdict fails, or a run
 was cut short (no end record) or interrupted; 2 bad input (a file that is not a record, a
@@ -14,6 +17,7 @@ was validated).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,6 +27,7 @@ from wirecheck.checks import rejudge
 from wirecheck.training.strategy_run import workload_of
 from wirecheck.core.paths import suite_paths
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
+from wirecheck.records.run import recorded_thresholds
 from wirecheck.thresholds.file import Thresholds, ThresholdsError, load_thresholds
 from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, Verdict
 
@@ -136,20 +141,92 @@ def _run_status(run: RunRecord) -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
+def _own_thresholds(run: RunRecord, shipped: Path) -> tuple[Thresholds, str]:
+    """The thresholds a run was judged against when it ran (its header keeps their bytes), with the line
+    that says so; a record from before that judges against the shipped file, and says that."""
+    recorded_path = run.run.get("thresholds")
+    try:
+        recorded = recorded_thresholds(run.run)
+    except ValueError as exc:
+        raise RecordFileError(f"{run.path}: {exc}; pass --thresholds FILE to judge it against a file") from None
+    if recorded is None:
+        return load_thresholds(shipped), (f"{run.path}: the record does not keep its thresholds (written before "
+                                           f"they were recorded): judged against {shipped}")
+    data, digest = recorded
+    label = f"{recorded_path} as the run read it (sha256 {digest[:12]}, kept in the record's header)"
+    try:
+        thresholds = load_thresholds(recorded_path or "recorded thresholds", content=data)
+    except ThresholdsError as exc:
+        raise RecordFileError(f"{run.path}: the thresholds the run recorded cannot be read by this version of wirecheck "
+                              f"({exc}); pass --thresholds FILE") from None
+    note = f"{run.path}: judged against its own thresholds, {label}"
+    now = _file_digest(recorded_path)
+    if now is None:
+        note += f"; {recorded_path} is gone from this machine"
+    elif now != digest:
+        note += (f"; {recorded_path} has changed since (pass --thresholds {recorded_path} to judge against it as it "
+                 "is now)")
+    return thresholds, note
+
+
+def _file_digest(path: str | None) -> str | None:
+    if not path:
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _skips_explained(runs: list[RunRecord], judged: list[Judged]) -> list[str]:
+    """pytest counts tests, judge counts verdicts: a test skipped before its check ran (simulation, no
+    --profile, a placement it does not apply to) recorded no verdict. Said when the counts differ."""
+    lines = []
+    for run in runs:
+        tests = (run.end or {}).get("tests") or {}
+        pytest_skips = tests.get("skipped")
+        verdict_skips = sum(j.recorded.outcome == SKIP for j in judged if j.run is run)
+        if pytest_skips is None or pytest_skips == verdict_skips:
+            continue
+        line = (f"{run.path}: pytest counted {pytest_skips} skipped tests, the record holds {verdict_skips} skip "
+                f"verdicts: a test that skips before its check runs records no verdict")
+        unjudged = (run.end or {}).get("skipped_without_verdict") or {}
+        if unjudged:
+            top = sorted(unjudged.items(), key=lambda kv: -kv[1])[:3]
+            line += "; most often: " + "; ".join(f"{n} x {reason}" for reason, n in top)
+        lines.append(line)
+    return lines
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="wirecheck judge", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("records", nargs="+", metavar="RESULTS.jsonl", help="record files written by a run (--wirecheck-json)")
     parser.add_argument("--thresholds", metavar="FILE",
-                        help="thresholds file to judge against (default: the thresholds.yaml shipped with this wirecheck)")
+                        help="thresholds file to judge against (default: each run's own, kept in its record; a record "
+                             "written before 2026-12-02 keeps none and is judged against the shipped thresholds.yaml)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print failures and the summary only")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
-    th_path = Path(args.thresholds) if args.thresholds else suite_paths().thresholds
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    notes = []
     try:
-        thresholds = load_thresholds(th_path)
         runs = [read_run(p) for p in args.records]
-        judged = [j for run in runs for j in judge_run(run, thresholds)]
+        if args.thresholds:
+            try:
+                given = load_thresholds(Path(args.thresholds))
+            except FileNotFoundError:
+                raise ThresholdsError(f"--thresholds {args.thresholds}: no such file") from None
+            judged = [j for run in runs for j in judge_run(run, given)]
+            notes.append(f"against {args.thresholds}")
+        else:
+            judged = []
+            for run in runs:
+                own, note = _own_thresholds(run, suite_paths().thresholds)
+                judged += judge_run(run, own)
+                notes.append(note)
     except (ThresholdsError, RecordFileError, ValueError) as exc:
         print(f"wirecheck judge: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT
@@ -157,7 +234,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wirecheck judge: {exc.filename}: no such file", file=sys.stderr)
         return exit_codes.BAD_INPUT
 
-    print(f"wirecheck judge: {len(judged)} verdicts from {len(runs)} run(s) against {th_path}")
+    print(f"wirecheck judge: {len(judged)} verdicts from {len(runs)} run(s)" + (f" {notes[0]}" if args.thresholds else ""))
+    if not args.thresholds:
+        for note in notes:
+            print(f"wirecheck judge: {note}")
     for run in runs:
         if run.earlier_runs:
             print(f"wirecheck judge: {run.path} holds {run.earlier_runs + 1} runs; judging the last one "
@@ -166,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     for j in sorted(judged, key=lambda j: order[j.now.outcome]):
         if j.now.outcome == FAIL or not args.quiet:
             print(format_verdict(j))
+    for line in _skips_explained(runs, judged):
+        print(f"wirecheck judge: {line}")
     counts = {o: sum(j.now.outcome == o for j in judged) for o in OUTCOMES}
     changed = sum(j.changed for j in judged)
     problems = [p for p in (_run_status(run) for run in runs) if p]

@@ -10,8 +10,8 @@ Who else got a SIGINT is read from its siginfo: the terminal's carries si_code S
 whole foreground group got it). Any other (`kill -INT <pid>`, `timeout -s INT`) was sent by a
 process, most likely to the parent alone, so it is passed on to the child once; a signal sent
 to the whole group that way reaches the child twice, which only means an early second Ctrl-C.
-A second SIGINT stops the child with SIGTERM (no summary), a third with SIGKILL. SIGTERM is
-passed on (a second one to a child that got it too is harmless), so the child is never orphaned.
+A second SIGINT stops the child with SIGTERM (no summary), a third with SIGKILL. SIGTERM and SIGHUP
+are passed on (a second one to a child that got it too is harmless), so the child is never orphaned.
 
 The siginfo needs sigtimedwait (Linux, the BSDs); where it is missing (macOS) the parent only
 counts SIGINTs and passes SIGTERM on.
@@ -34,6 +34,7 @@ class Outcome:
     returncode: int  # the child's; negative: killed by that signal
     interrupts: int  # SIGINTs the parent received while the child ran
     terminated: bool  # the parent received SIGTERM
+    hangup: bool = False  # the parent received SIGHUP (its terminal or ssh session closed)
 
 
 def _stderr(message: str) -> None:
@@ -54,6 +55,7 @@ class _Policy:
         self.proc, self.name, self.notice = proc, name, notice
         self.interrupts = 0
         self.terminated = False
+        self.hangup = False
 
     def on_sigint(self, from_terminal: bool) -> None:
         self.interrupts += 1
@@ -71,8 +73,12 @@ class _Policy:
         self.terminated = True
         _send(self.proc, signal.SIGTERM)
 
+    def on_sighup(self) -> None:
+        self.hangup = True
+        _send(self.proc, signal.SIGHUP)
 
-_WAITED = {signal.SIGINT, signal.SIGTERM, signal.SIGCHLD}
+
+_WAITED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD}
 
 
 def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], None]) -> Outcome:
@@ -88,6 +94,8 @@ def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], Non
                 policy.on_sigint(from_terminal=info.si_code == SI_KERNEL)
             elif info.si_signo == signal.SIGTERM:
                 policy.on_sigterm()
+            elif info.si_signo == signal.SIGHUP:
+                policy.on_sighup()
 
         while proc.poll() is None:
             info = signal.sigtimedwait(_WAITED, _POLL_S)
@@ -100,7 +108,9 @@ def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], Non
                 policy.interrupts += 1
             elif info.si_signo == signal.SIGTERM:
                 policy.terminated = True
-        return Outcome(proc.returncode, policy.interrupts, policy.terminated)
+            elif info.si_signo == signal.SIGHUP:
+                policy.hangup = True
+        return Outcome(proc.returncode, policy.interrupts, policy.terminated, policy.hangup)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
@@ -111,13 +121,14 @@ def _run_with_handlers(cmd: Sequence[str], name: str, notice: Callable[[str], No
     previous = {
         signal.SIGINT: signal.signal(signal.SIGINT, lambda *_: policy.on_sigint(from_terminal=True)),
         signal.SIGTERM: signal.signal(signal.SIGTERM, lambda *_: policy.on_sigterm()),
+        signal.SIGHUP: signal.signal(signal.SIGHUP, lambda *_: policy.on_sighup()),
     }
     try:
         proc.wait()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return Outcome(proc.returncode, policy.interrupts, policy.terminated)
+    return Outcome(proc.returncode, policy.interrupts, policy.terminated, policy.hangup)
 
 
 def run_foreground(cmd: Sequence[str], name: str = "wirecheck", notice: Callable[[str], None] = _stderr) -> Outcome:

@@ -1,7 +1,8 @@
 """`wirecheck` command: topo (what the node is wired like), memory (the memory model),
 validate (run the validation suite on this node, or in simulation without a driver), plan (how long
 a level takes, predicted), node-state (what a validate run says about the node, for a drain hook),
-judge (judge recorded runs again), nccl-tests (the reference tool beside the suite).
+judge (judge recorded runs again), report (one page from a record, with the trend), fleet (report,
+inventory, multinode: beyond one node), nccl-tests (the reference tool beside the suite).
 
 Each command is a module with NAME, add_parser(subparsers) and run(args, extra_args) -> exit
 code; this module only parses and dispatches. A new command is one module and one line in

@@ -11,6 +11,9 @@ from wirecheck.core.precision import DEFAULT as DEFAULT_PRECISION
 from wirecheck.core.precision import NAMES as PRECISIONS
 
 NAME = "memory"
+# Past this a count no longer fits a float's 53 bits of integer and the table would print rounding
+# noise (1e30 gave 12000000000000002097152.00 GB).
+MAX_PARAMS = 1e15
 
 
 def parameter_count(text: str) -> int:
@@ -28,6 +31,10 @@ def parameter_count(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"{text} is not a parameter count: a model has at least 1 parameter; write e.g. 7.24e9"
         )
+    if value > MAX_PARAMS:
+        raise argparse.ArgumentTypeError(
+            f"{text} parameters is beyond any model (at most 1e15: a thousand times the largest "
+            "trained); write e.g. 7.24e9")
     if not value.is_integer():
         raise argparse.ArgumentTypeError(
             f"{text} is not a whole number of parameters; write e.g. {math.floor(value)} or {math.ceil(value)}"

@@ -60,14 +60,12 @@ def _say(message: str) -> None:
 
 
 def _topology_of(args, thresholds) -> str | None:
-    """What to collect on: --simulate, the profile's recorded topology, or this node (None)."""
+    """What to collect on: --simulate, the node a profile describes (`profile:NAME`, resolved as
+    `wirecheck validate --profile NAME` resolves it on a machine without GPUs), or this node (None)."""
     if args.profile is None:
         return args.simulate
-    profile = thresholds.profile(args.profile)
-    if not profile.topology:
-        raise ValueError(f"--profile {args.profile}: the profile names no recorded topology "
-                         f"({profile.yaml_path}.topology); add one, or pass --simulate NAME")
-    return profile.topology
+    thresholds.profile(args.profile)  # an unknown profile is refused here, naming the known ones
+    return f"profile:{args.profile}"
 
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:

@@ -46,7 +46,11 @@ EXIT_CODES: dict[int, tuple[str, str]] = {  # code -> (outcome for the last line
                       "nothing ran; try again later (the last line names the holder)"),
     codes.CTRL_C: ("interrupted (Ctrl-C): the run is incomplete",
              "interrupted by Ctrl-C: pytest printed its summary and the records so far are kept; not accepted"),
-    codes.TERMINATED: ("stopped by SIGTERM: the run is incomplete", "stopped by SIGTERM (passed on to pytest); not accepted"),
+    codes.TERMINATED: ("stopped by SIGTERM: the run is incomplete",
+                       "stopped by SIGTERM (passed on to pytest; Slurm's time limit): pytest printed its summary and "
+                       "the record ends naming the signal; not accepted"),
+    codes.HANGUP: ("stopped by SIGHUP: the run is incomplete",
+                   "stopped by SIGHUP (the terminal or ssh session closed): as SIGTERM; not accepted"),
 }
 KILLED_BY_SIGNAL = "128+N: pytest was killed by signal N (137: SIGKILL, e.g. the kernel's out-of-memory killer); not accepted"
 
@@ -110,19 +114,35 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def simulation_target(pytest_args: Sequence[str]) -> str | None:
-    """The --simulate value among pytest's arguments, as pytest will read it; None without it."""
+def _option_value(pytest_args: Sequence[str], option: str) -> str | None:
+    """The value of `option` among pytest's arguments (`--opt=V` or `--opt V`), "" when it is given
+    without one; None when it is not given."""
     args = list(pytest_args)
     for i, arg in enumerate(args):
         if arg == "--":
             break
-        if arg.startswith("--simulate="):
-            return arg.split("=", 1)[1] or DEFAULT_SIMULATION
-        if arg == "--simulate":
+        if arg.startswith(f"{option}="):
+            return arg.split("=", 1)[1]
+        if arg == option:
             # nargs="?": the next word is its value unless it is an option.
             following = args[i + 1] if i + 1 < len(args) else None
-            return following if following and not following.startswith("-") else DEFAULT_SIMULATION
+            return following if following and not following.startswith("-") else ""
     return None
+
+
+def default_simulation(pytest_args: Sequence[str]) -> str:
+    """What a dry run simulates when no topology is named: the node `--profile NAME` describes
+    (`profile:NAME`), else the recorded DEFAULT_SIMULATION."""
+    profile = _option_value(pytest_args, "--profile")
+    return f"profile:{profile}" if profile else DEFAULT_SIMULATION
+
+
+def simulation_target(pytest_args: Sequence[str]) -> str | None:
+    """The --simulate value among pytest's arguments, as pytest will read it; None without it."""
+    value = _option_value(pytest_args, "--simulate")
+    if value is None:
+        return None
+    return value or default_simulation(pytest_args)
 
 
 @dataclass(frozen=True)
@@ -158,9 +178,12 @@ def choose_mode(
                 "cannot be read, not a machine without GPUs: nothing was validated. Make `nvidia-smi` list the GPUs "
                 f"(driver, kernel module, container GPU access), or for a dry run on purpose: {PROG} --simulate"
             ))
-        return Mode(simulate=DEFAULT_SIMULATION, notice=(
+        target = default_simulation(pytest_args)
+        what = (f"the node the profile {target.split(':', 1)[1]} describes" if target.startswith("profile:")
+                else f"the recorded topology {target}")
+        return Mode(simulate=target, notice=(
             f"no NVIDIA driver on this machine ({evidence.describe()}; NVML: {exc}).\n"
-            f"Running the suite in SIMULATION on the recorded topology {DEFAULT_SIMULATION}: CPU processes and gloo "
+            f"Running the suite in SIMULATION on {what}: CPU processes and gloo "
             "stand in for GPUs and NCCL, nothing about this machine is validated."
         ))
     return Mode(gpus=topology.n_gpus)
@@ -169,6 +192,8 @@ def choose_mode(
 def exit_code(outcome: Outcome, simulated: bool) -> int:
     if outcome.terminated:
         return codes.TERMINATED
+    if outcome.hangup:
+        return codes.HANGUP
     if outcome.interrupts:
         return codes.CTRL_C  # even if pytest got to the end: the person asked it to stop
     if outcome.returncode < 0:
@@ -263,6 +288,8 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         cmd.append(f"--simulate={mode.simulate}")
     _say(" ".join(cmd))
     code = exit_code(run_foreground(cmd, PROG), simulated=mode.simulate is not None)
+    if code > 128:  # pytest may have stopped mid-line (its progress dots): the last line starts on its own
+        print(flush=True)
     print(busy_line(pytest_args) if code == codes.NODE_BUSY else last_line(code, mode), flush=True)
     return code
 

@@ -3,7 +3,8 @@ commands beside it (judge, report, fleet, nccl-tests, the multi-node entry point
 so that a dry run means the same 10 everywhere. The README's exit-code table and `wirecheck validate
 --help` list them with their meanings (wirecheck.cli.validate holds those words).
 
-0-5 are pytest's own (pytest.ExitCode), which the suite passes on; 10, 11 and 75 are wirecheck's. The
+0-5 are pytest's own (pytest.ExitCode), which the suite passes on; 10, 11 and 75 are wirecheck's; a run
+stopped by a signal exits 128+N (Ctrl-C 130, SIGTERM 143, SIGHUP 129), bare pytest as well as validate. The
 commands that are not pytest keep argparse's 2 for bad input (BAD_INPUT): the same number as pytest's
 INTERRUPTED, in another command.
 """
@@ -32,6 +33,7 @@ BAD_INPUT = 2  # the commands beside pytest (argparse's code): a bad option, fil
 
 CTRL_C = 128 + signal.SIGINT  # 130, as a shell reports a job stopped by Ctrl-C
 TERMINATED = 128 + signal.SIGTERM  # 143
+HANGUP = 128 + signal.SIGHUP  # 129: the terminal or ssh session went away
 
 
 def verdict(failed: bool, simulated: bool) -> int:

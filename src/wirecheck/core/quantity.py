@@ -250,8 +250,10 @@ def format_time(seconds: float) -> str:
 
 
 def format_bw(bytes_per_s: float) -> str:
-    """A bandwidth for messages in GB/s (1e9 B/s, the nccl-tests unit) with one decimal: "327.5 GB/s"."""
-    return f"{bytes_per_s / 1e9:.1f} GB/s"
+    """A bandwidth for messages in GB/s (1e9 B/s, the nccl-tests unit) with one decimal: "327.5 GB/s";
+    below 1 GB/s with 3 significant digits, so that a small floor is never written as 0.0: "0.005 GB/s"."""
+    gb = bytes_per_s / 1e9
+    return f"{gb:.1f} GB/s" if abs(gb) >= 1 or gb == 0 else f"{gb:.3g} GB/s"
 
 
 def format_quantity(value: float, kind: str) -> str:

@@ -208,14 +208,20 @@ def write_atomically(path: str | os.PathLike, text: str, mode: int = 0o644) -> N
     followed. `mode` is set on the descriptor (mkstemp's 0600 would hide a report from a collector
     running as another user), so no name is chmod-ed. Raises OSError with the path in it."""
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else ".")
+    except OSError as exc:  # the folder refuses a new file: say so of the file asked for, not of a temporary name
+        raise OSError(exc.errno, f"cannot make a file in {target.parent} ({exc.strerror})", str(target)) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:  # a directory at the name, say: of the file asked for, not of the temporary one
+            raise OSError(exc.errno, exc.strerror, str(target)) from None
     except BaseException:
         try:
             os.unlink(tmp)

@@ -190,9 +190,16 @@ def _table(result: FleetResult) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def _names(names) -> str:
+def _names(names, empty: str = "none") -> str:
     """Node names come from the records' file names and contents, as anything else there: escaped."""
-    return html.escape(", ".join(names)) or "none"
+    return html.escape(", ".join(names)) or empty
+
+
+def _headline(result: FleetResult) -> str:
+    verdict = "PASSED" if result.ok else "FAILED"
+    if result.simulated:
+        return f"SIMULATION ({'no failures' if result.ok else 'FAILED'}): no node validated"
+    return verdict
 
 
 def render_page(result: FleetResult) -> str:
@@ -204,17 +211,21 @@ def render_page(result: FleetResult) -> str:
         "body{font-family:sans-serif;margin:2em;max-width:1100px} table{border-collapse:collapse}",
         "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px} tr.bad td{background:#fde0dc}",
         "tr.ok td{background:#e8f5e9} .banner{padding:8px;background:#fff3cd} li{font-size:13px;margin:4px 0}",
+        # A simulated fleet is headlined as loudly as a failed one (the node report's banner).
+        ".banner.sim{font-size:2.2em;font-weight:800;padding:0.3em 0.5em;color:#7a5200;border:4px dashed #e0a800}",
         "</style></head><body>",
-        f"<h1>wirecheck fleet: {'PASSED' if result.ok else 'FAILED'}</h1>",
+        f"<h1>wirecheck fleet: {_headline(result)}</h1>",
         f"<p>{html.escape(result.directory)}: {len(result.nodes)} node(s), {len(result.network)} multi-node run(s); "
         f"thresholds {html.escape(result.thresholds)}; exit status {result.exit_code}</p>",
     ]
     if result.simulated:
-        parts.append("<p class='banner'>SIMULATION: the records are simulated runs; no node was validated.</p>")
+        parts.append("<div class='banner sim'>SIMULATION: the records are simulated runs; no node was validated</div>")
+    # As the text report says it: without a multi-node record the pairs were not measured, not found fine.
+    unmeasured = "not measured" if not result.network else "none"
     parts.append(f"<p>Below their peers (fleet rule): <b>{_names(named_by_fleet_rule(result))}</b>. "
-                 f"Slow with every partner (pair schedule): <b>{_names(named_by_pairs(result))}</b>. "
-                 f"Slow links: <b>{_names(slow_links(result))}</b>. "
-                 f"GPUs below the fleet's GPUs of their model: <b>{_names(gpus_below_fleet(result))}</b>.</p>")
+                 f"Slow with every partner (pair schedule): <b>{_names(named_by_pairs(result), unmeasured)}</b>. "
+                 f"Slow links: <b>{_names(slow_links(result), unmeasured)}</b>. "
+                 f"GPUs below the fleet's GPUs of their model: <b>{_names(gpus_below_fleet(result), unmeasured)}</b>.</p>")
     parts.append(_table(result))
     if failures:
         parts.append("<h2>Failures</h2><ul>" + "".join(

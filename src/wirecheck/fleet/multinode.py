@@ -72,7 +72,7 @@ def _torchrun_env() -> dict[str, int | str]:
     if missing:
         raise UsageError(f"{', '.join(missing)} not set: run this under torchrun, e.g. `torchrun --nnodes N "
                          "--nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST:PORT --rdzv-id JOB -m "
-                         "wirecheck.fleet.multinode` on every node, or `wirecheck fleet multinode`")
+                         "wirecheck.multinode` on every node, or `wirecheck fleet multinode`")
     return {k: (int(os.environ[k]) if k not in ("MASTER_ADDR",) else os.environ[k]) for k in TORCHRUN_ENV}
 
 
@@ -236,13 +236,13 @@ class Judge:
     def __init__(self, job: Job, path: str | None):
         """`path`: --wirecheck-json; None: a new `.wirecheck/multinode-<UTC>-<host>-<pid>.jsonl`."""
         from wirecheck.records.file import RecordFileError
-        from wirecheck.records.run import RunWriter
+        from wirecheck.records.run import RunWriter, cannot_write
 
         self.job = job
         try:  # the job's wall time, rendezvous included
             self.writer = RunWriter(path, folder=".wirecheck", prefix="multinode", started=job.started)
         except RecordFileError as exc:
-            raise UsageError(f"--wirecheck-json: {exc}") from None
+            raise UsageError(cannot_write(exc, "--wirecheck-json", bool(path), ".wirecheck")) from None
         self.broken: list[str] = []
 
     def header(self) -> None:

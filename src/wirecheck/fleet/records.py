@@ -67,8 +67,9 @@ def read_node_list(path: str | Path) -> list[str]:
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise FleetInputError(f"--nodes {path}: cannot read it ({exc.strerror or exc}); give a file with one node "
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text, byte {exc.start}"
+        raise FleetInputError(f"--nodes {path}: cannot read it ({why or exc}); give a file with one node "
                               "name per line (e.g. `scontrol show hostnames $SLURM_JOB_NODELIST > nodes.txt`)") from None
     names = [line.split("#", 1)[0].strip() for line in lines]
     names = [n for n in names if n]

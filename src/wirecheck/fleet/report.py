@@ -103,7 +103,7 @@ def render(result: FleetResult, quiet: bool = False) -> str:
                  f"schedule): {', '.join(by_pairs) or 'none' if result.network else 'not measured'}; slow links: "
                  f"{', '.join(links) or 'none' if result.network else 'not measured'}")
     failed = sum(not n.ok for n in result.nodes) + result.missing_unnamed
-    word = "FAILED" if not result.ok else "PASSED"
+    word = "FAILED" if not result.ok else "no failures in a SIMULATION" if result.simulated else "PASSED"
     lines.append(f"wirecheck fleet report: {word}: {failed} of {len(result.nodes) + result.missing_unnamed} node(s) failed; "
                  f"{sum(len(net.failed) for net in result.network) + result.network_missing} failed network verdict(s)")
     if result.simulated:
@@ -167,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 write(result, Path(target))
             except (OSError, ImportError) as exc:
-                print(f"wirecheck fleet report: {option} {target}: {exc}", file=sys.stderr)
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                print(f"wirecheck fleet report: {option} {target}: cannot write it ({why}); pass a writable path",
+                      file=sys.stderr)
                 return exit_codes.BAD_INPUT
             print(f"wirecheck fleet report: wrote {target}")
     return result.exit_code

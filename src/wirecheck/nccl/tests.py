@@ -34,7 +34,7 @@ from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.nccl.tests_output import Run, parse
 from wirecheck.node.placement import CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements
 from wirecheck.records.file import Measurement, RecordFileError, env_switches
-from wirecheck.records.run import COMPLETE, RunWriter
+from wirecheck.records.run import COMPLETE, RunWriter, cannot_write
 from wirecheck.core.safefs import UnsafePath, is_root, make_dirs, path_problem, umask, write_atomically
 from wirecheck.thresholds.file import CollectiveSettings
 
@@ -279,13 +279,20 @@ def main(argv: list[str] | None = None) -> int:
         spec = _sweep(settings, args.sizes)
         placements = select_placements(enumerate_placements(visible.from_environment(nvml.read_topology())),
                                        args.placement)
-    except (ValueError, ThresholdsError, nvml.NvmlUnavailable, OSError) as exc:
+    except nvml.NvmlUnavailable as exc:
+        print(f"wirecheck nccl-tests: {nvml.without_simulate_hint(exc)}; nccl-tests runs NVIDIA's binaries on this "
+              "node's GPUs, so it needs a GPU node (it has no dry run)", file=sys.stderr)
+        return exit_codes.BAD_INPUT
+    except (ValueError, ThresholdsError, OSError) as exc:
         print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT
     try:  # without --out: a new .wirecheck/nccl-tests-<UTC>-<host>-<pid>.jsonl (RecordFile.fresh)
         return crosscheck_placements(args.build_dir, placements, ops, spec, settings, args.out,
                                      binary_timeout_s=args.binary_timeout, raw_dir=args.raw_dir)
-    except (RecordFileError, UnsafePath) as exc:
+    except RecordFileError as exc:
+        print(f"wirecheck nccl-tests: {cannot_write(exc, '--out', bool(args.out), '.wirecheck')}", file=sys.stderr)
+        return exit_codes.BAD_INPUT
+    except UnsafePath as exc:
         print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT
 

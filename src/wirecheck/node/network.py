@@ -104,7 +104,7 @@ def read_ports(root: str | Path = "/") -> list[Port]:
         mbps = int(speed) if speed and speed.lstrip("-").isdigit() and int(speed) > 0 else None
         ports.append(Port(
             name=iface.name, device=iface.name, kind=ETHERNET, state=_read(iface / "operstate"), phys_state=None,
-            rate_bytes_per_s=mbps * 1e6 / 8 if mbps else None, rate_text=f"{speed} Mb/s" if speed else None,
+            rate_bytes_per_s=mbps * 1e6 / 8 if mbps else None, rate_text=f"{speed} Mb/s" if mbps else None,
             device_id=_device_id(iface / "device")))
     return ports
 

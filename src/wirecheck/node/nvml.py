@@ -71,6 +71,11 @@ class NvmlUnavailable(RuntimeError):
     """NVML cannot answer: no binding, no driver, no GPU, or a call failed outright."""
 
 
+def without_simulate_hint(exc: Exception) -> str:
+    """The message for a command that has no --simulate (`wirecheck nccl-tests`)."""
+    return str(exc).replace(f"; {_SIMULATE_HINT}", "").replace(_SIMULATE_HINT, "").rstrip("; ")
+
+
 class GpuLost(NvmlUnavailable):
     """A GPU fell off the bus (NVMLError_GpuIsLost)."""
 

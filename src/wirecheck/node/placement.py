@@ -267,3 +267,26 @@ def pinning_advice(topo: Topology, n: int) -> str:
     group = fitting[0]
     chosen = ",".join(str(topo.gpus[p].index) for p in group[:n])
     return f"{n} GPUs: CUDA_VISIBLE_DEVICES={chosen} (inside NVLink group {'.'.join(str(topo.gpus[p].index) for p in group)})"
+
+
+def listing(placements: list[Placement], width: int = 100) -> str:
+    """The placements by class, one class per line (wrapped), for messages that list what there is."""
+    import textwrap
+
+    by_class: dict[str, list[str]] = {}
+    for p in placements:
+        by_class.setdefault(p.klass, []).append(p.id)
+    lines = []
+    for klass, ids in by_class.items():
+        lines.extend(textwrap.wrap(" ".join(ids), width=width, initial_indent=f"  {klass}: ",
+                                   subsequent_indent=" " * (len(klass) + 4), break_on_hyphens=False))
+    return "\n".join(lines)
+
+
+def did_you_mean(word: str, placements: list[Placement]) -> str:
+    """`did you mean nvl_quad?` for a mistyped id or class (`--placement nvl_qaud`), else ""."""
+    import difflib
+
+    names = list(dict.fromkeys([p.klass for p in placements] + [p.id for p in placements]))
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    return f"did you mean {close[0]}?" if close else ""

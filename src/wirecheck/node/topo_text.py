@@ -269,9 +269,15 @@ def load_recorded(spec: str, search_dir: Path) -> Topology:
     NAME is tried as NAME.json, NAME.txt, NAME.synthetic.txt.
     """
     path = Path(spec)
-    if path.suffix in (".txt", ".json") or path.is_file():
+    # A path (it has a folder, or a file suffix) is never looked up as a name in search_dir.
+    looks_like_path = path.suffix in (".txt", ".json") or "/" in spec or spec.startswith(("~", "."))
+    if looks_like_path or path.is_file():
+        if path.is_dir():
+            raise ValueError(f"{spec}: a directory; give a .txt (`nvidia-smi topo -m`) or .json (`wirecheck topo "
+                             "--save`) file, or the name of a recorded topology")
         if not path.is_file():
-            raise ValueError(f"recorded topology {spec!r}: no such file; give an existing .txt or .json path or a name")
+            raise ValueError(f"{spec}: no such file; give an existing .txt or .json path, or the name of a recorded "
+                             f"topology ({', '.join(recorded_names(search_dir)) or 'none'})")
         return _load_file(path)
     search_dir = Path(search_dir)
     for suffix in _NAME_SUFFIXES:

@@ -3,12 +3,14 @@ or the tests a recorded run judged.
 
 Collecting the suite itself (`pytest --collect-only -q --level L --simulate TOPO`) keeps the plan from
 drifting from what runs: the levels, the placements, a site's hooks and its own tests are all in it.
-The run line that the collection writes to its record gives the placements (id, class, GPUs) and the
-link matrix. A simulated collection holds the same tests as the hardware run of that topology.
+The run's header, which the collection hands to header_probe through the suite's site hook (a
+collection runs no test, so it keeps no record), gives the placements (id, class, GPUs) and the link
+matrix. A simulated collection holds the same tests as the hardware run of that topology.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wirecheck.core.paths import suite_paths
-from wirecheck.records.file import RecordFileError, read_run
+from wirecheck.plan.header_probe import HEADER_FILE_ENV
+from wirecheck.records.file import read_run
 
 COLLECT_TIMEOUT_S = 300.0
 
@@ -54,11 +57,12 @@ def collect(level: str, simulate: str | None = None, extra: list[str] | None = N
             timeout_s: float = COLLECT_TIMEOUT_S) -> Collected:
     """The suite's tests at `level` on `simulate` (a recorded topology), or on this node's GPUs."""
     with tempfile.TemporaryDirectory(prefix="wirecheck-plan-") as folder:
-        record = Path(folder) / "collected.jsonl"
-        cmd = pytest_command(level, simulate, [f"--wirecheck-json={record}", *(extra or [])])
+        header_file = Path(folder) / "header.json"
+        cmd = pytest_command(level, simulate, ["-p", "wirecheck.plan.header_probe",
+                                               f"--wirecheck-json={Path(folder) / 'collected.jsonl'}", *(extra or [])])
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=dict(os.environ),
-                                  stdin=subprocess.DEVNULL)
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
+                                  env={**os.environ, HEADER_FILE_ENV: str(header_file)})
         except subprocess.TimeoutExpired:
             raise CollectError(f"collecting the suite took over {timeout_s:.0f} s: {' '.join(cmd)}") from None
         tests = _test_ids(done.stdout)
@@ -66,9 +70,9 @@ def collect(level: str, simulate: str | None = None, extra: list[str] | None = N
             said = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()][-6:]
             raise CollectError(f"collecting the suite failed (pytest exit {done.returncode}):\n  " + "\n  ".join(said))
         try:
-            header = read_run(record).run
-        except RecordFileError as exc:
-            raise CollectError(f"collecting the suite wrote no run line: {exc}") from None
+            header = json.loads(header_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CollectError(f"collecting the suite gave no run header ({exc}): {' '.join(cmd)}") from None
     return Collected(tests, header, f"--simulate {simulate}" if simulate else "this node")
 
 

@@ -99,21 +99,32 @@ class RecordFile:
         what = "the record file"
         fix = ("pass --wirecheck-json with a path in a folder only root can write (e.g. /var/lib/wirecheck/), or "
                "make that folder root's and not writable by others")
+        self.made_folders = _missing_folders(self.path.parent)  # deepest first: discard() removes them again
         try:
             make_dirs(self.path.parent, what=f"{what}'s folder", fix=fix)
+        except UnsafePath as exc:
+            raise RecordFileError(str(exc)) from None
+        except OSError as exc:
+            raise RecordFileError(f"cannot write the record file {self.path}: cannot make its folder "
+                                  f"{self.path.parent} ({exc.strerror or exc})") from None
+        try:
             if new:
                 try:
                     fd = create_new(self.path, what=what, fix="pass a new path")
                 except UnsafePath as exc:
                     raise RecordFileError(str(exc), taken=True) from None
+                self.created = True
             else:
+                self.created = not os.path.lexists(self.path)
                 fd = open_append(self.path, what=what)
             self._fh = os.fdopen(fd, "a", encoding="utf-8")
         except UnsafePath as exc:
             raise RecordFileError(str(exc)) from None
         except OSError as exc:
-            raise RecordFileError(f"cannot write the record file {self.path}: {exc.strerror or exc}; pass a writable "
-                                  "path") from None
+            what_failed = "a directory" if os.path.isdir(self.path) else exc.strerror or exc
+            raise RecordFileError(f"cannot write the record file {self.path}: {what_failed}") from None
+        # Where this run's lines start: a run that measured nothing takes them back (discard).
+        self.start_size = os.fstat(self._fh.fileno()).st_size
 
     @classmethod
     def fresh(cls, folder: str | Path, prefix: str = "results") -> RecordFile:
@@ -148,6 +159,39 @@ class RecordFile:
     def close(self) -> None:
         if not self._fh.closed:
             self._fh.close()
+
+    def discard(self) -> None:
+        """Take back what this run wrote: the file itself where the run made it (a run that measured
+        nothing leaves no file behind), else the lines it appended. A file another process put at
+        the name since is left alone."""
+        if self._fh.closed:
+            return
+        fd = self._fh.fileno()
+        try:
+            if self.created:
+                try:
+                    if os.path.samestat(os.fstat(fd), os.lstat(self.path)):
+                        os.unlink(self.path)
+                except FileNotFoundError:
+                    pass
+            else:
+                os.ftruncate(fd, self.start_size)
+        finally:
+            self._fh.close()
+        for folder in self.made_folders:
+            try:
+                os.rmdir(folder)  # only while empty
+            except OSError:
+                break
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    missing = []
+    folder = Path(os.path.abspath(folder))
+    while not os.path.lexists(folder) and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
 
 
 @dataclass

@@ -11,6 +11,9 @@ gpus, index_groups, matrix(); a placement: id, klass, gpus), read here without i
 
 from __future__ import annotations
 
+import base64
+import gzip
+import hashlib
 import time
 from collections import Counter
 from pathlib import Path
@@ -43,6 +46,47 @@ def topology_fields(topology) -> dict:
     }
 
 
+def thresholds_fields(path: str | Path) -> dict:
+    """The thresholds file a run judged against, as the header keeps it: its path, the sha256 of its
+    bytes and the bytes themselves (gzip, base64: ~20 kB for the shipped 60 kB file), so that `wirecheck
+    judge` judges a record again against the run's own limits on any machine, whatever became of the
+    file. Without a readable file: the path only."""
+    fields: dict = {"thresholds": str(Path(path).absolute())}  # judge looks for it again, from anywhere
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return fields
+    fields["thresholds_sha256"] = hashlib.sha256(data).hexdigest()
+    fields["thresholds_gz_b64"] = base64.b64encode(gzip.compress(data, mtime=0)).decode("ascii")
+    return fields
+
+
+def recorded_thresholds(header: dict) -> tuple[bytes, str] | None:
+    """(the thresholds file's bytes, its sha256) as a run header recorded them; None for a header
+    without them (records written before 2026-12-01, or whose thresholds file could not be read).
+    ValueError when they are there but damaged."""
+    packed = header.get("thresholds_gz_b64")
+    if packed is None:
+        return None
+    try:
+        data = gzip.decompress(base64.b64decode(packed, validate=True))
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"the recorded thresholds cannot be unpacked ({exc})") from None
+    digest = hashlib.sha256(data).hexdigest()
+    if header.get("thresholds_sha256") not in (None, digest):
+        raise ValueError("the recorded thresholds do not match their recorded sha256")
+    return data, digest
+
+
+def cannot_write(exc: Exception, option: str, named: bool, folder: str | Path) -> str:
+    """The message for a record file that cannot be made: the option that names it and the fix. A
+    run given no path was never asked for one: say where the default went and how to choose."""
+    if named:
+        return f"{option}: {exc}; pass a writable path"
+    return (f"{exc}: without {option}, a run keeps its record in {folder}; start it from a writable directory, "
+            f"or pass {option} PATH")
+
+
 def run_header(*, simulated: bool, simulation_source: str | None, thresholds: str | Path, versions: dict,
                placements: Iterable[dict], topology=None, gpus: list | None = None, unavailable: str | None = None,
                profile: str | None = None, level: str | None = None, duration_s: float | None = None,
@@ -60,7 +104,7 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
         "simulation_source": simulation_source,
         "unavailable": unavailable,
         "profile": profile,
-        "thresholds": str(thresholds),
+        **thresholds_fields(thresholds),
         "versions": versions,
         "env": env_switches(),
         **fields,
@@ -85,6 +129,8 @@ class RunWriter:
         self.verdicts: Counter = Counter()  # outcome -> count, as written
         self.simulated = False
         self.exit_status: int | None = None  # set by end()
+        self.ended = False
+        self.measurements = 0
 
     @property
     def path(self) -> Path:
@@ -95,28 +141,45 @@ class RunWriter:
         self.file.header(provenance)
 
     def measurement(self, m: Measurement) -> None:
+        self.measurements += 1
         self.file.measurement(m)
 
     def verdict(self, v: Verdict, test: str | None) -> None:
         self.verdicts[v.outcome] += 1
         self.file.verdict(v, test)
 
-    def end(self, status: str, exit_status: int, tests: dict | None = None, test_durations_s: dict | None = None,
+    @property
+    def measured(self) -> bool:
+        """Whether anything was recorded after the header."""
+        return bool(self.verdicts) or self.measurements > 0
+
+    def end(self, status: str, exit_status: int, tests: dict | None = None, signal: str | None = None,
+            skipped_without_verdict: dict | None = None, test_durations_s: dict | None = None,
             **extra: Any) -> None:
-        """The last line: how the run ended, its exit status, test and verdict counts, wall time, each
-        test's seconds (setup, call and teardown: the time model's figures; {} where there are no
-        tests), and `extra` keys of its own (a busy run's holder)."""
+        """The last line: how the run ended (`signal`: the one that stopped it, None otherwise), its exit
+        status (what the process returns), test and verdict counts (`skipped_without_verdict`: reason ->
+        tests skipped before any check ran, which pytest counts and the verdicts do not), wall time, each
+        test's seconds (setup, call and teardown: the time model's figures; {} where there are no tests),
+        and `extra` keys of its own (a busy run's holder)."""
         self.exit_status = int(exit_status)
         self.file.end({
             "status": status,
+            "signal": signal,
             "exit_status": self.exit_status,
             "simulated": self.simulated,
             "tests": dict(tests or {}),
+            "skipped_without_verdict": dict(skipped_without_verdict or {}),
             "verdicts": dict(self.verdicts),
             "wall_s": round(time.monotonic() - self.started, 1),
             "test_durations_s": {test: round(seconds, 3) for test, seconds in (test_durations_s or {}).items()},
             **extra,
         })
+        self.ended = True
 
     def close(self) -> None:
         self.file.close()
+
+    def discard(self) -> None:
+        """A run that measured nothing (a usage error, nothing collected) leaves no record: the file
+        it made is removed, the lines it appended to a named one are taken back."""
+        self.file.discard()

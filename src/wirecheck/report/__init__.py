@@ -12,6 +12,8 @@ A small package of functions a fleet page can call:
 - `command`: `main(argv)`, the command line.
 matplotlib is imported only by `figures` (and what uses it), so `model` and `prometheus`
 load fast where no page is drawn.
+
+May import: core, records, training (the memory model, the dial), burnin (the names of a round's columns). Never torch.
 """
 
 

@@ -74,15 +74,22 @@ def build_html(view, history, skipped, sources: list[str]) -> tuple[str, list]:
     return html.page(title, header, parts, footer), images
 
 
+def _topology_of(view) -> tuple:
+    h = view.header
+    return h.get("fabric"), repr(h.get("groups")), repr(h.get("matrix"))
+
+
 def _trend_runs(view, others, history, skipped):
-    """Runs of the same host and kind (hardware or simulation): another node's nights or a dry
-    run would only blur this node's band."""
+    """Runs of the same host and kind (hardware or simulation), and for a simulation of the same simulated
+    topology: another node's nights, a dry run, or a dry run of another node would only blur this band."""
     kept = []
     for other in [*others, *history]:
         if other.header.get("host") != view.header.get("host"):
             skipped.append((other.run.path, f"another host ({other.header.get('host')})"))
         elif other.simulated != view.simulated:
             skipped.append((other.run.path, "a simulation" if other.simulated else "a hardware run (this one is a simulation)"))
+        elif view.simulated and _topology_of(other) != _topology_of(view):
+            skipped.append((other.run.path, f"a simulation of another topology ({other.header.get('simulation_source')})"))
         else:
             kept.append(other)
     return kept
@@ -93,6 +100,8 @@ def _unwritable(path: Path) -> str | None:
     folder = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         return f"{path} is a directory"
+    if folder.exists() and not folder.is_dir():
+        return f"{folder} is a file, not a directory"
     if not folder.is_dir():
         return f"{folder} does not exist"
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -141,8 +150,13 @@ def _run(args: argparse.Namespace) -> int:
     size = len(page.encode("utf-8"))
     print(f"wirecheck report: wrote {output} ({size / 1024:.0f} KiB, {len(images)} figures: "
           f"{' '.join(i.id for i in images) or 'none'})")
+    for path, why in skipped:  # listed on the page too ("Over time")
+        print(f"wirecheck report: left out of the trend: {why if why.startswith(str(path)) else f'{path}: {why}'}")
     if args.prometheus:
         print(f"wirecheck report: wrote {args.prometheus} (Prometheus text format)")
+    if view.status != "complete":
+        print(f"wirecheck report: {args.records[0]}: the run was {view.status}: the page says INCOMPLETE (not every "
+              "check ran)")
     if view.simulated:
         print("wirecheck report: SIMULATION: the run described validated nothing")
     return exit_codes.OK

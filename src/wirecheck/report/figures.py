@@ -493,7 +493,9 @@ def mad_band(values: list[float], k: float = 3.0) -> tuple[float, float, float] 
         return None
     med = statistics.median(values)
     half = max(k * 1.4826 * statistics.median(abs(v - med) for v in values), MIN_BAND * abs(med))
-    return med, med - half, med + half
+    # Bandwidths, throughputs and counts cannot go below zero, and neither can their band.
+    low = max(med - half, 0.0) if min(values) >= 0 else med - half
+    return med, low, med + half
 
 
 def trend(fid: str, title: str, unit: str, panels: list[tuple[str, dict[str, list[tuple]]]], log_y: bool = False) -> Image:

@@ -57,7 +57,8 @@ def headline(view: RunView) -> tuple[str, str]:
     """(css class, text) of the banner at the top of the page."""
     counts = view.verdict_counts
     if view.simulated:
-        return "sim", "SIMULATION: nothing on this machine was validated"
+        failed = f"{counts[FAIL]} of {sum(counts.values())} checks FAILED" if counts[FAIL] else "no failures"
+        return "sim", f"SIMULATION ({failed}): nothing on this machine was validated"
     if counts[FAIL]:
         return "fail", f"FAILED: {counts[FAIL]} of {sum(counts.values())} checks"
     if view.status != "complete":

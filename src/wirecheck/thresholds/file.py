@@ -59,7 +59,7 @@ class Profile:
     # The farthest topo -m path (PIX..SYS) from any GPU to its nearest NIC that this node type is
     # built with; farther fails. None: only network.gpu_nic_path's warning.
     gpu_nic_path: str | None = None
-    # A recorded topology (fixtures/topologies NAME) wired as this node type: `wirecheck plan --profile` plans on it.
+    # A recorded topology (fixtures/topologies NAME) wired as this node type: what a --profile dry run simulates.
     topology: str | None = None
 
 
@@ -336,7 +336,7 @@ def _profile(at: _At, name: str) -> Profile:
         optional={"nvlink_speed": '"26.562 GB/s"', "nvlinks_per_peer": "6", "group_size": "4",
                   "nic_ports": "8", "nic_rate": '"50 GB/s"  (400 Gb/s NDR, per port per direction)',
                   "gpu_nic_path": "PIX  (a NIC under each GPU's own PCIe switch)",
-                  "topology": "h100-sxm-8-nics  (a recorded topology, wired as this node: what `wirecheck plan` plans on)"},
+                  "topology": "h100-sxm-8-nics  (a recorded topology, wired as this node: what a --profile dry run simulates)"},
     )
     fabric = f["fabric"].choice(FABRICS)
     gpu_count = f["gpu_count"].count(minimum=1)
@@ -675,10 +675,11 @@ def _fleet(at: _At) -> dict[bool, FleetLimits]:
     return MappingProxyType(out)
 
 
-def load_thresholds(path: str | Path) -> Thresholds:
-    """Read and validate a thresholds file. Raises ThresholdsError (or FileNotFoundError)."""
+def load_thresholds(path: str | Path, content: bytes | None = None) -> Thresholds:
+    """Read and validate a thresholds file (`content`: its bytes, kept elsewhere, e.g. in a run's
+    record; `path` then names it in messages). Raises ThresholdsError (or FileNotFoundError)."""
     path = Path(path)
-    data = _read_yaml(path)
+    data = _read_yaml(path, content)
     if data is None:
         raise ThresholdsError(
             f"{path}: the file is empty; it must hold the sections profiles, collectives and training "

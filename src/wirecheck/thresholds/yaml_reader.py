@@ -264,11 +264,14 @@ class _At:
         return {key: self.child(key) for key in self.value}
 
 
-def _read_yaml(path: Path) -> Any:
+def _read_yaml(path: Path, data: bytes | None = None) -> Any:
+    """The YAML document of `path` (or of `data`, its bytes kept elsewhere: a record's header)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8") if data is None else data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ThresholdsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the file as UTF-8") from None
+    except IsADirectoryError:
+        raise ThresholdsError(f"{path}: a directory; give the path of a thresholds file") from None
     try:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
     except yaml.MarkedYAMLError as exc:

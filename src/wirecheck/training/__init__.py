@@ -9,6 +9,8 @@ the memory model and the figures (`.figures`) import no torch, so the pytest pro
 everything else is loaded on first use, and the trainer modules the table names (ddp,
 deepspeed_zero, fsdp) only inside the worker, so importing this package imports neither torch,
 DeepSpeed nor Accelerate.
+
+May import: core, records, node, workers.
 """
 
 from __future__ import annotations

@@ -1,0 +1,235 @@
+"""Bad input, tried on every command (issue 23): a file of non-UTF-8 bytes, a binary one, an empty one,
+one cut in the middle, a directory where a file belongs, a path that does not exist, and for what a
+command writes: a directory, a folder it cannot write, a folder that is a file. None may end in a
+traceback, and each message names the path it was given.
+
+Every command is called in this process through its own main() (pytest's face through pytester's
+in-process run), so the whole table costs a few seconds.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from e2e import PROJECT, make_project
+from wirecheck.checks import judge
+from wirecheck.cli import main as cli
+from wirecheck.fleet import cli as fleet_cli
+from wirecheck.report import command as report
+
+RECORD = PROJECT / "selftests" / "data" / "sim-h200-sxm-2.jsonl"
+THRESHOLDS = PROJECT / "thresholds.yaml"
+TOPOLOGY = PROJECT / "fixtures" / "topologies" / "h200-sxm-2.txt"
+
+INPUT_KINDS = ("non-UTF-8", "binary", "empty", "truncated", "directory", "nonexistent")
+OUTPUT_KINDS = ("directory", "unwritable", "no such folder", "folder is a file")
+
+
+def bad_input(tmp_path: Path, kind: str, valid: Path) -> Path:
+    """A file (or not) of `kind` made from the valid file `valid`, named like it."""
+    path = tmp_path / "bad" / valid.name
+    path.parent.mkdir(exist_ok=True)
+    text = valid.read_bytes()
+    if kind == "non-UTF-8":  # Latin-1 text where UTF-8 is read: one é in the first line
+        first = text.index(b"\n")
+        path.write_bytes(text[:first] + b" caf\xe9" + text[first:])
+    elif kind == "binary":
+        path.write_bytes(bytes(range(256)) * 16)
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "truncated":  # cut in the middle of its third line, as a full disk or a kill leaves it
+        head = text.split(b"\n")
+        path.write_bytes(b"\n".join(head[:2]) + b"\n" + head[2][: len(head[2]) // 2])
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "nonexistent":
+        pass
+    return path
+
+
+def bad_output(tmp_path: Path, kind: str, name: str) -> Path:
+    if kind == "directory":
+        path = tmp_path / name
+        path.mkdir()
+        return path
+    if kind == "unwritable":  # /proc refuses new files, even to root
+        return Path("/proc") / name
+    if kind == "no such folder":
+        return tmp_path / "nowhere" / name
+    plain = tmp_path / "plain-file"
+    plain.write_text("")
+    return plain / name
+
+
+def call(main, argv: list[str], capsys) -> tuple[int, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's usage errors
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def assert_clean(code: int, text: str, allowed: set[int], named: str) -> None:
+    assert code in allowed, f"exit {code}, expected {allowed}:\n{text}"
+    assert "Traceback" not in text, text
+    assert named in text, f"the message does not name {named}:\n{text}"
+
+
+# ---- reading commands: judge, report, fleet report, fleet inventory, topo ----------------------------
+
+# (command, main, argv given the bad path, the valid file it replaces, allowed exit codes by kind)
+READERS = {
+    "judge RECORD": (judge.main, lambda p, t: [str(p)], RECORD, {"truncated": {1}}),
+    "judge --thresholds": (judge.main, lambda p, t: [str(RECORD), "--thresholds", str(p)], THRESHOLDS, {}),
+    "report RECORD": (report.main, lambda p, t: [str(p), "-o", str(t / "r.html")], RECORD, {"truncated": {0}}),
+    "fleet report --thresholds": (fleet_cli.main, lambda p, t: ["report", str(_fleet_dir(t)), "--thresholds", str(p)],
+                                  THRESHOLDS, {}),
+    "fleet report --nodes": (fleet_cli.main, lambda p, t: ["report", str(_fleet_dir(t)), "--nodes", str(p)],
+                             RECORD, {}),
+    "fleet inventory --thresholds": (fleet_cli.main, lambda p, t: ["inventory", "--thresholds", str(p)], THRESHOLDS, {}),
+    "fleet inventory --simulate": (fleet_cli.main, lambda p, t: ["inventory", "--simulate", str(p)], TOPOLOGY,
+                                   {"non-UTF-8": {0}}),
+    "topo --simulate": (cli.main, lambda p, t: ["topo", "--simulate", str(p)], TOPOLOGY, {"non-UTF-8": {0}}),
+    "nccl-tests --thresholds": (cli.main, lambda p, t: ["nccl-tests", "--build-dir", str(t), "--thresholds", str(p)],
+                                THRESHOLDS, {}),
+}
+
+
+# A `topo -m` copy with a Latin-1 byte, or cut after its matrix rows, is read as pasted copies are.
+LENIENT_TOPOLOGY = ("non-UTF-8", "truncated")
+
+
+def _fleet_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "fleet"
+    if not folder.exists():
+        folder.mkdir()
+        for node in ("node01", "node02", "node03"):
+            shutil.copy(RECORD, folder / f"{node}.jsonl")
+    return folder
+
+
+@pytest.mark.parametrize("kind", INPUT_KINDS)
+@pytest.mark.parametrize("command", READERS)
+def test_a_bad_input_file_is_a_message_naming_it(command, kind, tmp_path, capsys):
+    main, argv, valid, allowed = READERS[command]
+    path = bad_input(tmp_path, kind, valid)
+    if command == "fleet report --nodes" and kind in ("non-UTF-8", "truncated"):
+        pytest.skip("a node list is plain names: any text is one")
+    code, text = call(main, argv(path, tmp_path), capsys)
+    if command.startswith(("topo", "fleet inventory --simulate")) and kind in LENIENT_TOPOLOGY and code == 0:
+        return  # read: pasted copies carry such bytes, and copies cut after the matrix are common
+    assert_clean(code, text, allowed.get(kind, set()) | {2}, str(path))
+
+
+@pytest.mark.parametrize("kind", INPUT_KINDS[:4])
+def test_bad_files_in_a_history_or_fleet_directory_are_named(kind, tmp_path, capsys):
+    history = tmp_path / "history"
+    history.mkdir()
+    bad = bad_input(tmp_path, kind, RECORD)
+    shutil.move(bad, history / "night.jsonl")
+    code, text = call(report.main, [str(RECORD), "--history", str(history), "-o", str(tmp_path / "r.html")], capsys)
+    if kind == "truncated":  # a run cut short is still a run: it joins the trend
+        assert code == 0 and "Traceback" not in text, text
+    else:
+        assert_clean(code, text, {0}, f"left out of the trend: {history / 'night.jsonl'}")
+    fleet = _fleet_dir(tmp_path)
+    shutil.copy(history / "night.jsonl", fleet / "node04.jsonl")
+    code, text = call(fleet_cli.main, ["report", str(fleet)], capsys)
+    assert_clean(code, text, {1, 2}, "node04.jsonl")  # 1: a node cut short fails the fleet, naming its record
+
+
+@pytest.mark.parametrize("given", ["nonexistent", "a file"])
+def test_a_directory_argument_that_is_not_one(given, tmp_path, capsys):
+    path = tmp_path / "missing" if given == "nonexistent" else RECORD
+    code, text = call(report.main, [str(RECORD), "--history", str(path), "-o", str(tmp_path / "r.html")], capsys)
+    assert_clean(code, text, {2}, str(path))
+    code, text = call(fleet_cli.main, ["report", str(path)], capsys)
+    assert_clean(code, text, {2}, str(path))
+    code, text = call(fleet_cli.main, ["inventory", "--sysfs-root", str(path)], capsys)
+    assert_clean(code, text, {0, 2}, "" if code == 0 else str(path))  # no sysfs there: no ports, said so
+
+
+# ---- writing commands: report -o/--prometheus, fleet report --json/--html, topo --save -------------
+
+WRITERS = {
+    "report -o": (report.main, lambda p, t: [str(RECORD), "-o", str(p)]),
+    "report --prometheus": (report.main, lambda p, t: [str(RECORD), "-o", str(t / "r.html"), "--prometheus", str(p)]),
+    "fleet report --json": (fleet_cli.main, lambda p, t: ["report", str(_fleet_dir(t)), "--json", str(p)]),
+    "topo --save": (cli.main, lambda p, t: ["topo", "--simulate", "h200-sxm-2", "--save", str(p)]),
+}
+
+
+@pytest.mark.parametrize("kind", OUTPUT_KINDS)
+@pytest.mark.parametrize("command", WRITERS)
+def test_an_unwritable_output_is_a_message_naming_it(command, kind, tmp_path, capsys):
+    main, argv = WRITERS[command]
+    path = bad_output(tmp_path, kind, "out.x")
+    code, text = call(main, argv(path, tmp_path), capsys)
+    assert_clean(code, text, {2}, str(path))
+    assert ".tmp" not in text, text  # never a temporary name of ours
+
+
+# ---- values: memory ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params", ["", "caf\udce9", "1e30", "abc", "nan", "-5", "1.5"])
+def test_memory_takes_a_parameter_count_or_says_why_not(params, capsys):
+    code, text = call(cli.main, ["memory", "--params", params, "--gpus", "4"], capsys)
+    assert_clean(code, text, {2}, "--params")
+
+
+def test_nccl_tests_without_a_driver_offers_no_option_it_refuses(tmp_path, capsys):
+    code, text = call(cli.main, ["nccl-tests", "--build-dir", str(tmp_path)], capsys)
+    if code != 2 or "NVML" not in text:
+        pytest.skip("NVML answers here: this machine has a driver")
+    assert "--simulate" not in text and "needs a GPU node" in text, text
+
+
+# ---- pytest's face (wirecheck validate passes these through) ----------------------------------------
+
+PYTEST_READERS = {"--thresholds": THRESHOLDS, "--simulate": TOPOLOGY}
+
+
+@pytest.mark.parametrize("kind", INPUT_KINDS)
+@pytest.mark.parametrize("option", PYTEST_READERS)
+def test_the_suite_names_a_bad_input_file(option, kind, pytester):
+    root = make_project(pytester)
+    path = bad_input(Path(root), kind, PYTEST_READERS[option])
+    args = ["--simulate=h200-sxm-2"] if option == "--thresholds" else []
+    # one test file whose name no self-test module shares (in-process, a same-named module is already imported)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", *args, f"{option}={path}",
+                                          "tests/test_inventory.py")
+    text = "\n".join(result.outlines + result.errlines)
+    if option == "--simulate" and kind in LENIENT_TOPOLOGY and result.ret == 10:
+        return  # read, as above
+    assert_clean(result.ret, text, {4}, str(path))
+    assert "INTERNALERROR" not in text, text
+    assert not (Path(root) / ".wirecheck").exists()  # a usage error leaves no record
+
+
+@pytest.mark.parametrize("kind", OUTPUT_KINDS)
+def test_the_suite_names_an_unwritable_record(kind, pytester):
+    root = make_project(pytester)
+    path = bad_output(Path(root), kind, "run.jsonl")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", "--simulate=h200-sxm-2",
+                                          f"--wirecheck-json={path}", "tests/test_inventory.py")
+    text = "\n".join(result.outlines + result.errlines)
+    if kind == "no such folder":  # made for the record, and taken back with it: --collect-only ran nothing
+        assert result.ret == 10 and not path.parent.exists(), text
+        return
+    assert_clean(result.ret, text, {4}, f"--wirecheck-json: cannot write the record file {path}")
+
+
+def test_a_run_in_a_read_only_directory_is_told_to_choose_a_record(pytester, monkeypatch):
+    """No --wirecheck-json was passed: the message says where the record would go and how to choose."""
+    root = make_project(pytester)
+    monkeypatch.chdir("/proc")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", "--simulate=h200-sxm-2",
+                                          "--rootdir", str(root), str(Path(root) / "tests" / "test_inventory.py"))
+    text = "\n".join(result.outlines + result.errlines)
+    assert_clean(result.ret, text, {4}, "without --wirecheck-json, a run keeps its record in /proc/.wirecheck")
+    assert "pass a writable path" not in text

@@ -1,0 +1,117 @@
+"""What an operator reads at the end of a run (issue 23): a failed check is one block (check, where,
+measured, limit, source, what it means, what to do) and its short summary line says why; any other
+error keeps pytest's traceback; the last lines name the record and the next command."""
+
+from __future__ import annotations
+
+from xml.etree import ElementTree
+
+from e2e import PROJECT, make_project, run_suite
+from wirecheck import checks
+from wirecheck.checks.advice import ADVICE, GENERIC, advice_for
+from wirecheck.checks.failure_block import reason, render
+from wirecheck.core.verdict import Verdict
+from wirecheck.thresholds.file import load_thresholds
+
+from pytest_wirecheck.last_screen import asserted_verdict
+
+
+def _slow_busbw():
+    """A real check's verdict: 1 MB/s all_reduce against the simulated floor of 0.005 GB/s."""
+    return checks.collectives.busbw(
+        load_thresholds(PROJECT / "thresholds.yaml"), op="all_reduce", placement="nvswitch-2gpu-0.1",
+        placement_class="nvswitch", n_gpus=2, simulated=True, busbw_bytes_per_s=1e6, size_bytes=2**22,
+        link_ceiling_bytes_per_s=None)
+
+
+def test_the_block_says_what_where_measured_limit_source_meaning_and_what_to_do():
+    verdict = _slow_busbw()
+    lines = render(verdict, "tests/test_collectives.py::test_busbw[nvswitch-2gpu-0.1-all_reduce]")
+    text = "\n".join(lines)
+    assert lines[0] == "busbw FAILED on nvswitch-2gpu-0.1: all_reduce busbw at 4 MiB", lines[0]
+    assert "  measured  0.001 GB/s" in lines
+    assert "  limit     >= 0.005 GB/s  (thresholds.yaml: collectives.simulated_floors.all_reduce.any)" in lines, text
+    assert "  source    CPU gloo sanity floor: catches a broken path, not speed" in lines
+    assert f"  means     {ADVICE['busbw'].means}" in lines and f"  to do     {ADVICE['busbw'].todo}" in lines
+    assert "  detail    all_reduce busbw at 4 MiB on nvswitch-2gpu-0.1: measured 0.001 GB/s < floor 0.005 GB/s" in text
+    assert reason(verdict) == "busbw 0.001 < 0.005 GB/s"  # short: pytest cuts it at the terminal's width
+
+
+def test_a_figure_measured_beside_another_process_says_so_not_that_the_gpu_is_slow():
+    verdict = Verdict("hbm_bandwidth", "HBM copy bandwidth", "GPU0", "fail", "measured 1900.5 GB/s while other "
+                      "processes computed on the GPU (pid 915 (python3))", measured=1900.5, unit="GB/s",
+                      details={"foreign_processes": [[915, "python3", 916455424]]})
+    text = "\n".join(render(verdict))
+    assert f"means     {ADVICE['no_foreign_processes'].means}" in text and ADVICE["hbm_bandwidth"].means not in text
+    assert "limit" not in text  # no limit was judged: none is shown
+
+
+def test_every_check_of_the_suite_says_what_a_failure_means():
+    missing = sorted(set(checks.CHECKS) - set(ADVICE))
+    assert not missing, f"add an entry to wirecheck/checks/advice.py for: {missing}"
+    assert advice_for("a_site_check") == GENERIC
+
+
+def test_only_the_assertion_of_a_failed_verdict_is_a_verdict_failure():
+    failed = _slow_busbw()
+    passed = Verdict("gpu_count", "GPU count", None, "pass", "8 GPUs as expected")
+    assert asserted_verdict([passed, failed], AssertionError(failed.message + "\nassert False")) is failed
+    listed = Verdict("ecc_row_remap_growth", "memory errors", "GPU1", "fail", "GPU1: memory errors:\n  a\n  b")
+    rewritten = AssertionError("GPU1: memory errors:\n    a\n    b\nassert False")  # pytest re-indents a message
+    assert asserted_verdict([listed], rewritten) is listed
+    assert asserted_verdict([failed], AssertionError("assert (1 + 1) == 3")) is None  # another assertion
+    assert asserted_verdict([failed], RuntimeError(failed.message)) is None  # an error is never a verdict
+    assert asserted_verdict([passed], AssertionError(passed.message)) is None
+
+
+SCREEN_TESTS = '''
+import pytest
+
+from wirecheck import checks
+from wirecheck.core.verdict import Verdict
+
+pytestmark = pytest.mark.stage("measure", order=9)
+
+
+def test_a_check_fails(node, record):
+    verdict = record(checks.collectives.busbw(
+        node.thresholds, op="all_reduce", placement="nvswitch-2gpu-0.1", placement_class="nvswitch", n_gpus=2,
+        simulated=node.simulated, busbw_bytes_per_s=1e6, size_bytes=2**22, link_ceiling_bytes_per_s=None))
+    assert verdict.ok, verdict.message
+
+
+def test_the_harness_breaks(record):
+    record(Verdict("busbw", "x", "nowhere", "fail", "a recorded failure"))
+    raise RuntimeError("the harness broke here")
+
+
+def test_another_assertion(record):
+    record(Verdict("busbw", "x", "nowhere", "fail", "a recorded failure"))
+    assert 1 + 1 == 3
+'''
+
+
+def test_a_failed_check_is_one_block_and_errors_keep_their_traceback(pytester):
+    root = make_project(pytester)
+    (root / "tests" / "test_zz_screen.py").write_text(SCREEN_TESTS)
+    junit = root / "accept.xml"
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "tests/test_zz_screen.py", f"--junitxml={junit}")
+    out = result.stdout.str()
+    assert result.ret == 1, out
+    block = out[out.index("_ test_a_check_fails _"):out.index("_ test_the_harness_breaks _")]
+    assert "busbw FAILED on nvswitch-2gpu-0.1: all_reduce busbw at 4 MiB" in block
+    for line in ("measured  0.001 GB/s", "limit     >= 0.005 GB/s", "source    CPU gloo sanity floor",
+                 f"means     {ADVICE['busbw'].means}", "to do     compare `wirecheck topo`"):
+        assert line in block, block
+    # no test source, no fixture reprs, no AssertionError: the block only
+    assert "def test_a_check_fails" not in block and "Verdict(" not in block and "AssertionError" not in block, block
+    assert "FAILED tests/test_zz_screen.py::test_a_check_fails - busbw 0.001 < 0.005 GB/s" in out, out
+    # a real error of the harness, and an assertion that is no verdict's, keep pytest's own report
+    assert 'raise RuntimeError("the harness broke here")' in out and "RuntimeError: the harness broke here" in out
+    assert "assert (1 + 1) == 3" in out
+    failure = ElementTree.parse(junit).find(".//testcase[@name='test_a_check_fails']/failure")
+    assert failure.get("message") == "busbw 0.001 < 0.005 GB/s" and "means " in failure.text
+    last = [line for line in result.outlines if line.strip()][-3:]
+    assert last[0].startswith("wirecheck: record .wirecheck/results-") and "3 failed" in last[0], last
+    assert last[1].startswith("wirecheck: next: wirecheck report .wirecheck/results-"), last
+    assert last[2].startswith("wirecheck: SIMULATION of"), last

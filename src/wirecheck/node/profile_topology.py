@@ -1,0 +1,48 @@
+"""The topology a node profile describes (thresholds.yaml `profiles:`), for a dry run of that node.
+
+`wirecheck validate --profile h200-sxm-8` on a machine without GPUs simulates the node the profile
+expects, not some other recorded one: its GPU count and model, its fabric (NVSwitch: every pair
+through the switches; bridged: groups of `group_size` joined by `nvlinks_per_peer` links; PCIe: no
+NVLink), its NVLinks per GPU and their speed. Bridged groups are consecutive indices, as the recorded
+H200 NVL topology has them (a real node's groups come from NVML, never from this).
+
+The profile is read through its attributes (gpu_count, gpu_model, fabric, nvlinks_per_gpu,
+nvlinks_per_peer, group_size, nvlink_speed, pcie_gen, pcie_width, gpu_memory, name): this package
+sits below the thresholds loader.
+"""
+
+from __future__ import annotations
+
+from wirecheck.node.topology import Gpu, NvLink, Topology
+
+PREFIX = "profile:"  # --simulate profile:NAME
+
+
+def from_profile(profile, where: str = "thresholds.yaml") -> Topology:
+    n = profile.gpu_count
+    fabric = profile.fabric
+    group = profile.group_size or n
+
+    def nv(i: int, j: int) -> int:
+        if i == j or fabric == "pcie":
+            return 0
+        if fabric == "nvswitch":
+            return profile.nvlinks_per_gpu
+        return (profile.nvlinks_per_peer or 0) if i // group == j // group else 0
+
+    speed = int(profile.nvlink_speed / 1e6) if profile.nvlink_speed else None  # NVML's MB/s per link
+    remote = "switch" if fabric == "nvswitch" else "gpu"
+    gpus = tuple(
+        Gpu(index=i, name=profile.gpu_model, bus_id=f"00000000:{i + 1:02X}:00.0", memory_bytes=profile.gpu_memory,
+            nvlinks=tuple(NvLink(index=k, active=True, remote_type=remote, speed_mbps=speed)
+                          for k in range(profile.nvlinks_per_gpu if fabric != "pcie" else 0)),
+            pcie_gen=profile.pcie_gen, pcie_gen_max=profile.pcie_gen, pcie_width=profile.pcie_width,
+            pcie_width_max=profile.pcie_width)
+        for i in range(n))
+    return Topology(
+        gpus=gpus,
+        nvlinks=tuple(tuple(nv(i, j) for j in range(n)) for i in range(n)),
+        pcie_paths=tuple(tuple(None if i == j or nv(i, j) else "SYS" for j in range(n)) for i in range(n)),
+        source=f"the node profile {profile.name} describes ({where}: profiles.{profile.name})",
+        declared_fabric=fabric,
+    )
