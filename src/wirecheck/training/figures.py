@@ -32,3 +32,11 @@ def mfu(achieved_per_gpu: float, peak_per_gpu: float) -> float:
     if peak_per_gpu <= 0:
         raise ValueError(f"peak FLOP/s must be positive, got {peak_per_gpu}")
     return achieved_per_gpu / peak_per_gpu
+
+
+def rank_mfu(rank: dict, limits, precision: str) -> float | None:
+    """One rank record's MFU: its achieved FLOP/s (6 x parameters x tokens/s) over the dense peak of its GPU
+    (thresholds.yaml training.peak_flops, by the device name the rank recorded); None without either."""
+    peak = limits.peak_flops(rank.get("device_name", ""), precision)
+    achieved = rank.get("achieved_flops_per_gpu")
+    return mfu(achieved, peak.flops) if peak and achieved else None

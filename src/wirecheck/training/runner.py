@@ -56,7 +56,6 @@ from __future__ import annotations
 import gc
 import importlib
 import importlib.util
-import platform
 import time
 
 import torch
@@ -67,6 +66,7 @@ from wirecheck.training import figures
 from wirecheck.training.baseline import local_step_times
 from wirecheck.training.data import local_batch
 from wirecheck.training.host import HostWatch
+from wirecheck.training.device import device_name, sync
 from wirecheck.training.manual_gc import ManualGC
 from wirecheck.training.setup_profile import SetupProfile
 from wirecheck.training.model import GPT
@@ -106,15 +106,6 @@ def load_hook(spec: str):
     return getattr(module, name)
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return platform.processor() or platform.machine() or "cpu"
 
 
 def _slowest_rank(device: torch.device):
@@ -150,13 +141,13 @@ def _train(ctx, strategy, trainer_cls, import_s, s, micro_batch, warmup_steps, r
     if grad_hook:
         load_hook(grad_hook)(model)
 
-    _sync(device)
+    sync(device)
     phases["build"] = time.perf_counter() - t0
     manual_gc = ManualGC(gc_freq)
     t_wrap = time.perf_counter()
     with SetupProfile(setup_profile) as wrap_profile:
         trainer = trainer_cls(ctx, strategy_row(strategy), model, lr, precision, micro_batch, settings)
-        _sync(device)
+        sync(device)
     phases["wrap"] = time.perf_counter() - t_wrap + import_s
     del model  # the trainer holds the (wrapped) model
     try:
@@ -180,13 +171,13 @@ def _train(ctx, strategy, trainer_cls, import_s, s, micro_batch, warmup_steps, r
             trainer.update(loss)
             losses.append(loss.detach().float().reshape(1))  # no host sync inside the loop
 
-        _sync(device)
+        sync(device)
         phases["setup"] = time.perf_counter() - t0 + import_s
         t0 = time.perf_counter()
         manual_gc.start()
         for i in range(warmup_steps):
             step(i)
-        _sync(device)
+        sync(device)
         phases["warmup"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         with HostWatch() as host:
@@ -249,7 +240,7 @@ def _train(ctx, strategy, trainer_cls, import_s, s, micro_batch, warmup_steps, r
         "host": host.figures(),
         "wrapper": wrapper,
         "precision": precision,
-        "device_name": _device_name(device),
+        "device_name": device_name(device),
         "backend": ctx.backend,
         "torch_version": torch.__version__,
     }

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from wirecheck.node.placement import CLASS_SINGLE, Placement
 from wirecheck.records.file import Measurement, env_switches
-from wirecheck.training.figures import mfu as mfu_of
+from wirecheck.training.figures import rank_mfu
 from wirecheck.training.strategies import REFERENCE, strategy
 
 SINGLE_GPU_WORKER = "wirecheck.training.single_gpu:train_alone"
@@ -62,11 +62,7 @@ class SingleGpuRun:
 
     def mfu(self, limits, precision: str) -> float | None:
         """6 x parameters x tokens/s over the GPU's dense peak (thresholds.yaml training.peak_flops)."""
-        if not self.ranks:
-            return None
-        peak = limits.peak_flops(self.rank0.get("device_name", ""), precision)
-        achieved = self.rank0.get("achieved_flops_per_gpu")
-        return mfu_of(achieved, peak.flops) if peak and achieved else None
+        return rank_mfu(self.rank0, limits, precision) if self.ranks else None
 
 
 def single_gpu_measurement(run: SingleGpuRun, kwargs: dict, timeout_s: float, thresholds, simulated: bool,

@@ -18,7 +18,6 @@ each is), so the same readers take both.
 
 from __future__ import annotations
 
-import platform
 import time
 
 import torch
@@ -27,6 +26,7 @@ from wirecheck.core.precision import precision as check_precision
 from wirecheck.training import figures
 from wirecheck.training.baseline import PlainLoop
 from wirecheck.training.data import local_batch
+from wirecheck.training.device import device_name, sync
 from wirecheck.training.manual_gc import ManualGC
 from wirecheck.training.shape import GPTShape, param_count
 from wirecheck.training.timing import StepClock, StopRule, time_steps
@@ -35,16 +35,6 @@ from wirecheck.training.timing import StepClock, StopRule, time_steps
 CHECK_EVERY = 4  # steps between looks at the stop rule, as the strategy runner's (each look synchronises)
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _device_name(device: torch.device) -> str:
-    # the name training.peak_flops and the floors are keyed by (NVML's and torch's agree)
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return platform.processor() or platform.machine() or "cpu"
 
 
 def train_alone(ctx, shape: dict, micro_batch: int, warmup_steps: int, steps: int, seed: int, precision: str,
@@ -71,7 +61,7 @@ def train_alone(ctx, shape: dict, micro_batch: int, warmup_steps: int, steps: in
                for i in range(warmup_steps + (max_steps or steps))]
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    _sync(device)
+    sync(device)
     phases["setup"] = time.perf_counter() - t0
     losses: list[torch.Tensor] = []
     manual_gc = ManualGC(gc_freq)
@@ -86,7 +76,7 @@ def train_alone(ctx, shape: dict, micro_batch: int, warmup_steps: int, steps: in
         manual_gc.start()
         for i in range(warmup_steps):
             step(i)
-        _sync(device)
+        sync(device)
         phases["warmup"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         timed = time_steps(step, rule, StepClock(device), chunk=CHECK_EVERY, first_index=warmup_steps)
@@ -118,7 +108,7 @@ def train_alone(ctx, shape: dict, micro_batch: int, warmup_steps: int, steps: in
         "optimizer": optimizer,
         "gc_freq": gc_freq,
         "precision": precision,
-        "device_name": _device_name(device),
+        "device_name": device_name(device),
         "backend": ctx.backend,
         "torch_version": torch.__version__,
         "model_flops_per_token": flops,

@@ -76,11 +76,9 @@ class StrategyRun:
 
     def mfu(self, limits, precision: str) -> float | None:
         """6 x parameters x tokens/s over the GPU's dense peak (thresholds.yaml training.peak_flops)."""
-        from wirecheck.training.figures import mfu
+        from wirecheck.training.figures import rank_mfu
 
-        peak = limits.peak_flops(self.rank0.get("device_name", ""), precision)
-        achieved = self.rank0.get("achieved_flops_per_gpu")
-        return mfu(achieved, peak.flops) if peak and achieved else None
+        return rank_mfu(self.rank0, limits, precision)
 
 
 class FreshGroups(Protocol):
