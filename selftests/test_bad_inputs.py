@@ -23,6 +23,7 @@ from wirecheck.report import command as report
 RECORD = PROJECT / "selftests" / "data" / "sim-h200-sxm-2.jsonl"
 THRESHOLDS = PROJECT / "thresholds.yaml"
 TOPOLOGY = PROJECT / "fixtures" / "topologies" / "h200-sxm-2.txt"
+UNIT_COSTS = PROJECT / "fixtures" / "unit_costs.yaml"
 
 INPUT_KINDS = ("non-UTF-8", "binary", "empty", "truncated", "directory", "nonexistent")
 OUTPUT_KINDS = ("directory", "unwritable", "no such folder", "folder is a file")
@@ -94,6 +95,12 @@ READERS = {
     "fleet inventory --simulate": (fleet_cli.main, lambda p, t: ["inventory", "--simulate", str(p)], TOPOLOGY,
                                    {"non-UTF-8": {0}}),
     "topo --simulate": (cli.main, lambda p, t: ["topo", "--simulate", str(p)], TOPOLOGY, {"non-UTF-8": {0}}),
+    "plan --thresholds": (cli.main, lambda p, t: ["plan", "--thresholds", str(p)], THRESHOLDS, {}),
+    "plan --unit-costs": (cli.main, lambda p, t: ["plan", "--unit-costs", str(p)], UNIT_COSTS, {}),
+    "plan --record": (cli.main, lambda p, t: ["plan", "--record", str(p)], RECORD, {"truncated": {0}}),
+    # validate said 1 (a check failed): the node is unhealthy whatever the record, whose fault is named in the line
+    "node-state --record": (cli.main, lambda p, t: ["node-state", "--exit-code", "1", "--record", str(p)], RECORD,
+                            {kind: {1} for kind in INPUT_KINDS}),
     "nccl-tests --thresholds": (cli.main, lambda p, t: ["nccl-tests", "--build-dir", str(t), "--thresholds", str(p)],
                                 THRESHOLDS, {}),
 }
@@ -120,6 +127,9 @@ def test_a_bad_input_file_is_a_message_naming_it(command, kind, tmp_path, capsys
     if command == "fleet report --nodes" and kind in ("non-UTF-8", "truncated"):
         pytest.skip("a node list is plain names: any text is one")
     code, text = call(main, argv(path, tmp_path), capsys)
+    if command == "node-state --record" and kind == "truncated":  # read as far as it goes: a simulated run
+        assert code == 2 and text == "wirecheck: SIMULATION: no GPU of this node was validated\n", text
+        return
     if command.startswith(("topo", "fleet inventory --simulate")) and kind in LENIENT_TOPOLOGY and code == 0:
         return  # read: pasted copies carry such bytes, and copies cut after the matrix are common
     assert_clean(code, text, allowed.get(kind, set()) | {2}, str(path))
@@ -233,3 +243,47 @@ def test_a_run_in_a_read_only_directory_is_told_to_choose_a_record(pytester, mon
     text = "\n".join(result.outlines + result.errlines)
     assert_clean(result.ret, text, {4}, "without --wirecheck-json, a run keeps its record in /proc/.wirecheck")
     assert "pass a writable path" not in text
+
+
+# ---- nccl-tests on a GPU node: its build folder and its record ---------------------------------------
+
+
+@pytest.fixture
+def on_a_gpu_node(monkeypatch):
+    """NVML answers with the recorded 2x H200: nccl-tests gets past its GPU check to its own inputs."""
+    from wirecheck.node import nvml
+    from wirecheck.node.topo_text import load_recorded
+
+    topology = load_recorded("h200-sxm-2", PROJECT / "fixtures" / "topologies")
+    monkeypatch.setattr(nvml, "read_topology", lambda: topology)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+
+@pytest.mark.parametrize("kind", ("nonexistent", "a file", "no binaries"))
+def test_nccl_tests_names_a_build_folder_without_its_binaries(kind, on_a_gpu_node, tmp_path, capsys):
+    build = tmp_path / "build"
+    if kind == "a file":
+        build.write_text("")
+    elif kind == "no binaries":
+        build.mkdir()
+    code, text = call(cli.main, ["nccl-tests", "--build-dir", str(build), "--out", str(tmp_path / "r.jsonl")], capsys)
+    assert_clean(code, text, {2}, f"{build} has no executable all_reduce_perf")
+    assert "build nccl-tests there" in text
+    assert not (tmp_path / "r.jsonl").exists()  # nothing ran, so no record
+
+
+@pytest.mark.parametrize("kind", [k for k in OUTPUT_KINDS if k != "no such folder"])  # that one is made
+def test_nccl_tests_names_an_unwritable_record(kind, on_a_gpu_node, tmp_path, capsys):
+    build = tmp_path / "build"
+    build.mkdir()
+    ran = tmp_path / "ran"
+    from wirecheck.nccl.tests import BINARIES
+
+    for binary in BINARIES.values():  # stand-ins that would leave a mark if they ran
+        (build / binary).write_text(f"#!/bin/sh\ntouch {ran}\n")
+        (build / binary).chmod(0o755)
+    path = bad_output(tmp_path, kind, "out.jsonl")
+    code, text = call(cli.main, ["nccl-tests", "--build-dir", str(build), "--out", str(path)], capsys)
+    assert_clean(code, text, {2}, str(path))
+    assert "--out" in text and ".tmp" not in text, text
+    assert not ran.exists()  # refused before any binary ran

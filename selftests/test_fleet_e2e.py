@@ -230,3 +230,47 @@ def test_a_rank_that_breaks_ends_the_job_and_its_record_says_so(tmp_path, capsys
     assert report([str(record.parent)]) == 1
     out = capsys.readouterr().out
     assert "network run network.jsonl: 2 nodes, the multi-node run ended with status error" in out
+
+
+def test_sigterm_mid_job_ends_the_record_naming_the_signal(tmp_path):
+    """Slurm's time limit sends SIGTERM: torchrun passes it to its rank, whose record ends naming the
+    signal with the exit code 128+15 the rank then returns, and keeps every size measured so far.
+    node1 is slowed (0.3 s before each collective) so the job is still measuring when the signal comes."""
+    import signal
+    import time
+
+    port = _free_port()
+    record = tmp_path / "network.jsonl"
+    procs = []
+    for k in range(2):
+        slow = ["--collective-worker", "fleet_faults:slow_collective"] if k == 1 else []
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "wirecheck.fleet.cli", "multinode", "--nnodes", "2", "--nproc-per-node", "1",
+             "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "stopped", "--", "--simulate", "--node-name", f"node{k}",
+             f"--wirecheck-json={record}", *slow],
+            cwd=PROJECT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(line.get("type") == "measurement" for line in _lines(record)):
+        time.sleep(0.2)
+    # c10d gives rank 0 (the record's writer) to whichever agent joined first
+    writer = next(r["node"] for r in _lines(record)[0]["multinode"]["ranks"] if r["rank"] == 0)
+    stopped = procs[int(writer[-1])]
+    stopped.send_signal(signal.SIGTERM)  # to that node's launcher only: it, then torchrun, pass it on to the rank
+    outs = [p.communicate(timeout=TIMEOUT_S)[0] for p in procs]
+    lines = _lines(record)
+    assert any(line["type"] == "measurement" for line in lines), outs
+    end = lines[-1]
+    assert end["type"] == "end", outs
+    assert (end["status"], end["signal"], end["exit_status"]) == ("interrupted", "SIGTERM", 143), outs
+    out = outs[procs.index(stopped)]
+    assert "wirecheck multinode: stopped by SIGTERM: the run is incomplete" in out, out
+    assert stopped.returncode == 143, out
+    assert "wirecheck fleet multinode: stopped by SIGTERM (torchrun exited" in out, out
+
+
+def _lines(path: Path) -> list[dict]:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return []
+    return [json.loads(line) for line in text.splitlines() if line.endswith("}")]

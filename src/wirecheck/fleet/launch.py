@@ -7,7 +7,9 @@ and the job id come from Slurm's variables. When torchrun cannot reach or comple
 says so in one line that names the endpoint and the fix, instead of leaving the operator with a C++
 stack. Exit status: torchrun's (0 every rank passed; 1 a rank failed: a verdict, a broken measurement,
 bad input), 10 when every rank exited 10 (a simulation that failed nothing, which torchrun reports as
-failed ranks), or 2 when the rendezvous failed or an option is missing.
+failed ranks), 2 when the rendezvous failed or an option is missing, and 128+N when a signal stopped it
+(SIGTERM 143, SIGHUP 129, Ctrl-C 130): SIGTERM and SIGHUP are passed on to torchrun, which passes them
+to the ranks, whose record ends naming the signal; Ctrl-C at a terminal reaches torchrun itself.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections import deque
@@ -153,12 +156,29 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         return exit_codes.OK
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace", env=_ranks_env())
+    stopped_by: list[int] = []
+
+    def pass_on(signum, _frame) -> None:
+        stopped_by.append(signum)
+        if signum != signal.SIGINT:  # a terminal's Ctrl-C reaches torchrun itself; twice would cut its cleanup
+            proc.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, pass_on) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     tail: deque[str] = deque(maxlen=400)
     assert proc.stderr is not None
-    for line in proc.stderr:  # passed through as it comes, kept to explain a failure
-        sys.stderr.write(line)
-        tail.append(line)
-    code = proc.wait()
+    try:
+        for line in proc.stderr:  # passed through as it comes, kept to explain a failure
+            sys.stderr.write(line)
+            tail.append(line)
+        code = proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if stopped_by:
+        name = signal.Signals(stopped_by[0]).name
+        print(f"wirecheck fleet multinode: stopped by {name} (torchrun exited {code}): the job is incomplete, not "
+              "accepted; rank 0's record ends naming the signal", file=sys.stderr)
+        return 128 + stopped_by[0]
     if code != 0:
         problem = rendezvous_problem(list(tail), endpoint)
         if problem:

@@ -7,7 +7,8 @@
 Every rank measures all_reduce, all_gather and reduce_scatter over the whole job with the suite's
 own worker function (wirecheck.measure.collectives:measure: warm-up, timed calls, every element checked),
 then the node pairs of wirecheck.core.pair_schedule on their own process groups. Rank 0 writes the
-record (run header, measurements, verdicts, end) and judges it with the same check functions as one
+record (run header, measurements, verdicts, end; the end line too when SIGTERM, SIGHUP or Ctrl-C stops
+the job, naming the signal, and the rank exits 128+N: records.stop_signals) and judges it with the same check functions as one
 node: `busbw` and `collective_correct` under the placement class `network`, whose floor is derived
 from the slowest node's NIC line rate, and `pair_node`/`pair_link` for the pairs. The record is
 written as the suite writes its own (wirecheck.records.run), each size as `wirecheck.measure.sweep`
@@ -25,12 +26,17 @@ import os
 import platform
 import socket
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
 
 from wirecheck.core import exit_codes
-from wirecheck.records.run import COMPLETE, ERROR
+from wirecheck.records.run import COMPLETE, ERROR, INTERRUPTED
+from wirecheck.records.stop_signals import EndOnSignal
+
+# Held while rank 0 writes its record, so that the end line a stop signal writes is the last line.
+RECORD_LOCK = threading.Lock()
 
 DEFAULT_OPS = ("all_reduce", "all_gather", "reduce_scatter")
 TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -245,6 +251,16 @@ class Judge:
             raise UsageError(cannot_write(exc, "--wirecheck-json", bool(path), ".wirecheck")) from None
         self.broken: list[str] = []
 
+    def stopped(self, signal_name: str, code: int) -> int:
+        """A stop signal came (RECORD_LOCK held): the end line names it, unless the record has ended."""
+        if self.writer.ended:
+            return self.writer.exit_status
+        self.writer.end(INTERRUPTED, code, signal=signal_name)
+        self.writer.close()
+        print(f"wirecheck multinode: stopped by {signal_name}: the run is incomplete, not accepted; the record keeps "
+              f"what was measured: {self.writer.path}", flush=True)
+        return code
+
     def header(self) -> None:
         import torch
 
@@ -253,6 +269,16 @@ class Judge:
 
         job = self.job
         rate, why = job.line_rate(job.nodes)
+        with RECORD_LOCK:
+            self._header(rate, why)
+
+    def _header(self, rate, why) -> None:
+        import torch
+
+        from wirecheck.node.placement import CLASS_NETWORK
+        from wirecheck.records.run import run_header
+
+        job = self.job
         self.writer.header(run_header(
             simulated=job.simulated,
             simulation_source="torchrun agents with CPU ranks (gloo)" if job.simulated else None,
@@ -274,8 +300,13 @@ class Judge:
     def placement_id(self) -> str:
         return f"network-{len(self.job.nodes)}node-{self.job.world}gpu"
 
+    def _measurement(self, m) -> None:
+        with RECORD_LOCK:
+            self.writer.measurement(m)
+
     def verdict(self, v, test: str) -> None:
-        self.writer.verdict(v, test)
+        with RECORD_LOCK:
+            self.writer.verdict(v, test)
         print(f"{v.outcome.upper():4} {v.check:18} {v.where or '-':28} {v.message}", flush=True)
 
     def collective(self, op: str, gathered: list) -> None:
@@ -292,7 +323,7 @@ class Judge:
         context = {"placement_class": CLASS_NETWORK, "n_gpus": job.world, "backend": job.ctx.backend,
                    "simulated": job.simulated, "nodes": job.nodes}
         for k, res in enumerate(results):
-            self.writer.measurement(size_measurement(where, op, res, gathered, k, context))
+            self._measurement(size_measurement(where, op, res, gathered, k, context))
         sizes = [{"bytes": r.bytes, "wrong_by_rank": r.wrong_by_rank, "first_bad_by_rank": r.first_bad_by_rank}
                  for r in results]
         self.verdict(checks.collectives.collective_correct(job.thresholds, op=op, placement=where, sizes=sizes, error=None),
@@ -338,7 +369,7 @@ class Judge:
                 (pair,) = collectives.combine(OP, n, res)  # slowest rank, algbw and busbw as for any collective
                 print(f"  round {r.shift}  {a:>16} - {b:<16} {pair.busbw / 1e9:9.3f} GB/s  {pair.time_s * 1e6:10.1f} us  "
                       f"#wrong {pair.wrong}", flush=True)
-                self.writer.measurement(Measurement(
+                self._measurement(Measurement(
                     "pair", key, f"{OP} busbw {a}-{b} at {format_bytes(pair.bytes)}", pair.busbw / 1e9, "GB/s", {
                         "a": a, "b": b, "shift": r.shift, "ranks": ranks, "op": OP, "bytes": pair.bytes,
                         "requested_bytes": pair.requested_bytes, "time_s": pair.time_s, "algbw": pair.algbw,
@@ -377,8 +408,9 @@ class Judge:
         counts = self.writer.verdicts
         failed = counts["fail"] > 0 or bool(self.broken)
         code = exit_codes.verdict(failed=failed, simulated=self.job.simulated)
-        self.writer.end(status, code)
-        self.writer.close()
+        with RECORD_LOCK:
+            self.writer.end(status, code)
+            self.writer.close()
         summary = f"{counts['fail']} failed, {counts['pass']} passed, {counts['skip']} skipped"
         print(f"wirecheck multinode: {'FAILED' if failed else 'PASSED'}: {summary}; record {self.writer.path}", flush=True)
         if self.job.simulated:
@@ -387,7 +419,7 @@ class Judge:
         return code
 
 
-def run(args) -> int:
+def run(args, stopper: EndOnSignal | None = None) -> int:
     env = _torchrun_env()
     simulated = bool(args.simulate)
     thresholds, settings, sizes, ops = _settings(args, simulated)
@@ -405,6 +437,8 @@ def run(args) -> int:
         job.dist.destroy_process_group()
         raise UsageError(box[0])
     if judge:
+        if stopper is not None:
+            stopper.on_signal = judge.stopped
         judge.header()
         print(f"wirecheck multinode: {len(job.nodes)} nodes ({', '.join(job.nodes)}), {job.world} ranks, "
               f"{job.ctx.backend}", flush=True)
@@ -442,11 +476,11 @@ def _record_for_torchrun(exc: BaseException) -> None:
     get_error_handler().record_exception(exc)
 
 
-def _main(argv: list[str] | None) -> int:
+def _main(argv: list[str] | None, stopper: EndOnSignal | None = None) -> int:
     args = build_parser().parse_args(argv)
     rank = os.environ.get("RANK", "0")
     try:
-        return run(args)
+        return run(args, stopper)
     except UsageError as exc:
         if rank == "0":
             print(f"wirecheck multinode: {exc}", file=sys.stderr, flush=True)
@@ -456,9 +490,12 @@ def _main(argv: list[str] | None) -> int:
 def main(argv: list[str] | None = None) -> int:
     """The rank's entry point, under torch elastic's `record`: an exception that ends the rank is written
     to TORCHELASTIC_ERROR_FILE, and torchrun's summary shows it for the failed rank."""
+    # Before torch is imported: the threads it starts inherit the blocked stop signals, which only the
+    # stopper's thread takes (an unprivileged thread given SIGTERM would end the rank without an end line).
+    stopper = EndOnSignal(RECORD_LOCK).start()
     from torch.distributed.elastic.multiprocessing.errors import record  # here: the module imports without torch
 
-    return record(_main)(argv)
+    return record(_main)(argv, stopper)
 
 
 if __name__ == "__main__":

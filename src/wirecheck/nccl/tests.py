@@ -158,7 +158,8 @@ def run_nccl_tests(build_dir: Path, placement: Placement, ops: Sequence[str], sp
             write_atomically(raw_dir / f"{placement.id}-{op}.txt", f"$ {' '.join(argv)}\n{text}", mode=0o644 & ~umask())
         runs = parse(text)
         if not runs or failed or not runs[-1].ok:
-            tail = "\n".join((text + "\n" + stderr).strip().splitlines()[-8:])
+            tail = "\n".join((text + "\n" + stderr).strip().splitlines()[-8:]) or (
+                "it printed nothing: is it nccl-tests' binary? rebuild nccl-tests in --build-dir")
             outcome.errors.append(f"nccl-tests {BINARIES[op]} on {placement.id} ({status}): {tail}")
         if runs:
             outcome.runs[op] = runs[-1]

@@ -677,7 +677,7 @@ def _fleet(at: _At) -> dict[bool, FleetLimits]:
 
 def load_thresholds(path: str | Path, content: bytes | None = None) -> Thresholds:
     """Read and validate a thresholds file (`content`: its bytes, kept elsewhere, e.g. in a run's
-    record; `path` then names it in messages). Raises ThresholdsError (or FileNotFoundError)."""
+    record; `path` then names it in messages). Raises ThresholdsError, whose message names the file."""
     path = Path(path)
     data = _read_yaml(path, content)
     if data is None:

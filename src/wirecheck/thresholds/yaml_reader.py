@@ -272,6 +272,10 @@ def _read_yaml(path: Path, data: bytes | None = None) -> Any:
         raise ThresholdsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the file as UTF-8") from None
     except IsADirectoryError:
         raise ThresholdsError(f"{path}: a directory; give the path of a thresholds file") from None
+    except FileNotFoundError:  # every command names the file the same way, whichever option gave it
+        raise ThresholdsError(f"{path} does not exist; pass the path of a thresholds file") from None
+    except OSError as exc:  # unreadable (permissions), or a path through a file
+        raise ThresholdsError(f"{path}: cannot read it ({exc.strerror}); pass a readable thresholds file") from None
     try:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
     except yaml.MarkedYAMLError as exc:
