@@ -232,7 +232,7 @@ def test_a_rank_that_breaks_ends_the_job_and_its_record_says_so(tmp_path, capsys
     assert "network run network.jsonl: 2 nodes, the multi-node run ended with status error" in out
 
 
-def test_sigterm_mid_job_ends_the_record_naming_the_signal(tmp_path):
+def test_sigterm_mid_job_ends_the_record_naming_the_signal(tmp_path, capsys):
     """Slurm's time limit sends SIGTERM: torchrun passes it to its rank, whose record ends naming the
     signal with the exit code 128+15 the rank then returns, and keeps every size measured so far.
     node1 is slowed (0.3 s before each collective) so the job is still measuring when the signal comes."""
@@ -266,6 +266,8 @@ def test_sigterm_mid_job_ends_the_record_naming_the_signal(tmp_path):
     assert "wirecheck multinode: stopped by SIGTERM: the run is incomplete" in out, out
     assert stopped.returncode == 143, out
     assert "wirecheck fleet multinode: stopped by SIGTERM (torchrun exited" in out, out
+    assert report([str(record.parent)]) == 1  # a fleet whose network run was cut is never accepted
+    assert "was stopped by SIGTERM" in capsys.readouterr().out
 
 
 def _lines(path: Path) -> list[dict]:

@@ -145,6 +145,9 @@ def _network(run: RunRecord, thresholds: Thresholds) -> NetworkResult:
     problem = None
     if run.end is None:
         problem = "cut short (no end line): rank 0 of the multi-node run died or hung"
+    elif run.end.get("signal"):
+        problem = (f"the multi-node run was stopped by {run.end['signal']} (a job time limit, a closed session or "
+                   "Ctrl-C) before it finished: what it measured is below, the rest was never measured; run it again")
     elif run.end.get("status") != "complete":
         problem = f"the multi-node run ended with status {run.end.get('status')} (a rank broke; see the failure below)"
     _, verdicts = rejudge_run(run, thresholds)
