@@ -124,8 +124,6 @@ def _fleet_dir(tmp_path: Path) -> Path:
 def test_a_bad_input_file_is_a_message_naming_it(command, kind, tmp_path, capsys):
     main, argv, valid, allowed = READERS[command]
     path = bad_input(tmp_path, kind, valid)
-    if command == "fleet report --nodes" and kind in ("non-UTF-8", "truncated"):
-        pytest.skip("a node list is plain names: any text is one")
     code, text = call(main, argv(path, tmp_path), capsys)
     if command == "node-state --record" and kind == "truncated":  # read as far as it goes: a simulated run
         assert code == 2 and text == "wirecheck: SIMULATION: no GPU of this node was validated\n", text
@@ -287,3 +285,13 @@ def test_nccl_tests_names_an_unwritable_record(kind, on_a_gpu_node, tmp_path, ca
     assert_clean(code, text, {2}, str(path))
     assert "--out" in text and ".tmp" not in text, text
     assert not ran.exists()  # refused before any binary ran
+
+
+@pytest.mark.parametrize("line", ["../../etc/passwd", "node01 node02", "<b>node</b>", "node\x1b[2J"])
+def test_a_node_list_line_that_is_not_a_node_name_is_refused(line, tmp_path, capsys):
+    """Names become file names (DIR/<name>.jsonl) and page text: a path, markup or a control sequence is refused."""
+    nodes = tmp_path / "nodes.txt"
+    nodes.write_text(f"node01\n{line}\n")
+    code, text = call(fleet_cli.main, ["report", str(_fleet_dir(tmp_path)), "--nodes", str(nodes)], capsys)
+    assert_clean(code, text, {2}, f"--nodes {nodes}, line 2:")
+    assert "is not a node name" in text

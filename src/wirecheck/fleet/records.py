@@ -8,6 +8,8 @@ is bad input (the directory is the wrong one, or something else was written into
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,6 +64,10 @@ def _problem(run: RunRecord) -> str | None:
     return None
 
 
+# What a host or Slurm node name is made of (RFC 1123 labels, and the '_' some sites use), 253 at most.
+NODE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,252}")
+
+
 def read_node_list(path: str | Path) -> list[str]:
     """One node name per line; blank lines and # comments ignored (e.g. `scontrol show hostnames`)."""
     path = Path(path)
@@ -71,8 +77,16 @@ def read_node_list(path: str | Path) -> list[str]:
         why = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text, byte {exc.start}"
         raise FleetInputError(f"--nodes {path}: cannot read it ({why or exc}); give a file with one node "
                               "name per line (e.g. `scontrol show hostnames $SLURM_JOB_NODELIST > nodes.txt`)") from None
-    names = [line.split("#", 1)[0].strip() for line in lines]
-    names = [n for n in names if n]
+    names = []
+    for number, line in enumerate(lines, 1):
+        name = line.split("#", 1)[0].strip()
+        if name and not NODE_NAME.fullmatch(name):  # a name is also a file name here: DIR/<name>.jsonl
+            shown = name if len(name) <= 40 else name[:40] + "..."
+            raise FleetInputError(f"--nodes {path}, line {number}: {shown!r} is not a node name (letters, digits, "
+                                  "'.', '-', '_'); give one node name per line (e.g. `scontrol show hostnames "
+                                  "$SLURM_JOB_NODELIST > nodes.txt`)")
+        if name:
+            names.append(name)
     if not names:
         raise FleetInputError(f"--nodes {path}: no node names in it; write one name per line")
     dupes = sorted({n for n in names if names.count(n) > 1})
