@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# A session's last checks on a 1-GPU node, one call (about 4 minutes on 1 H200):
+#   fresh    the README's quick start from a fresh copy, offline with the carried wheels: install.sh, then
+#            `wirecheck validate` (acceptance); its record is acceptance.jsonl
+#   quick    `wirecheck validate --level quick` on that install: its checks and wall time
+#   sigterm  the multi-node job on this node's GPU under real NCCL (`wirecheck fleet multinode`, one node,
+#            one rank; the test-only slow collective worker keeps it measuring), sent SIGTERM as Slurm's time
+#            limit does: the launcher's exit code and the record's end line
+#   run(command="bash scripts/device/final_check.sh", carry=[".whl"], kind="nvidia-h200", timeout_s=600)
+# Everything lands in $OUT as one tarball per step plus console.log. The environment is passed through.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+ROOT=$PWD
+OUT=${OUT:-$ROOT/.wirecheck/final-check}
+WORK=$(mktemp -d /tmp/final-check.XXXXXX)
+STEPS=("$@")
+[ ${#STEPS[@]} -gt 0 ] || STEPS=(fresh quick sigterm)
+mkdir -p "$OUT"
+exec > >(tee "$OUT/console.log") 2>&1
+export PYTHONUNBUFFERED=1
+NAME=final_check
+BUDGET=${FINAL_BUDGET_S:-560}
+status=0
+. "$ROOT/scripts/device/common.sh"
+
+fresh_venv() { ls -d /tmp/wirecheck-fresh.*/wirecheck/.venv 2>/dev/null | head -1; }
+
+step_fresh() {
+  fits 200 fresh || return 0
+  mkdir -p "$WORK/fresh"
+  timeout -s INT "$(allow 300)" bash scripts/device/fresh_install.sh --full --wirecheck-json "$WORK/fresh/acceptance.jsonl" \
+    -v -rfEs > "$WORK/fresh/fresh.log" 2>&1
+  local rc=$?
+  grep -E "^== |passed|failed|wirecheck validate:|wirecheck: record|SIMULATION" "$WORK/fresh/fresh.log" | tail -12
+  sed -n '/strategy dial/,/^$/p;/GPU figures/,/memory pattern test/p' "$WORK/fresh/fresh.log" | head -60
+  tar czf "$OUT/fresh.tgz" -C "$WORK" fresh
+  [ "$rc" -eq 0 ]
+}
+
+step_quick() {
+  fits 60 quick || return 0
+  local venv t0=$SECONDS rc
+  venv=$(fresh_venv)
+  [ -n "$venv" ] || { log "quick: no fresh install to run from (run the fresh step first)"; return 1; }
+  mkdir -p "$WORK/quick"
+  (cd "$(dirname "$venv")" && timeout -s INT "$(allow 120)" "$venv/bin/wirecheck" validate --level quick -rfEs \
+     --wirecheck-json "$WORK/quick/quick.jsonl" > "$WORK/quick/quick.log" 2>&1)
+  rc=$?
+  log "wirecheck validate --level quick: exit $rc, wall $((SECONDS - t0)) s"
+  grep -E "level|passed|failed|wirecheck validate:" "$WORK/quick/quick.log" | tail -6
+  tar czf "$OUT/quick.tgz" -C "$WORK" quick
+  [ "$rc" -eq 0 ]
+}
+
+step_sigterm() {
+  fits 60 sigterm || return 0
+  local venv rc record="$WORK/sigterm/network.jsonl" pid waited=0
+  venv=$(fresh_venv)
+  [ -n "$venv" ] || { log "sigterm: no fresh install to run from (run the fresh step first)"; return 1; }
+  mkdir -p "$WORK/sigterm"
+  # fleet_faults (selftests/) delays each collective by 0.3 s, so the job is still measuring at the signal
+  (cd "$(dirname "$venv")" && PYTHONPATH=$PWD/selftests${PYTHONPATH:+:$PYTHONPATH} exec "$venv/bin/wirecheck" fleet multinode \
+     --nnodes 1 --nproc-per-node 1 --rdzv-endpoint 127.0.0.1:29511 --rdzv-id final-check -- --node-name gpu-node \
+     --collective-worker fleet_faults:slow_collective --wirecheck-json "$record") > "$WORK/sigterm/run.log" 2>&1 &
+  pid=$!
+  while [ $waited -lt 120 ] && ! grep -q '"type": "measurement"' "$record" 2>/dev/null; do sleep 1; waited=$((waited + 1)); done
+  log "sigterm: first measurement after ${waited} s; SIGTERM to the launcher (pid $pid)"
+  kill -TERM "$pid"
+  wait "$pid"
+  rc=$?
+  log "sigterm: wirecheck fleet multinode exited $rc"
+  grep -E "stopped by|NCCL|nccl|record" "$WORK/sigterm/run.log" | grep -v "^W1" | tail -6
+  tail -1 "$record" | cut -c1-400
+  tar czf "$OUT/sigterm.tgz" -C "$WORK" sigterm
+  [ "$rc" -eq 143 ] && tail -1 "$record" | grep -q '"signal": "SIGTERM"'
+}
+
+run_steps fresh quick sigterm -- "${STEPS[@]}"
+log "done: $([ $status -eq 0 ] && echo 'every step passed' || echo 'some step failed')"
+exit $status
