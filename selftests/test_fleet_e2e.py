@@ -192,6 +192,18 @@ def test_a_rendezvous_warning_at_shutdown_is_not_a_rendezvous_failure():
     assert "failed (RendezvousTimeoutError)" in rendezvous_problem(timeout, "127.0.0.1:43823")
 
 
+def test_only_torchrun_s_traceback_for_the_signal_it_was_sent_is_left_out():
+    from wirecheck.fleet.launch import without_signal_traceback
+
+    signal_tb = ["Traceback (most recent call last):\n", '  File "run.py", line 994, in <module>\n', "    main()\n",
+                 "torch.distributed.elastic.multiprocessing.api.SignalException: Process 1189 got signal: 15\n"]
+    other_tb = ["Traceback (most recent call last):\n", '  File "x.py", line 1\n', "RuntimeError: NCCL error\n"]
+    notice = ["W1201 api.py:739] Received 15 death signal, shutting down workers\n"]
+    assert without_signal_traceback(notice + signal_tb) == notice
+    assert without_signal_traceback(other_tb + signal_tb + notice) == other_tb + notice  # a real error stays
+    assert without_signal_traceback(signal_tb[:2]) == signal_tb[:2]  # cut short: kept as it came
+
+
 def test_outside_torchrun_the_fix_is_named(tmp_path):
     run = subprocess.run([sys.executable, "-m", "wirecheck.fleet.multinode", "--simulate"], cwd=tmp_path,
                          env={k: v for k, v in _env().items() if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR")},
@@ -266,6 +278,7 @@ def test_sigterm_mid_job_ends_the_record_naming_the_signal(tmp_path, capsys):
     assert "wirecheck multinode: stopped by SIGTERM: the run is incomplete" in out, out
     assert stopped.returncode == 143, out
     assert "wirecheck fleet multinode: stopped by SIGTERM (torchrun exited" in out, out
+    assert "Traceback" not in out and "SignalException" not in out, out  # torchrun's way out, not an error
     assert report([str(record.parent)]) == 1  # a fleet whose network run was cut is never accepted
     assert "was stopped by SIGTERM" in capsys.readouterr().out
 

@@ -126,6 +126,26 @@ def rendezvous_problem(stderr_tail: list[str], endpoint: str) -> str | None:
             f"open between the nodes (firewall), and that all nodes join within --join-timeout")
 
 
+def without_signal_traceback(lines: list[str]) -> list[str]:
+    """torchrun's output after a stop signal, without the Python traceback it prints for the signal it was
+    sent (a SignalException: the expected way out, not an error to read at 3 am)."""
+    out: list[str] = []
+    block: list[str] = []
+    for line in lines:
+        if line.startswith("Traceback (most recent call last):"):
+            out += block
+            block = [line]
+        elif block:
+            block.append(line)
+            if not line.startswith(" "):  # the exception line ends the traceback
+                if "SignalException" not in line:
+                    out += block
+                block = []
+        else:
+            out.append(line)
+    return out + block
+
+
 def simulated_pass(stderr_tail: list[str]) -> bool:
     """True when torchrun's failure summary lists only ranks that exited SIMULATED: a simulation that
     failed nothing, which torchrun, counting every exit but 0 as a failed rank, reports as a failure."""
@@ -166,14 +186,19 @@ def main(argv: list[str] | None = None) -> int:
     previous = {sig: signal.signal(sig, pass_on) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     tail: deque[str] = deque(maxlen=400)
     assert proc.stderr is not None
+    held: list[str] = []  # torchrun's stderr after a stop signal, shown once it has exited
     try:
         for line in proc.stderr:  # passed through as it comes, kept to explain a failure
-            sys.stderr.write(line)
+            if stopped_by:
+                held.append(line)
+            else:
+                sys.stderr.write(line)
             tail.append(line)
         code = proc.wait()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    sys.stderr.writelines(without_signal_traceback(held))
     if stopped_by:
         name = signal.Signals(stopped_by[0]).name
         print(f"wirecheck fleet multinode: stopped by {name} (torchrun exited {code}): the job is incomplete, not "
