@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import signal
 from types import SimpleNamespace
 
 import pytest
@@ -229,7 +230,7 @@ def test_the_launcher_tells_a_simulated_pass_from_a_failed_rank():
 def test_a_rank_that_raises_leaves_torch_elastics_error_file(tmp_path, monkeypatch):
     from wirecheck.fleet import multinode
 
-    def broken(args):
+    def broken(args, stopper=None):
         raise RuntimeError("rank 3 broke on purpose")
 
     error_file = tmp_path / "error.json"
@@ -240,3 +241,5 @@ def test_a_rank_that_raises_leaves_torch_elastics_error_file(tmp_path, monkeypat
     message = json.loads(error_file.read_text())["message"]
     assert message["message"] == "RuntimeError: rank 3 broke on purpose"
     assert "in broken" in message["extraInfo"]["py_callstack"]
+    # the stop signals are this process's again: its Ctrl-C, and its later subprocesses' SIGTERM
+    assert not {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} & signal.pthread_sigmask(signal.SIG_BLOCK, [])

@@ -491,11 +491,11 @@ def main(argv: list[str] | None = None) -> int:
     """The rank's entry point, under torch elastic's `record`: an exception that ends the rank is written
     to TORCHELASTIC_ERROR_FILE, and torchrun's summary shows it for the failed rank."""
     # Before torch is imported: the threads it starts inherit the blocked stop signals, which only the
-    # stopper's thread takes (an unprivileged thread given SIGTERM would end the rank without an end line).
-    stopper = EndOnSignal(RECORD_LOCK).start()
-    from torch.distributed.elastic.multiprocessing.errors import record  # here: the module imports without torch
+    # stopper's thread takes (one of torch's threads given SIGTERM would end the rank without an end line).
+    with EndOnSignal(RECORD_LOCK) as stopper:
+        from torch.distributed.elastic.multiprocessing.errors import record  # here: the module imports without torch
 
-    return record(_main)(argv, stopper)
+        return record(_main)(argv, stopper)
 
 
 if __name__ == "__main__":
