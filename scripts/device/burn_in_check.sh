@@ -162,6 +162,6 @@ PY
   [ "$rc" -eq 130 ] && [ "$kept" -eq 0 ]
 }
 
-run_steps burn report interrupt -- "${STEPS[@]}"
+run_steps burn report interrupt -- "${STEPS[@]}" || exit 2
 log "done: $([ $status -eq 0 ] && echo 'every step passed' || echo 'some step failed') (files in $OUT)"
 exit $status

@@ -7,7 +7,8 @@
 #            one rank; the test-only slow collective worker keeps it measuring), sent SIGTERM as Slurm's time
 #            limit does: the launcher's exit code and the record's end line
 #   run(command="bash scripts/device/final_check.sh", carry=[".whl"], kind="nvidia-h200", timeout_s=600)
-# Everything lands in $OUT as one tarball per step plus console.log. The environment is passed through.
+# Everything lands in $OUT as one tarball per step plus console.log (fresh and quick: levels_check.sh's, in
+# $OUT/levels and $OUT/levels-quick). The environment is passed through.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
@@ -25,32 +26,9 @@ status=0
 
 fresh_venv() { ls -d /tmp/wirecheck-fresh.*/wirecheck/.venv 2>/dev/null | head -1; }
 
-step_fresh() {
-  fits 200 fresh || return 0
-  mkdir -p "$WORK/fresh"
-  timeout -s INT "$(allow 300)" bash scripts/device/fresh_install.sh --full --wirecheck-json "$WORK/fresh/acceptance.jsonl" \
-    -v -rfEs > "$WORK/fresh/fresh.log" 2>&1
-  local rc=$?
-  grep -E "^== |passed|failed|wirecheck validate:|wirecheck: record|SIMULATION" "$WORK/fresh/fresh.log" | tail -12
-  sed -n '/strategy dial/,/^$/p;/GPU figures/,/memory pattern test/p' "$WORK/fresh/fresh.log" | head -60
-  tar czf "$OUT/fresh.tgz" -C "$WORK" fresh
-  [ "$rc" -eq 0 ]
-}
-
-step_quick() {
-  fits 60 quick || return 0
-  local venv t0=$SECONDS rc
-  venv=$(fresh_venv)
-  [ -n "$venv" ] || { log "quick: no fresh install to run from (run the fresh step first)"; return 1; }
-  mkdir -p "$WORK/quick"
-  (cd "$(dirname "$venv")" && timeout -s INT "$(allow 120)" "$venv/bin/wirecheck" validate --level quick -rfEs \
-     --wirecheck-json "$WORK/quick/quick.jsonl" > "$WORK/quick/quick.log" 2>&1)
-  rc=$?
-  log "wirecheck validate --level quick: exit $rc, wall $((SECONDS - t0)) s"
-  grep -E "level|passed|failed|wirecheck validate:" "$WORK/quick/quick.log" | tail -6
-  tar czf "$OUT/quick.tgz" -C "$WORK" quick
-  [ "$rc" -eq 0 ]
-}
+# fresh and quick are levels_check.sh's own steps (its records land in $OUT/levels)
+step_fresh() { fits 200 fresh || return 0; OUT="$OUT/levels" LEVELS_BUDGET_S=$(allow 330) bash scripts/device/levels_check.sh fresh; }
+step_quick() { fits 60 quick || return 0; OUT="$OUT/levels-quick" LEVELS_BUDGET_S=$(allow 130) bash scripts/device/levels_check.sh quick; }
 
 step_sigterm() {
   fits 60 sigterm || return 0
@@ -75,6 +53,6 @@ step_sigterm() {
   [ "$rc" -eq 143 ] && tail -1 "$record" | grep -q '"signal": "SIGTERM"'
 }
 
-run_steps fresh quick sigterm -- "${STEPS[@]}"
+run_steps fresh quick sigterm -- "${STEPS[@]}" || exit 2
 log "done: $([ $status -eq 0 ] && echo 'every step passed' || echo 'some step failed')"
 exit $status

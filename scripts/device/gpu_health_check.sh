@@ -115,6 +115,6 @@ step_foreign() {
   [ "$rc" -eq 1 ] && [ "$named_inventory" -gt 0 ] && [ "$named_health" -gt 0 ]
 }
 
-run_steps plain suite training foreign -- "${STEPS[@]}"
+run_steps plain suite training foreign -- "${STEPS[@]}" || exit 2
 log "done: $([ $status -eq 0 ] && echo 'every step passed' || echo 'some step failed') (files in $OUT)"
 exit $status

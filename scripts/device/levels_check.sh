@@ -74,6 +74,6 @@ step_same() {
   [ "$rc" -eq 0 ]
 }
 
-run_steps fresh quick foreign same -- "${STEPS[@]}"
+run_steps fresh quick foreign same -- "${STEPS[@]}" || exit 2
 log "done: $([ $status -eq 0 ] && echo 'every step passed' || echo 'some step failed')"
 exit $status
