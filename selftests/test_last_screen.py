@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from xml.etree import ElementTree
 
-from e2e import PROJECT, make_project, run_suite
+from e2e import PROJECT, make_project, records, run_suite
 from wirecheck import checks
 from wirecheck.checks.advice import ADVICE, GENERIC, advice_for
 from wirecheck.checks.failure_block import reason, render
@@ -115,3 +115,27 @@ def test_a_failed_check_is_one_block_and_errors_keep_their_traceback(pytester):
     assert last[0].startswith("wirecheck: record .wirecheck/results-") and "3 failed" in last[0], last
     assert last[1].startswith("wirecheck: next: wirecheck report .wirecheck/results-"), last
     assert last[2].startswith("wirecheck: SIMULATION of"), last
+
+
+def test_a_run_that_read_no_gpu_and_skipped_everything_is_not_accepted(pytester, monkeypatch):
+    """`pytest -m health` on a node whose NVML reads nothing (no --simulate): every selected check skips and
+    test_gpus_visible, which would fail, is not selected. That is no accepted node: exit 11, said last."""
+    from wirecheck.node import nvml
+
+    def no_nvml():
+        raise nvml.NvmlUnavailable("NVML could not start (NVMLError_DriverNotLoaded: Driver Not Loaded)")
+
+    monkeypatch.setattr(nvml, "read_topology", no_nvml)
+    root = make_project(pytester)
+    record = pytester.path / "run.jsonl"
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-m", "health", f"--wirecheck-json={record}",
+                                          f"{root}/tests/test_gpu_health.py")
+    text = "\n".join(result.outlines)
+    assert result.ret == 11, text
+    assert result.outlines[-1].startswith("wirecheck: NO GPU was validated, every selected check skipped (exit 11, "
+                                          "not 0): NVML could not start (NVMLError_DriverNotLoaded"), text
+    assert records(record)[-1]["exit_status"] == 11
+    # with the check that names the missing GPUs selected, the run fails as before: 1, not 11
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--wirecheck-json={pytester.path / 'all.jsonl'}",
+                                          f"{root}/tests/test_inventory.py")
+    assert result.ret == 1, "\n".join(result.outlines)
