@@ -269,17 +269,7 @@ class Judge:
 
         job = self.job
         rate, why = job.line_rate(job.nodes)
-        with RECORD_LOCK:
-            self._header(rate, why)
-
-    def _header(self, rate, why) -> None:
-        import torch
-
-        from wirecheck.node.placement import CLASS_NETWORK
-        from wirecheck.records.run import run_header
-
-        job = self.job
-        self.writer.header(run_header(
+        header = run_header(
             simulated=job.simulated,
             simulation_source="torchrun agents with CPU ranks (gloo)" if job.simulated else None,
             thresholds=job.thresholds.path,
@@ -294,7 +284,9 @@ class Judge:
                 "line_rate_bytes_per_s": rate, "line_rate_basis": why,
                 "network": {r["node"]: r["network"] for r in job.ranks if r["local_rank"] == 0},
             },
-        ))
+        )
+        with RECORD_LOCK:
+            self.writer.header(header)
 
     @property
     def placement_id(self) -> str:
