@@ -14,6 +14,12 @@ from typing import Any, Callable
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 OUTCOMES = (PASS, FAIL, SKIP)
 
+# Which rule made a limit: a table entry measured on this very hardware (GPU model, or NVLink
+# generation and link count), derived from the node's physics (links x speed, HBM and math peaks
+# from NVML), calibrated on the site's good nodes, this GPU's or placement's own history, the node's
+# peers (its median), the fleet's, or a CPU sanity bound of a simulated run.
+RULES = ("measured", "derived", "calibrated", "history", "peers", "fleet", "simulated")
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -29,6 +35,7 @@ class Verdict:
     limit: dict | None = None  # {"min", "max", "expected"}: the bounds, in `unit`
     source: str | None = None  # where the limit came from (thresholds.yaml `source:`)
     yaml_path: str | None = None  # where the limit is written: "thresholds.yaml: collectives.floors..."
+    rule: str | None = None  # which rule made the limit (RULES); None for a verdict without a numeric limit
     inputs: dict = field(default_factory=dict)  # the check's arguments, to judge it again
     details: dict = field(default_factory=dict)
 
@@ -83,25 +90,25 @@ def within(what: str, where: str | None, value: float, limit, fmt: Callable[[flo
         message = f"{what} on {where}: measured {fmt(value)} {shown} ({cite(limit.yaml_path, limit.source)})"
     return Verdict("", what, where, FAIL if failed else PASS, message, measured=value * scale, unit=unit,
                    limit={k: (v * scale if v is not None else None) for k, v in bounds.items()},
-                   source=limit.source, yaml_path=limit.yaml_path)
+                   source=limit.source, yaml_path=limit.yaml_path, rule=getattr(limit, "rule", None))
 
 
 def at_least(what: str, where: str | None, value: float, minimum: float, unit: str, source: str, yaml_path: str,
-             fmt: Callable[[float], str] = lambda v: f"{v:.2f}x", hint: str = "") -> Verdict:
+             fmt: Callable[[float], str] = lambda v: f"{v:.2f}x", hint: str = "", rule: str | None = None) -> Verdict:
     ok = value >= minimum
     sign = ">=" if ok else "<"
     message = f"{what} on {where}: {fmt(value)} {sign} required {fmt(minimum)} ({cite(yaml_path, source)})"
     return Verdict("", what, where, PASS if ok else FAIL, message + ("" if ok else hint), measured=value, unit=unit,
-                   limit={"min": minimum}, source=source, yaml_path=yaml_path)
+                   limit={"min": minimum}, source=source, yaml_path=yaml_path, rule=rule)
 
 
 def at_most(what: str, where: str | None, value: float, maximum: float, unit: str, source: str, yaml_path: str,
-            fmt: Callable[[float], str], hint: str = "") -> Verdict:
+            fmt: Callable[[float], str], hint: str = "", rule: str | None = None) -> Verdict:
     ok = value <= maximum
     sign = "<=" if ok else ">"
     message = f"{what} on {where}: {fmt(value)} {sign} allowed {fmt(maximum)} ({cite(yaml_path, source)})"
     return Verdict("", what, where, PASS if ok else FAIL, message + ("" if ok else hint), measured=value, unit=unit,
-                   limit={"max": maximum}, source=source, yaml_path=yaml_path)
+                   limit={"max": maximum}, source=source, yaml_path=yaml_path, rule=rule)
 
 
 def expect(what: str, where: str | None, measured: Any, expected: Any, ok: bool, failure: str,

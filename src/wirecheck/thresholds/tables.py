@@ -31,6 +31,7 @@ class Limit:
     source: str
     yaml_path: str
     kind: str = "bandwidth"  # the quantity kind of min/max, for formatting (wirecheck.core.quantity)
+    rule: str = "measured"  # which rule made it (wirecheck.core.verdict.RULES)
 
 
 # A GPU-count table: {2: Limit, 8: Limit, "any": Limit}.
