@@ -1,0 +1,117 @@
+"""The step-time model of a data-parallel strategy on a placement, and its fit to a node's runs.
+
+    step = T0 x (1 + overhead) + comm - min(overlapped comm, overlap x T0)
+
+- T0: one GPU's step on its micro-batch: 6 x params x tokens over the GPU's achieved FLOP/s (one GPU
+  alone, figures.Compute);
+- comm: the strategy's collectives of one step (schedule.py) at the busbw the placement class's
+  curve gives at each call's size;
+- overlap: the share of T0 under which the overlapped collectives can hide (a fraction of the
+  compute, fitted per strategy where the wire is slower than the compute: the host path);
+- overhead: what the strategy costs beyond its collectives, as a share of T0 (hooks and copies;
+  negative where sharding the optimizer saves more than the strategy adds), fitted per strategy on
+  its fast-wire (NVLink) runs, where all of the overlapped communication hides.
+Why the two fits come from two wires: on NVLink the 2x H200 runs' collectives take 12-20 ms against
+a 117 ms step, so every overlap above 0.2 predicts the same step there; only a wire where the
+collectives outlast the compute says how much of the compute they can hide under.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wirecheck.advise.schedule import Collective
+
+OVERLAP_SCAN = tuple(i / 100 for i in range(0, 151))  # 0 .. 1.5 of T0
+
+
+@dataclass(frozen=True)
+class Fit:
+    overhead: float  # share of T0
+    overlap: float  # share of T0
+    source: str
+
+
+@dataclass(frozen=True)
+class Timed:
+    collective: Collective
+    seconds: float
+    busbw: float  # bytes/s at its call size
+    note: str  # which curve stood in ("" for the exact one)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    compute_s: float
+    overhead_s: float
+    comm_s: float
+    hidden_s: float
+    timed: tuple[Timed, ...]
+    tokens_per_gpu: float
+    n_gpus: int
+
+    @property
+    def step_s(self) -> float:
+        return self.compute_s + self.overhead_s + self.comm_s - self.hidden_s
+
+    @property
+    def exposed_s(self) -> float:
+        return self.comm_s - self.hidden_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.n_gpus * self.tokens_per_gpu / self.step_s
+
+    def what_sets_it(self) -> str:
+        """compute, or the exposed collective that costs the most, at its call size and busbw."""
+        from wirecheck.core.quantity import format_bw, format_bytes
+
+        if self.exposed_s <= 0.1 * self.step_s or not self.timed:
+            return f"compute ({self.compute_s * 1e3:.0f} ms); communication hidden"
+        # Non-overlapped calls are exposed whole; overlapped ones share what the window could not hide.
+        worst = max(self.timed, key=lambda t: t.seconds * (1.0 if not t.collective.overlapped else 0.999))
+        c = worst.collective
+        return (f"exposed communication {self.exposed_s * 1e3:.0f} ms: {c.op} of {c.what}, {c.calls} x "
+                f"{format_bytes(c.call_bytes)} at {format_bw(worst.busbw)}" + (f" ({worst.note})" if worst.note else ""))
+
+
+def comm_times(collectives, n_gpus: int, curve_for) -> tuple[Timed, ...]:
+    """`curve_for(op)` -> (Curve, note) of the placement."""
+    out = []
+    for c in collectives:
+        curve, note = curve_for(c.op)
+        if curve is None:
+            raise ValueError(note)
+        out.append(Timed(c, c.seconds(n_gpus, curve.busbw), curve.busbw(c.call_bytes), note))
+    return tuple(out)
+
+
+def predict(collectives, n_gpus: int, curve_for, compute_s: float, fit: Fit, tokens_per_gpu: float) -> Prediction:
+    timed = comm_times(collectives, n_gpus, curve_for) if n_gpus > 1 else ()
+    comm = sum(t.seconds for t in timed)
+    overlapped = sum(t.seconds for t in timed if t.collective.overlapped)
+    return Prediction(compute_s, fit.overhead * compute_s, comm, min(overlapped, fit.overlap * compute_s),
+                      timed, tokens_per_gpu, n_gpus)
+
+
+def _split(timed) -> tuple[float, float]:
+    return sum(t.seconds for t in timed), sum(t.seconds for t in timed if t.collective.overlapped)
+
+
+def fit_overhead(fast_step_s: float, fast_local_s: float, fast_timed, overlap: float) -> float:
+    """The overhead share that makes the model give the fast-wire run's measured step."""
+    comm, overlapped = _split(fast_timed)
+    return (fast_step_s - fast_local_s - comm + min(overlapped, overlap * fast_local_s)) / fast_local_s
+
+
+def fit_overlap(fast, slow) -> float:
+    """The overlap share (0..1.5 of T0) with which the fast-wire overhead predicts the slow-wire step best.
+
+    `fast`, `slow`: (step_s, local_s, timed) of one strategy's runs on the two wires."""
+    def error(overlap: float) -> float:
+        overhead = fit_overhead(*fast, overlap)
+        step, local, timed = slow
+        comm, overlapped = _split(timed)
+        return abs(local * (1 + overhead) + comm - min(overlapped, overlap * local) - step)
+
+    return min(OVERLAP_SCAN, key=lambda h: (round(error(h), 9), h))
