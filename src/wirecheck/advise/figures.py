@@ -190,7 +190,7 @@ def profile_names(path: Path = PROFILES_FILE) -> tuple[str, ...]:
 
 def _node_of(name: str, entry: dict, thresholds, where: str):
     """thresholds.yaml's profile NAME, else the entry's own `node:` (as from_profile reads a profile)."""
-    if thresholds is not None and name in thresholds.profile_names():
+    if thresholds is not None and name in thresholds.profile_names:
         return thresholds.profile(name)
     node = entry.get("node")
     if not isinstance(node, dict):

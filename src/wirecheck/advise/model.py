@@ -45,10 +45,15 @@ class Prediction:
     compute_s: float
     overhead_s: float
     comm_s: float
-    hidden_s: float
+    overlapped_s: float  # the part of comm issued while compute runs
+    window_s: float  # overlap x T0: how much of it can hide
     timed: tuple[Timed, ...]
     tokens_per_gpu: float
     n_gpus: int
+
+    @property
+    def hidden_s(self) -> float:
+        return min(self.overlapped_s, self.window_s)
 
     @property
     def step_s(self) -> float:
@@ -90,7 +95,7 @@ def predict(collectives, n_gpus: int, curve_for, compute_s: float, fit: Fit, tok
     timed = comm_times(collectives, n_gpus, curve_for) if n_gpus > 1 else ()
     comm = sum(t.seconds for t in timed)
     overlapped = sum(t.seconds for t in timed if t.collective.overlapped)
-    return Prediction(compute_s, fit.overhead * compute_s, comm, min(overlapped, fit.overlap * compute_s),
+    return Prediction(compute_s, fit.overhead * compute_s, comm, overlapped, fit.overlap * compute_s,
                       timed, tokens_per_gpu, n_gpus)
 
 
