@@ -7,7 +7,8 @@ what the compute can no longer hide of it shows. The cost is the predicted step 
 against the step without it, so a compute-bound DDP step pays about x for a GPU and little for a
 link its overlap still hides ("GPU3 at -12 % costs every DDP step on this node about 14 %").
 
-`slow_parts(verdicts)`: the failing verdicts of a record that name a part and how far below it is:
+`slow_parts(verdicts)`: the failing verdicts of a record that name a part (a GPU, or a placement's
+collective or copy bandwidth) and how far below it is:
 below its peers' median (`details.below_median`) or below its floor (measured under `limit.min`).
 """
 
@@ -40,7 +41,14 @@ def slow_parts(verdicts: list[dict]) -> list[SlowPart]:
             deficit, against = 1 - measured / limit["min"], "its floor"
         if deficit is None or not 0 < deficit < 1:
             continue
-        kind = GPU if str(v["where"]).upper().startswith("GPU") else LINK
+        where = str(v["where"])
+        check = str(v.get("check") or "")
+        if where.upper().startswith("GPU"):
+            kind = GPU
+        elif "busbw" in check or "bandwidth" in check:  # a collective or a copy over a link
+            kind = LINK
+        else:  # a whole job's figure (throughput, memory): not one part of the node
+            continue
         out.append(SlowPart(str(v["where"]), v.get("what") or v.get("check") or "", deficit, against, kind))
     return out
 
