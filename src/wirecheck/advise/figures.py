@@ -113,6 +113,22 @@ def _placements_of(header: dict, path) -> list[Placement]:
     return out
 
 
+def _strategy_run(m: dict, d: dict, path) -> StrategyRun | None:
+    """A strategy measurement as the model reads it; None for one recorded before the record kept
+    what the model needs (tokens per step, the local step)."""
+    ranks = d["ranks"]
+    try:
+        locals_ = [r["local_step_time_median_s"] for r in ranks if r.get("local_step_time_median_s")]
+        r0 = ranks[0]
+        return StrategyRun(
+            d.get("strategy") or r0["strategy"], (m.get("placement") or "").split("-")[0], m.get("placement"),
+            int(d.get("n_gpus") or len(ranks)), max(r["step_time_median_s"] for r in ranks),
+            statistics.mean(locals_) if locals_ else float("nan"), int(r0["tokens_per_step"]),
+            int(r0["n_params"]), dict(r0["shape"]), int(r0["micro_batch"]), r0.get("precision", "bf16"), Path(path).name)
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+
+
 def from_records(paths) -> NodeFigures:
     """The node's figures from one or more record files (the last run of each)."""
     records = []
@@ -142,15 +158,9 @@ def from_records(paths) -> NodeFigures:
                 key = (d.get("op"), d.get("placement_class"), int(d.get("n_gpus") or 0))
                 samples.setdefault(key, []).append((d["bytes"], d["busbw"]))
             elif m.get("kind") == "strategy" and d.get("ranks") and not d.get("error"):
-                ranks = d["ranks"]
-                locals_ = [r["local_step_time_median_s"] for r in ranks if r.get("local_step_time_median_s")]
-                r0 = ranks[0]
-                runs.append(StrategyRun(
-                    d.get("strategy") or r0["strategy"], (m.get("placement") or "").split("-")[0], m.get("placement"),
-                    int(d.get("n_gpus") or len(ranks)), max(r["step_time_median_s"] for r in ranks),
-                    statistics.mean(locals_) if locals_ else float("nan"), int(r0["tokens_per_step"]),
-                    int(r0["n_params"]), r0["shape"], int(r0["micro_batch"]), r0.get("precision", "bf16"),
-                    Path(rec.path).name))
+                run = _strategy_run(m, d, rec.path)
+                if run is not None:
+                    runs.append(run)
             elif m.get("kind") == "single_gpu_training" and d.get("ranks") and not d.get("error"):
                 r0 = d["ranks"][0]
                 single.append((6.0 * r0["n_params"] * r0["tokens_per_s"], (d.get("figures") or {}).get("mfu"),

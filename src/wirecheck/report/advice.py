@@ -16,7 +16,17 @@ SEQ, MICRO_BATCH = 1024, 8  # the suite's own workload, as `wirecheck advise` de
 
 
 def advice_section(view) -> Section:
-    s = Section("advice", "What the wires cost a job: predicted against measured, and advice")
+    try:
+        return _section(view)
+    except (FiguresError, ValueError, KeyError, TypeError) as exc:  # an older record's runs lack a figure
+        return Section("advice", TITLE).add(note(f"No prediction from this record: {type(exc).__name__}: {exc}"))
+
+
+TITLE = "What the wires cost a job: predicted against measured, and advice"
+
+
+def _section(view) -> Section:
+    s = Section("advice", TITLE)
     if view.simulated or not view.strategies:
         return s.add(note("No prediction: the record has no strategy runs on GPUs (a simulation, or a selection "
                           "without test_strategies)."))
