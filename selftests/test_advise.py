@@ -15,7 +15,7 @@ from wirecheck.advise.figures import from_profile, from_records
 from wirecheck.advise.fits import fit_strategies, shipped_fits
 from wirecheck.advise.schedule import schedule
 from wirecheck.advise.sizes import parse_params
-from wirecheck.advise.slow_part import GPU, LINK, SlowPart, slow_parts, step_cost
+from wirecheck.advise.slow_part import GPU, LINK, SlowPart, slow_part_costs, slow_parts, step_cost
 from wirecheck.cli.main import main
 from wirecheck.core.paths import suite_paths
 from wirecheck.thresholds.file import load_thresholds
@@ -173,3 +173,37 @@ def test_command_says_a_profile_is_not_the_node(capsys):
 def test_usage_errors_exit_4_naming_the_option(capsys, argv, option):
     assert main(["advise", *argv]) == 4
     assert option in capsys.readouterr().err
+
+
+def _with_slow_gpu(tmp_path) -> Path:
+    """run1 with one more verdict: GPU1's bf16 GEMM 12 % below its peers (as checks/gpu_health records it)."""
+    import json
+
+    lines = Path(RUNS[0]).read_text().splitlines()
+    verdict = {"type": "verdict", "test": "tests/test_gpu_health.py::test_gemm", "check": "gemm_throughput",
+               "what": "bf16 GEMM", "where": "GPU1", "outcome": "fail", "message": "slow", "measured": 620.0,
+               "unit": "TFLOP/s", "limit": {"min": 600.0}, "details": {"below_median": 0.12}}
+    path = tmp_path / "slow.jsonl"
+    path.write_text("\n".join(lines[:-1] + [json.dumps(verdict), lines[-1]]) + "\n")
+    return path
+
+
+def test_advise_prices_a_slow_gpu_of_the_record(tmp_path, capsys):
+    slow = _with_slow_gpu(tmp_path)
+    assert main(["advise", "--params", "1.14e9", "--gpus", "2", "--record", str(slow)]) == 0
+    out = capsys.readouterr().out
+    assert "slow part: GPU1 at -12% (bf16 GEMM, below its peers' median) costs every fsdp step on this node about 1" in out
+    lines = slow_part_costs([slow])
+    assert len(lines) == 1 and lines[0].startswith("GPU1 at -12% (bf16 GEMM, below its peers' median) costs every DDP "
+                                                   "step on this node about 1"), lines
+    assert slow_part_costs(RUNS[:1]) == []  # run1 names no slow part
+
+
+def test_other_workload_is_off_where_the_docs_say():
+    """Fitted at micro-batch 8, the micro-batch 4 runs: the host path within 10 %, NVLink optimistic (one GPU's
+    rate falls at the smaller micro-batch; FSDP and ZeRO-3 turn host-bound): docs/commands.md says so."""
+    mb4 = sorted(glob.glob(str(ROOT / "fixtures/reference/h200-sxm-2/wirecheck-2026-12-01/run*.jsonl")))
+    rows = validation.other_workload(RUNS, mb4)
+    host = [r for r in rows if r.klass == "forced_pcie"]
+    assert len(host) == 5 and all(abs(r.error) <= 0.10 for r in host), validation.table(rows, "other workload")
+    assert all(r.error > 0.15 for r in rows if r.klass == "nvswitch")

@@ -6,6 +6,8 @@ Two tests, both predicting runs the fit did not see:
 - `nvlink_only`: fit the overhead on the NVLink runs alone, with the overlap fixed at backward's
   share of the model FLOPs (4 of 6: gradients reduce while backward runs), and predict the host-path
   (forced_pcie) runs from the host-path curve: the wire changes, nothing is fitted on it.
+- `other_workload`: fit on the runs of one workload (both wires, one micro-batch) and predict the
+  runs of another (another micro-batch: T0 scales with the tokens, the curves are the test runs').
 Error = predicted / measured tokens/s - 1.
 """
 
@@ -68,6 +70,14 @@ def nvlink_only(paths) -> list[Row]:
     fits = fit_strategies(figures, fallback={}, overlap=round(BACKWARD_SHARE, 2))
     return [Row(name, klass, meas, pred, "the host-path runs (overlap fixed, overhead fitted on NVLink)")
             for name, klass, meas, pred in _predict_runs(figures, figures, fits, classes=SLOW_CLASSES)]
+
+
+def other_workload(fit_paths, test_paths) -> list[Row]:
+    fit_figures, test = from_records(fit_paths), from_records(test_paths)
+    fits = fit_strategies(fit_figures, fallback={})
+    mb = sorted({r.micro_batch for r in fit_figures.runs})
+    return [Row(name, klass, meas, pred, f"runs of another workload (fitted at micro-batch {'/'.join(map(str, mb))})")
+            for name, klass, meas, pred in _predict_runs(fit_figures, test, fits)]
 
 
 def table(rows: list[Row], title: str) -> str:
