@@ -159,8 +159,10 @@ def format_advice(a: Advice) -> str:
             lines.append("fits: " + ", ".join(sorted({o.strategy for o in fitting})))
     else:
         best = ranked[0]
+        others = f.alternatives(best.placement)
         where = ("NVSwitch: any GPUs do, placement does not matter" if _is_nvswitch(best)
-                 else f"keeps the job on {best.placement.klass}")
+                 else f"keeps the job on {best.placement.klass}"
+                 + (f"; or {', '.join(_pin(p) for p in others)}" if others else ""))
         lines.append(f"recommendation: {best.strategy} on {best.placement.id}: {_pin(best.placement)} "
                      f"({best.prediction.tokens_per_s:,.0f} tokens/s predicted; {where})")
         if len(ranked) > 1:

@@ -87,6 +87,11 @@ class NodeFigures:
                 out.append(p)
         return out
 
+    def alternatives(self, placement: Placement) -> list[Placement]:
+        """The other placements of the same class and size (the second quad of an NVL node)."""
+        return [p for p in self.placements
+                if p.klass == placement.klass and p.n_gpus == placement.n_gpus and p.gpus != placement.gpus]
+
     def curve(self, op: str, klass: str, n_gpus: int) -> tuple[Curve | None, str]:
         """The curve of `op` on `klass` at n_gpus, else the nearest GPU count, else all_reduce's
         (a profile's figures are all_reduce only); with a note when it is not the exact one."""
