@@ -169,6 +169,8 @@ def test_command_says_a_profile_is_not_the_node(capsys):
     (["--params", "7B", "--gpus", "2", "--profile", "nope"], "--profile"),
     (["--params", "7B", "--gpus", "3", "--profile", "h200-nvl-8"], "--gpus"),
     (["--params", "7B", "--gpus", "2", "--profile", "h200-nvl-8", "--gpu-memory", "lots"], "--gpu-memory"),
+    (["--params", "7B", "--gpus", "2", "--profile", "h200-nvl-8", "--bogus"], "--bogus"),
+    (["--params", "7B", "--gpus", "2", "--record"], "--record"),
 ])
 def test_usage_errors_exit_4_naming_the_option(capsys, argv, option):
     assert main(["advise", *argv]) == 4
@@ -207,3 +209,10 @@ def test_other_workload_is_off_where_the_docs_say():
     host = [r for r in rows if r.klass == "forced_pcie"]
     assert len(host) == 5 and all(abs(r.error) <= 0.10 for r in host), validation.table(rows, "other workload")
     assert all(r.error > 0.15 for r in rows if r.klass == "nvswitch")
+
+
+def test_a_rate_of_another_precision_predicts_nothing(node):
+    """The one-GPU rate is bf16's: an fp32 job gets the memory verdicts and no step time, said so."""
+    a = advise(node, 1_139_970_048, 2, 1024, 8, "fp32", fit_strategies(node))
+    assert all(o.prediction is None for o in a.options) and not a.ranked
+    assert "measured in bf16, not fp32" in format_advice(a)

@@ -25,7 +25,7 @@ from wirecheck.training.shape import block_params, shape_for_params
 from wirecheck.training.strategies import NAMES, PARAMS, strategy as _strategy
 
 VOCAB = 32000
-ACTIVATION_BYTES = 34  # per token per d_model per layer, bf16, no recomputation
+ACTIVATION_BYTES = 34  # per token per d_model per layer, bf16 (twice in fp32), no recomputation
 
 
 @dataclass(frozen=True)
@@ -74,9 +74,9 @@ class Advice:
 
 def _on_top(name: str, n_params: int, shape: dict, micro_batch: int, precision: str) -> int:
     tokens = micro_batch * shape["seq_len"]
-    activations = ACTIVATION_BYTES * tokens * shape["d_model"] * shape["n_layer"] + 8 * VOCAB * tokens
-    row = _strategy(name)
     low = _precision(precision).model_bytes
+    activations = ACTIVATION_BYTES * low / 2 * tokens * shape["d_model"] * shape["n_layer"] + 8 * VOCAB * tokens
+    row = _strategy(name)
     gathered = 0
     if PARAMS in row.shards:
         keeps = row.defaults(shape).get("reshard_after_forward") is False
@@ -93,8 +93,13 @@ def advise(figures, n_params: int, n_gpus: int, seq_len: int, micro_batch: int, 
         raise ValueError(f"--gpus {n_gpus}: this node has no placement of {n_gpus} GPUs "
                          f"(it has {figures.gpu_count} GPUs; placements of {', '.join(map(str, have)) or 'none'})")
     tokens_gpu = micro_batch * seq_len
-    compute_s = figures.compute.step_s(n_params, tokens_gpu) if figures.compute else None
-    if compute_s is None:
+    compute = figures.compute
+    if compute is not None and compute.precision != precision:
+        notes.append(f"the one-GPU rate was measured in {compute.precision}, not {precision}: no step time predicted "
+                     f"(give a record of {precision} runs)")
+        compute = None
+    compute_s = compute.step_s(n_params, tokens_gpu) if compute else None
+    if compute_s is None and figures.compute is None:
         notes.append(f"no one-GPU rate for {figures.gpu_model}: no step time predicted "
                      "(a record with test_single_gpu_training or strategy runs gives one)")
     options = []
@@ -135,7 +140,7 @@ def format_advice(a: Advice) -> str:
              f"GPU: {f.gpu_model}, {_gb(f.gpu_memory)}; compute: "
              + (f"{f.compute.flops_per_s / 1e12:.0f} TFLOP/s per GPU ({f.compute.source})" if f.compute else "unknown")]
     lines += a.notes
-    lines.append(f"{'strategy':8} {'placement':24} {'state art/impl':>15} {'+act':>6} {'fits':>5} {'step ms':>8} "
+    lines.append(f"{'strategy':8} {'placement':34} {'state art/impl':>15} {'+act':>6} {'fits':>5} {'step ms':>8} "
                  f"{'tokens/s':>10}  what sets it")
     for o in a.options:
         pred = o.prediction
@@ -146,7 +151,7 @@ def format_advice(a: Advice) -> str:
         if not o.fits:
             why = f"does not fit: needs {_gb(o.total)} of {_gb(o.gpu_memory)}; " + why
         name = o.placement.id + (" (host path)" if not o.user_choice else "")
-        lines.append(f"{o.strategy:8} {name:24} {_gb(o.state_article):>7}/{_gb(o.state_implementation):>7} "
+        lines.append(f"{o.strategy:8} {name:34} {_gb(o.state_article):>7}/{_gb(o.state_implementation):>7} "
                      f"{_gb(o.on_top):>6} {fits:>5} {step:>8} {tps:>10}  {why}")
     lines += _placement_cost(a)
     ranked = a.ranked

@@ -60,6 +60,7 @@ class Compute:
     flops_per_s: float
     source: str
     mfu: float | None = None
+    precision: str = "bf16"  # the precision it was measured (or its peak taken) in
 
     def step_s(self, n_params: float, tokens_per_gpu: float) -> float:
         return 6.0 * n_params * tokens_per_gpu / self.flops_per_s
@@ -169,7 +170,7 @@ def from_records(paths) -> NodeFigures:
             elif m.get("kind") == "single_gpu_training" and d.get("ranks") and not d.get("error"):
                 r0 = d["ranks"][0]
                 single.append((6.0 * r0["n_params"] * r0["tokens_per_s"], (d.get("figures") or {}).get("mfu"),
-                               r0["tokens_per_s"], Path(rec.path).name, m.get("placement")))
+                               r0["tokens_per_s"], Path(rec.path).name, r0.get("precision", "bf16")))
     curves = {key: curve_of(*key, pts, f"measured: {key[1]} at {key[2]} GPUs") for key, pts in samples.items()
               if key[0] and key[1]}
     compute = None
@@ -178,13 +179,14 @@ def from_records(paths) -> NodeFigures:
         mfus = [s[1] for s in single if s[1]]
         compute = Compute(flops, f"measured: one GPU alone, {statistics.median(s[2] for s in single):,.0f} tokens/s "
                                  f"({', '.join(sorted({s[3] for s in single}))})",
-                          statistics.median(mfus) if mfus else None)
+                          statistics.median(mfus) if mfus else None, single[0][4])
     elif runs:
         rates = [6.0 * r.n_params * (r.tokens_per_step / r.n_gpus) / r.local_s for r in runs if r.local_s == r.local_s]
         if rates:
             compute = Compute(statistics.median(rates),
                               f"measured: the strategy runs' local steps (the same step without communication, on "
-                              f"each rank; {len(rates)} runs), no one-GPU run in the records")
+                              f"each rank; {len(rates)} runs), no one-GPU run in the records",
+                              precision=runs[0].precision)
     return NodeFigures("record", f"the node's records: {', '.join(Path(r.path).name for r in records)} "
                                  f"(host {main.run.get('host')}, {len(gpus)}x {gpus[0].get('name')})",
                        gpus[0].get("name") or "", int(min(g.get("memory_bytes") or 0 for g in gpus)), len(gpus),
@@ -244,7 +246,7 @@ def from_profile(name: str, thresholds, peak_flops, precision: str, path: Path =
     if peak is not None:
         mfu = float(compute_entry["mfu"])
         compute = Compute(peak * mfu, f"MFU {mfu:.1%} of {profile.gpu_model}'s dense {precision} peak "
-                                      f"({peak / 1e12:.0f} TFLOP/s); MFU {compute_entry.get('source', '')}", mfu)
+                                      f"({peak / 1e12:.0f} TFLOP/s); MFU {compute_entry.get('source', '')}", mfu, precision)
     topo = topology_from_profile(profile, where=str(path))
     placements = [p for p in enumerate_placements(topo) if p.klass != CLASS_FORCED_PCIE]
     return NodeFigures("profile", f"the profile {name}'s figures ({entry.get('source', '')}), not a measured node",

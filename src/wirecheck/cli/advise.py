@@ -41,6 +41,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                                          + ", ".join(profile_names()))
     parser.add_argument("--gpu-memory", metavar="SIZE", help="GPU memory to plan for instead of the record's or "
                                                             "profile's, e.g. 80GB")
+
+    def usage_error(message: str):
+        # argparse's own errors (an unknown option, a missing value) are usage errors too: exit 4, as ours.
+        parser.print_usage(sys.stderr)
+        print(f"wirecheck advise: {message}", file=sys.stderr)
+        raise SystemExit(exit_codes.USAGE_ERROR)
+
+    parser.error = usage_error
     return parser
 
 
