@@ -220,3 +220,26 @@ def test_a_rate_of_another_precision_predicts_nothing(node):
     a = advise(node, 1_139_970_048, 2, 1024, 8, "fp32", fit_strategies(node))
     assert all(o.prediction is None for o in a.options) and not a.ranked
     assert "measured in bf16, not fp32" in format_advice(a)
+
+
+def _expand(word: str) -> list[str]:
+    """The shell's brace expansion of one word (run{1,2,3}.jsonl), as the docs write the records."""
+    import re
+
+    m = re.search(r"\{([^{}]*)\}", word)
+    return [w for part in m.group(1).split(",") for w in _expand(word[:m.start()] + part + word[m.end():])] if m else [word]
+
+
+def test_the_docs_examples_are_the_commands_output(capsys, monkeypatch):
+    import shlex
+
+    monkeypatch.chdir(ROOT)
+    text = (ROOT / "docs/commands.md").read_text()
+    examples = [block for block in text.split("$ wirecheck advise ")[1:]]
+    assert len(examples) == 3
+    for block in examples:
+        command, _, rest = block.partition("\n")
+        shown = rest.split("```")[0].rstrip("\n")
+        argv = [w for word in shlex.split(command) for w in _expand(word)]
+        assert main(["advise", *argv]) == 0
+        assert capsys.readouterr().out.rstrip("\n") == shown, f"docs/commands.md: `wirecheck advise {command}` prints otherwise"

@@ -191,7 +191,7 @@ def _placement_cost(a: Advice) -> list[str]:
     """Per strategy, how much slower its worst job placement is than its best (the wire's price)."""
     by: dict = {}
     for o in a.options:
-        if o.prediction and o.user_choice:
+        if o.prediction:
             by.setdefault(o.strategy, []).append(o)
     lines = []
     for name, opts in by.items():
@@ -199,6 +199,7 @@ def _placement_cost(a: Advice) -> list[str]:
             continue
         best = max(opts, key=lambda o: o.prediction.tokens_per_s)
         worst = min(opts, key=lambda o: o.prediction.tokens_per_s)
-        lines.append(f"  {name}: {worst.placement.klass} is {best.prediction.tokens_per_s / worst.prediction.tokens_per_s:.1f}x "
+        what = worst.placement.klass + ("" if worst.user_choice else " (the host path: NVLink lost)")
+        lines.append(f"  {name}: {what} is {best.prediction.tokens_per_s / worst.prediction.tokens_per_s:.1f}x "
                      f"slower than {best.placement.klass}")
     return (["placement: the same job on each class of placement"] + lines) if lines else []
