@@ -243,3 +243,16 @@ def test_the_docs_examples_are_the_commands_output(capsys, monkeypatch):
         argv = [w for word in shlex.split(command) for w in _expand(word)]
         assert main(["advise", *argv]) == 0
         assert capsys.readouterr().out.rstrip("\n") == shown, f"docs/commands.md: `wirecheck advise {command}` prints otherwise"
+
+
+def test_report_section_puts_the_prediction_beside_the_runs_and_advises_common_sizes(tmp_path):
+    from wirecheck.report.advice import advice_section
+    from wirecheck.report.model import view_of
+
+    html = advice_section(view_of(RUNS[0])).html()
+    assert html.count("<tr") >= 1 + 10 + 1 + 4  # ten runs, four model sizes, with their headers
+    for text in ("126,668", "fsdp on nvswitch-2gpu-0.1", "CUDA_VISIBLE_DEVICES=0,1", "no strategy fits on 2 GPUs",
+                 "fitted on these very runs"):
+        assert text in html, text
+    slow = advice_section(view_of(_with_slow_gpu(tmp_path))).html()
+    assert "Slow part: GPU1 at -12%" in slow and "Slow part" not in html
