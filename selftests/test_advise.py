@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNS = sorted(glob.glob(str(ROOT / "fixtures/reference/h200-sxm-2/wirecheck-2026-12-01b/run*.jsonl")))
 # The error bounds the model achieves on those runs (docs/commands.md states the same figures).
 LEAVE_ONE_OUT_BOUND = 0.05  # every strategy, NVLink and host path
-NVLINK_ONLY_BOUND = {"ddp": 0.02, "zero1": 0.04, "zero2": 0.25, "zero3": 0.07, "fsdp": 0.07}
+NVLINK_ONLY_BOUND = {"ddp": 0.02, "zero1": 0.04, "zero2": 0.10, "zero3": 0.06, "fsdp": 0.06}
 
 
 @pytest.fixture(scope="module")
@@ -75,13 +75,16 @@ def test_model_predicts_each_recorded_run_from_the_others():
     assert abs(worst.error) <= LEAVE_ONE_OUT_BOUND, validation.table(rows, "leave one out")
 
 
-def test_model_predicts_the_host_path_from_nvlink_alone_within_its_stated_error():
+def test_model_predicts_the_host_path_from_nvlink_alone_within_its_stated_error(monkeypatch):
     rows = {r.strategy: r for r in validation.nvlink_only(RUNS)}
     assert set(rows) == set(NAMES)
     for name, bound in NVLINK_ONLY_BOUND.items():
         assert abs(rows[name].error) <= bound, validation.table(list(rows.values()), "NVLink only")
-    # ZeRO-2 is the one outside 15 %: DeepSpeed's overlap hides 0.36 of the compute, not backward's 0.67.
-    assert abs(rows["zero2"].error) > 0.15
+    # Without each collective's last call held back, ZeRO-2 (three 1 GB buckets) is predicted 21 % too fast.
+    from wirecheck.advise import model
+
+    monkeypatch.setattr(model, "_hideable", lambda timed: sum(t.seconds for t in timed if t.collective.overlapped))
+    assert {r.strategy: r for r in validation.nvlink_only(RUNS)}["zero2"].error > 0.15
 
 
 def test_a_wrong_curve_breaks_the_prediction(node):

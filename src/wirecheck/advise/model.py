@@ -1,12 +1,15 @@
 """The step-time model of a data-parallel strategy on a placement, and its fit to a node's runs.
 
-    step = T0 x (1 + overhead) + comm - min(overlapped comm, overlap x T0)
+    step = T0 x (1 + overhead) + comm - min(hideable comm, overlap x T0)
 
 - T0: one GPU's step on its micro-batch: 6 x params x tokens over the GPU's achieved FLOP/s (one GPU
   alone, figures.Compute);
 - comm: the strategy's collectives of one step (schedule.py) at the busbw the placement class's
   curve gives at each call's size;
-- overlap: the share of T0 under which the overlapped collectives can hide (a fraction of the
+- hideable comm: the collectives issued while compute runs, less each one's last call (nothing runs
+  after it: the last gradient bucket fills as backward ends), so a reduction in three 1 GB buckets
+  can hide two thirds of itself at most and one in 174 buckets of 25 MiB nearly all;
+- overlap: the share of T0 under which the hideable collectives can hide (a fraction of the
   compute, fitted per strategy where the wire is slower than the compute: the host path);
 - overhead: what the strategy costs beyond its collectives, as a share of T0 (hooks and copies;
   negative where sharding the optimizer saves more than the strategy adds), fitted per strategy on
@@ -45,7 +48,7 @@ class Prediction:
     compute_s: float
     overhead_s: float
     comm_s: float
-    overlapped_s: float  # the part of comm issued while compute runs
+    overlapped_s: float  # the part of comm that can hide under compute (_hideable)
     window_s: float  # overlap x T0: how much of it can hide
     timed: tuple[Timed, ...]
     tokens_per_gpu: float
@@ -94,13 +97,19 @@ def comm_times(collectives, n_gpus: int, curve_for) -> tuple[Timed, ...]:
 def predict(collectives, n_gpus: int, curve_for, compute_s: float, fit: Fit, tokens_per_gpu: float) -> Prediction:
     timed = comm_times(collectives, n_gpus, curve_for) if n_gpus > 1 else ()
     comm = sum(t.seconds for t in timed)
-    overlapped = sum(t.seconds for t in timed if t.collective.overlapped)
+    overlapped = _hideable(timed)
     return Prediction(compute_s, fit.overhead * compute_s, comm, overlapped, fit.overlap * compute_s,
                       timed, tokens_per_gpu, n_gpus)
 
 
+def _hideable(timed) -> float:
+    """What of the overlapped collectives can hide: all but each one's last call, which nothing runs after
+    (the last gradient bucket fills as backward ends; the last block's gather is what compute waits for)."""
+    return sum(t.seconds * (t.collective.calls - 1) / t.collective.calls for t in timed if t.collective.overlapped)
+
+
 def _split(timed) -> tuple[float, float]:
-    return sum(t.seconds for t in timed), sum(t.seconds for t in timed if t.collective.overlapped)
+    return sum(t.seconds for t in timed), _hideable(timed)
 
 
 def fit_overhead(fast_step_s: float, fast_local_s: float, fast_timed, overlap: float) -> float:
