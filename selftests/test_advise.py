@@ -114,6 +114,12 @@ def test_nvl_profile_reproduces_the_article():
     slowdown = {s: v["nvl_quad"] / v["cross_quad"] for s, v in by.items()}
     assert all(3 <= x <= 5.5 for x in slowdown.values()), slowdown  # across quads 3-5x slower
     assert slowdown["fsdp"] > slowdown["zero3"]  # FSDP falls harder than ZeRO-3 (it gains most inside the quad)
+    # At micro-batch 1 (less compute to hide under) FSDP falls hardest of all, as the article found.
+    one = advise(_profile("h200-nvl-8"), 7_240_000_000, 4, 1024, 1, "bf16", shipped_fits())
+    by1 = {}
+    for o in one.options:
+        by1.setdefault(o.strategy, {})[o.placement.klass] = o.prediction.tokens_per_s
+    assert max(by1, key=lambda s: by1[s]["nvl_quad"] / by1[s]["cross_quad"]) == "fsdp"
     # DDP when the model fits replicated: the 70B model does not, 1B does and DDP is predicted inside the quad.
     assert not any(o.fits for o in advise(_profile("h200-nvl-8"), 70_000_000_000, 4, 1024, 2, "bf16",
                                            shipped_fits()).options if o.strategy == "ddp")
@@ -259,3 +265,13 @@ def test_report_section_puts_the_prediction_beside_the_runs_and_advises_common_s
         assert text in html, text
     slow = advice_section(view_of(_with_slow_gpu(tmp_path))).html()
     assert "Slow part: GPU1 at -12%" in slow and "Slow part" not in html
+
+
+def test_records_advise_cannot_use_are_named(tmp_path, capsys):
+    junk = tmp_path / "notes.jsonl"
+    junk.write_text("hello\n")
+    assert main(["advise", "--params", "7B", "--gpus", "2", "--record", str(junk)]) == 2
+    assert str(junk) in capsys.readouterr().err
+    sim = ROOT / "selftests/data/sim-h200-sxm-2.jsonl"
+    assert main(["advise", "--params", "7B", "--gpus", "2", "--record", str(sim)]) == 2
+    assert "a simulated run" in capsys.readouterr().err

@@ -160,7 +160,8 @@ def from_records(paths) -> NodeFigures:
         verdicts += rec.verdicts
         for m in rec.measurements:
             d = m.get("details") or {}
-            if m.get("kind") == "collective" and d.get("busbw"):
+            if m.get("kind") == "collective" and isinstance(d.get("busbw"), (int, float)) \
+                    and isinstance(d.get("bytes"), int) and d["bytes"] > 0:
                 key = (d.get("op"), d.get("placement_class"), int(d.get("n_gpus") or 0))
                 samples.setdefault(key, []).append((d["bytes"], d["busbw"]))
             elif m.get("kind") == "strategy" and d.get("ranks") and not d.get("error"):
@@ -169,8 +170,13 @@ def from_records(paths) -> NodeFigures:
                     runs.append(run)
             elif m.get("kind") == "single_gpu_training" and d.get("ranks") and not d.get("error"):
                 r0 = d["ranks"][0]
+                if not (r0.get("n_params") and r0.get("tokens_per_s")):
+                    continue
+                if r0.get("device_name") and r0["device_name"] != (gpus[0].get("name") or ""):
+                    continue  # another GPU model's rate is not this node's
                 single.append((6.0 * r0["n_params"] * r0["tokens_per_s"], (d.get("figures") or {}).get("mfu"),
-                               r0["tokens_per_s"], Path(rec.path).name, r0.get("precision", "bf16")))
+                               r0["tokens_per_s"], f"{Path(rec.path).name} on {rec.run.get('host')}",
+                               r0.get("precision", "bf16")))
     curves = {key: curve_of(*key, pts, f"measured: {key[1]} at {key[2]} GPUs") for key, pts in samples.items()
               if key[0] and key[1]}
     compute = None
