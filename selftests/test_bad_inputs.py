@@ -184,7 +184,7 @@ def test_an_unwritable_output_is_a_message_naming_it(command, kind, tmp_path, ca
 # ---- values: memory ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("params", ["", "caf\udce9", "1e30", "abc", "nan", "-5", "1.5"])
+@pytest.mark.parametrize("params", ["", "caf\udce9", "1e30", "abc", "nan", "-5", "1.5", "7BB", "7X", "1e999999999"])
 def test_memory_takes_a_parameter_count_or_says_why_not(params, capsys):
     code, text = call(cli.main, ["memory", "--params", params, "--gpus", "4"], capsys)
     assert_clean(code, text, {2}, "--params")
