@@ -295,3 +295,48 @@ def test_a_node_list_line_that_is_not_a_node_name_is_refused(line, tmp_path, cap
     code, text = call(fleet_cli.main, ["report", str(_fleet_dir(tmp_path)), "--nodes", str(nodes)], capsys)
     assert_clean(code, text, {2}, f"--nodes {nodes}, line 2:")
     assert "is not a node name" in text
+
+
+# ---- values: a thresholds file's own mistakes --------------------------------------------------------
+
+# (what the file holds, what the message says, what it must not say): each names its cause and no other.
+_COMMON_CAUSES = ("a tab in the indentation", "an unclosed quote", "an unclosed bracket", "a key without its ':'")
+THRESHOLDS_MISTAKES = {
+    "duplicate key": ("profiles:\n  a: 1\n  a: 2\n", "line 3, column 3: duplicate key 'a' (first at line 2); remove one",
+                      _COMMON_CAUSES + ("not valid YAML",)),
+    "tab": ("profiles:\n\ta: 1\n", "line 2, column 1: while scanning for the next token found character that cannot "
+            "start any token (a tab in the indentation: indent with spaces)", _COMMON_CAUSES[1:]),
+    "unclosed quote": ('profiles: "x\na: 1\n', "(an unclosed quote)", _COMMON_CAUSES[:1] + _COMMON_CAUSES[2:]),
+    "unclosed bracket": ("profiles: [1, 2\na: 1\n", "(an unclosed bracket", _COMMON_CAUSES[:2] + _COMMON_CAUSES[3:]),
+    # 110,000 values and no alias: before, "its aliases (*name) stand for more than 100000 values"
+    "many values, no alias": ("profiles:\n" + "  - 1\n" * 110_000, "line 2, column 3: more than 100000 values",
+                              ("alias",)),
+}
+
+
+@pytest.mark.parametrize("mistake", THRESHOLDS_MISTAKES)
+def test_a_thresholds_mistake_names_its_own_cause(mistake, tmp_path, capsys):
+    text, said, unsaid = THRESHOLDS_MISTAKES[mistake]
+    path = tmp_path / "thresholds.yaml"
+    path.write_text(text)
+    code, out = call(judge.main, [str(RECORD), "--thresholds", str(path)], capsys)
+    assert_clean(code, out, {2}, f"{path}: ")
+    assert said in out, out
+    assert not [word for word in unsaid if word in out], out
+
+
+def test_a_thresholds_file_over_the_size_bound_is_refused_before_it_is_parsed(tmp_path, capsys):
+    """A 50 MB file of plain keys cost 58 s and 3.9 GB, then was refused for aliases it did not have."""
+    import time
+
+    from wirecheck.thresholds.yaml_reader import MAX_BYTES
+
+    path = tmp_path / "thresholds.yaml"
+    line = b"key: 1\n"
+    path.write_bytes(line * (MAX_BYTES // len(line) + 1))
+    started = time.monotonic()
+    code, out = call(judge.main, [str(RECORD), "--thresholds", str(path)], capsys)
+    assert time.monotonic() - started < 2, "parsed before it was refused"
+    assert_clean(code, out, {2}, f"{path}: larger than 4 MiB (the shipped thresholds.yaml is about 60 KB)")
+    assert "alias" not in out
+    assert THRESHOLDS.stat().st_size < MAX_BYTES / 16  # the bound leaves the shipped file room to grow
