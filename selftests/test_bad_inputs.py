@@ -133,6 +133,37 @@ def test_a_bad_input_file_is_a_message_naming_it(command, kind, tmp_path, capsys
     assert_clean(code, text, allowed.get(kind, set()) | {2}, str(path))
 
 
+def test_judge_on_a_cut_simulated_record_says_incomplete_simulation_and_the_torn_line(tmp_path, capsys):
+    """It ended "FAILED: 0 failed, 28 passed" with no SIMULATION, and dropped the torn line without a word."""
+    path = bad_input(tmp_path, "truncated", RECORD)
+    code, text = call(judge.main, [str(path)], capsys)
+    assert_clean(code, text, {1}, f"{path}:3: a torn last line (not JSON: the run was killed or its disk filled "
+                                  "while writing it): skipped")
+    last = text.splitlines()[-1]
+    assert last.startswith("wirecheck judge: INCOMPLETE: a run did not end (see above), so not every check was "
+                           "judged: 0 failed, "), last
+    assert last.endswith(f"; SIMULATION: {path} judged a simulated run, no node was validated"), last
+    assert "FAILED" not in text, text
+    # a failure in it is still FAILED, and still a simulation
+    code, text = call(judge.main, [str(RECORD), "--thresholds", str(_failing_thresholds(tmp_path))], capsys)
+    last = text.splitlines()[-1]
+    assert code == 1 and last.startswith("wirecheck judge: FAILED: ") and "; SIMULATION: " in last, text
+
+
+def _failing_thresholds(tmp_path: Path) -> Path:
+    """The shipped thresholds with every simulated busbw floor out of reach."""
+    from e2e import thresholds_with
+
+    def raise_floors(data):
+        for op in data["collectives"]["simulated_floors"].values():
+            for key in op:
+                op[key] = {"min": "5000 GB/s", "source": "selftest: out of reach"}
+
+    path = tmp_path / "unreachable.yaml"
+    path.write_text(thresholds_with(raise_floors))
+    return path
+
+
 @pytest.mark.parametrize("kind", INPUT_KINDS[:4])
 def test_bad_files_in_a_history_or_fleet_directory_are_named(kind, tmp_path, capsys):
     history = tmp_path / "history"
