@@ -14,7 +14,7 @@ from wirecheck.advise.curves import Curve
 from wirecheck.advise.figures import from_profile, from_records
 from wirecheck.advise.fits import fit_strategies, shipped_fits
 from wirecheck.advise.schedule import schedule
-from wirecheck.advise.sizes import parse_params
+from wirecheck.advise.sizes import short
 from wirecheck.advise.slow_part import GPU, LINK, SlowPart, slow_part_costs, slow_parts, step_cost
 from wirecheck.cli.main import main
 from wirecheck.core.paths import suite_paths
@@ -40,13 +40,11 @@ def _profile(name, precision="bf16"):
                         precision)
 
 
-def test_params_as_people_write_them():
-    assert parse_params("7B") == 7_000_000_000
-    assert parse_params("7.24e9") == 7_240_000_000
-    assert parse_params("350M") == 350_000_000
-    for bad in ("7Q", "", "-1", "inf", "0.5"):
-        with pytest.raises(ValueError, match="7B"):
-            parse_params(bad)
+def test_params_as_people_write_them(capsys):
+    for text in ("7B", "7.24e9", "350M"):
+        assert main(["advise", "--params", text, "--gpus", "4", "--profile", "h200-nvl-8"]) == 0
+    assert "advise: 350M parameters" in capsys.readouterr().out
+    assert short(7_240_000_000) == "7.24B" and short(350_000_000) == "350M"
 
 
 def test_curve_interpolates_between_sizes_and_holds_at_the_ends():

@@ -1,6 +1,6 @@
 """What this node's wires do to a user's job: `wirecheck advise`, from the node's own records.
 
-- `sizes`: a parameter count as people write it (7B, 350M, 7.24e9);
+- `sizes`: a parameter count as people read it (7.24B);
 - `curves`: a collective's busbw against size, interpolated between the recorded sizes;
 - `figures`: what the prediction reads from records (curves per placement class, one GPU alone,
   strategy runs) or from a profile's figures (`profiles.yaml`, each with its source);

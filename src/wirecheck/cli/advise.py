@@ -11,7 +11,7 @@ import sys
 from wirecheck.advise.advice import advise, format_advice
 from wirecheck.advise.figures import FiguresError, from_profile, from_records, profile_names
 from wirecheck.advise.fits import fit_strategies, shipped_fits
-from wirecheck.advise.sizes import parse_params
+from wirecheck.cli.memory import parameter_count
 from wirecheck.core import exit_codes
 from wirecheck.core.paths import suite_paths
 from wirecheck.core.precision import DEFAULT as DEFAULT_PRECISION
@@ -68,8 +68,8 @@ def _options(args):
     if args.gpus is None:
         raise _Usage("--gpus is required: the job's GPU count, e.g. --gpus 4")
     try:
-        n_params = parse_params(args.params)
-    except ValueError as exc:
+        n_params = parameter_count(args.params)  # as `wirecheck memory` reads it: 7B, 350M, 7.24e9
+    except argparse.ArgumentTypeError as exc:
         raise _Usage(f"--params: {exc}") from None
     if args.precision not in PRECISIONS:
         raise _Usage(f"--precision {args.precision!r}: one of {', '.join(PRECISIONS)}")
