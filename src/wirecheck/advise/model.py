@@ -70,17 +70,26 @@ class Prediction:
     def tokens_per_s(self) -> float:
         return self.n_gpus * self.tokens_per_gpu / self.step_s
 
+    def _exposed_of(self, t: Timed) -> float:
+        """One collective's exposed seconds: what the window hid is shared by the hideable parts."""
+        hidden = self.hidden_s * _hideable_of(t) / self.overlapped_s if self.overlapped_s else 0.0
+        return t.seconds - hidden
+
     def what_sets_it(self) -> str:
         """compute, or the exposed collective that costs the most, at its call size and busbw."""
         from wirecheck.core.quantity import format_bw, format_bytes
 
         if self.exposed_s <= 0.1 * self.step_s or not self.timed:
             return f"compute ({self.compute_s * 1e3:.0f} ms); communication hidden"
-        # Non-overlapped calls are exposed whole; overlapped ones share what the window could not hide.
-        worst = max(self.timed, key=lambda t: t.seconds * (1.0 if not t.collective.overlapped else 0.999))
+        worst = max(self.timed, key=self._exposed_of)
         c = worst.collective
         return (f"exposed communication {self.exposed_s * 1e3:.0f} ms: {c.op} of {c.what}, {c.calls} x "
                 f"{format_bytes(c.call_bytes)} at {format_bw(worst.busbw)}" + (f" ({worst.note})" if worst.note else ""))
+
+
+def _hideable_of(t: Timed) -> float:
+    c = t.collective
+    return t.seconds * (c.calls - 1) / c.calls if c.overlapped else 0.0
 
 
 def comm_times(collectives, n_gpus: int, curve_for) -> tuple[Timed, ...]:
@@ -105,7 +114,7 @@ def predict(collectives, n_gpus: int, curve_for, compute_s: float, fit: Fit, tok
 def _hideable(timed) -> float:
     """What of the overlapped collectives can hide: all but each one's last call, which nothing runs after
     (the last gradient bucket fills as backward ends; the last block's gather is what compute waits for)."""
-    return sum(t.seconds * (t.collective.calls - 1) / t.collective.calls for t in timed if t.collective.overlapped)
+    return sum(_hideable_of(t) for t in timed)
 
 
 def _split(timed) -> tuple[float, float]:
