@@ -295,6 +295,7 @@ def _read_gpu(nv: Any, i: int, h: Any, bus_id: str | None, known_buses: set[str]
         name=_text(_try(nv, i, "nvmlDeviceGetName", h)),
         bus_id=bus_id,
         uuid=_text(_try(nv, i, "nvmlDeviceGetUUID", h)),
+        serial=_text(_try(nv, i, "nvmlDeviceGetSerial", h)),
         memory_bytes=getattr(memory, "total", None),
         nvlinks=_read_links(nv, i, h, known_buses),
         pcie_gen=_or_none(_try(nv, i, "nvmlDeviceGetCurrPcieLinkGeneration", h)),

@@ -29,7 +29,8 @@ from wirecheck.thresholds.gpu_health import GpuHealthLimits, parse_gpu_health
 from wirecheck.thresholds.tables import COLLECTIVE_FLOOR_CLASSES, CountTable, Limit, _ratio_section
 from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table
 from wirecheck.thresholds.training import TrainingLimits, TrainingSettings, parse_training
-from wirecheck.thresholds.yaml_reader import SOURCE_HINT, ThresholdsError, _At, _read_yaml, _suggest
+from wirecheck.thresholds.extends import read_layered
+from wirecheck.thresholds.yaml_reader import SOURCE_HINT, ThresholdsError, _At, _suggest
 from wirecheck.node.topology import BRIDGED, FABRICS, PCIE, PCIE_LEVELS
 
 
@@ -675,11 +676,14 @@ def _fleet(at: _At) -> dict[bool, FleetLimits]:
     return MappingProxyType(out)
 
 
-def load_thresholds(path: str | Path, content: bytes | None = None) -> Thresholds:
+def load_thresholds(path: str | Path, content: bytes | None = None,
+                    bases: Mapping[str, bytes] | None = None) -> Thresholds:
     """Read and validate a thresholds file (`content`: its bytes, kept elsewhere, e.g. in a run's
-    record; `path` then names it in messages). Raises ThresholdsError, whose message names the file."""
+    record; `path` then names it in messages), laid over the file its `extends:` names (`bases`:
+    absolute path -> bytes of those kept elsewhere). Raises ThresholdsError, whose message names the
+    file that holds the mistake."""
     path = Path(path)
-    data = _read_yaml(path, content)
+    data, _ = read_layered(path, content, bases)
     if data is None:
         raise ThresholdsError(
             f"{path}: the file is empty; it must hold the sections profiles, collectives and training "
