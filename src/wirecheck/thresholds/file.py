@@ -24,6 +24,7 @@ from wirecheck.node.placement import CLASSES, CLASS_NETWORK
 from wirecheck.measure.collectives import OPS
 from wirecheck.core.quantity import format_bw
 from wirecheck.thresholds.copy_limits import CopyBandwidth, parse_copy_bandwidth
+from wirecheck.thresholds.baselines import CalibrationRule, HistoryRule, missing, parse_calibration, parse_history
 from wirecheck.thresholds.burn_in import BurnInLimits, parse_burn_in
 from wirecheck.thresholds.gpu_health import GpuHealthLimits, parse_gpu_health
 from wirecheck.thresholds.tables import COLLECTIVE_FLOOR_CLASSES, CountTable, Limit, _ratio_section
@@ -219,6 +220,21 @@ class Thresholds:
     _fleet: Mapping[bool, FleetLimits]  # keyed by `simulated`
     gpu_health: GpuHealthLimits  # each GPU under load (thresholds.gpu_health)
     burn_in: BurnInLimits  # what only a burn-in judges (thresholds.burn_in)
+    # wirecheck calibrate's rule and the history rule (thresholds.baselines); None in a file older than them
+    calibration_rule: CalibrationRule | None = None
+    history_rule: HistoryRule | None = None
+
+    @property
+    def calibration(self) -> CalibrationRule:
+        if self.calibration_rule is None:
+            raise missing(self.path, "calibration")
+        return self.calibration_rule
+
+    @property
+    def history(self) -> HistoryRule:
+        if self.history_rule is None:
+            raise missing(self.path, "history")
+        return self.history_rule
 
     @property
     def profile_names(self) -> tuple[str, ...]:
@@ -704,6 +720,12 @@ def load_thresholds(path: str | Path, content: bytes | None = None,
             "gpu_health": "{hardware: {...}, simulated: {...}, floors: {...}, ...}",
             "burn_in": "{drift: {rounds: 3, hardware: {...}, simulated: {...}}, busbw_spread: {...}}",
         },
+        optional={
+            "calibration": '{min_runs: 3, tight_runs: 10, mad_k: "3 x", min_margin: "3 %", max_below_median: "10 %", '
+                           'source: ...}',
+            "history": '{runs: 10, min_runs: 3, mad_k: "3 x", min_margin: "3 %", max_margin: "10 %", figures: [...], '
+                       'source: ...}',
+        },
     )
     profiles = _profiles(f["profiles"])
     collectives = _collectives(f["collectives"])
@@ -731,4 +753,6 @@ def load_thresholds(path: str | Path, content: bytes | None = None,
         _fleet=_fleet(f["fleet"]),
         gpu_health=parse_gpu_health(f["gpu_health"]),
         burn_in=parse_burn_in(f["burn_in"]),
+        calibration_rule=parse_calibration(f["calibration"]) if "calibration" in f else None,
+        history_rule=parse_history(f["history"]) if "history" in f else None,
     )
