@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from wirecheck.core.peer_stats import MAD_SCALE
+from wirecheck.core.peer_stats import relative_spread
 from wirecheck.records.figures import UNITS, Figure, run_figures
 from wirecheck.records.file import RunRecord
 from wirecheck.thresholds.baselines import CalibrationRule
@@ -62,10 +62,7 @@ class Calibration:
 
 def spread(values: list[float]) -> float:
     """Scaled MAD over the median: the robust relative noise of a figure (0 for one value)."""
-    median = statistics.median(values)
-    if median <= 0 or len(values) < 2:
-        return 0.0
-    return MAD_SCALE * statistics.median(abs(v - median) for v in values) / median
+    return relative_spread(values)
 
 
 def floor_of(values: list[float], rule: CalibrationRule) -> float:

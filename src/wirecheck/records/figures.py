@@ -13,8 +13,9 @@ name a GPU by host and bus id only (`identified` False).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from wirecheck.records.file import RunRecord
+from wirecheck.records.file import RecordFileError, RunRecord, read_run
 
 # figure name -> (the check that judged it, the quantity kind of its thresholds entry, its unit in
 # messages, the scale from base units to that unit)
@@ -60,7 +61,8 @@ def gpu_identity(gpu: dict, host: str) -> tuple[str, bool]:
 
 
 def run_figures(run: RunRecord) -> list[Figure]:
-    """Every stable figure the run's verdicts judged (skipped and unmeasured ones left out)."""
+    """Every stable figure the run's verdicts hold (unmeasured ones, and those measured beside a
+    foreign process or with an error, left out)."""
     header = run.run
     host = str(header.get("host") or "?")
     started = str(header.get("started") or "")
@@ -83,7 +85,8 @@ def run_figures(run: RunRecord) -> list[Figure]:
     for v in run.verdicts:
         i = v.get("inputs") or {}
         check, outcome = v.get("check"), v.get("outcome")
-        if outcome not in ("pass", "fail") or i.get("simulated"):
+        # A skip with its figure counts (a GPU model without a floor yet: what calibrate and history are for)
+        if outcome not in ("pass", "fail", "skip") or i.get("simulated"):
             continue
         common = dict(host=host, started=started, record=str(run.path), outcome=outcome)
         if check in ("hbm_bandwidth", "gemm_throughput", "sustained_throughput"):
@@ -121,3 +124,28 @@ def run_figures(run: RunRecord) -> list[Figure]:
                               "throughput", float(i["tokens_per_s"]), subject, str(i.get("placement")),
                               f"{host} {i.get('placement')}", (model,), idents, known, **common))
     return out
+
+
+def history_figures(folder: str | Path, exclude: str | Path | None = None) -> tuple[list[Figure], list[str]]:
+    """The figures of every hardware run recorded under `folder` (searched recursively), but
+    `exclude` (the run being judged), and the files left out with why. A figure its run failed (its
+    own check, or its history check) is left out too: a GPU that degrades keeps failing against its
+    good nights instead of becoming its own baseline."""
+    figures: list[Figure] = []
+    skipped: list[str] = []
+    gone = Path(exclude).resolve() if exclude else None
+    for path in sorted(Path(folder).rglob("*.jsonl")):
+        if gone is not None and path.resolve() == gone:
+            continue
+        try:
+            run = read_run(path)
+        except (RecordFileError, OSError) as exc:
+            skipped.append(f"{path}: {exc}")
+            continue
+        if run.simulated:
+            continue
+        failed_history = {((v.get("inputs") or {}).get("subject"), (v.get("inputs") or {}).get("key"))
+                          for v in run.verdicts if v.get("check") == "history" and v.get("outcome") == "fail"}
+        figures += [f for f in run_figures(run)
+                    if f.outcome != "fail" and (f.subject, f.yaml_path) not in failed_history]
+    return figures, skipped
