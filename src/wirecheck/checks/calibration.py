@@ -95,8 +95,11 @@ def _narrowing(key: tuple, figure: str) -> str:
     return NARROWING[key[0]]
 
 
-def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str, ...] = ()) -> Calibration:
-    """Floors from `runs`; CalibrationError listing every refused run and figure."""
+def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str, ...] = (),
+              workload: dict | None = None) -> Calibration:
+    """Floors from `runs`; CalibrationError listing every refused run and figure. `workload`: what the
+    base file's training limits are for (TrainingSettings.workload()); training figures of another
+    workload are left out, as judge skips them."""
     problems = [f"{run.path}: {why}" for run in runs if (why := run_problem(run))]
     if problems:
         raise CalibrationError("\n".join(problems))
@@ -119,6 +122,13 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
             where = "; ".join(f"{m} in {', '.join(sorted({f.record for f in figs if m in f.gpu_models}))}" for m in models)
             problems.append(f"{path}: mixed GPU models under one key ({where}): calibrate each model's runs into its "
                             "own file")
+            continue
+        other = [f for f in figs if workload and f.workload and f.workload != workload]
+        if other:
+            diffs = "; ".join(f"{k} {other[0].workload.get(k)!r} (base: {v!r})" for k, v in workload.items()
+                              if other[0].workload.get(k) != v)
+            out.notes.append(f"{path}: measured on another workload than the base file's training.hardware ({diffs}) in "
+                             f"{other[0].record}: left out, the base file's entry stays")
             continue
         records = sorted({f.record for f in figs})
         if len(records) < rule.min_runs:

@@ -93,12 +93,15 @@ def history_inputs(fig: Figure, past: list[Figure], runs: int) -> dict:
     """The history check's inputs for `fig` from the earlier figures `past` (any subjects, any order):
     the same subject's last `runs` values, oldest first; where it has none, whether another GPU or
     placement held its slot (a swap)."""
-    mine = sorted((p for p in past if p.subject == fig.subject and p.key == fig.key), key=lambda p: p.started)
+    def same(p: Figure) -> bool:  # the same figure of the same thing (a training figure: of the same workload)
+        return p.key == fig.key and (not fig.workload or not p.workload or p.workload == fig.workload)
+
+    mine = sorted((p for p in past if p.subject == fig.subject and same(p)), key=lambda p: p.started)
     inputs = {"figure": fig.figure, "key": fig.yaml_path, "subject": fig.subject, "where": fig.where,
               "kind": fig.kind, "value": fig.value, "identified": fig.identified,
               "history": [{"value": p.value, "date": p.started, "record": p.record} for p in mine[-runs:]]}
     if not mine:
-        others = sorted((p for p in past if p.slot == fig.slot and p.key == fig.key and p.subject != fig.subject),
+        others = sorted((p for p in past if p.slot == fig.slot and same(p) and p.subject != fig.subject),
                         key=lambda p: p.started)
         if others:
             inputs["swapped"] = {"was": others[-1].subject, "slot": fig.slot, "date": others[-1].started}

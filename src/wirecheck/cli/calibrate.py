@@ -106,9 +106,9 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     try:
         runs = [read_run(p) for p in args.records]
         extends, base_path, why = _base(runs, args.extends, output)
-        rules = load_thresholds(Path(args.thresholds) if args.thresholds else base_path)
-        rule = rules.calibration
-        result = calibrate(runs, rule, tuple(args.leave_out))
+        base = load_thresholds(base_path)
+        rule = (load_thresholds(Path(args.thresholds)) if args.thresholds else base).calibration
+        result = calibrate(runs, rule, tuple(args.leave_out), base.training_settings(False).workload())
     except (RecordFileError, ThresholdsError, CalibrationError) as exc:
         lines = str(exc).splitlines()
         print(f"wirecheck calibrate: refused: {lines[0]}" if isinstance(exc, CalibrationError)

@@ -40,6 +40,7 @@ class Figure:
     started: str  # the run's start (ISO 8601)
     record: str  # the record file
     outcome: str  # its verdict's outcome in that run
+    workload: dict | None = None  # training figures: what was trained (shape, micro_batch, precision), where known
 
     @property
     def yaml_path(self) -> str:
@@ -81,6 +82,13 @@ def run_figures(run: RunRecord) -> list[Figure]:
                 bool(idents) and all(i[1] for i in idents), tuple(sorted({i[2] for i in idents})),
                 tuple(i[0] for i in idents))
 
+    trained = {}  # (placement, strategy) -> workload, from the strategy runs' own records (older verdicts lack it)
+    for m in run.measurements:
+        ranks = (m.get("details") or {}).get("ranks") or [] if m.get("kind") == "strategy" else []
+        if ranks and "micro_batch" in ranks[0]:
+            trained[(m.get("placement"), ranks[0].get("strategy"))] = {
+                k: ranks[0].get(k) for k in ("shape", "micro_batch", "precision")}
+
     out: list[Figure] = []
     for v in run.verdicts:
         i = v.get("inputs") or {}
@@ -116,13 +124,15 @@ def run_figures(run: RunRecord) -> list[Figure]:
             out.append(Figure(("training", "throughput_floors", str(i.get("placement_class")), str(i.get("strategy")),
                                int(i.get("n_gpus") or 0)), str(i.get("strategy")), "throughput",
                               float(i["tokens_per_s"]), f"{subject} {i.get('strategy')}", str(i.get("placement")),
-                              f"{host} {i.get('placement')} {i.get('strategy')}", models, idents, known, **common))
+                              f"{host} {i.get('placement')} {i.get('strategy')}", models, idents, known, **common,
+                              workload=i.get("workload") or trained.get((i.get("placement"), i.get("strategy")))))
         elif check == "single_gpu_training" and i.get("tokens_per_s"):
             subject, known, models, idents = placement_of(i.get("placement"))
             model = str(i.get("gpu_model") or (models[0] if models else "?"))
             out.append(Figure(("training", "single_gpu_throughput_floors", model), "single_gpu_throughput",
                               "throughput", float(i["tokens_per_s"]), subject, str(i.get("placement")),
-                              f"{host} {i.get('placement')}", (model,), idents, known, **common))
+                              f"{host} {i.get('placement')}", (model,), idents, known, **common,
+                              workload=i.get("workload")))
     return out
 
 
