@@ -24,8 +24,9 @@ def thresholds():
 
 
 def _nights(folder, serial=SERIAL, n=6):
-    """n nights of the 1x H200, one per day, its GPU named by `serial`."""
-    return [edited(p, folder / f"night-{i}.jsonl", serial=serial, started=f"2026-11-{10 + i:02d}T02:00:00+00:00")
+    """n nights of the 1x H200 at the acceptance level, one per day, its GPU named by `serial`."""
+    return [edited(p, folder / f"night-{i}.jsonl", serial=serial, started=f"2026-11-{10 + i:02d}T02:00:00+00:00",
+                   level="acceptance")
             for i, p in enumerate(CLEAN[:n])]
 
 
@@ -39,7 +40,7 @@ def _judged(thresholds, tonight, folder):
 def test_a_10_percent_drop_fails_naming_the_serial_the_history_and_the_limit(thresholds, tmp_path):
     _nights(tmp_path)
     tonight = edited(CLEAN[6], tmp_path / "tonight.jsonl", serial=SERIAL, started="2026-11-20T02:00:00+00:00",
-                     scale={"hbm_copy": 0.9, "gemm_fp8": 0.9, "sustained_bf16": 0.9})
+                     level="acceptance", scale={"hbm_copy": 0.9, "gemm_fp8": 0.9, "sustained_bf16": 0.9})
     verdicts = _judged(thresholds, tonight, tmp_path)
     for figure in ("hbm_copy", "gemm_fp8", "sustained_bf16"):
         v = verdicts[figure]
@@ -54,7 +55,8 @@ def test_a_10_percent_drop_fails_naming_the_serial_the_history_and_the_limit(thr
 
 def test_a_normal_night_passes(thresholds, tmp_path):
     _nights(tmp_path)
-    tonight = edited(CLEAN[6], tmp_path / "tonight.jsonl", serial=SERIAL, started="2026-11-20T02:00:00+00:00")
+    tonight = edited(CLEAN[6], tmp_path / "tonight.jsonl", serial=SERIAL, started="2026-11-20T02:00:00+00:00",
+                     level="acceptance")
     verdicts = _judged(thresholds, tonight, tmp_path)
     assert not [v.message for v in verdicts.values() if v.outcome == "fail"]
     for figure in ("hbm_copy", "hbm_read", "gemm_fp8", "sustained_bf16"):
@@ -71,7 +73,8 @@ def test_night_one_is_said_not_failed(thresholds, tmp_path):
 
 def test_a_swapped_gpu_starts_a_new_history_and_says_so(thresholds, tmp_path):
     _nights(tmp_path)
-    tonight = edited(CLEAN[6], tmp_path / "tonight.jsonl", serial="1652823999999", scale={"hbm_copy": 0.9})
+    tonight = edited(CLEAN[6], tmp_path / "tonight.jsonl", serial="1652823999999", level="acceptance",
+                     scale={"hbm_copy": 0.9})
     v = _judged(thresholds, tonight, tmp_path)["hbm_copy"]
     assert v.outcome == "skip", v.message
     assert f"serial 1652823999999 replaces serial {SERIAL} in vm 00000000:00:06.0" in v.message
@@ -81,7 +84,8 @@ def test_a_swapped_gpu_starts_a_new_history_and_says_so(thresholds, tmp_path):
 def test_a_failed_night_stays_out_of_the_history(thresholds, tmp_path):
     _nights(tmp_path, n=3)
     # a night whose HBM copy failed its floor (half speed): not part of the GPU's history
-    bad = edited(CLEAN[4], tmp_path / "bad.jsonl", serial=SERIAL, started="2026-11-16T02:00:00+00:00")
+    bad = edited(CLEAN[4], tmp_path / "bad.jsonl", serial=SERIAL, started="2026-11-16T02:00:00+00:00",
+                 level="acceptance")
     text = bad.read_text().replace('"check": "hbm_bandwidth", "what": "HBM copy bandwidth (read+write)", '
                                    '"where": "GPU0", "outcome": "pass"',
                                    '"check": "hbm_bandwidth", "what": "HBM copy bandwidth (read+write)", '
@@ -104,3 +108,11 @@ def test_a_gpu_the_record_names_by_slot_only_has_no_history(thresholds, tmp_path
     f = next(f for f in run_figures(read_run(CLEAN[6])) if f.figure == "hbm_copy")
     v = checks.history.history(thresholds, **checks.history.history_inputs(f, [], 10))
     assert v.outcome == "skip" and "names no GPU serial or UUID" in v.message
+
+
+def test_a_figure_is_compared_with_runs_of_its_own_level_only(thresholds, tmp_path):
+    for i, p in enumerate(CLEAN[:4]):
+        edited(p, tmp_path / f"quick-{i}.jsonl", serial=SERIAL, level="quick", started=f"2026-11-{10 + i}T02:00:00+00:00")
+    tonight = edited(CLEAN[6], tmp_path / "tonight.jsonl", serial=SERIAL, level="acceptance")
+    v = _judged(thresholds, tonight, tmp_path)["sustained_bf16"]
+    assert v.outcome == "skip" and "first run of serial" in v.message, v.message  # a 5-s load is not a 60-s one

@@ -21,8 +21,9 @@ from wirecheck.core.verdict import FAIL, SKIP
 from wirecheck.records.figures import history_figures, run_figures
 from wirecheck.records.file import RecordFileError, read_run
 
-# After every measuring module, before the error counters read at the very end.
-pytestmark = [pytest.mark.stage("last", order=0), pytest.mark.levels("acceptance")]
+# After every measuring module, before the error counters read at the very end; with -m health too (a GPU's
+# figures against its own history are a GPU health check, the one that sees a 1-GPU node degrade).
+pytestmark = [pytest.mark.stage("last", order=0), pytest.mark.health, pytest.mark.levels("acceptance")]
 
 
 def test_figures_against_history(node, reporter, request):

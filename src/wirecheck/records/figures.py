@@ -41,6 +41,7 @@ class Figure:
     record: str  # the record file
     outcome: str  # its verdict's outcome in that run
     workload: dict | None = None  # training figures: what was trained (shape, micro_batch, precision), where known
+    level: str | None = None  # the run's --level (the sustained load's length follows it)
 
     @property
     def yaml_path(self) -> str:
@@ -96,7 +97,7 @@ def run_figures(run: RunRecord) -> list[Figure]:
         # A skip with its figure counts (a GPU model without a floor yet: what calibrate and history are for)
         if outcome not in ("pass", "fail", "skip") or i.get("simulated"):
             continue
-        common = dict(host=host, started=started, record=str(run.path), outcome=outcome)
+        common = dict(host=host, started=started, record=str(run.path), outcome=outcome, level=header.get("level"))
         if check in ("hbm_bandwidth", "gemm_throughput", "sustained_throughput"):
             figure = {"hbm_bandwidth": f"hbm_{i.get('kind')}", "gemm_throughput": f"gemm_{i.get('dtype')}",
                       "sustained_throughput": "sustained_bf16"}[check]
