@@ -116,3 +116,26 @@ def test_a_figure_is_compared_with_runs_of_its_own_level_only(thresholds, tmp_pa
     tonight = edited(CLEAN[6], tmp_path / "tonight.jsonl", serial=SERIAL, level="acceptance")
     v = _judged(thresholds, tonight, tmp_path)["sustained_bf16"]
     assert v.outcome == "skip" and "first run of serial" in v.message, v.message  # a 5-s load is not a 60-s one
+
+
+
+def test_the_run_header_names_each_gpu_by_uuid_and_serial(monkeypatch):
+    import sys
+
+    import fake_pynvml
+    from wirecheck.node.nvml import read_topology
+    from wirecheck.records.run import topology_fields
+
+    nv = fake_pynvml.build(fake_pynvml.nvswitch(2, links=0))
+    nv.nvmlDeviceGetSerial = lambda h: f"165282300000{h.index}"
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    gpus = topology_fields(read_topology())["gpus"]
+    assert [(g["uuid"], g["serial"]) for g in gpus] == [
+        ("GPU-00000000-0000-0000-0000-000000000000", "1652823000000"),
+        ("GPU-00000001-0000-0000-0000-000000000000", "1652823000001")]
+
+    def broken(h):
+        raise nv.NVMLError_Unknown("Unknown Error")
+
+    nv.nvmlDeviceGetSerial = broken  # a driver that cannot answer it: the run goes on, the UUID names the GPU
+    assert [g["serial"] for g in topology_fields(read_topology())["gpus"]] == [None, None]
