@@ -5,6 +5,9 @@ night kept out of the history; the verdict judged again from its inputs alone.""
 
 from __future__ import annotations
 
+import sys
+
+import fake_pynvml
 import pytest
 
 from calibration_records import CLEAN, edited
@@ -14,6 +17,8 @@ from wirecheck.records.figures import history_figures, run_figures
 from wirecheck.records.file import read_run
 from wirecheck.thresholds.file import load_thresholds
 from wirecheck.core.paths import suite_paths
+from wirecheck.node.nvml import read_topology
+from wirecheck.records.run import topology_fields
 
 SERIAL = "1652823000001"
 
@@ -120,12 +125,6 @@ def test_a_figure_is_compared_with_runs_of_its_own_level_only(thresholds, tmp_pa
 
 
 def test_the_run_header_names_each_gpu_by_uuid_and_serial(monkeypatch):
-    import sys
-
-    import fake_pynvml
-    from wirecheck.node.nvml import read_topology
-    from wirecheck.records.run import topology_fields
-
     nv = fake_pynvml.build(fake_pynvml.nvswitch(2, links=0))
     nv.nvmlDeviceGetSerial = lambda h: f"165282300000{h.index}"
     monkeypatch.setitem(sys.modules, "pynvml", nv)

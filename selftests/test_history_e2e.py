@@ -59,3 +59,10 @@ def test_night_one_is_said_and_a_10_percent_drop_fails_by_uuid(pytester):
     assert "uuid GPU-00000000-0000-0000-0000-000000000000: measured 2700.0 GB/s < 2910.0 GB/s" in text, text
     verdict = next(r for r in records(root / "tonight.jsonl") if r.get("check") == "history")
     assert verdict["outcome"] == "fail" and verdict["rule"] == "history" and len(verdict["inputs"]["history"]) == 3
+
+
+def test_a_history_folder_that_is_not_there_is_a_usage_error(pytester):
+    root = make_project(pytester, tests_conftest=FAKE_NODE)
+    result = run_suite(pytester, "tests/test_history.py", f"--history={root / 'nowhere'}")
+    assert result.ret == 4, result.stdout.str()
+    assert f"--history {root / 'nowhere'}: not a folder" in result.stderr.str() + result.stdout.str()

@@ -5,6 +5,9 @@ Entries may say `rule: calibrated` with their provenance."""
 
 from __future__ import annotations
 
+import base64
+import gzip
+import hashlib
 import shutil
 
 import pytest
@@ -89,3 +92,17 @@ def test_a_record_keeps_every_layer_and_judge_reads_them_after_the_base_is_gone(
     header["thresholds_bases"][0]["sha256"] = "0" * 64
     with pytest.raises(ValueError, match="do not match their recorded sha256"):
         recorded_bases(header)
+
+
+def test_a_record_made_on_another_machine_is_judged_against_its_own_base(tmp_path):
+    """`extends: wirecheck` there named that machine's shipped file: the recorded bytes count, not this one's."""
+    site = _write(tmp_path / "site.yaml", "extends: wirecheck\n")
+    header = thresholds_fields(site)
+    there = SHIPPED.read_text().replace('      hbm_copy: {min: "3840 GB/s"', '      hbm_copy: {min: "3333 GB/s"', 1)
+    assert there != SHIPPED.read_text()
+    header["thresholds_bases"][0]["path"] = "/opt/elsewhere/thresholds.yaml"
+    header["thresholds_bases"][0]["gz_b64"] = base64.b64encode(gzip.compress(there.encode())).decode()
+    header["thresholds_bases"][0]["sha256"] = hashlib.sha256(there.encode()).hexdigest()
+    data, _ = recorded_thresholds(header)
+    t = load_thresholds(site, content=data, bases=recorded_bases(header))
+    assert t.gpu_health.floor("hbm_copy", "NVIDIA H200", False).min == 3333e9

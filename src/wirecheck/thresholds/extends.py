@@ -22,7 +22,9 @@ def read_layered(path: Path, content: bytes | None = None,
                  bases: Mapping[str, bytes] | None = None) -> tuple[Any, tuple[Path, ...]]:
     """The document of `path` (or of `content`, its bytes) with its `extends:` chain laid under it,
     and the base files in the order they were found (nearest first). `bases`: absolute path -> bytes
-    of base files kept elsewhere (a record's header), read instead of the disk."""
+    of base files kept elsewhere (a record's header, nearest first), read instead of the disk: by path,
+    else by their place in the chain (the record was made on another machine, where the shipped file
+    or the site's files sit elsewhere)."""
     return _layered(Path(path), _read_yaml(Path(path), content), bases or {}, (Path(path).absolute(),))
 
 
@@ -42,6 +44,8 @@ def _layered(path: Path, data: Any, bases: Mapping[str, bytes], seen: tuple[Path
         circle = " -> ".join(str(p) for p in seen + (target,))
         raise at.error(f"the files extend each other in a circle ({circle})", "make one of them stand alone")
     kept = bases.get(str(target))
+    if kept is None and len(bases) >= len(seen):  # the same layer, recorded where its path differed
+        kept = list(bases.values())[len(seen) - 1]
     if kept is None and not target.is_file():
         raise at.error(f"{at.value!r} names {target}, which does not exist",
                        f"give the path of a thresholds file relative to {path.name}, or {SHIPPED_THRESHOLDS} for "
