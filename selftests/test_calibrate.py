@@ -5,14 +5,19 @@ figure too noisy for a 10 % rule), each named with exit 4."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 
-from calibration_records import CLEAN, FAILED, INTERRUPTED, edited
+from calibration_records import CLEAN, FAILED, INTERRUPTED, REFERENCE, edited
 from wirecheck.checks.judge import judge_run, main as judge
 from wirecheck.cli.main import main
+from wirecheck.core.paths import suite_paths
 from wirecheck.records.file import read_run
 from wirecheck.thresholds.file import load_thresholds
+
+REFERENCE_2X = REFERENCE.parent / "h200-sxm-2" / "wirecheck-2026-12-01"
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +108,32 @@ def test_a_run_that_names_its_gpu_serials_puts_them_in_the_provenance(tmp_path):
     assert main(["calibrate", *map(str, runs), "-o", str(out), "--leave-out", "gemm_bf16"]) == 0
     p = yaml.safe_load(out.read_text())["gpu_health"]["floors"]["NVIDIA H200"]["hbm_read"]["provenance"]
     assert p["gpus"] == ["serial 1652823000001"] and "gpus_note" not in p
+
+
+def test_busbw_floors_and_latency_ceilings_per_placement_class_from_the_2x_h200_runs(tmp_path):
+    runs = [REFERENCE_2X / f"run{i}.jsonl" for i in (1, 2, 3)]
+    out = tmp_path / "site.yaml"
+    assert main(["calibrate", *map(str, runs), "-o", str(out)]) == 0
+    doc = yaml.safe_load(out.read_text())
+    busbw = doc["collectives"]["floors"]["nvswitch"]["all_reduce"][2]
+    latency = doc["collectives"]["latency"]["ceilings"]["nvswitch"]["all_reduce"][2]
+    assert busbw["rule"] == latency["rule"] == "calibrated" and "max" in latency and "min" in busbw
+    assert latency["provenance"]["gpus"] == ["vm 00000000:00:06.0", "vm 00000000:00:07.0"]
+    assert "training" not in doc  # these runs trained micro-batch 4, the shipped limits are for 8: left out
+    t = load_thresholds(out)
+    assert t.latency_limit("nvswitch", "all_reduce", 2, False).rule == "calibrated"
+    assert not [j.now.message for run in runs for j in judge_run(read_run(run), t) if j.now.outcome == "fail"]
+    slow = tmp_path / "slow.jsonl"
+    lines = []
+    for line in runs[0].read_text().splitlines():  # small messages 1.5 x slower on the NVLink placement
+        obj = json.loads(line)
+        if obj.get("check") == "small_message_latency" and obj["inputs"]["placement_class"] == "nvswitch":
+            for point in obj["inputs"]["curve"]:
+                point["time_s"] *= 1.5
+        lines.append(json.dumps(obj))
+    slow.write_text("\n".join(lines) + "\n")
+    failed = [j.now for j in judge_run(read_run(slow), t) if j.now.outcome == "fail"]
+    assert {v.check for v in failed} == {"small_message_latency"} and len(failed) == 5, [v.message for v in failed]
+    assert all(v.rule == "calibrated" for v in failed)
+    shipped = load_thresholds(suite_paths().thresholds)  # its ceilings are 2 x the worst run: 1.5 x passes them
+    assert not [j for j in judge_run(read_run(slow), shipped) if j.now.outcome == "fail"]

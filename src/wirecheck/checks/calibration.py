@@ -14,7 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from wirecheck.core.peer_stats import relative_spread
-from wirecheck.records.figures import UNITS, Figure, run_figures
+from wirecheck.records.figures import Figure, run_figures
 from wirecheck.records.file import RunRecord
 from wirecheck.thresholds.baselines import CalibrationRule
 
@@ -25,6 +25,7 @@ NARROWING = {
     "sustained": "a longer sustained load (gpu_health.hardware.sustained.duration)",
     "copy_bandwidth": "more copies per figure (copy_bandwidth.settings.iters)",
     "collectives": "more calls per round (collectives.hardware.iters, benchmark_rounds)",
+    "latency": "more calls per size (collectives.hardware.iters, graph_replays)",
     "training": "more timed steps (training.hardware steps)",
 }
 
@@ -38,9 +39,9 @@ class Calibrated:
     key: tuple
     figure: str
     kind: str
-    floor: float  # base units
+    floor: float  # base units: the floor, or for a ceiling (bound max) the ceiling
     median: float
-    lowest: float
+    lowest: float  # the reading nearest the limit: the lowest (a ceiling's: the highest)
     spread: float  # scaled MAD / median
     n: int  # readings
     runs: int
@@ -48,6 +49,7 @@ class Calibrated:
     gpus: tuple
     dates: tuple
     identified: bool  # every GPU named by serial or UUID (records written before they were kept: host and bus id)
+    bound: str = "min"  # min: a floor; max: a ceiling (latency)
 
     @property
     def yaml_path(self) -> str:
@@ -71,6 +73,11 @@ def floor_of(values: list[float], rule: CalibrationRule) -> float:
     return min(min(values) * (1 - rule.min_margin), statistics.median(values) * (1 - rule.mad_k * spread(values)))
 
 
+def ceiling_of(values: list[float], rule: CalibrationRule) -> float:
+    """The mirror of floor_of for a figure where lower is better (latency): above every reading."""
+    return max(max(values) * (1 + rule.min_margin), statistics.median(values) * (1 + rule.mad_k * spread(values)))
+
+
 def run_problem(run: RunRecord) -> str | None:
     """Why a run is no calibration run, or None."""
     if run.simulated:
@@ -90,6 +97,8 @@ def run_problem(run: RunRecord) -> str | None:
 
 
 def _narrowing(key: tuple, figure: str) -> str:
+    if key[:2] == ("collectives", "latency"):
+        return NARROWING["latency"]
     if key[0] == "gpu_health":
         return NARROWING["gemm" if figure.startswith("gemm") else "hbm" if figure.startswith("hbm") else "sustained"]
     return NARROWING[key[0]]
@@ -136,24 +145,30 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
                              "the base file's entry stays")
             continue
         values = [f.value for f in figs]
-        median, noise, floor = statistics.median(values), spread(values), floor_of(values, rule)
-        unit, scale = UNITS[figs[0].kind]
-        if floor < median * (1 - rule.max_below_median):
+        ceiling = figs[0].bound == "max"
+        median, noise = statistics.median(values), spread(values)
+        floor = ceiling_of(values, rule) if ceiling else floor_of(values, rule)
+        off = floor / median - 1 if ceiling else 1 - floor / median
+        allowed, key_name = ((rule.max_above_median, "max_above_median") if ceiling
+                             else (rule.max_below_median, "max_below_median"))
+        if off > allowed:
+            edge = (f"highest {figs[0].shown(max(values))}" if ceiling else f"lowest {figs[0].shown(min(values))}")
             problems.append(
-                f"{path}: spread {noise * 100:.1f} % over {len(values)} readings in {len(records)} runs (lowest "
-                f"{figs[0].shown(min(values))}, median {figs[0].shown(median)}): the floor these runs allow, "
-                f"{figs[0].shown(floor)}, is {(1 - floor / median) * 100:.1f} % below the median, wider than the "
-                f"{rule.max_below_median * 100:g} % rule ({rule.yaml_path}.max_below_median) can hold; narrow it with "
-                f"{_narrowing(key, figure)}, or leave it out with --leave-out {figure}")
+                f"{path}: spread {noise * 100:.1f} % over {len(values)} readings in {len(records)} runs ({edge}, "
+                f"median {figs[0].shown(median)}): the {'ceiling' if ceiling else 'floor'} these runs allow, "
+                f"{figs[0].shown(floor)}, is {off * 100:.1f} % {'above' if ceiling else 'below'} the median, wider "
+                f"than the {allowed * 100:g} % rule ({rule.yaml_path}.{key_name}) can hold; "
+                f"narrow it with {_narrowing(key, figure)}, or leave it out with --leave-out {figure}")
             continue
         if len(records) < rule.tight_runs:
             out.notes.append(f"{path}: {len(records)} runs; {rule.tight_runs - len(records)} more would settle its "
                              f"spread ({noise * 100:.2f} % now; {rule.yaml_path}.tight_runs)")
         out.entries.append(Calibrated(
-            key=key, figure=figure, kind=figs[0].kind, floor=floor, median=median, lowest=min(values), spread=noise,
+            key=key, figure=figure, kind=figs[0].kind, floor=floor, median=median, lowest=max(values) if ceiling else min(values),
+            spread=noise,
             n=len(values), runs=len(records), nodes=tuple(sorted({f.host for f in figs})),
             gpus=tuple(sorted({g for f in figs for g in f.gpus})), dates=tuple(sorted({f.started[:10] for f in figs})),
-            identified=all(f.identified for f in figs)))
+            identified=all(f.identified for f in figs), bound=figs[0].bound))
     if problems:
         raise CalibrationError("\n".join(problems))
     return out

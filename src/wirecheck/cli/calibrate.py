@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import os
 import sys
 from pathlib import Path
@@ -43,10 +44,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _quantity(kind: str, value: float) -> str:
+def _quantity(kind: str, value: float, up: bool = False) -> str:
     unit, scale = UNITS[kind]
     digits = 0 if kind == "throughput" else 1
-    number = int(value * scale * 10 ** digits) / 10 ** digits  # rounded down: a floor never rises by rounding
+    # a floor rounded down, a ceiling up: rounding never makes a limit stricter than the rule made it
+    step = math.ceil if up else math.floor
+    number = step(value * scale * 10 ** digits) / 10 ** digits
     return f"{number:.{digits}f} {unit}"
 
 
@@ -85,10 +88,17 @@ def _entry(c: Calibrated, rule_path: str) -> dict:
     }
     if not c.identified:
         provenance["gpus_note"] = "records written before they kept GPU serials and UUIDs: named by host and bus id"
+    if c.bound == "max":
+        provenance["highest"] = provenance.pop("lowest")
+        rule = "ceiling = max(highest x (1 + min_margin), median x (1 + mad_k x spread))"
+        edge = f"highest {shown(c.lowest)}"
+    else:
+        rule = "floor = min(lowest x (1 - min_margin), median x (1 - mad_k x spread))"
+        edge = f"lowest {shown(c.lowest)}"
     source = (f"calibrated: {c.n} readings in {c.runs} clean runs on {', '.join(c.nodes)} ({', '.join(c.dates)}): "
-              f"median {shown(c.median)}, lowest {shown(c.lowest)}, spread {c.spread * 100:.2f} %; floor = min(lowest x "
-              f"(1 - min_margin), median x (1 - mad_k x spread)) ({rule_path})")
-    return {"min": shown(c.floor), "rule": "calibrated", "source": source, "provenance": provenance}
+              f"median {shown(c.median)}, {edge}, spread {c.spread * 100:.2f} %; {rule} ({rule_path})")
+    bound = _quantity(c.kind, c.floor, up=c.bound == "max")
+    return {c.bound: bound, "rule": "calibrated", "source": source, "provenance": provenance}
 
 
 def _document(entries: list[Calibrated], rule_path: str) -> dict:
@@ -146,10 +156,11 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
               file=sys.stderr)
         return exit_codes.USAGE_ERROR
     for c in result.entries:
-        print(f"wirecheck calibrate: {c.yaml_path}: floor {_quantity(c.kind, c.floor)} (median "
+        what = "ceiling" if c.bound == "max" else "floor"
+        print(f"wirecheck calibrate: {c.yaml_path}: {what} {_quantity(c.kind, c.floor, up=c.bound == 'max')} (median "
               f"{_quantity(c.kind, c.median)}, spread {c.spread * 100:.2f} %, {c.n} readings in {c.runs} runs)")
     for note in result.notes:
         print(f"wirecheck calibrate: {note}")
-    print(f"wirecheck calibrate: wrote {output} ({len(result.entries)} floors, extends: {extends}); use it with "
+    print(f"wirecheck calibrate: wrote {output} ({len(result.entries)} limits, extends: {extends}); use it with "
           f"--thresholds {output}")
     return exit_codes.OK

@@ -3,8 +3,8 @@ it is: what `wirecheck calibrate` makes floors from and what the history rule co
 
 A figure is read from the inputs of the verdict that judged it (the record keeps them, so nothing
 is measured again): the GPU figures (HBM copy and read, GEMM bf16 and fp8, the sustained median),
-host copies, busbw at the floor size per placement, training throughput (a strategy per placement,
-one GPU alone). Its subject is what it belongs to: a GPU by its serial or UUID from the run header
+host copies, busbw at the floor size per placement, small-message latency per placement (judged by a
+ceiling), training throughput (a strategy per placement, one GPU alone). Its subject is what it belongs to: a GPU by its serial or UUID from the run header
 (an index or a bus id names a slot, and a GPU swapped into the slot is another GPU), a placement
 by its id and the identities of its GPUs. Records written before headers kept UUIDs and serials
 name a GPU by host and bus id only (`identified` False).
@@ -21,7 +21,8 @@ from wirecheck.records.file import RecordFileError, RunRecord, read_run
 # messages, the scale from base units to that unit)
 GPU_FIGURES = {"hbm_copy": "bandwidth", "hbm_read": "bandwidth", "gemm_bf16": "compute", "gemm_fp8": "compute",
                "sustained_bf16": "compute"}
-UNITS = {"bandwidth": ("GB/s", 1e-9), "compute": ("TFLOP/s", 1e-12), "throughput": ("tokens/s", 1.0)}
+UNITS = {"bandwidth": ("GB/s", 1e-9), "compute": ("TFLOP/s", 1e-12), "throughput": ("tokens/s", 1.0),
+         "time": ("µs", 1e6)}
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Figure:
     outcome: str  # its verdict's outcome in that run
     workload: dict | None = None  # training figures: what was trained (shape, micro_batch, precision), where known
     level: str | None = None  # the run's --level (the sustained load's length follows it)
+    bound: str = "min"  # min: a floor judges it (higher is better); max: a ceiling (latency)
 
     @property
     def yaml_path(self) -> str:
@@ -120,6 +122,14 @@ def run_figures(run: RunRecord) -> list[Figure]:
                                int(i.get("n_gpus") or 0)), str(i.get("op")), "bandwidth",
                               float(i["busbw_bytes_per_s"]), f"{subject} {i.get('op')}", str(i.get("placement")),
                               f"{host} {i.get('placement')} {i.get('op')}", models, idents, known, **common))
+        elif check == "small_message_latency" and v.get("measured"):
+            subject, known, models, idents = placement_of(i.get("placement"))
+            op = str(i.get("op"))
+            out.append(Figure(("collectives", "latency", "ceilings", str(i.get("placement_class")), op,
+                               int(i.get("n_gpus") or 0)), f"{op}_latency", "time", float(v["measured"]) * 1e-6,
+                              f"{subject} {op} latency", str(i.get("placement")),
+                              f"{host} {i.get('placement')} {op} latency", models, idents, known, **common,
+                              bound="max"))
         elif check == "throughput" and i.get("tokens_per_s"):
             subject, known, models, idents = placement_of(i.get("placement"))
             out.append(Figure(("training", "throughput_floors", str(i.get("placement_class")), str(i.get("strategy")),

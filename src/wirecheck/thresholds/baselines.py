@@ -25,13 +25,15 @@ HISTORY_FIGURES = tuple(GPU_FIGURES) + ("h2d", "d2h", "all_reduce", "all_gather"
 @dataclass(frozen=True)
 class CalibrationRule:
     """floor = min(lowest x (1 - min_margin), median x (1 - mad_k x spread)), spread = scaled MAD /
-    median; refused when that floor lies more than max_below_median under the median."""
+    median; refused when that floor lies more than max_below_median under the median. A ceiling
+    (latency) mirrors it and is refused more than max_above_median above."""
 
     min_runs: int
     tight_runs: int  # runs after which more runs move the spread little (said when fewer were given)
     mad_k: float
     min_margin: float
     max_below_median: float
+    max_above_median: float
     source: str
     yaml_path: str
 
@@ -61,11 +63,11 @@ def _fraction(at: _At, example: str) -> float:
 def parse_calibration(at: _At) -> CalibrationRule:
     f = at.fields("calibration rule", required={
         "min_runs": "3", "tight_runs": "10", "mad_k": '"3 x"', "min_margin": '"3 %"', "max_below_median": '"10 %"',
-        "source": SOURCE_HINT})
+        "max_above_median": '"50 %"', "source": SOURCE_HINT})
     min_runs = f["min_runs"].count(minimum=3)  # a median and a spread need three values at least
     return CalibrationRule(min_runs, f["tight_runs"].count(minimum=min_runs), f["mad_k"].quantity("ratio"),
                            _fraction(f["min_margin"], '"3 %"'), _fraction(f["max_below_median"], '"10 %"'),
-                           f["source"].source(), at.cite)
+                           f["max_above_median"].quantity("percent", positive=True), f["source"].source(), at.cite)
 
 
 def parse_history(at: _At) -> HistoryRule:
