@@ -137,3 +137,33 @@ def test_busbw_floors_and_latency_ceilings_per_placement_class_from_the_2x_h200_
     assert all(v.rule == "calibrated" for v in failed)
     shipped = load_thresholds(suite_paths().thresholds)  # its ceilings are 2 x the worst run: 1.5 x passes them
     assert not [j for j in judge_run(read_run(slow), shipped) if j.now.outcome == "fail"]
+
+
+STEADY = [REFERENCE / f"wirecheck-2026-12-01-steady/clean{i}.jsonl" for i in (1, 2, 3, 4)]
+
+
+def test_runs_that_failed_only_a_limit_it_recalibrates_are_taken_and_said(tmp_path, capsys):
+    """The settled-GEMM runs failed fp8's floor of the day (1258 TFLOP/s, since lowered) and nothing else:
+    they are the runs such a floor is calibrated from. Their bf16 GEMM now holds a 10 % rule."""
+    out = tmp_path / "site.yaml"
+    assert main(["calibrate", *map(str, STEADY), "-o", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert f"{STEADY[0]}: gemm_throughput on GPU0: 1251.6 TFLOP/s failed the floor 1258.0 TFLOP/s" in said, said
+    t = load_thresholds(out)
+    assert not [j for p in STEADY for j in judge_run(read_run(p), t) if j.now.outcome == "fail"]
+    low = edited(STEADY[3], tmp_path / "low.jsonl", scale={"gemm_bf16": 0.9})
+    failed = [j.now for j in judge_run(read_run(low), t) if j.now.outcome == "fail"]
+    assert [v.yaml_path for v in failed] == ["site.yaml: gpu_health.floors.NVIDIA H200.gemm_bf16"], failed
+
+
+def test_a_run_whose_gpu_fell_below_its_peers_is_refused(tmp_path, capsys):
+    bad = tmp_path / "peers.jsonl"
+    lines = []
+    for line in CLEAN[1].read_text().splitlines():
+        obj = json.loads(line)
+        if obj.get("check") == "hbm_bandwidth" and obj["inputs"]["kind"] == "copy":
+            obj["outcome"], obj["details"]["failed_by"] = "fail", ["peers"]
+        lines.append(json.dumps(obj))
+    bad.write_text("\n".join(lines) + "\n")
+    err = _refused(capsys, *CLEAN[2:5], bad, "-o", tmp_path / "s.yaml", "--leave-out", "gemm_bf16")
+    assert f"{bad}: failed: 1 verdict(s) failed (first: hbm_bandwidth on GPU0)" in err, err

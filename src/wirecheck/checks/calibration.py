@@ -78,6 +78,24 @@ def ceiling_of(values: list[float], rule: CalibrationRule) -> float:
     return max(max(values) * (1 + rule.min_margin), statistics.median(values) * (1 + rule.mad_k * spread(values)))
 
 
+# The checks of the figures calibrate makes limits for: a run that failed only their table limits (a GPU
+# model or fabric the file had no right limit for: an A100 node against H200 floors) is what calibration is
+# for; any other failure (a wrong result, an XID, a foreign process, a GPU below its peers) is a node the
+# site cannot trust.
+GPU_CHECKS = ("hbm_bandwidth", "gemm_throughput", "sustained_throughput")
+FIGURE_CHECKS = GPU_CHECKS + ("host_copy", "busbw", "small_message_latency", "throughput", "single_gpu_training")
+
+
+def limit_only(v: dict) -> bool:
+    """A failed verdict of a calibrated figure that failed its table limit and nothing else."""
+    if v.get("check") not in FIGURE_CHECKS or not isinstance(v.get("measured"), (int, float)):
+        return False
+    failed_by = (v.get("details") or {}).get("failed_by")
+    if v.get("check") in GPU_CHECKS:  # they also fail a GPU below its peers, or measured beside another process
+        return failed_by is not None and list(failed_by) == ["floor"]
+    return failed_by is None
+
+
 def run_problem(run: RunRecord) -> str | None:
     """Why a run is no calibration run, or None."""
     if run.simulated:
@@ -86,14 +104,26 @@ def run_problem(run: RunRecord) -> str | None:
         return "cut short (no end line): calibrate runs that completed"
     if run.end.get("status") != "complete":
         return f"{run.end.get('status')} ({run.end.get('signal') or 'not complete'}): calibrate runs that completed"
-    failed = [v for v in run.verdicts if v.get("outcome") == "fail"]
+    failed = [v for v in run.verdicts if v.get("outcome") == "fail" and not limit_only(v)]
     if failed:
         first = failed[0]
         return (f"failed: {len(failed)} verdict(s) failed (first: {first.get('check')} on {first.get('where') or 'the node'}): "
                 "calibrate only clean runs on nodes the site trusts")
-    if run.end.get("exit_status") not in (0, None):
+    if run.end.get("exit_status") not in (0, 1, None):  # 1: the limits calibrate replaces failed, nothing else
         return f"exited {run.end.get('exit_status')}: calibrate only clean runs"
     return None
+
+
+def limit_failures(run: RunRecord) -> list[str]:
+    """The calibrated figures a run failed only by their table limit, said so (their limits are made anew)."""
+    def bound(v: dict) -> str:
+        limit = v.get("limit") or {}
+        which = "floor" if limit.get("min") is not None else "ceiling"
+        return f"{which} {limit.get('min', limit.get('max')):.1f} {v.get('unit') or ''}".rstrip()
+
+    return [f"{run.path}: {v.get('check')} on {v.get('where') or 'the node'}: {v.get('measured'):.1f} "
+            f"{v.get('unit') or ''} failed the {bound(v)} of {v.get('yaml_path')}: its limit is calibrated anew from "
+            "these runs" for v in run.verdicts if v.get("outcome") == "fail" and limit_only(v)]
 
 
 def _narrowing(key: tuple, figure: str) -> str:
@@ -116,10 +146,11 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
         raise CalibrationError(f"{len(runs)} run(s) given; calibrate needs at least {rule.min_runs} clean runs "
                                f"({rule.yaml_path}.min_runs), {rule.tight_runs} to settle each figure's spread")
     by_key: dict[tuple, list[Figure]] = {}
+    out = Calibration()
     for run in runs:
+        out.notes += limit_failures(run)
         for fig in run_figures(run):
             by_key.setdefault(fig.key, []).append(fig)
-    out = Calibration()
     for key, figs in sorted(by_key.items(), key=lambda kv: [str(k) for k in kv[0]]):
         path = ".".join(str(k) for k in key)
         figure = figs[0].figure
