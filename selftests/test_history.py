@@ -5,6 +5,7 @@ night kept out of the history; the verdict judged again from its inputs alone.""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import fake_pynvml
@@ -86,7 +87,7 @@ def test_a_swapped_gpu_starts_a_new_history_and_says_so(thresholds, tmp_path):
     assert "a new GPU starts a new history" in v.message
 
 
-def test_a_failed_night_stays_out_of_the_history(thresholds, tmp_path):
+def test_a_night_that_failed_stays_out_of_the_history_unless_only_a_table_floor_failed(thresholds, tmp_path):
     _nights(tmp_path, n=3)
     # a night whose HBM copy failed its floor (half speed): not part of the GPU's history
     bad = edited(CLEAN[4], tmp_path / "bad.jsonl", serial=SERIAL, started="2026-11-16T02:00:00+00:00",
@@ -97,9 +98,17 @@ def test_a_failed_night_stays_out_of_the_history(thresholds, tmp_path):
                                    '"where": "GPU0", "outcome": "fail"')
     assert text != bad.read_text()
     bad.write_text(text)
+    # and one whose HBM copy failed only the model's table floor (a floor made for another GPU): still a reading
+    floor_only = edited(CLEAN[5], tmp_path / "floor.jsonl", serial=SERIAL, started="2026-11-17T02:00:00+00:00",
+                        level="acceptance")
+    records = [json.loads(line) for line in floor_only.read_text().splitlines()]
+    for r in records:
+        if r.get("check") == "hbm_bandwidth" and r["inputs"]["kind"] == "copy":
+            r["outcome"], r["details"]["failed_by"] = "fail", ["floor"]
+    floor_only.write_text("".join(json.dumps(r) + "\n" for r in records))
     past, _ = history_figures(tmp_path)
     copies = [f for f in past if f.figure == "hbm_copy"]
-    assert len(copies) == 3 and str(bad) not in {f.record for f in copies}
+    assert len(copies) == 4 and str(bad) not in {f.record for f in copies} and str(floor_only) in {f.record for f in copies}
 
 
 def test_too_noisy_a_history_is_said_not_judged(thresholds):

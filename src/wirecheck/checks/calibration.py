@@ -14,7 +14,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from wirecheck.core.peer_stats import relative_spread
-from wirecheck.records.figures import Figure, run_figures
+from wirecheck.records.figures import Figure, limit_only, run_figures
 from wirecheck.records.file import RunRecord
 from wirecheck.thresholds.baselines import CalibrationRule
 
@@ -76,24 +76,6 @@ def floor_of(values: list[float], rule: CalibrationRule) -> float:
 def ceiling_of(values: list[float], rule: CalibrationRule) -> float:
     """The mirror of floor_of for a figure where lower is better (latency): above every reading."""
     return max(max(values) * (1 + rule.min_margin), statistics.median(values) * (1 + rule.mad_k * spread(values)))
-
-
-# The checks of the figures calibrate makes limits for: a run that failed only their table limits (a GPU
-# model or fabric the file had no right limit for: an A100 node against H200 floors) is what calibration is
-# for; any other failure (a wrong result, an XID, a foreign process, a GPU below its peers) is a node the
-# site cannot trust.
-GPU_CHECKS = ("hbm_bandwidth", "gemm_throughput", "sustained_throughput")
-FIGURE_CHECKS = GPU_CHECKS + ("host_copy", "busbw", "small_message_latency", "throughput", "single_gpu_training")
-
-
-def limit_only(v: dict) -> bool:
-    """A failed verdict of a calibrated figure that failed its table limit and nothing else."""
-    if v.get("check") not in FIGURE_CHECKS or not isinstance(v.get("measured"), (int, float)):
-        return False
-    failed_by = (v.get("details") or {}).get("failed_by")
-    if v.get("check") in GPU_CHECKS:  # they also fail a GPU below its peers, or measured beside another process
-        return failed_by is not None and list(failed_by) == ["floor"]
-    return failed_by is None
 
 
 def run_problem(run: RunRecord) -> str | None:

@@ -44,6 +44,7 @@ class Figure:
     workload: dict | None = None  # training figures: what was trained (shape, micro_batch, precision), where known
     level: str | None = None  # the run's --level (the sustained load's length follows it)
     bound: str = "min"  # min: a floor judges it (higher is better); max: a ceiling (latency)
+    trusted: bool = True  # False: its verdict failed for more than its table limit (limit_only)
 
     @property
     def yaml_path(self) -> str:
@@ -53,6 +54,23 @@ class Figure:
         unit, scale = UNITS[self.kind]
         number = (self.value if value is None else value) * scale
         return f"{number:,.0f} {unit}" if self.kind == "throughput" else f"{number:.1f} {unit}"
+
+
+# The checks of these figures. One that failed only its table limit (a GPU model or fabric the file had no
+# right limit for: an A100 node against H200 floors) is what calibration is for, and still a reading of the
+# GPU; any other failure (a wrong result, an XID, a foreign process, a GPU below its peers) is not.
+GPU_CHECKS = ("hbm_bandwidth", "gemm_throughput", "sustained_throughput")
+FIGURE_CHECKS = GPU_CHECKS + ("host_copy", "busbw", "small_message_latency", "throughput", "single_gpu_training")
+
+
+def limit_only(v: dict) -> bool:
+    """A failed verdict of a calibrated figure that failed its table limit and nothing else."""
+    if v.get("check") not in FIGURE_CHECKS or not isinstance(v.get("measured"), (int, float)):
+        return False
+    failed_by = (v.get("details") or {}).get("failed_by")
+    if v.get("check") in GPU_CHECKS:  # they also fail a GPU below its peers, or measured beside another process
+        return failed_by is not None and list(failed_by) == ["floor"]
+    return failed_by is None
 
 
 def gpu_identity(gpu: dict, host: str) -> tuple[str, bool]:
@@ -99,7 +117,8 @@ def run_figures(run: RunRecord) -> list[Figure]:
         # A skip with its figure counts (a GPU model without a floor yet: what calibrate and history are for)
         if outcome not in ("pass", "fail", "skip") or i.get("simulated"):
             continue
-        common = dict(host=host, started=started, record=str(run.path), outcome=outcome, level=header.get("level"))
+        common = dict(host=host, started=started, record=str(run.path), outcome=outcome, level=header.get("level"),
+                      trusted=outcome != "fail" or limit_only(v))
         if check in ("hbm_bandwidth", "gemm_throughput", "sustained_throughput"):
             figure = {"hbm_bandwidth": f"hbm_{i.get('kind')}", "gemm_throughput": f"gemm_{i.get('dtype')}",
                       "sustained_throughput": "sustained_bf16"}[check]
@@ -150,8 +169,8 @@ def run_figures(run: RunRecord) -> list[Figure]:
 def history_figures(folder: str | Path, exclude: str | Path | None = None) -> tuple[list[Figure], list[str]]:
     """The figures of every hardware run recorded under `folder` (searched recursively), but
     `exclude` (the run being judged), and the files left out with why. A figure its run failed (its
-    own check, or its history check) is left out too: a GPU that degrades keeps failing against its
-    good nights instead of becoming its own baseline."""
+    own check other than by its table limit, or its history check) is left out too: a GPU that degrades
+    keeps failing against its good nights instead of becoming its own baseline."""
     figures: list[Figure] = []
     skipped: list[str] = []
     gone = Path(exclude).resolve() if exclude else None
@@ -167,6 +186,5 @@ def history_figures(folder: str | Path, exclude: str | Path | None = None) -> tu
             continue
         failed_history = {((v.get("inputs") or {}).get("subject"), (v.get("inputs") or {}).get("key"))
                           for v in run.verdicts if v.get("check") == "history" and v.get("outcome") == "fail"}
-        figures += [f for f in run_figures(run)
-                    if f.outcome != "fail" and (f.subject, f.yaml_path) not in failed_history]
+        figures += [f for f in run_figures(run) if f.trusted and (f.subject, f.yaml_path) not in failed_history]
     return figures, skipped
