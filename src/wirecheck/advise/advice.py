@@ -99,6 +99,9 @@ def advise(figures, n_params: int, n_gpus: int, seq_len: int, micro_batch: int, 
                      f"(give a record of {precision} runs)")
         compute = None
     compute_s = compute.step_s(n_params, tokens_gpu) if compute else None
+    if compute is not None:
+        notes.append(f"compute per step: the one-GPU step, {compute_s * 1e3:.0f} ms (forward, backward and the "
+                     f"optimizer over all parameters); {compute.describe_optimizer()}")
     if compute_s is None and figures.compute is None:
         notes.append(f"no one-GPU rate for {figures.gpu_model}: no step time predicted "
                      "(a record with test_single_gpu_training or strategy runs gives one)")
@@ -111,8 +114,9 @@ def advise(figures, n_params: int, n_gpus: int, seq_len: int, micro_batch: int, 
             prediction, problem = None, ""
             if compute_s is not None and name in fits:
                 try:
+                    own = compute.strategy_step_s(name, n_params, tokens_gpu, n_gpus)
                     prediction = predict(schedule(name, n_params, shape, precision), n_gpus,
-                                         lambda op, k=p.klass: figures.curve(op, k, n_gpus), compute_s, fits[name],
+                                         lambda op, k=p.klass: figures.curve(op, k, n_gpus), own, fits[name],
                                          tokens_gpu)
                 except ValueError as exc:
                     problem = str(exc)

@@ -55,15 +55,45 @@ class StrategyRun:
 
 @dataclass(frozen=True)
 class Compute:
-    """One GPU's training rate: its achieved model FLOP/s (6 x params x tokens/s)."""
+    """One GPU's training rate: its achieved model FLOP/s (6 x params x tokens/s) over the whole step of one
+    GPU (forward, backward and the optimizer over all parameters), and the optimizer's share of that step.
+
+    A strategy that shards the optimizer steps 1/N of the parameters on each rank: its compute is the
+    one-GPU step less (1 - 1/N) of the optimizer step (`strategy_step_s`). Without that, ZeRO-1 and FSDP
+    ran faster than their own local step on the 2x H200 NVLink runs (FSDP 115 ms against 117 ms), a
+    negative overhead that put a step below its compute."""
 
     flops_per_s: float
     source: str
     mfu: float | None = None
     precision: str = "bf16"  # the precision it was measured (or its peak taken) in
+    optimizer_s_per_param: float | None = None  # the optimizer step's seconds per parameter (None: unknown)
+    optimizer_source: str = ""
 
     def step_s(self, n_params: float, tokens_per_gpu: float) -> float:
         return 6.0 * n_params * tokens_per_gpu / self.flops_per_s
+
+    def optimizer_s(self, n_params: float) -> float:
+        return (self.optimizer_s_per_param or 0.0) * n_params
+
+    def sharded_saving_s(self, strategy: str, n_params: float, n_gpus: int) -> float:
+        """What a rank does not spend on the optimizer step when the strategy shards the optimizer."""
+        from wirecheck.training.strategies import OPTIMIZER, strategy as _strategy
+
+        if OPTIMIZER not in _strategy(strategy).shards or n_gpus < 2:
+            return 0.0
+        return self.optimizer_s(n_params) * (1 - 1 / n_gpus)
+
+    def strategy_step_s(self, strategy: str, n_params: float, tokens_per_gpu: float, n_gpus: int) -> float:
+        """One rank's compute in a strategy's step: forward and backward of the whole model on its micro-batch,
+        and the optimizer over the parameters it owns."""
+        return self.step_s(n_params, tokens_per_gpu) - self.sharded_saving_s(strategy, n_params, n_gpus)
+
+    def describe_optimizer(self) -> str:
+        if self.optimizer_s_per_param is None:
+            return "the optimizer step's share unknown for this GPU: every strategy's compute is the one-GPU step"
+        return (f"a strategy that shards the optimizer computes the one-GPU step less (1 - 1/N) of its optimizer "
+                f"step ({self.optimizer_source})")
 
 
 @dataclass
@@ -193,10 +223,33 @@ def from_records(paths) -> NodeFigures:
                               f"measured: the strategy runs' local steps (the same step without communication, on "
                               f"each rank; {len(rates)} runs), no one-GPU run in the records",
                               precision=runs[0].precision)
+    compute = with_optimizer(compute, gpus[0].get("name") or "")
     return NodeFigures("record", f"the node's records: {', '.join(Path(r.path).name for r in records)} "
                                  f"(host {main.run.get('host')}, {len(gpus)}x {gpus[0].get('name')})",
                        gpus[0].get("name") or "", int(min(g.get("memory_bytes") or 0 for g in gpus)), len(gpus),
                        _placements_of(main.run, main.path), curves, compute, runs, verdicts)
+
+
+def with_optimizer(compute: Compute | None, gpu_model: str, path: Path = PROFILES_FILE) -> Compute | None:
+    """The compute with its optimizer step per parameter: profiles.yaml `defaults.optimizer_step` (bytes a
+    fused AdamW moves per parameter over the GPU model's HBM bandwidth)."""
+    if compute is None:
+        return None
+    entry = (load_profiles(path).get("defaults") or {}).get("optimizer_step") or {}
+    hbm = (entry.get("hbm") or {}).get(gpu_model)
+    if hbm is None:
+        return compute
+    where = f"{path}: defaults.optimizer_step"
+    try:
+        bandwidth = parse_quantity(hbm, "bandwidth", where=f"{where}.hbm.{gpu_model}")
+        per_param = float(entry["bytes_per_param"])
+    except (KeyError, TypeError, ValueError, QuantityError) as exc:
+        raise FiguresError(f"{where}: {exc}") from None
+    from dataclasses import replace
+
+    return replace(compute, optimizer_s_per_param=per_param / bandwidth,
+                   optimizer_source=f"{per_param:.0f} B per parameter at {bandwidth / 1e9:.0f} GB/s HBM: "
+                                    f"{entry.get('source', '')}")
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> dict:
@@ -253,6 +306,7 @@ def from_profile(name: str, thresholds, peak_flops, precision: str, path: Path =
         mfu = float(compute_entry["mfu"])
         compute = Compute(peak * mfu, f"MFU {mfu:.1%} of {profile.gpu_model}'s dense {precision} peak "
                                       f"({peak / 1e12:.0f} TFLOP/s); MFU {compute_entry.get('source', '')}", mfu, precision)
+    compute = with_optimizer(compute, profile.gpu_model, path)
     topo = topology_from_profile(profile, where=str(path))
     placements = [p for p in enumerate_placements(topo) if p.klass != CLASS_FORCED_PCIE]
     return NodeFigures("profile", f"the profile {name}'s figures ({entry.get('source', '')}), not a measured node",

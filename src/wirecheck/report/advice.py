@@ -44,7 +44,7 @@ def _section(view) -> Section:
         tokens_gpu = run.tokens_per_step / n
         try:
             p = predict(schedule(name, run.n_params, run.shape, run.precision), n,
-                        lambda op, k=klass: figures.curve(op, k, n), figures.compute.step_s(run.n_params, tokens_gpu),
+                        lambda op, k=klass: figures.curve(op, k, n), figures.compute.strategy_step_s(name, run.n_params, tokens_gpu, n),
                         fits[name], tokens_gpu)
         except ValueError:
             continue
