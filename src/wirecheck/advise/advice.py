@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wirecheck.advise.figures import tie_errors
 from wirecheck.advise.model import Prediction, predict
 from wirecheck.advise.schedule import schedule
 from wirecheck.advise.sizes import short
@@ -25,6 +26,8 @@ from wirecheck.training.shape import block_params, shape_for_params
 from wirecheck.training.strategies import NAMES, PARAMS, strategy as _strategy
 
 VOCAB = 32000
+DDP = "ddp"
+OWN_FIT = "fitted on the node's runs"  # advise/fits.py's source of a fit from the node's own runs
 ACTIVATION_BYTES = 34  # per token per d_model per layer, bf16 (twice in fp32), no recomputation
 
 
@@ -70,6 +73,39 @@ class Advice:
     def ranked(self) -> list[Option]:
         ok = [o for o in self.options if o.fits and o.prediction and o.user_choice]
         return sorted(ok, key=lambda o: -o.prediction.tokens_per_s)
+
+    def choice(self, ties: dict | None = None) -> "Choice | None":
+        """The recommendation and its runner-up, by the article's rule: DDP if it fits and its predicted tokens/s
+        is within the prediction's error of the fastest (DDP is simpler), else the fastest, with its margin.
+
+        The error (profiles.yaml `defaults.tie`) is the one of the fits used: from the node's own runs, or
+        the shipped fits of another node."""
+        ranked = self.ranked
+        if not ranked:
+            return None
+        ties = tie_errors() if ties is None else ties
+        fastest = ranked[0]
+        ddp = next((o for o in ranked if o.strategy == DDP), None)
+        others = [o for o in ranked if o is not fastest]
+        if fastest.strategy == DDP or ddp is None:
+            return Choice(fastest, others[0] if others else None, "", None)
+        own = all(str(getattr(self.fits.get(n), "source", "")).startswith(OWN_FIT) for n in (DDP, fastest.strategy))
+        tie = ties["own_runs" if own else "shipped_fits"]
+        margin = 1 - ddp.prediction.tokens_per_s / fastest.prediction.tokens_per_s  # DDP's shortfall
+        whose = "the fits of this node's own runs" if own else "fits shipped from another node's runs"
+        if margin <= tie.error:
+            return Choice(ddp, fastest, f"within the model's error of {fastest.strategy} (DDP predicted {margin:.0%} "
+                                        f"slower, the error {tie.error:.0%} with {whose}); DDP is simpler", tie)
+        return Choice(fastest, others[0],
+                      f"DDP predicted {margin:.0%} slower, beyond the model's {tie.error:.0%} error with {whose}", tie)
+
+
+@dataclass(frozen=True)
+class Choice:
+    best: Option
+    runner_up: Option | None
+    why: str  # "" when the fastest is DDP or DDP does not fit
+    tie: object  # figures.Tie, or None
 
 
 def _on_top(name: str, n_params: int, shape: dict, micro_batch: int, precision: str) -> int:
@@ -158,8 +194,8 @@ def format_advice(a: Advice) -> str:
         lines.append(f"{o.strategy:8} {name:34} {_gb(o.state_article):>7}/{_gb(o.state_implementation):>7} "
                      f"{_gb(o.on_top):>6} {fits:>5} {step:>8} {tps:>10}  {why}")
     lines += _placement_cost(a)
-    ranked = a.ranked
-    if not ranked:
+    choice = a.choice()
+    if choice is None:
         fitting = [o for o in a.options if o.fits]
         lines.append("recommendation: none" + (" predicted (no one-GPU rate)" if fitting else
                                                 f": no strategy fits {short(a.n_params)} parameters on "
@@ -167,18 +203,21 @@ def format_advice(a: Advice) -> str:
         if fitting:
             lines.append("fits: " + ", ".join(sorted({o.strategy for o in fitting})))
     else:
-        best = ranked[0]
+        best = choice.best
         others = f.alternatives(best.placement)
         where = ("NVSwitch: any GPUs do, placement does not matter" if _is_nvswitch(best)
                  else f"keeps the job on {best.placement.klass}"
                  + (f"; or {', '.join(_pin(p) for p in others)}" if others else ""))
         lines.append(f"recommendation: {best.strategy} on {best.placement.id}: {_pin(best.placement)} "
                      f"({best.prediction.tokens_per_s:,.0f} tokens/s predicted; {where})")
-        if len(ranked) > 1:
-            second = ranked[1]
+        if choice.why:
+            lines.append(f"why {best.strategy}: {choice.why}")
+        second = choice.runner_up
+        if second is not None:
+            ratio = second.prediction.tokens_per_s / best.prediction.tokens_per_s
             lines.append(f"runner-up: {second.strategy} on {second.placement.id}: "
                          f"{second.prediction.tokens_per_s:,.0f} tokens/s, "
-                         f"{1 - second.prediction.tokens_per_s / best.prediction.tokens_per_s:.0%} slower")
+                         + (f"{ratio - 1:.0%} faster" if ratio > 1 else f"{1 - ratio:.0%} slower"))
         for part in slow_parts(f.verdicts):
             lines.append("slow part: " + cost_line(part, best.strategy.upper() if best.strategy == "ddp" else best.strategy,
                                                    best.prediction))

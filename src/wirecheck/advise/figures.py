@@ -252,6 +252,23 @@ def with_optimizer(compute: Compute | None, gpu_model: str, path: Path = PROFILE
                                     f"{entry.get('source', '')}")
 
 
+@dataclass(frozen=True)
+class Tie:
+    error: float  # a share of tokens/s
+    source: str
+
+
+def tie_errors(path: Path = PROFILES_FILE) -> dict[str, Tie]:
+    """profiles.yaml `defaults.tie`: the prediction's error between two strategies, for fits from the node's own
+    runs (`own_runs`) and for the shipped fits (`shipped_fits`)."""
+    entry = (load_profiles(path).get("defaults") or {}).get("tie") or {}
+    try:
+        return {key: Tie(float(entry[key]["error"]), str(entry[key]["source"])) for key in ("own_runs", "shipped_fits")}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FiguresError(f"{path}: defaults.tie needs own_runs and shipped_fits, each with error and source "
+                           f"({exc!r})") from None
+
+
 def load_profiles(path: Path = PROFILES_FILE) -> dict:
     try:
         data = yaml.safe_load(path.read_text())
