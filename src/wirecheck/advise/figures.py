@@ -299,6 +299,32 @@ def _node_of(name: str, entry: dict, thresholds, where: str):
         raise FiguresError(f"{where}: profiles.{name}.node: {exc}") from None
 
 
+SWEEP = tuple(8 * 4 ** i for i in range(14))  # 8 B .. 512 MiB, as a collective sweep's sizes
+
+
+def latency_curve(op: str, klass: str, n_gpus: int, busbw: float, latency_s: float, source: str) -> Curve:
+    """A profile's curve from its large-message busbw and a per-call latency: a call of s bytes takes
+    latency + s x factor / busbw, so busbw(s) = busbw x f s / (latency x busbw + f s), falling at small sizes
+    (a per-block gather pays its latency). latency 0: the flat curve of the large-message figure."""
+    from wirecheck.advise.schedule import ALGBW_FACTOR
+
+    f = ALGBW_FACTOR[op](max(n_gpus, 2))
+    points = tuple((s, busbw * f * s / (latency_s * busbw + f * s)) for s in SWEEP) if latency_s > 0 else ((1, busbw),)
+    return Curve(op, klass, n_gpus, points, source)
+
+
+def _seconds(text, where: str) -> float:
+    """`latency: {class: "7.7 us"}`: absent is 0 (no latency known)."""
+    if text is None:
+        return 0.0
+    import re
+
+    m = re.fullmatch(r"\s*([0-9.]+)\s*(us|µs|ms)\s*", str(text))
+    if not m:
+        raise FiguresError(f"{where}: {text!r}: write microseconds, e.g. \"7.7 us\"")
+    return float(m.group(1)) * (1e-6 if m.group(2) in ("us", "µs") else 1e-3)
+
+
 def from_profile(name: str, thresholds, peak_flops, precision: str, path: Path = PROFILES_FILE) -> NodeFigures:
     """A profile's figures (not a node's): its topology, its article/published busbw, an MFU.
 
@@ -311,10 +337,13 @@ def from_profile(name: str, thresholds, peak_flops, precision: str, path: Path =
     entry = entries[name]
     profile = _node_of(name, entry, thresholds, str(path))
     curves = {}
+    latency = entry.get("latency") or {}
     for klass, by_n in (entry.get("busbw") or {}).items():
         for n, text in by_n.items():
             bw = parse_quantity(text, "bandwidth", where=f"{path}: profiles.{name}.busbw.{klass}.{n}")
-            curves[("all_reduce", klass, int(n))] = Curve("all_reduce", klass, int(n), ((1, bw),), entry.get("source", ""))
+            alpha = _seconds(latency.get(klass), f"{path}: profiles.{name}.latency.{klass}")
+            curves[("all_reduce", klass, int(n))] = latency_curve("all_reduce", klass, int(n), bw, alpha,
+                                                                  entry.get("source", ""))
     defaults = (data.get("defaults") or {}).get("compute") or {}
     compute_entry = entry.get("compute") or defaults
     peak = peak_flops(profile.gpu_model, precision)
