@@ -137,7 +137,7 @@ def advise(figures, n_params: int, n_gpus: int, seq_len: int, micro_batch: int, 
     compute_s = compute.step_s(n_params, tokens_gpu) if compute else None
     if compute is not None:
         notes.append(f"compute per step: the one-GPU step, {compute_s * 1e3:.0f} ms (forward, backward and the "
-                     f"optimizer over all parameters); {compute.describe_optimizer()}")
+                     f"optimizer over all parameters); {compute.describe_optimizer(n_params)}")
     if compute_s is None and figures.compute is None:
         notes.append(f"no one-GPU rate for {figures.gpu_model}: no step time predicted "
                      "(a record with test_single_gpu_training or strategy runs gives one)")
