@@ -70,9 +70,15 @@ class Compute:
     optimizer_s_per_param: float | None = None  # the optimizer step's seconds per parameter (None: unknown)
     optimizer_source: str = ""
     optimizer_short: str = ""  # the figures without their source
+    reference: tuple | None = None  # (params, tokens per GPU) of the step the rate was measured on
+    fb_flops_per_s: float | None = None  # forward and backward alone: the rate with the optimizer step taken out
 
     def step_s(self, n_params: float, tokens_per_gpu: float) -> float:
-        return 6.0 * n_params * tokens_per_gpu / self.flops_per_s
+        """Forward and backward scale with the tokens, the optimizer step with the parameters only: at a small
+        micro-batch it is a larger share of the step than in the measured one."""
+        if self.fb_flops_per_s is None:
+            return 6.0 * n_params * tokens_per_gpu / self.flops_per_s
+        return 6.0 * n_params * tokens_per_gpu / self.fb_flops_per_s + self.optimizer_s(n_params)
 
     def optimizer_s(self, n_params: float) -> float:
         return (self.optimizer_s_per_param or 0.0) * n_params
@@ -207,7 +213,8 @@ def from_records(paths) -> NodeFigures:
                     continue  # another GPU model's rate is not this node's
                 single.append((6.0 * r0["n_params"] * r0["tokens_per_s"], (d.get("figures") or {}).get("mfu"),
                                r0["tokens_per_s"], f"{Path(rec.path).name} on {rec.run.get('host')}",
-                               r0.get("precision", "bf16")))
+                               r0.get("precision", "bf16"),
+                               (r0["n_params"], r0["tokens_per_step"]) if r0.get("tokens_per_step") else None))
     curves = {key: curve_of(*key, pts, f"measured: {key[1]} at {key[2]} GPUs") for key, pts in samples.items()
               if key[0] and key[1]}
     compute = None
@@ -216,14 +223,16 @@ def from_records(paths) -> NodeFigures:
         mfus = [s[1] for s in single if s[1]]
         compute = Compute(flops, f"measured: one GPU alone, {statistics.median(s[2] for s in single):,.0f} tokens/s "
                                  f"({', '.join(sorted({s[3] for s in single}))})",
-                          statistics.median(mfus) if mfus else None, single[0][4])
+                          statistics.median(mfus) if mfus else None, single[0][4], reference=single[0][5])
     elif runs:
         rates = [6.0 * r.n_params * (r.tokens_per_step / r.n_gpus) / r.local_s for r in runs if r.local_s == r.local_s]
         if rates:
             compute = Compute(statistics.median(rates),
                               f"measured: the strategy runs' local steps (the same step without communication, on "
                               f"each rank; {len(rates)} runs), no one-GPU run in the records",
-                              precision=runs[0].precision)
+                              precision=runs[0].precision,
+                              reference=(statistics.median(r.n_params for r in runs),
+                                         statistics.median(r.tokens_per_step / r.n_gpus for r in runs)))
     compute = with_optimizer(compute, gpus[0].get("name") or "")
     return NodeFigures("record", f"the node's records: {', '.join(Path(r.path).name for r in records)} "
                                  f"(host {main.run.get('host')}, {len(gpus)}x {gpus[0].get('name')})",
@@ -238,7 +247,7 @@ def with_optimizer(compute: Compute | None, gpu_model: str, path: Path = PROFILE
         return None
     entry = (load_profiles(path).get("defaults") or {}).get("optimizer_step") or {}
     hbm = (entry.get("hbm") or {}).get(gpu_model)
-    if hbm is None:
+    if hbm is None or compute.reference is None:
         return compute
     where = f"{path}: defaults.optimizer_step"
     try:
@@ -249,7 +258,13 @@ def with_optimizer(compute: Compute | None, gpu_model: str, path: Path = PROFILE
     from dataclasses import replace
 
     short = f"fused AdamW, {per_param:.0f} B per parameter at {bandwidth / 1e9:.0f} GB/s HBM"
+    n_ref, t_ref = compute.reference
+    fb_s = compute.step_s(n_ref, t_ref) - per_param / bandwidth * n_ref
+    if fb_s <= 0:
+        raise FiguresError(f"{where}: the optimizer step at {hbm} is longer than the measured step of "
+                           f"{compute.step_s(n_ref, t_ref) * 1e3:.0f} ms; check hbm.{gpu_model}")
     return replace(compute, optimizer_s_per_param=per_param / bandwidth, optimizer_short=short,
+                   fb_flops_per_s=6.0 * n_ref * t_ref / fb_s,
                    optimizer_source=f"{short}: {entry.get('source', '')}")
 
 
@@ -298,6 +313,16 @@ def _node_of(name: str, entry: dict, thresholds, where: str):
                                gpu_memory=memory)
     except (KeyError, TypeError, ValueError, QuantityError) as exc:
         raise FiguresError(f"{where}: profiles.{name}.node: {exc}") from None
+
+
+def _reference(entry: dict, where: str):
+    ref = entry.get("reference")
+    if ref is None:
+        return None
+    try:
+        return float(ref["params"]), float(ref["tokens_per_gpu"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FiguresError(f"{where}: needs params and tokens_per_gpu ({exc!r})") from None
 
 
 SWEEP = tuple(8 * 4 ** i for i in range(14))  # 8 B .. 512 MiB, as a collective sweep's sizes
@@ -352,7 +377,8 @@ def from_profile(name: str, thresholds, peak_flops, precision: str, path: Path =
     if peak is not None:
         mfu = float(compute_entry["mfu"])
         compute = Compute(peak * mfu, f"MFU {mfu:.1%} of {profile.gpu_model}'s dense {precision} peak "
-                                      f"({peak / 1e12:.0f} TFLOP/s); MFU {compute_entry.get('source', '')}", mfu, precision)
+                                      f"({peak / 1e12:.0f} TFLOP/s); MFU {compute_entry.get('source', '')}", mfu, precision,
+                          reference=_reference(compute_entry, f"{path}: defaults.compute.reference"))
     compute = with_optimizer(compute, profile.gpu_model, path)
     topo = topology_from_profile(profile, where=str(path))
     placements = [p for p in enumerate_placements(topo) if p.klass != CLASS_FORCED_PCIE]
