@@ -6,7 +6,9 @@ Memory: the model state of both accountings (training/memory_model.py) plus an a
 shards the parameters, what it holds gathered (a whole bf16 model when it keeps forward's gather
 for backward, else two blocks in flight). It fits when that total is within the GPU's memory.
 The user's model is a GPT of that many parameters (training/shape.py shape_for_params); the step
-model is advise/model.py with the fits of advise/fits.py.
+model is advise/model.py with the fits of advise/fits.py. The recommendation (`Advice.choice`) is the
+article's rule: DDP if it fits and is within the model's error of the fastest (profiles.yaml
+`defaults.tie`), else the fastest with DDP's shortfall.
 """
 
 from __future__ import annotations
