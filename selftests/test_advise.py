@@ -339,3 +339,19 @@ def test_a_profile_curve_falls_at_small_sizes_by_its_latency():
     big = schedule("fsdp", 7.24e9, {"n_layer": 40, "n_head": 30, "d_model": 3840, "vocab_size": 32000, "seq_len": 1024},
                    "bf16")[0]
     assert big.seconds(4, c.busbw) < 1.01 * big.seconds(4, flat.busbw)
+
+
+def test_the_optimizer_step_does_not_shrink_with_the_micro_batch(node):
+    """Forward and backward scale with the tokens, the optimizer step with the parameters: at micro-batch 1 the
+    one-GPU step keeps its whole optimizer step (a share of the rate scaled down would lose 7/8 of it)."""
+    c = node.compute
+    n, t = 1_139_970_048, 8192
+    assert c.optimizer_s(n) == pytest.approx(28 * n / 4246e9)
+    fb = c.step_s(n, t) - c.optimizer_s(n)
+    assert c.step_s(n, t / 8) == pytest.approx(fb / 8 + c.optimizer_s(n))
+    assert c.step_s(n, t / 8) > 1.3 * c.step_s(n, t) / 8
+    # The guard: a negative overhead (a fit from elsewhere) never puts a step below its compute.
+    from dataclasses import replace
+
+    p = advise(node, n, 2, 1024, 8, "bf16", fit_strategies(node)).options[0].prediction
+    assert replace(p, overhead_s=-0.05).step_s == pytest.approx(p.compute_s + p.comm_s - p.hidden_s)
