@@ -5,7 +5,8 @@ size measured, as one curve per (op, placement class, GPU count), the median whe
 measured a size; every strategy run (the slowest rank's median step, the ranks' mean local step:
 the same step with the communication removed); the one-GPU baseline: a `single_gpu_training` run
 when a record has one, else the local steps of the strategy runs (the same unwrapped step, timed
-on each rank of the run). From a profile (`from_profile`): thresholds.yaml's node profile (or the
+on each rank of the run), split into forward and backward and the optimizer step (profiles.yaml
+`defaults.optimizer_step`). From a profile (`from_profile`): thresholds.yaml's node profile (or the
 `node:` of a profiles.yaml entry) and the busbw and MFU figures of profiles.yaml, each with its
 source. No torch.
 """
