@@ -219,7 +219,7 @@ def test_other_workload_is_off_where_the_docs_say():
     rows = validation.other_workload(RUNS, mb4)
     host = [r for r in rows if r.klass == "forced_pcie"]
     assert len(host) == 5 and all(abs(r.error) <= 0.10 for r in host), validation.table(rows, "other workload")
-    assert all(r.error > 0.15 for r in rows if r.klass == "nvswitch")
+    assert all(r.error > 0.10 for r in rows if r.klass == "nvswitch")
 
 
 def test_a_rate_of_another_precision_predicts_nothing(node):
@@ -273,3 +273,85 @@ def test_records_advise_cannot_use_are_named(tmp_path, capsys):
     sim = ROOT / "selftests/data/sim-h200-sxm-2.jsonl"
     assert main(["advise", "--params", "7B", "--gpus", "2", "--record", str(sim)]) == 2
     assert "a simulated run" in capsys.readouterr().err
+
+
+def _by_strategy(a):
+    by = {}
+    for o in a.options:
+        by.setdefault(o.strategy, {})[o.placement.klass] = o.prediction
+    return by
+
+
+def test_a_step_is_never_shorter_than_its_compute(node):
+    """FSDP ran 115 ms against its 117 ms local step on the 2x H200 NVLink runs: it steps half the optimizer. With
+    the optimizer share in the compute the fit is positive; without it, it fitted below 0 (the step below its
+    compute), and a fit below 0 is held at 0."""
+    from wirecheck.advise import model
+    from wirecheck.advise.figures import Compute
+
+    for figures, n, g in ((_profile("h200-nvl-8"), 1e9, 4), (_profile("h200-nvl-8"), 7e9, 4), (node, 1_139_970_048, 2)):
+        fits = shipped_fits() if figures.kind == "profile" else fit_strategies(figures)
+        for o in advise(figures, n, g, 1024, 8, "bf16", fits).options:
+            assert o.prediction.step_s >= o.prediction.compute_s, (o.strategy, o.placement.id)
+    fitted = fit_strategies(node, fallback={})
+    assert all(f.overhead > 0 for f in fitted.values()), fitted
+    assert node.compute.sharded_saving_s("fsdp", 1e9, 2) > 0 and node.compute.sharded_saving_s("ddp", 1e9, 2) == 0
+    # Without the optimizer share the FSDP fit is below 0 (the cause), held at 0 by fit_overhead.
+    unshared = Compute(node.compute.flops_per_s, node.compute.source, precision="bf16")
+    node2 = from_records(RUNS)
+    node2.compute = unshared
+    assert fit_strategies(node2, fallback={})["fsdp"].overhead == 0.0
+    assert model.fit_overhead(0.100, 0.110, (), 0.5) == 0.0 and model.fit_overhead(0.120, 0.100, (), 0.5) > 0
+
+
+def test_ddp_when_it_fits_within_the_models_error_else_the_faster_with_its_margin(node):
+    from wirecheck.advise.figures import Tie, tie_errors
+
+    ties = tie_errors()
+    assert ties["own_runs"].error == LEAVE_ONE_OUT_BOUND  # the stated error is the one the validation asserts
+    nvl = advise(_profile("h200-nvl-8"), 1e9, 4, 1024, 8, "bf16", shipped_fits())
+    c = nvl.choice()
+    assert (c.best.strategy, c.best.placement.klass, c.runner_up.strategy) == ("ddp", "nvl_quad", "fsdp")
+    assert c.runner_up.prediction.tokens_per_s > c.best.prediction.tokens_per_s and "DDP is simpler" in c.why
+    tight = {"own_runs": Tie(0.01, "t"), "shipped_fits": Tie(0.01, "t")}
+    assert nvl.choice(tight).best.strategy == "fsdp"  # beyond the error, the faster one
+    own = advise(node, 1_139_970_048, 2, 1024, 8, "bf16", fit_strategies(node)).choice()
+    assert own.best.strategy == "fsdp" and "beyond the model's 5% error" in own.why
+    loose = {"own_runs": Tie(0.2, "t"), "shipped_fits": Tie(0.2, "t")}
+    assert advise(node, 1_139_970_048, 2, 1024, 8, "bf16", fit_strategies(node)).choice(loose).best.strategy == "ddp"
+    assert "why ddp: within the model's error of fsdp" in format_advice(nvl)
+
+
+def test_a_profile_curve_falls_at_small_sizes_by_its_latency():
+    from wirecheck.advise.figures import latency_curve
+
+    c = latency_curve("all_reduce", "cross_quad", 4, 35e9, 7.7e-6, "t")
+    assert c.busbw(1 << 30) == pytest.approx(35e9, rel=0.01)
+    assert c.busbw(1 << 14) < 0.25 * 35e9  # 16 KiB: the latency dominates
+    f = _profile("h200-nvl-8")
+    assert f.curve("all_reduce", "cross_quad", 4)[0].busbw(1 << 14) < 0.25 * 35e9
+    # A small model's per-block gathers pay it (1.5 MB blocks: 14 % longer than the flat curve says); a 7B model's
+    # 340 MB blocks do not notice it.
+    shape = {"n_layer": 8, "n_head": 4, "d_model": 256, "vocab_size": 32000, "seq_len": 1024}
+    gathers = schedule("fsdp", 15e6, shape, "bf16")[0]
+    flat = Curve("all_reduce", "cross_quad", 4, ((1, 35e9),), "t")
+    assert gathers.seconds(4, c.busbw) > 1.1 * gathers.seconds(4, flat.busbw)
+    big = schedule("fsdp", 7.24e9, {"n_layer": 40, "n_head": 30, "d_model": 3840, "vocab_size": 32000, "seq_len": 1024},
+                   "bf16")[0]
+    assert big.seconds(4, c.busbw) < 1.01 * big.seconds(4, flat.busbw)
+
+
+def test_the_optimizer_step_does_not_shrink_with_the_micro_batch(node):
+    """Forward and backward scale with the tokens, the optimizer step with the parameters: at micro-batch 1 the
+    one-GPU step keeps its whole optimizer step (a share of the rate scaled down would lose 7/8 of it)."""
+    c = node.compute
+    n, t = 1_139_970_048, 8192
+    assert c.optimizer_s(n) == pytest.approx(28 * n / 4246e9)
+    fb = c.step_s(n, t) - c.optimizer_s(n)
+    assert c.step_s(n, t / 8) == pytest.approx(fb / 8 + c.optimizer_s(n))
+    assert c.step_s(n, t / 8) > 1.3 * c.step_s(n, t) / 8
+    # The guard: a negative overhead (a fit from elsewhere) never puts a step below its compute.
+    from dataclasses import replace
+
+    p = advise(node, n, 2, 1024, 8, "bf16", fit_strategies(node)).options[0].prediction
+    assert replace(p, overhead_s=-0.05).step_s == pytest.approx(p.compute_s + p.comm_s - p.hidden_s)

@@ -6,13 +6,16 @@ Memory: the model state of both accountings (training/memory_model.py) plus an a
 shards the parameters, what it holds gathered (a whole bf16 model when it keeps forward's gather
 for backward, else two blocks in flight). It fits when that total is within the GPU's memory.
 The user's model is a GPT of that many parameters (training/shape.py shape_for_params); the step
-model is advise/model.py with the fits of advise/fits.py.
+model is advise/model.py with the fits of advise/fits.py. The recommendation (`Advice.choice`) is the
+article's rule: DDP if it fits and is within the model's error of the fastest (profiles.yaml
+`defaults.tie`), else the fastest with DDP's shortfall.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wirecheck.advise.figures import tie_errors
 from wirecheck.advise.model import Prediction, predict
 from wirecheck.advise.schedule import schedule
 from wirecheck.advise.sizes import short
@@ -25,6 +28,8 @@ from wirecheck.training.shape import block_params, shape_for_params
 from wirecheck.training.strategies import NAMES, PARAMS, strategy as _strategy
 
 VOCAB = 32000
+DDP = "ddp"
+OWN_FIT = "fitted on the node's runs"  # advise/fits.py's source of a fit from the node's own runs
 ACTIVATION_BYTES = 34  # per token per d_model per layer, bf16 (twice in fp32), no recomputation
 
 
@@ -71,6 +76,39 @@ class Advice:
         ok = [o for o in self.options if o.fits and o.prediction and o.user_choice]
         return sorted(ok, key=lambda o: -o.prediction.tokens_per_s)
 
+    def choice(self, ties: dict | None = None) -> "Choice | None":
+        """The recommendation and its runner-up, by the article's rule: DDP if it fits and its predicted tokens/s
+        is within the prediction's error of the fastest (DDP is simpler), else the fastest, with its margin.
+
+        The error (profiles.yaml `defaults.tie`) is the one of the fits used: from the node's own runs, or
+        the shipped fits of another node."""
+        ranked = self.ranked
+        if not ranked:
+            return None
+        ties = tie_errors() if ties is None else ties
+        fastest = ranked[0]
+        ddp = next((o for o in ranked if o.strategy == DDP), None)
+        others = [o for o in ranked if o is not fastest]
+        if fastest.strategy == DDP or ddp is None:
+            return Choice(fastest, others[0] if others else None, "", None)
+        own = all(str(getattr(self.fits.get(n), "source", "")).startswith(OWN_FIT) for n in (DDP, fastest.strategy))
+        tie = ties["own_runs" if own else "shipped_fits"]
+        margin = 1 - ddp.prediction.tokens_per_s / fastest.prediction.tokens_per_s  # DDP's shortfall
+        whose = "the fits of this node's own runs" if own else "fits shipped from another node's runs"
+        if margin <= tie.error:
+            return Choice(ddp, fastest, f"within the model's error of {fastest.strategy} (DDP predicted {margin:.0%} "
+                                        f"slower, the error {tie.error:.0%} with {whose}); DDP is simpler", tie)
+        return Choice(fastest, others[0],
+                      f"DDP predicted {margin:.0%} slower, beyond the model's {tie.error:.0%} error with {whose}", tie)
+
+
+@dataclass(frozen=True)
+class Choice:
+    best: Option
+    runner_up: Option | None
+    why: str  # "" when the fastest is DDP or DDP does not fit
+    tie: object  # figures.Tie, or None
+
 
 def _on_top(name: str, n_params: int, shape: dict, micro_batch: int, precision: str) -> int:
     tokens = micro_batch * shape["seq_len"]
@@ -99,6 +137,9 @@ def advise(figures, n_params: int, n_gpus: int, seq_len: int, micro_batch: int, 
                      f"(give a record of {precision} runs)")
         compute = None
     compute_s = compute.step_s(n_params, tokens_gpu) if compute else None
+    if compute is not None:
+        notes.append(f"compute per step: the one-GPU step, {compute_s * 1e3:.0f} ms (forward, backward and the "
+                     f"optimizer over all parameters); {compute.describe_optimizer(n_params)}")
     if compute_s is None and figures.compute is None:
         notes.append(f"no one-GPU rate for {figures.gpu_model}: no step time predicted "
                      "(a record with test_single_gpu_training or strategy runs gives one)")
@@ -111,8 +152,9 @@ def advise(figures, n_params: int, n_gpus: int, seq_len: int, micro_batch: int, 
             prediction, problem = None, ""
             if compute_s is not None and name in fits:
                 try:
+                    own = compute.strategy_step_s(name, n_params, tokens_gpu, n_gpus)
                     prediction = predict(schedule(name, n_params, shape, precision), n_gpus,
-                                         lambda op, k=p.klass: figures.curve(op, k, n_gpus), compute_s, fits[name],
+                                         lambda op, k=p.klass: figures.curve(op, k, n_gpus), own, fits[name],
                                          tokens_gpu)
                 except ValueError as exc:
                     problem = str(exc)
@@ -154,8 +196,8 @@ def format_advice(a: Advice) -> str:
         lines.append(f"{o.strategy:8} {name:34} {_gb(o.state_article):>7}/{_gb(o.state_implementation):>7} "
                      f"{_gb(o.on_top):>6} {fits:>5} {step:>8} {tps:>10}  {why}")
     lines += _placement_cost(a)
-    ranked = a.ranked
-    if not ranked:
+    choice = a.choice()
+    if choice is None:
         fitting = [o for o in a.options if o.fits]
         lines.append("recommendation: none" + (" predicted (no one-GPU rate)" if fitting else
                                                 f": no strategy fits {short(a.n_params)} parameters on "
@@ -163,18 +205,21 @@ def format_advice(a: Advice) -> str:
         if fitting:
             lines.append("fits: " + ", ".join(sorted({o.strategy for o in fitting})))
     else:
-        best = ranked[0]
+        best = choice.best
         others = f.alternatives(best.placement)
         where = ("NVSwitch: any GPUs do, placement does not matter" if _is_nvswitch(best)
                  else f"keeps the job on {best.placement.klass}"
                  + (f"; or {', '.join(_pin(p) for p in others)}" if others else ""))
         lines.append(f"recommendation: {best.strategy} on {best.placement.id}: {_pin(best.placement)} "
                      f"({best.prediction.tokens_per_s:,.0f} tokens/s predicted; {where})")
-        if len(ranked) > 1:
-            second = ranked[1]
+        if choice.why:
+            lines.append(f"why {best.strategy}: {choice.why}")
+        second = choice.runner_up
+        if second is not None:
+            ratio = second.prediction.tokens_per_s / best.prediction.tokens_per_s
             lines.append(f"runner-up: {second.strategy} on {second.placement.id}: "
                          f"{second.prediction.tokens_per_s:,.0f} tokens/s, "
-                         f"{1 - second.prediction.tokens_per_s / best.prediction.tokens_per_s:.0%} slower")
+                         + (f"{ratio - 1:.0%} faster" if ratio > 1 else f"{1 - ratio:.0%} slower"))
         for part in slow_parts(f.verdicts):
             lines.append("slow part: " + cost_line(part, best.strategy.upper() if best.strategy == "ddp" else best.strategy,
                                                    best.prediction))

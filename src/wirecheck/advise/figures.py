@@ -5,7 +5,8 @@ size measured, as one curve per (op, placement class, GPU count), the median whe
 measured a size; every strategy run (the slowest rank's median step, the ranks' mean local step:
 the same step with the communication removed); the one-GPU baseline: a `single_gpu_training` run
 when a record has one, else the local steps of the strategy runs (the same unwrapped step, timed
-on each rank of the run). From a profile (`from_profile`): thresholds.yaml's node profile (or the
+on each rank of the run), split into forward and backward and the optimizer step (profiles.yaml
+`defaults.optimizer_step`). From a profile (`from_profile`): thresholds.yaml's node profile (or the
 `node:` of a profiles.yaml entry) and the busbw and MFU figures of profiles.yaml, each with its
 source. No torch.
 """
@@ -55,15 +56,52 @@ class StrategyRun:
 
 @dataclass(frozen=True)
 class Compute:
-    """One GPU's training rate: its achieved model FLOP/s (6 x params x tokens/s)."""
+    """One GPU's training rate: its achieved model FLOP/s (6 x params x tokens/s) over the whole step of one
+    GPU (forward, backward and the optimizer over all parameters), and the optimizer's share of that step.
+
+    A strategy that shards the optimizer steps 1/N of the parameters on each rank: its compute is the
+    one-GPU step less (1 - 1/N) of the optimizer step (`strategy_step_s`). Without that, ZeRO-1 and FSDP
+    ran faster than their own local step on the 2x H200 NVLink runs (FSDP 115 ms against 117 ms), a
+    negative overhead that put a step below its compute."""
 
     flops_per_s: float
     source: str
     mfu: float | None = None
     precision: str = "bf16"  # the precision it was measured (or its peak taken) in
+    optimizer_s_per_param: float | None = None  # the optimizer step's seconds per parameter (None: unknown)
+    optimizer_source: str = ""
+    optimizer_short: str = ""  # the figures without their source
+    reference: tuple | None = None  # (params, tokens per GPU) of the step the rate was measured on
+    fb_flops_per_s: float | None = None  # forward and backward alone: the rate with the optimizer step taken out
 
     def step_s(self, n_params: float, tokens_per_gpu: float) -> float:
-        return 6.0 * n_params * tokens_per_gpu / self.flops_per_s
+        """Forward and backward scale with the tokens, the optimizer step with the parameters only: at a small
+        micro-batch it is a larger share of the step than in the measured one."""
+        if self.fb_flops_per_s is None:
+            return 6.0 * n_params * tokens_per_gpu / self.flops_per_s
+        return 6.0 * n_params * tokens_per_gpu / self.fb_flops_per_s + self.optimizer_s(n_params)
+
+    def optimizer_s(self, n_params: float) -> float:
+        return (self.optimizer_s_per_param or 0.0) * n_params
+
+    def sharded_saving_s(self, strategy: str, n_params: float, n_gpus: int) -> float:
+        """What a rank does not spend on the optimizer step when the strategy shards the optimizer."""
+        from wirecheck.training.strategies import OPTIMIZER, strategy as _strategy
+
+        if OPTIMIZER not in _strategy(strategy).shards or n_gpus < 2:
+            return 0.0
+        return self.optimizer_s(n_params) * (1 - 1 / n_gpus)
+
+    def strategy_step_s(self, strategy: str, n_params: float, tokens_per_gpu: float, n_gpus: int) -> float:
+        """One rank's compute in a strategy's step: forward and backward of the whole model on its micro-batch,
+        and the optimizer over the parameters it owns."""
+        return self.step_s(n_params, tokens_per_gpu) - self.sharded_saving_s(strategy, n_params, n_gpus)
+
+    def describe_optimizer(self, n_params: float) -> str:
+        if self.optimizer_s_per_param is None:
+            return "the optimizer step's share unknown for this GPU: every strategy's compute is the one-GPU step"
+        return (f"a strategy that shards the optimizer computes that less (1 - 1/N) of the optimizer step, "
+                f"{self.optimizer_s(n_params) * 1e3:.0f} ms here ({self.optimizer_short})")
 
 
 @dataclass
@@ -176,7 +214,8 @@ def from_records(paths) -> NodeFigures:
                     continue  # another GPU model's rate is not this node's
                 single.append((6.0 * r0["n_params"] * r0["tokens_per_s"], (d.get("figures") or {}).get("mfu"),
                                r0["tokens_per_s"], f"{Path(rec.path).name} on {rec.run.get('host')}",
-                               r0.get("precision", "bf16")))
+                               r0.get("precision", "bf16"),
+                               (r0["n_params"], r0["tokens_per_step"]) if r0.get("tokens_per_step") else None))
     curves = {key: curve_of(*key, pts, f"measured: {key[1]} at {key[2]} GPUs") for key, pts in samples.items()
               if key[0] and key[1]}
     compute = None
@@ -185,18 +224,66 @@ def from_records(paths) -> NodeFigures:
         mfus = [s[1] for s in single if s[1]]
         compute = Compute(flops, f"measured: one GPU alone, {statistics.median(s[2] for s in single):,.0f} tokens/s "
                                  f"({', '.join(sorted({s[3] for s in single}))})",
-                          statistics.median(mfus) if mfus else None, single[0][4])
+                          statistics.median(mfus) if mfus else None, single[0][4], reference=single[0][5])
     elif runs:
         rates = [6.0 * r.n_params * (r.tokens_per_step / r.n_gpus) / r.local_s for r in runs if r.local_s == r.local_s]
         if rates:
             compute = Compute(statistics.median(rates),
                               f"measured: the strategy runs' local steps (the same step without communication, on "
                               f"each rank; {len(rates)} runs), no one-GPU run in the records",
-                              precision=runs[0].precision)
+                              precision=runs[0].precision,
+                              reference=(statistics.median(r.n_params for r in runs),
+                                         statistics.median(r.tokens_per_step / r.n_gpus for r in runs)))
+    compute = with_optimizer(compute, gpus[0].get("name") or "")
     return NodeFigures("record", f"the node's records: {', '.join(Path(r.path).name for r in records)} "
                                  f"(host {main.run.get('host')}, {len(gpus)}x {gpus[0].get('name')})",
                        gpus[0].get("name") or "", int(min(g.get("memory_bytes") or 0 for g in gpus)), len(gpus),
                        _placements_of(main.run, main.path), curves, compute, runs, verdicts)
+
+
+def with_optimizer(compute: Compute | None, gpu_model: str, path: Path = PROFILES_FILE) -> Compute | None:
+    """The compute with its optimizer step per parameter: profiles.yaml `defaults.optimizer_step` (bytes a
+    fused AdamW moves per parameter over the GPU model's HBM bandwidth)."""
+    if compute is None:
+        return None
+    entry = (load_profiles(path).get("defaults") or {}).get("optimizer_step") or {}
+    hbm = (entry.get("hbm") or {}).get(gpu_model)
+    if hbm is None or compute.reference is None:
+        return compute
+    where = f"{path}: defaults.optimizer_step"
+    try:
+        bandwidth = parse_quantity(hbm, "bandwidth", where=f"{where}.hbm.{gpu_model}")
+        per_param = float(entry["bytes_per_param"])
+    except (KeyError, TypeError, ValueError, QuantityError) as exc:
+        raise FiguresError(f"{where}: {exc}") from None
+    from dataclasses import replace
+
+    short = f"fused AdamW, {per_param:.0f} B per parameter at {bandwidth / 1e9:.0f} GB/s HBM"
+    n_ref, t_ref = compute.reference
+    fb_s = compute.step_s(n_ref, t_ref) - per_param / bandwidth * n_ref
+    if fb_s <= 0:
+        raise FiguresError(f"{where}: the optimizer step at {hbm} is longer than the measured step of "
+                           f"{compute.step_s(n_ref, t_ref) * 1e3:.0f} ms; check hbm.{gpu_model}")
+    return replace(compute, optimizer_s_per_param=per_param / bandwidth, optimizer_short=short,
+                   fb_flops_per_s=6.0 * n_ref * t_ref / fb_s,
+                   optimizer_source=f"{short}: {entry.get('source', '')}")
+
+
+@dataclass(frozen=True)
+class Tie:
+    error: float  # a share of tokens/s
+    source: str
+
+
+def tie_errors(path: Path = PROFILES_FILE) -> dict[str, Tie]:
+    """profiles.yaml `defaults.tie`: the prediction's error between two strategies, for fits from the node's own
+    runs (`own_runs`) and for the shipped fits (`shipped_fits`)."""
+    entry = (load_profiles(path).get("defaults") or {}).get("tie") or {}
+    try:
+        return {key: Tie(float(entry[key]["error"]), str(entry[key]["source"])) for key in ("own_runs", "shipped_fits")}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FiguresError(f"{path}: defaults.tie needs own_runs and shipped_fits, each with error and source "
+                           f"({exc!r})") from None
 
 
 def load_profiles(path: Path = PROFILES_FILE) -> dict:
@@ -229,6 +316,42 @@ def _node_of(name: str, entry: dict, thresholds, where: str):
         raise FiguresError(f"{where}: profiles.{name}.node: {exc}") from None
 
 
+def _reference(entry: dict, where: str):
+    ref = entry.get("reference")
+    if ref is None:
+        return None
+    try:
+        return float(ref["params"]), float(ref["tokens_per_gpu"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FiguresError(f"{where}: needs params and tokens_per_gpu ({exc!r})") from None
+
+
+SWEEP = tuple(8 * 4 ** i for i in range(14))  # 8 B .. 512 MiB, as a collective sweep's sizes
+
+
+def latency_curve(op: str, klass: str, n_gpus: int, busbw: float, latency_s: float, source: str) -> Curve:
+    """A profile's curve from its large-message busbw and a per-call latency: a call of s bytes takes
+    latency + s x factor / busbw, so busbw(s) = busbw x f s / (latency x busbw + f s), falling at small sizes
+    (a per-block gather pays its latency). latency 0: the flat curve of the large-message figure."""
+    from wirecheck.advise.schedule import ALGBW_FACTOR
+
+    f = ALGBW_FACTOR[op](max(n_gpus, 2))
+    points = tuple((s, busbw * f * s / (latency_s * busbw + f * s)) for s in SWEEP) if latency_s > 0 else ((1, busbw),)
+    return Curve(op, klass, n_gpus, points, source)
+
+
+def _seconds(text, where: str) -> float:
+    """`latency: {class: "7.7 us"}`: absent is 0 (no latency known)."""
+    if text is None:
+        return 0.0
+    import re
+
+    m = re.fullmatch(r"\s*([0-9.]+)\s*(us|µs|ms)\s*", str(text))
+    if not m:
+        raise FiguresError(f"{where}: {text!r}: write microseconds, e.g. \"7.7 us\"")
+    return float(m.group(1)) * (1e-6 if m.group(2) in ("us", "µs") else 1e-3)
+
+
 def from_profile(name: str, thresholds, peak_flops, precision: str, path: Path = PROFILES_FILE) -> NodeFigures:
     """A profile's figures (not a node's): its topology, its article/published busbw, an MFU.
 
@@ -241,10 +364,13 @@ def from_profile(name: str, thresholds, peak_flops, precision: str, path: Path =
     entry = entries[name]
     profile = _node_of(name, entry, thresholds, str(path))
     curves = {}
+    latency = entry.get("latency") or {}
     for klass, by_n in (entry.get("busbw") or {}).items():
         for n, text in by_n.items():
             bw = parse_quantity(text, "bandwidth", where=f"{path}: profiles.{name}.busbw.{klass}.{n}")
-            curves[("all_reduce", klass, int(n))] = Curve("all_reduce", klass, int(n), ((1, bw),), entry.get("source", ""))
+            alpha = _seconds(latency.get(klass), f"{path}: profiles.{name}.latency.{klass}")
+            curves[("all_reduce", klass, int(n))] = latency_curve("all_reduce", klass, int(n), bw, alpha,
+                                                                  entry.get("source", ""))
     defaults = (data.get("defaults") or {}).get("compute") or {}
     compute_entry = entry.get("compute") or defaults
     peak = peak_flops(profile.gpu_model, precision)
@@ -252,7 +378,9 @@ def from_profile(name: str, thresholds, peak_flops, precision: str, path: Path =
     if peak is not None:
         mfu = float(compute_entry["mfu"])
         compute = Compute(peak * mfu, f"MFU {mfu:.1%} of {profile.gpu_model}'s dense {precision} peak "
-                                      f"({peak / 1e12:.0f} TFLOP/s); MFU {compute_entry.get('source', '')}", mfu, precision)
+                                      f"({peak / 1e12:.0f} TFLOP/s); MFU {compute_entry.get('source', '')}", mfu, precision,
+                          reference=_reference(compute_entry, f"{path}: defaults.compute.reference"))
+    compute = with_optimizer(compute, profile.gpu_model, path)
     topo = topology_from_profile(profile, where=str(path))
     placements = [p for p in enumerate_placements(topo) if p.klass != CLASS_FORCED_PCIE]
     return NodeFigures("profile", f"the profile {name}'s figures ({entry.get('source', '')}), not a measured node",

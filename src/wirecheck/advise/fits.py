@@ -41,6 +41,14 @@ def _timed(figures, run, klass: str):
     return comm_times(collectives, run.n_gpus, lambda op: figures.curve(op, klass, run.n_gpus))
 
 
+def _compute_of(figures, run, local_s: float) -> float:
+    """The run's compute: its local step (the unwrapped model with the optimizer over every parameter) less the
+    optimizer share its strategy shards (figures.Compute.sharded_saving_s)."""
+    if figures.compute is None:
+        return local_s
+    return local_s - figures.compute.sharded_saving_s(run.strategy, run.n_params, run.n_gpus)
+
+
 def fit_strategies(figures, fallback: dict[str, Fit] | None = None, overlap: float | None = None) -> dict[str, Fit]:
     """Per strategy: the fit on the node's runs, else `fallback`'s (shipped). `overlap` given: used for
     every strategy instead of fitting it (the NVLink-only validation)."""
@@ -54,13 +62,13 @@ def fit_strategies(figures, fallback: dict[str, Fit] | None = None, overlap: flo
                 out[name] = fallback[name]
             continue
         (_, fklass, n), (fstep, flocal, frun) = fast[0]
-        fast_args = (fstep, flocal, _timed(figures, frun, fklass))
+        fast_args = (fstep, _compute_of(figures, frun, flocal), _timed(figures, frun, fklass))
         slow = [(k, v) for k, v in groups.items() if k[0] == name and k[1] in SLOW_CLASSES and k[2] == n]
         if overlap is not None:
             h, how = overlap, f"overlap {overlap:.2f} given"
         elif slow:
             (_, sklass, _), (sstep, slocal, srun) = slow[0]
-            h = fit_overlap(fast_args, (sstep, slocal, _timed(figures, srun, sklass)))
+            h = fit_overlap(fast_args, (sstep, _compute_of(figures, srun, slocal), _timed(figures, srun, sklass)))
             how = f"overlap fitted on {sklass}"
         elif name in fallback:
             h, how = fallback[name].overlap, "overlap shipped (no slow-wire run)"

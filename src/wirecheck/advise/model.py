@@ -2,8 +2,8 @@
 
     step = T0 x (1 + overhead) + comm - min(hideable comm, overlap x T0)
 
-- T0: one GPU's step on its micro-batch: 6 x params x tokens over the GPU's achieved FLOP/s (one GPU
-  alone, figures.Compute);
+- T0: one rank's compute on its micro-batch: 6 x params x tokens over the GPU's achieved FLOP/s (one GPU
+  alone, figures.Compute), less (1 - 1/N) of the optimizer step for a strategy that shards it;
 - comm: the strategy's collectives of one step (schedule.py) at the busbw the placement class's
   curve gives at each call's size;
 - hideable comm: the collectives issued while compute runs, less each one's last call (nothing runs
@@ -11,9 +11,11 @@
   can hide two thirds of itself at most and one in 174 buckets of 25 MiB nearly all;
 - overlap: the share of T0 under which the hideable collectives can hide (a fraction of the
   compute, fitted per strategy where the wire is slower than the compute: the host path);
-- overhead: what the strategy costs beyond its collectives, as a share of T0 (hooks and copies;
-  negative where sharding the optimizer saves more than the strategy adds), fitted per strategy on
-  its fast-wire (NVLink) runs, where all of the overlapped communication hides.
+- overhead: what the strategy costs beyond its collectives, as a share of T0 (hooks and copies; never
+  negative: a step is never shorter than its compute), fitted per strategy on its fast-wire (NVLink)
+  runs, where all of the overlapped communication hides. A strategy that shards the optimizer has a
+  smaller T0 (figures.Compute.strategy_step_s: the one-GPU step less the optimizer share it does not
+  step), which is why ZeRO-1 and FSDP no longer fit below 0.
 Why the two fits come from two wires: on NVLink the 2x H200 runs' collectives take 12-20 ms against
 a 117 ms step, so every overlap above 0.2 predicts the same step there; only a wire where the
 collectives outlast the compute says how much of the compute they can hide under.
@@ -60,7 +62,7 @@ class Prediction:
 
     @property
     def step_s(self) -> float:
-        return self.compute_s + self.overhead_s + self.comm_s - self.hidden_s
+        return self.compute_s + max(0.0, self.overhead_s) + self.comm_s - self.hidden_s
 
     @property
     def exposed_s(self) -> float:
@@ -122,9 +124,11 @@ def _split(timed) -> tuple[float, float]:
 
 
 def fit_overhead(fast_step_s: float, fast_local_s: float, fast_timed, overlap: float) -> float:
-    """The overhead share that makes the model give the fast-wire run's measured step."""
+    """The overhead share that makes the model give the fast-wire run's measured step, never below 0: a strategy
+    adds work to its compute, it cannot remove any (what sharding the optimizer saves is in the compute,
+    `fast_local_s`, already), so a step is never shorter than its compute."""
     comm, overlapped = _split(fast_timed)
-    return (fast_step_s - fast_local_s - comm + min(overlapped, overlap * fast_local_s)) / fast_local_s
+    return max(0.0, (fast_step_s - fast_local_s - comm + min(overlapped, overlap * fast_local_s)) / fast_local_s)
 
 
 def fit_overlap(fast, slow) -> float:

@@ -43,7 +43,7 @@ def _predict_runs(fit_figures, test_figures, fits, classes=None) -> list[tuple]:
         if name not in fits or (classes and klass not in classes):
             continue
         tokens_gpu = run.tokens_per_step / n
-        t0 = fit_figures.compute.step_s(run.n_params, tokens_gpu)
+        t0 = fit_figures.compute.strategy_step_s(name, run.n_params, tokens_gpu, n)
         p = predict(schedule(name, run.n_params, run.shape, run.precision), n,
                     lambda op, k=klass: test_figures.curve(op, k, n), t0, fits[name], tokens_gpu)
         out.append((name, klass, run.tokens_per_step / step, p.tokens_per_s))

@@ -44,7 +44,7 @@ def _section(view) -> Section:
         tokens_gpu = run.tokens_per_step / n
         try:
             p = predict(schedule(name, run.n_params, run.shape, run.precision), n,
-                        lambda op, k=klass: figures.curve(op, k, n), figures.compute.step_s(run.n_params, tokens_gpu),
+                        lambda op, k=klass: figures.curve(op, k, n), figures.compute.strategy_step_s(name, run.n_params, tokens_gpu, n),
                         fits[name], tokens_gpu)
         except ValueError:
             continue
@@ -64,14 +64,15 @@ def _section(view) -> Section:
         except ValueError as exc:
             advice_rows.append([label, str(exc), "", "", ""])
             continue
-        ranked = a.ranked
-        if not ranked:
+        choice = a.choice()
+        if choice is None:
             advice_rows.append([label, f"no strategy fits on {n_gpus} GPUs", "", "", ""])
             continue
-        best = ranked[0]
-        second = (f"{ranked[1].strategy} on {ranked[1].placement.klass}, "
-                  f"{1 - ranked[1].prediction.tokens_per_s / best.prediction.tokens_per_s:.0%} slower"
-                  if len(ranked) > 1 else "-")
+        best, runner = choice.best, choice.runner_up
+        ratio = runner.prediction.tokens_per_s / best.prediction.tokens_per_s if runner else 1
+        second = (f"{runner.strategy} on {runner.placement.klass}, "
+                  + (f"{ratio - 1:.0%} faster" if ratio > 1 else f"{1 - ratio:.0%} slower")
+                  + (f" ({choice.why})" if choice.why else "") if runner else "-")
         advice_rows.append([label, f"{best.strategy} on {best.placement.id}",
                             f"CUDA_VISIBLE_DEVICES={best.placement.cuda_visible_devices}",
                             f"{best.prediction.tokens_per_s:,.0f}", second])
