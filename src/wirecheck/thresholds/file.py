@@ -61,6 +61,15 @@ class Profile:
     gpu_nic_path: str | None = None
     # A recorded topology (fixtures/topologies NAME) wired as this node type: what a --profile dry run simulates.
     topology: str | None = None
+    # What the derived limits need (wirecheck.node.hardware), as NVML would report it on such a node;
+    # None: not described (the limits that need it fall back to the next rule and say so).
+    compute_capability: str | None = None
+    sm_count: int | None = None
+    sm_clock_max_mhz: float | None = None
+    mem_bus_width: int | None = None  # bits
+    mem_clock_max_mhz: float | None = None
+    power_limit_w: float | None = None
+    nvlink_gen: int | None = None
 
 
 @dataclass(frozen=True)
@@ -336,7 +345,8 @@ def _profile(at: _At, name: str) -> Profile:
         optional={"nvlink_speed": '"26.562 GB/s"', "nvlinks_per_peer": "6", "group_size": "4",
                   "nic_ports": "8", "nic_rate": '"50 GB/s"  (400 Gb/s NDR, per port per direction)',
                   "gpu_nic_path": "PIX  (a NIC under each GPU's own PCIe switch)",
-                  "topology": "h100-sxm-8-nics  (a recorded topology, wired as this node: what a --profile dry run simulates)"},
+                  "topology": "h100-sxm-8-nics  (a recorded topology, wired as this node: what a --profile dry run simulates)",
+                  **_PROFILE_HARDWARE},
     )
     fabric = f["fabric"].choice(FABRICS)
     gpu_count = f["gpu_count"].count(minimum=1)
@@ -387,7 +397,41 @@ def _profile(at: _At, name: str) -> Profile:
         nic_rate=f["nic_rate"].quantity("bandwidth", positive=True) if "nic_rate" in f else None,
         gpu_nic_path=f["gpu_nic_path"].choice(PCIE_LEVELS) if "gpu_nic_path" in f else None,
         topology=f["topology"].text() if "topology" in f else None,
+        **_profile_hardware(f, links),
     )
+
+
+# The hardware fields a profile may describe (what NVML reports on such a node), for the derived limits.
+_PROFILE_HARDWARE = {
+    "compute_capability": '"9.0"  (as CUDA names it: 8.0 A100, 8.9 L40S, 9.0 H100/H200, 10.0 B200)',
+    "sm_count": "132", "sm_clock_max": '"1980 MHz"', "mem_bus_width": "6144  (bits)", "mem_clock_max": '"3201 MHz"',
+    "power_limit": '"700 W"', "nvlink_gen": "4  (NVLink 3 A100, 4 H100/H200, 5 B200)",
+}
+
+
+def _profile_hardware(f: dict[str, _At], links: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if "compute_capability" in f:
+        value = f["compute_capability"].value
+        text = f"{value:.1f}" if isinstance(value, float) else str(value)
+        major, _, minor = text.partition(".")
+        if not (major.isdigit() and minor.isdigit()):
+            raise f["compute_capability"].error(f"{text!r} is not a compute capability", 'write e.g. "9.0"')
+        out["compute_capability"] = f"{int(major)}.{int(minor)}"
+    for key, field_name, kind in (("sm_clock_max", "sm_clock_max_mhz", "frequency"),
+                                  ("mem_clock_max", "mem_clock_max_mhz", "frequency"),
+                                  ("power_limit", "power_limit_w", "power")):
+        if key in f:
+            value = f[key].quantity(kind, positive=True)
+            out[field_name] = value / 1e6 if kind == "frequency" else value
+    for key in ("sm_count", "mem_bus_width"):
+        if key in f:
+            out[key] = f[key].count(minimum=1)
+    if "nvlink_gen" in f:
+        if not links:
+            raise f["nvlink_gen"].error("a node without NVLink has no NVLink generation", "remove nvlink_gen")
+        out["nvlink_gen"] = f["nvlink_gen"].count(minimum=1)
+    return out
 
 
 def _profiles(at: _At) -> dict[str, Profile]:
