@@ -11,7 +11,7 @@ Values come back in base units: bytes/s, bytes, seconds, fractions, ratios, toke
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 
 from wirecheck.measure.curve import SWEEP_NAMES, SweepSpec, geometric_sizes
 from wirecheck.workers.deadlines import DeadlineRule
-from wirecheck.node.placement import CLASSES, CLASS_NETWORK
+from wirecheck.node.placement import CLASSES, CLASS_CROSS_QUAD, CLASS_FORCED_PCIE, CLASS_NETWORK, CLASS_PCIE
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
 from wirecheck.measure.collectives import OPS
 from wirecheck.core.quantity import format_bw
@@ -27,11 +27,14 @@ from wirecheck.thresholds.copy_limits import CopyBandwidth, parse_copy_bandwidth
 from wirecheck.thresholds.burn_in import BurnInLimits, parse_burn_in
 from wirecheck.thresholds.gpu_health import GpuHealthLimits, parse_gpu_health
 from wirecheck.thresholds.tables import COLLECTIVE_FLOOR_CLASSES, CountTable, Limit, _ratio_section
-from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table
+from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table, as_rule, lookup
 from wirecheck.thresholds.training import TrainingLimits, TrainingSettings, parse_training
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, ThresholdsError, _At, _read_yaml, _suggest
 from wirecheck.node.topology import BRIDGED, FABRICS, PCIE, PCIE_LEVELS
 
+
+# Placement classes whose traffic rides PCIe: their derived floor comes from the GPU's PCIe link.
+PCIE_CLASSES = (CLASS_PCIE, CLASS_CROSS_QUAD, CLASS_FORCED_PCIE)
 
 # ---------------------------------------------------------------------------------------------
 # Result types
@@ -118,9 +121,18 @@ class HalfPeakRule:
 
 @dataclass(frozen=True)
 class DerivedFloor:
-    efficiency: float  # fraction of the link ceiling
+    efficiency: float  # fraction of the link ceiling, for ops without their own
     source: str
     yaml_path: str
+    ops: Mapping[str, tuple[float, str]] = field(default_factory=dict)  # op -> (efficiency, source)
+    pcie: tuple[float, str] | None = None  # PCIe paths: (efficiency of the GPU's PCIe link one way, source)
+
+    def for_op(self, op: str) -> tuple[float, str, str]:
+        """(efficiency, its source, its YAML path) for `op`."""
+        if op in self.ops:
+            eff, why = self.ops[op]
+            return eff, why, f"{self.yaml_path}.ops.{op}"
+        return self.efficiency, self.source, self.yaml_path
 
 
 @dataclass(frozen=True)
@@ -252,39 +264,77 @@ class Thresholds:
         n_gpus: int,
         simulated: bool,
         link_ceiling_bytes_per_s: float | None = None,
+        hardware=None,
     ) -> Limit | None:
-        """The busbw floor/ceiling for this placement, op and GPU count, or None (not judged).
+        """The busbw floor/ceiling for this placement, op and GPU count, or None (not judged)."""
+        return self.busbw_rule(placement_class, op, n_gpus, simulated, link_ceiling_bytes_per_s, hardware)[0]
 
-        Order: exact count, then `any`, then (hardware only) the derived floor from
-        `link_ceiling_bytes_per_s` (min NV# of the placement x per-link speed; pass None for
-        placements whose traffic does not ride NVLink). Simulation uses
+    def busbw_rule(
+        self,
+        placement_class: str,
+        op: str,
+        n_gpus: int,
+        simulated: bool,
+        link_ceiling_bytes_per_s: float | None = None,
+        hardware=None,
+    ) -> tuple[Limit | None, str]:
+        """(the limit, "") or (None, why there is none).
+
+        Order: the table entry (exact count, then `any`) measured on this node's hardware (an entry
+        with `hardware:` for other hardware falls through, and the derived limit says so), then the
+        derived floor: NVLink classes from `link_ceiling_bytes_per_s` (min NV# of the placement x
+        per-link speed), the PCIe classes from `hardware`'s PCIe generation and width, the network
+        from the NICs' line rate. `hardware`: a wirecheck.node.hardware.Hardware, None when unknown
+        (a record written before hardware was recorded: entries apply as they are). Simulation uses
         the gloo sanity floors whatever the class: CPU numbers say nothing about the wires.
         """
         _check_name(placement_class, CLASSES, "placement class")
         _check_name(op, OPS, "op")
         if simulated:
-            return _by_count(self._simulated_floors.get(op), n_gpus)
-        found = _by_count(self._floors.get((placement_class, op)), n_gpus)
+            found, _ = lookup(self._simulated_floors.get(op), n_gpus)
+            return found, "" if found else f"no simulated busbw floor for {op}"
+        found, fell = lookup(self._floors.get((placement_class, op)), n_gpus, hardware)
         if found is not None:
-            return found
-        if link_ceiling_bytes_per_s:
-            if placement_class == CLASS_NETWORK:
-                # Across nodes the ceiling is the NICs' line rate, not NVLink: its own efficiency.
-                eff, ceiling, why, cited = (self.network.efficiency, "the NICs' line rate",
-                                            self.network.efficiency_source, self.network.efficiency_yaml_path)
-            else:
-                eff, ceiling, why, cited = (self.derived_floor.efficiency, "the link ceiling",
-                                            self.derived_floor.source, self.derived_floor.yaml_path)
-            return Limit(
-                min=link_ceiling_bytes_per_s * eff,
-                max=None,
-                source=(
-                    f"derived: {eff * 100:g} % of {ceiling} {format_bw(link_ceiling_bytes_per_s)} "
-                    f"(no table entry for {placement_class}/{op}/{n_gpus} GPUs; efficiency: {why})"
-                ),
-                yaml_path=cited,
-            )
-        return None
+            return found, ""
+        unmatched = f" ({fell})" if fell else ""
+        if placement_class in PCIE_CLASSES:
+            return self._pcie_busbw(placement_class, op, n_gpus, hardware, unmatched)
+        if not link_ceiling_bytes_per_s:
+            return None, (f"no busbw floor for {placement_class}/{op}/{n_gpus} GPUs{unmatched} and no link ceiling "
+                          "to derive one (NVML gave no NV# or per-link speed)")
+        if placement_class == CLASS_NETWORK:
+            # Across nodes the ceiling is the NICs' line rate, not NVLink: its own efficiency.
+            eff, ceiling, why, cited = (self.network.efficiency, "the NICs' line rate",
+                                        self.network.efficiency_source, self.network.efficiency_yaml_path)
+        else:
+            eff, why, cited = self.derived_floor.for_op(op)
+            ceiling = "the link ceiling (min NV# x per-link speed)"
+        return Limit(
+            min=link_ceiling_bytes_per_s * eff,
+            max=None,
+            source=(
+                f"derived: {eff * 100:g} % of {ceiling} {format_bw(link_ceiling_bytes_per_s)} "
+                f"(no table entry for {placement_class}/{op}/{n_gpus} GPUs{unmatched}; efficiency: {why})"
+            ),
+            yaml_path=cited,
+            rule="derived",
+        ), ""
+
+    def _pcie_busbw(self, placement_class: str, op: str, n_gpus: int, hardware, unmatched: str) -> tuple[Limit | None, str]:
+        """A PCIe path (no NVLink, across bridged groups, or NVLink forced off): the GPU's PCIe link one way."""
+        peak, how = hardware.pcie_peak() if hardware is not None else (None, "no PCIe peak: the node's hardware is unknown")
+        pcie = self.derived_floor.pcie
+        if peak is None or pcie is None:
+            missing = how if peak is None else f"no {self.derived_floor.yaml_path}.pcie efficiency in the file"
+            return None, f"no busbw floor for {placement_class}/{op}/{n_gpus} GPUs{unmatched}; {missing}"
+        eff, why = pcie
+        # cross_quad and forced_pcie must stay in PCIe territory: above the link, the traffic took NVLink.
+        ceiling = peak if placement_class in (CLASS_CROSS_QUAD, CLASS_FORCED_PCIE) else None
+        return Limit(
+            min=peak * eff, max=ceiling,
+            source=(f"derived: {eff * 100:g} % of {how}" + (", at most the link" if ceiling else "")
+                    + f" (no table entry for {placement_class}/{op}/{n_gpus} GPUs{unmatched}; efficiency: {why})"),
+            yaml_path=f"{self.derived_floor.yaml_path}.pcie", rule="derived"), ""
 
     def slowest_busbw_floor(self, op: str, simulated: bool) -> Limit | None:
         """The lowest busbw floor any class and GPU count has for `op`: the slowest wire the file
@@ -542,7 +592,7 @@ def _floors(at: _At) -> dict[tuple[str, str], CountTable]:
 
 
 def _simulated_floors(at: _At) -> dict[str, CountTable]:
-    return _op_tables(at, "busbw floor", _busbw_entry)
+    return as_rule(_op_tables(at, "busbw floor", _busbw_entry), "simulated")
 
 
 def _latency_entry(at: _At) -> Limit:
@@ -562,7 +612,7 @@ _CEILING_TABLES = {
 def _curve_ceilings(f: dict[str, _At], what: str, entry: Callable[[_At], Limit]) -> Mapping[bool, Mapping]:
     """Hardware ceilings by class -> op -> count; simulated ones by op -> count (CPU: the class says nothing)."""
     return MappingProxyType({False: _class_op_tables(f["ceilings"], what, entry),
-                             True: _op_tables(f["simulated_ceilings"], what, entry)})
+                             True: as_rule(_op_tables(f["simulated_ceilings"], what, entry), "simulated")})
 
 
 def _latency(at: _At) -> tuple[LatencyRule, Mapping[bool, Mapping]]:
@@ -577,6 +627,30 @@ def _half_peak(at: _At) -> tuple[HalfPeakRule, Mapping[bool, Mapping]]:
     if fraction > 1:
         raise f["fraction"].error("is above 100 %", "n½ is where busbw first reaches a fraction of its peak: write e.g. 50 %")
     return HalfPeakRule(fraction, f["fraction"].cite), _curve_ceilings(f, "n½ ceiling", _half_peak_entry)
+
+
+def _efficiency(at: _At, what: str) -> tuple[float, str]:
+    f = at.fields(f"{what} efficiency and source", required={"efficiency": '"60 %"', "source": SOURCE_HINT})
+    value = f["efficiency"].quantity("percent", positive=True)
+    if value > 1:
+        raise f["efficiency"].error("is above 100 %", f"a floor cannot exceed {what}; write at most 100 %")
+    return value, f["source"].source()
+
+
+def _derived_floor(at: _At) -> DerivedFloor:
+    """{efficiency, source, ops: {op: {efficiency, source}}, pcie: {efficiency, source}}."""
+    f = at.fields("the derived busbw floor", required={"efficiency": '"50 %"', "source": SOURCE_HINT},
+                  optional={"ops": '{all_reduce: {efficiency: "60 %", source: ...}}',
+                            "pcie": '{efficiency: "30 %", source: ...}  (of the GPU\'s PCIe link, one way)'})
+    efficiency = f["efficiency"].quantity("percent", positive=True)
+    if efficiency > 1:
+        raise f["efficiency"].error("is above 100 %", "a floor cannot exceed the link ceiling; write at most 100 %")
+    ops = {}
+    if "ops" in f:
+        for op, op_at in f["ops"].keyed(OPS, "op", "ops are").items():
+            ops[op] = _efficiency(op_at, "the link ceiling")
+    pcie = _efficiency(f["pcie"], "the PCIe link") if "pcie" in f else None
+    return DerivedFloor(efficiency, f["source"].source(), at.cite, MappingProxyType(ops), pcie)
 
 
 def _collectives(at: _At) -> dict[str, Any]:
@@ -595,9 +669,7 @@ def _collectives(at: _At) -> dict[str, Any]:
             "half_peak": '{fraction: "50 %", ceilings: {...}, simulated_ceilings: {...}}',
         },
     )
-    efficiency, eff_source = _ratio_section(f["derived_floor"], "efficiency", "percent", '"50 %"')
-    if efficiency > 1:
-        raise f["derived_floor"].child("efficiency").error("is above 100 %", "a floor cannot exceed the link ceiling; write at most 100 %")
+    derived_floor = _derived_floor(f["derived_floor"])
     wire, wire_source = _ratio_section(f["wire_check"], "min_ratio", "ratio", '"8 x"')
     spread, spread_source = _ratio_section(f["pair_spread"], "max_below_median", "percent", '"10 %"')
     scaling, scaling_source = _ratio_section(f["group_scaling"], "quad_over_pair_min", "ratio", '"2 x"')
@@ -614,7 +686,7 @@ def _collectives(at: _At) -> dict[str, Any]:
         ),
         floors=_floors(f["floors"]),
         simulated_floors=_simulated_floors(f["simulated_floors"]),
-        derived_floor=DerivedFloor(efficiency, eff_source, f["derived_floor"].cite),
+        derived_floor=derived_floor,
         wire_check=WireCheck(wire, wire_source, f["wire_check"].cite),
         pair_spread=PairSpread(spread, spread_source, f["pair_spread"].cite),
         group_scaling=GroupScaling(scaling, scaling_source, f["group_scaling"].cite),
