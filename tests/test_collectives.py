@@ -43,7 +43,7 @@ def _busbw_verdict(node, placement, op, result, klass=None):
     return checks.collectives.busbw(
         node.thresholds, op=op, placement=placement.id, placement_class=klass or placement.klass,
         n_gpus=placement.n_gpus, simulated=node.simulated, busbw_bytes_per_s=result.busbw, size_bytes=result.bytes,
-        link_ceiling_bytes_per_s=_link_ceiling(node, placement))
+        link_ceiling_bytes_per_s=_link_ceiling(node, placement), hardware=node.hardware)
 
 
 @pytest.mark.placements(*COLLECTIVE_CLASSES)

@@ -11,6 +11,7 @@ import statistics
 from wirecheck.checks import check
 from wirecheck.core.quantity import format_bw, format_bytes
 from wirecheck.core.verdict import Verdict, at_least, at_most, no_problems, skip, within
+from wirecheck.node.hardware import Hardware
 
 GB = 1e9
 
@@ -40,13 +41,15 @@ def collective_correct(thresholds, *, op: str, placement: str, sizes: list, erro
 
 @check("busbw")
 def busbw(thresholds, *, op: str, placement: str, placement_class: str, n_gpus: int, simulated: bool,
-          busbw_bytes_per_s: float, size_bytes: int, link_ceiling_bytes_per_s: float | None) -> Verdict:
-    """Bus bandwidth at the floor size within the limits for (class, op, GPU count)."""
+          busbw_bytes_per_s: float, size_bytes: int, link_ceiling_bytes_per_s: float | None,
+          hardware: dict | None = None) -> Verdict:
+    """Bus bandwidth at the floor size within the limits for (class, op, GPU count). `hardware`
+    (wirecheck.node.hardware.Hardware.as_dict): which table entries apply, and the PCIe link for PCIe paths."""
     what = f"{op} busbw at {format_bytes(size_bytes)}"
-    limit = thresholds.busbw_limit(placement_class, op, n_gpus, simulated, link_ceiling_bytes_per_s)
+    limit, why = thresholds.busbw_rule(placement_class, op, n_gpus, simulated, link_ceiling_bytes_per_s,
+                                       Hardware.from_dict(hardware))
     if limit is None:
-        return skip(what, placement, f"no busbw floor for {placement_class}/{op}/{n_gpus} GPUs in {thresholds.path} "
-                                     "and no link ceiling to derive one")
+        return skip(what, placement, f"{why} in {thresholds.path}")
     return within(what, placement, busbw_bytes_per_s, limit, format_bw, "GB/s", scale=1 / GB)
 
 

@@ -11,6 +11,7 @@ import math
 from dataclasses import replace
 
 from wirecheck.checks import check
+from wirecheck.node.hardware import Hardware
 from wirecheck.training.memory_model import predict
 from wirecheck.core.quantity import format_bytes
 from wirecheck.training.timing import CEILING
@@ -138,16 +139,19 @@ def peak_memory(thresholds, *, placement: str, placement_class: str, strategy: s
 @check("throughput")
 def throughput(thresholds, *, placement: str, placement_class: str, strategy: str, n_gpus: int,
                tokens_per_s: float, simulated: bool, workload: dict | None = None,
-               median: dict | None = None) -> Verdict:
+               median: dict | None = None, hardware: dict | None = None) -> Verdict:
     """Training throughput (global tokens/s, slowest rank) above the floor for the class. `median`
-    (training.strategy_run.median_of): how well the run knew its median; a failure says whether it was steady."""
+    (training.strategy_run.median_of): how well the run knew its median; a failure says whether it was steady.
+    `hardware` (wirecheck.node.hardware.Hardware.as_dict): an entry measured on other hardware does not apply."""
     what = f"{strategy} throughput"
     other = _other_workload(thresholds, simulated, workload)
     if other:
         return skip(what, placement, other)
-    limit = thresholds.training_limits(simulated).throughput_floor(placement_class, strategy, n_gpus)
+    limit, why = thresholds.training_limits(simulated).throughput_rule(placement_class, strategy, n_gpus,
+                                                                        Hardware.from_dict(hardware))
     if limit is None:
-        return skip(what, placement, f"no throughput floor for {placement_class}/{strategy}/{n_gpus} GPUs in {thresholds.path}")
+        return skip(what, placement, f"no throughput floor for {placement_class}/{strategy}/{n_gpus} GPUs in {thresholds.path}"
+                                     + (f" ({why})" if why else ""))
     return within(what, placement, tokens_per_s, limit, _tokens, "tokens/s", hint=_median_hint(median))
 
 
