@@ -23,6 +23,8 @@ from wirecheck.node.placement import CLASSES, CLASS_CROSS_QUAD, CLASS_FORCED_PCI
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
 from wirecheck.measure.collectives import OPS
 from wirecheck.core.quantity import format_bw
+from wirecheck.node.hardware import from_profile
+from wirecheck.thresholds import plausible
 from wirecheck.thresholds.copy_limits import CopyBandwidth, parse_copy_bandwidth
 from wirecheck.thresholds.burn_in import BurnInLimits, parse_burn_in
 from wirecheck.thresholds.gpu_health import GpuHealthLimits, parse_gpu_health
@@ -674,6 +676,10 @@ def _collectives(at: _At) -> dict[str, Any]:
     spread, spread_source = _ratio_section(f["pair_spread"], "max_below_median", "percent", '"10 %"')
     scaling, scaling_source = _ratio_section(f["group_scaling"], "quad_over_pair_min", "ratio", '"2 x"')
     latency_rule, latency_ceilings = _latency(f["latency"])
+    floors = _floors(f["floors"])
+    # Limits no node could meet are mistakes in the file: refused here, not found on a node hours later.
+    plausible.check_busbw(f["floors"], floors)
+    plausible.check_latency(f["latency"].child("ceilings"), latency_ceilings[False])
     half_peak_rule, half_peak_ceilings = _half_peak(f["half_peak"])
     return dict(
         latency=latency_rule,
@@ -684,7 +690,7 @@ def _collectives(at: _At) -> dict[str, Any]:
             {False: _collective_settings(f["hardware"], simulated=False),
              True: _collective_settings(f["simulated"], simulated=True)}
         ),
-        floors=_floors(f["floors"]),
+        floors=floors,
         simulated_floors=_simulated_floors(f["simulated_floors"]),
         derived_floor=derived_floor,
         wire_check=WireCheck(wire, wire_source, f["wire_check"].cite),
@@ -820,6 +826,11 @@ def load_thresholds(path: str | Path, content: bytes | None = None) -> Threshold
     profiles = _profiles(f["profiles"])
     collectives = _collectives(f["collectives"])
     training = parse_training(f["training"])
+    copy_bandwidth = parse_copy_bandwidth(f["copy_bandwidth"])
+    plausible.check_copies(f["copy_bandwidth"].child("floors"), copy_bandwidth._floors)
+    gpu_health = parse_gpu_health(f["gpu_health"])
+    plausible.check_gpu_floors(f["gpu_health"].child("floors"), gpu_health._floors,
+                               {p.gpu_model: from_profile(p) for p in profiles.values()})
     return Thresholds(
         path=path,
         profiles=profiles,
@@ -838,9 +849,9 @@ def load_thresholds(path: str | Path, content: bytes | None = None) -> Threshold
         _training_limits=training["limits"],
         health=_health(f["health"]),
         workers=_workers(f["workers"]),
-        copy_bandwidth=parse_copy_bandwidth(f["copy_bandwidth"]),
+        copy_bandwidth=copy_bandwidth,
         network=_network(f["network"]),
         _fleet=_fleet(f["fleet"]),
-        gpu_health=parse_gpu_health(f["gpu_health"]),
+        gpu_health=gpu_health,
         burn_in=parse_burn_in(f["burn_in"]),
     )
