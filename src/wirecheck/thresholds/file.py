@@ -349,23 +349,33 @@ class Thresholds:
         floors = [lim for table in tables for lim in table.values() if lim.min]
         return min(floors, key=lambda lim: lim.min) if floors else None
 
-    def latency_limit(self, placement_class: str, op: str, n_gpus: int, simulated: bool) -> Limit | None:
+    def latency_limit(self, placement_class: str, op: str, n_gpus: int, simulated: bool, hardware=None) -> Limit | None:
         """The small-message latency ceiling (seconds) for this placement, op and GPU count, or None.
 
-        Hardware: by class, op, then exact count or `any`. Simulation: by op only (CPU sanity ceilings).
+        Hardware: by class, op, then exact count or `any`, of the entries measured on this node's
+        `hardware` (None: unknown, every entry applies). Simulation: by op only (CPU sanity ceilings).
         """
-        return self._curve_limit(self._latency_ceilings, placement_class, op, n_gpus, simulated)
+        return self.latency_rule(placement_class, op, n_gpus, simulated, hardware)[0]
 
-    def half_peak_limit(self, placement_class: str, op: str, n_gpus: int, simulated: bool) -> Limit | None:
+    def latency_rule(self, placement_class: str, op: str, n_gpus: int, simulated: bool,
+                     hardware=None) -> tuple[Limit | None, str]:
+        return self._curve_limit(self._latency_ceilings, placement_class, op, n_gpus, simulated, hardware)
+
+    def half_peak_limit(self, placement_class: str, op: str, n_gpus: int, simulated: bool, hardware=None) -> Limit | None:
         """The n½ ceiling (bytes) for this placement, op and GPU count, or None (not judged)."""
-        return self._curve_limit(self._half_peak_ceilings, placement_class, op, n_gpus, simulated)
+        return self.half_peak_rule(placement_class, op, n_gpus, simulated, hardware)[0]
+
+    def half_peak_rule(self, placement_class: str, op: str, n_gpus: int, simulated: bool,
+                       hardware=None) -> tuple[Limit | None, str]:
+        return self._curve_limit(self._half_peak_ceilings, placement_class, op, n_gpus, simulated, hardware)
 
     @staticmethod
-    def _curve_limit(tables, placement_class: str, op: str, n_gpus: int, simulated: bool) -> Limit | None:
+    def _curve_limit(tables, placement_class: str, op: str, n_gpus: int, simulated: bool,
+                     hardware=None) -> tuple[Limit | None, str]:
         _check_name(placement_class, CLASSES, "placement class")
         _check_name(op, OPS, "op")
         key = op if simulated else (placement_class, op)
-        return _by_count(tables[bool(simulated)].get(key), n_gpus)
+        return lookup(tables[bool(simulated)].get(key), n_gpus, None if simulated else hardware)
 
     def training_settings(self, simulated: bool) -> TrainingSettings:
         return self._training_settings[bool(simulated)]
