@@ -12,7 +12,7 @@ Kept apart from wirecheck.thresholds.file, which holds one field of this type.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -263,7 +263,8 @@ def _model_floors(at: _At) -> Mapping[tuple[str, str], Limit]:
         if not isinstance(model, str) or not model.strip():
             raise entry.error("a GPU model must be its name as NVML reports it", 'e.g. "NVIDIA H200"')
         for figure, limit in _figures(entry).items():
-            table[(model, figure)] = limit
+            # Keyed by the model: that is the hardware it was measured on (or guessed for).
+            table[(model, figure)] = replace(limit, hardware=MappingProxyType({"gpu_model": model}))
     return MappingProxyType(table)
 
 
