@@ -43,7 +43,7 @@ def host_copy(thresholds, *, gpu: int, direction: str, fabric: str, bytes_per_s:
     if error or bytes_per_s is None:
         return Verdict("", what, where, FAIL, f"{what} on {where}: not measured: {error}")
     ceiling = pcie_ceiling((pcie or {}).get("gen_max"), (pcie or {}).get("width_max"))
-    node = Hardware.from_dict(hardware) or (Hardware() if pcie else None)
+    node = Hardware.from_dict(hardware)  # None (a record without it): every entry applies, as before
     if node is not None and pcie and pcie.get("gen_max"):
         node = replace(node, pcie_gen=pcie["gen_max"], pcie_width=pcie.get("width_max"))
     limit, why = thresholds.copy_bandwidth.limit_rule(fabric, direction, ceiling, node)
