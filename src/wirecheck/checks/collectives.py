@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 
 from wirecheck.checks import check
+from wirecheck.core.peer_stats import RULE as PEERS_RULE
 from wirecheck.core.quantity import format_bw, format_bytes
 from wirecheck.core.verdict import Verdict, at_least, at_most, no_problems, skip, within
 from wirecheck.node.hardware import Hardware
@@ -64,7 +65,7 @@ def wire_check(thresholds, *, placement: str, nvlink_placement: str, nvlink_busb
             f"(pytest process env: {env})")
     what = (f"NVLink vs host path, all_reduce busbw {format_bw(nvlink_busbw_bytes_per_s)} ({nvlink_placement}) "
             f"vs {format_bw(host_path_busbw_bytes_per_s)}")
-    return at_least(what, placement, ratio, rule.min_ratio, "x", rule.source, rule.yaml_path, hint=hint)
+    return at_least(what, placement, ratio, rule.min_ratio, "x", rule.source, rule.yaml_path, hint=hint, rule="measured")
 
 
 @check("pair_spread")
@@ -82,7 +83,7 @@ def pair_spread(thresholds, *, placement: str, nv: int, pairs_busbw_bytes_per_s:
     hint = (f": all_reduce busbw {format_bw(mine)} vs median pair {format_bw(median)}; suspect a degraded link "
             f"on GPU {placement.removeprefix('pair-').replace('.', ' or GPU ')}")
     return at_most(what, placement, below * 100, rule.max_below_median * 100, "%", rule.source, rule.yaml_path,
-                   fmt=lambda v: f"{v:.1f} %", hint=hint)
+                   fmt=lambda v: f"{v:.1f} %", hint=hint, rule=PEERS_RULE)
 
 
 @check("group_scaling")
@@ -93,4 +94,4 @@ def group_scaling(thresholds, *, placement: str, pair_placement: str, quad_busbw
     what = (f"quad {format_bw(quad_busbw_bytes_per_s)} over pair {pair_placement} "
             f"{format_bw(pair_busbw_bytes_per_s)}")
     return at_least(what, placement, quad_busbw_bytes_per_s / pair_busbw_bytes_per_s, rule.quad_over_pair_min, "x",
-                    rule.source, rule.yaml_path)
+                    rule.source, rule.yaml_path, rule="measured")

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from wirecheck.checks import check
-from wirecheck.core.peer_stats import below_median
+from wirecheck.core.peer_stats import RULE as PEERS_RULE, below_median
 from wirecheck.core.quantity import DEGREES_C, format_bytes, format_bw, format_time
 from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, no_problems, skip
 from wirecheck.node.gpu_sampling import CLOCK_EVENT_REASONS, REASON_TEXT, decode_reasons
@@ -92,7 +92,7 @@ def _figure(thresholds, *, figure: str, what: str, advice: str, gpu: int, bus_id
         if peer.named:
             failed.append("peers")
             if source is None or failed == ["peers"]:
-                source, yaml_path, made_by = rule.source, rule.yaml_path, "peers"
+                source, yaml_path, made_by = rule.source, rule.yaml_path, PEERS_RULE
             parts.append(f"{text}: more than the {rule.max_below_median * 100:g} % its peers allow "
                          f"({cite(rule.yaml_path, rule.source)})")
         else:
@@ -101,7 +101,7 @@ def _figure(thresholds, *, figure: str, what: str, advice: str, gpu: int, bus_id
     if failed:
         message += f". {advice}"
     return Verdict("", what, where, FAIL if failed else PASS, message, measured=value * scale, unit=unit, limit=limit,
-                   source=source, yaml_path=yaml_path, rule=made_by or "peers", details={**details, "failed_by": failed})
+                   source=source, yaml_path=yaml_path, rule=made_by or PEERS_RULE, details={**details, "failed_by": failed})
 
 
 @check("hbm_bandwidth")

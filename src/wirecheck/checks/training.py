@@ -45,7 +45,8 @@ def losses_agree(thresholds, *, placement: str, strategy: str, reference: str, s
     what = f"{strategy} loss at step {step} vs {reference}"
     return at_most(what, placement, rel, tol.max_rel_diff, "relative difference", tol.source, tol.yaml_path,
                    fmt=lambda v: f"{v:.2e}",
-                   hint=f" ({strategy} {loss:.6f} vs {reference} {reference_loss:.6f}): a wrong gradient or update path")
+                   hint=f" ({strategy} {loss:.6f} vs {reference} {reference_loss:.6f}): a wrong gradient or update path",
+                   rule="simulated" if simulated else "measured")
 
 
 @check("model_state")
@@ -59,7 +60,8 @@ def model_state(thresholds, *, placement: str, strategy: str, n_params: int, n_g
     what = f"{strategy} model state per GPU"
     v = at_most(what, placement, rel * 100, tol.max_rel_diff_from_model * 100, "% off the model", tol.source,
                 tol.yaml_path, fmt=lambda x: f"{x:.1f} %",
-                hint=f": {format_bytes(measured_bytes)} measured vs {format_bytes(expected)} predicted; per rank {per_rank}")
+                hint=f": {format_bytes(measured_bytes)} measured vs {format_bytes(expected)} predicted; per rank {per_rank}",
+                rule="simulated" if simulated else "measured")
     return _with(v, measured_bytes=measured_bytes, predicted_bytes=expected)
 
 
@@ -194,7 +196,7 @@ def slow_wire(thresholds, *, placement: str, nvlink_placement: str, strategy: st
     if other:
         return skip(what, placement, other)
     return at_least(what, placement, slowdown, rule.min_slowdown(strategy), "x", rule.source,
-                    f"{rule.yaml_path}.min_slowdown.{strategy}")
+                    f"{rule.yaml_path}.min_slowdown.{strategy}", rule="measured")
 
 
 @check("dial_flattens")
@@ -213,7 +215,7 @@ def dial_flattens(thresholds, *, placement: str, nvlink_placement: str, nvlink_t
     if other:
         return skip(what, placement, other)
     return at_most(what, placement, spread_slow, spread_fast * rule.max_spread_ratio, "x", rule.source, rule.yaml_path,
-                   fmt=lambda v: f"{v:.2f}x")
+                   fmt=lambda v: f"{v:.2f}x", rule="measured")
 
 
 @check("capacity")
