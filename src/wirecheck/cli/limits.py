@@ -71,8 +71,11 @@ def _from_record(path: str) -> tuple[Topology, node_hardware.Hardware | None, bo
                                        for j in range(n)) for i in range(n)),
         pcie_paths=tuple(tuple(None if i == j or nv(matrix[i][j]) else matrix[i][j] for j in range(n)) for i in range(n)),
         source=f"the record {path}", declared_fabric=header.get("fabric"))
-    hardware = known or node_hardware.from_topology(topology)
-    return topology, hardware, bool(header.get("simulated")), f"the node recorded in {path}"
+    what = f"the node recorded in {path}"
+    if "hardware" not in header:
+        # As `wirecheck judge` judges such a record: every table entry applies as it is.
+        what += " (a record without the hardware reading: table entries apply as they are)"
+    return topology, known, bool(header.get("simulated")), what
 
 
 def _node(args, thresholds) -> tuple[Topology, node_hardware.Hardware | None, bool, str]:

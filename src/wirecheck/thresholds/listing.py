@@ -67,6 +67,11 @@ def node_limits(thresholds, topology: Topology, hardware: Hardware | None, level
     """Every limit of `level` on the node `topology` and `hardware` describe."""
     wanted = LEVEL_CHECKS[check_level(level)]
     speed = hardware.nvlink_speed if hardware else None
+    if hardware is None:  # a record without the hardware reading: its GPU model still picks the GPU floors
+        names = {g.name for g in topology.gpus if g.name}
+        model = names.pop() if len(names) == 1 else None
+    else:
+        model = hardware.gpu_model
     rows: list[Row] = []
     placements = [p for p in enumerate_placements(topology) if p.klass in COLLECTIVE_CLASSES or p.klass == CLASS_PAIR]
     for p in placements:
@@ -86,7 +91,6 @@ def node_limits(thresholds, topology: Topology, hardware: Hardware | None, level
     if "copy" in wanted and not simulated:
         rows += _copies(thresholds, topology, hardware, placements)
     if "gpu" in wanted:
-        model = hardware.gpu_model if hardware else None
         health = thresholds.gpu_health
         for figure, kind in FIGURES.items():
             limit, why = health.floor_rule(figure, model, simulated, hardware)
@@ -96,7 +100,7 @@ def node_limits(thresholds, topology: Topology, hardware: Hardware | None, level
                         f"more than {peers.max_below_median * 100:g} % and {peers.mad_k:g} scaled MADs below the median of "
                         f"the node's other GPUs of the model; {peers.source}", peers.yaml_path))
     if "training" in wanted:
-        rows += _training(thresholds, placements, hardware, simulated)
+        rows += _training(thresholds, placements, hardware, model, simulated)
     return rows
 
 
@@ -118,7 +122,7 @@ def _copies(thresholds, topology: Topology, hardware: Hardware | None, placement
     return rows
 
 
-def _training(thresholds, placements, hardware: Hardware | None, simulated: bool) -> list[Row]:
+def _training(thresholds, placements, hardware: Hardware | None, model: str | None, simulated: bool) -> list[Row]:
     training = thresholds.training_limits(simulated)
     rows = []
     seen = set()
@@ -129,7 +133,6 @@ def _training(thresholds, placements, hardware: Hardware | None, simulated: bool
         for strategy in strategies.NAMES:
             limit, why = training.throughput_rule(p.klass, strategy, p.n_gpus, hardware)
             rows.append(_row(f"throughput {strategy}", p.id, limit, "throughput", why))
-    model = hardware.gpu_model if hardware else None
     limit = training.single_gpu_floor(model)
     rows.append(_row("single_gpu_training", "one GPU", limit, "throughput",
                      f"no training.single_gpu_throughput_floors entry for {model!r}"))
