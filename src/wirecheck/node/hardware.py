@@ -94,6 +94,16 @@ def _lowest(values: list) -> Any:
     return min(known) if known else None
 
 
+def _links_per_gpu(topology, chosen) -> int | None:
+    """Active NVLinks per GPU (the fewest); a `topo -m` text has the NV# matrix but no links: unknown
+    unless it shows no NVLink at all."""
+    if any(g.nvlinks for g in chosen):
+        return min(g.active_links for g in chosen)
+    if not any(any(row) for row in topology.nvlinks):
+        return 0
+    return None
+
+
 def from_topology(topology, gpus: list[int] | tuple[int, ...] | None = None) -> Hardware | None:
     """The node's hardware from its topology (NVML's reading, or a profile's dry-run picture)."""
     if topology is None or not topology.gpus:
@@ -113,7 +123,7 @@ def from_topology(topology, gpus: list[int] | tuple[int, ...] | None = None) -> 
         mem_bus_width=_lowest([g.mem_bus_width for g in chosen]),
         mem_clock_max_mhz=_lowest([g.mem_clock_max_mhz for g in chosen]),
         power_limit_w=_lowest([g.power_limit_w for g in chosen]),
-        nvlinks_per_gpu=min(g.active_links for g in chosen),
+        nvlinks_per_gpu=_links_per_gpu(topology, chosen),
         nvlink_speed=min(speeds) if speeds else None,
         nvlink_gen=gens.pop() if len(gens) == 1 else None,
         pcie_gen=_lowest([g.pcie_gen_max or g.pcie_gen for g in chosen]),
