@@ -231,3 +231,33 @@ def test_a_limit_no_node_could_meet_is_refused(old, new, words):
     assert all(w in message for w in words), message
     assert "(line " in message
     load_thresholds(SHIPPED, text.encode())  # the shipped values load
+
+
+def test_limits_of_a_recorded_topology_and_of_a_record(capsys):
+    topo = _limits(capsys, "--simulate", "h200-nvl-8.synthetic", "--json", "--level", "quick")
+    # A topo -m text knows the links but not the GPUs: the H200 NVL entries cannot be confirmed and say so.
+    rows = {(r["check"], r["where"]): r for r in topo["limits"]}
+    quad = rows[("busbw all_reduce", "nvl_quad-4gpu-0.1.2.3")]
+    assert not quad["judged"] and "GPU model is unknown" in quad["source"]
+    record = SHIPPED.parent / "fixtures" / "reference" / "h200-sxm-2" / "wirecheck-2026-12-01" / "run1.jsonl"
+    old = _limits(capsys, "--record", str(record), "--json", "--level", "quick")
+    # Its header predates the hardware reading: entries apply as `wirecheck judge` applies them.
+    pair = next(r for r in old["limits"] if r["where"] == "nvswitch-2gpu-0.1")
+    assert pair["rule"] == "measured" and pair["min"] == pytest.approx(295)
+    assert "table entries apply as they are" in old["node"]
+
+
+@pytest.mark.parametrize("old, new, words", [
+    ('    compute_capability: "8.0"\n', '    compute_capability: "eight"\n', ["profiles.a100-sxm-8.compute_capability",
+                                                                             "'eight' is not a compute capability"]),
+    ('    sm_clock_max: "1410 MHz"\n', '    sm_clock_max: "1410"\n', ["profiles.a100-sxm-8.sm_clock_max", "MHz"]),
+    ('    topology: l40s-8.synthetic\n', '    topology: l40s-8.synthetic\n    nvlink_gen: 4\n',
+     ["profiles.l40s-8.nvlink_gen", "without NVLink"]),
+    ('{nvlink: 4, links: 18}}', '{nvlink: 4, lnks: 18}}', ["unknown key 'lnks'", "did you mean"]),
+])
+def test_bad_hardware_fields_are_refused_with_the_path_and_the_fix(old, new, words):
+    text = SHIPPED.read_text()
+    assert old in text
+    with pytest.raises(ThresholdsError) as info:
+        load_thresholds(SHIPPED, text.replace(old, new, 1).encode())
+    assert all(w in str(info.value) for w in words), str(info.value)
