@@ -98,7 +98,11 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     try:
         thresholds = load_thresholds(args.thresholds or suite_paths().thresholds)
         topology, hardware, simulated, what = _node(args, thresholds)
-    except (ValueError, OSError, RecordFileError, nvml.NvmlUnavailable) as exc:  # ThresholdsError is a ValueError
+    except nvml.NvmlUnavailable as exc:
+        print(f"{PROG}: {nvml.without_simulate_hint(exc)}; for a node type without its GPUs pass --profile NAME "
+              "(or --simulate TOPO, --record RUN.jsonl)", file=sys.stderr)
+        return exit_codes.BAD_INPUT
+    except (ValueError, OSError, RecordFileError) as exc:  # ThresholdsError is a ValueError
         print(f"{PROG}: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT
     rows = listing.node_limits(thresholds, topology, hardware, args.level, simulated)
