@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from wirecheck.core.levels import ACCEPTANCE, BURN_IN, QUICK, check_level
 from wirecheck.measure.collectives import OPS
 from wirecheck.node.hardware import Hardware
-from wirecheck.node.placement import CLASS_PAIR, COLLECTIVE_CLASSES, enumerate_placements, link_ceiling
+from wirecheck.node.placement import CLASS_PAIR, COLLECTIVE_CLASSES, TRAINING_CLASSES, enumerate_placements, link_ceiling
 from wirecheck.node.topology import Topology
 from wirecheck.thresholds.gpu_health import FIGURES
 from wirecheck.training import strategies
@@ -74,7 +74,14 @@ def node_limits(thresholds, topology: Topology, hardware: Hardware | None, level
         model = hardware.gpu_model
     rows: list[Row] = []
     placements = [p for p in enumerate_placements(topology) if p.klass in COLLECTIVE_CLASSES or p.klass == CLASS_PAIR]
-    for p in placements:
+    measured = placements
+    if "busbw" not in wanted:  # the quick level: one all_reduce on each class's largest placement
+        largest: dict = {}
+        for p in placements:
+            if p.klass != CLASS_PAIR and (p.klass not in largest or p.n_gpus > largest[p.klass].n_gpus):
+                largest[p.klass] = p
+        measured = [p for p in placements if largest.get(p.klass) is p]
+    for p in measured:
         ceiling = link_ceiling(topology, p, speed)
         for op in OPS:
             if "busbw" in wanted or (op == "all_reduce" and "busbw_all_reduce" in wanted):
@@ -127,7 +134,7 @@ def _training(thresholds, placements, hardware: Hardware | None, model: str | No
     rows = []
     seen = set()
     for p in placements:
-        if p.klass == CLASS_PAIR or p.n_gpus < 2 or (p.klass, p.n_gpus) in seen:
+        if p.klass not in TRAINING_CLASSES or p.n_gpus < 2 or (p.klass, p.n_gpus) in seen:
             continue
         seen.add((p.klass, p.n_gpus))
         for strategy in strategies.NAMES:
