@@ -10,7 +10,7 @@ holds one field of this type.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
@@ -42,7 +42,7 @@ class CopyLimit:
     yaml_path: str
     max: float | None = None  # the `within` helper reads both bounds
     rule: str = "measured"  # which rule made it (wirecheck.core.verdict.RULES)
-    hardware: Mapping | None = None  # what the entry was measured on (wirecheck.thresholds.tables.hardware_spec)
+    hardware: Mapping | None = field(default=None, compare=False)  # what it was measured on (tables.hardware_spec)
 
 
 @dataclass(frozen=True)

@@ -264,7 +264,7 @@ def _model_floors(at: _At) -> Mapping[tuple[str, str], Limit]:
             raise entry.error("a GPU model must be its name as NVML reports it", 'e.g. "NVIDIA H200"')
         for figure, limit in _figures(entry).items():
             # Keyed by the model: that is the hardware it was measured on (or guessed for).
-            table[(model, figure)] = replace(limit, hardware=MappingProxyType({"gpu_model": model}))
+            table[(model, figure)] = replace(limit, hardware={"gpu_model": model})
     return MappingProxyType(table)
 
 

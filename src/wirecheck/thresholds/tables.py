@@ -8,7 +8,7 @@ wirecheck.thresholds.file imports, can use them without importing it back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
@@ -34,7 +34,8 @@ class Limit:
     rule: str = "measured"  # which rule made it (wirecheck.core.verdict.RULES)
     # The entry's `hardware:` (wirecheck.node.hardware.MATCH_KEYS -> value): it applies to that hardware
     # only; None: to any node of its class.
-    hardware: Mapping[str, Any] | None = None
+    # (A plain dict kept out of eq/hash: a Limit stays hashable and JSON-able.)
+    hardware: Mapping[str, Any] | None = field(default=None, compare=False)
 
 
 def describe_hardware(spec: Mapping[str, Any]) -> str:
@@ -131,7 +132,7 @@ def hardware_spec(at: _At) -> Mapping[str, Any]:
             out[key] = field_at.text()
         else:
             out[key] = field_at.count(minimum=1)
-    return MappingProxyType(out)
+    return out
 
 
 def _bounds_entry(at: _At, kind: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> Limit:

@@ -328,7 +328,7 @@ def _single_gpu_floors(at: _At) -> dict[str, Limit]:
         if not isinstance(gpu_model, str) or not gpu_model.strip():
             raise entry_at.error("a GPU model must be its name as NVML reports it", 'e.g. "NVIDIA H200"')
         # Keyed by the model: that is the hardware it was measured on.
-        table[gpu_model] = replace(_throughput_entry(entry_at), hardware=MappingProxyType({"gpu_model": gpu_model}))
+        table[gpu_model] = replace(_throughput_entry(entry_at), hardware={"gpu_model": gpu_model})
     return MappingProxyType(table)
 
 
