@@ -262,3 +262,11 @@ def test_bad_hardware_fields_are_refused_with_the_path_and_the_fix(old, new, wor
     with pytest.raises(ThresholdsError) as info:
         load_thresholds(SHIPPED, text.replace(old, new, 1).encode())
     assert all(w in str(info.value) for w in words), str(info.value)
+
+
+def test_a_link_down_is_a_fault_not_other_hardware(shipped, monkeypatch):
+    topology, hw = _read(monkeypatch, fake.nvswitch(8, down={3: [5]}))
+    assert hw.nvlinks_per_gpu == 18 and hw.nvlink_gen == 4
+    # The H200/H100 entry still applies (the topology checks name the link); the derived floors use NV17.
+    limit = shipped.busbw_limit("nvswitch", "all_reduce", 8, False, link_ceiling(topology, _placement(topology, "nvswitch", 8)), hw)
+    assert limit.rule == "measured" and limit.yaml_path.endswith("nvswitch.all_reduce.8")

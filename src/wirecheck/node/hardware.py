@@ -31,7 +31,7 @@ class Hardware:
     mem_bus_width: int | None = None  # bits
     mem_clock_max_mhz: float | None = None
     power_limit_w: float | None = None
-    nvlinks_per_gpu: int | None = None  # active links
+    nvlinks_per_gpu: int | None = None  # links per GPU, down ones included
     nvlink_speed: float | None = None  # bytes/s per link per direction
     nvlink_gen: int | None = None  # 3, 4, 5 (not NVML's version enum)
     pcie_gen: int | None = None  # the link's maximum (it trains down at idle)
@@ -95,10 +95,11 @@ def _lowest(values: list) -> Any:
 
 
 def _links_per_gpu(topology, chosen) -> int | None:
-    """Active NVLinks per GPU (the fewest); a `topo -m` text has the NV# matrix but no links: unknown
-    unless it shows no NVLink at all."""
+    """NVLinks per GPU, down ones included (what the hardware is: a link down is a fault the topology
+    checks name, not another kind of node; the derived floors scale with the active NV# themselves);
+    a `topo -m` text has the NV# matrix but no links: unknown unless it shows no NVLink at all."""
     if any(g.nvlinks for g in chosen):
-        return min(g.active_links for g in chosen)
+        return max(len(g.nvlinks) for g in chosen)
     if not any(any(row) for row in topology.nvlinks):
         return 0
     return None
