@@ -152,8 +152,12 @@ SHORT_SOURCE = 100  # characters of a source in the table (the JSON has it whole
 def _bound(r: Row) -> str:
     if not r.judged:
         return "not judged"
-    parts = ([f">= {r.min:.4g}"] if r.min is not None else []) + ([f"<= {r.max:.4g}"] if r.max is not None else [])
+    parts = ([f">= {_num(r.min)}"] if r.min is not None else []) + ([f"<= {_num(r.max)}"] if r.max is not None else [])
     return " and ".join(parts) + f" {r.unit}" if parts else "-"
+
+
+def _num(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:.4g}"
 
 
 def _short(text: str) -> str:
