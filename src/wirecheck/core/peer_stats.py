@@ -13,6 +13,7 @@ import statistics
 from dataclasses import dataclass
 
 MAD_SCALE = 1.4826
+RULE = "peers"  # the rule a limit made from the node's own median is (wirecheck.core.verdict.RULES)
 
 
 @dataclass(frozen=True)
