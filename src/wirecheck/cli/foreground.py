@@ -13,17 +13,25 @@ to the whole group that way reaches the child twice, which only means an early s
 A second SIGINT stops the child with SIGTERM (no summary), a third with SIGKILL. SIGTERM and SIGHUP
 are passed on (a second one to a child that got it too is harmless), so the child is never orphaned.
 
+The child dies with the parent: if the parent is killed outright (SIGKILL from a supervisor or a job
+step's hard kill), the kernel sends the child SIGTERM (Linux's parent-death signal,
+wirecheck.workers.parent_death), which pytest takes as it takes a scheduler's SIGTERM: the test in
+progress stops, the workers are ended, the record gets its end line, the node lock is let go.
+
 The siginfo needs sigtimedwait (Linux, the BSDs); where it is missing (macOS) the parent only
 counts SIGINTs and passes SIGTERM on.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 from dataclasses import dataclass
 from typing import Callable, Sequence
+
+from wirecheck.workers import parent_death
 
 SI_KERNEL = 0x80  # si_code of a signal the kernel sent itself: the tty's Ctrl-C (not in `signal`)
 _POLL_S = 1.0  # SIGCHLD wakes the wait at once; this only bounds a missed one
@@ -85,8 +93,17 @@ def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], Non
     # The signals stay blocked in the parent and are taken with sigtimedwait, which gives their
     # siginfo; the child gets the original mask back before exec (masks are inherited).
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
+    parent = os.getpid()
+    # Only a child of the main thread may die with us (the signal follows the thread that forked it).
+    dies_with_us = parent_death.prepare() and parent_death.forked_by_main_thread()
+
+    def in_child() -> None:  # after the fork, before exec: no library is loaded here (prepare did)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        if dies_with_us:
+            parent_death.arm(signal.SIGTERM, parent)
+
     try:
-        proc = subprocess.Popen(list(cmd), preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, old_mask))
+        proc = subprocess.Popen(list(cmd), preexec_fn=in_child)
         policy = _Policy(proc, name, notice)
 
         def handle(info) -> None:
