@@ -32,7 +32,7 @@ from wirecheck.measure.curve import SWEEP_NAMES, SweepSpec, parse_sweep
 from wirecheck.measure.sweep import run_sweep
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.nccl.tests_output import Run, parse
-from wirecheck.node.placement import CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements
+from wirecheck.node.placement import CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements, split_requested
 from wirecheck.records.file import Measurement, RecordFileError, env_switches
 from wirecheck.records.run import COMPLETE, RunWriter, cannot_write
 from wirecheck.core.safefs import UnsafePath, is_root, make_dirs, path_problem, umask, write_atomically
@@ -235,7 +235,7 @@ def select_placements(placements: Sequence[Placement], wanted: Sequence[str]) ->
     if not wanted:
         return [p for p in placements if p.klass not in (CLASS_SINGLE, CLASS_PAIR)]
     chosen = []
-    for item in wanted:
+    for item in split_requested(list(wanted)):
         matches = [p for p in placements if item in (p.id, p.klass)]
         if not matches:
             known = ", ".join(p.id for p in placements)
