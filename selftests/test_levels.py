@@ -224,7 +224,7 @@ def test_quick_does_not_build_the_bytecode_cache(monkeypatch):
 
 
 def test_validate_refuses_an_unknown_level_before_running_anything(monkeypatch, capsys):
-    monkeypatch.setattr(cli_validate, "run_foreground", lambda cmd, name: pytest.fail("pytest must not start"))
+    monkeypatch.setattr(cli_validate, "run_foreground", lambda cmd, name, **_: pytest.fail("pytest must not start"))
     assert main(["validate", "--level", "fast", "-k", "inventory"]) == exit_codes.USAGE_ERROR
     out, err = capsys.readouterr()
     assert "wirecheck validate: --level 'fast': unknown level; choose one of quick, acceptance, burn-in" in err
@@ -233,7 +233,7 @@ def test_validate_refuses_an_unknown_level_before_running_anything(monkeypatch, 
 
 def test_validate_passes_the_level_to_pytest(monkeypatch, capsys):
     started = []
-    monkeypatch.setattr(cli_validate, "run_foreground", lambda cmd, name: started.append(cmd) or Outcome(0, 0, False))
+    monkeypatch.setattr(cli_validate, "run_foreground", lambda cmd, name, **_: started.append(cmd) or Outcome(0, 0, False))
     assert main(["validate", "--level", "quick", "--simulate=h200-sxm-2", "-k", "inventory"]) == exit_codes.SIMULATED
     (cmd,) = started
     assert cmd[-5:] == ["--level", "quick", "--simulate=h200-sxm-2", "-k", "inventory"]

@@ -89,7 +89,7 @@ class _Policy:
 _WAITED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD}
 
 
-def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], None]) -> Outcome:
+def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], None], pass_fds: Sequence[int] = ()) -> Outcome:
     # The signals stay blocked in the parent and are taken with sigtimedwait, which gives their
     # siginfo; the child gets the original mask back before exec (masks are inherited).
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
@@ -103,7 +103,7 @@ def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], Non
             parent_death.arm(signal.SIGTERM, parent)
 
     try:
-        proc = subprocess.Popen(list(cmd), preexec_fn=in_child)
+        proc = subprocess.Popen(list(cmd), preexec_fn=in_child, pass_fds=tuple(pass_fds))
         policy = _Policy(proc, name, notice)
 
         def handle(info) -> None:
@@ -132,8 +132,8 @@ def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], Non
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
-def _run_with_handlers(cmd: Sequence[str], name: str, notice: Callable[[str], None]) -> Outcome:
-    proc = subprocess.Popen(list(cmd))
+def _run_with_handlers(cmd: Sequence[str], name: str, notice: Callable[[str], None], pass_fds: Sequence[int] = ()) -> Outcome:
+    proc = subprocess.Popen(list(cmd), pass_fds=tuple(pass_fds))
     policy = _Policy(proc, name, notice)
     previous = {
         signal.SIGINT: signal.signal(signal.SIGINT, lambda *_: policy.on_sigint(from_terminal=True)),
@@ -148,11 +148,13 @@ def _run_with_handlers(cmd: Sequence[str], name: str, notice: Callable[[str], No
     return Outcome(proc.returncode, policy.interrupts, policy.terminated, policy.hangup)
 
 
-def run_foreground(cmd: Sequence[str], name: str = "wirecheck", notice: Callable[[str], None] = _stderr) -> Outcome:
-    """Run `cmd` to its end, handling SIGINT/SIGTERM as the module docstring says.
+def run_foreground(cmd: Sequence[str], name: str = "wirecheck", notice: Callable[[str], None] = _stderr,
+                   pass_fds: Sequence[int] = ()) -> Outcome:
+    """Run `cmd` to its end, handling SIGINT/SIGTERM as the module docstring says; `pass_fds`: descriptors
+    the child keeps (subprocess's).
 
     Call from the main thread (signal masks and handlers are per thread / main-thread only).
     """
     if hasattr(signal, "sigtimedwait"):
-        return _run_with_siginfo(cmd, name, notice)
-    return _run_with_handlers(cmd, name, notice)
+        return _run_with_siginfo(cmd, name, notice, pass_fds)
+    return _run_with_handlers(cmd, name, notice, pass_fds)

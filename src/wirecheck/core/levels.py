@@ -14,6 +14,8 @@ none belongs to DEFAULT_TEST_LEVELS. thresholds.yaml keys levels as identifiers 
 
 from __future__ import annotations
 
+import re
+
 QUICK, ACCEPTANCE, BURN_IN = "quick", "acceptance", "burn-in"
 LEVELS = (QUICK, ACCEPTANCE, BURN_IN)
 DEFAULT_LEVEL = ACCEPTANCE
@@ -55,6 +57,22 @@ def _whole(seconds: float) -> str:
     if seconds >= 60 and seconds % 60 == 0:
         return f"{seconds / 60:g}m"
     return f"{seconds:g}s"
+
+
+# --duration's value when it is given without one (nargs="?": so that `--duration -5m` reaches
+# join_negative_duration instead of argparse's "expected one argument").
+NO_VALUE = ""
+
+
+def join_negative_duration(args: list[str]) -> None:
+    """`--duration -5m` as `--duration=-5m`, in place, so that the message is about the value (a duration
+    is never negative) rather than argparse's "expected one argument" (it reads -5m as an option)."""
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--":
+            return
+        if arg == "--duration" and re.match(r"-\s*[\d.]", args[i + 1]):
+            args[i:i + 2] = [f"--duration={args[i + 1]}"]
+            return
 
 
 def check_level(text: str, where: str = "--level") -> str:
