@@ -21,6 +21,7 @@ shell hooks only run validate, call this, and act on its exit code.
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import sys
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ def decide(exit_code: int, run: RunRecord | None, output: str = "", limit: int =
     if exit_code in (HARNESS_FAULT, HARNESS_CRASH):
         # Our fault, never the node's: a full disk must not drain a healthy node (nor a failed verdict
         # recorded before it: the run that could not be kept is judged again by the next one).
-        return say(UNKNOWN, f"not checked: {_harness_fault(exit_code, run, output)} (exit {exit_code})")
+        return say(UNKNOWN, f"not checked (harness fault, exit {exit_code}): {_harness_fault(exit_code, run, output)}")
     if exit_code == NODE_BUSY:
         return say(UNKNOWN, f"node busy: {_holder(run, output)}: not checked")
     if exit_code == SIMULATED or (run is not None and run.simulated):
@@ -89,13 +90,15 @@ def _holder(run: RunRecord | None, output: str) -> str:
 
 
 def _harness_fault(exit_code: int, run: RunRecord | None, output: str) -> str:
-    """What failed in the harness: the record's end line, else validate's last line, else the code's meaning."""
+    """What failed in the harness, the cause first (node-problem-detector keeps 80 characters): from the
+    record's end line, else validate's last line, else the code's meaning."""
     fault = (run.end or {}).get("fault") if run is not None else None
     if isinstance(fault, dict) and fault.get("path"):
-        return f"a fault of wirecheck, not of the node: cannot write {fault.get('what')} {fault.get('path')}: {fault.get('cause')}"
-    for text in reversed(output.splitlines()):  # validate: "...; cannot write the record file PATH: CAUSE; FIX, exit 74"
-        if "cannot write " in text:
-            return "a fault of wirecheck, not of the node: " + text[text.index("cannot write "):].split("; ", 1)[0]
+        return f"{fault.get('cause')}: {fault.get('what')} {fault.get('path')}"
+    for text in reversed(output.splitlines()):  # validate: "...: cannot write the record file PATH: CAUSE; FIX, exit 74"
+        said = re.search(r"cannot write (.+?) (\S+): (.+?)(?:; |, exit |$)", text)
+        if said:
+            return f"{said.group(3)}: {said.group(1)} {said.group(2)}"
     return _meaning(exit_code)
 
 

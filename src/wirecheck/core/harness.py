@@ -43,9 +43,9 @@ def _fix(code: str, option: str) -> str:
     }.get(code, elsewhere)
 
 
-class HarnessFault(Exception):
+class HarnessFault(OSError):
     """wirecheck could not write `what` at `path`: `cause` (the system's words), `code` (ENOSPC, EROFS, EIO,
-    removed, ...), and the fix."""
+    removed, ...), and the fix. An OSError, so that code which handles a failed write as one still does."""
 
     def __init__(self, what: str, path: str | Path, cause: str, code: str = "", option: str = "--wirecheck-json"):
         self.what, self.path, self.cause, self.code = what, str(path), cause, code

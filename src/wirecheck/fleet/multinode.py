@@ -43,12 +43,7 @@ TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_
 
 
 class UsageError(Exception):
-    """Bad input: the message names the thing and the fix. `exit_code`: BAD_INPUT, or HARNESS_FAULT for a
-    record the disk refuses (the same way out: rank 0 says it, every rank stops before measuring)."""
-
-    def __init__(self, message: str, exit_code: int = exit_codes.BAD_INPUT):
-        super().__init__(message)
-        self.exit_code = exit_code
+    """Bad input: the message names the thing and the fix."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -246,7 +241,6 @@ class Judge:
 
     def __init__(self, job: Job, path: str | None):
         """`path`: --wirecheck-json; None: a new `.wirecheck/multinode-<UTC>-<host>-<pid>.jsonl`."""
-        from wirecheck.core.harness import HarnessFault
         from wirecheck.records.file import RecordFileError
         from wirecheck.records.run import RunWriter, cannot_write
 
@@ -255,9 +249,6 @@ class Judge:
             self.writer = RunWriter(path, folder=".wirecheck", prefix="multinode", started=job.started)
         except RecordFileError as exc:
             raise UsageError(cannot_write(exc, "--wirecheck-json", bool(path), ".wirecheck")) from None
-        except HarnessFault as fault:  # the disk refuses the record (full, read-only): nothing may run
-            raise UsageError(f"HARNESS FAULT, not a verdict on these nodes (exit {exit_codes.HARNESS_FAULT}): "
-                             f"{fault.line()}", exit_code=exit_codes.HARNESS_FAULT) from None
         self.broken: list[str] = []
 
     def stopped(self, signal_name: str, code: int) -> int:
@@ -412,19 +403,11 @@ class Judge:
         with RECORD_LOCK:
             self.writer.end(status, code)
             self.writer.close()
-        code = self.writer.exit_status  # HARNESS_FAULT where the disk refused a line (RunWriter)
         summary = f"{counts['fail']} failed, {counts['pass']} passed, {counts['skip']} skipped"
         print(f"wirecheck multinode: {'FAILED' if failed else 'PASSED'}: {summary}; record {self.writer.path}", flush=True)
         if self.job.simulated:
             print("wirecheck multinode: SIMULATION: CPU processes and gloo stood in for GPUs and NICs; "
                   "no node or network was validated", flush=True)
-        if self.writer.any_fault is not None:  # last: a fault of the harness, no verdict on the nodes
-            from wirecheck.records.run import fault_lines
-
-            for line in fault_lines(self.writer):
-                print(f"wirecheck multinode: {line}", flush=True)
-            print(f"wirecheck multinode: HARNESS FAULT, not a verdict on these nodes (exit {code}): "
-                  f"{self.writer.any_fault.line()}", flush=True)
         return code
 
 
@@ -439,12 +422,12 @@ def run(args, stopper: EndOnSignal | None = None) -> int:
         try:
             judge = Judge(job, args.wirecheck_json)
         except UsageError as exc:
-            problem = (str(exc), exc.exit_code)
+            problem = str(exc)
     box = [problem]
     job.dist.broadcast_object_list(box, src=0)  # a record rank 0 cannot write stops every rank, not just rank 0
     if box[0]:
         job.dist.destroy_process_group()
-        raise UsageError(*box[0])
+        raise UsageError(box[0])
     if judge:
         if stopper is not None:
             stopper.on_signal = judge.stopped
@@ -493,7 +476,7 @@ def _main(argv: list[str] | None, stopper: EndOnSignal | None = None) -> int:
     except UsageError as exc:
         if rank == "0":
             print(f"wirecheck multinode: {exc}", file=sys.stderr, flush=True)
-        return exc.exit_code
+        return exit_codes.BAD_INPUT
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -192,7 +192,7 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
                 echo(f"wirecheck nccl-tests: running as root, and {problem}, who could choose what root runs; build "
                      "nccl-tests in a folder only root can write and pass that")
                 return exit_codes.BAD_INPUT
-    records = RunWriter(out_path, folder=".wirecheck", prefix="nccl-tests")
+    records = RunWriter(out_path, folder=".wirecheck", prefix="nccl-tests", keep_going=True)
     records.header({"command": "wirecheck nccl-tests", "build_dir": str(build_dir), "sizes": list(spec.sizes),
                     "ops": list(ops), "placements": [p.id for p in placements], "backend": backend,
                     "iters": settings.iters, "warmup_iters": settings.warmup_iters,

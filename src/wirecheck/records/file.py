@@ -155,16 +155,21 @@ class RecordFile:
         fd = self._fh.fileno()
         try:
             self._still_there(fd)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
+            self._put(fd, data)
         except harness.HarnessFault:
             raise
         except OSError as exc:
             self._take_back_torn(fd)
             raise harness.from_os_error(exc, "the record file", self.path) from None
         self.size += len(data)
+
+    @staticmethod
+    def _put(fd: int, data: bytes) -> None:
+        """All of `data` on the disk (os.write may take part of it)."""
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
 
     def _still_there(self, fd: int) -> None:
         """The path still leads to this file: a record whose folder was removed would otherwise take every

@@ -126,13 +126,14 @@ class RunWriter:
     RecordFileError when the file cannot be made (a path that cannot be one: the caller names its own
     option), HarnessFault when the disk refuses it (full, read-only, failing).
 
-    A line the disk refuses later never raises: the measurement goes on, the writer keeps the fault
-    (`fault`) and what it could not write (`unwritten`: counts by type, and the verdicts themselves, for
-    the screen), writes nothing more, and `end` makes the run's exit status HARNESS_FAULT and tries once
-    to end the file with a `fault` end line. The caller says so last and exits with that status."""
+    A line the disk refuses later raises HarnessFault (an OSError), unless `keep_going`: then the
+    measurement goes on, the writer keeps the fault (`fault`) and what it could not write (`unwritten`:
+    counts by type, and the verdicts themselves, for the screen), writes nothing more, and `end` makes the
+    run's exit status HARNESS_FAULT and tries once to end the file with a `fault` end line. The caller
+    says so last (`fault_lines`) and exits with that status: the suite's plugin and nccl-tests do."""
 
     def __init__(self, path: str | Path | None, *, folder: str | Path = ".wirecheck", prefix: str = "results",
-                 started: float | None = None):
+                 started: float | None = None, keep_going: bool = False):
         self.file = RecordFile(path) if path else RecordFile.fresh(folder, prefix)
         self.started = time.monotonic() if started is None else started  # for wall_s: time.monotonic()
         self.verdicts: Counter = Counter()  # outcome -> count, as written
@@ -145,6 +146,7 @@ class RunWriter:
         self.unwritten_verdicts: list[dict] = []  # the verdicts among them, as their record lines
         self.end_written = False  # the end line is in the file (not when the fault kept it out)
         self.other_fault: HarnessFault | None = None  # a fault elsewhere (a worker's log): the record goes on
+        self.keep_going = keep_going
 
     @property
     def path(self) -> Path:
@@ -157,6 +159,8 @@ class RunWriter:
                 write()
                 return True
             except HarnessFault as fault:
+                if not self.keep_going:
+                    raise
                 self.fault = fault
         self.unwritten[kind] += 1
         return False
@@ -227,6 +231,8 @@ class RunWriter:
             self.file.end(line)
             self.end_written = True
         except HarnessFault as fault:
+            if not self.keep_going:
+                raise
             self.fault = self.fault or fault
             self.unwritten["end"] += 1
             self.exit_status = faulted(self.exit_status)
