@@ -253,10 +253,14 @@ def fault_lines(writer: RunWriter, limit: int = 20) -> list[str]:
 
     if writer.fault is None:
         return []
-    lost = ", ".join(f"{n} {kind} line(s)" for kind, n in sorted(writer.unwritten.items())) or "nothing"
+    if writer.unwritten.get("run"):
+        return [f"the record {writer.path} could not take its first line: nothing ran, nothing was measured"]
+    named = {"end": "the end line"}
+    lost = ", ".join(named.get(kind, f"{n} {kind} line(s)") for kind, n in sorted(writer.unwritten.items(),
+                                                                                key=lambda item: item[0] == "end"))
     kept = ("kept nothing (removed while the run wrote it)" if writer.fault.code == REMOVED
             else f"keeps every line before the fault{', and its end line' if writer.end_written else ''}")
-    lines = [f"the record {writer.path} {kept}; not written: {lost}"]
+    lines = [f"the record {writer.path} {kept}; not written: {lost or 'nothing'}"]
     failed = [v for v in writer.unwritten_verdicts if v.get("outcome") == "fail"]
     for verdict in failed[:limit]:
         lines.append(f"not in the record: FAILED {ascii_text(verdict_reason(verdict))} ({verdict.get('test')})")
