@@ -172,6 +172,23 @@ def test_a_record_full_at_the_start_runs_nothing(pytester, monkeypatch):
     assert "passed" not in text and not record.exists()  # nothing ran, no empty record left
 
 
+def test_a_read_only_record_folder_runs_nothing(pytester, monkeypatch):
+    from wirecheck.records import file as record_file
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    make_project(pytester)
+    record = Path(pytester.path) / "r.jsonl"
+    monkeypatch.setattr(record_file, "open_append", read_only)
+    result, lines = _run(pytester, f"--wirecheck-json={record}")
+    assert result.ret == exit_codes.HARNESS_FAULT, lines
+    assert lines[-1] == (f"wirecheck: HARNESS FAULT, not a verdict on this node (exit 74): cannot write the record file "
+                         f"{record}: Read-only file system (EROFS); the filesystem is read-only (remounted after "
+                         "errors?): pass --wirecheck-json PATH on another disk"), lines[-1]
+    assert "INTERNALERROR" not in "\n".join(lines)
+
+
 REMOVE_THE_FOLDER = '''
 import shutil
 from pathlib import Path
