@@ -294,3 +294,24 @@ def test_validate_on_a_disk_that_fills_exits_74_naming_it(small_tmpfs, tmp_path)
     state = subprocess.run([sys.executable, "-m", "wirecheck.cli.main", "node-state", "--exit-code", "74", "--record",
                             str(record)], env=env, capture_output=True, text=True)
     assert state.returncode == UNKNOWN, state.stdout
+
+
+def test_validate_names_the_fault_pytest_named_on_its_last_line():
+    """pytest's plugin writes its last line into the pipe validate passes; validate ends on the same cause."""
+    from wirecheck.cli import validate
+    from wirecheck.core.harness import WRAPPER_FD_ENV
+
+    with validate.FaultLine() as fault:
+        fd = int(os.environ[WRAPPER_FD_ENV])
+        subprocess.run([sys.executable, "-c", f"import os; os.write({fd}, b'HARNESS FAULT ...: cannot write the "
+                        "record file /r.jsonl: No space left on device (ENOSPC)\\n')"], pass_fds=fault.pass_fds, check=True)
+    assert WRAPPER_FD_ENV not in os.environ
+    line = validate.last_line(74, validate.Mode(gpus=8), fault.line)
+    assert line == ("wirecheck validate: HARNESS FAULT ...: cannot write the record file /r.jsonl: No space left on "
+                    "device (ENOSPC); exit 74")
+    with validate.FaultLine() as quiet:
+        pass
+    assert quiet.line is None
+    assert validate.last_line(74, validate.Mode(gpus=8), None) == (
+        "wirecheck validate: HARNESS FAULT, not a verdict on this node: wirecheck could not write its record, a log "
+        "or a cache; exit 74")
