@@ -315,3 +315,16 @@ def test_validate_names_the_fault_pytest_named_on_its_last_line():
     assert validate.last_line(74, validate.Mode(gpus=8), None) == (
         "wirecheck validate: HARNESS FAULT, not a verdict on this node: wirecheck could not write its record, a log "
         "or a cache; exit 74")
+
+
+def test_a_crash_of_the_plugin_at_session_start_is_its_own_code(pytester):
+    """pytest reports an exception out of a session hook as INTERNALERROR (exit 3); ours exits 70, saying so last."""
+    root = make_project(pytester)
+    with open(root / "conftest.py", "a") as conftest:
+        conftest.write("\n\nfrom pytest_wirecheck import session as _session\n\n\ndef _broken(config):\n"
+                       "    raise RuntimeError('a bug of ours')\n\n\n_session.start_node = _broken\n")
+    result, lines = _run(pytester, "-W", "ignore::pytest.PytestAssertRewriteWarning")
+    assert result.ret == exit_codes.HARNESS_CRASH, lines
+    assert lines[-1].startswith("wirecheck: the wirecheck plugin crashed, not a verdict on this node (exit 70): "
+                                "RuntimeError: a bug of ours"), lines[-1]
+    assert any(line.startswith("INTERNALERROR> ") for line in lines)  # the traceback, for the bug report
