@@ -242,7 +242,9 @@ def full_log_disk(request):
 
 
 BREAK_THE_END = '''
-from pytest_wirecheck import reporting  # this run's own copy of the plugin module
+import importlib
+
+reporting = importlib.import_module("pytest_wirecheck.reporting")  # this run's own copy (sys.modules')
 
 
 def broken(self, exitstatus, signal=None):
@@ -321,8 +323,9 @@ def test_a_crash_of_the_plugin_at_session_start_is_its_own_code(pytester):
     """pytest reports an exception out of a session hook as INTERNALERROR (exit 3); ours exits 70, saying so last."""
     root = make_project(pytester)
     with open(root / "conftest.py", "a") as conftest:
-        conftest.write("\n\nfrom pytest_wirecheck import session as _session\n\n\ndef _broken(config):\n"
-                       "    raise RuntimeError('a bug of ours')\n\n\n_session.start_node = _broken\n")
+        # sys.modules' copy, the one the plugin loads next (an earlier in-process run may have left another)
+        conftest.write("\n\nimport importlib\n\n_session = importlib.import_module('pytest_wirecheck.session')\n\n\n"
+                       "def _broken(config):\n    raise RuntimeError('a bug of ours')\n\n\n_session.start_node = _broken\n")
     result, lines = _run(pytester, "-W", "ignore::pytest.PytestAssertRewriteWarning")
     assert result.ret == exit_codes.HARNESS_CRASH, lines
     assert lines[-1].startswith("wirecheck: the wirecheck plugin crashed, not a verdict on this node (exit 70): "
