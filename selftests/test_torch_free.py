@@ -1,5 +1,5 @@
 """The commands without GPUs run where torch cannot be imported: loading the shipped thresholds,
-`wirecheck judge`, `wirecheck report`, `wirecheck fleet report`, `wirecheck node-state` (what a drain hook
+`wirecheck judge`, `wirecheck report`, `wirecheck fleet report`, `wirecheck advise`, `wirecheck node-state` (what a drain hook
 asks, also where torch broke) and `wirecheck plan` on recorded runs, in a Python
 whose import system refuses torch, DeepSpeed and Accelerate. Each command exits as it does with
 torch installed.
@@ -76,13 +76,14 @@ def test_judge_report_fleet_report_node_state_and_plan_need_no_torch(tmp_path):
         ["fleet", "report", "-q", str(fleet), "--expect", "3"],
         ["node-state", "--exit-code", "1", "--record", str(HARDWARE_RUN)],
         ["plan", "--record", str(HARDWARE_RUN)],
+        ["advise", "--params", "7B", "--gpus", "2", "--record", str(HARDWARE_RUN)],
     ]
     result, out = _run_without_torch(commands, tmp_path)
     assert result["loaded"] == [], result
     # as with torch: the device run passes, the simulated one says so (10), the page is written,
     # three identical healthy nodes pass, the node is unhealthy (node-state's 1: the limits it was recorded under),
-    # the plan prices the run
-    assert result["codes"] == [0, 10, 0, 0, 1, 0], out
+    # the plan prices the run, advise predicts from it
+    assert result["codes"] == [0, 10, 0, 0, 1, 0, 0], out
     assert (tmp_path / "report.html").stat().st_size > 10_000
     assert "wirecheck judge: PASSED" in out and "judged a simulated run" in out, out
     assert "wirecheck fleet report: PASSED: 0 of 3 node(s) failed" in out, out

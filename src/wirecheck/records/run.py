@@ -77,7 +77,8 @@ def recorded_thresholds(header: dict) -> tuple[bytes, str] | None:
         raise ValueError(f"the recorded thresholds cannot be unpacked ({exc})") from None
     digest = hashlib.sha256(data).hexdigest()
     if header.get("thresholds_sha256") not in (None, digest):
-        raise ValueError("the recorded thresholds do not match their recorded sha256")
+        raise ValueError("the thresholds copy in the record's header does not match the sha256 recorded beside it: "
+                         "the record was edited or damaged after the run")
     return data, digest
 
 
