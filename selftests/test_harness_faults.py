@@ -241,22 +241,21 @@ def full_log_disk(request):
     assert run.end["fault"]["path"] == "/var/lib/wirecheck/r-logs/x"
 
 
-BREAK_THE_END = '''
-import importlib
+def _plugin_module(name: str):
+    """The plugin's module the next in-process run uses: sys.modules' (an earlier run may have left another
+    copy as an attribute of the package), imported now so that the run takes this one and monkeypatch puts
+    it back afterwards."""
+    import importlib
 
-reporting = importlib.import_module("pytest_wirecheck.reporting")  # this run's own copy (sys.modules')
-
-
-def broken(self, exitstatus, signal=None):
-    raise KeyError("a bug of ours")
-
-
-reporting.RecordReporter.end = broken
-'''
+    return importlib.import_module(f"pytest_wirecheck.{name}")
 
 
-def test_a_crash_of_the_plugin_is_its_own_code_not_a_verdict(pytester):
-    make_project(pytester, tests_conftest=BREAK_THE_END)
+def test_a_crash_of_the_plugin_is_its_own_code_not_a_verdict(pytester, monkeypatch):
+    def broken(self, exitstatus, signal=None):
+        raise KeyError("a bug of ours")
+
+    make_project(pytester)
+    monkeypatch.setattr(_plugin_module("reporting").RecordReporter, "end", broken)
     result, lines = _run(pytester, f"--wirecheck-json={Path(pytester.path) / 'r.jsonl'}")
     text = "\n".join(lines)
     assert result.ret == exit_codes.HARNESS_CRASH, text
@@ -319,13 +318,13 @@ def test_validate_names_the_fault_pytest_named_on_its_last_line():
         "or a cache; exit 74")
 
 
-def test_a_crash_of_the_plugin_at_session_start_is_its_own_code(pytester):
+def test_a_crash_of_the_plugin_at_session_start_is_its_own_code(pytester, monkeypatch):
     """pytest reports an exception out of a session hook as INTERNALERROR (exit 3); ours exits 70, saying so last."""
-    root = make_project(pytester)
-    with open(root / "conftest.py", "a") as conftest:
-        # sys.modules' copy, the one the plugin loads next (an earlier in-process run may have left another)
-        conftest.write("\n\nimport importlib\n\n_session = importlib.import_module('pytest_wirecheck.session')\n\n\n"
-                       "def _broken(config):\n    raise RuntimeError('a bug of ours')\n\n\n_session.start_node = _broken\n")
+    def broken(config):
+        raise RuntimeError("a bug of ours")
+
+    make_project(pytester)
+    monkeypatch.setattr(_plugin_module("session"), "start_node", broken)
     result, lines = _run(pytester, "-W", "ignore::pytest.PytestAssertRewriteWarning")
     assert result.ret == exit_codes.HARNESS_CRASH, lines
     assert lines[-1].startswith("wirecheck: the wirecheck plugin crashed, not a verdict on this node (exit 70): "
