@@ -328,6 +328,58 @@ def test_a_node_list_line_that_is_not_a_node_name_is_refused(line, tmp_path, cap
     assert "is not a node name" in text
 
 
+# ---- the suite's run options: a slip of the finger is a usage error before anything runs -------------
+
+# (arguments, what the message must say): each names the option, the value and the fix, exit 4.
+RUN_OPTION_MISTAKES = {
+    "shorter than a round": (["--level", "burn-in", "--duration", "0.5s"],
+                             "--duration 0.5s: shorter than one burn-in round (3 s, thresholds.yaml: "
+                             "gpu_health.simulated.sustained.duration.burn_in), so no round would run; give at least "
+                             "--duration 3s"),
+    "longer than a week": (["--level", "burn-in", "--duration", "1e9h"],
+                           "--duration 1e9h: longer than a week (7d), the longest burn-in taken; give at most --duration 7d"),
+    "eight days": (["--level", "burn-in", "--duration", "8d"], "--duration 8d: longer than a week"),
+    "negative, with a space": (["--level", "burn-in", "--duration", "-5m"],
+                               "--duration -5m: a duration cannot be negative; write how long, e.g. --duration 5m"),
+    "negative, with =": (["--level", "burn-in", "--duration=-5m"], "--duration -5m: a duration cannot be negative"),
+    "no value": (["--level", "burn-in", "--duration"], "--duration needs a value"),
+    "unknown unit": (["--level", "burn-in", "--duration", "5 furlongs"], 'unknown unit "furlongs" for a duration'),
+    "no unit": (["--level", "burn-in", "--duration", "300"], 'a bare duration is most likely seconds: write "300 s"'),
+    "only separators": (["--placement", ","], "--placement ',': names no placement; give an id or a class"),
+}
+
+
+@pytest.mark.parametrize("mistake", RUN_OPTION_MISTAKES)
+def test_a_run_option_mistake_is_a_usage_error_naming_the_fix(mistake, pytester):
+    """Before: `--duration 0.5s` ran no round and exited 1 with 5 failed checks (a typo drained a node), `1e9h`
+    started, `-5m` got argparse's "expected one argument"."""
+    root = make_project(pytester)
+    args, said = RUN_OPTION_MISTAKES[mistake]
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", "--simulate=h200-sxm-2",
+                                          "tests/test_inventory.py", *args)
+    text = "\n".join(result.outlines + result.errlines)
+    assert_clean(result.ret, text, {4}, said)
+    assert "expected one argument" not in text and "INTERNALERROR" not in text, text
+    assert not (Path(root) / ".wirecheck").exists()  # nothing ran: no record
+
+
+@pytest.mark.parametrize("given, collected", [
+    (["--level", "burn-in", "--duration", "1h30m"], "test_burn_in_without_hard_fault"),
+    (["--level", "burn-in", "--duration", "5m"], "test_burn_in_without_hard_fault"),
+    (["--level", "burn-in", "--duration", "90 s"], "test_burn_in_without_hard_fault"),
+    (["--placement", "nvswitch,"], "test_busbw[nvswitch-2gpu-0.1-"),
+    (["--placement", "nvswitch, forced_pcie"], "test_busbw[forced_pcie-2gpu-0.1-"),
+])
+def test_the_forms_people_write_are_taken(given, collected, pytester):
+    """`5m`, `1h30m` and `90 s` are durations; `--placement nvswitch,` is the placement nvswitch (before: "unknown
+    placement (nvswitch); did you mean nvswitch?")."""
+    make_project(pytester)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", "-q", "--simulate=h200-sxm-2",
+                                          *given)
+    text = "\n".join(result.outlines + result.errlines)
+    assert result.ret == 10, text  # collected, in simulation
+    assert collected in text, text
+
 # ---- values: a thresholds file's own mistakes --------------------------------------------------------
 
 # (what the file holds, what the message says, what it must not say): each names its cause and no other.

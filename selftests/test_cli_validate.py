@@ -165,7 +165,7 @@ def test_a_busy_run_ends_on_the_busy_line(monkeypatch, capsys, tmp_path):
     from wirecheck.workers.node_lock import NodeLock
 
     monkeypatch.setattr(nvml, "read_topology", lambda: SimpleNamespace(n_gpus=2))
-    monkeypatch.setattr(cli_validate, "run_foreground", lambda cmd, name: Outcome(NODE_BUSY, 0, False))
+    monkeypatch.setattr(cli_validate, "run_foreground", lambda cmd, name, **_: Outcome(NODE_BUSY, 0, False))
     lock = tmp_path / "node.lock"
     with NodeLock(lock).acquire(0, command=["pytest", "(acceptance)"]):
         code = main(["validate", f"--node-lock={lock}"])
@@ -181,7 +181,7 @@ def _run_validate(monkeypatch, capsys, evidence, outcome=None):
     monkeypatch.setattr(nvml, "read_topology", _nvml_fails)
     monkeypatch.setattr(driver, "detect", lambda: evidence)
 
-    def fake_run_foreground(cmd, name):
+    def fake_run_foreground(cmd, name, **_):
         started.append(cmd)
         return outcome
 

@@ -45,6 +45,14 @@ OUTCOMES = {
     "usage": (None, "ERROR: --thresholds: /etc/x.yaml does not exist", 4),
     "simulated": (_lines(dict(RECORD_HEADER, simulated=True), FAILED_BUSBW, {"type": "end", "status": "complete"}), "", 1),
     "hang": (None, "", None),  # sleeps past the hook's time limit
+    # the disk filled mid-run: a check had failed before it, the record ends naming the fault, exit 74
+    "fault": (_lines(dict(RECORD_HEADER, simulated=False), FAILED_BUSBW,
+                     {"type": "end", "status": "fault", "exit_status": 74,
+                      "fault": {"what": "the record file", "path": "/var/lib/wirecheck/prolog.jsonl",
+                                "cause": "No space left on device (ENOSPC)", "code": "ENOSPC"}}),
+              "wirecheck validate: HARNESS FAULT, not a verdict on this node (exit 74): cannot write the record file "
+              "/var/lib/wirecheck/prolog.jsonl: No space left on device (ENOSPC); free space there; exit 74", 74),
+    "crash": (None, "wirecheck validate: the wirecheck plugin crashed, not a verdict on this node; exit 70", 70),
 }
 
 FAKE_WIRECHECK = """#!/bin/bash
@@ -123,6 +131,8 @@ DRAIN_NVML = ("update NodeName=wc2 State=DRAIN Reason=wirecheck: NVML failed: NV
     ("usage", 0, []),
     ("simulated", 0, []),  # a failed check in a simulation drains nothing
     ("hang", 0, []),  # past PROLOG_TIMEOUT without a failed check
+    ("fault", 0, []),  # a full disk is ours, not the node's: even the failed check before it drains nothing
+    ("crash", 0, []),
 ])
 def test_the_prolog_drains_only_on_a_failed_check_or_a_broken_driver(install, outcome, code, calls):
     done, made = run_hook(install, "prolog", outcome)
@@ -156,6 +166,10 @@ def test_a_node_drained_already_keeps_its_reason(install):
 
 def test_the_healthcheck_drains_like_the_prolog_without_waiting(install):
     """The same decision as the prolog's (one helper); it does not wait for another run (that one checks)."""
+    done, made = run_hook(install, "healthcheck", "fault")
+    assert (done.returncode, made) == (0, []), done.stderr  # a full disk: not checked, never drained
+    assert ("not checked: wirecheck: not checked (harness fault, exit 74): No space left on device (ENOSPC): the "
+            "record file /var/lib/wirecheck/prolog.jsonl") in done.stderr
     done, made = run_hook(install, "healthcheck", "fail")
     assert (done.returncode, made) == (1, [DRAIN_BUSBW]), done.stderr
     assert "--wait-for-node 0s --wirecheck-json" in (install / "validate-call").read_text()
@@ -168,6 +182,7 @@ def test_the_healthcheck_drains_like_the_prolog_without_waiting(install):
     ("nvml", 1, "wirecheck: NVML failed: NVML could not start (NVMLError_DriverNotLoaded: Driv..."),
     ("busy", 2, "wirecheck: node busy: pid 4321 (wirecheck validate), user root, since 2026-12..."),
     ("simulated", 2, "wirecheck: SIMULATION: no GPU of this node was validated"),
+    ("fault", 2, "wirecheck: not checked (harness fault, exit 74): No space left on device (ENO..."),
 ])
 def test_the_npd_plugin_speaks_npds_protocol(install, outcome, code, line):
     """0 OK, 1 NonOK, 2 Unknown, and one line of at most max_output_length (80) on stdout."""

@@ -52,13 +52,17 @@ def test_levels_and_their_thresholds_keys():
         check_level("fast")
 
 
-@pytest.mark.parametrize("text, seconds", [("4h", 14400.0), ("30min", 1800.0), ("90 s", 90.0), ("1.5 h", 5400.0)])
+@pytest.mark.parametrize("text, seconds", [("4h", 14400.0), ("30min", 1800.0), ("90 s", 90.0), ("1.5 h", 5400.0),
+                                           ("5m", 300.0), ("1h30m", 5400.0), ("1h 30min", 5400.0), ("90s", 90.0),
+                                           ("4 hours", 14400.0), ("2d", 172800.0)])
 def test_duration_parser(text, seconds):
     assert parse_duration(text, "--duration") == seconds
 
 
 @pytest.mark.parametrize("text, said", [("4", 'no unit; a bare duration is most likely seconds: write "4 s"'),
-                                        ("4 hours", 'unknown unit "hours"'), ("0 s", "no time at all")])
+                                        ("4 fortnights", 'unknown unit "fortnights"'), ("0 s", "no time at all"),
+                                        ("-5m", "--duration -5m: a duration cannot be negative"),
+                                        ("1e999h", "not a finite duration"), ("1h-5m", "is not a duration")])
 def test_duration_parser_refuses(text, said):
     with pytest.raises(QuantityError, match=re.escape(said)):
         parse_duration(text, "--duration")
@@ -121,7 +125,7 @@ def test_burn_in_needs_a_duration_and_selects_its_loop_with_the_gpu_figures_and_
 
 @pytest.mark.parametrize("args, said", [
     (("--duration", "4h"), "--duration 4h: only a burn-in runs for a duration"),
-    (("--level", "burn-in", "--duration", "4 hours"), '--duration: "4 hours" has an unknown unit "hours"'),
+    (("--level", "burn-in", "--duration", "4 fortnights"), '--duration: "4 fortnights" has an unknown unit "fortnights"'),
     (("--level", "fast"), "argument --level: invalid choice: 'fast' (choose from 'quick', 'acceptance', 'burn-in')"),
 ])
 def test_level_and_duration_mistakes_are_usage_errors(pytester, args, said):
@@ -220,7 +224,7 @@ def test_quick_does_not_build_the_bytecode_cache(monkeypatch):
 
 
 def test_validate_refuses_an_unknown_level_before_running_anything(monkeypatch, capsys):
-    monkeypatch.setattr(cli_validate, "run_foreground", lambda cmd, name: pytest.fail("pytest must not start"))
+    monkeypatch.setattr(cli_validate, "run_foreground", lambda cmd, name, **_: pytest.fail("pytest must not start"))
     assert main(["validate", "--level", "fast", "-k", "inventory"]) == exit_codes.USAGE_ERROR
     out, err = capsys.readouterr()
     assert "wirecheck validate: --level 'fast': unknown level; choose one of quick, acceptance, burn-in" in err
@@ -229,7 +233,7 @@ def test_validate_refuses_an_unknown_level_before_running_anything(monkeypatch, 
 
 def test_validate_passes_the_level_to_pytest(monkeypatch, capsys):
     started = []
-    monkeypatch.setattr(cli_validate, "run_foreground", lambda cmd, name: started.append(cmd) or Outcome(0, 0, False))
+    monkeypatch.setattr(cli_validate, "run_foreground", lambda cmd, name, **_: started.append(cmd) or Outcome(0, 0, False))
     assert main(["validate", "--level", "quick", "--simulate=h200-sxm-2", "-k", "inventory"]) == exit_codes.SIMULATED
     (cmd,) = started
     assert cmd[-5:] == ["--level", "quick", "--simulate=h200-sxm-2", "-k", "inventory"]

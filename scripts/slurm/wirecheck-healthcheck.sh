@@ -12,7 +12,8 @@
 #   unhealthy     a check failed on this node's GPUs, or NVML failed where a driver is installed: the node is
 #                 drained, `Reason="wirecheck: <check> <where> <measured> < <limit>"`; exit 1 (slurmd logs it).
 #   not checked   the node is drained or down already (left as it is, its reason too), processes are on the
-#                 GPUs, node busy (another wirecheck run holds them: HEALTHCHECK_WAIT 0 s), a simulation, a usage
+#                 GPUs, node busy (another wirecheck run holds them: HEALTHCHECK_WAIT 0 s), a simulation, a fault
+#                 of the harness (74: a full or read-only disk under RECORDS; 70: a crash of wirecheck), a usage
 #                 or internal error, a timeout without a failed check: exit 0, the reason goes to syslog.
 # The run's record and output: RECORDS/healthcheck.jsonl and .log. Runs as root: docs/running-as-root.md.
 set -u

@@ -15,6 +15,7 @@
 #                    SchedulerParameters=nohold_on_prolog_fail to let it go to another node at once) and fails
 #                    an interactive allocation. Slurm's own reason ("Prolog error") does not replace ours.
 #   not checked      node busy (another wirecheck run held the GPUs past PROLOG_WAIT, 60 s), a simulation, a
+#                    fault of the harness (74: a full or read-only disk under RECORDS; 70: a crash of wirecheck), a
 #                    usage or internal error, a timeout without a failed check, a node without the NVIDIA kernel
 #                    driver: exit 0, the job runs unchecked and the reason goes to syslog (tag wirecheck-prolog).
 #                    Only exit 0 keeps such a node in service: a prolog's non-zero exit always drains it.

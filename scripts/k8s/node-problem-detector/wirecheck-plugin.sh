@@ -5,7 +5,8 @@
 #   exit 1  NonOK    a check failed, or NVML failed where a driver is installed (a broken driver): the line is
 #                    the reason, "wirecheck: <check> <where> <measured> < <limit>";
 #   exit 2  Unknown  not checked: processes on the GPUs, node busy (another wirecheck run holds them), a
-#                    simulation, a usage or internal error, a timeout without a failed check.
+#                    simulation, a fault of the harness (74: a full disk; 70: a crash of wirecheck), a usage or
+#                    internal error, a timeout without a failed check.
 # NPD turns these into the node condition WirecheckFailed (False, True, Unknown: wirecheck-monitor.json);
 # draining or tainting a node on that condition is for a remediation controller (see the README).
 #

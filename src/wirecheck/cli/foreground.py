@@ -13,17 +13,25 @@ to the whole group that way reaches the child twice, which only means an early s
 A second SIGINT stops the child with SIGTERM (no summary), a third with SIGKILL. SIGTERM and SIGHUP
 are passed on (a second one to a child that got it too is harmless), so the child is never orphaned.
 
+The child dies with the parent: if the parent is killed outright (SIGKILL from a supervisor or a job
+step's hard kill), the kernel sends the child SIGTERM (Linux's parent-death signal,
+wirecheck.workers.parent_death), which pytest takes as it takes a scheduler's SIGTERM: the test in
+progress stops, the workers are ended, the record gets its end line, the node lock is let go.
+
 The siginfo needs sigtimedwait (Linux, the BSDs); where it is missing (macOS) the parent only
 counts SIGINTs and passes SIGTERM on.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 from dataclasses import dataclass
 from typing import Callable, Sequence
+
+from wirecheck.workers import parent_death
 
 SI_KERNEL = 0x80  # si_code of a signal the kernel sent itself: the tty's Ctrl-C (not in `signal`)
 _POLL_S = 1.0  # SIGCHLD wakes the wait at once; this only bounds a missed one
@@ -81,12 +89,21 @@ class _Policy:
 _WAITED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD}
 
 
-def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], None]) -> Outcome:
+def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], None], pass_fds: Sequence[int] = ()) -> Outcome:
     # The signals stay blocked in the parent and are taken with sigtimedwait, which gives their
     # siginfo; the child gets the original mask back before exec (masks are inherited).
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
+    parent = os.getpid()
+    # Only a child of the main thread may die with us (the signal follows the thread that forked it).
+    dies_with_us = parent_death.prepare() and parent_death.forked_by_main_thread()
+
+    def in_child() -> None:  # after the fork, before exec: no library is loaded here (prepare did)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        if dies_with_us:
+            parent_death.arm(signal.SIGTERM, parent)
+
     try:
-        proc = subprocess.Popen(list(cmd), preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, old_mask))
+        proc = subprocess.Popen(list(cmd), preexec_fn=in_child, pass_fds=tuple(pass_fds))
         policy = _Policy(proc, name, notice)
 
         def handle(info) -> None:
@@ -115,8 +132,8 @@ def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], Non
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
-def _run_with_handlers(cmd: Sequence[str], name: str, notice: Callable[[str], None]) -> Outcome:
-    proc = subprocess.Popen(list(cmd))
+def _run_with_handlers(cmd: Sequence[str], name: str, notice: Callable[[str], None], pass_fds: Sequence[int] = ()) -> Outcome:
+    proc = subprocess.Popen(list(cmd), pass_fds=tuple(pass_fds))
     policy = _Policy(proc, name, notice)
     previous = {
         signal.SIGINT: signal.signal(signal.SIGINT, lambda *_: policy.on_sigint(from_terminal=True)),
@@ -131,11 +148,13 @@ def _run_with_handlers(cmd: Sequence[str], name: str, notice: Callable[[str], No
     return Outcome(proc.returncode, policy.interrupts, policy.terminated, policy.hangup)
 
 
-def run_foreground(cmd: Sequence[str], name: str = "wirecheck", notice: Callable[[str], None] = _stderr) -> Outcome:
-    """Run `cmd` to its end, handling SIGINT/SIGTERM as the module docstring says.
+def run_foreground(cmd: Sequence[str], name: str = "wirecheck", notice: Callable[[str], None] = _stderr,
+                   pass_fds: Sequence[int] = ()) -> Outcome:
+    """Run `cmd` to its end, handling SIGINT/SIGTERM as the module docstring says; `pass_fds`: descriptors
+    the child keeps (subprocess's).
 
     Call from the main thread (signal masks and handlers are per thread / main-thread only).
     """
     if hasattr(signal, "sigtimedwait"):
-        return _run_with_siginfo(cmd, name, notice)
-    return _run_with_handlers(cmd, name, notice)
+        return _run_with_siginfo(cmd, name, notice, pass_fds)
+    return _run_with_handlers(cmd, name, notice, pass_fds)

@@ -6,9 +6,11 @@ It prints one line and exits with node-problem-detector's codes:
   0 healthy: a run on this node's GPUs in which every selected check passed;
   1 unhealthy, drain the node: a check failed on this node's GPUs (a failed verdict in the record, or
     pytest's 1), or NVML failed where an NVIDIA driver is installed (validate's 11: a broken driver);
-  2 unknown, act on nothing: node busy (75), a simulation (10, or a simulated record whatever failed in
-    it), a usage error, an internal error, no test collected, or a run stopped, killed or timed out
-    without a failed check. Also this command's own bad input.
+  2 unknown, act on nothing: a fault of the harness (74: wirecheck could not write its record, a log or a
+    cache; 70: the plugin crashed), whatever the record says failed before it, node busy (75), a
+    simulation (10, or a simulated record whatever failed in it), a usage error, an internal error, no test
+    collected, or a run stopped, killed or timed out without a failed check. Also this command's own bad
+    input.
 An unhealthy line is the drain reason, `wirecheck: <check> <where> <measured> < <limit>`
 (wirecheck.records.reason); every line is printable ASCII, at most --max-length characters.
 
@@ -19,13 +21,14 @@ shell hooks only run validate, call this, and act on its exit code.
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from wirecheck.cli.validate import EXIT_CODES
-from wirecheck.core.exit_codes import FAILED, NODE_BUSY, NVML_BROKEN, OK, SIMULATED
+from wirecheck.core.exit_codes import FAILED, HARNESS_CRASH, HARNESS_FAULT, NODE_BUSY, NVML_BROKEN, OK, SIMULATED
 from wirecheck.records import reason
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 
@@ -57,6 +60,10 @@ def decide(exit_code: int, run: RunRecord | None, output: str = "", limit: int =
     def say(state: int, text: str) -> NodeState:
         return NodeState(state, reason.line(text, limit))
 
+    if exit_code in (HARNESS_FAULT, HARNESS_CRASH):
+        # Our fault, never the node's: a full disk must not drain a healthy node (nor a failed verdict
+        # recorded before it: the run that could not be kept is judged again by the next one).
+        return say(UNKNOWN, f"not checked (harness fault, exit {exit_code}): {_harness_fault(exit_code, run, output)}")
     if exit_code == NODE_BUSY:
         return say(UNKNOWN, f"node busy: {_holder(run, output)}: not checked")
     if exit_code == SIMULATED or (run is not None and run.simulated):
@@ -83,6 +90,19 @@ def _holder(run: RunRecord | None, output: str) -> str:
         if "node busy: " in text:
             return text.split("node busy: ", 1)[1].split("; exit", 1)[0]
     return "another wirecheck run holds the GPUs"
+
+
+def _harness_fault(exit_code: int, run: RunRecord | None, output: str) -> str:
+    """What failed in the harness, the cause first (node-problem-detector keeps 80 characters): from the
+    record's end line, else validate's last line, else the code's meaning."""
+    fault = (run.end or {}).get("fault") if run is not None else None
+    if isinstance(fault, dict) and fault.get("path"):
+        return f"{fault.get('cause')}: {fault.get('what')} {fault.get('path')}"
+    for text in reversed(output.splitlines()):  # validate: "...: cannot write the record file PATH: CAUSE; FIX, exit 74"
+        said = re.search(r"cannot write (.+?) (\S+): (.+?)(?:; |, exit |$)", text)
+        if said:
+            return f"{said.group(3)}: {said.group(1)} {said.group(2)}"
+    return _meaning(exit_code)
 
 
 def _nvml_error(output: str) -> str:

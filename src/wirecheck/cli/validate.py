@@ -9,12 +9,14 @@ SIMULATION and exits 10 rather than 0, so no script can take it for an accepted 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import textwrap
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from wirecheck.core import exit_codes as codes
+from wirecheck.core.harness import WRAPPER_FD_ENV
 from wirecheck.node import driver, nvml
 from wirecheck.cli.foreground import Outcome, run_foreground
 from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL, LEVELS, PURPOSE, check_level
@@ -41,6 +43,14 @@ EXIT_CODES: dict[int, tuple[str, str]] = {  # code -> (outcome for the last line
     codes.NVML_BROKEN: ("NVML failed on a machine with an NVIDIA driver: nothing ran",
                       "an NVIDIA driver is installed but NVML fails or sees no GPU: nothing ran "
                       "(fix the driver, or ask for a dry run with --simulate)"),
+    codes.HARNESS_FAULT: ("HARNESS FAULT, not a verdict on this node: wirecheck could not write its record, a log or a cache",
+                          "a fault of the harness, not of the node: wirecheck could not write its record, a worker's log "
+                          "or a cache (no space, a read-only filesystem, the folder removed mid-run, an I/O error); the "
+                          "last line names the path, the cause and the fix; what was measured before is kept (the "
+                          "record, else the screen); a scheduler's hook reads it as unknown and never drains"),
+    codes.HARNESS_CRASH: ("the wirecheck plugin crashed, not a verdict on this node",
+                          "a crash of the wirecheck plugin itself (a bug of ours, its traceback printed for a report), "
+                          "not of the node; a scheduler's hook reads it as unknown and never drains"),
     codes.NODE_BUSY: ("node busy: another wirecheck run held the GPUs: nothing ran",
                       "node busy: another wirecheck run held this node's GPUs for longer than --wait-for-node: "
                       "nothing ran; try again later (the last line names the holder)"),
@@ -224,8 +234,11 @@ def busy_line(pytest_args: Sequence[str], holder_of: Callable = current_holder) 
     return f"{PROG}: node busy: {who}; exit {codes.NODE_BUSY}"
 
 
-def last_line(code: int, mode: Mode) -> str:
-    if code in EXIT_CODES:
+def last_line(code: int, mode: Mode, fault: str | None = None) -> str:
+    """validate's own last line; `fault`: pytest's line for a fault of the harness (the path and the cause)."""
+    if code in (codes.HARNESS_FAULT, codes.HARNESS_CRASH) and fault:
+        what = fault
+    elif code in EXIT_CODES:
         what = EXIT_CODES[code][0]
     elif code > 128:
         what = f"pytest was killed by signal {code - 128}: the run is incomplete"
@@ -287,9 +300,42 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         _say(mode.notice)
         cmd.append(f"--simulate={mode.simulate}")
     _say(" ".join(cmd))
-    code = exit_code(run_foreground(cmd, PROG), simulated=mode.simulate is not None)
+    with FaultLine() as fault:
+        code = exit_code(run_foreground(cmd, PROG, pass_fds=fault.pass_fds), simulated=mode.simulate is not None)
     if code > 128:  # pytest may have stopped mid-line (its progress dots): the last line starts on its own
         print(flush=True)
-    print(busy_line(pytest_args) if code == codes.NODE_BUSY else last_line(code, mode), flush=True)
+    print(busy_line(pytest_args) if code == codes.NODE_BUSY else last_line(code, mode, fault.line), flush=True)
     return code
+
+
+class FaultLine:
+    """A pipe pytest's plugin writes the line of a fault of the harness into (core.harness.WRAPPER_FD_ENV),
+    so that validate's last line names the path and the cause as pytest's did."""
+
+    def __init__(self):
+        self.line: str | None = None
+        self.pass_fds: tuple[int, ...] = ()
+        self._read = self._write = None
+
+    def __enter__(self) -> "FaultLine":
+        try:
+            self._read, self._write = os.pipe()
+        except OSError:
+            return self  # no pipe: the line above names the fault
+        os.set_blocking(self._read, False)
+        os.environ[WRAPPER_FD_ENV] = str(self._write)
+        self.pass_fds = (self._write,)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        os.environ.pop(WRAPPER_FD_ENV, None)
+        if self._read is None:
+            return
+        os.close(self._write)
+        try:
+            text = os.read(self._read, 8192).decode("utf-8", "replace")
+        except (BlockingIOError, OSError):
+            text = ""
+        os.close(self._read)
+        self.line = text.strip().splitlines()[0] if text.strip() else None
 

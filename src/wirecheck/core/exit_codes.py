@@ -3,7 +3,7 @@ commands beside it (judge, report, fleet, nccl-tests, the multi-node entry point
 so that a dry run means the same 10 everywhere. The README's exit-code table and `wirecheck validate
 --help` list them with their meanings (wirecheck.cli.validate holds those words).
 
-0-5 are pytest's own (pytest.ExitCode), which the suite passes on; 10, 11 and 75 are wirecheck's; a run
+0-5 are pytest's own (pytest.ExitCode), which the suite passes on; 10, 11, 70, 74 and 75 are wirecheck's; a run
 stopped by a signal exits 128+N (Ctrl-C 130, SIGTERM 143, SIGHUP 129), bare pytest as well as validate. The
 commands that are not pytest keep argparse's 2 for bad input (BAD_INPUT): the same number as pytest's
 INTERRUPTED, in another command.
@@ -28,6 +28,14 @@ NVML_BROKEN = 11  # an NVIDIA driver is installed but NVML fails or sees no GPU:
 # draining. 75 is sysexits' EX_TEMPFAIL ("temporary failure; try again later"): no code of pytest's (0-5)
 # or wirecheck's, and no signal's (128+N).
 NODE_BUSY = 75
+# A fault of the harness, never a verdict on the node (wirecheck.core.harness): wirecheck could not write its
+# record, a worker's log or a cache (no space, a read-only filesystem, the folder removed mid-run, an I/O
+# error). 74 is sysexits' EX_IOERR. What was measured before is kept (the record, else the screen); a
+# scheduler's hook reads it as "unknown", never as a reason to drain.
+HARNESS_FAULT = 74
+# The wirecheck plugin itself crashed (a bug of ours in a pytest hook, not a check that failed): sysexits'
+# EX_SOFTWARE. pytest's own INTERNALERROR (3) stays for pytest and other plugins. "unknown" to the hooks too.
+HARNESS_CRASH = 70
 
 BAD_INPUT = 2  # the commands beside pytest (argparse's code): a bad option, file or value, named with its fix
 

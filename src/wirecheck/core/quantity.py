@@ -159,11 +159,49 @@ def parse_quantity(text: object, kind: str, where: str) -> float:
     return value * units[unit]
 
 
+# A run's length as operators type it on a command line: "4h", "30min", "90 s", "5m", "1h30m", "2d". One
+# part is any time unit above or one of these words; several parts add up ("1h 30min").
+_DURATION_UNITS = {
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
+    "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0,
+    "d": 86400.0, "day": 86400.0, "days": 86400.0,
+    "ms": 1e-3,
+}
+_DURATION_PART = re.compile(r"\s*((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]+)\s*")
+DURATION_EXAMPLES = '"4h", "30min", "90s", "1h30m"'
+
+
 def parse_duration(text: str, where: str) -> float:
-    """A duration an operator types ("4h", "30min", "90 s") in seconds; more than zero."""
-    seconds = parse_quantity(text, "time", where)
+    """A duration an operator types ("4h", "30min", "90 s", "5m", "1h30m", "2d") in seconds; more than zero
+    and finite. The message of a refusal names `where` and a duration to write instead."""
+    if not isinstance(text, str):
+        return parse_quantity(text, "time", where)  # a YAML number: the unit message of every quantity
+    stripped = text.strip()
+    if stripped.startswith("-"):
+        raise QuantityError(f"{where} {stripped}: a duration cannot be negative; write how long, e.g. "
+                            f"{where} {stripped[1:].strip() or '4h'}")
+    body = stripped[1:] if stripped.startswith("+") else stripped
+    if _NUMBER.match(body) and not _NUMBER.match(body).group(2):
+        raise QuantityError(f"{where}: {_quoted(stripped)} has no unit; {unitless_fix(body, 0.0, 'time')}")
+    seconds, at = 0.0, 0
+    while at < len(body):
+        part = _DURATION_PART.match(body, at)
+        if part is None or part.end() == at:
+            raise QuantityError(f"{where}: {_quoted(stripped)} is not a duration; write one like {DURATION_EXAMPLES}")
+        number, unit = part.groups()
+        factor = _DURATION_UNITS.get(unit, UNITS["time"].get(unit))
+        if factor is None:
+            raise QuantityError(f"{where}: {_quoted(stripped)} has an unknown unit {_quoted(unit)} for a duration; "
+                                f"write one like {DURATION_EXAMPLES} (units: s, m or min, h, d)")
+        seconds += float(number) * factor
+        at = part.end()
+    if not at:
+        raise QuantityError(f"{where}: {_quoted(stripped)} is not a duration; write one like {DURATION_EXAMPLES}")
+    if not math.isfinite(seconds):
+        raise QuantityError(f"{where}: {_quoted(stripped)} is not a finite duration; write one like {DURATION_EXAMPLES}")
     if seconds <= 0:
-        raise QuantityError(f'{where}: {_quoted(text)} is no time at all; write a duration like "4h" or "30min"')
+        raise QuantityError(f'{where}: {_quoted(stripped)} is no time at all; write a duration like "4h" or "30min"')
     return seconds
 
 

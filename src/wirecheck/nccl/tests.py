@@ -32,9 +32,10 @@ from wirecheck.measure.curve import SWEEP_NAMES, SweepSpec, parse_sweep
 from wirecheck.measure.sweep import run_sweep
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.nccl.tests_output import Run, parse
-from wirecheck.node.placement import CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements
+from wirecheck.node.placement import CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements, split_requested
 from wirecheck.records.file import Measurement, RecordFileError, env_switches
-from wirecheck.records.run import COMPLETE, RunWriter, cannot_write
+from wirecheck.core.harness import HarnessFault
+from wirecheck.records.run import COMPLETE, RunWriter, cannot_write, fault_lines
 from wirecheck.core.safefs import UnsafePath, is_root, make_dirs, path_problem, umask, write_atomically
 from wirecheck.thresholds.file import CollectiveSettings
 
@@ -191,7 +192,7 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
                 echo(f"wirecheck nccl-tests: running as root, and {problem}, who could choose what root runs; build "
                      "nccl-tests in a folder only root can write and pass that")
                 return exit_codes.BAD_INPUT
-    records = RunWriter(out_path, folder=".wirecheck", prefix="nccl-tests")
+    records = RunWriter(out_path, folder=".wirecheck", prefix="nccl-tests", keep_going=True)
     records.header({"command": "wirecheck nccl-tests", "build_dir": str(build_dir), "sizes": list(spec.sizes),
                     "ops": list(ops), "placements": [p.id for p in placements], "backend": backend,
                     "iters": settings.iters, "warmup_iters": settings.warmup_iters,
@@ -224,9 +225,15 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
             failed = failed or bool(outcome.errors)
         status = exit_codes.verdict(failed=failed, simulated=False)
         records.end(COMPLETE, status)
+        status = records.exit_status  # HARNESS_FAULT where the disk refused a line (RunWriter)
     finally:
         records.close()
     echo(f"wirecheck nccl-tests: records in {records.path}")
+    if records.any_fault is not None:  # last: a fault of the harness, no verdict on the node
+        for line in fault_lines(records):
+            echo(f"wirecheck nccl-tests: {line}")
+        echo(f"wirecheck nccl-tests: HARNESS FAULT, not a verdict on this node (exit {status}): "
+             f"{records.any_fault.line().replace('--wirecheck-json', '--out')}")
     return status
 
 
@@ -235,7 +242,7 @@ def select_placements(placements: Sequence[Placement], wanted: Sequence[str]) ->
     if not wanted:
         return [p for p in placements if p.klass not in (CLASS_SINGLE, CLASS_PAIR)]
     chosen = []
-    for item in wanted:
+    for item in split_requested(list(wanted)):
         matches = [p for p in placements if item in (p.id, p.klass)]
         if not matches:
             known = ", ".join(p.id for p in placements)
@@ -293,6 +300,10 @@ def main(argv: list[str] | None = None) -> int:
     except RecordFileError as exc:
         print(f"wirecheck nccl-tests: {cannot_write(exc, '--out', bool(args.out), '.wirecheck')}", file=sys.stderr)
         return exit_codes.BAD_INPUT
+    except HarnessFault as fault:  # the disk refused the record (full, read-only): nothing ran
+        print(f"wirecheck nccl-tests: HARNESS FAULT, not a verdict on this node (exit {exit_codes.HARNESS_FAULT}): "
+              f"{fault.line().replace('--wirecheck-json', '--out')}", file=sys.stderr)
+        return exit_codes.HARNESS_FAULT
     except UnsafePath as exc:
         print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT

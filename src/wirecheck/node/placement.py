@@ -6,6 +6,7 @@ the GPU count and the GPU indices (`nvl_quad-4gpu-0.1.2.3`, `pair-0.1`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from itertools import combinations
 from types import MappingProxyType
@@ -290,3 +291,17 @@ def did_you_mean(word: str, placements: list[Placement]) -> str:
     names = list(dict.fromkeys([p.klass for p in placements] + [p.id for p in placements]))
     close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
     return f"did you mean {close[0]}?" if close else ""
+
+
+def split_requested(values: list[str], option: str = "--placement") -> list[str]:
+    """The placements `--placement` names, its values split at commas and spaces (`--placement nvswitch,` and
+    `--placement "nvl_pair, nvl_quad"` are what people type): each id or class once, in order. ValueError
+    for a value that names none (`--placement ,`), naming the option and the fix."""
+    names: list[str] = []
+    for value in values:
+        parts = [part for part in re.split(r"[,\s]+", value) if part]
+        if not parts:
+            raise ValueError(f"{option} {value!r}: names no placement; give an id or a class, e.g. {option} nvswitch "
+                             f"(several: {option} nvl_pair,nvl_quad, or {option} once per name; `wirecheck topo` lists them)")
+        names += [part for part in parts if part not in names]
+    return names

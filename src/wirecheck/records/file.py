@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wirecheck.core import jsondata
+from wirecheck.core import harness, jsondata
 from wirecheck.core.safefs import UnsafePath, create_new, make_dirs, open_append
 from wirecheck.core.verdict import Verdict
 
@@ -105,6 +105,8 @@ class RecordFile:
         except UnsafePath as exc:
             raise RecordFileError(str(exc)) from None
         except OSError as exc:
+            if harness.is_io_fault(exc):  # the disk's fault, not a mistyped path
+                raise harness.from_os_error(exc, "the record file's folder", self.path.parent) from None
             raise RecordFileError(f"cannot write the record file {self.path}: cannot make its folder "
                                   f"{self.path.parent} ({exc.strerror or exc})") from None
         try:
@@ -121,10 +123,13 @@ class RecordFile:
         except UnsafePath as exc:
             raise RecordFileError(str(exc)) from None
         except OSError as exc:
+            if harness.is_io_fault(exc):
+                raise harness.from_os_error(exc, "the record file", self.path) from None
             what_failed = "a directory" if os.path.isdir(self.path) else exc.strerror or exc
             raise RecordFileError(f"cannot write the record file {self.path}: {what_failed}") from None
         # Where this run's lines start: a run that measured nothing takes them back (discard).
         self.start_size = os.fstat(self._fh.fileno()).st_size
+        self.size = self.start_size  # the end of the last whole line this run wrote
 
     @classmethod
     def fresh(cls, folder: str | Path, prefix: str = "results") -> RecordFile:
@@ -140,9 +145,49 @@ class RecordFile:
         raise RecordFileError(f"cannot make a new record file in {folder}: 100 names taken; pass --wirecheck-json PATH")
 
     def write(self, obj: dict) -> None:
-        self._fh.write(json.dumps(obj, default=_jsonable) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        """One line, on the disk before this returns. HarnessFault when it cannot be: the disk full, read-only
+        or failing, or the file no longer at its path (removed with its folder mid-run). A line cut by the
+        fault is taken back, so the file still ends on a whole line (a reader sees every line before it).
+
+        Written with os.write, not through a buffer: a buffer that failed to flush would try again (and
+        raise again) at close, and could put half a line before the next one."""
+        data = (json.dumps(obj, default=_jsonable) + "\n").encode("utf-8")
+        fd = self._fh.fileno()
+        try:
+            self._still_there(fd)
+            self._put(fd, data)
+        except harness.HarnessFault:
+            raise
+        except OSError as exc:
+            self._take_back_torn(fd)
+            raise harness.from_os_error(exc, "the record file", self.path) from None
+        self.size += len(data)
+
+    @staticmethod
+    def _put(fd: int, data: bytes) -> None:
+        """All of `data` on the disk (os.write may take part of it)."""
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+
+    def _still_there(self, fd: int) -> None:
+        """The path still leads to this file: a record whose folder was removed would otherwise take every
+        later line into a file no one can open again."""
+        try:
+            there = os.stat(self.path)
+        except OSError:
+            raise harness.removed("the record file", self.path) from None
+        if not os.path.samestat(there, os.fstat(fd)):
+            raise harness.removed("the record file", self.path)
+
+    def _take_back_torn(self, fd: int) -> None:
+        try:
+            if os.fstat(fd).st_size > self.size:
+                os.ftruncate(fd, self.size)
+            os.lseek(fd, self.size, os.SEEK_SET)  # where the descriptor does not append
+        except OSError:
+            pass  # the disk refuses even that: a reader drops a torn last line
 
     def header(self, provenance: dict) -> None:
         self.write({"type": "run", "schema": SCHEMA, "host": platform.node(), "started": now(), **provenance})

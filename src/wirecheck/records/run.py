@@ -21,6 +21,8 @@ from typing import Any, Iterable
 
 import yaml
 
+from wirecheck.core import exit_codes
+from wirecheck.core.harness import REMOVED, HarnessFault
 from wirecheck.core.paths import extends_target
 from wirecheck.core.verdict import Verdict
 from wirecheck.records.file import Measurement, RecordFile, env_switches
@@ -29,6 +31,7 @@ COMPLETE = "complete"
 INTERRUPTED = "interrupted"
 ERROR = "error"  # a multi-node job that broke: a rank raised, died or hung
 BUSY = "busy"  # another run held the node longer than this one would wait: nothing ran (exit_codes.NODE_BUSY)
+FAULT = "fault"  # the record could not be written whole (a full disk...): exit_codes.HARNESS_FAULT, no verdict on the node
 
 
 def placement_entry(placement) -> dict:
@@ -172,10 +175,17 @@ class RunWriter:
 
     At `path` (the user's: runs may append to it), or, without one, a new file of the run's own
     naming, `<prefix>-<UTC>-<host>-<pid>.jsonl` in `folder` (RecordFile.fresh). Raises
-    RecordFileError when the file cannot be written: the caller names its own option."""
+    RecordFileError when the file cannot be made (a path that cannot be one: the caller names its own
+    option), HarnessFault when the disk refuses it (full, read-only, failing).
+
+    A line the disk refuses later raises HarnessFault (an OSError), unless `keep_going`: then the
+    measurement goes on, the writer keeps the fault (`fault`) and what it could not write (`unwritten`:
+    counts by type, and the verdicts themselves, for the screen), writes nothing more, and `end` makes the
+    run's exit status HARNESS_FAULT and tries once to end the file with a `fault` end line. The caller
+    says so last (`fault_lines`) and exits with that status: the suite's plugin and nccl-tests do."""
 
     def __init__(self, path: str | Path | None, *, folder: str | Path = ".wirecheck", prefix: str = "results",
-                 started: float | None = None):
+                 started: float | None = None, keep_going: bool = False):
         self.file = RecordFile(path) if path else RecordFile.fresh(folder, prefix)
         self.started = time.monotonic() if started is None else started  # for wall_s: time.monotonic()
         self.verdicts: Counter = Counter()  # outcome -> count, as written
@@ -183,22 +193,51 @@ class RunWriter:
         self.exit_status: int | None = None  # set by end()
         self.ended = False
         self.measurements = 0
+        self.fault: HarnessFault | None = None  # the first line the disk refused
+        self.unwritten: Counter = Counter()  # line type -> lines not written after the fault
+        self.unwritten_verdicts: list[dict] = []  # the verdicts among them, as their record lines
+        self.end_written = False  # the end line is in the file (not when the fault kept it out)
+        self.other_fault: HarnessFault | None = None  # a fault elsewhere (a worker's log): the record goes on
+        self.keep_going = keep_going
 
     @property
     def path(self) -> Path:
         return self.file.path
 
+    def _keep(self, kind: str, write) -> bool:
+        """Run `write` (one line) unless the record already failed; False (and the fault kept) when it fails."""
+        if self.fault is None:
+            try:
+                write()
+                return True
+            except HarnessFault as fault:
+                if not self.keep_going:
+                    raise
+                self.fault = fault
+        self.unwritten[kind] += 1
+        return False
+
     def header(self, provenance: dict) -> None:
         self.simulated = bool(provenance.get("simulated"))
-        self.file.header(provenance)
+        self._keep("run", lambda: self.file.header(provenance))
 
     def measurement(self, m: Measurement) -> None:
         self.measurements += 1
-        self.file.measurement(m)
+        self._keep("measurement", lambda: self.file.measurement(m))
 
     def verdict(self, v: Verdict, test: str | None) -> None:
         self.verdicts[v.outcome] += 1
-        self.file.verdict(v, test)
+        if not self._keep("verdict", lambda: self.file.verdict(v, test)):
+            self.unwritten_verdicts.append({"test": test, **v.as_record()})
+
+    def note_fault(self, fault: HarnessFault) -> None:
+        """A fault of the harness outside the record (a log, a cache): the record keeps being written, and its
+        end line names the fault with status FAULT."""
+        self.other_fault = self.other_fault or fault
+
+    @property
+    def any_fault(self) -> HarnessFault | None:
+        return self.fault or self.other_fault
 
     @property
     def measured(self) -> bool:
@@ -212,10 +251,19 @@ class RunWriter:
         status (what the process returns), test and verdict counts (`skipped_without_verdict`: reason ->
         tests skipped before any check ran, which pytest counts and the verdicts do not), wall time, each
         test's seconds (setup, call and teardown: the time model's figures; {} where there are no tests),
-        and `extra` keys of its own (a busy run's holder)."""
-        self.exit_status = int(exit_status)
-        self.file.end({
-            "status": status,
+        and `extra` keys of its own (a busy run's holder).
+
+        After a fault (or when this very line is refused): status FAULT and exit status HARNESS_FAULT,
+        whatever was asked (a stop signal's 128+N stays); the end line names the fault and counts the lines
+        not written, and is tried once more (the disk may take it once the cut line is taken back)."""
+        def faulted(code: int) -> int:
+            return code if code > 128 else exit_codes.HARNESS_FAULT
+
+        self.ended = True
+        fault = self.any_fault
+        self.exit_status = int(exit_status) if fault is None else faulted(int(exit_status))
+        line = {
+            "status": status if fault is None else FAULT,
             "signal": signal,
             "exit_status": self.exit_status,
             "simulated": self.simulated,
@@ -225,8 +273,21 @@ class RunWriter:
             "wall_s": round(time.monotonic() - self.started, 1),
             "test_durations_s": {test: round(seconds, 3) for test, seconds in (test_durations_s or {}).items()},
             **extra,
-        })
-        self.ended = True
+        }
+        if fault is not None:
+            if self.fault is not None and self.fault.code == REMOVED:  # no path leads to the file: nothing to end
+                self.unwritten["end"] += 1
+                return
+            line.update(fault=fault.as_dict(), not_written=dict(self.unwritten))
+        try:
+            self.file.end(line)
+            self.end_written = True
+        except HarnessFault as fault:
+            if not self.keep_going:
+                raise
+            self.fault = self.fault or fault
+            self.unwritten["end"] += 1
+            self.exit_status = faulted(self.exit_status)
 
     def close(self) -> None:
         self.file.close()
@@ -235,3 +296,30 @@ class RunWriter:
         """A run that measured nothing (a usage error, nothing collected) leaves no record: the file
         it made is removed, the lines it appended to a named one are taken back."""
         self.file.discard()
+
+
+def fault_lines(writer: RunWriter, limit: int = 20) -> list[str]:
+    """What a run whose record failed says before its last line: what the record keeps, what it lost, and
+    each failed verdict it could not keep (the measurement is not lost with the disk: it is on the screen)."""
+    from wirecheck.records.reason import ascii_text, verdict_reason
+
+    if writer.fault is None:
+        return []
+    if writer.unwritten.get("run"):
+        return [f"the record {writer.path} could not take its first line: nothing ran, nothing was measured"]
+    named = {"end": "the end line"}
+    lost = ", ".join(named.get(kind, f"{n} {kind} line(s)") for kind, n in sorted(writer.unwritten.items(),
+                                                                                key=lambda item: item[0] == "end"))
+    kept = ("kept nothing (removed while the run wrote it)" if writer.fault.code == REMOVED
+            else f"keeps every line before the fault{', and its end line' if writer.end_written else ''}")
+    lines = [f"the record {writer.path} {kept}; not written: {lost or 'nothing'}"]
+    failed = [v for v in writer.unwritten_verdicts if v.get("outcome") == "fail"]
+    for verdict in failed[:limit]:
+        lines.append(f"not in the record: FAILED {ascii_text(verdict_reason(verdict))} ({verdict.get('test')})")
+    if len(failed) > limit:
+        lines.append(f"not in the record: {len(failed) - limit} more failed verdict(s)")
+    others = Counter(v.get("outcome") for v in writer.unwritten_verdicts if v.get("outcome") != "fail")
+    if others:
+        lines.append("not in the record: " + ", ".join(f"{n} {outcome}ed" if outcome == "pass" else f"{n} {outcome}ped"
+                                                       for outcome, n in sorted(others.items())) + " verdict(s)")
+    return lines

@@ -6,7 +6,8 @@ things) over `spawn` (the rank processes and their environment), `protocol` (the
 pipes), `watch` (waiting for replies against the deadline, noticing deaths), `evidence` (exit
 descriptions, stderr tails, stack dumps), `failure_report` (the GroupFailure and its message),
 `teardown` (exit, kill, logs) and `errors` (the exceptions); `deadlines` (how long a call may take),
-`node_lock` (one GPU run per node) and `bytecode` (the workers' compiled-bytecode cache).
+`node_lock` (one GPU run per node), `bytecode` (the workers' compiled-bytecode cache) and `parent_death`
+(a child that ends with its parent: validate's pytest, pytest's workers).
 Worker side (imports torch, inside the rank processes only): `worker` (the process) and
 `rendezvous` (how its ranks meet).
 

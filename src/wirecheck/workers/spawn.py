@@ -15,7 +15,7 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 
 from wirecheck.core.safefs import path_problem
-from wirecheck.workers import bytecode
+from wirecheck.workers import bytecode, parent_death
 
 
 class RankProcesses:
@@ -116,7 +116,9 @@ def rank_env(rank: int, world_size: int, gpus: tuple[int, ...] | None, extra: di
 
 def spawn(ranks: RankProcesses, *, label: str, backend: str, world_size: int, gpus: tuple[int, ...] | None,
           extra_env: dict[str, str], join_process_group: bool, rendezvous_timeout_s: float) -> None:
-    """Start every rank into `ranks`; their logs append to `ranks.log_paths`."""
+    """Start every rank into `ranks`; their logs append to `ranks.log_paths`. Forked by the main thread,
+    each rank dies with this process (parent_death: the signal follows the thread that forked)."""
+    dies_with_us = parent_death.forked_by_main_thread()
     for rank in range(world_size):
         parent_end, child_end = Pipe(duplex=True)
         # A new file in the group's own folder (mkdtemp), never through a link.
@@ -131,6 +133,7 @@ def spawn(ranks: RankProcesses, *, label: str, backend: str, world_size: int, gp
                     "--backend", backend,
                     "--rendezvous-timeout", f"{rendezvous_timeout_s:g}",
                     *(["--no-process-group"] if not join_process_group else []),
+                    *(["--parent-death-signal"] if dies_with_us else []),
                 ],
                 env=rank_env(rank, world_size, gpus, extra_env),
                 stdin=subprocess.DEVNULL,

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, Callable
 
+from wirecheck.workers import parent_death
+
 if TYPE_CHECKING:
     import torch
 
@@ -238,10 +240,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--label", required=True)
     parser.add_argument("--backend", required=True)
     parser.add_argument("--no-process-group", action="store_true")
+    parser.add_argument("--parent-death-signal", action="store_true",
+                        help="die with the parent (SIGKILL, prctl): the parent's main thread started us")
     parser.add_argument("--rendezvous-timeout", type=float, default=120.0,
                         help="seconds to wait for the group's store (the parent's start timeout)")
     args = parser.parse_args(argv)
 
+    if args.parent_death_signal:
+        # The kernel's own parent-death signal: at once, even where the watch thread cannot run (a
+        # C call holding the GIL); the watch stays for systems without it.
+        parent_death.arm(signal.SIGKILL, args.parent_pid)
     _watch_parent(args.parent_pid)
     conn = Connection(_lowest_descriptor(args.fd))
     try:
