@@ -14,7 +14,9 @@ root mount a small tmpfs, one run of `wirecheck validate` fills a real one.
 
 from __future__ import annotations
 
+import base64
 import errno
+import gzip
 import json
 import os
 import re
@@ -270,7 +272,11 @@ def test_a_crash_of_the_plugin_is_its_own_code_not_a_verdict(pytester, monkeypat
 def small_tmpfs(tmp_path):
     folder = tmp_path / "small"
     folder.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24k", "tmpfs", str(folder)],
+    # Room for the run's header (mostly the thresholds file, gzipped and base64-encoded) and a page more,
+    # so the disk fills after the run has started, whatever size the thresholds file has.
+    header = len(base64.b64encode(gzip.compress((PROJECT / "thresholds.yaml").read_bytes()))) + 4096
+    size = -(-header // 4096) * 4096
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
                                            capture_output=True).returncode != 0:
         pytest.skip("this machine lets no one mount a tmpfs here (the faked disks above cover the same paths)")
     yield folder
