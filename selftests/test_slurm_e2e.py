@@ -254,7 +254,7 @@ def drained_cluster(tmp_path_factory):
 
 def test_a_failed_check_in_the_prolog_drains_the_node_with_its_reason_and_requeues_the_job(drained_cluster):
     root, states, logs = drained_cluster
-    assert states["wc2"] == ["drained", "wirecheck: busbw nvswitch-2gpu-0.1 12.3 GB/s < 360 GB/s"], (states, logs)
+    assert states["wc2"] == ["drained", "wirecheck: busbw nvswitch-2gpu-0.1 12.34 < 360 GB/s"], (states, logs)
     # Slurm's prolog contract: the batch job goes back to the queue, held; Slurm's "Prolog error" kept our reason.
     assert (root / "bad-job").read_text().strip() == "PENDING|launch failed requeued held", logs
     assert list((root / "records" / "wc2").glob("prolog-unhealthy-*.jsonl")), logs  # the evidence stays

@@ -148,15 +148,19 @@ def bound_kind(v) -> str | None:
     return None
 
 
-def _q(v) -> str:
-    words = _kind_factor(v)[2]
-    return f" {words}" if words else ""
+_SHORT_UNIT = 6  # a unit word longer than this ("of the power limit") is said once, after the bound
 
 
-def _fill(v, template: str, b: Any = None) -> str:
+def _fill(v, template: str, b: Any = None, short: bool = False) -> str:
     limit = v.limit if isinstance(v.limit, dict) else {}
-    return template.format(m=value_text(v, v.measured, False), b=value_text(v, b, False), q=_q(v),
-                           lo=value_text(v, limit.get("min"), False), hi=value_text(v, limit.get("max"), False))
+    words = _kind_factor(v)[2]
+    each = bool(words) and len(words) <= _SHORT_UNIT  # "12 GB/s < 20 GB/s", but "40 % < 90 % of the power limit"
+    q = f" {words}" if words and not each else ""
+    m, b = value_text(v, v.measured, each), value_text(v, b, each)
+    if short and " " in m and " " in b and m.rsplit(" ", 1)[1] == b.rsplit(" ", 1)[1]:
+        m = m.rsplit(" ", 1)[0]  # the short form says a shared unit once: "12.34 < 360 GB/s"
+    return template.format(m=m, b=b, q=q,
+                           lo=value_text(v, limit.get("min"), each), hi=value_text(v, limit.get("max"), each))
 
 
 def _failed_side(v) -> str | None:
@@ -196,22 +200,23 @@ def relation(v, short: bool = False) -> str | None:
     if kind in ("floor", "ceiling", "range", "peers") and _scalar(v.measured):
         side = _failed_side(v)
         if side:
-            return _fill(v, (SHORT if short else RELATIONS)[side]["fail"], limit.get("min" if side == "floor" else "max"))
+            return _fill(v, (SHORT if short else RELATIONS)[side]["fail"], limit.get("min" if side == "floor" else "max"),
+                         short)
         if kind == "peers" and short and (v.details or {}).get("named_by_peers"):
             return f"{value_text(v, v.measured)} < median {value_text(v, limit['peers_median'])} of its peers"
         if kind == "range" and not short:
             return _fill(v, RELATIONS["range"]["pass"])
         if limit.get("min") is not None:
-            return _fill(v, (SHORT if short else RELATIONS)["floor"]["pass"], limit["min"])
+            return _fill(v, (SHORT if short else RELATIONS)["floor"]["pass"], limit["min"], short)
         if limit.get("max") is not None:
-            return _fill(v, (SHORT if short else RELATIONS)["ceiling"]["pass"], limit["max"])
+            return _fill(v, (SHORT if short else RELATIONS)["ceiling"]["pass"], limit["max"], short)
         return None
     if kind == "ceiling" and isinstance(v.measured, str):  # an ordered code (a PCIe path level)
         words = "fail" if v.outcome in ("fail", "warn") else "pass"
-        return _fill(v, (SHORT if short else RELATIONS)["ceiling"][words], limit.get("max"))
+        return _fill(v, (SHORT if short else RELATIONS)["ceiling"][words], limit.get("max"), short)
     if kind == "expected" and "expected" in limit and v.measured is not None:
         words = "fail" if v.outcome == "fail" else "pass"
-        return _fill(v, (SHORT if short else RELATIONS)["expected"][words], limit["expected"])
+        return _fill(v, (SHORT if short else RELATIONS)["expected"][words], limit["expected"], short)
     return None
 
 
