@@ -214,7 +214,9 @@ def relation(v, short: bool = False) -> str | None:
     if kind == "ceiling" and isinstance(v.measured, str):  # an ordered code (a PCIe path level)
         words = "fail" if v.outcome in ("fail", "warn") else "pass"
         return _fill(v, (SHORT if short else RELATIONS)["ceiling"][words], limit.get("max"), short)
-    if kind == "expected" and "expected" in limit and v.measured is not None:
+    # a mapping measured (pairs and their transports) reads as its note in the line, in short as "k v != e"
+    if kind == "expected" and "expected" in limit and v.measured is not None and (
+            short or not isinstance(v.measured, (dict, list))):
         words = "fail" if v.outcome == "fail" else "pass"
         return _fill(v, (SHORT if short else RELATIONS)["expected"][words], limit["expected"], short)
     return None
