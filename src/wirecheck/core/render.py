@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
 from typing import Any, Callable
 
 from wirecheck.core.quantity import DEGREES_C, UNITS, format_bw, format_bytes, format_time
@@ -84,8 +85,9 @@ SHORT = {"floor": {"pass": "{m} >= {b}{q}", "fail": "{m} < {b}{q}"},
          "ceiling": {"pass": "{m} <= {b}{q}", "fail": "{m} > {b}{q}"},
          "expected": {"pass": "{m}{q} as expected", "fail": "{m} != {b}{q}"}}
 BOUND_TEXT = {"floor": ">= {b}{q}", "ceiling": "<= {b}{q}", "range": "{lo} to {hi}{q}", "expected": "expected {b}{q}"}
-PEERS = "{m} is {side} the median {median} of its {n} peer(s)"
-PEERS_FAILED = ": more than the {allowed} its peers allow"
+PEERS = "{m} is {side} the median {median} of {compared}"
+PEERS_FAILED = ": more than the {allowed} allowed"
+PEERS_PASSED = " (allowed {allowed})"
 _LONGEST_VALUE = 300  # a measured list (the processes on a GPU) is cut here in the block's fields
 
 
@@ -129,13 +131,18 @@ def value_text(v, value: Any, with_unit: bool = True) -> str:
     return text + (f" {words}" if with_unit and words and (_scalar(value) or isinstance(value, str)) else "")
 
 
+def figure(value: Any, unit: str | None, fmt: str | None) -> str:
+    """A value of a verdict's kind outside a verdict (a peer's figure beside it), as the verdict writes its own."""
+    return value_text(SimpleNamespace(fmt=fmt, unit=unit), value)
+
+
 def bound_kind(v) -> str | None:
     """The verdict's `bound`, or for a record written before it, what its limit's keys say."""
     if getattr(v, "bound", None):
         return v.bound
     limit = v.limit if isinstance(v.limit, dict) else {}
     low, high = limit.get("min"), limit.get("max")
-    if "peers_median" in limit:
+    if "peers_median" in limit or "median" in limit:
         return "peers"
     if low is not None and high is not None:
         return "range"
@@ -176,20 +183,30 @@ def _failed_side(v) -> str | None:
     return None
 
 
-def _peer_text(v) -> str | None:
-    limit, d = v.limit or {}, v.details or {}
-    if "peers_median" not in limit or d.get("below_median") is None:
+def _peers(v) -> tuple[Any, Any, bool] | None:
+    """(median, how far below it, named) of a verdict judged against its peers, or None."""
+    limit, d = v.limit if isinstance(v.limit, dict) else {}, v.details or {}
+    median = limit.get("peers_median", limit.get("median"))
+    below = d.get("below_median", d.get("below"))
+    if median is None or below is None:
         return None
-    below = d["below_median"]
+    return median, below, bool(d.get("named_by_peers", v.outcome == "fail"))
+
+
+def _peer_text(v) -> str | None:
+    found = _peers(v)
+    if found is None:
+        return None
+    median, below, named = found
+    limit, d = v.limit or {}, v.details or {}
     side = f"{below * 100:.1f} % below" if below >= 0 else f"{-below * 100:.1f} % above"
-    text = PEERS.format(m=value_text(v, v.measured), side=side, median=value_text(v, limit["peers_median"]),
-                        n=len(d.get("peers") or {}) or "?")
-    if d.get("named_by_peers"):
-        text += PEERS_FAILED.format(allowed=f"{limit.get('max_below_median', 0) * 100:g} %")
-        cited = cite(d.get("peers_yaml_path"), d.get("peers_source"))
-        if cited:
-            text += f" ({cited})"
-    return text
+    compared = d.get("compared_with") or f"its {len(d.get('peers') or {}) or '?'} peer(s)"
+    allowed = f"{limit.get('max_below_median', 0) * 100:g} %" + (
+        f" or {limit['mad_k']:g} x scaled MAD" if limit.get("mad_k") is not None else "")
+    text = PEERS.format(m=value_text(v, v.measured), side=side, median=value_text(v, median), compared=compared)
+    text += (PEERS_FAILED if named else PEERS_PASSED).format(allowed=allowed)
+    cited = cite(d.get("peers_yaml_path"), d.get("peers_source"))
+    return text + (f" ({cited})" if cited else "")
 
 
 def relation(v, short: bool = False) -> str | None:
@@ -202,8 +219,8 @@ def relation(v, short: bool = False) -> str | None:
         if side:
             return _fill(v, (SHORT if short else RELATIONS)[side]["fail"], limit.get("min" if side == "floor" else "max"),
                          short)
-        if kind == "peers" and short and (v.details or {}).get("named_by_peers"):
-            return f"{value_text(v, v.measured)} < median {value_text(v, limit['peers_median'])} of its peers"
+        if kind == "peers" and short and _peers(v) and _peers(v)[2]:
+            return f"{value_text(v, v.measured)} < median {value_text(v, _peers(v)[0])} of its peers"
         if kind == "range" and not short:
             return _fill(v, RELATIONS["range"]["pass"])
         if limit.get("min") is not None:
@@ -262,11 +279,11 @@ def bound_text(v) -> str:
     if "expected" in limit:
         parts.append(_fill(v, BOUND_TEXT["expected"], limit["expected"]) if _scalar(limit["expected"])
                      else f"expected {value_text(v, limit['expected'], False)}")
-    if "peers_median" in limit:
+    if _peers(v):
         parts.append(f"at most {limit.get('max_below_median', 0) * 100:g} % below the peers' median "
-                     f"{value_text(v, limit['peers_median'])}")
+                     f"{value_text(v, _peers(v)[0])}")
     parts += [f"{k} {number(x)}" for k, x in limit.items()
-              if k not in ("min", "max", "expected", "peers_median", "max_below_median") and x is not None]
+              if k not in ("min", "max", "expected", "peers_median", "median", "max_below_median") and x is not None]
     return "; ".join(parts) or "-"
 
 
@@ -295,7 +312,8 @@ def message(v) -> str:
         if floor and details.get("floor_cite"):
             floor += f" ({details['floor_cite']})"
         body = "; ".join(p for p in (floor, _peer_text(v)) if p) or measured_text(v)
-        cited = ""
+        if any(details.get(k) for k in ("floor_cite", "peers_source", "peers_yaml_path")):
+            cited = ""  # said beside each limit
     else:
         body = relation(v)
         if body is None and note:  # nothing to compare: the note says what was found
