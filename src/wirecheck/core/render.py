@@ -108,8 +108,6 @@ def _kind_factor(v) -> tuple[Callable[[float], str] | None, float, str]:
     factors = UNITS.get(kind, {})
     if unit in factors:
         return show, factors[unit], ""
-    if fmt == "memory" and unit == "GiB":
-        return show, 2.0**30, ""
     return show, 1.0, unit or ""
 
 
@@ -128,7 +126,8 @@ def value_text(v, value: Any, with_unit: bool = True) -> str:
         text = json.dumps(value, default=str)
     if len(text) > _LONGEST_VALUE:
         text = text[:_LONGEST_VALUE] + " ..."
-    return text + (f" {words}" if with_unit and words and (_scalar(value) or isinstance(value, str)) else "")
+    said = isinstance(value, str) and value.endswith(str(words))  # "400 Gb/s" in Gb/s
+    return text + (f" {words}" if with_unit and words and not said and (_scalar(value) or isinstance(value, str)) else "")
 
 
 def figure(value: Any, unit: str | None, fmt: str | None) -> str:
