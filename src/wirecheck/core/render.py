@@ -79,11 +79,12 @@ RELATIONS = {
     "floor": {"pass": "measured {m} >= {b}{q}", "fail": "measured {m} < floor {b}{q}"},
     "ceiling": {"pass": "measured {m} <= {b}{q}", "fail": "measured {m} > ceiling {b}{q}"},
     "range": {"pass": "measured {m} >= {lo} and <= {hi}{q}"},
-    "expected": {"pass": "{m} as expected{q}", "fail": "{m}{q}, expected {b}"},
+    "expected": {"pass": "{m}{q} as expected", "fail": "{m}{q}, expected {b}"},
 }
 SHORT = {"floor": {"pass": "{m} >= {b}{q}", "fail": "{m} < {b}{q}"},
          "ceiling": {"pass": "{m} <= {b}{q}", "fail": "{m} > {b}{q}"},
-         "expected": {"pass": "{m}{q} as expected", "fail": "{m} != {b}{q}"}}
+         "expected": {"pass": "{m}{q} as expected", "fail": "{m} != {b}{q}"},
+         "peers": {"fail": "{m} < median {b} of its peers"}}
 BOUND_TEXT = {"floor": ">= {b}{q}", "ceiling": "<= {b}{q}", "range": "{lo} to {hi}{q}", "expected": "expected {b}{q}"}
 PEERS = "{m} is {side} the median {median} of {compared}"
 PEERS_FAILED = ": more than the {allowed} allowed"
@@ -219,7 +220,7 @@ def relation(v, short: bool = False) -> str | None:
             return _fill(v, (SHORT if short else RELATIONS)[side]["fail"], limit.get("min" if side == "floor" else "max"),
                          short)
         if kind == "peers" and short and _peers(v) and _peers(v)[2]:
-            return f"{value_text(v, v.measured)} < median {value_text(v, _peers(v)[0])} of its peers"
+            return _fill(v, SHORT["peers"]["fail"], _peers(v)[0], short)
         if kind == "range" and not short:
             return _fill(v, RELATIONS["range"]["pass"])
         if limit.get("min") is not None:
