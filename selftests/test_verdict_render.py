@@ -133,6 +133,19 @@ def test_a_warning_passes_is_counted_apart_and_never_drains(tmp_path, capsys):
     assert reason.failure_line(read_run(path), 80) is None  # nothing failed: no drain reason
 
 
+def test_a_fleet_figure_is_named_and_shown_from_structure(shipped):
+    """What a fleet page needs of a verdict (the figure's name, the measured value and the bound as text)."""
+    from wirecheck.checks import fleet
+    peers = {f"n{k}": 270.0 + k for k in range(6)}
+    v = fleet.fleet_outlier(shipped, node="n9", figure="all_reduce busbw on nvswitch-2gpu-0.1 at 1 GiB", kind="busbw",
+                            value=200.0, peers=peers, unit="GB/s", simulated=False)
+    assert v.outcome == FAIL and render.figure_name(v) == "all_reduce busbw on nvswitch-2gpu-0.1 at 1 GiB"
+    assert render.measured_text(v) == "200.0 GB/s"
+    assert render.bound_text(v).startswith("at most ") and "below the peers' median 272.5 GB/s" in render.bound_text(v)
+    assert "200.0 GB/s is 26.6 % below the median 272.5 GB/s of 6 other node(s): more than the" in v.message
+    assert render.figure(273.0, "GB/s", "bandwidth") == "273.0 GB/s" and "n0 270.0 GB/s" in v.message
+
+
 # Reading a verdict's prose back (its `what` or `message` split, searched, matched) is what a renderer ends.
 PROSE_PARSING = re.compile(r"(\.what|message)\s*\.\s*(split|partition|rsplit|find|index)\s*\(|"
                            r"\bre\.\w+\([^\n]*(\.what|message)\b")

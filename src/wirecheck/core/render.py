@@ -258,6 +258,13 @@ def subject(v) -> str:
     return f"{v.what} on {place}" if place else str(v.what)
 
 
+def figure_name(v) -> str:
+    """The figure's own name, without where or against what ("HBM copy (read+write)", "all_reduce"): the
+    check's `figure` or `op` input, else `what`. A page that groups verdicts by figure reads this."""
+    inputs = getattr(v, "inputs", None) or {}
+    return str(inputs.get("figure") or inputs.get("op") or v.what)
+
+
 def measured_text(v) -> str:
     return value_text(v, v.measured) if v.measured is not None else "-"
 

@@ -518,8 +518,8 @@ def health_section(view: RunView) -> Section:
     if judged:
         s.add(s.add_figure(figures.counter_growth(judged)))
     s.add(table(["GPU", "outcome", "grew", "message"],
-                [[v.get("where"), outcome(v.get("outcome")), _num(v.get("measured")) or "none", v.get("message")]
-                 for v in view.counters], [v.get("outcome") for v in view.counters]))
+                [[v.get("where"), outcome(v.get("outcome")), _measured(v) if v.get("measured") else "none",
+                  v.get("message")] for v in view.counters], [v.get("outcome") for v in view.counters]))
     return s
 
 
