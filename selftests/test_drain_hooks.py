@@ -118,7 +118,7 @@ def run_hook(root: Path, hook: str, outcome: str, node_state: str = "IDLE"):
     return done, calls
 
 
-DRAIN_BUSBW = "update NodeName=wc2 State=DRAIN Reason=wirecheck: busbw nvswitch-2gpu-0.1 12.3 GB/s < 360 GB/s"
+DRAIN_BUSBW = "update NodeName=wc2 State=DRAIN Reason=wirecheck: busbw nvswitch-2gpu-0.1 12.34 < 360 GB/s"
 DRAIN_NVML = ("update NodeName=wc2 State=DRAIN Reason=wirecheck: NVML failed: NVML could not start "
               "(NVMLError_DriverNotLoaded: Driver Not Loaded)")
 
@@ -153,7 +153,7 @@ def test_the_prolog_runs_the_quick_level_cleanly_and_keeps_the_evidence(install)
     kept = sorted(p.name for p in records.iterdir())
     assert kept[2:] == ["prolog.jsonl", "prolog.log"] and len(kept) == 4, kept  # this run's, replaced by the next
     assert kept[0].startswith("prolog-unhealthy-") and kept[0].endswith(".jsonl") and kept[1].endswith(".log")
-    assert "drained wc2: wirecheck: busbw nvswitch-2gpu-0.1 12.3 GB/s < 360 GB/s" in done.stderr
+    assert "drained wc2: wirecheck: busbw nvswitch-2gpu-0.1 12.34 < 360 GB/s" in done.stderr
 
 
 def test_a_node_drained_already_keeps_its_reason(install):
@@ -178,7 +178,7 @@ def test_the_healthcheck_drains_like_the_prolog_without_waiting(install):
 
 @pytest.mark.parametrize("outcome, code, line", [
     ("pass", 0, "wirecheck: passed: 1 checks on 2 GPU(s)"),
-    ("fail", 1, "wirecheck: busbw nvswitch-2gpu-0.1 12.3 GB/s < 360 GB/s"),
+    ("fail", 1, "wirecheck: busbw nvswitch-2gpu-0.1 12.34 < 360 GB/s"),
     ("nvml", 1, "wirecheck: NVML failed: NVML could not start (NVMLError_DriverNotLoaded: Driv..."),
     ("busy", 2, "wirecheck: node busy: pid 4321 (wirecheck validate), user root, since 2026-12..."),
     ("simulated", 2, "wirecheck: SIMULATION: no GPU of this node was validated"),

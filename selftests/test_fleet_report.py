@@ -115,7 +115,7 @@ def test_a_missing_node_fails(tmp_path, capsys):
     code, out, _ = run(capsys, d, "--nodes", nodes)
     assert code == 1
     assert _row(out, "gpu04").split()[1] == "MISSING" and _row(out, "gpu04").endswith("FAIL")
-    assert "gpu04: [node_record] node gpu04: no record gpu04.jsonl" in out
+    assert "gpu04: [node_record] validation record on gpu04: no record gpu04.jsonl" in out
     code, out, _ = run(capsys, d, "--expect", 6)
     assert code == 1 and "MISSING: 2 node(s) wrote no record" in out
 
@@ -209,7 +209,7 @@ def test_expect_network_fails_a_fleet_whose_multinode_step_left_no_record(tmp_pa
     page = tmp_path / "fleet.html"
     code, out, _ = run(capsys, d, "--expect", 6, "--expect-network", "--json", tmp_path / "fleet.json", "--html", page)
     assert code == 1, out
-    assert "network run: MISSING" in out and "network: [network_record] no multi-node record in" in out
+    assert "network run: MISSING" in out and "network: [network_record] multi-node record on network: the multi-node step wrote none" in out
     assert "multinode-<node>.log under Slurm" in out and "FAILED: 0 of 6 node(s) failed; 1 failed network verdict(s)" in out
     data = json.loads((tmp_path / "fleet.json").read_text())
     assert data["network_record"]["outcome"] == "fail" and data["exit_status"] == 1

@@ -175,13 +175,16 @@ def test_thermal_throttle_time_between_samples_fails(sampled):
 def test_power_that_never_reaches_its_share_of_the_limit_fails(sampled):
     run, phase = sampled(power_mw=300_000)
     v = _figure(C.sustained_power, **inputs.power(run, phase, 0))
-    assert v.outcome == "fail" and "300.0 W = 42.9 % of its 700 W limit < required 75 %" in v.message
+    # the share in the check's own format (percent), in the message and in the failure block alike
+    assert v.outcome == "fail" and "measured 42.9 % < floor 75 % of the power limit" in v.message
+    assert "peak 300.0 W of its 700 W limit" in v.message
     assert C.sustained_power(TH, **inputs.power(*sampled(), 0)).outcome == "pass"
 
 
 def test_a_gpu_near_its_slowdown_temperature_fails(sampled):
     v = _figure(C.sustained_temperature, **inputs.temperature(*sampled(temperature=86), 0))
-    assert v.outcome == "fail" and "hottest 86 °C > allowed 84 °C (NVML's slowdown threshold 89 °C" in v.message
+    assert v.outcome == "fail" and "measured 86 °C > ceiling 84 °C" in v.message
+    assert "NVML's slowdown threshold 89 °C less the margin 5 °C" in v.message
     assert C.sustained_temperature(TH, **inputs.temperature(*sampled(temperature=60), 0)).outcome == "pass"
 
 

@@ -87,7 +87,7 @@ def test_the_writer_keeps_whole_lines_and_says_what_it_lost(tmp_path, monkeypatc
     said = fault_lines(writer)
     assert said[0] == (f"the record {path} keeps every line before the fault, and its end line; not written: "
                        "1 verdict line(s), 1 measurement line(s)")
-    assert said[1] == "not in the record: FAILED busbw nvswitch-2gpu-0.1 m (t::b)", said
+    assert said[1] == "not in the record: FAILED busbw nvswitch-2gpu-0.1 all_reduce busbw at 1 GiB: 12.3 GB/s (t::b)", said
 
 
 def test_without_keep_going_the_writer_raises_the_fault(tmp_path, monkeypatch):

@@ -57,12 +57,12 @@ def test_a_passing_hardware_run_is_healthy(tmp_path):
 def test_a_failed_check_is_unhealthy_and_names_the_first_failure(tmp_path):
     verdicts = [busbw(PASS, 400.0, "pair-0.1"), busbw(FAIL, 12.34), busbw(FAIL, 11.0, "pair-0.1")]
     assert state(tmp_path, 1, verdicts=verdicts, end={"status": "complete", "tests": {"failed": 2}}) == (
-        UNHEALTHY, "wirecheck: busbw nvswitch-2gpu-0.1 12.3 GB/s < 360 GB/s (+1 more)")
+        UNHEALTHY, "wirecheck: busbw nvswitch-2gpu-0.1 12.34 < 360 GB/s (+1 more)")
 
 
 def test_a_failed_check_drains_even_when_the_run_then_timed_out(tmp_path):
     code, line = state(tmp_path, 124, verdicts=[busbw(FAIL, 312.4)])  # no end line: killed by the hook's timeout
-    assert (code, line) == (UNHEALTHY, "wirecheck: busbw nvswitch-2gpu-0.1 312 GB/s < 360 GB/s")
+    assert (code, line) == (UNHEALTHY, "wirecheck: busbw nvswitch-2gpu-0.1 312.4 < 360 GB/s")
     assert state(tmp_path, 124, verdicts=[busbw(PASS, 400.0)]) == (
         UNKNOWN, "wirecheck: no verdict: timed out (the hook's time limit) (exit 124)")
 
@@ -118,7 +118,7 @@ def test_a_failed_group_without_a_verdict_is_named(tmp_path):
 def test_other_bounds_and_figures_without_a_bound():
     latency = Verdict("small_message_latency", "all_reduce latency", "nvswitch-8gpu-0.1.2.3.4.5.6.7", FAIL, "m",
                       measured=98.76, unit="\u00b5s", limit={"min": None, "max": 50.0})
-    assert reason.verdict_reason(latency.as_record()) == "small_message_latency nvswitch-8gpu-0.1.2.3.4.5.6.7 98.8 \u00b5s > 50 \u00b5s"
+    assert reason.verdict_reason(latency.as_record()) == "small_message_latency nvswitch-8gpu-0.1.2.3.4.5.6.7 98.76 > 50 \u00b5s"
     count = Verdict("gpu_count", "GPU count", None, FAIL, "GPU count: 7 GPUs, the profile expects 8",
                     measured=7, limit={"expected": 8})
     assert reason.verdict_reason(count.as_record()) == "gpu_count node 7 != 8"
@@ -128,7 +128,7 @@ def test_other_bounds_and_figures_without_a_bound():
     links = Verdict("nvlinks_per_gpu", "NVLinks", "GPU3", FAIL,
                     "NVLinks on GPU3: 12 active, expected 18 (thresholds.yaml: profiles.x; source: the spec)\n  more",
                     measured={"active": 12}, limit={"expected": 18}, yaml_path="thresholds.yaml: profiles.x")
-    assert reason.verdict_reason(links.as_record()) == "nvlinks_per_gpu GPU3 12 active, expected 18"
+    assert reason.verdict_reason(links.as_record()) == "nvlinks_per_gpu GPU3 active 12 != 18"
 
 
 def test_the_line_is_short_plain_ascii_on_one_line_whatever_the_record_holds(tmp_path):
@@ -138,7 +138,7 @@ def test_the_line_is_short_plain_ascii_on_one_line_whatever_the_record_holds(tmp
     many = [evil] + [busbw(FAIL, 1.0, f"pair-0.{k}") for k in range(1, 40)]
     code, line = state(tmp_path, 1, limit=80, verdicts=many)
     assert code == UNHEALTHY
-    assert line == "wirecheck: temperature_margin GPU1 [31mState=RESUME 2 C < 5 C (+39 more)"
+    assert line == "wirecheck: temperature_margin GPU1 [31mState=RESUME 2 < 5 C (+39 more)"
     assert line.isascii() and line.isprintable() and len(line) <= 80
     long = busbw(FAIL, 1.0, "nvswitch-8gpu-" + ".".join(str(k) for k in range(60)))
     code, line = state(tmp_path, 1, limit=80, verdicts=[long, long])
@@ -148,7 +148,7 @@ def test_the_line_is_short_plain_ascii_on_one_line_whatever_the_record_holds(tmp
 def test_the_command_prints_the_line_and_exits_with_the_state(tmp_path, capsys):
     record = write_record(tmp_path / "r.jsonl", verdicts=[busbw(FAIL, 12.34)], end={"status": "complete"})
     assert main(["node-state", "--exit-code", "1", "--record", str(record)]) == UNHEALTHY
-    assert capsys.readouterr().out == "wirecheck: busbw nvswitch-2gpu-0.1 12.3 GB/s < 360 GB/s\n"
+    assert capsys.readouterr().out == "wirecheck: busbw nvswitch-2gpu-0.1 12.34 < 360 GB/s\n"
     log = tmp_path / "validate.log"
     log.write_text("wirecheck validate: NVML failed: Driver Not Loaded\n")
     assert main(["node-state", "--exit-code", "11", "--record", str(tmp_path / "none.jsonl"), "--output", str(log)]) == UNHEALTHY

@@ -64,7 +64,7 @@ def test_parses_and_carries_the_runs_figures(device_text):
     tokens = {(s.labels["placement"], s.labels["strategy"]): s.value for s in fams["wirecheck_training_tokens_per_second"].samples}
     assert 80_000 < tokens[("nvswitch-2gpu-0.1", "ddp")] < 95_000
     outcomes = {s.labels["outcome"]: s.value for s in fams["wirecheck_verdicts"].samples}
-    assert set(outcomes) == {"pass", "fail", "skip"} and outcomes["pass"] > 50
+    assert set(outcomes) == {"pass", "warn", "fail", "skip"} and outcomes["pass"] > 50
 
 
 SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})? (?P<value>\S+)$")

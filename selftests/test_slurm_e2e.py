@@ -180,7 +180,7 @@ def test_a_node_or_a_network_step_that_leaves_no_record_fails_the_job_by_name(sl
     assert fleet["network_record"]["outcome"] == "fail", fleet["network_record"]
     text = (results / "fleet.txt").read_text()
     assert "wc2: [node_record] node wc2: no record wc2.jsonl" in text, text
-    assert "network run: MISSING" in text and "network: [network_record] no multi-node record in" in text, text
+    assert "network run: MISSING" in text and "network: [network_record] multi-node record on network: the multi-node step wrote none" in text, text
 
 
 # ---- the drain hooks under the same Slurm ----------------------------------------------------------------
@@ -254,7 +254,7 @@ def drained_cluster(tmp_path_factory):
 
 def test_a_failed_check_in_the_prolog_drains_the_node_with_its_reason_and_requeues_the_job(drained_cluster):
     root, states, logs = drained_cluster
-    assert states["wc2"] == ["drained", "wirecheck: busbw nvswitch-2gpu-0.1 12.3 GB/s < 360 GB/s"], (states, logs)
+    assert states["wc2"] == ["drained", "wirecheck: busbw nvswitch-2gpu-0.1 12.34 < 360 GB/s"], (states, logs)
     # Slurm's prolog contract: the batch job goes back to the queue, held; Slurm's "Prolog error" kept our reason.
     assert (root / "bad-job").read_text().strip() == "PENDING|launch failed requeued held", logs
     assert list((root / "records" / "wc2").glob("prolog-unhealthy-*.jsonl")), logs  # the evidence stays

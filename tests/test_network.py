@@ -10,14 +10,12 @@ fleet report can compare the line rate across nodes.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import pytest
 
 from wirecheck import checks
 from wirecheck.node import network
-from wirecheck.checks.network import NetworkWarning
 from wirecheck.records.file import Measurement
 
 pytestmark = [pytest.mark.stage("inventory", order=3), pytest.mark.levels("quick", "acceptance", "burn-in")]
@@ -77,6 +75,4 @@ def test_gpu_nearest_nic(node, nics, gpu, record):
         pytest.skip(f"no GPU-to-NIC paths: {nics.paths_source}")
     verdict = record(checks.network.gpu_nic_affinity(node.thresholds, gpu=gpu, paths=nics.paths.get(gpu, {}),
                                                      source=nics.paths_source, profile=node.profile_name))
-    if verdict.details.get("warning"):
-        warnings.warn(NetworkWarning(verdict.details["warning"]), stacklevel=1)
-    assert verdict.ok, verdict.message
+    assert verdict.ok, verdict.message  # a warn verdict passes; `record` shows it as a pytest warning

@@ -15,7 +15,8 @@ import time
 from wirecheck.checks import check
 from wirecheck.checks.advice import Advice
 from wirecheck.core.quantity import format_bw
-from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, skip
+from wirecheck.core.render import FORMATS
+from wirecheck.core.verdict import FAIL, PASS, Verdict, skip
 
 ADVICE_FAULT = ("drain the node: a GPU that computes or stores wrong, reports an XID, or hangs under hours of load "
                 "is the infant mortality a burn-in is for; `nvidia-smi -q -d ECC,ROW_REMAPPER`, `dmesg | grep -i xid` "
@@ -40,23 +41,18 @@ def burn_in_no_hard_fault(thresholds, *, status: str, rounds: int, seconds: floa
     if fault:
         when = time.strftime("%H:%M:%S", time.localtime(fault["time"])) if fault.get("time") else "?"
         where = f" on {fault['where']}" if fault.get("where") else ""
-        return Verdict("", what, fault.get("where"), FAIL,
-                       f"{what}: STOPPED in round {fault['round']} at {when} after {_clock(seconds)} of "
-                       f"{_clock(duration_s)} by a {fault['kind']}{where}: {fault['message']}. {ADVICE_FAULT}",
-                       measured=fault["kind"], details={"fault": fault})
+        return Verdict("", what, fault.get("where"), FAIL, measured=fault["kind"], hint=ADVICE_FAULT,
+                       details={"fault": fault, "problems": [
+                           f"STOPPED in round {fault['round']} at {when} after {_clock(seconds)} of "
+                           f"{_clock(duration_s)} by a {fault['kind']}{where}: {fault['message']}"]})
     if not rounds:
-        return Verdict("", what, None, FAIL, f"{what}: no round ran ({status} after {_clock(seconds)}): "
-                                             "nothing was burned in; give a --duration of a round or more")
+        return Verdict("", what, None, FAIL, hint="nothing was burned in; give a --duration of a round or more",
+                       details={"problems": [f"no round ran ({status} after {_clock(seconds)})"]})
     counts = ", ".join(f"{v} {k}" for k, v in checked.items())
-    return Verdict("", what, None, PASS, f"{what}: {rounds} rounds in {_clock(seconds)} (of --duration "
-                                         f"{_clock(duration_s)}), {status}; no XID, no ECC growth, no hang; compared: "
-                                         f"{counts}, every one right", measured=rounds, unit="rounds",
+    return Verdict("", what, None, PASS, note=f"{rounds} rounds in {_clock(seconds)} (of --duration "
+                                              f"{_clock(duration_s)}), {status}; no XID, no ECC growth, no hang; "
+                                              f"compared: {counts}, every one right", measured=rounds, unit="rounds",
                    details={"checked": checked})
-
-
-def _tflops(value: float) -> str:
-    # CPU ranks in simulation compute GFLOP/s: shown with their digits, not as 0.0 TFLOP/s
-    return f"{value / 1e12:.1f} TFLOP/s" if value >= 1e12 else f"{value / 1e9:.3g} GFLOP/s"
 
 
 @check("burn_in_throughput_drift", advice=Advice(
@@ -74,17 +70,14 @@ def burn_in_throughput_drift(thresholds, *, gpu: int, bus_id: str | None, round_
         return skip(what, where, f"{len(values)} round(s) with a figure: a drift needs two or more")
     first, last = statistics.median(values[:k]), statistics.median(values[-k:])
     drop = 1 - last / first
-    ok = drop <= rule.value
     loc = f"GPU{gpu} ({bus_id})" if bus_id else where
-    moved = (f"{drop * 100:.1f} % lower {'<=' if ok else '>'} allowed {rule.value * 100:g} %" if drop >= 0 else
-             f"{-drop * 100:.1f} % higher (allowed: {rule.value * 100:g} % lower)")
-    message = (f"{what} on {loc}: first {k} round(s) {_tflops(first)}, last {k} {_tflops(last)}: {moved} "
-               f"({cite(rule.yaml_path, rule.source)})")
-    if not ok:
-        message += (f". {loc} lost throughput as the burn-in went on: check its cooling (fans, airflow, inlet "
-                    "temperature, the heatsink's contact) and `nvidia-smi -q -d PERFORMANCE` for what held its clocks")
-    return Verdict("", what, where, PASS if ok else FAIL, message, measured=drop * 100, unit="%",
-                   limit={"max": rule.value * 100}, source=rule.source, yaml_path=rule.yaml_path,
+    tflops = FORMATS["compute"]
+    return Verdict("", what, where, PASS if drop <= rule.value else FAIL, measured=drop * 100, unit="%", fmt="percent",
+                   limit={"max": rule.value * 100}, bound="ceiling", source=rule.source, yaml_path=rule.yaml_path,
+                   place=loc, note=f"the drop from the first {k} round(s) {tflops(first)} to the last {k} {tflops(last)}",
+                   hint=(f"{loc} lost throughput as the burn-in went on: check its cooling (fans, airflow, inlet "
+                         "temperature, the heatsink's contact) and `nvidia-smi -q -d PERFORMANCE` for what held its "
+                         "clocks"),
                    details={"first": first, "last": last, "rounds_compared": k, "rounds": len(values)})
 
 
@@ -102,13 +95,11 @@ def burn_in_busbw_spread(thresholds, *, placement: str, op: str, round_busbw: li
     rule = thresholds.burn_in.busbw_spread(simulated)
     median, lowest = statistics.median(values), min(values)
     below = 1 - lowest / median
-    ok = below <= rule.value
-    message = (f"{what} on {placement}: lowest round {format_bw(lowest)}, median {format_bw(median)} over {len(values)} "
-               f"rounds: {below * 100:.1f} % below {'<=' if ok else '>'} allowed {rule.value * 100:g} % "
-               f"({cite(rule.yaml_path, rule.source)})")
-    if not ok:
-        message += (f". A link of {placement} slowed down under load (retraining, errors, heat): compare "
-                    "`nvidia-smi nvlink -e` before and after, and the link counters of the record")
-    return Verdict("", what, placement, PASS if ok else FAIL, message, measured=below * 100, unit="%",
-                   limit={"max": rule.value * 100}, source=rule.source, yaml_path=rule.yaml_path,
+    return Verdict("", what, placement, PASS if below <= rule.value else FAIL, measured=below * 100, unit="%",
+                   fmt="percent", limit={"max": rule.value * 100}, bound="ceiling", source=rule.source,
+                   yaml_path=rule.yaml_path,
+                   note=(f"the lowest round {format_bw(lowest)} below the median {format_bw(median)} over "
+                         f"{len(values)} rounds"),
+                   hint=(f"A link of {placement} slowed down under load (retraining, errors, heat): compare "
+                         "`nvidia-smi nvlink -e` before and after, and the link counters of the record"),
                    details={"lowest": lowest, "median": median, "rounds": len(values)})

@@ -51,7 +51,7 @@ def busbw(thresholds, *, op: str, placement: str, placement_class: str, n_gpus: 
                                        Hardware.from_dict(hardware))
     if limit is None:
         return skip(what, placement, f"{why} in {thresholds.path}")
-    return within(what, placement, busbw_bytes_per_s, limit, format_bw, "GB/s", scale=1 / GB)
+    return within(what, placement, busbw_bytes_per_s, limit, "bandwidth", "GB/s", scale=1 / GB)
 
 
 @check("wire_check")
@@ -83,7 +83,7 @@ def pair_spread(thresholds, *, placement: str, nv: int, pairs_busbw_bytes_per_s:
     hint = (f": all_reduce busbw {format_bw(mine)} vs median pair {format_bw(median)}; suspect a degraded link "
             f"on GPU {placement.removeprefix('pair-').replace('.', ' or GPU ')}")
     return at_most(what, placement, below * 100, rule.max_below_median * 100, "%", rule.source, rule.yaml_path,
-                   fmt=lambda v: f"{v:.1f} %", hint=hint, rule=PEERS_RULE)
+                   fmt="percent", hint=hint, rule=PEERS_RULE)
 
 
 @check("group_scaling")

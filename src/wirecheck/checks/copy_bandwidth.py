@@ -9,12 +9,10 @@ down to Gen3 or x8 shows as the cause; the link itself is judged under load by
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from wirecheck.checks import check
 from wirecheck.core.quantity import format_bw
 from wirecheck.thresholds.copy_limits import pcie_ceiling
-from wirecheck.core.verdict import FAIL, PASS, Verdict, skip, within
+from wirecheck.core.verdict import FAIL, PASS, Verdict, expect, not_measured, skip, within
 from wirecheck.node.hardware import Hardware
 
 GB = 1e9
@@ -41,7 +39,7 @@ def host_copy(thresholds, *, gpu: int, direction: str, fabric: str, bytes_per_s:
     if simulated:
         return skip(what, where, SIMULATION)
     if error or bytes_per_s is None:
-        return Verdict("", what, where, FAIL, f"{what} on {where}: not measured: {error}")
+        return not_measured(what, where, error)
     ceiling = pcie_ceiling((pcie or {}).get("gen_max"), (pcie or {}).get("width_max"))
     node = Hardware.from_dict(hardware)  # None (a record without it): every entry applies, as before
     if node is not None and pcie and pcie.get("gen_max"):
@@ -49,8 +47,8 @@ def host_copy(thresholds, *, gpu: int, direction: str, fabric: str, bytes_per_s:
     limit, why = thresholds.copy_bandwidth.limit_rule(fabric, direction, ceiling, node)
     if limit is None:
         return skip(what, where, f"{why} in {thresholds.path}")
-    v = within(what, where, bytes_per_s, limit, format_bw, "GB/s", scale=1 / GB, hint=f"; the copy ran on {_link(pcie)}")
-    return replace(v, details={"pcie": pcie})
+    return within(what, where, bytes_per_s, limit, "bandwidth", "GB/s", scale=1 / GB,
+                  hint=f"; the copy ran on {_link(pcie)}", details={"pcie": pcie})
 
 
 @check("pcie_link_under_load")
@@ -69,13 +67,10 @@ def pcie_link_under_load(thresholds, *, gpu: int, pcie: dict | None, simulated: 
     measured = f"Gen{now[0]} x{now[1]}"
     expected = f"Gen{best[0]} x{best[1]}"
     source = "NVML: nvmlDeviceGetMaxPcieLinkGeneration/Width, the most this GPU and its slot can train to"
-    if now[0] < best[0] or now[1] < best[1]:
-        return Verdict("", what, where, FAIL,
-                       f"{what} on {where}: {measured} while copying, capable of {expected}: the link trained down "
-                       "(reseat the GPU or riser, check the slot's BIOS setting and `lspci -vv` LnkSta)",
-                       measured=measured, limit={"expected": expected}, source=source)
-    return Verdict("", what, where, PASS, f"{what} on {where}: {measured} as capable", measured=measured,
-                   limit={"expected": expected}, source=source)
+    trained_down = now[0] < best[0] or now[1] < best[1]
+    return expect(what, where, measured, expected, not trained_down,
+                  f"{measured} while copying, capable of {expected}: the link trained down (reseat the GPU or riser, "
+                  "check the slot's BIOS setting and `lspci -vv` LnkSta)", source=source)
 
 
 @check("peer_copy")
@@ -89,14 +84,14 @@ def peer_copy(thresholds, *, pair: str, fabric: str, nv: int, link_speed_bytes_p
     if simulated:
         return skip(what, pair, SIMULATION)
     if error or not directions:
-        return Verdict("", what, pair, FAIL, f"{what} on {pair}: not measured: {error}")
+        return not_measured(what, pair, error)
     no_access = [d for d in directions if not d.get("peer_access")]
     if no_access:
         d = no_access[0]
-        return Verdict("", what, pair, FAIL,
-                       f"{what} on {pair}: GPU{d['src']} cannot access GPU{d['dst']}'s memory directly (NV{nv}): "
-                       "the copy was staged through the host; check `nvidia-smi topo -p2p r` and the IOMMU/ACS settings",
-                       measured=min(x["bytes_per_s"] for x in directions) / GB, unit="GB/s")
+        return Verdict("", what, pair, FAIL, measured=min(x["bytes_per_s"] for x in directions) / GB, unit="GB/s",
+                       fmt="bandwidth", hint="check `nvidia-smi topo -p2p r` and the IOMMU/ACS settings",
+                       details={"problems": [f"GPU{d['src']} cannot access GPU{d['dst']}'s memory directly (NV{nv}): "
+                                             "the copy was staged through the host"]})
     slow = min(directions, key=lambda d: d["bytes_per_s"])
     ceiling = nv * link_speed_bytes_per_s if nv and link_speed_bytes_per_s else None
     limit, why = thresholds.copy_bandwidth.limit_rule(fabric, "peer", ceiling, Hardware.from_dict(hardware))
@@ -104,6 +99,5 @@ def peer_copy(thresholds, *, pair: str, fabric: str, nv: int, link_speed_bytes_p
         return skip(what, pair, f"{why} in {thresholds.path}")
     both = ", ".join(f"GPU{d['src']}->GPU{d['dst']} {format_bw(d['bytes_per_s'])}" for d in directions)
     hint = f" ({both}); suspect the NVLinks of GPU{slow['src']} or GPU{slow['dst']}"
-    v = within(f"{what} (slower direction GPU{slow['src']}->GPU{slow['dst']})", pair, slow["bytes_per_s"], limit,
-               format_bw, "GB/s", scale=1 / GB, hint=hint)
-    return replace(v, details={"directions": directions})
+    return within(f"{what} (slower direction GPU{slow['src']}->GPU{slow['dst']})", pair, slow["bytes_per_s"], limit,
+                  "bandwidth", "GB/s", scale=1 / GB, hint=hint, details={"directions": directions})

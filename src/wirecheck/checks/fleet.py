@@ -11,18 +11,25 @@ from __future__ import annotations
 from wirecheck.checks import check
 from wirecheck.core.pair_schedule import pair_key
 from wirecheck.core.peer_stats import below_median
-from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, skip
+from wirecheck.core import render
+from wirecheck.core.verdict import FAIL, PASS, Verdict, skip
 
 KINDS = ("busbw", "throughput")
 GB = 1e9
 
 
-def _fmt(unit: str):
-    if unit == "GB/s":
-        return lambda v: f"{v:.2f} GB/s"
-    if unit == "TFLOP/s":
-        return lambda v: f"{v:.1f} TFLOP/s" if v >= 1 else f"{v * 1e3:.3g} GFLOP/s"
-    return lambda v: f"{v:,.0f} {unit}"
+# the display format of a fleet figure's unit (wirecheck.core.render.FORMATS)
+FORMAT_OF_UNIT = {"GB/s": "bandwidth", "TFLOP/s": "compute", "tokens/s": "throughput"}
+
+
+def _limits(b, rule) -> dict:
+    return {"median": b.median, "scaled_mad": b.scaled_mad, "max_below_median": rule.max_below_median,
+            "mad_k": rule.mad_k}
+
+
+def _slowest(peers: dict) -> list:
+    """The three slowest peers, to name beside a failure (the renderer writes their figures)."""
+    return sorted(peers.items(), key=lambda kv: kv[1])[:3]
 
 
 @check("node_record")
@@ -30,8 +37,8 @@ def node_record(thresholds, *, node: str, path: str | None, problem: str | None)
     """The node's record is there and complete. `problem`: missing, cut short, interrupted, unreadable."""
     what = "validation record"
     if problem:
-        return Verdict("", what, node, FAIL, f"node {node}: {problem}", measured=path)
-    return Verdict("", what, node, PASS, f"node {node}: complete record {path}", measured=path)
+        return Verdict("", what, node, FAIL, measured=path, details={"problems": [problem]})
+    return Verdict("", what, node, PASS, measured=path, note=f"complete record {path}")
 
 
 @check("network_record")
@@ -40,10 +47,20 @@ def network_record(thresholds, *, directory: str, found: int) -> Verdict:
     what = "multi-node record"
     if not found:
         return Verdict("", what, "network", FAIL,
-                       f"no multi-node record in {directory}: the multi-node step wrote none (it did not start, its "
-                       "rendezvous failed, or rank 0 died before its first line); see that step's log "
-                       "(multinode-<node>.log under Slurm), fix it and run the step again")
-    return Verdict("", what, "network", PASS, f"{found} multi-node record(s) in {directory}", measured=found)
+                       hint="the multi-node step wrote none (it did not start, its rendezvous failed, or rank 0 died "
+                            "before its first line); see that step's log (multinode-<node>.log under Slurm), fix it "
+                            "and run the step again",
+                       details={"problems": [f"no multi-node record in {directory}"]})
+    return Verdict("", what, "network", PASS, measured=found, note=f"{found} multi-node record(s) in {directory}")
+
+
+def _peer_verdict(what: str, where: str, value: float, unit: str, b, rule, compared_with: str, slowest: list,
+                  hint: str = "", **details) -> Verdict:
+    fmt = FORMAT_OF_UNIT.get(unit, "number")
+    note = ("slowest peers: " + ", ".join(f"{n} {render.figure(v, unit, fmt)}" for n, v in slowest)) if b.named else ""
+    return Verdict("", what, where, FAIL if b.named else PASS, measured=value, unit=unit, fmt=fmt, bound="peers",
+                   limit=_limits(b, rule), source=rule.source, yaml_path=rule.yaml_path, note=note, hint=hint,
+                   details={"below": b.below, "compared_with": compared_with, **details})
 
 
 @check("fleet_outlier")
@@ -59,17 +76,8 @@ def fleet_outlier(thresholds, *, node: str, figure: str, kind: str, value: float
     if len(peers) + 1 < limits.min_nodes:
         return skip(what, node, f"{len(peers) + 1} node(s) have this figure; the fleet median needs "
                                 f"{limits.min_nodes} (fleet.min_nodes)")
-    fmt = _fmt(unit)
     b = below_median(value, list(peers.values()), rule.max_below_median, rule.mad_k)
-    bounds = f"allowed {rule.max_below_median * 100:g} % or {rule.mad_k:g} x scaled MAD"
-    text = f"node {node}: {figure} {b.describe(fmt)} other node(s); {bounds} ({cite(rule.yaml_path, rule.source)})"
-    if b.named:
-        slowest = sorted(peers.items(), key=lambda kv: kv[1])[:3]
-        text += "; slowest peers: " + ", ".join(f"{n} {fmt(v)}" for n, v in slowest)
-    return Verdict("", what, node, FAIL if b.named else PASS, text, measured=value, unit=unit,
-                   limit={"median": b.median, "scaled_mad": b.scaled_mad, "max_below_median": rule.max_below_median,
-                          "mad_k": rule.mad_k},
-                   source=rule.source, yaml_path=rule.yaml_path, details={"below": b.below})
+    return _peer_verdict(what, node, value, unit, b, rule, f"{b.n_reference} other node(s)", _slowest(peers))
 
 
 @check("fleet_gpu_outlier")
@@ -86,20 +94,12 @@ def fleet_gpu_outlier(thresholds, *, node: str, gpu: int, bus_id: str | None, gp
     if len(nodes) < limits.min_nodes:
         return skip(what, where, f"{len(nodes)} node(s) have this figure for {gpu_model}; comparing GPUs across nodes "
                                  f"needs {limits.min_nodes} (fleet.min_nodes); the node's own peer rule judged it")
-    fmt = _fmt(unit)
     b = below_median(value, list(peers.values()), rule.max_below_median, rule.mad_k)
-    loc = f"node {node} GPU{gpu}" + (f" ({bus_id})" if bus_id else "")
-    text = (f"{loc}: {figure} {b.describe(fmt)} other {gpu_model} GPUs (on {len(nodes)} nodes); allowed {rule.max_below_median * 100:g} % or {rule.mad_k:g} x "
-            f"scaled MAD ({cite(rule.yaml_path, rule.source)})")
-    if b.named:
-        slowest = sorted(peers.items(), key=lambda kv: kv[1])[:3]
-        text += ("; slowest peers: " + ", ".join(f"{n} {fmt(v)}" for n, v in slowest)
-                 + ". Below the fleet's GPUs of its model: reseat or replace it; `nvidia-smi -q -d CLOCK,PERFORMANCE,"
-                   "POWER` shows whether it is held back")
-    return Verdict("", what, where, FAIL if b.named else PASS, text, measured=value, unit=unit,
-                   limit={"median": b.median, "scaled_mad": b.scaled_mad, "max_below_median": rule.max_below_median,
-                          "mad_k": rule.mad_k},
-                   source=rule.source, yaml_path=rule.yaml_path, details={"below": b.below, "gpu_model": gpu_model})
+    v = _peer_verdict(what, where, value, unit, b, rule, f"{b.n_reference} other {gpu_model} GPUs (on {len(nodes)} nodes)",
+                      _slowest(peers), gpu_model=gpu_model,
+                      hint="Below the fleet's GPUs of its model: reseat or replace it; `nvidia-smi -q -d CLOCK,"
+                           "PERFORMANCE,POWER` shows whether it is held back")
+    return v.amended(place=f"node {node} GPU{gpu}" + (f" ({bus_id})" if bus_id else ""))
 
 
 # ---- the pair schedule ---------------------------------------------------------------------------
@@ -156,12 +156,11 @@ def pair_node(thresholds, *, node: str, pairs: list, simulated: bool) -> Verdict
         return skip(what, node, f"{len(mine)} pair(s) with {node} and {len(rest)} without it: telling a slow node "
                                 f"from a slow link needs 2 with and {limits.min_nodes} without (4 or more nodes)")
     listed = ", ".join(_pair_text(p) for p in mine)
-    body = (f"its pairs ({listed}): the fastest {b.describe(format_bw)} pairs without it; allowed "
-            f"{rule.max_below_median * 100:g} % or {rule.mad_k:g} x scaled MAD ({cite(rule.yaml_path, rule.source)})")
-    text = f"node {node} is slow with every partner: {body}" if b.named else f"node {node}: {body}"
-    return Verdict("", what, node, FAIL if b.named else PASS, text, measured=b.value / GB, unit="GB/s",
-                   limit={"median": b.median / GB, "scaled_mad": b.scaled_mad / GB}, source=rule.source,
-                   yaml_path=rule.yaml_path, details={"below": b.below})
+    return Verdict("", what, node, FAIL if b.named else PASS, measured=b.value / GB, unit="GB/s", fmt="bandwidth",
+                   bound="peers", limit={**_limits(b, rule), "median": b.median / GB, "scaled_mad": b.scaled_mad / GB},
+                   source=rule.source, yaml_path=rule.yaml_path, note=f"the fastest of its pairs ({listed})",
+                   hint=f"node {node} is slow with every partner",
+                   details={"below": b.below, "compared_with": f"{b.n_reference} pairs without it"})
 
 
 @check("pair_link")
@@ -184,10 +183,9 @@ def pair_link(thresholds, *, a: str, b: str, pairs: list, simulated: bool) -> Ve
     if len(reference) < limits.min_nodes:
         return skip(what, where, f"{len(reference)} other pair(s) to compare with; the median needs {limits.min_nodes}")
     bl = below_median(me["busbw_bytes_per_s"], reference, rule.max_below_median, rule.mad_k)
-    body = (f"{bl.describe(format_bw)} other pairs; allowed {rule.max_below_median * 100:g} % or "
-            f"{rule.mad_k:g} x scaled MAD ({cite(rule.yaml_path, rule.source)})")
-    text = (f"link {a}-{b} is slow while {a} and {b} are fine with their other partners: {body} "
-            "(cable, switch port or route between them?)" if bl.named else f"link {a}-{b}: {body}")
-    return Verdict("", what, where, FAIL if bl.named else PASS, text, measured=bl.value / GB, unit="GB/s",
-                   limit={"median": bl.median / GB, "scaled_mad": bl.scaled_mad / GB}, source=rule.source,
-                   yaml_path=rule.yaml_path, details={"below": bl.below})
+    return Verdict("", what, where, FAIL if bl.named else PASS, measured=bl.value / GB, unit="GB/s", fmt="bandwidth",
+                   bound="peers", limit={**_limits(bl, rule), "median": bl.median / GB, "scaled_mad": bl.scaled_mad / GB},
+                   source=rule.source, yaml_path=rule.yaml_path,
+                   hint=f"the link is slow while {a} and {b} are fine with their other partners (cable, switch port "
+                        "or route between them?)",
+                   details={"below": bl.below, "compared_with": f"{bl.n_reference} other pairs"})

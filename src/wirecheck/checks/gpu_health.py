@@ -11,13 +11,13 @@ do. Inputs come from wirecheck.gpu.inputs, as plain data.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any, Callable
+from typing import Any
 
 from wirecheck.checks import check
 from wirecheck.core.peer_stats import RULE as PEERS_RULE, below_median
-from wirecheck.core.quantity import DEGREES_C, format_bytes, format_bw, format_time
-from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, no_problems, skip
+from wirecheck.core.quantity import DEGREES_C, format_bytes, format_time
+from wirecheck.core.render import FORMATS, cite
+from wirecheck.core.verdict import FAIL, PASS, Verdict, no_problems, not_measured, skip
 from wirecheck.node.gpu_sampling import CLOCK_EVENT_REASONS, REASON_TEXT, decode_reasons
 from wirecheck.node.hardware import Hardware
 from wirecheck.node.xid_events import describe as describe_event
@@ -40,68 +40,53 @@ def _loc(gpu: int, bus_id: str | None) -> str:
     return f"GPU{gpu} ({bus_id})" if bus_id else f"GPU{gpu}"
 
 
-def _tflops(value: float) -> str:
-    # CPU ranks in simulation compute GFLOP/s: shown with their digits, not as 0.0 TFLOP/s
-    return f"{value / 1e12:.1f} TFLOP/s" if value >= 1e12 else f"{value / 1e9:.3g} GFLOP/s"
-
-
-def _gbs(value: float) -> str:
-    return format_bw(value) if value >= 1e9 else f"{value / 1e9:.3g} GB/s"
-
-
 def _foreign(processes: list) -> str:
     return ", ".join(f"pid {p[0]}" + (f" ({p[1]})" if len(p) > 1 and p[1] else "") for p in processes)
 
 
 def _figure(thresholds, *, figure: str, what: str, advice: str, gpu: int, bus_id: str | None, gpu_model: str | None,
             value: float | None, peers: dict, simulated: bool, foreign_processes: list | None, error: str | None,
-            fmt: Callable[[float], str], unit: str, scale: float, hardware: dict | None = None) -> Verdict:
+            fmt: str, unit: str, scale: float, hardware: dict | None = None) -> Verdict:
     """A figure against its model's floor (the table's, else derived from the GPU's own peak: `hardware`,
-    wirecheck.node.hardware.Hardware.as_dict) and against its peers (the other GPUs of its model)."""
+    wirecheck.node.hardware.Hardware.as_dict) and against its peers (the other GPUs of its model).
+    `value` is in the base unit of `fmt` (bytes/s, FLOP/s); it is recorded in `unit` (x `scale`)."""
     where, loc = f"GPU{gpu}", _loc(gpu, bus_id)
     if error or value is None:
-        return Verdict("", what, where, FAIL, f"{what} on {loc}: not measured: {error}")
+        return not_measured(what, where, error, place=loc)
     if foreign_processes:
-        return Verdict("", what, where, FAIL,
-                       f"{what} on {loc}: measured {fmt(value)} while other processes computed on the GPU "
-                       f"({_foreign(foreign_processes)}): the figure is invalid; stop them or pick another node",
-                       measured=value * scale, unit=unit, details={"foreign_processes": foreign_processes})
+        return Verdict("", what, where, FAIL, measured=value * scale, unit=unit, fmt=fmt, place=loc,
+                       hint="stop them or pick another node",
+                       details={"foreign_processes": foreign_processes,
+                                "problems": [f"other processes computed on the GPU while it was measured "
+                                             f"({_foreign(foreign_processes)}): the figure is invalid"]})
     health = thresholds.gpu_health
     floor, no_floor = health.floor_rule(figure, gpu_model, simulated, Hardware.from_dict(hardware))
     rule = health.peers(simulated)
     peer = below_median(value, list(peers.values()), rule.max_below_median, rule.mad_k) if peers else None
     if floor is None and peer is None:
-        return skip(what, where, f"{no_floor}; no other GPU of that model to compare with; measured {fmt(value)}",
-                    measured=value * scale, unit=unit)
+        return skip(what, where, f"{no_floor}; no other GPU of that model to compare with; measured "
+                                 f"{FORMATS[fmt](value)}", measured=value * scale, unit=unit, fmt=fmt, place=loc)
     limit: dict[str, Any] = {"min": floor.min * scale if floor else None}
     details: dict[str, Any] = {"peers": peers, "gpu_model": gpu_model}
-    parts, failed, source, yaml_path, made_by = [], [], None, None, None
+    failed, source, yaml_path, note, made_by = [], None, None, "", None
     if floor is not None:
         source, yaml_path, made_by = floor.source, floor.yaml_path, floor.rule
+        details["floor_cite"] = cite(floor.yaml_path, floor.source)
         if value < floor.min:
             failed.append("floor")
-            parts.append(f"measured {fmt(value)} < floor {fmt(floor.min)} ({cite(floor.yaml_path, floor.source)})")
-        else:
-            parts.append(f"measured {fmt(value)} >= {fmt(floor.min)} ({cite(floor.yaml_path, floor.source)})")
     else:
-        parts.append(f"measured {fmt(value)}; {no_floor}")
+        note = no_floor
     if peer is not None:
         limit.update(peers_median=peer.median * scale, max_below_median=rule.max_below_median)
-        details.update(below_median=peer.below, named_by_peers=peer.named)
-        text = peer.describe(fmt).replace(f" of {peer.n_reference} ", f" of its {peer.n_reference} peer(s) ")
+        details.update(below_median=peer.below, named_by_peers=peer.named, scaled_mad=peer.scaled_mad * scale,
+                       peers_source=rule.source, peers_yaml_path=rule.yaml_path)
         if peer.named:
             failed.append("peers")
             if source is None or failed == ["peers"]:
                 source, yaml_path, made_by = rule.source, rule.yaml_path, PEERS_RULE
-            parts.append(f"{text}: more than the {rule.max_below_median * 100:g} % its peers allow "
-                         f"({cite(rule.yaml_path, rule.source)})")
-        else:
-            parts.append(text)
-    message = f"{what} on {loc}: " + "; ".join(parts)
-    if failed:
-        message += f". {advice}"
-    return Verdict("", what, where, FAIL if failed else PASS, message, measured=value * scale, unit=unit, limit=limit,
-                   source=source, yaml_path=yaml_path, rule=made_by or PEERS_RULE, details={**details, "failed_by": failed})
+    return Verdict("", what, where, FAIL if failed else PASS, measured=value * scale, unit=unit, fmt=fmt, limit=limit,
+                   bound="peers" if peer is not None else "floor", source=source, yaml_path=yaml_path, place=loc,
+                   rule=made_by or PEERS_RULE, note=note, hint=advice, details={**details, "failed_by": failed})
 
 
 @check("hbm_bandwidth")
@@ -112,7 +97,8 @@ def hbm_bandwidth(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | 
     what = {"copy": "HBM copy bandwidth (read+write)", "read": "HBM read bandwidth"}[kind]
     return _figure(thresholds, figure=f"hbm_{kind}", what=what, advice=ADVICE["hbm"], gpu=gpu, bus_id=bus_id,
                    gpu_model=gpu_model, value=bytes_per_s, peers=peers, simulated=simulated,
-                   foreign_processes=foreign_processes, error=error, fmt=_gbs, unit="GB/s", scale=1e-9, hardware=hardware)
+                   foreign_processes=foreign_processes, error=error, fmt="bandwidth", unit="GB/s", scale=1e-9,
+                   hardware=hardware)
 
 
 @check("gemm_throughput")
@@ -125,7 +111,7 @@ def gemm_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str 
         return skip(what, f"GPU{gpu}", unsupported)
     return _figure(thresholds, figure=f"gemm_{dtype}", what=what, advice=ADVICE["gemm"], gpu=gpu, bus_id=bus_id,
                    gpu_model=gpu_model, value=flops_per_s, peers=peers, simulated=simulated,
-                   foreign_processes=foreign_processes, error=error, fmt=_tflops, unit="TFLOP/s", scale=1e-12,
+                   foreign_processes=foreign_processes, error=error, fmt="compute", unit="TFLOP/s", scale=1e-12,
                    hardware=hardware)
 
 
@@ -138,12 +124,13 @@ def sustained_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model:
     `windows`: {"windows", "seconds", "first", "last", "min", "max"} of the load proper."""
     v = _figure(thresholds, figure="sustained_bf16", what="sustained bf16 GEMM throughput (median window)",
                 advice=ADVICE["sustained"], gpu=gpu, bus_id=bus_id, gpu_model=gpu_model, value=flops_per_s,
-                peers=peers, simulated=simulated, foreign_processes=foreign_processes, error=error, fmt=_tflops,
+                peers=peers, simulated=simulated, foreign_processes=foreign_processes, error=error, fmt="compute",
                 unit="TFLOP/s", scale=1e-12, hardware=hardware)
-    if windows and windows.get("windows"):
-        span = (f" [{windows['windows']} windows over {windows['seconds']:.0f} s: first {_tflops(windows['first'])}, "
-                f"last {_tflops(windows['last'])}, lowest {_tflops(windows['min'])}]")
-        v = replace(v, message=v.message + span, details={**v.details, "windows": windows})
+    if windows and windows.get("windows") and not v.skipped:
+        tflops = FORMATS["compute"]
+        span = (f"{windows['windows']} windows over {windows['seconds']:.0f} s: first {tflops(windows['first'])}, "
+                f"last {tflops(windows['last'])}, lowest {tflops(windows['min'])}")
+        v = v.amended(note="; ".join(n for n in (v.note, span) if n), details={**v.details, "windows": windows})
     return v
 
 
@@ -154,7 +141,7 @@ def gemm_matches_reference(thresholds, *, gpu: int, bus_id: str | None, phases: 
     "first", "reference_nonfinite", "reference_digest"}})."""
     what, where = "GEMM results against the reference", f"GPU{gpu}"
     if not phases:
-        return Verdict("", what, where, FAIL, f"{what} on {_loc(gpu, bus_id)}: not measured: {error}")
+        return not_measured(what, where, error, place=_loc(gpu, bus_id))
     problems = []
     for name, m in phases.items():
         if m.get("reference_nonfinite"):
@@ -179,11 +166,10 @@ def gemm_matches_reference(thresholds, *, gpu: int, bus_id: str | None, phases: 
         return no_problems(what, where, problems, measured=measured,
                            intro=f"{_loc(gpu, bus_id)} computed wrong GEMM results (silent data corruption: drain the "
                                  "node and replace the GPU; the same inputs must give the same bits)",
-                           source=BITWISE)
+                           source=BITWISE, place=_loc(gpu, bus_id))
     counts = ", ".join(f"{k} {n}" for k, n in checked.items())
-    return Verdict("", what, where, PASS,
-                   f"{what} on {_loc(gpu, bus_id)}: all {sum(checked.values())} compared products bit-identical ({counts})",
-                   measured=measured, source=BITWISE, details={"checked": checked})
+    return Verdict("", what, where, PASS, note=f"all {sum(checked.values())} compared products bit-identical ({counts})",
+                   measured=measured, source=BITWISE, place=_loc(gpu, bus_id), details={"checked": checked})
 
 
 @check("sustained_clocks")
@@ -196,7 +182,7 @@ def sustained_clocks(thresholds, *, gpu: int, bus_id: str | None, reason_counts:
     if simulated:
         return skip(what, where, SIMULATION)
     if error:
-        return Verdict("", what, where, FAIL, f"{what} on {_loc(gpu, bus_id)}: not measured: {error}")
+        return not_measured(what, where, error, place=_loc(gpu, bus_id))
     if unsupported:
         return skip(what, where, f"NVML gives no clock-event reasons: {unsupported}")
     rule = thresholds.gpu_health.clocks
@@ -212,20 +198,19 @@ def sustained_clocks(thresholds, *, gpu: int, bus_id: str | None, reason_counts:
                         f"(nvmlDeviceGetViolationStatus; allowed {format_time(rule.max_thermal_violation_s)})")
     note = ""
     if "sw_power_cap" in seen:
-        note = (f"; SW power cap (0x4) in {seen['sw_power_cap']} of {samples} samples: normal under GEMM "
+        note = (f"SW power cap (0x4) in {seen['sw_power_cap']} of {samples} samples: normal under GEMM "
                 "(the GPU holds its power limit)")
     measured = {"reasons": seen, "samples": samples, "violations_ns": violations_ns}
     if problems:
-        v = no_problems(what, where, problems, measured=measured,
-                        intro=f"{_loc(gpu, bus_id)} slowed down under load (thermal: check fans, airflow, inlet "
-                              "temperature and the heatsink; HW slowdown or power brake: check the power supply and "
-                              "`nvidia-smi -q -d PERFORMANCE`, `dmesg`)",
-                        source=rule.source, yaml_path=rule.yaml_path)
-        return replace(v, message=v.message + note)
+        return no_problems(what, where, problems, measured=measured,
+                           intro=f"{_loc(gpu, bus_id)} slowed down under load (thermal: check fans, airflow, inlet "
+                                 "temperature and the heatsink; HW slowdown or power brake: check the power supply and "
+                                 "`nvidia-smi -q -d PERFORMANCE`, `dmesg`)",
+                           source=rule.source, yaml_path=rule.yaml_path, note=note, place=_loc(gpu, bus_id))
     shown = ", ".join(f"{REASON_TEXT.get(n, n)} {c}" for n, c in seen.items()) or "none"
-    return Verdict("", what, where, PASS, f"{what} on {_loc(gpu, bus_id)}: none of {', '.join(rule.fail_on)} in "
-                   f"{samples} samples (seen: {shown}){note}", measured=measured, source=rule.source,
-                   yaml_path=rule.yaml_path)
+    return Verdict("", what, where, PASS, note=f"none of {', '.join(rule.fail_on)} in {samples} samples (seen: {shown})"
+                   + (f"; {note}" if note else ""), measured=measured, source=rule.source, yaml_path=rule.yaml_path,
+                   place=_loc(gpu, bus_id))
 
 
 @check("sustained_power")
@@ -238,22 +223,19 @@ def sustained_power(thresholds, *, gpu: int, bus_id: str | None, peak_w: float |
     if simulated:
         return skip(what, where, SIMULATION)
     if error:
-        return Verdict("", what, where, FAIL, f"{what} on {_loc(gpu, bus_id)}: not measured: {error}")
+        return not_measured(what, where, error, place=_loc(gpu, bus_id))
     if unsupported or peak_w is None or not limit_w:
         return skip(what, where, f"NVML gives no power reading or limit: {unsupported or 'no power limit'}")
     rule = thresholds.gpu_health.power
     share = peak_w / limit_w
     lowered = (f"; the enforced limit is below the default {default_limit_w:.0f} W (`nvidia-smi -q -d POWER`; "
                "`nvidia-smi -pl` sets it)" if default_limit_w and limit_w < default_limit_w - 0.5 else "")
-    ok = share >= rule.value
-    message = (f"{what} on {_loc(gpu, bus_id)}: {peak_w:.1f} W = {share * 100:.1f} % of its {limit_w:.0f} W limit "
-               f"{'>=' if ok else '<'} required {rule.value * 100:g} % over {samples} samples "
-               f"({cite(rule.yaml_path, rule.source)}){lowered}")
-    if not ok:
-        message += (". The GPU never drew its power under a full GEMM load: it is held back (clocks locked, power "
-                    "brake, a slow power supply) or did not run the load; check `nvidia-smi -q -d POWER,PERFORMANCE`")
-    return Verdict("", what, where, PASS if ok else FAIL, message, measured=share, unit="of the power limit",
-                   limit={"min": rule.value}, source=rule.source, yaml_path=rule.yaml_path,
+    return Verdict("", what, where, PASS if share >= rule.value else FAIL, measured=share, unit="of the power limit",
+                   fmt="percent", limit={"min": rule.value}, bound="floor", source=rule.source,
+                   yaml_path=rule.yaml_path, place=_loc(gpu, bus_id),
+                   note=f"peak {peak_w:.1f} W of its {limit_w:.0f} W limit over {samples} samples{lowered}",
+                   hint="The GPU never drew its power under a full GEMM load: it is held back (clocks locked, power "
+                        "brake, a slow power supply) or did not run the load; check `nvidia-smi -q -d POWER,PERFORMANCE`",
                    details={"peak_w": peak_w, "limit_w": limit_w, "default_limit_w": default_limit_w})
 
 
@@ -267,21 +249,18 @@ def sustained_temperature(thresholds, *, gpu: int, bus_id: str | None, max_c: fl
     if simulated:
         return skip(what, where, SIMULATION)
     if error:
-        return Verdict("", what, where, FAIL, f"{what} on {_loc(gpu, bus_id)}: not measured: {error}")
+        return not_measured(what, where, error, place=_loc(gpu, bus_id))
     if unsupported or max_c is None or slowdown_c is None:
         return skip(what, where, f"NVML gives no temperature or slowdown threshold: {unsupported or 'no threshold'}")
     rule = thresholds.gpu_health.temperature
     allowed = slowdown_c - rule.value
-    ok = max_c <= allowed
-    message = (f"{what} on {_loc(gpu, bus_id)}: hottest {max_c:g} {DEGREES_C} {'<=' if ok else '>'} allowed "
-               f"{allowed:g} {DEGREES_C} (NVML's slowdown threshold {slowdown_c:g} {DEGREES_C} less the margin "
-               f"{rule.value:g} {DEGREES_C}; {cite(rule.yaml_path, rule.source)}) over {samples} samples")
-    if not ok:
-        message += (". It will throttle under a longer load: check its cooling (fans, airflow, inlet temperature, "
-                    "the heatsink's contact)")
-    return Verdict("", what, where, PASS if ok else FAIL, message, measured=max_c, unit=DEGREES_C,
-                   limit={"max": allowed}, source=rule.source, yaml_path=rule.yaml_path,
-                   details={"slowdown_c": slowdown_c})
+    return Verdict("", what, where, PASS if max_c <= allowed else FAIL, measured=max_c, unit=DEGREES_C,
+                   fmt="temperature", limit={"max": allowed}, bound="ceiling", source=rule.source,
+                   yaml_path=rule.yaml_path, place=_loc(gpu, bus_id),
+                   note=(f"the hottest of {samples} samples; the ceiling is NVML's slowdown threshold {slowdown_c:g} "
+                         f"{DEGREES_C} less the margin {rule.value:g} {DEGREES_C}"),
+                   hint="It will throttle under a longer load: check its cooling (fans, airflow, inlet temperature, "
+                        "the heatsink's contact)", details={"slowdown_c": slowdown_c})
 
 
 @check("memory_pattern")
@@ -292,7 +271,7 @@ def memory_pattern(thresholds, *, gpu: int, bus_id: str | None, result: dict | N
     "mismatched_words", "first_bad_offset", "seconds"}], "allocation_error", "wall_s"}."""
     what, where = "memory pattern test", f"GPU{gpu}"
     if error or not result:
-        return Verdict("", what, where, FAIL, f"{what} on {_loc(gpu, bus_id)}: not measured: {error}")
+        return not_measured(what, where, error, place=_loc(gpu, bus_id))
     settings = thresholds.gpu_health.settings(simulated)
     problems = []
     for p in result["patterns"]:
@@ -313,11 +292,11 @@ def memory_pattern(thresholds, *, gpu: int, bus_id: str | None, result: dict | N
         return no_problems(what, where, problems, measured=measured,
                            intro=f"{_loc(gpu, bus_id)}: memory read back wrong or not tested (drain the node; check "
                                  "`nvidia-smi -q -d ECC,ROW_REMAPPER`; reset the GPU and test again; replace it if "
-                                 "errors repeat)")
+                                 "errors repeat)", place=_loc(gpu, bus_id))
     return Verdict("", what, where, PASS,
-                   f"{what} on {_loc(gpu, bus_id)}: {format_bytes(covered)} ({share * 100:.1f} % of the free memory) "
-                   f"written and read back with {len(names)} patterns ({', '.join(names)}) x {result['passes']} pass(es) "
-                   f"in {result['wall_s']:.1f} s: no word wrong", measured=measured,
+                   note=(f"{format_bytes(covered)} ({share * 100:.1f} % of the free memory) written and read back with "
+                         f"{len(names)} patterns ({', '.join(names)}) x {result['passes']} pass(es) in "
+                         f"{result['wall_s']:.1f} s: no word wrong"), measured=measured, place=_loc(gpu, bus_id),
                    details={"wall_s": result["wall_s"]})
 
 
@@ -359,7 +338,7 @@ def no_xid(thresholds, *, events: list, watched: list, unwatched: dict, error: s
     if error:
         notes.append(f"the watch stopped early: {error}")
     watched_text = ", ".join(f"GPU{g}" for g in watched)
-    return Verdict("", what, None, PASS, f"{what}: none on {watched_text}" + (f" ({'; '.join(notes)})" if notes else ""),
+    return Verdict("", what, None, PASS, note=f"none on {watched_text}" + (f" ({'; '.join(notes)})" if notes else ""),
                    measured=[], source=rule.source, yaml_path=rule.yaml_path)
 
 
@@ -411,9 +390,9 @@ def ecc_row_remap_growth(thresholds, *, gpu: int, bus_id: str | None, before: di
                            intro=f"{_loc(gpu, bus_id)}: memory errors during the run (drain the node; `nvidia-smi -q -d "
                                  "ECC,ROW_REMAPPER`; a pending remap needs a GPU reset, uncorrectable errors that keep "
                                  "coming or a failed remap mean replacing the GPU)",
-                           source=limits.source, yaml_path=limits.yaml_path)
+                           source=limits.source, yaml_path=limits.yaml_path, place=_loc(gpu, bus_id))
     if len(unreadable) == 3:
         return skip(what, where, "NVML reads neither ECC counters nor remapped rows on this GPU")
     note = f"; not readable: {', '.join(unreadable)}" if unreadable else ""
-    return Verdict("", what, where, PASS, f"{what} on {_loc(gpu, bus_id)}: no growth over {seconds:.0f} s, no remap "
-                   f"pending or failed{note}", measured=measured, source=limits.source, yaml_path=limits.yaml_path)
+    return Verdict("", what, where, PASS, note=f"no growth over {seconds:.0f} s, no remap pending or failed{note}",
+                   measured=measured, source=limits.source, yaml_path=limits.yaml_path, place=_loc(gpu, bus_id))

@@ -8,7 +8,10 @@ judge against another. Failures are printed first, each with what was measured, 
 it is written and its source. pytest counts tests, judge counts verdicts: where their skips
 differ, judge says why (a test skipped before its check ran records no verdict).
 
-Exit codes: 0 every verdict passes on a complete hardware run; 1 a verdict fails (FAILED), or a run
+A warn verdict (nothing failed, something to say) is printed with the failures, even with -q, and
+counted apart; it does not fail the judgement.
+
+Exit codes: 0 every verdict passes (or warns) on a complete hardware run; 1 a verdict fails (FAILED), or a run
 was cut short (no end record) or interrupted with nothing failed (INCOMPLETE; a torn last line is
 named and skipped); 2 bad input (a file that is not a record, a
 malformed thresholds file); 10 the runs passed but one of them was a simulation (no node
@@ -24,14 +27,14 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from wirecheck.core import exit_codes
+from wirecheck.core import exit_codes, render
 from wirecheck.checks import rejudge
 from wirecheck.training.strategy_run import workload_of
 from wirecheck.core.paths import suite_paths
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 from wirecheck.records.run import recorded_bases, recorded_thresholds
 from wirecheck.thresholds.file import Thresholds, ThresholdsError, load_thresholds
-from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, Verdict
+from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, WARN, Verdict
 
 
 @dataclass
@@ -108,28 +111,9 @@ def _with_workload(verdict: Verdict, workloads: dict) -> Verdict:
     return verdict if workload is None else replace(verdict, inputs={**verdict.inputs, "workload": workload})
 
 
-def _limit_text(v: Verdict) -> str:
-    if not v.limit:
-        return ""
-    parts = [f"{k} {_num(val)}" for k, val in v.limit.items() if val is not None]
-    return " ".join(parts) + (f" {v.unit}" if v.unit and v.unit not in ("x",) else "")
-
-
-def _num(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
 def format_verdict(j: Judged) -> str:
-    v = j.now
-    head = f"{v.outcome.upper():4} {v.check:22} {v.where or 'node':28}"
-    if v.outcome == SKIP:
-        return f"{head} {v.message}"
-    lines = [f"{head} {v.message}"]
-    if v.outcome == FAIL and v.measured is not None:
-        lines.append(f"     measured {_num(v.measured)}{' ' + v.unit if v.unit else ''}; limit {_limit_text(v) or '-'}"
-                     + (f"; {v.yaml_path}; source: {v.source}" if v.source else ""))
+    """A verdict judged again, as wirecheck.core.render writes it for judge, and whether it changed."""
+    lines = render.judge_lines(j.now)
     if j.changed:
         lines.append(f"     (was {j.recorded.outcome} when recorded{': ' + j.test if j.test else ''})")
     return "\n".join(lines)
@@ -264,9 +248,9 @@ def main(argv: list[str] | None = None) -> int:
         if run.earlier_runs:
             print(f"wirecheck judge: {run.path} holds {run.earlier_runs + 1} runs; judging the last one "
                   f"(started {run.run.get('started')})")
-    order = {FAIL: 0, PASS: 1, SKIP: 2}
-    for j in sorted(judged, key=lambda j: order[j.now.outcome]):
-        if j.now.outcome == FAIL or not args.quiet:
+    order = {FAIL: 0, WARN: 1, PASS: 2, SKIP: 3}
+    for j in sorted(judged, key=lambda j: order.get(j.now.outcome, 4)):
+        if j.now.outcome in (FAIL, WARN) or not args.quiet:
             print(format_verdict(j))
     for line in _skips_explained(runs, judged):
         print(f"wirecheck judge: {line}")
@@ -276,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     for p in problems:
         print(f"wirecheck judge: {p}")
     simulated = [str(run.path) for run in runs if run.simulated]
-    summary = f"{counts[FAIL]} failed, {counts[PASS]} passed, {counts[SKIP]} skipped; {changed} changed since recorded"
+    summary = (f"{counts[FAIL]} failed, {counts[PASS]} passed, " + (f"{counts[WARN]} warned, " if counts[WARN] else "")
+               + f"{counts[SKIP]} skipped; {changed} changed since recorded")
     # Said in every outcome, failed or cut short too: a dry run's verdicts never stand for a node.
     simulation = (f"; SIMULATION: {', '.join(simulated)} judged a simulated run, no node was validated"
                   if simulated else "")

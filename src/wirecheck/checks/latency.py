@@ -7,7 +7,7 @@ Inputs are the measured curve as plain data: [{"bytes", "time_s", "busbw", "path
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from types import SimpleNamespace
 
 from wirecheck.checks import check
@@ -46,9 +46,9 @@ def small_message_latency_check(thresholds, *, op: str, placement: str, placemen
                                      f"was timed up to {format_bytes(up_to)}: {'; '.join(notes)}")
     per_size = ", ".join(f"{format_bytes(s)} {format_time(t)}{' ' + p if p else ''}"
                          for s, t, p in zip(reading.sizes, reading.times_s, reading.paths))
-    v = within(f"{what} ({reading.describe()}: {per_size})", placement, reading.time_s, limit, format_time, "µs",
+    v = within(f"{what} ({reading.describe()}: {per_size})", placement, reading.time_s, limit, "time", "µs",
                scale=1e6)
-    return replace(v, details=asdict(reading))
+    return v.amended(details=asdict(reading))
 
 
 @check("half_peak_size")
@@ -67,5 +67,5 @@ def half_peak_size_check(thresholds, *, op: str, placement: str, placement_class
     around = (f"between {format_bytes(reading.below_size)} and {format_bytes(reading.first_size)}"
               if reading.below_size is not None else f"at or below the smallest size {format_bytes(reading.first_size)}")
     v = within(f"{what} (busbw first reaches {reading.fraction:.0%} of the peak {format_bw(reading.peak_busbw)} at "
-               f"{format_bytes(reading.peak_size)} {around})", placement, reading.size, limit, format_bytes, "B")
-    return replace(v, details=asdict(reading))
+               f"{format_bytes(reading.peak_size)} {around})", placement, reading.size, limit, "size", "B")
+    return v.amended(details=asdict(reading))

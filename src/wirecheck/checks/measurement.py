@@ -10,5 +10,5 @@ from wirecheck.core.verdict import FAIL, PASS, Verdict
 def measurement_completed(thresholds, *, what: str, placement: str | None, error: str | None) -> Verdict:
     """`error`: the worker group's report (stacks of a hang, stderr tail of a dead rank)."""
     if error:
-        return Verdict("", what, placement, FAIL, error)
-    return Verdict("", what, placement, PASS, f"{what} on {placement}: completed")
+        return Verdict("", what, placement, FAIL, details={"problems": [error]})
+    return Verdict("", what, placement, PASS, note="completed")

@@ -37,14 +37,14 @@ def nccl_path(thresholds, *, placement: str, gpus: list, nv: dict, p2p_disabled:
     if simulated:
         return skip(what, placement, "simulation: gloo on CPU stands in for NCCL; there is no NCCL path to read")
     if error:
-        return Verdict("", what, placement, FAIL, f"{what} on {placement}: the NCCL probe did not complete: {error}")
+        return Verdict("", what, placement, FAIL, details={"problems": [f"the NCCL probe did not complete: {error}"]})
     connections = (evidence or {}).get("connections") or []
     if not connections:
         lines = (evidence or {}).get("info_lines", 0)
-        return Verdict("", what, placement, FAIL,
-                       f"{what} on {placement}: NCCL logged no connection line ({lines} INFO lines read); "
-                       "is NCCL_DEBUG_SUBSYS overridden, or did this NCCL change its log format?",
-                       source=SOURCE, details={"evidence": evidence})
+        return Verdict("", what, placement, FAIL, source=SOURCE,
+                       hint="is NCCL_DEBUG_SUBSYS overridden, or did this NCCL change its log format?",
+                       details={"evidence": evidence,
+                                "problems": [f"NCCL logged no connection line ({lines} INFO lines read)"]})
     by_pair = transports_by_pair(connections)
     path_types = (evidence or {}).get("path_types") or {}
     expected = "no P2P (NCCL_P2P_DISABLE=1)" if p2p_disabled else "P2P over NVLink between NVLink-connected GPUs"
@@ -75,10 +75,9 @@ def nccl_path(thresholds, *, placement: str, gpus: list, nv: dict, p2p_disabled:
                             f"it connected with '{entries[0]['line']}'")
     measured = {"pairs": seen, "path_types_logged": bool(path_types)}
     if problems:
-        return Verdict("", what, placement, FAIL, f"NCCL did not take the expected path on {placement} "
-                       f"(expected {expected}): " + "; ".join(problems), measured=measured,
-                       limit={"expected": expected}, source=SOURCE, details={"problems": problems})
+        return Verdict("", what, placement, FAIL, measured=measured, limit={"expected": expected}, source=SOURCE,
+                       hint=f"NCCL did not take the expected path ({expected})", details={"problems": problems})
     shown = "; ".join(f"GPU{k.replace('-', '-GPU')}: {v}" for k, v in seen.items())
     note = "" if path_types else " (NCCL logged no topology paths: judged on the transport alone)"
-    return Verdict("", what, placement, PASS, f"{what} on {placement}: {shown} as expected ({expected}){note}",
-                   measured=measured, limit={"expected": expected}, source=SOURCE)
+    return Verdict("", what, placement, PASS, measured=measured, limit={"expected": expected}, source=SOURCE,
+                   note=f"{shown} as expected ({expected}){note}")

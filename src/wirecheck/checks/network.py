@@ -2,8 +2,8 @@
 
 Inputs are the port dicts of wirecheck.node.network (`ports_as_data`) and topo -m path codes, so a
 recorded run is judged again unchanged. A GPU far from every NIC is a warning, not a failure: the
-node works, its multi-node traffic only crosses the CPU (the verdict passes and says so, with
-details["warning"]; the test turns it into a pytest warning). Only a profile that gives the node
+node works, its multi-node traffic only crosses the CPU (a `warn` verdict: the test passes with a
+pytest warning, the run is not failed and the node not drained). Only a profile that gives the node
 type's `gpu_nic_path` makes it a failure, as its nic_ports and nic_rate do for the ports.
 """
 
@@ -12,12 +12,7 @@ from __future__ import annotations
 from wirecheck.checks import check
 from wirecheck.node.network import RDMA_KINDS, nearest_nic
 from wirecheck.node.topology import PCIE_LEVELS
-from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, expect, no_problems, skip
-
-
-class NetworkWarning(UserWarning):
-    """A network setup that works but costs bandwidth (a GPU far from every NIC)."""
-
+from wirecheck.core.verdict import FAIL, PASS, WARN, Verdict, expect, no_problems, skip
 
 def _rdma(ports: list) -> list:
     return [p for p in ports if p["kind"] in RDMA_KINDS]
@@ -85,7 +80,7 @@ def nic_count(thresholds, *, ports: list, profile: str | None) -> Verdict:
 @check("gpu_nic_affinity")
 def gpu_nic_affinity(thresholds, *, gpu: int, paths: dict, source: str, profile: str | None = None) -> Verdict:
     """The GPU reaches a NIC through at most `network.gpu_nic_path.max` (PIX/PXB: under PCIe switches).
-    Farther (PHB, NODE, SYS) passes with a warning naming the GPU and its nearest NIC. A profile with
+    Farther (PHB, NODE, SYS) warns (the verdict is ok, its outcome `warn`), naming the GPU and its nearest NIC. A profile with
     `gpu_nic_path` says how near this node type is built to be: farther, or no NIC at all, fails (a
     NIC missing, disabled, or in another slot), and that limit replaces the warning's.
     `paths`: {NIC name: topo -m code} from the GPU's row; `source`: where they were read. `profile`
@@ -100,14 +95,12 @@ def gpu_nic_affinity(thresholds, *, gpu: int, paths: dict, source: str, profile:
     nic, code = nearest
     rule = thresholds.network
     allowed = PCIE_LEVELS.index(code) <= PCIE_LEVELS.index(rule.gpu_nic_max_path)
-    if allowed:
-        message = f"{what} on {where}: {nic} through {code} (allowed up to {rule.gpu_nic_max_path}; {source})"
-        return Verdict("", what, where, PASS, message, measured=code, limit={"max": rule.gpu_nic_max_path},
-                       source=rule.gpu_nic_source, yaml_path=rule.gpu_nic_yaml_path)
-    warning = (f"GPU{gpu}: its nearest NIC {nic} is {code}, farther than {rule.gpu_nic_max_path}: its network traffic "
-               f"crosses the host bridge or the CPU interconnect ({source}; {cite(rule.gpu_nic_yaml_path, rule.gpu_nic_source)})")
-    return Verdict("", what, where, PASS, f"warning: {warning}", measured=code, limit={"max": rule.gpu_nic_max_path},
-                   source=rule.gpu_nic_source, yaml_path=rule.gpu_nic_yaml_path, details={"warning": warning})
+    v = Verdict("", what, where, PASS if allowed else WARN, measured=code, limit={"max": rule.gpu_nic_max_path},
+                bound="ceiling", source=rule.gpu_nic_source, yaml_path=rule.gpu_nic_yaml_path,
+                note=f"{nic} through {code}, read from {source}",
+                hint="Its network traffic crosses the host bridge or the CPU interconnect")
+    # details["warning"]: the fleet report lists a node's warnings by it
+    return v if allowed else v.amended(details={"warning": v.message})
 
 
 def _affinity_against_profile(what: str, where: str, gpu: int, nearest: tuple[str, str] | None, source: str,
@@ -116,16 +109,15 @@ def _affinity_against_profile(what: str, where: str, gpu: int, nearest: tuple[st
     limit = p.gpu_nic_path
     if nearest is None:
         code = None
-        problem = (f"GPU{gpu}: no NIC in {source}, profile {p.name} expects one within {limit} "
+        problem = (f"no NIC in {source}, profile {p.name} expects one within {limit} "
                    "(a NIC missing or its driver not loaded)")
     else:
         nic, code = nearest
         problem = None if PCIE_LEVELS.index(code) <= PCIE_LEVELS.index(limit) else (
-            f"GPU{gpu}: its nearest NIC {nic} is {code}, farther than the {limit} profile {p.name} expects "
+            f"{nic} is {code}, farther than the {limit} profile {p.name} expects "
             f"({source}): a NIC missing, disabled or in another slot, or the GPU in the wrong one")
     if problem:
-        return Verdict("", what, where, FAIL, f"{problem} ({cite(p.yaml_path, p.source)})", measured=code,
-                       limit={"max": limit}, source=p.source, yaml_path=p.yaml_path)
-    message = f"{what} on {where}: {nic} through {code} (profile {p.name} expects up to {limit}; {source})"
-    return Verdict("", what, where, PASS, message, measured=code, limit={"max": limit}, source=p.source,
-                   yaml_path=p.yaml_path)
+        return Verdict("", what, where, FAIL, measured=code, limit={"max": limit}, bound="ceiling", source=p.source,
+                       yaml_path=p.yaml_path, details={"problems": [problem]})
+    return Verdict("", what, where, PASS, measured=code, limit={"max": limit}, bound="ceiling", source=p.source,
+                   yaml_path=p.yaml_path, note=f"{nic} through {code}, read from {source}; profile {p.name}'s limit")

@@ -24,10 +24,6 @@ def _tokens(rate: float) -> str:
     return f"{rate:,.0f} tokens/s"
 
 
-def _gib(n: float) -> str:
-    return f"{n / GIB:.2f} GiB"
-
-
 @check("steps_complete")
 def steps_complete(thresholds, *, placement: str, strategy: str, losses_by_rank: dict) -> Verdict:
     """Every step ran on every rank and every loss is finite. `losses_by_rank`: {rank: [loss, ...]}."""
@@ -44,7 +40,7 @@ def losses_agree(thresholds, *, placement: str, strategy: str, reference: str, s
     rel = abs(loss - reference_loss) / abs(reference_loss)
     what = f"{strategy} loss at step {step} vs {reference}"
     return at_most(what, placement, rel, tol.max_rel_diff, "relative difference", tol.source, tol.yaml_path,
-                   fmt=lambda v: f"{v:.2e}",
+                   fmt="number",
                    hint=f" ({strategy} {loss:.6f} vs {reference} {reference_loss:.6f}): a wrong gradient or update path",
                    rule="simulated" if simulated else "measured")
 
@@ -59,7 +55,7 @@ def model_state(thresholds, *, placement: str, strategy: str, n_params: int, n_g
     rel = abs(measured_bytes - expected) / expected
     what = f"{strategy} model state per GPU"
     v = at_most(what, placement, rel * 100, tol.max_rel_diff_from_model * 100, "% off the model", tol.source,
-                tol.yaml_path, fmt=lambda x: f"{x:.1f} %",
+                tol.yaml_path, fmt="number",
                 hint=f": {format_bytes(measured_bytes)} measured vs {format_bytes(expected)} predicted; per rank {per_rank}",
                 rule="simulated" if simulated else "measured")
     return _with(v, measured_bytes=measured_bytes, predicted_bytes=expected)
@@ -135,7 +131,7 @@ def peak_memory(thresholds, *, placement: str, placement_class: str, strategy: s
     limit = thresholds.training_limits(simulated).peak_memory(placement_class, strategy)
     if limit is None:
         return skip(what, placement, f"no peak-memory limit for {placement_class}/{strategy} in {thresholds.path}")
-    return within(what, placement, peak_bytes, limit, _gib, "GiB", scale=1 / GIB)
+    return within(what, placement, peak_bytes, limit, "memory", "GiB", scale=1 / GIB)
 
 
 @check("throughput")
@@ -154,7 +150,7 @@ def throughput(thresholds, *, placement: str, placement_class: str, strategy: st
     if limit is None:
         return skip(what, placement, f"no throughput floor for {placement_class}/{strategy}/{n_gpus} GPUs in {thresholds.path}"
                                      + (f" ({why})" if why else ""))
-    return within(what, placement, tokens_per_s, limit, _tokens, "tokens/s", hint=_median_hint(median))
+    return within(what, placement, tokens_per_s, limit, "throughput", "tokens/s", hint=_median_hint(median))
 
 
 @check("single_gpu_training")
@@ -169,19 +165,20 @@ def single_gpu_training(thresholds, *, placement: str, gpu_model: str | None, to
         return no_problems(what, placement, bad or ["no step ran"], measured=losses,
                            intro=f"one GPU alone on {placement}: non-finite losses (the GPU computed NaN or Inf from "
                                  "finite inputs: run the GPU health checks, -m health, on it)")
-    shown = f"; MFU {mfu:.1%}" if mfu is not None else ""
+    shown = f"MFU {mfu:.1%}" if mfu is not None else ""
     other = _other_workload(thresholds, simulated, workload)
     if other:
         return skip(what, placement, other)
     limit = thresholds.training_limits(simulated).single_gpu_floor(gpu_model)
     if limit is None:
         return skip(what, placement, f"no training.single_gpu_throughput_floors entry for {gpu_model!r} in "
-                                     f"{thresholds.path}; measured {_tokens(tokens_per_s)}{shown}, every loss finite",
+                                     f"{thresholds.path}; measured {_tokens(tokens_per_s)}"
+                                     + (f"; {shown}" if shown else "") + ", every loss finite",
                     measured=tokens_per_s, unit="tokens/s")
     advice = (". With no other GPU to wait for, the GPU itself or its host is slow: see its GEMM and HBM figures "
               "(-m health) and `nvidia-smi -q -d PERFORMANCE,POWER`")
-    v = within(what, placement, tokens_per_s, limit, _tokens, "tokens/s", hint=_median_hint(median) + advice)
-    return _with(replace(v, message=v.message + shown), gpu_model=gpu_model, mfu=mfu)
+    return within(what, placement, tokens_per_s, limit, "throughput", "tokens/s", hint=_median_hint(median) + advice,
+                  note=shown, details={"gpu_model": gpu_model, "mfu": mfu})
 
 
 @check("slow_wire")
@@ -215,7 +212,7 @@ def dial_flattens(thresholds, *, placement: str, nvlink_placement: str, nvlink_t
     if other:
         return skip(what, placement, other)
     return at_most(what, placement, spread_slow, spread_fast * rule.max_spread_ratio, "x", rule.source, rule.yaml_path,
-                   fmt=lambda v: f"{v:.2f}x", rule="measured")
+                   fmt="ratio", rule="measured")
 
 
 @check("capacity")

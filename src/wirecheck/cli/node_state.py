@@ -115,10 +115,12 @@ def _nvml_error(output: str) -> str:
 def _passed(run: RunRecord | None) -> str:
     if run is None:
         return "passed"
-    counts = {outcome: sum(v.get("outcome") == outcome for v in run.verdicts) for outcome in ("pass", "skip")}
+    counts = {outcome: sum(v.get("outcome") == outcome for v in run.verdicts) for outcome in ("pass", "warn", "skip")}
     gpus = run.run.get("gpus")
     on = f" on {len(gpus)} GPU(s)" if isinstance(gpus, list) and gpus else ""
-    return f"passed: {counts['pass']} checks{on}" + (f", {counts['skip']} skipped" if counts["skip"] else "")
+    # a warning passes (the node is not drained), and says it has one
+    return (f"passed: {counts['pass'] + counts['warn']} checks{on}" + (f", {counts['warn']} warned" if counts["warn"] else "")
+            + (f", {counts['skip']} skipped" if counts["skip"] else ""))
 
 
 def _meaning(code: int) -> str:

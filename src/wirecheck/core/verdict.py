@@ -4,15 +4,25 @@ A check is a library function of (thresholds, measured inputs) that returns a `V
 (see wirecheck.checks). The test asserts `verdict.ok` with `verdict.message`; the record
 file keeps the verdict with the inputs it was computed from, so `wirecheck judge` can call
 the same function again on a recorded run, with other thresholds, without GPUs.
+
+A verdict is structure: what was judged and where, the measured value with its unit and display
+format, the bound (its kind and values), the rule, source and YAML path of the limit, and the
+problems, note and hint the structure cannot say. Its words come from wirecheck.core.render,
+the one place every face (the message, the failure block, judge, the report, the drain reason)
+is written from; the message is rendered when the verdict is made and recorded with it.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
-PASS, FAIL, SKIP = "pass", "fail", "skip"
-OUTCOMES = (PASS, FAIL, SKIP)
+from wirecheck.core import render
+
+# warn: nothing failed but the check has something to say (a GPU far from every NIC); it passes the
+# test and the run, never drains a node, and is counted and shown apart from the passes.
+PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
+OUTCOMES = (PASS, WARN, FAIL, SKIP)
 
 # Which rule made a limit: a table entry measured on this very hardware (GPU model, or NVLink
 # generation and link count), derived from the node's physics (links x speed, HBM and math peaks
@@ -26,18 +36,30 @@ class Verdict:
     """What was checked, where, what was measured against which limit, and the outcome."""
 
     check: str  # the check function's name in wirecheck.checks.CHECKS
-    what: str  # "all_reduce busbw at 1 GiB"
+    what: str  # the figure judged: "all_reduce busbw at 1 GiB"
     where: str | None  # a placement id, "GPU3", or None for the node
-    outcome: str  # pass | fail | skip
-    message: str  # measured vs limit, where, and the limit's source; a skip's reason
+    outcome: str  # pass | warn | fail | skip
+    message: str = ""  # rendered from the rest when the verdict is made (wirecheck.core.render.message)
     measured: Any = None
     unit: str | None = None
-    limit: dict | None = None  # {"min", "max", "expected"}: the bounds, in `unit`
+    limit: dict | None = None  # {"min", "max", "expected", ...}: the bounds, in `unit`
     source: str | None = None  # where the limit came from (thresholds.yaml `source:`)
     yaml_path: str | None = None  # where the limit is written: "thresholds.yaml: collectives.floors..."
     rule: str | None = None  # which rule made the limit (RULES); None for a verdict without a numeric limit
     inputs: dict = field(default_factory=dict)  # the check's arguments, to judge it again
-    details: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict)  # "problems": what was found wrong, one line each
+    # The structure the words are made from (records written before these fields load with the defaults):
+    fmt: str | None = None  # display format of measured and limit (render.FORMATS: a quantity kind, "number")
+    bound: str | None = None  # render.BOUNDS: floor, ceiling, range, expected, peers; None: no bound
+    place: str | None = None  # `where` as the words name it: "GPU3 (0000:1b:00.0)"
+    note: str = ""  # a fact shown with the verdict whatever its outcome
+    hint: str = ""  # the likely cause and what to do (shown when it fails or warns); a skip's reason
+
+    def __post_init__(self) -> None:
+        if self.bound is None and self.limit:
+            object.__setattr__(self, "bound", render.bound_kind(self))
+        if not self.message:
+            object.__setattr__(self, "message", render.message(self))
 
     def __repr__(self) -> str:  # short: pytest prints it under a failed `assert verdict.ok`
         return f"Verdict({self.check} {self.outcome} on {self.where or 'the node'})"
@@ -61,76 +83,68 @@ class Verdict:
     def with_inputs(self, check: str, inputs: dict) -> "Verdict":
         return replace(self, check=check, inputs=inputs)
 
+    def amended(self, **changes: Any) -> "Verdict":
+        """The verdict with `changes` (a note, details), its message rendered again from them."""
+        return replace(self, message="", **changes)
+
 
 def cite(yaml_path: str | None, source: str | None) -> str:
-    return f"{yaml_path}; source: {source}" if yaml_path else f"source: {source}"
+    return render.cite(yaml_path, source)
 
 
 def skip(what: str, where: str | None, reason: str, **extra: Any) -> Verdict:
     """Not judged, with the reason (no limit for this case, nothing readable, simulation)."""
-    return Verdict("", what, where, SKIP, f"{what} on {where or 'the node'}: {reason}" if where else f"{what}: {reason}",
-                   **extra)
+    return Verdict("", what, where, SKIP, hint=reason, **extra)
 
 
-def within(what: str, where: str | None, value: float, limit, fmt: Callable[[float], str], unit: str,
-           scale: float = 1.0, hint: str = "") -> Verdict:
+def not_measured(what: str, where: str | None, error: str | None, **extra: Any) -> Verdict:
+    """A figure that could not be measured (the worker's error) fails whatever its limit."""
+    details = {**extra.pop("details", {}), "problems": [f"not measured: {error}"]}
+    return Verdict("", what, where, FAIL, details=details, **extra)
+
+
+def within(what: str, where: str | None, value: float, limit, fmt: str, unit: str, scale: float = 1.0,
+           hint: str = "", **extra: Any) -> Verdict:
     """`value` inside [limit.min, limit.max] (either may be None). `scale` converts base units
-    (bytes/s) to the recorded unit (GB/s)."""
+    (bytes/s) to the recorded unit (GB/s); `fmt` names the display format (render.FORMATS)."""
+    failed = ((limit.min is not None and value < limit.min) or (limit.max is not None and value > limit.max))
     bounds = {"min": limit.min, "max": limit.max}
-    failed = None
-    if limit.min is not None and value < limit.min:
-        failed = f"measured {fmt(value)} < floor {fmt(limit.min)}"
-    elif limit.max is not None and value > limit.max:
-        failed = f"measured {fmt(value)} > ceiling {fmt(limit.max)}"
-    if failed:
-        message = f"{what} on {where}: {failed} ({cite(limit.yaml_path, limit.source)}){hint}"
-    else:
-        shown = " and ".join(b for b in (f">= {fmt(limit.min)}" if limit.min is not None else "",
-                                         f"<= {fmt(limit.max)}" if limit.max is not None else "") if b)
-        message = f"{what} on {where}: measured {fmt(value)} {shown} ({cite(limit.yaml_path, limit.source)})"
-    return Verdict("", what, where, FAIL if failed else PASS, message, measured=value * scale, unit=unit,
-                   limit={k: (v * scale if v is not None else None) for k, v in bounds.items()},
-                   source=limit.source, yaml_path=limit.yaml_path, rule=getattr(limit, "rule", None))
+    return Verdict("", what, where, FAIL if failed else PASS, measured=value * scale, unit=unit,
+                   limit={k: (v * scale if v is not None else None) for k, v in bounds.items()}, fmt=fmt,
+                   bound="range" if limit.min is not None and limit.max is not None else
+                   "floor" if limit.min is not None else "ceiling",
+                   source=limit.source, yaml_path=limit.yaml_path, rule=getattr(limit, "rule", None),
+                   hint=hint, **extra)
 
 
 def at_least(what: str, where: str | None, value: float, minimum: float, unit: str, source: str, yaml_path: str,
-             fmt: Callable[[float], str] = lambda v: f"{v:.2f}x", hint: str = "", rule: str | None = None) -> Verdict:
-    ok = value >= minimum
-    sign = ">=" if ok else "<"
-    message = f"{what} on {where}: {fmt(value)} {sign} required {fmt(minimum)} ({cite(yaml_path, source)})"
-    return Verdict("", what, where, PASS if ok else FAIL, message + ("" if ok else hint), measured=value, unit=unit,
-                   limit={"min": minimum}, source=source, yaml_path=yaml_path, rule=rule)
+             fmt: str = "ratio", hint: str = "", rule: str | None = None, **extra: Any) -> Verdict:
+    return Verdict("", what, where, PASS if value >= minimum else FAIL, measured=value, unit=unit,
+                   limit={"min": minimum}, bound="floor", fmt=fmt, source=source, yaml_path=yaml_path, rule=rule,
+                   hint=hint, **extra)
 
 
 def at_most(what: str, where: str | None, value: float, maximum: float, unit: str, source: str, yaml_path: str,
-            fmt: Callable[[float], str], hint: str = "", rule: str | None = None) -> Verdict:
-    ok = value <= maximum
-    sign = "<=" if ok else ">"
-    message = f"{what} on {where}: {fmt(value)} {sign} allowed {fmt(maximum)} ({cite(yaml_path, source)})"
-    return Verdict("", what, where, PASS if ok else FAIL, message + ("" if ok else hint), measured=value, unit=unit,
-                   limit={"max": maximum}, source=source, yaml_path=yaml_path, rule=rule)
+            fmt: str, hint: str = "", rule: str | None = None, **extra: Any) -> Verdict:
+    return Verdict("", what, where, PASS if value <= maximum else FAIL, measured=value, unit=unit,
+                   limit={"max": maximum}, bound="ceiling", fmt=fmt, source=source, yaml_path=yaml_path, rule=rule,
+                   hint=hint, **extra)
 
 
 def expect(what: str, where: str | None, measured: Any, expected: Any, ok: bool, failure: str,
-           source: str | None = None, yaml_path: str | None = None, unit: str | None = None) -> Verdict:
+           source: str | None = None, yaml_path: str | None = None, unit: str | None = None, **extra: Any) -> Verdict:
     """An expected value (a profile's GPU count, a fabric state): `failure` says what is wrong and the fix."""
-    if ok:
-        message = f"{what} on {where}: {measured!r} as expected" if where else f"{what}: {measured!r} as expected"
-    else:
-        message = failure + (f" ({cite(yaml_path, source)})" if source else "")
-    return Verdict("", what, where, PASS if ok else FAIL, message, measured=measured, unit=unit,
-                   limit={"expected": expected}, source=source, yaml_path=yaml_path)
+    details = {**extra.pop("details", {}), **({} if ok else {"problems": [failure]})}
+    return Verdict("", what, where, PASS if ok else FAIL, measured=measured, unit=unit, limit={"expected": expected},
+                   bound="expected", source=source, yaml_path=yaml_path, details=details, **extra)
 
 
 def no_problems(what: str, where: str | None, problems: list[str], measured: Any = None, intro: str = "",
-                source: str | None = None, yaml_path: str | None = None, unit: str | None = None) -> Verdict:
-    """Pass when `problems` is empty; otherwise fail listing them."""
+                source: str | None = None, yaml_path: str | None = None, unit: str | None = None,
+                **extra: Any) -> Verdict:
+    """Pass when `problems` is empty; otherwise fail listing them (`intro`: what they mean, what to do)."""
     if problems:
-        listed = problems[0] if len(problems) == 1 else "\n  " + "\n  ".join(problems)
-        text = (intro or f"{what} on {where}") + ": " + listed
-        if source:
-            text += f" ({cite(yaml_path, source)})"
-        return Verdict("", what, where, FAIL, text, measured=measured, unit=unit, source=source, yaml_path=yaml_path,
-                       details={"problems": problems})
-    return Verdict("", what, where, PASS, f"{what} on {where}: ok" if where else f"{what}: ok", measured=measured,
-                   unit=unit, source=source, yaml_path=yaml_path)
+        return Verdict("", what, where, FAIL, measured=measured, unit=unit, source=source, yaml_path=yaml_path,
+                       details={**extra.pop("details", {}), "problems": list(problems)}, hint=intro, **extra)
+    return Verdict("", what, where, PASS, measured=measured, unit=unit, source=source, yaml_path=yaml_path,
+                   **({"note": "ok"} if "note" not in extra else {}), **extra)

@@ -1,7 +1,7 @@
 """The one line a scheduler keeps about a node that failed, from the run's record.
 
 `wirecheck: <check> <where> <measured> < <limit>` for the first failed verdict (`+N more` when others
-failed too), e.g. `wirecheck: busbw nvswitch-8gpu-0.1.2.3.4.5.6.7 312 GB/s < 360 GB/s (+2 more)`; for a
+failed too), e.g. `wirecheck: busbw nvswitch-8gpu-0.1.2.3.4.5.6.7 312.4 < 360 GB/s (+2 more)`; for a
 failed worker group without a verdict (a rank that died or hung), its kind, placement and operation.
 
 The line is plain printable ASCII on one line, cut to the length its reader keeps: it goes into
@@ -11,10 +11,10 @@ The line is plain printable ASCII on one line, cut to the length its reader keep
 
 from __future__ import annotations
 
-import math
 import unicodedata
-from typing import Any
 
+from wirecheck.core import render
+from wirecheck.core.verdict import Verdict
 from wirecheck.records.file import RunRecord
 
 PREFIX = "wirecheck: "
@@ -23,8 +23,6 @@ ELLIPSIS = "..."
 # Letters the suite writes that have no ASCII decomposition of their own (NFKD leaves them as they are).
 _ASCII = {"\u00b5": "u", "\u03bc": "u", "\u00b0": "", "\u00bd": "1/2", "\u00d7": "x", "\u2265": ">=", "\u2264": "<=",
           "\u2014": "-", "\u2013": "-", "\u2212": "-", "\u2192": "->"}
-# A unit longer than this ("relative difference", "% off the model") is written once, after the limit.
-_SHORT_UNIT = 6
 
 
 def ascii_text(text: str) -> str:
@@ -43,66 +41,13 @@ def cut(line: str, limit: int, keep_end: str = "") -> str:
     return (line[:room].rstrip() + ELLIPSIS + keep_end)[:limit]
 
 
-def number(value: Any) -> str:
-    """A measured value or limit as people read it: 312, 12.3, 0.00489; whole numbers as they are."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, int) or not math.isfinite(value):
-        return str(value)
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
-    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
-
-
-def _scalar(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _with_unit(text: str, unit: str | None) -> str:
-    return f"{text} {unit}" if unit and len(unit) <= _SHORT_UNIT else text
-
-
-def _bound(verdict: dict) -> str | None:
-    """`<measured> < <limit>` (or >, !=) from the verdict's figures; None when they do not say it."""
-    measured, unit = verdict.get("measured"), verdict.get("unit")
-    limit = verdict.get("limit") if isinstance(verdict.get("limit"), dict) else {}
-    low, high = limit.get("min"), limit.get("max")
-    if _scalar(measured):
-        if _scalar(low) and measured < low:
-            text = f"{_with_unit(number(measured), unit)} < {_with_unit(number(low), unit)}"
-        elif _scalar(high) and measured > high:
-            text = f"{_with_unit(number(measured), unit)} > {_with_unit(number(high), unit)}"
-        elif "expected" in limit and not isinstance(limit["expected"], (dict, list)):
-            text = f"{_with_unit(number(measured), unit)} != {_with_unit(number(limit['expected']), unit)}"
-        else:
-            return None
-        return text if not unit or len(unit) <= _SHORT_UNIT else f"{text} {unit}"
-    if isinstance(measured, (str, bool)) and "expected" in limit and not isinstance(limit["expected"], (dict, list)):
-        return f"{measured} != {limit['expected']}"
-    return None
-
-
-def _message_gist(verdict: dict) -> str:
-    """The verdict's own message without what the line already says (`<what> on <where>: `) and without
-    the citation of its limit (` (thresholds.yaml: ...; source: ...)`), first line only."""
-    message = str(verdict.get("message") or "").strip().splitlines()
-    text = message[0] if message else ""
-    head = f"{verdict.get('what')} on {verdict.get('where')}: "
-    if text.startswith(head):
-        text = text[len(head):]
-    yaml_path = verdict.get("yaml_path")
-    for cited in (f" ({yaml_path}" if yaml_path else None, " (source: "):
-        at = text.find(cited) if cited else -1
-        if at > 0:
-            text = text[:at]
-    return text.rstrip(":") or str(verdict.get("what") or "failed")
-
-
 def verdict_reason(verdict: dict) -> str:
-    """`<check> <where> <measured> < <limit>` for one failed verdict (a record's line), without the prefix."""
-    check = verdict.get("check") or verdict.get("what") or "check"
-    where = verdict.get("where") or "node"
-    return f"{check} {where} {_bound(verdict) or _message_gist(verdict)}"
+    """`<check> <where> <measured> < <limit>` for one failed verdict (a record's line), without the prefix:
+    wirecheck.core.render's drain reason of the verdict's structure (never its message)."""
+    try:
+        return render.drain_reason(Verdict.from_record(verdict))
+    except Exception:  # noqa: BLE001 (a record is data: a damaged verdict still names its check)
+        return f"{verdict.get('check') or verdict.get('what') or 'check'} {verdict.get('where') or 'node'} failed"
 
 
 def group_failure_reason(measurement: dict) -> str | None:

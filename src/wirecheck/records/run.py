@@ -320,6 +320,7 @@ def fault_lines(writer: RunWriter, limit: int = 20) -> list[str]:
         lines.append(f"not in the record: {len(failed) - limit} more failed verdict(s)")
     others = Counter(v.get("outcome") for v in writer.unwritten_verdicts if v.get("outcome") != "fail")
     if others:
-        lines.append("not in the record: " + ", ".join(f"{n} {outcome}ed" if outcome == "pass" else f"{n} {outcome}ped"
+        said = {"pass": "passed", "warn": "warned", "skip": "skipped"}
+        lines.append("not in the record: " + ", ".join(f"{n} {said.get(outcome, outcome)}"
                                                        for outcome, n in sorted(others.items())) + " verdict(s)")
     return lines

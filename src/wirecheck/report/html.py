@@ -37,6 +37,8 @@ th { background: #f3f3f3; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.fail td { background: #fbe3e4; }
 tr.skip td { color: #666; }
+tr.warn td { background: #fff3cd; }
+.outcome-warn { color: #997404; font-weight: 700; }
 .outcome-fail { color: #b02a37; font-weight: 700; }
 .outcome-pass { color: #146c43; font-weight: 700; }
 .outcome-skip { color: #666; }

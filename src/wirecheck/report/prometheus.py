@@ -67,7 +67,7 @@ def families(view: RunView) -> list[Family]:
     complete.add(1 if view.status == "complete" else 0)
     duration = Family("wirecheck_run_duration_seconds", "Wall time of the run in seconds (absent when cut short)")
     duration.add((view.run.end or {}).get("wall_s"))
-    verdicts = Family("wirecheck_verdicts", "Number of verdicts of the run by outcome (pass, fail, skip)")
+    verdicts = Family("wirecheck_verdicts", f"Number of verdicts of the run by outcome ({', '.join(OUTCOMES)})")
     for outcome_, n in view.verdict_counts.items():
         verdicts.add(n, outcome=outcome_)
     failed_checks = Family("wirecheck_check_failures", "Failed verdicts of the run per check")

@@ -15,7 +15,8 @@ from wirecheck.report.html import Raw, Section, details, esc, note, outcome, pre
 from wirecheck.report.gpus import GPU_FIGURES, GPU_HEALTH_CHECKS
 from wirecheck.report.model import HOST_PATH_CLASS, RunView
 from wirecheck.report.trends import FAMILIES, drifts, gather
-from wirecheck.core.verdict import FAIL, PASS, SKIP
+from wirecheck.core import render
+from wirecheck.core.verdict import FAIL, PASS, SKIP, WARN, Verdict
 
 SECTION_IDS = ("verdict", "node", "collectives", "wire", "links", "strategies", "advice", "nccl-path", "copies", "gpus", "burn-in",
                "health", "trends")
@@ -31,16 +32,26 @@ def _num(value, digits: int = 4) -> str:
     return str(value)
 
 
+def _verdict(v: dict) -> Verdict | None:
+    try:
+        return Verdict.from_record(v)
+    except (TypeError, ValueError):  # a damaged line: its cells say so, the rest of the page stands
+        return None
+
+
 def _limit(v: dict) -> str:
-    limit = v.get("limit") or {}
-    parts = [f"{k} {_num(x)}" for k, x in limit.items() if x is not None]
-    unit = v.get("unit")
-    return " ".join(parts) + (f" {unit}" if parts and unit and not isinstance(limit.get("expected"), str) else "")
+    verdict = _verdict(v)
+    return render.bound_text(verdict) if verdict else "-"
 
 
 def _measured(v: dict) -> str:
-    m = v.get("measured")
-    return "-" if m is None else _num(m) + (f" {v['unit']}" if v.get("unit") and not isinstance(m, (dict, list)) else "")
+    verdict = _verdict(v)
+    return render.measured_text(verdict) if verdict else "-"
+
+
+def _citation(v: dict) -> str:
+    verdict = _verdict(v)
+    return render.citation(verdict) if verdict else ""
 
 
 def gbps(bps: float | None) -> str:
@@ -54,6 +65,11 @@ def gbps(bps: float | None) -> str:
 # -- the verdict ---------------------------------------------------------------------------
 
 
+def _counted(counts: dict) -> str:
+    warned = f", <b>{counts[WARN]}</b> warned" if counts.get(WARN) else ""
+    return f"<b>{counts[FAIL]}</b> failed, <b>{counts[PASS]}</b> passed{warned}, <b>{counts[SKIP]}</b> skipped"
+
+
 def headline(view: RunView) -> tuple[str, str]:
     """(css class, text) of the banner at the top of the page."""
     counts = view.verdict_counts
@@ -64,14 +80,20 @@ def headline(view: RunView) -> tuple[str, str]:
         return "fail", f"FAILED: {counts[FAIL]} of {sum(counts.values())} checks"
     if view.status != "complete":
         return "cut", f"INCOMPLETE: the run was {view.status}"
-    return "pass", f"PASSED: {counts[PASS]} checks, {counts[SKIP]} skipped"
+    warned = f", {counts[WARN]} with a warning" if counts.get(WARN) else ""
+    return "pass", f"PASSED: {counts[PASS] + counts.get(WARN, 0)} checks{warned}, {counts[SKIP]} skipped"
+
+
+def _verdict_rows(verdicts: list[dict], test: bool = False) -> list[list]:
+    """The report's cells of a verdict, every one written by wirecheck.core.render."""
+    return [[v.get("check"), v.get("where") or "node", v.get("what"), _measured(v), _limit(v), _citation(v),
+             v.get("message")] + ([v.get("test")] if test else []) for v in verdicts]
 
 
 def verdict_section(view: RunView) -> Section:
     s = Section("verdict", "Verdict")
     counts = view.verdict_counts
-    s.add(Raw(f"<p><b>{counts[FAIL]}</b> failed, <b>{counts[PASS]}</b> passed, <b>{counts[SKIP]}</b> skipped "
-              f"({len(view.verdicts)} verdicts in {esc(view.run.path)}).</p>"))
+    s.add(Raw(f"<p>{_counted(counts)} ({len(view.verdicts)} verdicts in {esc(view.run.path)}).</p>"))
     if view.simulated:
         s.add(Raw(f'<div class="banner sim">SIMULATION</div><p>Recorded topology '
                   f"<code>{esc(view.header.get('simulation_source'))}</code> replayed with CPU processes and gloo standing "
@@ -81,25 +103,23 @@ def verdict_section(view: RunView) -> Section:
                    "Whatever it did not reach was never judged."))
     elif view.status != "complete":
         s.add(note(f"The run was {view.status}: not every check ran."))
+    columns = ["check", "where", "what", "measured", "limit", "limit's source", "message"]
     fails = view.failures
     if fails:
-        s.add(Raw("<h3>Failures</h3>"), table(
-            ["check", "where", "what", "measured", "limit", "limit's source", "message", "test"],
-            [[v.get("check"), v.get("where") or "node", v.get("what"), _measured(v), _limit(v),
-              f"{v.get('yaml_path') or ''}; {v.get('source') or ''}".strip("; "), v.get("message"), v.get("test")]
-             for v in fails], ["fail"] * len(fails)))
+        s.add(Raw("<h3>Failures</h3>"), table(columns + ["test"], _verdict_rows(fails, test=True), ["fail"] * len(fails)))
     else:
         s.add(note("No check failed."))
+    warns = [v for v in view.verdicts if v.get("outcome") == WARN]
+    if warns:
+        # nothing failed, but the check has something to say: shown open, apart from the passes
+        s.add(Raw("<h3>Warnings</h3>"), table(columns + ["test"], _verdict_rows(warns, test=True), ["warn"] * len(warns)))
     skips = [v for v in view.verdicts if v.get("outcome") == SKIP]
     if skips:
         s.add(details(f"{len(skips)} skipped, with the reason", table(
             ["check", "where", "reason"], [[v.get("check"), v.get("where") or "node", v.get("message")] for v in skips])))
     passes = [v for v in view.verdicts if v.get("outcome") == PASS]
     if passes:
-        s.add(details(f"{len(passes)} passed", table(
-            ["check", "where", "what", "measured", "limit", "source"],
-            [[v.get("check"), v.get("where") or "node", v.get("what"), _measured(v), _limit(v), v.get("source")]
-             for v in passes])))
+        s.add(details(f"{len(passes)} passed", table(columns, _verdict_rows(passes))))
     return s
 
 
@@ -499,8 +519,8 @@ def health_section(view: RunView) -> Section:
     if judged:
         s.add(s.add_figure(figures.counter_growth(judged)))
     s.add(table(["GPU", "outcome", "grew", "message"],
-                [[v.get("where"), outcome(v.get("outcome")), _num(v.get("measured")) or "none", v.get("message")]
-                 for v in view.counters], [v.get("outcome") for v in view.counters]))
+                [[v.get("where"), outcome(v.get("outcome")), _measured(v) if v.get("measured") else "none",
+                  v.get("message")] for v in view.counters], [v.get("outcome") for v in view.counters]))
     return s
 
 

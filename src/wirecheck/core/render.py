@@ -1,0 +1,378 @@
+"""Every text a verdict is read as, made from its structure in one place.
+
+A verdict carries what was judged (`what`, on `where`, named in full as `place`), the measured value
+with its `unit` and display format `fmt`, the `bound` it was judged against (kind, value(s) in
+`limit`, the same unit), the `rule`, `source` and `yaml_path` of the limit, and what the structure
+cannot say: `details["problems"]` (what was found wrong, one line each), a `note` (a fact shown with
+the verdict whatever its outcome) and a `hint` (the likely cause and what to do, shown when it fails
+or warns). The faces are all here:
+
+- `message(v)`: the verdict's line (recorded with it, asserted by the test, shown by judge);
+- `measured_text(v)`, `bound_text(v)`, `citation(v)`: the failure block's fields and the report's
+  cells (and what a fleet page shows of a node's figure);
+- `relation(v)`: "40 % < 90 % of the power limit", the short form: pytest's short summary line
+  (`summary(v)`), judge's figures line and the drain reason (`drain_reason(v)`), which a Slurm
+  node's Reason and the Kubernetes node condition carry.
+
+Nothing reads a message back to find its parts: change a word here and every face changes with it.
+This module reads verdicts by their attributes only, so that core/verdict.py can call it when a
+verdict is made (no import circle).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+from typing import Any, Callable
+
+from wirecheck.core.quantity import DEGREES_C, UNITS, format_bw, format_bytes, format_time
+
+# What a limit is, as `bound` says it (a record written before the field is read by its limit's keys).
+BOUNDS = ("floor", "ceiling", "range", "expected", "peers")
+
+
+def _trim(value: float, decimals: int = 1) -> str:
+    text = f"{value:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def number(value: Any) -> str:
+    """4 significant digits, thousands grouped from 10,000 on: 0.005, 1.234, 327.5, 126,668; whole
+    numbers as they are."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int) and abs(value) < 10_000:
+        return str(value)
+    if not math.isfinite(value):
+        return str(value)
+    if 1e4 <= abs(value) < 1e15:
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
+
+
+def _compute(flops: float) -> str:
+    # CPU ranks in simulation compute GFLOP/s: shown with their digits, not as 0.0 TFLOP/s
+    return f"{flops / 1e12:.1f} TFLOP/s" if abs(flops) >= 1e12 else f"{flops / 1e9:.3g} GFLOP/s"
+
+
+# Display formats by name (a verdict records the name, so a record shows as it did): each takes the
+# value in its kind's base unit (wirecheck.core.quantity: bytes/s, bytes, seconds, a fraction, ...).
+FORMATS: dict[str, Callable[[float], str]] = {
+    "bandwidth": format_bw,
+    "size": format_bytes,
+    "memory": lambda b: f"{b / 2**30:.2f} GiB",
+    "time": format_time,
+    "percent": lambda f: f"{_trim(f * 100)} %",
+    "ratio": lambda x: f"{x:.2f}x",
+    "params": lambda p: f"{p:.3g} params",
+    "throughput": lambda t: f"{t:,.0f} tokens/s",
+    "rate": lambda r: f"{_trim(r, 2)} /s",
+    "compute": _compute,
+    "temperature": lambda c: f"{c:g} {DEGREES_C}",
+    "number": number,  # a plain figure with its unit after it
+}
+
+# The words around the figures, by bound and outcome: {m} the measured value, {b} the bound
+# ({lo}, {hi} of a range), {q} the unit a format does not already say ("of the power limit").
+RELATIONS = {
+    "floor": {"pass": "measured {m} >= {b}{q}", "fail": "measured {m} < floor {b}{q}"},
+    "ceiling": {"pass": "measured {m} <= {b}{q}", "fail": "measured {m} > ceiling {b}{q}"},
+    "range": {"pass": "measured {m} >= {lo} and <= {hi}{q}"},
+    "expected": {"pass": "{m}{q} as expected", "fail": "{m}{q}, expected {b}"},
+}
+SHORT = {"floor": {"pass": "{m} >= {b}{q}", "fail": "{m} < {b}{q}"},
+         "ceiling": {"pass": "{m} <= {b}{q}", "fail": "{m} > {b}{q}"},
+         "expected": {"pass": "{m}{q} as expected", "fail": "{m} != {b}{q}"},
+         "peers": {"fail": "{m} < median {b} of its peers"}}
+BOUND_TEXT = {"floor": ">= {b}{q}", "ceiling": "<= {b}{q}", "range": "{lo} to {hi}{q}", "expected": "expected {b}{q}"}
+PEERS = "{m} is {side} the median {median} of {compared}"
+PEERS_FAILED = ": more than the {allowed} allowed"
+PEERS_PASSED = " (allowed {allowed})"
+_LONGEST_VALUE = 300  # a measured list (the processes on a GPU) is cut here in the block's fields
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _kind_factor(v) -> tuple[Callable[[float], str] | None, float, str]:
+    """The verdict's format, the factor from its unit to the format's base unit, and the unit words the
+    format does not say ("of the power limit" beside a percentage)."""
+    fmt, unit = getattr(v, "fmt", None), v.unit
+    show = FORMATS.get(fmt) if fmt else None
+    if show is None:
+        return None, 1.0, unit or ""
+    if fmt == "number":
+        return show, 1.0, unit or ""
+    kind = "size" if fmt == "memory" else fmt
+    factors = UNITS.get(kind, {})
+    if unit in factors:
+        return show, factors[unit], ""
+    return show, 1.0, unit or ""
+
+
+def value_text(v, value: Any, with_unit: bool = True) -> str:
+    """One value of the verdict (its measured value, a bound) as its format writes it."""
+    if value is None:
+        return "-"
+    show, factor, words = _kind_factor(v)
+    if _scalar(value):
+        text = show(value * factor) if show else number(value)
+    elif isinstance(value, dict):
+        text = ", ".join(f"{k} {value_text(v, x, False)}" for k, x in value.items())
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value, default=str)
+    if len(text) > _LONGEST_VALUE:
+        text = text[:_LONGEST_VALUE] + " ..."
+    said = isinstance(value, str) and value.endswith(str(words))  # "400 Gb/s" in Gb/s
+    return text + (f" {words}" if with_unit and words and not said and (_scalar(value) or isinstance(value, str)) else "")
+
+
+def figure(value: Any, unit: str | None, fmt: str | None) -> str:
+    """A value of a verdict's kind outside a verdict (a peer's figure beside it), as the verdict writes its own."""
+    return value_text(SimpleNamespace(fmt=fmt, unit=unit), value)
+
+
+def bound_kind(v) -> str | None:
+    """The verdict's `bound`, or for a record written before it, what its limit's keys say."""
+    if getattr(v, "bound", None):
+        return v.bound
+    limit = v.limit if isinstance(v.limit, dict) else {}
+    low, high = limit.get("min"), limit.get("max")
+    if "peers_median" in limit or "median" in limit:
+        return "peers"
+    if low is not None and high is not None:
+        return "range"
+    if low is not None:
+        return "floor"
+    if high is not None:
+        return "ceiling"
+    if "expected" in limit:
+        return "expected"
+    return None
+
+
+_SHORT_UNIT = 6  # a unit word longer than this ("of the power limit") is said once, after the bound
+
+
+def _fill(v, template: str, b: Any = None, short: bool = False) -> str:
+    limit = v.limit if isinstance(v.limit, dict) else {}
+    words = _kind_factor(v)[2]
+    each = bool(words) and len(words) <= _SHORT_UNIT  # "12 GB/s < 20 GB/s", but "40 % < 90 % of the power limit"
+    q = f" {words}" if words and not each else ""
+    m, b = value_text(v, v.measured, each), value_text(v, b, each)
+    if short and " " in m and " " in b and m.rsplit(" ", 1)[1] == b.rsplit(" ", 1)[1]:
+        m = m.rsplit(" ", 1)[0]  # the short form says a shared unit once: "12.34 < 360 GB/s"
+    return template.format(m=m, b=b, q=q,
+                           lo=value_text(v, limit.get("min"), each), hi=value_text(v, limit.get("max"), each))
+
+
+def _failed_side(v) -> str | None:
+    """Which side of its limit a figure fell on: "floor", "ceiling", or None (inside, or not a figure)."""
+    limit = v.limit if isinstance(v.limit, dict) else {}
+    low, high = limit.get("min"), limit.get("max")
+    if not _scalar(v.measured):
+        return None
+    if _scalar(low) and v.measured < low:
+        return "floor"
+    if _scalar(high) and v.measured > high:
+        return "ceiling"
+    return None
+
+
+def _peers(v) -> tuple[Any, Any, bool] | None:
+    """(median, how far below it, named) of a verdict judged against its peers, or None."""
+    limit, d = v.limit if isinstance(v.limit, dict) else {}, v.details or {}
+    median = limit.get("peers_median", limit.get("median"))
+    below = d.get("below_median", d.get("below"))
+    if median is None or below is None:
+        return None
+    return median, below, bool(d.get("named_by_peers", v.outcome == "fail"))
+
+
+def _peer_text(v) -> str | None:
+    found = _peers(v)
+    if found is None:
+        return None
+    median, below, named = found
+    limit, d = v.limit or {}, v.details or {}
+    side = f"{below * 100:.1f} % below" if below >= 0 else f"{-below * 100:.1f} % above"
+    compared = d.get("compared_with") or f"its {len(d.get('peers') or {}) or '?'} peer(s)"
+    allowed = f"{limit.get('max_below_median', 0) * 100:g} %" + (
+        f" or {limit['mad_k']:g} x scaled MAD" if limit.get("mad_k") is not None else "")
+    text = PEERS.format(m=value_text(v, v.measured), side=side, median=value_text(v, median), compared=compared)
+    text += (PEERS_FAILED if named else PEERS_PASSED).format(allowed=allowed)
+    cited = cite(d.get("peers_yaml_path"), d.get("peers_source"))
+    return text + (f" ({cited})" if cited else "")
+
+
+def relation(v, short: bool = False) -> str | None:
+    """The measured value against its bound, in words ("measured 40 % < floor 90 % of the power limit"),
+    or short ("40 % < 90 % of the power limit"); None where there is no comparable bound."""
+    kind = bound_kind(v)
+    limit = v.limit if isinstance(v.limit, dict) else {}
+    if kind in ("floor", "ceiling", "range", "peers") and _scalar(v.measured):
+        side = _failed_side(v)
+        if side:
+            return _fill(v, (SHORT if short else RELATIONS)[side]["fail"], limit.get("min" if side == "floor" else "max"),
+                         short)
+        if kind == "peers" and short and _peers(v) and _peers(v)[2]:
+            return _fill(v, SHORT["peers"]["fail"], _peers(v)[0], short)
+        if kind == "range" and not short:
+            return _fill(v, RELATIONS["range"]["pass"])
+        if limit.get("min") is not None:
+            return _fill(v, (SHORT if short else RELATIONS)["floor"]["pass"], limit["min"], short)
+        if limit.get("max") is not None:
+            return _fill(v, (SHORT if short else RELATIONS)["ceiling"]["pass"], limit["max"], short)
+        return None
+    if kind == "ceiling" and isinstance(v.measured, str):  # an ordered code (a PCIe path level)
+        words = "fail" if v.outcome in ("fail", "warn") else "pass"
+        return _fill(v, (SHORT if short else RELATIONS)["ceiling"][words], limit.get("max"), short)
+    # a mapping measured (pairs and their transports) reads as its note in the line, in short as "k v != e"
+    if kind == "expected" and "expected" in limit and v.measured is not None and (
+            short or not isinstance(v.measured, (dict, list))):
+        words = "fail" if v.outcome == "fail" else "pass"
+        return _fill(v, (SHORT if short else RELATIONS)["expected"][words], limit["expected"], short)
+    return None
+
+
+def cite(yaml_path: str | None, source: str | None) -> str:
+    """Where a limit is written and where it comes from ("thresholds.yaml: x.y; source: ..."), or ""."""
+    if yaml_path and source:
+        return f"{yaml_path}; source: {source}"
+    if yaml_path:
+        return str(yaml_path)
+    return f"source: {source}" if source else ""
+
+
+def citation(v) -> str:
+    return cite(v.yaml_path, v.source)
+
+
+def subject(v) -> str:
+    """What was judged, and where: "HBM read bandwidth on GPU3 (0000:1b:00.0)"."""
+    place = getattr(v, "place", None) or v.where
+    return f"{v.what} on {place}" if place else str(v.what)
+
+
+def figure_name(v) -> str:
+    """The figure's own name, without where or against what ("HBM copy (read+write)", "all_reduce"): the
+    check's `figure` or `op` input, else `what`. A page that groups verdicts by figure reads this."""
+    inputs = getattr(v, "inputs", None) or {}
+    return str(inputs.get("figure") or inputs.get("op") or v.what)
+
+
+def measured_text(v) -> str:
+    return value_text(v, v.measured) if v.measured is not None else "-"
+
+
+def bound_text(v) -> str:
+    """The bound the verdict was judged against: ">= 90 % of the power limit", "expected 8", "-"."""
+    kind = bound_kind(v)
+    limit = v.limit if isinstance(v.limit, dict) else {}
+    if not limit:
+        return "-"
+    parts = []
+    if kind in BOUND_TEXT or kind == "peers":
+        if kind == "range":
+            parts.append(_fill(v, BOUND_TEXT["range"]))
+        elif limit.get("min") is not None:
+            parts.append(_fill(v, BOUND_TEXT["floor"], limit["min"]))
+        elif limit.get("max") is not None:
+            parts.append(_fill(v, BOUND_TEXT["ceiling"], limit["max"]))
+    if "expected" in limit:
+        parts.append(_fill(v, BOUND_TEXT["expected"], limit["expected"]) if _scalar(limit["expected"])
+                     else f"expected {value_text(v, limit['expected'], False)}")
+    if _peers(v):
+        parts.append(f"at most {limit.get('max_below_median', 0) * 100:g} % below the peers' median "
+                     f"{value_text(v, _peers(v)[0])}")
+    parts += [f"{k} {number(x)}" for k, x in limit.items()
+              if k not in ("min", "max", "expected", "peers_median", "median", "max_below_median") and x is not None]
+    return "; ".join(parts) or "-"
+
+
+def _listed(problems: list) -> str:
+    return str(problems[0]) if len(problems) == 1 else "\n  " + "\n  ".join(map(str, problems))
+
+
+def message(v) -> str:
+    """The verdict's line: what on where, what was found (the figure against its bound, or the problems),
+    where the limit is written, then its note and (failed or warned) its hint."""
+    head = subject(v)
+    hint = getattr(v, "hint", "") or ""
+    note = getattr(v, "note", "") or ""
+    if v.outcome == "skip":
+        return f"{head}: {hint or 'not judged'}"
+    details = v.details or {}
+    problems = details.get("problems") or []
+    cited = citation(v)
+    if problems:
+        # what they mean first, then the list: a hint after the last of several problems would read as its own
+        body = (f"{hint.lstrip('.;:, ')}: " if hint else "") + _listed(problems)
+        hint = ""
+    elif bound_kind(v) == "peers":
+        # two limits, each cited where it is said: the model's floor and the peers' rule
+        floor = relation(v)
+        if floor and details.get("floor_cite"):
+            floor += f" ({details['floor_cite']})"
+        body = "; ".join(p for p in (floor, _peer_text(v)) if p) or measured_text(v)
+        if any(details.get(k) for k in ("floor_cite", "peers_source", "peers_yaml_path")):
+            cited = ""  # said beside each limit
+    else:
+        body = relation(v)
+        if body is None and note:  # nothing to compare: the note says what was found
+            body, note = note, ""
+        elif body is None:
+            body = measured_text(v) if v.measured not in (None, [], {}) else "failed" if v.outcome == "fail" else "ok"
+    text = f"{head}: {body}"
+    if cited:
+        text += f" ({cited})"
+    if note:
+        text += f"; {note}"
+    if hint and v.outcome in ("fail", "warn"):
+        text += hint if hint[0] in ".;:,\n" else f". {hint}"
+    return text
+
+
+def summary(v) -> str:
+    """One short line for pytest's short summary: the figure against its bound, else the message's first
+    line (a list of problems, a hang)."""
+    short = relation(v, short=True) if v.outcome in ("fail", "warn") else None
+    if short:
+        return f"{v.check} {short}"
+    first = (v.message or message(v)).strip().splitlines()
+    return first[0] if first else f"{v.check} {v.outcome}"
+
+
+def gist(v) -> str:
+    """What was wrong, in a few words, from the structure: the figure against its bound, else the first
+    problem, else what was judged."""
+    short = relation(v, short=True)
+    if short:
+        return short
+    problems = (v.details or {}).get("problems") or []
+    if problems:
+        return str(problems[0]).splitlines()[0]
+    if v.measured not in (None, [], {}):
+        return f"{v.what}: {value_text(v, v.measured)}"
+    return f"{v.what} {v.outcome}ed" if v.outcome == "fail" else str(v.what)
+
+
+def drain_reason(v) -> str:
+    """`<check> <where> <measured> < <limit>`: the line a scheduler keeps about a failed node (before
+    wirecheck.records.reason makes it ASCII and cuts it to its reader's length)."""
+    return f"{v.check or v.what or 'check'} {v.where or 'node'} {gist(v)}"
+
+
+def judge_lines(v) -> list[str]:
+    """`wirecheck judge`'s lines for one verdict judged again: outcome, check, where and the message; a
+    failure's figures and the limit's citation below it."""
+    head = f"{v.outcome.upper():4} {v.check:22} {v.where or 'node':28}"
+    lines = [f"{head} {v.message or message(v)}"]
+    if v.outcome == "fail" and v.measured is not None:
+        cited = citation(v)
+        lines.append(f"     measured {measured_text(v)}; limit {bound_text(v)}" + (f"; {cited}" if cited else ""))
+    return lines
