@@ -275,9 +275,9 @@ def test_nccl_tests_names_an_unwritable_record(kind, on_a_gpu_node, tmp_path, ca
     build = tmp_path / "build"
     build.mkdir()
     ran = tmp_path / "ran"
-    from wirecheck.nccl.tests import BINARIES
+    from wirecheck.vocab.ops import COLLECTIVES
 
-    for binary in BINARIES.values():  # stand-ins that would leave a mark if they ran
+    for binary in (op.binary for op in COLLECTIVES.values()):  # stand-ins that would leave a mark if they ran
         (build / binary).write_text(f"#!/bin/sh\ntouch {ran}\n")
         (build / binary).chmod(0o755)
     path = bad_output(tmp_path, kind, "out.jsonl")

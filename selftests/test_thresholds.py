@@ -12,7 +12,7 @@ import yaml
 
 from wirecheck.node.placement import CLASSES
 from wirecheck.core.quantity import parse_quantity
-from wirecheck.measure.collectives import OPS
+from wirecheck.vocab.ops import OPS
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
 from wirecheck.training.strategies import NAMES
 

@@ -15,7 +15,7 @@ import pytest
 
 from wirecheck import checks
 from wirecheck.burnin import judging
-from wirecheck.measure.collectives import OPS
+from wirecheck.vocab.ops import OPS
 from wirecheck.node.placement import COLLECTIVE_CLASSES, link_ceiling
 
 # After the GPU figures (order 0), before the counters read at the end (stage last).

@@ -16,7 +16,8 @@ import pytest
 from pytest_wirecheck.measurements import nvlink_twin_or_skip, require
 from pytest_wirecheck.nightly import device_timed, time_rounds
 from wirecheck import checks
-from wirecheck.measure.collectives import MEASURE_LOOP_WORKER, OPS
+from wirecheck.measure.collectives import MEASURE_LOOP_WORKER
+from wirecheck.vocab.ops import OPS
 from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_PAIR, COLLECTIVE_CLASSES, link_ceiling
 from wirecheck.core.quantity import format_bytes
 

@@ -15,7 +15,7 @@ import pytest
 
 from wirecheck import checks
 from wirecheck.nccl import log as nccl_log, path as nccl_path
-from wirecheck.measure.collectives import OPS
+from wirecheck.vocab.ops import OPS
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.node.placement import COLLECTIVE_CLASSES
 from wirecheck.records.file import Measurement

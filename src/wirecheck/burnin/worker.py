@@ -37,7 +37,7 @@ from wirecheck.gpu import gemm
 from wirecheck.gpu.stopwatch import Stopwatch
 from wirecheck.gpu.sustained import finish_window, next_products, queue_window
 from wirecheck.gpu.worker import memory  # noqa: F401  the memory test between rounds, on the same workers
-from wirecheck.measure.collectives import measure_beside
+from wirecheck.measure.collective_worker import measure_beside
 
 if TYPE_CHECKING:
     from wirecheck.workers.worker import RankContext

@@ -5,7 +5,7 @@
 
 (`wirecheck fleet multinode` builds that command and explains a rendezvous that cannot be reached.)
 Every rank measures all_reduce, all_gather and reduce_scatter over the whole job with the suite's
-own worker function (wirecheck.measure.collectives:measure: warm-up, timed calls, every element checked),
+own worker function (wirecheck.measure.collective_worker:measure: warm-up, timed calls, every element checked),
 then the node pairs of wirecheck.core.pair_schedule on their own process groups. Rank 0 writes the
 record (run header, measurements, verdicts, end; the end line too when SIGTERM, SIGHUP or Ctrl-C stops
 the job, naming the signal, and the rank exits 128+N: records.stop_signals) and judges it with the same check functions as one
@@ -101,7 +101,7 @@ def _settings(args, simulated: bool):
             sizes = [int(parse_quantity(s.strip(), "size", "--sizes")) for s in args.sizes.split(",") if s.strip()]
         except QuantityError as exc:
             raise UsageError(str(exc)) from None
-    from wirecheck.measure.collectives import OPS
+    from wirecheck.vocab.ops import OPS
 
     ops = [op.strip() for op in args.ops.split(",") if op.strip()]
     unknown = [op for op in ops if op not in OPS]
@@ -181,7 +181,7 @@ class Job:
     def collective(self, op: str):
         """Measure `op` over the whole job; every rank gets every rank's record. A rank whose measurement
         raises leaves the job (see `run`): its peers' collectives then fail, and rank 0 records that."""
-        from wirecheck.measure.collectives import feasible_sizes
+        from wirecheck.vocab.ops import feasible_sizes
 
         # Sizes too small to give every rank an element (all_gather at 8 B on 16 GPUs) are left out.
         sizes = feasible_sizes(op, self.sizes, self.world)

@@ -20,6 +20,7 @@ from wirecheck.measure import collectives
 from wirecheck.measure.collectives import MEASURE_WORKER, SizeResult
 from wirecheck.node.placement import Placement
 from wirecheck.records.file import Measurement, env_switches
+from wirecheck.vocab.ops import feasible_sizes
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
 
 
@@ -56,7 +57,7 @@ class Recorder(Protocol):
 
 
 def calls_per_size(settings, size: int) -> int:
-    """Collectives one `collectives.measure` call makes at `size`: warm-up, timed, the checked pass,
+    """Collectives one `collective_worker.measure` call makes at `size`: warm-up, timed, the checked pass,
     and, where sizes up to graph_up_to are graph-timed, the captured calls replayed (one warm replay,
     graph_replays timed) and the checked replay."""
     eager = settings.warmup_iters + settings.iters + 1
@@ -82,7 +83,7 @@ def sweep_context(placement: Placement, backend: str, simulated: bool) -> dict:
 def size_measurement(where: str, op: str, result: SizeResult, ranks: list[dict], index: int,
                      context: dict) -> Measurement:
     """One measured size as the record keeps it: busbw in GB/s, the combined result, the NCCL version and
-    every rank's time; `ranks` are the per-rank `collectives.measure` records, `index` the size's place
+    every rank's time; `ranks` are the per-rank `collective_worker.measure` records, `index` the size's place
     in them."""
     details = {"op": op, **context, **asdict(result), "nccl_version": ranks[0].get("nccl_version"),
                "rank_time_s": [r["results"][index]["time_s"] for r in ranks]}
@@ -105,7 +106,7 @@ def run_sweep(groups: Groups, placement: Placement, op: str, sizes, settings, *,
     the group is handed back to `groups.failed` and the sweep keeps the error."""
     context = context or {}
     sweep = Sweep(placement, op)
-    for size in collectives.feasible_sizes(op, sizes, placement.n_gpus):
+    for size in feasible_sizes(op, sizes, placement.n_gpus):
         try:
             group = groups.shared(placement)
             ranks = group.run(worker, measure_kwargs(op, size, settings, graphs),

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Mapping
 
 from wirecheck.core.paths import suite_paths
-from wirecheck.measure.collectives import OPS
+from wirecheck.vocab.ops import OPS
 from wirecheck.node.placement import CLASSES
 from wirecheck.thresholds.yaml_reader import _At, _read_yaml
 from wirecheck.training.strategies import NAMES

@@ -25,11 +25,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from wirecheck.core.levels import thresholds_key
-from wirecheck.measure.collectives import OPS, busbw_factor, feasible_sizes
 from wirecheck.measure.sweep import calls_per_size
 from wirecheck.node.placement import CLASS_BY_NAME, CLASS_PAIR, Placement, nvlink_twin
 from wirecheck.plan.costs import HOST_PATH, NVLINK, UnitCosts
 from wirecheck.training.strategies import NAMES, REFERENCE
+from wirecheck.vocab.ops import OPS, busbw_factor, feasible_sizes
 
 # What each test function makes first when it is the first to need it (an unknown test: its own
 # share only). One row per test of tests/; a self-test holds the table to the suite.
@@ -224,7 +224,20 @@ class _Walk:
         per_link = self.costs.busbw_per_nvlink.get(op)
         if p.nvlink and per_link and p.n_gpus > 1:
             return min(self._nv(a, b) for a in p.gpus for b in p.gpus if a != b) * per_link
-        return self.th.slowest_busbw_floor(op, False).min
+        return self._slowest_floor(op)
+
+    def _slowest_floor(self, op: str) -> float:
+        """The slowest floor the thresholds give `op`; for an op with no floor anywhere yet (a new row
+        whose floors are still to be measured), the slowest floor of any op: the slowest wire the file
+        admits."""
+        own = self.th.slowest_busbw_floor(op, False)
+        if own is not None:
+            return own.min
+        floors = [lim.min for other in OPS if (lim := self.th.slowest_busbw_floor(other, False)) is not None]
+        if not floors:
+            raise ValueError("the thresholds hold no busbw floor for any collective (collectives.floors): "
+                             "the plan prices a sweep by one; add the floors of at least one op")
+        return min(floors)
 
     def wire_s(self, p: Placement, op: str, size: int, calls: int) -> float:
         return calls * size * busbw_factor(op, p.n_gpus) / self.busbw(p, op)

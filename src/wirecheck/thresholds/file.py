@@ -21,7 +21,6 @@ from wirecheck.measure.curve import SWEEP_NAMES, SweepSpec, geometric_sizes
 from wirecheck.workers.deadlines import DeadlineRule
 from wirecheck.node.placement import CLASSES, CLASS_NETWORK
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
-from wirecheck.measure.collectives import OPS
 from wirecheck.core.quantity import format_bw
 from wirecheck.thresholds.copy_limits import CopyBandwidth, parse_copy_bandwidth
 from wirecheck.thresholds.burn_in import BurnInLimits, parse_burn_in
@@ -30,6 +29,7 @@ from wirecheck.thresholds.tables import COLLECTIVE_FLOOR_CLASSES, CountTable, Li
 from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table
 from wirecheck.thresholds.training import TrainingLimits, TrainingSettings, parse_training
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, ThresholdsError, _At, _read_yaml, _suggest
+from wirecheck.vocab.ops import OPS
 from wirecheck.node.topology import BRIDGED, FABRICS, PCIE, PCIE_LEVELS
 
 

@@ -240,19 +240,6 @@ class _At:
             raise self.error(f'"{self.value}" must be above zero', f"write a positive {kind}")
         return value
 
-    def quantity_list(self, kind: str, what: str) -> tuple[float, ...]:
-        if not isinstance(self.value, list):
-            raise self.error(
-                f"expected a list of {what}, got {_describe(self.value)}",
-                'write it as a YAML list, e.g. ["1 MiB", "64 MiB", "1 GiB"]',
-            )
-        if not self.value:
-            raise self.error(f"the list of {what} is empty", "list at least one")
-        return tuple(
-            _At(self.file, self.path[:-1] + (f"{self.path[-1]}[{i}]",), item, self.line).quantity(kind, positive=True)
-            for i, item in enumerate(self.value)
-        )
-
     def keyed(self, known: tuple[str, ...], what: str, fix: str) -> dict[str, _At]:
         """Children of an open mapping whose keys must come from `known` (classes, ops, strategies)."""
         self.mapping(f"{what} entries")

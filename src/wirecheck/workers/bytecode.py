@@ -49,6 +49,7 @@ CACHE_ENV = "WIRECHECK_PYCACHE"  # where the cache lives (default ~/.cache/wirec
 WORKER_IMPORTS = (
     "torch", "torch.distributed", "torch._dynamo", "torch.distributed.fsdp", "torch.distributed.tensor",
     "torch.profiler", "accelerate", "deepspeed", "wirecheck.workers.worker", "wirecheck.training.runner",
+    "wirecheck.measure.collective_worker",
 )
 PROBE_PACKAGE = "torch"  # the package whose bytecode says whether workers compile from source
 
