@@ -19,7 +19,7 @@ import math
 import statistics
 from collections import defaultdict
 
-from wirecheck.training.strategies import NAMES, REFERENCE
+from wirecheck.vocab.strategies import NAMES, REFERENCE
 
 GIB = 2**30
 

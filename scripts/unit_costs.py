@@ -36,7 +36,6 @@ from pathlib import Path
 import yaml
 
 from wirecheck.core import jsondata
-from wirecheck.vocab.ops import busbw_factor
 from wirecheck.thresholds.file import load_thresholds
 
 PROJECT = Path(__file__).resolve().parents[1]

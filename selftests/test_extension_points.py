@@ -46,7 +46,7 @@ def _launch_all_reduce_max(inp, out):
     dist.all_reduce(out, op=dist.ReduceOp.MAX)
 
 '''),
-    ("training/strategies.py", '    Strategy("fsdp", "PyTorch FSDP2 (fully_shard)", _FSDP2, STATE_PARTS, TORCH_HOLDS, _FSDP),\n',
+    ("vocab/strategies.py", '    Strategy("fsdp", "PyTorch FSDP2 (fully_shard)", _FSDP2, STATE_PARTS, TORCH_HOLDS, _FSDP),\n',
      '''    Strategy("ddp_foreach", "PyTorch DDP, foreach AdamW", "wirecheck.training.ddp_foreach:ForeachDDPTrainer", (),
              TORCH_HOLDS, (Setting("optimizer", "foreach", "torch AdamW's foreach kernels: a toy variant of ddp"),
                            Setting("bucket_cap_mb", 25, "DDP's default bucket size, as the ddp row has it"),

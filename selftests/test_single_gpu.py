@@ -22,7 +22,7 @@ from wirecheck.training.dial import NO_BASELINE, dial_table
 from wirecheck.training.model import GPT
 from wirecheck.training.data import local_batch
 from wirecheck.training.scaling import SingleGpuRun, baseline_placement, scaling_efficiency, single_gpu_kwargs
-from wirecheck.training.shape import GPTShape
+from wirecheck.vocab.shape import GPTShape
 from wirecheck.training.single_gpu import train_alone
 from wirecheck.workers.worker import RankContext
 

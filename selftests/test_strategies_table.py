@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from wirecheck.training import figures
-from wirecheck.training.strategies import (
+from wirecheck.vocab.strategies import (
     NAMES,
     REFERENCE,
     STRATEGIES,
@@ -37,7 +37,7 @@ def test_the_table_imports_no_torch():
     # the pytest process may read the table without paying for (or touching) torch
     import subprocess
 
-    code = "import sys, wirecheck.training.strategies, wirecheck.training.figures; print('torch' in sys.modules)"
+    code = "import sys, wirecheck.vocab.strategies, wirecheck.training.figures; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

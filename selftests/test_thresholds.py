@@ -14,7 +14,7 @@ from wirecheck.node.placement import CLASSES
 from wirecheck.core.quantity import parse_quantity
 from wirecheck.vocab.ops import OPS
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
-from wirecheck.training.strategies import NAMES
+from wirecheck.vocab.strategies import NAMES
 
 SHIPPED = Path(__file__).resolve().parents[1] / "thresholds.yaml"
 GB = 1e9

@@ -14,6 +14,7 @@ from wirecheck import checks
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.node.placement import CLASS_PAIR
 from wirecheck.records.file import Measurement
+from wirecheck.vocab import records as kinds
 
 pytestmark = [pytest.mark.stage("measure", order=1), pytest.mark.levels("acceptance")]
 
@@ -52,7 +53,7 @@ class Copies:
                     timeout_s=settings.timeout_s, what="copy bandwidth")
         except WorkerError as exc:
             self.error = str(exc)
-        self.reporter.measurement(Measurement("copy_bandwidth", None, "copy bandwidth", None, None,
+        self.reporter.measurement(Measurement(kinds.COPY_BANDWIDTH, None, "copy bandwidth", None, None,
                                               {**(self.result or {}), "error": self.error}))
 
     def host(self, gpu: int) -> dict | None:

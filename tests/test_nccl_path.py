@@ -20,6 +20,7 @@ from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.node.placement import COLLECTIVE_CLASSES
 from wirecheck.records.file import Measurement
 from wirecheck.core.safefs import make_dirs
+from wirecheck.vocab import records as kinds
 
 pytestmark = [pytest.mark.stage("measure", order=3), pytest.mark.levels("quick", "acceptance", "burn-in")]
 
@@ -69,7 +70,7 @@ def test_nccl_path(node, worker_pool, placement, nccl_log_dir, reporter, record)
     summary, ranks, error = (None, [], None) if node.simulated else _probe(node, worker_pool, placement, nccl_log_dir)
     if not node.simulated:
         reporter.measurement(Measurement(
-            "nccl_path", placement.id, "NCCL path", None, None,
+            kinds.NCCL_PATH, placement.id, "NCCL path", None, None,
             {**(summary or {}), "error": error, "log_files": [r["log_path"] for r in ranks],
              "gpus": list(placement.gpus), "env": ranks[0]["nccl_env"] if ranks else {}}))
     verdict = record(checks.nccl_path.nccl_path(

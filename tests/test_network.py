@@ -19,6 +19,7 @@ from wirecheck import checks
 from wirecheck.node import network
 from wirecheck.checks.network import NetworkWarning
 from wirecheck.records.file import Measurement
+from wirecheck.vocab import records as kinds
 
 pytestmark = [pytest.mark.stage("inventory", order=3), pytest.mark.levels("quick", "acceptance", "burn-in")]
 
@@ -41,7 +42,7 @@ def nics(node, reporter) -> Nics:
     paths, source = network.live_nic_paths()
     gpus = node.topology.n_gpus if node.topology else 1
     rate, basis = network.line_rate(ports, gpus)
-    reporter.measurement(Measurement("network", None, "NIC inventory", rate / 1e9 if rate else None, "GB/s", {
+    reporter.measurement(Measurement(kinds.NETWORK, None, "NIC inventory", rate / 1e9 if rate else None, "GB/s", {
         "ports": ports, "gpu_nic_paths": paths, "paths_source": source, "gpus": gpus, "line_rate_basis": basis}))
     return Nics(ports, None, paths, source)
 

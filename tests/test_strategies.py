@@ -18,7 +18,7 @@ from wirecheck import checks
 from wirecheck.training.strategy_run import median_of, workload_of
 from wirecheck.training.dial import dial_table
 from wirecheck.training.memory_model import predict
-from wirecheck.training.strategies import NAMES, REFERENCE
+from wirecheck.vocab.strategies import NAMES, REFERENCE
 from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_SINGLE, TRAINING_CLASSES
 from wirecheck.core.quantity import format_bytes
 

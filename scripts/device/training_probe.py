@@ -1,6 +1,6 @@
 """Device probe for issue 10: which strategy settings reach the throughput targets on this node.
 
-Runs each strategy of the strategies table (wirecheck.training.strategies) as the suite would,
+Runs each strategy of the strategies table (wirecheck.vocab.strategies) as the suite would,
 on NVLink and on the host path (NCCL_P2P_DISABLE=1, the forced_pcie wire), then variants where
 the choice is open, each in a fresh worker group exactly as the suite's measurements do, and
 prints per run: tokens/s (median, min-max, the median's 95 % interval), step time, peak memory,
@@ -33,7 +33,7 @@ from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.node.placement import FORCED_PCIE_ENV
 from wirecheck.thresholds.file import load_thresholds
 from wirecheck.training import figures
-from wirecheck.training.strategies import NAMES, REFERENCE, resolve_settings
+from wirecheck.vocab.strategies import NAMES, REFERENCE, resolve_settings
 from wirecheck.training.strategy_run import RUN_STRATEGY_WORKER as WORKER
 NVLINK, HOST = "nvlink", "host"
 TARGETS = {"zero1": 0.95, "zero2": 0.95, "zero3": 0.5, "fsdp": 0.85}  # x DDP tokens/s on NVLink (issue 10)

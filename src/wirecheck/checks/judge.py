@@ -30,6 +30,7 @@ from wirecheck.records.file import RecordFileError, RunRecord, read_run
 from wirecheck.records.run import recorded_thresholds
 from wirecheck.thresholds.file import Thresholds, ThresholdsError, load_thresholds
 from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, Verdict
+from wirecheck.vocab import records as kinds
 
 
 @dataclass
@@ -88,7 +89,7 @@ def _recorded_workloads(run: RunRecord) -> dict[tuple, dict]:
     """(placement, strategy) -> what that strategy trained, from the run's own measurements."""
     found = {}
     for m in run.measurements:
-        if m.get("kind") != "strategy":
+        if m.get("kind") != kinds.STRATEGY:
             continue
         ranks = (m.get("details") or {}).get("ranks") or []
         if ranks and "micro_batch" in ranks[0]:

@@ -34,6 +34,7 @@ from pathlib import Path
 from wirecheck.core import exit_codes
 from wirecheck.records.run import COMPLETE, ERROR, INTERRUPTED
 from wirecheck.records.stop_signals import EndOnSignal
+from wirecheck.vocab import records as kinds
 
 # Held while rank 0 writes its record, so that the end line a stop signal writes is the last line.
 RECORD_LOCK = threading.Lock()
@@ -264,7 +265,7 @@ class Judge:
     def header(self) -> None:
         import torch
 
-        from wirecheck.node.placement import CLASS_NETWORK
+        from wirecheck.vocab.placements import CLASS_NETWORK
         from wirecheck.records.run import run_header
 
         job = self.job
@@ -305,7 +306,7 @@ class Judge:
         from wirecheck import checks
         from wirecheck.measure import collectives
         from wirecheck.measure.sweep import size_measurement
-        from wirecheck.node.placement import CLASS_NETWORK
+        from wirecheck.vocab.placements import CLASS_NETWORK
         from wirecheck.core.quantity import format_bytes
 
         job, where = self.job, self.placement_id
@@ -338,7 +339,7 @@ class Judge:
         from wirecheck.core.quantity import format_bytes
         from wirecheck.fleet.pairs import OP
         from wirecheck.measure import collectives
-        from wirecheck.node.placement import CLASS_NETWORK
+        from wirecheck.vocab.placements import CLASS_NETWORK
         from wirecheck.records.file import Measurement
 
         job = self.job
@@ -362,7 +363,7 @@ class Judge:
                 print(f"  round {r.shift}  {a:>16} - {b:<16} {pair.busbw / 1e9:9.3f} GB/s  {pair.time_s * 1e6:10.1f} us  "
                       f"#wrong {pair.wrong}", flush=True)
                 self._measurement(Measurement(
-                    "pair", key, f"{OP} busbw {a}-{b} at {format_bytes(pair.bytes)}", pair.busbw / 1e9, "GB/s", {
+                    kinds.PAIR, key, f"{OP} busbw {a}-{b} at {format_bytes(pair.bytes)}", pair.busbw / 1e9, "GB/s", {
                         "a": a, "b": b, "shift": r.shift, "ranks": ranks, "op": OP, "bytes": pair.bytes,
                         "requested_bytes": pair.requested_bytes, "time_s": pair.time_s, "algbw": pair.algbw,
                         "busbw": pair.busbw, "rank_time_s": {x["job_rank"]: x["results"][0]["time_s"] for x in res},

@@ -22,6 +22,7 @@ from wirecheck.node.placement import Placement
 from wirecheck.records.file import Measurement, env_switches
 from wirecheck.vocab.ops import feasible_sizes
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
+from wirecheck.vocab import records as kinds
 
 
 @dataclass
@@ -87,7 +88,7 @@ def size_measurement(where: str, op: str, result: SizeResult, ranks: list[dict],
     in them."""
     details = {"op": op, **context, **asdict(result), "nccl_version": ranks[0].get("nccl_version"),
                "rank_time_s": [r["results"][index]["time_s"] for r in ranks]}
-    return Measurement("collective", where, f"{op} busbw at {format_bytes(result.bytes)}", result.busbw / 1e9, "GB/s",
+    return Measurement(kinds.COLLECTIVE, where, f"{op} busbw at {format_bytes(result.bytes)}", result.busbw / 1e9, "GB/s",
                        details)
 
 
@@ -96,7 +97,7 @@ def size_failure(where: str, op: str, size: int, error: WorkerError, context: di
     failure = error.failure
     details = {"op": op, **context, "bytes": size, "error": str(error),
                "failure": failure.as_dict(message=False) if failure is not None else None}
-    return Measurement("collective", where, f"{op} at {format_bytes(size)}", None, "GB/s", details)
+    return Measurement(kinds.COLLECTIVE, where, f"{op} at {format_bytes(size)}", None, "GB/s", details)
 
 
 def run_sweep(groups: Groups, placement: Placement, op: str, sizes, settings, *, worker: str = MEASURE_WORKER,

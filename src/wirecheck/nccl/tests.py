@@ -37,6 +37,7 @@ from wirecheck.records.run import COMPLETE, RunWriter, cannot_write
 from wirecheck.core.safefs import UnsafePath, is_root, make_dirs, path_problem, umask, write_atomically
 from wirecheck.thresholds.file import CollectiveSettings
 from wirecheck.vocab import ops as vocab
+from wirecheck.vocab import records as kinds
 
 DEFAULT_OPS = ("all_reduce", "all_gather", "reduce_scatter")
 
@@ -204,7 +205,7 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
                             "suite_nccl": outcome.suite_nccl}
                 for rec in recs:
                     records.measurement(Measurement(
-                        "nccl_tests", placement.id, f"{op} busbw at {rec['bytes']} B, suite / nccl-tests",
+                        kinds.NCCL_TESTS, placement.id, f"{op} busbw at {rec['bytes']} B, suite / nccl-tests",
                         rec["busbw_ratio"], "x", {**rec, **versions}))
                 title = (f"{op} on {placement.id} ({placement.n_gpus} GPUs): wirecheck vs nccl-tests "
                          f"{versions['nccl_tests_version'] or '?'} ({compared_column(op).replace('_', '-')} column)")

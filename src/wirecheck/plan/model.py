@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 
 from wirecheck.core.levels import thresholds_key
 from wirecheck.measure.sweep import calls_per_size
-from wirecheck.node.placement import CLASS_BY_NAME, CLASS_PAIR, Placement, nvlink_twin
+from wirecheck.node.placement import Placement, nvlink_twin
 from wirecheck.plan.costs import HOST_PATH, NVLINK, UnitCosts
-from wirecheck.training.strategies import NAMES, REFERENCE
+from wirecheck.vocab.strategies import NAMES, REFERENCE
 from wirecheck.vocab.ops import OPS, busbw_factor, feasible_sizes
+from wirecheck.vocab.placements import CLASS_BY_NAME, CLASS_PAIR
 
 # What each test function makes first when it is the first to need it (an unknown test: its own
 # share only). One row per test of tests/; a self-test holds the table to the suite.

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wirecheck.core.verdict import SKIP
+from wirecheck.vocab import records as kinds
 
 # The per-GPU figures: key -> (label, display unit, display units per base unit).
 GPU_FIGURES = {
@@ -120,14 +121,14 @@ def add_measurement(gpus: dict[int, GpuPoint], m: dict) -> None:
     point = _point(gpus, d.get("gpu"), d.get("bus_id"), d.get("gpu_model"))
     if point is None or kind not in MEASUREMENT_KINDS:
         return
-    if kind == "gpu_event":
+    if kind == kinds.GPU_EVENT:
         point.events.append(d)
         return
     point.foreign = point.foreign or list(d.get("foreign_processes") or [])
     result = d.get("result") or {}
-    if kind == "gpu_figures":
+    if kind == kinds.GPU_FIGURES:
         _figures_phase(point, result, d.get("error"))
-    elif kind == "gpu_sustained":
+    elif kind == kinds.GPU_SUSTAINED:
         if isinstance(m.get("value"), (int, float)):
             point.figures["sustained_bf16"] = float(m["value"]) * 1e12  # recorded in TFLOP/s
         elif d.get("error") or result.get("error"):

@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 
 from wirecheck.measure.curve import SWEEP_NAMES, SweepSpec, geometric_sizes
 from wirecheck.workers.deadlines import DeadlineRule
-from wirecheck.node.placement import CLASSES, CLASS_NETWORK
+from wirecheck.vocab.placements import CLASSES, CLASS_NETWORK
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
 from wirecheck.core.quantity import format_bw
 from wirecheck.thresholds.copy_limits import CopyBandwidth, parse_copy_bandwidth

@@ -37,7 +37,7 @@ import torch
 
 from wirecheck.training.baseline import optimizer_flags, optimizer_implementation
 from wirecheck.training.state_bytes import deepspeed_zero3_state, deepspeed_zero12_state
-from wirecheck.training.strategies import GRADS, OPTIMIZER, PARAMS, STATE_PARTS
+from wirecheck.vocab.strategies import GRADS, OPTIMIZER, PARAMS, STATE_PARTS
 
 # ZeRO's stages by what they partition (DeepSpeed's docs): the strategy row's `shards` picks the stage.
 STAGES = {(OPTIMIZER,): 1, (GRADS, OPTIMIZER): 2, (PARAMS, GRADS, OPTIMIZER): 3}

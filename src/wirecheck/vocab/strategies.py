@@ -21,16 +21,17 @@ Each setting's `why` is one line: what it does and where the value comes from. V
 are still candidates (chosen from documentation, not yet from a device run) say so; the device
 probe (scripts/device/training_probe.py) measures them against their alternatives.
 
-No torch import here: the pytest process and thresholds loading read this table too.
+Pure data (wirecheck.vocab): the pytest process, the thresholds loader, the plan and the memory
+model read this table; the trainers it names are imported only inside the worker.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from wirecheck.training.shape import GPTShape, block_params, param_count
+from wirecheck.vocab.shape import GPTShape, block_params, param_count
+from wirecheck.vocab.table import by_name
 
 # Optimizer implementations of torch.optim.AdamW (torchtitan names them the same way).
 OPTIMIZER_IMPLEMENTATIONS = ("fused", "foreach", "for-loop")
@@ -214,7 +215,7 @@ _TABLE = (
 )
 
 # The table by name, and its names in table order: every list of strategies in the suite.
-STRATEGIES: Mapping[str, Strategy] = MappingProxyType({s.name: s for s in _TABLE})
+STRATEGIES: Mapping[str, Strategy] = by_name(_TABLE, "strategy")
 NAMES: tuple[str, ...] = tuple(STRATEGIES)
 REFERENCE = "ddp"  # the strategy the others are compared with (losses agree, the dial's x DDP)
 
