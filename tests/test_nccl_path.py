@@ -21,6 +21,7 @@ from wirecheck.node.placement import COLLECTIVE_CLASSES
 from wirecheck.records.file import Measurement
 from wirecheck.core.safefs import make_dirs
 from wirecheck.vocab import records as kinds
+from wirecheck.vocab.work import PROBE
 
 pytestmark = [pytest.mark.stage("measure", order=3), pytest.mark.levels("quick", "acceptance", "burn-in")]
 
@@ -64,6 +65,7 @@ def _probe(node, worker_pool, placement, log_dir: Path) -> tuple[dict | None, li
 
 
 # Each probe is a fresh worker group (seconds): the quick level probes the largest placement of each class.
+@pytest.mark.work(PROBE)
 @pytest.mark.placements(*COLLECTIVE_CLASSES, one_per_class=("quick",))
 def test_nccl_path(node, worker_pool, placement, nccl_log_dir, reporter, record):
     """NVLink-connected GPUs talk over NCCL's P2P transport on an NVLink path; the forced host path uses no P2P."""
