@@ -14,7 +14,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
-from wirecheck.checks import check
+from wirecheck.checks import SECTION_GPU, check
+from wirecheck.gpu import inputs as gpu_inputs
+from wirecheck.gpu.inputs import FromPhase
+from wirecheck.vocab.work import FIGURES, MEMORY, SUSTAINED
 from wirecheck.core.peer_stats import below_median
 from wirecheck.core.quantity import DEGREES_C, format_bytes, format_bw, format_time
 from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, no_problems, skip
@@ -103,7 +106,8 @@ def _figure(thresholds, *, figure: str, what: str, advice: str, gpu: int, bus_id
                    source=source, yaml_path=yaml_path, details={**details, "failed_by": failed})
 
 
-@check("hbm_bandwidth")
+@check("hbm_bandwidth", inputs=FromPhase(FIGURES, gpu_inputs.hbm), section=SECTION_GPU,
+       figure=lambda inputs: f"hbm_{inputs.get('kind')}")
 def hbm_bandwidth(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | None, kind: str,
                   bytes_per_s: float | None, peers: dict, simulated: bool, foreign_processes: list | None = None,
                   error: str | None = None) -> Verdict:
@@ -114,7 +118,8 @@ def hbm_bandwidth(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | 
                    foreign_processes=foreign_processes, error=error, fmt=_gbs, unit="GB/s", scale=1e-9)
 
 
-@check("gemm_throughput")
+@check("gemm_throughput", inputs=FromPhase(FIGURES, gpu_inputs.gemm), section=SECTION_GPU,
+       figure=lambda inputs: f"gemm_{inputs.get('dtype')}")
 def gemm_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | None, dtype: str,
                     flops_per_s: float | None, peers: dict, simulated: bool, foreign_processes: list | None = None,
                     unsupported: str | None = None, error: str | None = None) -> Verdict:
@@ -127,7 +132,8 @@ def gemm_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str 
                    foreign_processes=foreign_processes, error=error, fmt=_tflops, unit="TFLOP/s", scale=1e-12)
 
 
-@check("sustained_throughput")
+@check("sustained_throughput", inputs=FromPhase(SUSTAINED, gpu_inputs.sustained), section=SECTION_GPU,
+       figure=lambda inputs: "sustained_bf16")
 def sustained_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | None,
                          flops_per_s: float | None, windows: dict | None, peers: dict, simulated: bool,
                          foreign_processes: list | None = None, error: str | None = None) -> Verdict:
@@ -144,7 +150,7 @@ def sustained_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model:
     return v
 
 
-@check("gemm_matches_reference")
+@check("gemm_matches_reference", section=SECTION_GPU)  # inputs from two phases: the plugin's math_inputs
 def gemm_matches_reference(thresholds, *, gpu: int, bus_id: str | None, phases: dict, error: str | None = None) -> Verdict:
     """Every compared product bit-identical to the reference, in every phase that ran
     (`phases`: {"figures"|"sustained": {"checked", "mismatched_results", "mismatched_elements",
@@ -183,7 +189,7 @@ def gemm_matches_reference(thresholds, *, gpu: int, bus_id: str | None, phases: 
                    measured=measured, source=BITWISE, details={"checked": checked})
 
 
-@check("sustained_clocks")
+@check("sustained_clocks", inputs=FromPhase(SUSTAINED, gpu_inputs.clocks), section=SECTION_GPU)
 def sustained_clocks(thresholds, *, gpu: int, bus_id: str | None, reason_counts: dict, samples: int,
                      violations_ns: dict, simulated: bool, unsupported: str | None = None,
                      error: str | None = None) -> Verdict:
@@ -225,7 +231,7 @@ def sustained_clocks(thresholds, *, gpu: int, bus_id: str | None, reason_counts:
                    yaml_path=rule.yaml_path)
 
 
-@check("sustained_power")
+@check("sustained_power", inputs=FromPhase(SUSTAINED, gpu_inputs.power), section=SECTION_GPU)
 def sustained_power(thresholds, *, gpu: int, bus_id: str | None, peak_w: float | None, limit_w: float | None,
                     default_limit_w: float | None, samples: int, simulated: bool, unsupported: str | None = None,
                     error: str | None = None) -> Verdict:
@@ -254,7 +260,7 @@ def sustained_power(thresholds, *, gpu: int, bus_id: str | None, peak_w: float |
                    details={"peak_w": peak_w, "limit_w": limit_w, "default_limit_w": default_limit_w})
 
 
-@check("sustained_temperature")
+@check("sustained_temperature", inputs=FromPhase(SUSTAINED, gpu_inputs.temperature), section=SECTION_GPU)
 def sustained_temperature(thresholds, *, gpu: int, bus_id: str | None, max_c: float | None, slowdown_c: float | None,
                           samples: int, simulated: bool, unsupported: str | None = None,
                           error: str | None = None) -> Verdict:
@@ -281,7 +287,7 @@ def sustained_temperature(thresholds, *, gpu: int, bus_id: str | None, max_c: fl
                    details={"slowdown_c": slowdown_c})
 
 
-@check("memory_pattern")
+@check("memory_pattern", inputs=FromPhase(MEMORY, gpu_inputs.memory), section=SECTION_GPU)
 def memory_pattern(thresholds, *, gpu: int, bus_id: str | None, result: dict | None, simulated: bool,
                    error: str | None = None) -> Verdict:
     """Every pattern read back as written, over at least `memory_pattern.coverage` of the free memory.
@@ -325,7 +331,7 @@ def failing_event(event: dict, allowed: tuple[int, ...]) -> bool:
     return event["kind"] != "ecc_sbe"  # a corrected error is counted by the ECC growth check instead
 
 
-@check("no_xid")
+@check("no_xid", section=SECTION_GPU)
 def no_xid(thresholds, *, events: list, watched: list, unwatched: dict, error: str | None, simulated: bool,
            during: str | None = None) -> Verdict:
     """No critical XID (nor uncorrectable ECC or row-remap failure event) while the suite ran
@@ -370,7 +376,7 @@ def _grew(before: Any, after: Any) -> int | None:
     return after - before
 
 
-@check("ecc_row_remap_growth")
+@check("ecc_row_remap_growth", section=SECTION_GPU)
 def ecc_row_remap_growth(thresholds, *, gpu: int, bus_id: str | None, before: dict, after: dict, seconds: float,
                          simulated: bool) -> Verdict:
     """Volatile ECC errors and remapped rows grew no more than `gpu_health.memory_errors` allows

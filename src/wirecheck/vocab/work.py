@@ -23,7 +23,8 @@ ALL_RUNS = "all runs"  # every strategy's run
 TWIN_RUN = "twin run"  # the test's strategy on the NVLink twin
 TWIN_ALL_RUNS = "twin all runs"  # every strategy on the NVLink twin
 SINGLE_GPU_RUN = "single-GPU run"  # one GPU alone
-FIGURES, SUSTAINED, MEMORY = "figures", "sustained", "memory"  # the GPU load's phases (wirecheck.gpu.load)
+# The GPU load's phases: what the plan prices, and the phases' own names (wirecheck.gpu.load).
+FIGURES, SUSTAINED, MEMORY = "figures", "sustained", "memory"
 BURN_IN_LOOP = "burn-in loop"  # the burn-in's rounds (wirecheck.burnin)
 
 KINDS = (SWEEP, FLOOR_SWEEP, BENCHMARK, TWIN_SWEEP, PAIR_SWEEPS, INNER_PAIR_SWEEP, PROBE, COPIES, RUN, REFERENCE_RUN,
