@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from wirecheck.node.placement import CLASSES
+from wirecheck.vocab.placements import CLASSES, COLLECTIVE_CLASSES, NVLINK_CLASSES, TRAINING_CLASSES
 from wirecheck.core.quantity import parse_quantity
 from wirecheck.vocab.ops import OPS
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
@@ -163,11 +163,11 @@ def test_simulated_floors_ignore_the_class(shipped):
 
 
 def test_every_hardware_class_and_op_is_judged_somehow(shipped):
-    ceiling = 18 * 26.562 * GB
-    for klass in ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "pair"):
+    ceiling = 18 * 26.562 * GB  # NVLink classes may be judged by the derived floor (a share of the link)
+    for klass in NVLINK_CLASSES:
         for op in OPS:
             assert shipped.busbw_limit(klass, op, 4, False, ceiling) is not None, (klass, op)
-    for klass in ("cross_quad", "pcie", "forced_pcie"):
+    for klass in (c for c in COLLECTIVE_CLASSES if c not in NVLINK_CLASSES):
         for op in OPS:
             assert shipped.busbw_limit(klass, op, 2, False) is not None, (klass, op)
 
@@ -240,7 +240,7 @@ def test_training_limits_in_simulation(shipped):
 
 def test_every_training_class_and_strategy_has_a_floor(shipped):
     hw = shipped.training_limits(simulated=False)
-    for klass in ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "cross_quad", "pcie", "forced_pcie"):
+    for klass in TRAINING_CLASSES:
         for strategy in NAMES:
             assert hw.throughput_floor(klass, strategy, 2) is not None, (klass, strategy)
 
