@@ -3,6 +3,7 @@ load), the YAML reader that keeps each value's path and line (`yaml_reader`), GP
 and limits (`tables`), and the copy-bandwidth (`copy_limits`), training (`training`) and per-GPU
 load (`gpu_health`) sections.
 
-May import: core, node, workers (deadline rules), measure and training tables. Never torch:
+May import: core, vocab (the ops, strategies and placement classes its sections are keyed by), node,
+workers (deadline rules), measure (the sweep specs). Never torch:
 judge, report and fleet report load thresholds on machines without it.
 """
