@@ -25,8 +25,8 @@ from wirecheck.node.gpu_sampling import CLOCK_EVENT_REASONS, REASON_TEXT, decode
 from wirecheck.node.xid_events import describe as describe_event
 
 SIMULATION = "simulation: no NVML on CPU ranks"
-BITWISE = ("exact: a bf16 GEMM repeated on one H200 gave bitwise-identical results (issue 20's probe, "
-           "research/gpu-health-anchors.md)")
+BITWISE = ("exact: a bf16 GEMM repeated on one H200 gave bitwise-identical results (the GPU health probe, "
+           "scripts/device/gpu_health_probe.py, on a 1x H200 node, 2026-12-01)")
 
 ADVICE = {
     "hbm": "HBM slow: reseat or replace the GPU; compare `nvidia-smi -q -d CLOCK,PERFORMANCE` with its peers "

@@ -55,7 +55,7 @@ def rejudge_run(run: RunRecord, thresholds: Thresholds) -> tuple[list[Verdict], 
 
     A record comes from another node, or a shared folder: it is data, and what it recorded may be
     anything. A verdict whose recorded inputs the check cannot take raises RecordFileError naming
-    the file and the verdict, never a traceback (issue 24)."""
+    the file and the verdict, never a traceback."""
     try:
         recorded = [Verdict.from_record(rec) for rec in run.verdicts]
         workloads = _recorded_workloads(run)

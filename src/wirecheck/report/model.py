@@ -270,7 +270,7 @@ def parse_time(text: str | None) -> _dt.datetime | None:
 def view_of(path: str | Path) -> RunView:
     """A record file as a RunView. Records come from other nodes and shared folders: what one holds
     is data, and a value the model cannot take (a number no measurement has, a field of another
-    kind) is a RecordFileError naming the file, never a traceback (issue 24)."""
+    kind) is a RecordFileError naming the file, never a traceback."""
     run = read_run(path)
     try:
         return RunView.of(run)

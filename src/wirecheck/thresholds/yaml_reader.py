@@ -34,7 +34,7 @@ class _Map(dict):
 
 # A thresholds file nests 8 levels and holds under 2000 values. One far deeper would overflow the
 # constructor's recursion (a traceback), and aliases of aliases can stand for billions of values
-# (the "billion laughs"): both are refused before anything is built, with the line (issue 24).
+# (the "billion laughs"): both are refused before anything is built, with the line (a root run reads this file).
 MAX_DEPTH = 32
 MAX_VALUES = 100_000
 

@@ -12,7 +12,7 @@ The config is explicit wherever a default would make the strategies disagree or 
   defaults and documented tuned values, each read back from the engine after prepare() (an
   unknown or ignored key would otherwise leave DeepSpeed's default silently in force).
   Accelerate's values for HF models (reduce bucket d², prefetch 0.9·d²) are not used: they cost
-  ZeRO-1/2 up to 43 % on 2x H200 (issue 10).
+  ZeRO-1/2 up to 43 % on 2x H200 (docs/measurements.md).
 - bf16 on GPU (DeepSpeed keeps bf16 params and grads, an fp32 master partition and fp32
   Adam state); fp32 on CPU.
 

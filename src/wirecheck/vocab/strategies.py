@@ -12,7 +12,7 @@ its trainer module, unless it reuses one); its thresholds.yaml entries are data.
 The settings are each strategy as a user who tuned it runs it on one node:
 - DeepSpeed's own defaults wherever they are the documented tuned value, and overlap where the
   DeepSpeed/Hugging Face guides turn it on. Accelerate's values for HF models (reduce bucket d²,
-  prefetch 0.9·d²) made ZeRO-1/2 0.57-0.79x DDP on 2x H200 (issue 10): they are not used.
+  prefetch 0.9·d²) made ZeRO-1/2 0.57-0.79x DDP on 2x H200 (docs/measurements.md): they are not used.
 - FSDP2 laid out as torchtitan's `apply_fsdp` does (embedding, each block, the final norm with
   the head, then the root), bf16 compute with fp32 reduction, torch's fused AdamW.
 - DDP with its documented defaults plus gradient_as_bucket_view, the same fused AdamW.
@@ -140,7 +140,7 @@ _ZERO1_NO_OVERLAP = Setting(
     "overlap_comm", False,
     "ZeRO-1 reduces once after backward (DeepSpeed's default for stage 1): with overlap, DeepSpeed 0.19 reduces "
     "its gradients into partitions during backward as ZeRO-2 does, so it would no longer hold ZeRO-1's state; "
-    "DeepSpeed's defaults already ran at DDP's speed (issue 10)",
+    "DeepSpeed's defaults already ran at DDP's speed on 2x H200",
 )
 
 _DS_12 = _DS_COMMON + (
@@ -188,7 +188,7 @@ _FSDP = (
             "blocks whose all-gather a block issues before its own backward; 0 = FSDP2's implicit one-block prefetch"),
     Setting("reduce_dtype", "fp32",
             "gradients reduce-scattered in fp32 (torchtitan's mixed_precision_reduce default); bf16 "
-            "was not FSDP's slowdown (issue 10)"),
+            "was not FSDP's slowdown on 2x H200"),
 )
 
 _DDP = "wirecheck.training.ddp:DDPTrainer"

@@ -17,7 +17,7 @@ mtime and size, so an upgraded package is never run from stale bytecode. A prefi
 is theirs: nothing here changes it, except that workers never get one that fails the check below.
 
 Bytecode is code: whoever can write the cache chooses what every worker runs, and acceptance runs
-as root (issue 24). So before the cache is read or built, it is checked as ssh checks its keys
+as root (a local user must not be able to steer a root run: docs/running-as-root.md). So before the cache is read or built, it is checked as ssh checks its keys
 (`cache_problem`): the cache and every directory above it belong to this user or root and no one
 else can write them (a sticky /tmp is allowed above it, never as the cache itself), and so does
 every file and folder in it, none a symbolic link. A cache that fails is not used; the run says

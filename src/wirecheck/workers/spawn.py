@@ -87,7 +87,7 @@ def rank_env(rank: int, world_size: int, gpus: tuple[int, ...] | None, extra: di
     env.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3")
     # NCCL's support for graph-captured launches mixed with eager ones in flight at the same time
     # adds a cross-stream dependency to every captured NCCL launch: 1-16 MiB replays took 3-6 us
-    # more per call on 2x H200 with it (issue 13; NCCL picks the same ring/Simple/24 channels
+    # more per call on 2x H200 with it (docs/measurements.md; NCCL picks the same ring/Simple/24 channels
     # either way). Our workers never have both in flight: every timed path ends synchronised
     # (collective_timing), and no other worker function captures. A value the user set is kept.
     env.setdefault("NCCL_GRAPH_MIXING_SUPPORT", "0")
