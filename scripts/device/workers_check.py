@@ -1,4 +1,4 @@
-"""Issue 9 on a GPU node: a killed rank and a hung collective, through the real launcher and NCCL.
+"""On a GPU node: a killed rank and a hung collective, through the real launcher and NCCL.
 
     python scripts/device/workers_check.py kill|hang [--gpus 0,1] [--logs DIR] [--backend gloo]
 

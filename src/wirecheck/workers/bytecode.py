@@ -4,7 +4,7 @@ Every measurement runs in fresh worker processes, and each one imports torch (an
 strategies torch._dynamo, FSDP, DeepSpeed, Accelerate, transformers). Python normally keeps the
 compiled bytecode (.pyc) beside the sources. Where it cannot, every process compiles those
 packages from source again:
-- images that set PYTHONDONTWRITEBYTECODE=1 and ship without .pyc: the lent 2x H200 machines
+- images that set PYTHONDONTWRITEBYTECODE=1 and ship without .pyc: the 2x H200 node images the suite was measured on
   (torch's 2141 modules, not one .pyc): `import torch` took 3.1-3.5 s and torch + dynamo +
   FSDP + transformers 8.5-10.3 s in every process, and compiling was 2.8 s of FSDP's and 4.9 s
   of ZeRO-3's set-up (cProfile, 2026-12-01);

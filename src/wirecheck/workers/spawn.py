@@ -1,7 +1,7 @@
 """Starting a group's rank processes: one fresh interpreter per rank (`python -m wirecheck.workers.worker`),
 each with its own environment, log file and private pipe to the parent.
 
-The parent's environment passes through (the lent GPU machines set NCCL_NVLS_ENABLE=0 and other
+The parent's environment passes through (a node may set NCCL_NVLS_ENABLE=0 and other
 switches there that must reach NCCL); on top come the placement's extra variables, the rank variables
 torch.distributed reads, and defaults a value the user set overrides.
 """
