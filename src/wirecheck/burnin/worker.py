@@ -5,7 +5,7 @@ The GEMM load runs on a CUDA stream of its own, two windows queued ahead so the 
 the host (wirecheck.gpu.sustained's windows: TFLOP/s per window, one product in `check_every` compared
 bit for bit with the reference). Meanwhile the collective cycle runs on the default stream, each step
 among the ranks of one placement (a torch.distributed sub-group of the one process group), at one size,
-timed and checked element by element (wirecheck.measure.collectives.measure_beside). Kernels of one
+timed and checked element by element (wirecheck.measure.collective_worker.measure_beside). Kernels of one
 process on two streams run side by side, as a training step's compute and communication do; kernels of
 two processes on one GPU only take turns (time slices, without MPS): an NCCL kernel would wait for its
 peer's turn, and both figures would measure the turns, not the hardware.

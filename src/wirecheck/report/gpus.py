@@ -138,7 +138,8 @@ def add_measurement(gpus: dict[int, GpuPoint], m: dict) -> None:
 
 def add_verdict(gpus: dict[int, GpuPoint], v: dict) -> None:
     check, inputs = v.get("check"), v.get("inputs") or {}
-    if check not in GPU_HEALTH_CHECKS:
+    spec = SPECS.get(check)  # read per verdict: a site's check registered after this module counts too
+    if spec is None or spec.section != SECTION_GPU:
         return
     point = _point(gpus, inputs.get("gpu"), inputs.get("bus_id"), inputs.get("gpu_model"))
     if point is None:
@@ -147,7 +148,7 @@ def add_verdict(gpus: dict[int, GpuPoint], v: dict) -> None:
         point.peak_power_w = inputs["peak_w"]
     elif check == "sustained_temperature" and inputs.get("max_c") is not None:
         point.max_temperature_c = inputs["max_c"]
-    figure = SPECS[check].figure(inputs) if SPECS[check].figure else None
+    figure = spec.figure(inputs) if spec.figure else None
     if figure not in GPU_FIGURES:
         return
     per_base = GPU_FIGURES[figure][2]
