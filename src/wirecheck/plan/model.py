@@ -146,6 +146,7 @@ class _Walk:
         self.th, self.costs, self.placements, self.level, self.sweep_name = thresholds, costs, placements, level, sweep
         self.settings = thresholds.collective_settings(False)
         self.header = header
+        self.strategies = NAMES  # every strategy the run holds (predict: those its tests name)
         self.matrix = header.get("matrix") or []
         self.pool: str | None = None  # the placement id the shared worker group is on
         self.gpu_module: str | None = None  # the module whose GPU load group is up
@@ -312,7 +313,7 @@ class _Walk:
             elif work == REFERENCE_RUN:
                 self.run(p, REFERENCE)
             elif work in (ALL_RUNS, TWIN_ALL_RUNS):
-                for s in NAMES:
+                for s in self.strategies:
                     self.run(p if work == ALL_RUNS else self.twin(p), s)
             elif work == TWIN_RUN:
                 self.run(self.twin(p), strategy)
@@ -342,8 +343,12 @@ def predict(tests, header: dict, thresholds, costs: UnitCosts, level: str, sourc
     placements = _placements(header)
     walk = _Walk(thresholds, costs, placements, header, level, sweep)
     by_id = {p.id: p for p in placements}
-    groups: dict[tuple, Group] = {}
     tests = list(tests)
+    # A test that runs every strategy runs those of the run's own (a record made before a strategy was
+    # added ran one fewer): the strategies its tests name, in table order.
+    named = {x for nodeid in tests for x in parse_test(nodeid, by_id).params if x in NAMES}
+    walk.strategies = tuple(s for s in NAMES if s in named) or NAMES
+    groups: dict[tuple, Group] = {}
     for nodeid in tests:
         t = parse_test(nodeid, by_id)
         p = t.placement
