@@ -133,6 +133,37 @@ def test_a_bad_input_file_is_a_message_naming_it(command, kind, tmp_path, capsys
     assert_clean(code, text, allowed.get(kind, set()) | {2}, str(path))
 
 
+def test_judge_on_a_cut_simulated_record_says_incomplete_simulation_and_the_torn_line(tmp_path, capsys):
+    """It ended "FAILED: 0 failed, 28 passed" with no SIMULATION, and dropped the torn line without a word."""
+    path = bad_input(tmp_path, "truncated", RECORD)
+    code, text = call(judge.main, [str(path)], capsys)
+    assert_clean(code, text, {1}, f"{path}:3: a torn last line (not JSON: the run was killed or its disk filled "
+                                  "while writing it): skipped")
+    last = text.splitlines()[-1]
+    assert last.startswith("wirecheck judge: INCOMPLETE: a run did not end (see above), so not every check was "
+                           "judged: 0 failed, "), last
+    assert last.endswith(f"; SIMULATION: {path} judged a simulated run, no node was validated"), last
+    assert "FAILED" not in text, text
+    # a failure in it is still FAILED, and still a simulation
+    code, text = call(judge.main, [str(RECORD), "--thresholds", str(_failing_thresholds(tmp_path))], capsys)
+    last = text.splitlines()[-1]
+    assert code == 1 and last.startswith("wirecheck judge: FAILED: ") and "; SIMULATION: " in last, text
+
+
+def _failing_thresholds(tmp_path: Path) -> Path:
+    """The shipped thresholds with every simulated busbw floor out of reach."""
+    from e2e import thresholds_with
+
+    def raise_floors(data):
+        for op in data["collectives"]["simulated_floors"].values():
+            for key in op:
+                op[key] = {"min": "5000 GB/s", "source": "selftest: out of reach"}
+
+    path = tmp_path / "unreachable.yaml"
+    path.write_text(thresholds_with(raise_floors))
+    return path
+
+
 @pytest.mark.parametrize("kind", INPUT_KINDS[:4])
 def test_bad_files_in_a_history_or_fleet_directory_are_named(kind, tmp_path, capsys):
     history = tmp_path / "history"
@@ -184,7 +215,7 @@ def test_an_unwritable_output_is_a_message_naming_it(command, kind, tmp_path, ca
 # ---- values: memory ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("params", ["", "caf\udce9", "1e30", "abc", "nan", "-5", "1.5"])
+@pytest.mark.parametrize("params", ["", "caf\udce9", "1e30", "abc", "nan", "-5", "1.5", "7BB", "7X", "1e999999999"])
 def test_memory_takes_a_parameter_count_or_says_why_not(params, capsys):
     code, text = call(cli.main, ["memory", "--params", params, "--gpus", "4"], capsys)
     assert_clean(code, text, {2}, "--params")
@@ -295,3 +326,48 @@ def test_a_node_list_line_that_is_not_a_node_name_is_refused(line, tmp_path, cap
     code, text = call(fleet_cli.main, ["report", str(_fleet_dir(tmp_path)), "--nodes", str(nodes)], capsys)
     assert_clean(code, text, {2}, f"--nodes {nodes}, line 2:")
     assert "is not a node name" in text
+
+
+# ---- values: a thresholds file's own mistakes --------------------------------------------------------
+
+# (what the file holds, what the message says, what it must not say): each names its cause and no other.
+_COMMON_CAUSES = ("a tab in the indentation", "an unclosed quote", "an unclosed bracket", "a key without its ':'")
+THRESHOLDS_MISTAKES = {
+    "duplicate key": ("profiles:\n  a: 1\n  a: 2\n", "line 3, column 3: duplicate key 'a' (first at line 2); remove one",
+                      _COMMON_CAUSES + ("not valid YAML",)),
+    "tab": ("profiles:\n\ta: 1\n", "line 2, column 1: while scanning for the next token found character that cannot "
+            "start any token (a tab in the indentation: indent with spaces)", _COMMON_CAUSES[1:]),
+    "unclosed quote": ('profiles: "x\na: 1\n', "(an unclosed quote)", _COMMON_CAUSES[:1] + _COMMON_CAUSES[2:]),
+    "unclosed bracket": ("profiles: [1, 2\na: 1\n", "(an unclosed bracket", _COMMON_CAUSES[:2] + _COMMON_CAUSES[3:]),
+    # 110,000 values and no alias: before, "its aliases (*name) stand for more than 100000 values"
+    "many values, no alias": ("profiles:\n" + "  - 1\n" * 110_000, "line 2, column 3: more than 100000 values",
+                              ("alias",)),
+}
+
+
+@pytest.mark.parametrize("mistake", THRESHOLDS_MISTAKES)
+def test_a_thresholds_mistake_names_its_own_cause(mistake, tmp_path, capsys):
+    text, said, unsaid = THRESHOLDS_MISTAKES[mistake]
+    path = tmp_path / "thresholds.yaml"
+    path.write_text(text)
+    code, out = call(judge.main, [str(RECORD), "--thresholds", str(path)], capsys)
+    assert_clean(code, out, {2}, f"{path}: ")
+    assert said in out, out
+    assert not [word for word in unsaid if word in out], out
+
+
+def test_a_thresholds_file_over_the_size_bound_is_refused_before_it_is_parsed(tmp_path, capsys):
+    """A 50 MB file of plain keys cost 58 s and 3.9 GB, then was refused for aliases it did not have."""
+    import time
+
+    from wirecheck.thresholds.yaml_reader import MAX_BYTES
+
+    path = tmp_path / "thresholds.yaml"
+    line = b"key: 1\n"
+    path.write_bytes(line * (MAX_BYTES // len(line) + 1))
+    started = time.monotonic()
+    code, out = call(judge.main, [str(RECORD), "--thresholds", str(path)], capsys)
+    assert time.monotonic() - started < 2, "parsed before it was refused"
+    assert_clean(code, out, {2}, f"{path}: larger than 4 MiB (the shipped thresholds.yaml is about 60 KB)")
+    assert "alias" not in out
+    assert THRESHOLDS.stat().st_size < MAX_BYTES / 16  # the bound leaves the shipped file room to grow

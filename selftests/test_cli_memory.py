@@ -29,6 +29,15 @@ def _run(capsys, *argv):
         (["--params", "7e9", "--gpus", "two"], "argument --gpus: 'two' is not a whole number of GPUs"),
         (["--params", "7e9", "--gpus", "2", "--precision", "fp16"], "argument --precision: invalid choice: 'fp16'"),
         (["--params", "7e9", "--gpus", "2", "--extra"], "unrecognized arguments: --extra"),
+        (["--params", "7BB", "--gpus", "2"], "argument --params: '7BB' is not a number"),
+        (["--params", "7X", "--gpus", "2"], "argument --params: '7X' is not a number"),
+        (["--params", "B", "--gpus", "2"], "argument --params: 'B' is not a number"),
+        (["--params", "1.5T0", "--gpus", "2"], "argument --params: '1.5T0' is not a number"),
+        (["--params", "2000T", "--gpus", "2"], "argument --params: 2000T parameters is beyond any model"),
+        (["--params", "1e999999999", "--gpus", "2"], "argument --params: 1e999999999 parameters is beyond any model"),
+        (["--params=-1e999999999", "--gpus", "2"], "argument --params: -1e999999999 is not a parameter count"),
+        (["--params", "0.0005K", "--gpus", "2"], "argument --params: 0.0005K is not a parameter count"),
+        (["--params", "1.0000000005K", "--gpus", "2"], "1.0000000005K is not a whole number of parameters"),
     ],
 )
 def test_bad_input_is_one_error_naming_the_option(capsys, argv, fragment):
@@ -38,6 +47,22 @@ def test_bad_input_is_one_error_naming_the_option(capsys, argv, fragment):
     assert fragment in err, err
     assert err.count("error:") == 1 and "Traceback" not in err
     assert err.splitlines()[0].startswith("usage: wirecheck memory")
+
+
+@pytest.mark.parametrize("written, count", [
+    ("7B", 7_000_000_000), ("7.24B", 7_240_000_000), ("350M", 350_000_000), ("1.5e9", 1_500_000_000),
+    ("70b", 70_000_000_000), ("1.1B", 1_100_000_000), ("125k", 125_000), ("1.8T", 1_800_000_000_000),
+    ("7240000000", 7_240_000_000), (" 7 B", 7_000_000_000),
+])
+def test_params_take_the_suffixes_model_cards_use(written, count):
+    """7B was refused before; 1.1B is counted in decimal (1.1 * 1e9 in floats is no whole number)."""
+    from wirecheck.cli.memory import parameter_count
+
+    assert parameter_count(written) == count
+
+
+def test_a_suffixed_count_prints_the_same_table_as_the_plain_one(capsys):
+    assert _run(capsys, "--params", "7.24B", "--gpus", "4")[1] == _run(capsys, "--params", "7240000000", "--gpus", "4")[1]
 
 
 def _ddp_total(out: str) -> float:

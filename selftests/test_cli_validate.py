@@ -89,6 +89,20 @@ def test_without_a_driver_a_profile_chooses_what_is_simulated():
     assert mode.simulate == "profile:h200-sxm-8" and "the node the profile h200-sxm-8 describes" in mode.notice
 
 
+def test_a_profile_dry_run_says_it_simulates_the_profile_not_the_file_it_is_wired_from():
+    """`--profile h200-sxm-8` announced "SIMULATION on .../h100-sxm-8-nics.txt", as if another node ran."""
+    from pytest_wirecheck.node import _simulated_topology
+    from wirecheck.core.paths import suite_paths
+    from wirecheck.thresholds.file import load_thresholds
+
+    thresholds = load_thresholds(suite_paths().thresholds)
+    topology = _simulated_topology("profile:h200-sxm-8", thresholds)
+    assert topology.source == ("the node profile h200-sxm-8 (wired as recorded in "
+                               f"{suite_paths().topologies / 'h100-sxm-8-nics.txt'})"), topology.source
+    assert len(topology.gpus) == 8
+    assert _simulated_topology("h100-sxm-8-nics", thresholds).source.endswith("h100-sxm-8-nics.txt")  # a file: as is
+
+
 @pytest.mark.parametrize("evidence", [BROKEN_DRIVER, driver.DriverEvidence(True, True, False)])
 def test_a_driver_with_failing_nvml_refuses_to_run(evidence):
     """Before, any NVML failure fell back to simulation and exited 0: a broken GPU node went green."""

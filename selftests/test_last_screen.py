@@ -139,3 +139,23 @@ def test_a_run_that_read_no_gpu_and_skipped_everything_is_not_accepted(pytester,
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--wirecheck-json={pytester.path / 'all.jsonl'}",
                                           f"{root}/tests/test_inventory.py")
     assert result.ret == 1, "\n".join(result.outlines)
+
+
+def test_the_record_line_says_why_its_skips_are_fewer_than_pytests():
+    """The last screen said "364 passed, 474 skipped", then "364 passed, 211 skipped checks" with no word
+    on the 263 between: tests that skipped before their check ran record no verdict."""
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from pytest_wirecheck.last_screen import final_lines
+
+    writer = SimpleNamespace(ended=True, verdicts=Counter({"pass": 364, "skip": 211}))
+    reporter = SimpleNamespace(kept=True, writer=writer, file=SimpleNamespace(path=PROJECT / "r.jsonl"),
+                               stopped_by=None, unavailable=None, simulated=False, exit_status=0,
+                               tests=Counter({"passed": 364, "skipped": 474}),
+                               skips_without_verdict=Counter({"needs live NVML": 68, "no --profile given": 195}))
+    line = final_lines(reporter)[0][0]
+    assert line.endswith(": 0 failed, 364 passed, 211 skipped checks (pytest's 474 skipped tests include 263 that "
+                         "skipped before their check ran and recorded none; `wirecheck judge` says why)"), line
+    reporter.tests, reporter.skips_without_verdict = Counter({"passed": 364, "skipped": 211}), Counter()
+    assert final_lines(reporter)[0][0].endswith(": 0 failed, 364 passed, 211 skipped checks")  # the counts agree

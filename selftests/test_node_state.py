@@ -97,6 +97,8 @@ def test_a_simulation_never_drains_whatever_failed_in_it(tmp_path, code):
     (4, "usage error"), (3, "internal error"), (2, "pytest stopped the run (errors during collection?)"),
     (5, "no test was collected: nothing was validated"), (130, "interrupted (Ctrl-C): the run is incomplete"),
     (137, "killed by SIGKILL"), (143, "stopped by SIGTERM: the run is incomplete"),
+    (190, "killed by signal 62"), (193, "an exit code wirecheck validate does not give"),
+    (255, "an exit code wirecheck validate does not give"),
 ])
 def test_no_verdict_is_unknown_never_unhealthy(code, meaning):
     s = decide(code, None, "")
@@ -156,3 +158,26 @@ def test_the_command_prints_the_line_and_exits_with_the_state(tmp_path, capsys):
     assert capsys.readouterr().out == "wirecheck: passed\n"
     assert main(["node-state", "--exit-code", "1", "--record", str(tmp_path / "bad.jsonl"), "--max-length", "80"]) == UNHEALTHY
     assert capsys.readouterr().out == "wirecheck: tests failed without a recorded verdict (record bad.jsonl unreadab...\n"
+
+
+@pytest.mark.parametrize("given", ["300", "-1", "256", "1.0", "abc"])
+def test_an_exit_code_outside_0_to_255_is_a_usage_error_naming_the_option(given, capsys):
+    """300 was read as "killed by signal 172": no process exits with it, so it is the caller's mistake."""
+    with pytest.raises(SystemExit) as info:
+        main(["node-state", f"--exit-code={given}"])
+    err = capsys.readouterr().err
+    assert info.value.code == UNKNOWN and "Traceback" not in err
+    shown = repr(given) if given in ("1.0", "abc") else given  # not a whole number: quoted as given
+    assert f"argument --exit-code: {shown} is not an exit code" in err, err
+    assert "0-255" in err and "signal" not in err
+
+
+def test_no_gpu_visible_reads_as_a_floor_of_one_gpu(tmp_path):
+    """The drain reason read "gpus_visible node 0 != >= 1": the check recorded its floor as an expected text."""
+    from wirecheck.checks.inventory import gpus_visible
+
+    verdicts = [gpus_visible(None, n_gpus=0, unavailable=None, simulated=False).with_inputs("gpus_visible", {})]
+    assert state(tmp_path, 1, verdicts=verdicts, end={"status": "complete"}) == (
+        UNHEALTHY, "wirecheck: gpus_visible node 0 GPUs < 1 GPUs")
+    assert gpus_visible(None, n_gpus=2, unavailable=None, simulated=False).ok
+    assert not gpus_visible(None, n_gpus=2, unavailable="NVML: Driver Not Loaded", simulated=False).ok

@@ -201,11 +201,38 @@ def test_plan_puts_a_record_beside_its_measured_wall_time(capsys):
     (["plan", "--profile", "no-such"], "no-such"),
     (["plan", "--simulate", "no-such-node"], "--simulate no-such-node"),
     (["plan", "--simulate", "h200-sxm-2", "--duration", "4h"], "--duration 4h: only a burn-in runs for a duration"),
+    # a simulation's wall time was compared with the hardware model: "+25.5%", "+249.6 %" read as misses
+    (["plan", "--record", str(PROJECT / "selftests" / "data" / "sim-h200-sxm-2.jsonl")],
+     "sim-h200-sxm-2.jsonl: a simulated run; the time model prices hardware runs"),
 ])
 def test_plan_mistakes_are_one_clear_line(argv, said, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert said in err and "Traceback" not in err, err
+
+
+def test_plan_without_an_option_plans_what_validate_would_run_here(monkeypatch, capsys):
+    """On a machine without a driver it dumped pytest's collect-only lines and "NO GPU was validated" (exit 2)
+    where validate simulates: it plans that simulation now, and says so."""
+    from wirecheck.cli import plan as plan_cli
+    from wirecheck.cli.validate import Mode
+
+    no_driver = Mode(simulate="h200-sxm-2", notice="no NVIDIA driver on this machine (evidence).\nRunning ...")
+    monkeypatch.setattr(plan_cli, "choose_mode", lambda args: no_driver)
+    assert main(["plan", "--level", "quick"]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        "wirecheck plan: no NVIDIA driver on this machine (evidence).",
+        "wirecheck plan: Planning the node `wirecheck validate` simulates here, h200-sxm-2, in its hardware run's "
+        "seconds (pass --simulate NAME or --profile NAME to plan another node)"], err
+    assert out.startswith("wirecheck plan: level quick on --simulate h200-sxm-2 (nvswitch, 2 GPUs)"), out
+    broken = Mode(refusal="NVML failed: x\nAn NVIDIA driver is installed here; for a dry run on purpose: "
+                          "wirecheck validate --simulate")
+    monkeypatch.setattr(plan_cli, "choose_mode", lambda args: broken)
+    assert main(["plan", "--level", "quick"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.endswith("for a dry run on purpose: wirecheck plan --simulate NAME\n"), err
+    assert "::" not in err  # no collected test id
 
 
 def test_a_broken_unit_costs_file_names_the_key(tmp_path):

@@ -181,6 +181,33 @@ def test_a_simulated_trend_keeps_to_one_simulated_topology(tmp_path, capsys):
     assert "left out of the trend: " in capsys.readouterr().out  # said on the terminal too
 
 
+def test_a_run_that_read_no_gpu_is_not_called_a_hardware_run(tmp_path, capsys):
+    """Bare `pytest --profile NAME` on a machine without a driver: not simulated, and no GPU measured. A
+    simulated page called it "a hardware run" when it left it out of its trend."""
+    from wirecheck.report.command import _trend_runs
+    from wirecheck.report.model import load_runs
+
+    objs = lines(SIM)
+    tonight = load_runs([str(write(tmp_path / "tonight.jsonl", objs))])[0]
+    no_gpu = json.loads(json.dumps(objs))
+    no_gpu[0].update(simulated=False, simulation_source=None, gpus=[],
+                     unavailable="NVML could not start (NVMLError_LibraryNotFound): no NVIDIA driver on this machine")
+    hardware = json.loads(json.dumps(objs))
+    hardware[0].update(simulated=False, simulation_source=None, unavailable=None)
+    runs = load_runs([str(write(tmp_path / "nogpu.jsonl", no_gpu)), str(write(tmp_path / "hw.jsonl", hardware))])
+    assert [view.kind for view in (tonight, *runs)] == ["simulation", "no GPU", "hardware"]
+    skipped = []
+    assert _trend_runs(tonight, [], runs, skipped) == []
+    assert [why for _, why in skipped] == [
+        "a run that read no GPU (not simulated, and NVML saw none: nothing was measured); this one is a simulation",
+        "a hardware run; this one is a simulation"]
+    skipped = []
+    assert _trend_runs(runs[1], [], [runs[0], tonight], skipped) == []
+    assert [why for _, why in skipped] == [
+        "a run that read no GPU (not simulated, and NVML saw none: nothing was measured); this one is a hardware run",
+        "a simulation; this one is a hardware run"]
+
+
 def test_mad_band():
     assert mad_band([1.0, 2.0]) is None
     med, low, high = mad_band([10.0, 12.0, 11.0, 9.0, 10.0])  # MAD 1: +- 3 x 1.4826

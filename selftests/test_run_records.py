@@ -155,3 +155,43 @@ def test_the_header_keeps_the_thresholds_at_a_known_size(tmp_path):
                         placements=[])
     size = len(json.dumps(header["thresholds_gz_b64"]))
     assert size < 0.5 * (PROJECT / "thresholds.yaml").stat().st_size, size  # gzip: about a third of the file
+
+
+def _edit_records_copy(record: Path, update_sha: bool) -> None:
+    import base64
+    import gzip
+    import hashlib
+
+    lines = record.read_text().splitlines()
+    header = json.loads(lines[0])
+    data = gzip.decompress(base64.b64decode(header["thresholds_gz_b64"])) + b"\n# edited in the record\n"
+    header["thresholds_gz_b64"] = base64.b64encode(gzip.compress(data)).decode()
+    if update_sha:
+        header["thresholds_sha256"] = hashlib.sha256(data).hexdigest()
+    record.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+
+
+def test_judge_says_whether_the_file_or_the_records_copy_changed(tmp_path, capsys):
+    """An edited copy in the record read as "thresholds.yaml has changed since", the file on disk untouched."""
+    own = tmp_path / "thresholds.yaml"
+    own.write_text(thresholds_with(lambda d: d["collectives"]["simulated_floors"]["all_reduce"].update(
+        any={"min": "5000 GB/s", "source": "selftest: raised"})))
+    os.utime(own, (time.time() - 3600, time.time() - 3600))  # written an hour before the run
+    record = _record_with_own_thresholds(tmp_path, own)
+    judge([str(record)])
+    assert f"{own} differs" not in capsys.readouterr().out  # the same bytes: nothing said
+    _edit_records_copy(record, update_sha=True)
+    judge([str(record)])
+    out = capsys.readouterr().out
+    assert (f"{own} is unchanged since before the run (last written " in out
+            and "but differs from the copy in the record: the record's copy was edited after the run" in out), out
+    assert "has changed since" not in out
+    own.write_text(own.read_text() + "# edited on disk\n")  # now the file moves too, after the run
+    judge([str(record)])
+    out = capsys.readouterr().out
+    assert f"{own} differs from the copy the run read and was written after the run started" in out, out
+    _edit_records_copy(record, update_sha=False)  # the copy no longer matches its own hash
+    assert judge([str(record)]) == 2
+    err = capsys.readouterr().err
+    assert ("the thresholds copy in the record's header does not match the sha256 recorded beside it: the record was "
+            "edited or damaged after the run") in err, err

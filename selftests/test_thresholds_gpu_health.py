@@ -29,9 +29,9 @@ def test_shipped_gpu_health():
     assert sim.memory_cap and sim.sustained_duration_s() <= 5  # CI stays short
     for figure in ("hbm_copy", "hbm_read", "gemm_bf16", "gemm_fp8", "sustained_bf16"):
         h200 = g.floor(figure, "NVIDIA H200", simulated=False)
-        assert h200.source.startswith("measured:") and "gpu_health_probe.py" in h200.source, figure
+        assert h200.source.startswith("measured:") and "fixtures/reference/h200-1/" in h200.source, figure
         assert g.floor(figure, "NVIDIA H100 80GB HBM3", simulated=False).source.startswith("guess:"), figure
-    assert g.floor("hbm_copy", "NVIDIA H200", False).min == 3840e9
+    assert g.floor("hbm_copy", "NVIDIA H200", False).min == 3821e9
     assert g.floor("gemm_fp8", "some other GPU", False) is None
     assert g.floor("gemm_fp8", None, simulated=True) is None  # no fp8 on CPU ranks
     assert g.peers(False).max_below_median == 0.10 and g.peers(True).max_below_median == 0.80

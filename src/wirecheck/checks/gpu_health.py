@@ -102,8 +102,9 @@ def _figure(thresholds, *, figure: str, what: str, advice: str, gpu: int, bus_id
     message = f"{what} on {loc}: " + "; ".join(parts)
     if failed:
         message += f". {advice}"
+    made_by = floor.rule if floor is not None and yaml_path == floor.yaml_path else "peers"
     return Verdict("", what, where, FAIL if failed else PASS, message, measured=value * scale, unit=unit, limit=limit,
-                   source=source, yaml_path=yaml_path, details={**details, "failed_by": failed})
+                   source=source, yaml_path=yaml_path, rule=made_by, details={**details, "failed_by": failed})
 
 
 @check("hbm_bandwidth", inputs=FromPhase(FIGURES, gpu_inputs.hbm), section=SECTION_GPU,

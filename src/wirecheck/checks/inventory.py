@@ -7,7 +7,7 @@ topology replayed on CPU must never read as an accepted node.
 from __future__ import annotations
 
 from wirecheck.checks import check
-from wirecheck.core.verdict import Verdict, expect, skip
+from wirecheck.core.verdict import FAIL, PASS, Verdict, expect, skip
 
 SIMULATION_REASON = "simulation: the inventory is read from the live node only; no GPU was looked at"
 
@@ -27,11 +27,16 @@ def gpus_visible(thresholds, *, n_gpus: int, unavailable: str | None, simulated:
     what = "GPUs visible"
     if simulated:
         return skip(what, None, SIMULATION_REASON)
-    if unavailable:
-        return expect(what, None, 0, ">= 1", False,
-                      f"no GPU visible: {unavailable}\nFor a dry run on a machine without GPUs: "
-                      "pytest --simulate (or --simulate=NAME|FILE; `wirecheck topo --help` lists the recorded ones)")
-    return expect(what, None, n_gpus, ">= 1", n_gpus > 0, "NVML answers but sees no GPU")
+    # A floor of one GPU, recorded as one (limit min 1, unit GPUs): a drain reason then reads
+    # "0 GPUs < 1 GPUs", where an expected ">= 1" read "0 != >= 1".
+    seen = 0 if unavailable else n_gpus
+    if seen > 0:
+        return Verdict("", what, None, PASS, f"{what}: {seen} as expected", measured=seen, unit="GPUs",
+                       limit={"min": 1})
+    failure = (f"no GPU visible: {unavailable}\nFor a dry run on a machine without GPUs: pytest --simulate "
+               "(or --simulate=NAME|FILE; `wirecheck topo --help` lists the recorded ones)" if unavailable
+               else "no GPU visible: NVML answers but sees no GPU")
+    return Verdict("", what, None, FAIL, failure, measured=0, unit="GPUs", limit={"min": 1})
 
 
 @check("gpu_count")

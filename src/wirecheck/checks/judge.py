@@ -8,8 +8,9 @@ judge against another. Failures are printed first, each with what was measured, 
 it is written and its source. pytest counts tests, judge counts verdicts: where their skips
 differ, judge says why (a test skipped before its check ran records no verdict).
 
-Exit codes: 0 every verdict passes on a complete hardware run; 1 a verdict fails, or a run
-was cut short (no end record) or interrupted; 2 bad input (a file that is not a record, a
+Exit codes: 0 every verdict passes on a complete hardware run; 1 a verdict fails (FAILED), or a run
+was cut short (no end record) or interrupted with nothing failed (INCOMPLETE; a torn last line is
+named and skipped); 2 bad input (a file that is not a record, a
 malformed thresholds file); 10 the runs passed but one of them was a simulation (no node
 was validated).
 """
@@ -17,6 +18,7 @@ was validated).
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import hashlib
 import sys
 from dataclasses import dataclass, replace
@@ -27,7 +29,7 @@ from wirecheck.checks import rejudge
 from wirecheck.training.strategy_run import workload_of
 from wirecheck.core.paths import suite_paths
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
-from wirecheck.records.run import recorded_thresholds
+from wirecheck.records.run import recorded_bases, recorded_thresholds
 from wirecheck.thresholds.file import Thresholds, ThresholdsError, load_thresholds
 from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, Verdict
 from wirecheck.vocab import records as kinds
@@ -148,6 +150,7 @@ def _own_thresholds(run: RunRecord, shipped: Path) -> tuple[Thresholds, str]:
     recorded_path = run.run.get("thresholds")
     try:
         recorded = recorded_thresholds(run.run)
+        bases = recorded_bases(run.run)
     except ValueError as exc:
         raise RecordFileError(f"{run.path}: {exc}; pass --thresholds FILE to judge it against a file") from None
     if recorded is None:
@@ -156,7 +159,7 @@ def _own_thresholds(run: RunRecord, shipped: Path) -> tuple[Thresholds, str]:
     data, digest = recorded
     label = f"{recorded_path} as the run read it (sha256 {digest[:12]}, kept in the record's header)"
     try:
-        thresholds = load_thresholds(recorded_path or "recorded thresholds", content=data)
+        thresholds = load_thresholds(recorded_path or "recorded thresholds", content=data, bases=bases)
     except ThresholdsError as exc:
         raise RecordFileError(f"{run.path}: the thresholds the run recorded cannot be read by this version of wirecheck "
                               f"({exc}); pass --thresholds FILE") from None
@@ -165,9 +168,25 @@ def _own_thresholds(run: RunRecord, shipped: Path) -> tuple[Thresholds, str]:
     if now is None:
         note += f"; {recorded_path} is gone from this machine"
     elif now != digest:
-        note += (f"; {recorded_path} has changed since (pass --thresholds {recorded_path} to judge against it as it "
-                 "is now)")
+        note += "; " + _which_differs(run, recorded_path)
     return thresholds, note
+
+
+def _which_differs(run: RunRecord, recorded_path: str) -> str:
+    """The file on disk and the record's copy of it differ: which one moved. A file last written before the
+    run started is the one the run read, so it is the record's copy that was edited since."""
+    again = f"pass --thresholds {recorded_path} to judge against the file as it is now"
+    try:
+        modified = _dt.datetime.fromtimestamp(Path(recorded_path).stat().st_mtime, _dt.timezone.utc)
+        started = _dt.datetime.fromisoformat(str(run.run.get("started")))
+    except (OSError, ValueError, TypeError):
+        return f"{recorded_path} differs from the copy in the record ({again})"
+    when = modified.isoformat(timespec="seconds")
+    if started.tzinfo is not None and modified < started:
+        return (f"{recorded_path} is unchanged since before the run (last written {when}) but differs from the copy in "
+                f"the record: the record's copy was edited after the run ({again})")
+    return (f"{recorded_path} differs from the copy the run read and was written after the run started ({when}): it "
+            f"has changed since ({again})")
 
 
 def _file_digest(path: str | None) -> str | None:
@@ -240,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
         for note in notes:
             print(f"wirecheck judge: {note}")
     for run in runs:
+        if run.torn_line is not None:
+            print(f"wirecheck judge: {run.path}:{run.torn_line}: a torn last line (not JSON: the run was killed or "
+                  "its disk filled while writing it): skipped")
         if run.earlier_runs:
             print(f"wirecheck judge: {run.path} holds {run.earlier_runs + 1} runs; judging the last one "
                   f"(started {run.run.get('started')})")
@@ -256,11 +278,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wirecheck judge: {p}")
     simulated = [str(run.path) for run in runs if run.simulated]
     summary = f"{counts[FAIL]} failed, {counts[PASS]} passed, {counts[SKIP]} skipped; {changed} changed since recorded"
-    if counts[FAIL] or problems:
-        print(f"wirecheck judge: FAILED: {summary}")
+    # Said in every outcome, failed or cut short too: a dry run's verdicts never stand for a node.
+    simulation = (f"; SIMULATION: {', '.join(simulated)} judged a simulated run, no node was validated"
+                  if simulated else "")
+    if counts[FAIL]:
+        print(f"wirecheck judge: FAILED: {summary}{simulation}")
+        return exit_codes.FAILED
+    if problems:  # nothing failed, but not every check was judged: no verdict on the run as a whole
+        print(f"wirecheck judge: INCOMPLETE: a run did not end (see above), so not every check was judged: "
+              f"{summary}{simulation}")
         return exit_codes.FAILED
     if simulated:
-        print(f"wirecheck judge: {summary}; SIMULATION: {', '.join(simulated)} judged a simulated run, no node was validated")
+        print(f"wirecheck judge: {summary}{simulation}")
         return exit_codes.SIMULATED
     print(f"wirecheck judge: PASSED: {summary}")
     return exit_codes.OK

@@ -36,6 +36,9 @@ HEALTHY, UNHEALTHY, UNKNOWN = 0, 1, 2  # node-problem-detector's OK, NonOK, Unkn
 # 255 bytes. slurmctld itself takes longer ones, but `sacctmgr show event` would not show them whole.
 SLURM_REASON_MAX = 255
 TIMED_OUT = 124  # timeout(1)'s code when the command ran past its limit (the hooks bound validate with it)
+# The highest signal number (Linux: 64, SIGRTMAX): 128+N up to 192 is a run killed by signal N; codes above
+# are no signal's.
+SIGNAL_MAX = int(getattr(signal, "SIGRTMAX", 64))
 OUTPUT_TAIL = 64 * 1024  # validate's output is read from its end: the lines that matter are the last ones
 
 
@@ -102,12 +105,26 @@ def _meaning(code: int) -> str:
         return EXIT_CODES[code][0]
     if code == TIMED_OUT:
         return "timed out (the hook's time limit)"
-    if code > 128:
+    if 128 < code <= 128 + SIGNAL_MAX:
         try:
             return f"killed by {signal.Signals(code - 128).name}"
-        except ValueError:
+        except ValueError:  # a real-time signal without a name of its own
             return f"killed by signal {code - 128}"
     return "an exit code wirecheck validate does not give"
+
+
+def exit_code(text: str) -> int:
+    """--exit-code: a process's exit status, 0-255 (a shell's $?); anything else is a usage error, never a
+    state (300 read as "killed by signal 172" before)."""
+    try:
+        code = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an exit code: pass wirecheck validate's exit status "
+                                         "($?), a whole number 0-255") from None
+    if not 0 <= code <= 255:
+        raise argparse.ArgumentTypeError(f"{code} is not an exit code: a process exits with 0-255; pass wirecheck "
+                                         "validate's exit status ($?) as the shell gives it")
+    return code
 
 
 def _read(path: str | None) -> tuple[RunRecord | None, str | None]:
@@ -140,8 +157,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    "Slurm prolog/HealthCheckProgram or a node-problem-detector plugin",
         description=__doc__.split("\n\n")[0], epilog="\n\n".join(__doc__.split("\n\n")[1:]),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--exit-code", type=int, required=True, metavar="N",
-                        help="wirecheck validate's exit code (124: it ran past the hook's timeout)")
+    parser.add_argument("--exit-code", type=exit_code, required=True, metavar="N",
+                        help="wirecheck validate's exit code, 0-255 (124: it ran past the hook's timeout; 128+N: "
+                             "killed by signal N)")
     parser.add_argument("--record", metavar="FILE", help="the run's record (--wirecheck-json); missing is allowed")
     parser.add_argument("--output", metavar="FILE", help="validate's output (stdout and stderr), for NVML's error")
     parser.add_argument("--max-length", type=int, default=SLURM_REASON_MAX, metavar="N",

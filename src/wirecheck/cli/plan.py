@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 
+from wirecheck.cli.validate import choose_mode
 from wirecheck.core import exit_codes as codes
 from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL, LEVELS
 from wirecheck.core.paths import suite_paths
@@ -58,13 +59,23 @@ def _say(message: str) -> None:
         print(f"{PROG}: {line}", file=sys.stderr)
 
 
-def _topology_of(args, thresholds) -> str | None:
+def _topology_of(args, thresholds, choose=None) -> str | None:
     """What to collect on: --simulate, the node a profile describes (`profile:NAME`, resolved as
-    `wirecheck validate --profile NAME` resolves it on a machine without GPUs), or this node (None)."""
-    if args.profile is None:
+    `wirecheck validate --profile NAME` resolves it on a machine without GPUs), or, given neither, what
+    `wirecheck validate` would run here (`choose`: this node's GPUs (None), or the default simulation on
+    a machine without a driver, said on stderr). A driver whose NVML fails is a ValueError, as for validate."""
+    if args.profile is not None:
+        thresholds.profile(args.profile)  # an unknown profile is refused here, naming the known ones
+        return f"profile:{args.profile}"
+    if args.simulate is not None:
         return args.simulate
-    thresholds.profile(args.profile)  # an unknown profile is refused here, naming the known ones
-    return f"profile:{args.profile}"
+    mode = (choose or choose_mode)([])
+    if mode.refusal:
+        raise ValueError(mode.refusal.replace("wirecheck validate --simulate", f"{PROG} --simulate NAME"))
+    if mode.simulate:
+        _say(f"{mode.notice.splitlines()[0]}\nPlanning the node `wirecheck validate` simulates here, {mode.simulate}, "
+             "in its hardware run's seconds (pass --simulate NAME or --profile NAME to plan another node)")
+    return mode.simulate
 
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
@@ -104,9 +115,19 @@ def _records(args, thresholds, costs) -> int:
     for path in args.record:
         try:
             collected, end = from_record(path)
-            level = collected.header.get("level") or DEFAULT_LEVEL
-            plan = predict(collected.tests, collected.header, thresholds, costs, level, path, work=collected.work)
         except (ValueError, OSError) as exc:  # RecordFileError, CollectError: ValueErrors naming the file
+            _say(str(exc))
+            return codes.BAD_INPUT
+        if collected.header.get("simulated"):
+            # The unit costs are hardware seconds (H200 records): CPU ranks standing in for GPUs take other
+            # times, and "+249.6 %" read as a miss of the model.
+            _say(f"--record {path}: a simulated run; the time model prices hardware runs (its unit costs come from "
+                 "GPU records), so a simulation's wall time says nothing of it: pass a hardware run's record")
+            return codes.BAD_INPUT
+        level = collected.header.get("level") or DEFAULT_LEVEL
+        try:
+            plan = predict(collected.tests, collected.header, thresholds, costs, level, path, work=collected.work)
+        except ValueError as exc:  # thresholds that cannot price a sweep: the message names the section
             _say(str(exc))
             return codes.BAD_INPUT
         measured = end.get("wall_s")

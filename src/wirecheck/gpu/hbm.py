@@ -14,13 +14,23 @@ import torch
 from wirecheck.gpu.stopwatch import Stopwatch, summary
 
 
+def copy(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """Every timed copy goes through here (one name the self-tests can swap in the worker)."""
+    dst.copy_(src)
+
+
+def read(src: torch.Tensor) -> torch.Tensor:
+    """Every timed read goes through here (one name the self-tests can swap in the worker)."""
+    return src.sum()
+
+
 def bandwidth(device: torch.device, size: int, warmup_iters: int, iters: int) -> dict[str, Any]:
     """{"size", "copy": summary in bytes/s (read+write), "read": summary in bytes/s}."""
     words = size // 4
     src = torch.ones(words, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
     watch = Stopwatch(device)
-    copy = summary(watch.each(lambda: dst.copy_(src), warmup_iters, iters), 2.0 * words * 4)
+    copied = summary(watch.each(lambda: copy(dst, src), warmup_iters, iters), 2.0 * words * 4)
     del dst
-    read = summary(watch.each(lambda: src.sum(), warmup_iters, iters), float(words * 4))
-    return {"size": words * 4, "copy": copy, "read": read}
+    summed = summary(watch.each(lambda: read(src), warmup_iters, iters), float(words * 4))
+    return {"size": words * 4, "copy": copied, "read": summed}

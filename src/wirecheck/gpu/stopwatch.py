@@ -46,8 +46,15 @@ class Stopwatch:
 
 
 def summary(times: list[float], work: float) -> dict[str, float]:
-    """`work` per second (bytes, FLOP) at the median call and at the fastest, with the call times."""
+    """`work` per second (bytes, FLOP) at the median call and at the fastest, with the call times and
+    their spread: (p90 - p10) / median of the call times (max - min under 10 calls), kept in the record
+    so that calibration and the history rule know how steady this figure was within the run."""
     median = statistics.median(times)
     best = min(times)
+    if len(times) >= 10:
+        deciles = statistics.quantiles(times, n=10)
+        spread = (deciles[-1] - deciles[0]) / median
+    else:
+        spread = (max(times) - best) / median
     return {"per_s": work / median, "best_per_s": work / best, "median_s": median, "min_s": best,
-            "max_s": max(times), "calls": len(times)}
+            "max_s": max(times), "calls": len(times), "spread": spread}

@@ -295,6 +295,7 @@ def _read_gpu(nv: Any, i: int, h: Any, bus_id: str | None, known_buses: set[str]
         name=_text(_try(nv, i, "nvmlDeviceGetName", h)),
         bus_id=bus_id,
         uuid=_text(_try(nv, i, "nvmlDeviceGetUUID", h)),
+        serial=_serial(nv, i, h),
         memory_bytes=getattr(memory, "total", None),
         nvlinks=_read_links(nv, i, h, known_buses),
         pcie_gen=_or_none(_try(nv, i, "nvmlDeviceGetCurrPcieLinkGeneration", h)),
@@ -304,6 +305,17 @@ def _read_gpu(nv: Any, i: int, h: Any, bus_id: str | None, known_buses: set[str]
         cpu_affinity=_cpu_affinity(nv, i, h),
         numa_affinity=_mask_ranges(_or_none(_try(nv, i, "nvmlDeviceGetMemoryAffinity", h, 1, _AFFINITY_SCOPE_NODE))),
     )
+
+
+def _serial(nv: Any, i: int, h: Any) -> str | None:
+    """The board's serial, or None: it only names the GPU for its history (the UUID does too), so a
+    driver that cannot answer it (consumer boards, some VMs) never stops a run."""
+    try:
+        return _text(_try(nv, i, "nvmlDeviceGetSerial", h))
+    except GpuLost:
+        raise
+    except NvmlUnavailable:
+        return None
 
 
 def _field_values(nv: Any, i: int, h: Any, ids: list[Any]) -> list[Any]:

@@ -48,6 +48,7 @@ class Gpu:
     name: str | None = None
     bus_id: str | None = None
     uuid: str | None = None
+    serial: str | None = None  # the board's serial (nvmlDeviceGetSerial): with the UUID, what names this very GPU
     memory_bytes: int | None = None
     nvlinks: tuple[NvLink, ...] = ()
     pcie_gen: int | None = None

@@ -70,7 +70,10 @@ def collect(level: str, simulate: str | None = None, extra: list[str] | None = N
             raise CollectError(f"collecting the suite took over {timeout_s:.0f} s: {' '.join(cmd)}") from None
         tests = _test_ids(done.stdout)
         if done.returncode not in (0, 10) or not tests:
-            said = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()][-6:]
+            # pytest's last words, without the collected test ids --collect-only lists before them
+            listed = set(tests)
+            said = [line for line in (done.stderr + done.stdout).splitlines()
+                    if line.strip() and line.strip() not in listed and " tests collected" not in line][-6:]
             raise CollectError(f"collecting the suite failed (pytest exit {done.returncode}):\n  " + "\n  ".join(said))
         try:
             header = json.loads(header_file.read_text(encoding="utf-8"))

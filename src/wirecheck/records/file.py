@@ -204,6 +204,7 @@ class RunRecord:
     verdicts: list[dict]
     end: dict | None  # None: the run was cut short before it could write its end
     earlier_runs: int = 0  # runs before this one in the same file (runs append)
+    torn_line: int | None = None  # the number of a torn last line that was dropped (killed mid-write)
 
     @property
     def simulated(self) -> bool:
@@ -243,7 +244,8 @@ def read_run(path: str | Path) -> RunRecord:
     Runs append (a second nightly run of a day into the same file keeps the first): the file is
     read as runs, each from its `run` header on, and the last one is returned with the number of
     earlier ones. A torn line (killed mid-write) is dropped where it ends a run; anything else
-    that is not a record raises RecordFileError naming the file and line."""
+    that is not a record raises RecordFileError naming the file and line. A torn last line's number is
+    kept (`torn_line`), so that readers say what they skipped."""
     path = Path(path)
     try:
         lines = _read_regular(path).decode("utf-8").splitlines()
@@ -278,7 +280,7 @@ def read_run(path: str | Path) -> RunRecord:
         by_type.setdefault(obj.get("type"), []).append(obj)
     ends = by_type["end"]
     return RunRecord(path, run, by_type["measurement"], by_type["verdict"], ends[-1] if ends else None,
-                     earlier_runs=len(starts) - 1)
+                     earlier_runs=len(starts) - 1, torn_line=torn[0] if torn else None)
 
 
 def _jsonable(obj: Any) -> Any:

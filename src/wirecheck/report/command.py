@@ -75,15 +75,19 @@ def _topology_of(view) -> tuple:
     return h.get("fabric"), repr(h.get("groups")), repr(h.get("matrix"))
 
 
+_KINDS = {"simulation": "a simulation", "hardware": "a hardware run",
+          "no GPU": "a run that read no GPU (not simulated, and NVML saw none: nothing was measured)"}
+
+
 def _trend_runs(view, others, history, skipped):
-    """Runs of the same host and kind (hardware or simulation), and for a simulation of the same simulated
+    """Runs of the same host and kind (hardware, simulation, or a run that read no GPU), and for a simulation of the same simulated
     topology: another node's nights, a dry run, or a dry run of another node would only blur this band."""
     kept = []
     for other in [*others, *history]:
         if other.header.get("host") != view.header.get("host"):
             skipped.append((other.run.path, f"another host ({other.header.get('host')})"))
-        elif other.simulated != view.simulated:
-            skipped.append((other.run.path, "a simulation" if other.simulated else "a hardware run (this one is a simulation)"))
+        elif other.kind != view.kind:
+            skipped.append((other.run.path, f"{_KINDS[other.kind]}; this one is {_KINDS[view.kind]}"))
         elif view.simulated and _topology_of(other) != _topology_of(view):
             skipped.append((other.run.path, f"a simulation of another topology ({other.header.get('simulation_source')})"))
         else:

@@ -122,6 +122,16 @@ class RunView:
         return self.run.simulated
 
     @property
+    def kind(self) -> str:
+        """What the run measured on: "simulation", "no GPU" (not simulated, but NVML read no GPU: bare
+        `pytest --profile NAME` on a machine without a driver measured nothing) or "hardware"."""
+        if self.simulated:
+            return "simulation"
+        if self.header.get("unavailable") or self.header.get("gpus") == []:
+            return "no GPU"
+        return "hardware"
+
+    @property
     def started(self) -> _dt.datetime | None:
         return parse_time(self.header.get("started"))
 

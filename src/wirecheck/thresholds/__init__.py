@@ -1,7 +1,8 @@
 """thresholds.yaml, read and validated: the whole file and its lookups (`file`: Thresholds,
 load), the YAML reader that keeps each value's path and line (`yaml_reader`), GPU-count tables
 and limits (`tables`), and the copy-bandwidth (`copy_limits`), training (`training`) and per-GPU
-load (`gpu_health`) sections.
+load (`gpu_health`) sections, the `calibration` and `history` rules (`baselines`), and a file laid over
+another by `extends:` (`extends`).
 
 May import: core, vocab (the ops, strategies and placement classes its sections are keyed by), node,
 workers (deadline rules), measure (the sweep specs). Never torch:

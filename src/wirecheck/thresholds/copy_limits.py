@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from wirecheck.core.quantity import format_bw
+from wirecheck.thresholds.tables import ENTRY_EXTRAS, entry_rule
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
 from wirecheck.node.topology import FABRICS
 
@@ -40,6 +41,7 @@ class CopyLimit:
     source: str
     yaml_path: str
     max: float | None = None  # the `within` helper reads both bounds
+    rule: str = "measured"  # which rule made it (wirecheck.core.verdict.RULES)
 
 
 @dataclass(frozen=True)
@@ -102,9 +104,10 @@ def parse_copy_bandwidth(at: _At) -> CopyBandwidth:
     floors: dict[tuple[str, str], CopyLimit] = {}
     for fabric, fabric_at in f["floors"].keyed(FABRICS, "fabric", "copy floors are keyed by fabric").items():
         for direction, entry_at in fabric_at.keyed(DIRECTIONS, "copy direction", "directions are").items():
-            e = entry_at.fields("a copy floor", required={"min": '"48 GB/s"', "source": SOURCE_HINT})
+            e = entry_at.fields("a copy floor", required={"min": '"48 GB/s"', "source": SOURCE_HINT},
+                                optional=ENTRY_EXTRAS)
             floors[(fabric, direction)] = CopyLimit(e["min"].quantity("bandwidth", positive=True), e["source"].source(),
-                                                    entry_at.cite)
+                                                    entry_at.cite, rule=entry_rule(e, entry_at))
     d = f["derived_floor"].fields(
         "derived copy floor",
         required={"host_efficiency": '"70 %"', "peer_efficiency": '"60 %"', "source": SOURCE_HINT},

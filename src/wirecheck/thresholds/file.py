@@ -23,12 +23,14 @@ from wirecheck.vocab.placements import CLASSES, CLASS_NETWORK
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
 from wirecheck.core.quantity import format_bw
 from wirecheck.thresholds.copy_limits import CopyBandwidth, parse_copy_bandwidth
+from wirecheck.thresholds.baselines import CalibrationRule, HistoryRule, missing, parse_calibration, parse_history
 from wirecheck.thresholds.burn_in import BurnInLimits, parse_burn_in
 from wirecheck.thresholds.gpu_health import GpuHealthLimits, parse_gpu_health
 from wirecheck.thresholds.tables import COLLECTIVE_FLOOR_CLASSES, CountTable, Limit, _ratio_section
 from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table
 from wirecheck.thresholds.training import TrainingLimits, TrainingSettings, parse_training
-from wirecheck.thresholds.yaml_reader import SOURCE_HINT, ThresholdsError, _At, _read_yaml, _suggest
+from wirecheck.thresholds.extends import read_layered
+from wirecheck.thresholds.yaml_reader import SOURCE_HINT, ThresholdsError, _At, _suggest
 from wirecheck.vocab.ops import OPS
 from wirecheck.node.topology import BRIDGED, FABRICS, PCIE, PCIE_LEVELS
 
@@ -218,6 +220,21 @@ class Thresholds:
     _fleet: Mapping[bool, FleetLimits]  # keyed by `simulated`
     gpu_health: GpuHealthLimits  # each GPU under load (thresholds.gpu_health)
     burn_in: BurnInLimits  # what only a burn-in judges (thresholds.burn_in)
+    # wirecheck calibrate's rule and the history rule (thresholds.baselines); None in a file older than them
+    calibration_rule: CalibrationRule | None = None
+    history_rule: HistoryRule | None = None
+
+    @property
+    def calibration(self) -> CalibrationRule:
+        if self.calibration_rule is None:
+            raise missing(self.path, "calibration")
+        return self.calibration_rule
+
+    @property
+    def history(self) -> HistoryRule:
+        if self.history_rule is None:
+            raise missing(self.path, "history")
+        return self.history_rule
 
     @property
     def profile_names(self) -> tuple[str, ...]:
@@ -675,11 +692,14 @@ def _fleet(at: _At) -> dict[bool, FleetLimits]:
     return MappingProxyType(out)
 
 
-def load_thresholds(path: str | Path, content: bytes | None = None) -> Thresholds:
+def load_thresholds(path: str | Path, content: bytes | None = None,
+                    bases: Mapping[str, bytes] | None = None) -> Thresholds:
     """Read and validate a thresholds file (`content`: its bytes, kept elsewhere, e.g. in a run's
-    record; `path` then names it in messages). Raises ThresholdsError, whose message names the file."""
+    record; `path` then names it in messages), laid over the file its `extends:` names (`bases`:
+    absolute path -> bytes of those kept elsewhere). Raises ThresholdsError, whose message names the
+    file that holds the mistake."""
     path = Path(path)
-    data = _read_yaml(path, content)
+    data, _ = read_layered(path, content, bases)
     if data is None:
         raise ThresholdsError(
             f"{path}: the file is empty; it must hold the sections profiles, collectives and training "
@@ -699,6 +719,12 @@ def load_thresholds(path: str | Path, content: bytes | None = None) -> Threshold
             "fleet": "{min_nodes: 3, hardware: {...}, simulated: {...}}",
             "gpu_health": "{hardware: {...}, simulated: {...}, floors: {...}, ...}",
             "burn_in": "{drift: {rounds: 3, hardware: {...}, simulated: {...}}, busbw_spread: {...}}",
+        },
+        optional={
+            "calibration": '{min_runs: 3, tight_runs: 10, mad_k: "3 x", min_margin: "3 %", max_below_median: "10 %", '
+                           'source: ...}',
+            "history": '{runs: 10, min_runs: 3, mad_k: "3 x", min_margin: "3 %", max_margin: "10 %", figures: [...], '
+                       'source: ...}',
         },
     )
     profiles = _profiles(f["profiles"])
@@ -727,4 +753,6 @@ def load_thresholds(path: str | Path, content: bytes | None = None) -> Threshold
         _fleet=_fleet(f["fleet"]),
         gpu_health=parse_gpu_health(f["gpu_health"]),
         burn_in=parse_burn_in(f["burn_in"]),
+        calibration_rule=parse_calibration(f["calibration"]) if "calibration" in f else None,
+        history_rule=parse_history(f["history"]) if "history" in f else None,
     )

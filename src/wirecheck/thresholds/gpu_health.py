@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from wirecheck.core.quantity import EXAMPLES
 from wirecheck.node.gpu_sampling import CLOCK_EVENT_REASONS
-from wirecheck.thresholds.tables import Limit
+from wirecheck.thresholds.tables import ENTRY_EXTRAS, Limit, entry_rule
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
 
 LEVELS = ("quick", "acceptance", "burn_in")
@@ -223,9 +223,10 @@ def _settings(at: _At, simulated: bool) -> GpuHealthSettings:
 
 def _floor(at: _At, figure: str) -> Limit:
     kind = FIGURES[figure]
-    e = at.fields(f"a {figure} floor", required={"min": f'"{EXAMPLES[kind]}"', "source": SOURCE_HINT})
+    e = at.fields(f"a {figure} floor", required={"min": f'"{EXAMPLES[kind]}"', "source": SOURCE_HINT},
+                  optional=ENTRY_EXTRAS)
     return Limit(min=e["min"].quantity(kind, positive=True), max=None, source=e["source"].source(), yaml_path=at.cite,
-                 kind=kind)
+                 kind=kind, rule=entry_rule(e, at))
 
 
 def _figures(at: _At) -> dict[str, Limit]:

@@ -75,11 +75,33 @@ def _count_table(at: _At, what: str, entry: Callable[[_At], Limit]) -> dict[int 
     return MappingProxyType(table)
 
 
+# Keys any limit entry may carry beside its bounds and source: which rule made it, and (for a
+# calibrated one) what it was calibrated on. Written by `wirecheck calibrate`.
+FILE_RULES = ("measured", "calibrated")  # the rules a file can state; the others are made by code
+ENTRY_EXTRAS = {
+    "rule": "calibrated  (measured: the default, a reading on this hardware; calibrated: wirecheck calibrate)",
+    "provenance": "{nodes: [...], gpus: [...], dates: [...], n: 5, spread: \"0.6 %\"}  (what a calibrated limit "
+                  "was made from)",
+}
+
+
+def entry_rule(f: dict[str, _At], at: _At) -> str:
+    """The `rule:` of a limit entry (default measured); a calibrated one must say what it was made from."""
+    rule = f["rule"].choice(FILE_RULES) if "rule" in f else "measured"
+    if "provenance" in f:
+        f["provenance"].mapping("provenance fields (nodes, gpus, dates, n, spread)", allow_empty=False)
+    elif rule == "calibrated":
+        raise at.error("rule: calibrated without provenance",
+                       "add provenance: {nodes: [...], gpus: [...], dates: [...], n: ..., spread: ...} "
+                       "(wirecheck calibrate writes it)")
+    return rule
+
+
 def _bounds_entry(at: _At, kind: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> Limit:
     """{min: ..., max: ..., source: ...} -> Limit. At least one bound; min <= max."""
     example = {"bandwidth": '"290 GB/s"', "size": '"40 GiB"', "throughput": '"20000 tokens/s"', "time": '"30 µs"'}[kind]
     spec_required = {"source": SOURCE_HINT} | {k: example for k in required}
-    spec_optional = {k: example for k in allowed if k not in required}
+    spec_optional = {k: example for k in allowed if k not in required} | ENTRY_EXTRAS
     f = at.fields("a limit entry", spec_required, spec_optional)
     if not any(k in f for k in ("min", "max")):
         raise at.error("has neither min nor max", f"add min: {example} (a floor) or max: {example} (a ceiling)")
@@ -89,7 +111,7 @@ def _bounds_entry(at: _At, kind: str, allowed: tuple[str, ...], required: tuple[
         raise at.error(
             f"min {f['min'].value} is above max {f['max'].value}", "no value could pass; swap them or fix one"
         )
-    return Limit(min=low, max=high, source=f["source"].source(), yaml_path=at.cite, kind=kind)
+    return Limit(min=low, max=high, source=f["source"].source(), yaml_path=at.cite, kind=kind, rule=entry_rule(f, at))
 
 
 def _ratio_section(at: _At, key: str, kind: str, example: str) -> tuple[float, str]:

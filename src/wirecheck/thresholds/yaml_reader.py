@@ -27,9 +27,11 @@ class ThresholdsError(ValueError):
 
 
 class _Map(dict):
-    """A YAML mapping plus the line (1-based) of each key, for error messages."""
+    """A YAML mapping plus the line (1-based) of each key, for error messages, and (in a file laid
+    over another by `extends:`) the file each key was written in where it is not the parent's."""
 
     key_lines: dict
+    key_files: dict = {}
 
 
 # A thresholds file nests 8 levels and holds under 2000 values. One far deeper would overflow the
@@ -37,6 +39,9 @@ class _Map(dict):
 # (the "billion laughs"): both are refused before anything is built, with the line (a root run reads this file).
 MAX_DEPTH = 32
 MAX_VALUES = 100_000
+# The shipped file is about 60 KB. Parsing costs about a second and 80 MB per megabyte (a 50 MB file took
+# 58 s and 3.9 GB before it was refused), so a file past this bound is refused before it is read whole.
+MAX_BYTES = 4 * 1024 * 1024
 
 
 def _children(node: yaml.Node) -> list:
@@ -53,6 +58,7 @@ def _shape_problem(root: yaml.Node) -> tuple[str, yaml.Node] | None:
     Walked without recursion, each node once (aliases are the same node object)."""
     shape: dict[int, tuple[int, int]] = {}  # id(node) -> (height, values with aliases expanded)
     on_path: set[int] = set()
+    aliased = False  # a node met a second time is an alias (*name): only then may the message blame aliases
     stack = [(root, 1, False)]
     while stack:
         node, depth, done = stack.pop()
@@ -62,11 +68,15 @@ def _shape_problem(root: yaml.Node) -> tuple[str, yaml.Node] | None:
             below = [shape[id(c)] for c in _children(node)]
             shape[key] = (1 + max((h for h, _ in below), default=0), 1 + sum(n for _, n in below))
             if shape[key][1] > MAX_VALUES:
-                return f"its aliases (*name) stand for more than {MAX_VALUES} values: write the values out", node
+                if aliased:
+                    return f"its aliases (*name) stand for more than {MAX_VALUES} values: write the values out", node
+                return (f"more than {MAX_VALUES} values (the shipped thresholds.yaml holds about 2000): "
+                        "not a thresholds file"), node
             continue
         if key in on_path:
             return "an alias (*name) inside its own anchor (&name)", node
         if key in shape:  # an alias of a node measured already
+            aliased = True
             if depth - 1 + shape[key][0] > MAX_DEPTH:
                 return f"nested more than {MAX_DEPTH} levels deep (through an alias)", node
             continue
@@ -82,6 +92,10 @@ def _shape_problem(root: yaml.Node) -> tuple[str, yaml.Node] | None:
 # both keep the marks that give line numbers. A safe loader: tags (!!python/object...) are refused.
 class _ShapeError(yaml.constructor.ConstructorError):
     pass
+
+
+class _KeyError(yaml.constructor.ConstructorError):
+    """A key the file may not have (a duplicate, a key that is no plain word): valid YAML, refused here."""
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
@@ -101,17 +115,12 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _Map:
         try:
             seen = key in out
         except TypeError:
-            raise yaml.constructor.ConstructorError(
-                None, None, "a key must be a plain word or number", key_node.start_mark
-            ) from None
+            raise _KeyError(None, None, "a key must be a plain word or number; write it as one",
+                            key_node.start_mark) from None
         if seen:
             # PyYAML would keep the last one silently: a second `2:` would replace a floor unseen.
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"duplicate key {key!r} (first at line {out.key_lines[key]}); remove one of them",
-                key_node.start_mark,
-            )
+            raise _KeyError(None, None, f"duplicate key {key!r} (first at line {out.key_lines[key]}); remove one of them",
+                            key_node.start_mark)
         out[key] = loader.construct_object(value_node, deep=True)
         out.key_lines[key] = key_node.start_mark.line + 1
     return out
@@ -169,7 +178,8 @@ class _At:
 
     def child(self, key: Any) -> _At:
         lines = getattr(self.value, "key_lines", {})
-        return _At(self.file, self.path + (str(key),), self.value[key], lines.get(key, self.line))
+        files = getattr(self.value, "key_files", {})
+        return _At(files.get(key, self.file), self.path + (str(key),), self.value[key], lines.get(key, self.line))
 
     def mapping(self, what: str, allow_empty: bool = True) -> _Map:
         if not isinstance(self.value, dict):
@@ -251,10 +261,43 @@ class _At:
         return {key: self.child(key) for key in self.value}
 
 
+def _likely_cause(problem: str, text: str, mark) -> str:
+    """What usually makes libyaml say `problem` at `mark`, as ' (...)' for the message; '' when nothing
+    common fits (an error is never given causes that cannot apply to it)."""
+    at = ""
+    if mark is not None and 0 <= mark.index < len(text):
+        at = text[mark.index]
+    if "cannot start any token" in problem:
+        return " (a tab in the indentation: indent with spaces)" if at == "\t" else " (quote a value that starts with this character)"
+    if "mapping values are not allowed" in problem:
+        return " (a key without its ':' on a line above, or a value holding ': ' that needs quotes)"
+    if "quoted scalar" in problem:
+        return " (an unclosed quote)"
+    if "flow sequence" in problem or "flow mapping" in problem:
+        return " (an unclosed bracket or brace, or a missing ',')"
+    if "block mapping" in problem or "block collection" in problem or "block end" in problem:
+        return " (a line indented differently from the keys beside it)"
+    return ""
+
+
+def _read_text(path: Path) -> str:
+    """The file's text, at most MAX_BYTES of it: a larger file (or a device that never ends) is refused
+    before it is read whole or parsed."""
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise ThresholdsError(f"{path}: larger than {MAX_BYTES // (1024 * 1024)} MiB (the shipped thresholds.yaml is "
+                              "about 60 KB): not a thresholds file; pass the right file")
+    return data.decode("utf-8")
+
+
 def _read_yaml(path: Path, data: bytes | None = None) -> Any:
     """The YAML document of `path` (or of `data`, its bytes kept elsewhere: a record's header)."""
+    if data is not None and len(data) > MAX_BYTES:
+        raise ThresholdsError(f"{path}: larger than {MAX_BYTES // (1024 * 1024)} MiB (the shipped thresholds.yaml is "
+                              "about 60 KB): not a thresholds file")
     try:
-        text = path.read_text(encoding="utf-8") if data is None else data.decode("utf-8")
+        text = _read_text(path) if data is None else data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ThresholdsError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the file as UTF-8") from None
     except IsADirectoryError:
@@ -269,16 +312,38 @@ def _read_yaml(path: Path, data: bytes | None = None) -> Any:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
-        if isinstance(exc, _ShapeError):
-            raise ThresholdsError(f"{path}{where.replace(' at', ':', 1)}: {problem}; a thresholds file is plain "
-                                  "data (start from the thresholds.yaml shipped with wirecheck)") from None
+        if isinstance(exc, (_ShapeError, _KeyError)):
+            plain = "; a thresholds file is plain data (start from the thresholds.yaml shipped with wirecheck)"
+            raise ThresholdsError(f"{path}{where.replace(' at', ':', 1)}: {problem}"
+                                  f"{plain if isinstance(exc, _ShapeError) else ''}") from None
         if "could not determine a constructor for the tag" in problem:
             raise ThresholdsError(
                 f"{path}: a YAML tag{where} ({problem.rsplit('tag ', 1)[-1]}) is not allowed: the thresholds file is "
                 "plain data, read without constructing objects; remove the tag") from None
         raise ThresholdsError(
-            f"{path}: not valid YAML{where}: {problem}; fix the file there "
-            "(common causes: a tab in the indentation, a missing ':' or an unclosed quote or bracket)"
+            f"{path}: not valid YAML{where}: {problem}{_likely_cause(problem, text, exc.problem_mark)}; fix the file there"
         ) from None
     except yaml.YAMLError as exc:
         raise ThresholdsError(f"{path}: not valid YAML: {exc}; fix the file") from None
+
+
+def overlay(base: Any, top: Any, base_file: str, top_file: str) -> Any:
+    """`top` laid over `base` (a thresholds file that `extends:` another): mappings merged key by
+    key, anything else (a value, a list) replaced. Each key remembers the file and line it was
+    written at, so an error in the merged document names the file that holds the mistake."""
+    if not (isinstance(base, dict) and isinstance(top, dict)):
+        return top
+    out = _Map()
+    out.key_lines, out.key_files = {}, {}
+    base_lines, top_lines = getattr(base, "key_lines", {}), getattr(top, "key_lines", {})
+    base_files, top_files = getattr(base, "key_files", {}), getattr(top, "key_files", {})
+    for key, value in base.items():
+        out[key] = value
+        out.key_lines[key] = base_lines.get(key)
+        out.key_files[key] = base_files.get(key, base_file)
+    for key, value in top.items():
+        here = top_files.get(key, top_file)
+        out[key] = overlay(base[key], value, out.key_files[key], here) if key in base else value
+        out.key_lines[key] = top_lines.get(key)
+        out.key_files[key] = here
+    return out

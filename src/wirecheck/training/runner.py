@@ -292,13 +292,13 @@ def run_strategy(
     """Train `strategy` for warmup_steps, then `steps` to `max_steps` timed steps (exactly `steps`
     when max_steps is None); return this rank's record.
 
-    `settings` overrides entries of the strategies table (the device probe's variants).
+    `settings` overrides entries of the strategies table (the training probe's variants, scripts/device/training_probe.py).
     `local_baseline` times the unwrapped model afterwards (exposed communication); the
     capacity case turns it off. `profile_steps` profiles that many extra steps.
     `gc_freq` > 0 turns Python's automatic garbage collection off for the steps and collects
     the young generations every gc_freq steps instead (training/manual_gc.py); 0 leaves it on.
     `setup_profile` > 0 runs the strategy's wrapping (trainer construction) under cProfile and
-    records that many functions with the most cumulative time (the device probe's question:
+    records that many functions with the most cumulative time (the training probe's question:
     where a strategy's set-up seconds go).
     `grad_hook` ("module:function" or "file.py:function") is for self-tests only: the
     function gets the unwrapped model before the strategy wraps it and may register hooks

@@ -18,7 +18,7 @@ The settings are each strategy as a user who tuned it runs it on one node:
 - DDP with its documented defaults plus gradient_as_bucket_view, the same fused AdamW.
 
 Each setting's `why` is one line: what it does and where the value comes from. Values that
-are still candidates (chosen from documentation, not yet from a device run) say so; the device
+are still candidates (chosen from documentation, not yet from a run on a GPU node) say so; the training
 probe (scripts/device/training_probe.py) measures them against their alternatives.
 
 Pure data (wirecheck.vocab): the pytest process, the thresholds loader, the plan and the memory
@@ -256,7 +256,7 @@ def resolve_settings(name: str, shape, overrides: Mapping[str, Any] | None = Non
     """The table's settings for `name` and the model `shape`, with `overrides` applied; unknown
     keys and bad values refused.
 
-    Overrides exist for the device probe (variants of one strategy); the suite runs the table.
+    Overrides exist for the training probe (scripts/device/training_probe.py: variants of one strategy); the suite runs the table.
     """
     s = strategy(name)
     settings = s.defaults(shape)
