@@ -1,4 +1,4 @@
-"""Bad input, tried on every command (issue 23): a file of non-UTF-8 bytes, a binary one, an empty one,
+"""Bad input, tried on every command: a file of non-UTF-8 bytes, a binary one, an empty one,
 one cut in the middle, a directory where a file belongs, a path that does not exist, and for what a
 command writes: a directory, a folder it cannot write, a folder that is a file. None may end in a
 traceback, and each message names the path it was given.

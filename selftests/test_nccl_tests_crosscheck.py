@@ -70,7 +70,7 @@ def _suite_record(rank, sizes, eager_us, graph_us):
 
 
 def test_side_by_side_on_the_reference_run():
-    """The suite's 2x H200 numbers of issue 13 next to the real nccl-tests run of the same machine."""
+    """The suite's 2x H200 numbers (docs/measurements.md) next to the real nccl-tests run of the same machine."""
     (run, *_) = parse((ROOT / "fixtures" / "reference" / "h200-sxm-2" / "nccl-tests.txt").read_text())
     sizes = [MiB, 8 * MiB, 64 * MiB]
     suite = combine("all_reduce", 2, [_suite_record(r, sizes, [63.0, 52.5, 249.5], [27.3, 62.9, 288.6]) for r in (0, 1)])

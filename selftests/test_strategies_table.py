@@ -56,7 +56,7 @@ def test_every_setting_is_explained(name):
 
 
 def test_deepspeed_defaults_on_the_hardware_model():
-    """On the 1.14e9 GPT the per-model rules give DeepSpeed's own defaults (issue 10: not d²)."""
+    """On the 1.14e9 GPT the per-model rules give DeepSpeed's own defaults (not Accelerate's d²)."""
     for name in ("zero1", "zero2", "zero3"):
         settings = resolve_settings(name, HARDWARE)
         assert settings["reduce_bucket_size"] == 500_000_000

@@ -89,7 +89,7 @@ def test_latency_ceilings(shipped):
     rule = shipped.latency
     assert rule.up_to == 64 * 2**10 and rule.yaml_path == "thresholds.yaml: collectives.latency.up_to"
     two = shipped.latency_limit("nvswitch", "all_reduce", 2, simulated=False)
-    # issue 13: 5.2-5.8 us graph-replayed on 2x H200 SXM (NCCL_GRAPH_MIXING_SUPPORT=0); nccl-tests'
+    # measured: 5.2-5.8 us graph-replayed on 2x H200 SXM (NCCL_GRAPH_MIXING_SUPPORT=0); nccl-tests'
     # eager launches take 18-21 us there: a node whose replays are that slow must fail
     assert 6e-6 < two.max < 18e-6 and two.min is None and two.kind == "time"
     assert two.yaml_path == "thresholds.yaml: collectives.latency.ceilings.nvswitch.all_reduce.2"
