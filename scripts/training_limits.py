@@ -3,7 +3,7 @@
     .venv/bin/python scripts/training_limits.py run1.jsonl run2.jsonl run3.jsonl [--floor 0.85] [--ceiling 1.25]
 
 Reads each run's strategy measurements (run.jsonl, the suite's record) and prints, per wire and
-strategy: tokens/s min / median / max and the largest distance from the median (issue 10's 5 %
+strategy: tokens/s min / median / max and the largest distance from the median (the 5 %
 criterion), x DDP, MFU, exposed communication per step, peak allocated memory. Then what
 thresholds.yaml's `training` section would hold: throughput floors (`--floor` x the lowest run),
 peak-memory ceilings (`--ceiling` x the highest), the slow-wire slowdown per strategy and the
@@ -19,7 +19,7 @@ import math
 import statistics
 from collections import defaultdict
 
-from wirecheck.training.strategies import NAMES, REFERENCE
+from wirecheck.vocab.strategies import NAMES, REFERENCE
 
 GIB = 2**30
 

@@ -21,7 +21,7 @@ Figures that include starting worker processes come from --startup-runs (default
 runs, the first with the bytecode cache: `import torch` 4.8 -> 1.4 s), and from the other --runs as
 their `without_bytecode_cache` value; the in-group figures from all --runs. The GPU load's phases
 come from --gpu-runs (their gpu_* measurements carry `wall_s`: default the 1x H200 GPU health runs
-of 2026-12-01); without such records, from issue 20's probe.
+of 2026-12-01); without such records, from the GPU health probe's figures.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from pathlib import Path
 import yaml
 
 from wirecheck.core import jsondata
-from wirecheck.measure.collectives import busbw_factor
 from wirecheck.thresholds.file import load_thresholds
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -51,12 +50,13 @@ GPU_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / p for p in (
 OUT = PROJECT / "fixtures" / "unit_costs.yaml"
 NVLINK_CLASSES = ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "pair")
 
-# GPU health phases: no suite record has them yet (issue 20's probe on the lent 1x H200, 2026-12-01).
+# GPU health phases: no suite record has them yet (the GPU health probe, scripts/device/gpu_health_probe.py, on a
+# 1x H200 node, 2026-12-01).
 PROBE = {
-    "figures": (2.0, "an estimate from issue 20's probe (lent 1x H200, 2026-12-01): HBM 4 GiB x 55 copies at 4271 GB/s "
+    "figures": (2.0, "an estimate from the GPU health probe (1x H200, 2026-12-01): HBM 4 GiB x 55 copies at 4271 GB/s "
                      "(0.11 s) and reads (0.05 s), 80 bf16 and 80 fp8 8192-square GEMMs at 723 and 1398 TFLOP/s "
                      "(0.18 s), plus CUDA and cuBLAS set-up in a fresh worker (about 1.5 s); no suite record yet"),
-    "memory_pass": (1.3, "research/gpu-health-anchors.md (lent 1x H200, 2026-12-01): four fill patterns over 125.4 GiB "
+    "memory_pass": (1.3, "the GPU health probe (1x H200, 2026-12-01): four fill patterns over 125.4 GiB "
                          "written and verified in 0.72 s, the address pattern in 0.55 s; no suite record yet"),
 }
 
@@ -401,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--startup-runs", nargs="+", type=Path, default=STARTUP_RUNS, help="the records whose process "
                         "starts are today's (default: the 2026-12-01b runs, with the bytecode cache)")
     parser.add_argument("--gpu-runs", nargs="*", type=Path, default=GPU_RUNS, help="records with the GPU load's phases "
-                        "(default: the 1x H200 GPU health runs of 2026-12-01); none: issue 20's probe figures")
+                        "(default: the 1x H200 GPU health runs of 2026-12-01); none: the GPU health probe's figures")
     parser.add_argument("--thresholds", type=Path, default=PROJECT / "thresholds.yaml")
     parser.add_argument("--write", nargs="?", const=OUT, type=Path, default=None, metavar="PATH",
                         help=f"write the YAML there (default {_name(OUT)}) instead of printing it")

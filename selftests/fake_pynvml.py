@@ -92,7 +92,7 @@ class FakeGpu:
     pcie_replay: int = 0
     clocks_event_reasons: int = 1
     volatile_corrected: int = 0
-    # Under load, as the lent H200 read (issue 20's probe): the sampler's readings.
+    # Under load, as a 1x H200 node read (scripts/device/gpu_health_probe.py): the sampler's readings.
     sm_mhz: int = 1980
     mem_mhz: int = 3201
     max_sm_mhz: int = 1980

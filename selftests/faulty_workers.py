@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from wirecheck.measure import collectives
+from wirecheck.measure import collective_worker
 from wirecheck.workers.worker import RankContext
 
 
@@ -106,8 +106,8 @@ def spawn_grandchild(ctx: RankContext) -> int:
 
 
 def _corrupting(launch: Any, flip_rank: int, flip_index: int, rank: int) -> Any:
-    def launch_and_flip(inp: Any, out: Any) -> None:
-        launch(inp, out)
+    def launch_and_flip(inp: Any, out: Any, **kw: Any) -> None:
+        launch(inp, out, **kw)
         if rank == flip_rank:
             flat = out.view(-1)
             flat[min(flip_index, flat.numel() - 1)] += 1.0
@@ -116,14 +116,14 @@ def _corrupting(launch: Any, flip_rank: int, flip_index: int, rank: int) -> Any:
 
 
 def measure_corrupt(ctx: RankContext, op: str, flip_rank: int = 1, flip_index: int = 5, **kw: Any) -> dict:
-    """collectives.measure with one output element of `flip_rank` off by one after every call."""
-    c = collectives.COLLECTIVES[op]
-    collectives.COLLECTIVES[op] = dataclasses.replace(
+    """collective_worker.measure with one output element of `flip_rank` off by one after every call."""
+    c = collective_worker.KERNELS[op]
+    collective_worker.KERNELS[op] = dataclasses.replace(
         c, launch=_corrupting(c.launch, flip_rank, flip_index, ctx.rank))
     try:
-        return collectives.measure(ctx, op=op, **kw)
+        return collective_worker.measure(ctx, op=op, **kw)
     finally:
-        collectives.COLLECTIVES[op] = c
+        collective_worker.KERNELS[op] = c
 
 
 def pair_on_own_group(ctx: RankContext, size: int, flip_rank: int | None = None, flip_index: int = 5) -> dict:
@@ -153,29 +153,29 @@ def pair_on_own_group(ctx: RankContext, size: int, flip_rank: int | None = None,
 
 
 def measure_stale(ctx: RankContext, op: str, stale_rank: int = 1, **kw: Any) -> dict:
-    """collectives.measure where `stale_rank`'s output buffer is never written (the data goes elsewhere)."""
-    c = collectives.COLLECTIVES[op]
+    """collective_worker.measure where `stale_rank`'s output buffer is never written (the data goes elsewhere)."""
+    c = collective_worker.KERNELS[op]
 
-    def launch_elsewhere(inp: Any, out: Any) -> None:
+    def launch_elsewhere(inp: Any, out: Any, **kw: Any) -> None:
         if ctx.rank != stale_rank:
-            return c.launch(inp, out)
+            return c.launch(inp, out, **kw)
         scratch_out = out.clone()
         scratch_in = scratch_out if inp is out else inp
-        c.launch(scratch_in, scratch_out)
+        c.launch(scratch_in, scratch_out, **kw)
 
-    collectives.COLLECTIVES[op] = dataclasses.replace(c, launch=launch_elsewhere)
+    collective_worker.KERNELS[op] = dataclasses.replace(c, launch=launch_elsewhere)
     try:
-        return collectives.measure(ctx, op=op, **kw)
+        return collective_worker.measure(ctx, op=op, **kw)
     finally:
-        collectives.COLLECTIVES[op] = c
+        collective_worker.KERNELS[op] = c
 
 
 def measure_hang(ctx: RankContext, op: str, hang_rank: int = 1, hang_op: str = "all_reduce", **kw: Any) -> dict:
-    """collectives.measure, except that `hang_rank` never comes to `hang_op`: the others wait for it
+    """collective_worker.measure, except that `hang_rank` never comes to `hang_op`: the others wait for it
     inside the collective, as they would for a rank stuck on a broken link. Other ops run normally."""
     if op == hang_op and ctx.rank == hang_rank:
         hang_forever_here()
-    return collectives.measure(ctx, op=op, **kw)
+    return collective_worker.measure(ctx, op=op, **kw)
 
 
 def run_out_of_memory(ctx: RankContext, wrapped: bool = False, **kw: Any) -> dict:
@@ -275,10 +275,10 @@ def all_reduce_until_killed(ctx: RankContext, victim: int = 1, after_s: float = 
 
 
 def measure_hang_every_op(ctx: RankContext, op: str, hang_rank: int = 1, **kw: Any) -> dict:
-    """collectives.measure where `hang_rank` never comes, for every op: a node whose wires move nothing."""
+    """collective_worker.measure where `hang_rank` never comes, for every op: a node whose wires move nothing."""
     if ctx.rank == hang_rank:
         hang_forever_here()
-    return collectives.measure(ctx, op=op, **kw)
+    return collective_worker.measure(ctx, op=op, **kw)
 
 
 # ---- CUDA graphs without CUDA: the graph path's orchestration on gloo ------------------------------
@@ -303,7 +303,7 @@ class _ReplayedCalls:
 def measure_with_stand_in_graphs(ctx: RankContext, op: str, graph_time_s: float | None = None,
                                  corrupt_graph_rank: int | None = None, fail_capture_rank: int | None = None,
                                  **kw: Any) -> dict:
-    """collectives.measure with wirecheck.measure.collective_timing's capture/replay swapped for CPU stand-ins,
+    """collective_worker.measure with wirecheck.measure.collective_timing's capture/replay swapped for CPU stand-ins,
     so the graph path's bookkeeping (which sizes, both paths checked, a failed capture) runs on gloo.
 
     graph_time_s: what the stand-in reports as the replay time (None: measured on the CPU).
@@ -326,10 +326,10 @@ def measure_with_stand_in_graphs(ctx: RankContext, op: str, graph_time_s: float 
         measured = (time.perf_counter() - t0) / (calls * replays)
         return measured if graph_time_s is None else graph_time_s
 
-    c = collectives.COLLECTIVES[op]
+    c = collective_worker.KERNELS[op]
 
-    def launch_then_maybe_flip(inp: Any, out: Any) -> None:
-        c.launch(inp, out)
+    def launch_then_maybe_flip(inp: Any, out: Any, **kw: Any) -> None:
+        c.launch(inp, out, **kw)
         if _ReplayedCalls.replaying and ctx.rank == corrupt_graph_rank:
             out.view(-1)[5] += 1.0
 
@@ -337,11 +337,11 @@ def measure_with_stand_in_graphs(ctx: RankContext, op: str, graph_time_s: float 
     timing.replay = lambda ctx_, graph: graph.replay()
     timing.time_replay = time_replay
     timing.graph_unavailable = lambda ctx_, nccl_version, env=None: None
-    collectives.COLLECTIVES[op] = dataclasses.replace(c, launch=launch_then_maybe_flip)
+    collective_worker.KERNELS[op] = dataclasses.replace(c, launch=launch_then_maybe_flip)
     try:
-        return collectives.measure(ctx, op=op, **kw)
+        return collective_worker.measure(ctx, op=op, **kw)
     finally:
-        collectives.COLLECTIVES[op] = c
+        collective_worker.KERNELS[op] = c
         for name, fn in saved.items():
             setattr(timing, name, fn)
 

@@ -15,7 +15,7 @@ import time
 
 import torch.distributed as dist
 
-from wirecheck.measure import collectives
+from wirecheck.measure import collective_worker
 from wirecheck.fleet import pairs
 
 DELAY_S = 0.3  # per call: 10-30x a simulated 4 MiB all_reduce, far past CPU noise
@@ -39,7 +39,7 @@ def _slow_down() -> None:
 
 def slow_collective(ctx, **kwargs):
     _slow_down()
-    return collectives.measure(ctx, **kwargs)
+    return collective_worker.measure(ctx, **kwargs)
 
 
 def slow_pair(ctx, **kwargs):

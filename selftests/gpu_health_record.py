@@ -3,7 +3,7 @@ workers' results in their own format, NVML samples beside the sustained load, an
 from the suite's own check functions on inputs picked by wirecheck.gpu.inputs. For the report,
 Prometheus and fleet self-tests (which need a node of H200s without a GPU).
 
-Figures are the lent H200's (issue 20), times a factor per (GPU, figure) to make a slow GPU.
+Figures are a 1x H200 node's, times a factor per (GPU, figure) to make a slow GPU.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from wirecheck.thresholds.file import load_thresholds
 PROJECT = Path(__file__).resolve().parents[1]
 TH = load_thresholds(PROJECT / "thresholds.yaml")
 H200 = "NVIDIA H200"
-# The lent H200's readings (issue 20): HBM copy and read bytes/s, bf16 and fp8 FLOP/s, sustained FLOP/s.
+# A 1x H200 node's readings: HBM copy and read bytes/s, bf16 and fp8 FLOP/s, sustained FLOP/s.
 READINGS = {"hbm_copy": 4271e9, "hbm_read": 4454e9, "gemm_bf16": 738e12, "gemm_fp8": 1399e12, "sustained_bf16": 690e12}
 T0 = 1_796_000_000.0  # unix time the sustained load starts
 WINDOWS = 6  # 1-s windows of the sustained load

@@ -1,4 +1,4 @@
-"""Another local user, for the self-tests of what a run as root must not let them do (issue 24).
+"""Another local user, for the self-tests of what a run as root must not let them do (docs/running-as-root.md).
 
 CI runs the self-tests as root; there the tests that need another user always run (setpriv takes
 any uid, with or without a passwd entry, so `nobody` need not exist). Elsewhere they skip.

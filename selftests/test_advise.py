@@ -19,7 +19,7 @@ from wirecheck.advise.slow_part import GPU, LINK, SlowPart, slow_part_costs, slo
 from wirecheck.cli.main import main
 from wirecheck.core.paths import suite_paths
 from wirecheck.thresholds.file import load_thresholds
-from wirecheck.training.strategies import NAMES
+from wirecheck.vocab.strategies import NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = sorted(glob.glob(str(ROOT / "fixtures/reference/h200-sxm-2/wirecheck-2026-12-01b/run*.jsonl")))

@@ -1,4 +1,4 @@
-"""Bad input, tried on every command (issue 23): a file of non-UTF-8 bytes, a binary one, an empty one,
+"""Bad input, tried on every command: a file of non-UTF-8 bytes, a binary one, an empty one,
 one cut in the middle, a directory where a file belongs, a path that does not exist, and for what a
 command writes: a directory, a folder it cannot write, a folder that is a file. None may end in a
 traceback, and each message names the path it was given.
@@ -306,9 +306,9 @@ def test_nccl_tests_names_an_unwritable_record(kind, on_a_gpu_node, tmp_path, ca
     build = tmp_path / "build"
     build.mkdir()
     ran = tmp_path / "ran"
-    from wirecheck.nccl.tests import BINARIES
+    from wirecheck.vocab.ops import COLLECTIVES
 
-    for binary in BINARIES.values():  # stand-ins that would leave a mark if they ran
+    for binary in (op.binary for op in COLLECTIVES.values()):  # stand-ins that would leave a mark if they ran
         (build / binary).write_text(f"#!/bin/sh\ntouch {ran}\n")
         (build / binary).chmod(0o755)
     path = bad_output(tmp_path, kind, "out.jsonl")

@@ -13,7 +13,7 @@ from wirecheck.workers import bytecode
 
 @pytest.fixture
 def site(tmp_path, monkeypatch):
-    """A package without .pyc on sys.path (as torch is on the lent GPU machines)."""
+    """A package without .pyc on sys.path (as torch is on the H200 node images the suite was measured on)."""
     root = tmp_path / "site"
     pkg = root / "fakepkg"
     pkg.mkdir(parents=True)
@@ -143,7 +143,7 @@ def test_fleet_multinode_gives_torchrun_ranks_the_cache(monkeypatch, tmp_path, c
     assert "PYTHONPYCACHEPREFIX" not in seen["env"]
 
 
-# ---- bytecode root runs comes only from places only root can write (issue 24) ---------------------
+# ---- bytecode root runs comes only from places only root can write --------------------------------
 
 PLANT = r"""
 import importlib.util, os, py_compile, sys
@@ -198,7 +198,7 @@ def test_a_cache_another_user_can_write_is_not_used_and_the_run_says_why(shared_
                              env={**python_env(), "PYTHONPYCACHEPREFIX": str(cache)}, capture_output=True, text=True,
                              timeout=60)
     assert planted.returncode == 0, planted.stderr
-    # The plant works: a worker given this cache runs nobody's bytecode (what happened before issue 24).
+    # The plant works: a worker given this cache runs nobody's bytecode (what happened before the cache was checked).
     assert _import_in_worker({**env, "PYTHONPYCACHEPREFIX": str(cache)}).stdout.strip() == "6"
 
     again = bytecode.prepare(env, imports=("fakepkg.mod",), package="fakepkg")

@@ -3,12 +3,14 @@ real gloo groups of 2 and 8 ranks (the 8 stand in for an 8-GPU node)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 import torch
 
-from wirecheck.measure import collectives as C
+from wirecheck.measure import collective_worker as W, collectives as C
+from wirecheck.vocab import ops as V
 from wirecheck.workers.launcher import WorkerCallError, WorkerGroup
 
 FAULTY = "selftests.faulty_workers"
@@ -20,8 +22,33 @@ CPU = torch.device("cpu")
 # ---- the table, no processes ---------------------------------------------------------------------
 
 
-def test_table_holds_the_five_collectives():
-    assert tuple(C.COLLECTIVES) == OPS
+def test_every_op_of_the_vocabulary_has_its_kernel():
+    assert set(OPS) <= set(V.OPS) and set(W.KERNELS) == set(V.OPS)
+
+
+def test_a_second_row_or_kernel_of_a_name_is_refused():
+    from wirecheck.vocab.table import by_name
+
+    with pytest.raises(ValueError, match="collective 'all_reduce' is defined twice"):
+        by_name((V.COLLECTIVES["all_reduce"], V.COLLECTIVES["all_gather"], V.COLLECTIVES["all_reduce"]), "collective")
+    with pytest.raises(ValueError, match="collective 'all_reduce' has two kernels"):
+        W.register(W.KERNELS["all_reduce"])
+    with pytest.raises(ValueError, match="unknown collective 'selftest_no_such_op'"):
+        W.register(dataclasses.replace(W.KERNELS["all_reduce"], name="selftest_no_such_op"))
+
+
+def test_a_reduction_is_an_axis_and_one_the_op_does_not_list_is_refused():
+    with pytest.raises(ValueError, match="all_reduce: reduction 'prod'; all_reduce reduces with"):
+        W._reduction("all_reduce", "prod")
+    with pytest.raises(ValueError, match="broadcast: reduction 'sum'; broadcast reduces with nothing"):
+        W._reduction("broadcast", "sum")
+    assert W._reduction("all_reduce", None) == "sum" and W._reduction("all_gather", None) is None
+    # the kernels' expected values hold for every reduction they launch, not only the sum
+    n, count = 3, 12
+    ins = [W.pattern(r, 0, count, CPU) for r in range(n)]
+    assert torch.equal(W.pattern_reduced(n, 0, count, CPU, "max"), torch.stack(ins).amax(0))
+    assert torch.equal(W.pattern_reduced(n, 0, count, CPU, "min"), torch.stack(ins).amin(0))
+    assert not torch.equal(W.pattern_reduced(n, 0, count, CPU, "max"), W.pattern_sum(n, 0, count, CPU))
 
 
 @pytest.mark.parametrize(("op", "n", "factor"), [
@@ -30,29 +57,29 @@ def test_table_holds_the_five_collectives():
     ("reduce_scatter", 4, 0.75), ("broadcast", 8, 1.0), ("all_to_all", 4, 0.75),
 ])
 def test_busbw_factor(op, n, factor):
-    assert C.busbw_factor(op, n) == pytest.approx(factor)
+    assert V.busbw_factor(op, n) == pytest.approx(factor)
 
 
 def test_unknown_op_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown collective 'allreduce'; known: all_reduce"):
-        C.busbw_factor("allreduce", 2)
+        V.busbw_factor("allreduce", 2)
 
 
 def test_buffer_elements_round_down_like_nccl_tests():
-    assert C.buffer_elements("all_reduce", 1 << 30, 6) == (1 << 28)  # not split: no rounding
-    assert C.buffer_elements("all_gather", 1 << 30, 6) == (1 << 28) - (1 << 28) % 6
-    assert C.buffer_elements("all_gather", 1 << 30, 8) == 1 << 28
+    assert V.buffer_elements("all_reduce", 1 << 30, 6) == (1 << 28)  # not split: no rounding
+    assert V.buffer_elements("all_gather", 1 << 30, 6) == (1 << 28) - (1 << 28) % 6
+    assert V.buffer_elements("all_gather", 1 << 30, 8) == 1 << 28
     with pytest.raises(ValueError, match="size 16 B is too small for 8 ranks; need at least 32 B"):
-        C.buffer_elements("all_to_all", 16, 8)
+        V.buffer_elements("all_to_all", 16, 8)
 
 
 def simulate(op: str, n: int, count: int) -> list[torch.Tensor]:
     """What each rank's output must be, computed from the table's inputs by the op's definition."""
-    c = C.COLLECTIVES[op]
+    c, k = V.COLLECTIVES[op], W.KERNELS[op]
     inputs = []
     for rank in range(n):
         t = torch.empty(c.input_elements(count, n))
-        c.fill(t, rank, n)
+        k.fill(t, rank, n)
         inputs.append(t)
     chunk = count // n
     if op == "all_reduce":
@@ -72,9 +99,9 @@ def simulate(op: str, n: int, count: int) -> list[torch.Tensor]:
 @pytest.mark.parametrize("n", [2, 3, 8])
 @pytest.mark.parametrize("op", OPS)
 def test_expected_values_match_the_collectives_definition(op, n):
-    count = C.buffer_elements(op, 4 * 7 * n, n)
+    count = V.buffer_elements(op, 4 * 7 * n, n)
     for rank, out in enumerate(simulate(op, n, count)):
-        expected = C.COLLECTIVES[op].expected(0, out.numel(), rank, n, count, CPU)
+        expected = W.KERNELS[op].expected(0, out.numel(), rank, n, count, CPU)
         assert torch.equal(out, expected), (op, n, rank)
 
 
@@ -83,16 +110,16 @@ def test_misplaced_or_stale_data_does_not_pass(op):
     """Every element differs from its neighbour one element or one chunk away, from what another rank
     must hold, and (in-place collectives) from the rank's own unreduced input."""
     n, count = 4, 4 * 64
-    c = C.COLLECTIVES[op]
-    outs = [c.expected(0, c.output_elements(count, n), r, n, count, CPU) for r in range(n)]
+    c, k = V.COLLECTIVES[op], W.KERNELS[op]
+    outs = [k.expected(0, c.output_elements(count, n), r, n, count, CPU) for r in range(n)]
     chunk = count // n
     for r, out in enumerate(outs):
         for shift in (1, chunk):
             if shift < out.numel():
                 assert (torch.roll(out, shift) != out).all(), (op, r, shift)
-        if c.in_place and not (op == "broadcast" and r == C.BROADCAST_ROOT):
+        if c.in_place and not (op == "broadcast" and r == W.BROADCAST_ROOT):
             own_input = torch.empty(c.input_elements(count, n))
-            c.fill(own_input, r, n)
+            k.fill(own_input, r, n)
             assert (own_input != out).all(), (op, r)
     if op in ("reduce_scatter", "all_to_all"):  # the collectives whose outputs differ per rank
         assert all((outs[0] != o).all() for o in outs[1:])
@@ -145,7 +172,7 @@ def pair():
         yield group
 
 
-def measure(group: WorkerGroup, op: str, fn: str = "wirecheck.measure.collectives:measure", **kw) -> list:
+def measure(group: WorkerGroup, op: str, fn: str = "wirecheck.measure.collective_worker:measure", **kw) -> list:
     args = {"op": op, "sizes": SMALL_SIZES, "warmup_iters": 2, "iters": 5, **kw}
     return C.combine(op, group.world_size, group.run(fn, args, timeout_s=60, what=f"{op} {kw}"))
 
@@ -161,7 +188,7 @@ def test_each_collective_is_correct_and_timed(pair, op):
 
 
 def test_records_carry_provenance(pair):
-    recs = pair.run("wirecheck.measure.collectives:measure",
+    recs = pair.run("wirecheck.measure.collective_worker:measure",
                     {"op": "broadcast", "sizes": [1024], "warmup_iters": 0, "iters": 1}, timeout_s=60)
     assert [r["rank"] for r in recs] == [0, 1]
     assert all(r["device_name"] == "cpu" and r["nccl_version"] is None and r["backend"] == "gloo"
@@ -181,15 +208,15 @@ def test_a_flipped_element_is_caught_and_located(pair, op):
 @pytest.mark.parametrize("op", OPS)
 def test_an_output_never_written_is_caught(pair, op):
     results = measure(pair, op, fn=f"{FAULTY}:measure_stale", stale_rank=1)
-    c = C.COLLECTIVES[op]
+    c = V.COLLECTIVES[op]
     for r in results:
-        count = r.bytes // C.ELEMENT_BYTES
+        count = r.bytes // V.ELEMENT_BYTES
         assert r.wrong_by_rank == {0: 0, 1: c.output_elements(count, 2)}
         assert r.first_bad_by_rank == {1: 0}
 
 
 def test_measure_loop_for_benchmark_rounds(pair):
-    recs = pair.run("wirecheck.measure.collectives:measure_loop",
+    recs = pair.run("wirecheck.measure.collective_worker:measure_loop",
                     {"op": "all_reduce", "size": 4096, "iters": 10}, timeout_s=60)
     r = C.combine_loop("all_reduce", 2, recs)
     assert r.bytes == 4096 and r.time_s == max(x["time_s"] for x in recs) and r.busbw > 0
@@ -209,10 +236,10 @@ def test_a_node_pair_on_its_own_group_is_measured_and_checked_as_any_collective(
 
 def test_bad_arguments_come_back_as_errors_and_leave_the_group_usable(pair):
     with pytest.raises(WorkerCallError, match="unknown collective 'bogus'"):
-        pair.run("wirecheck.measure.collectives:measure",
+        pair.run("wirecheck.measure.collective_worker:measure",
                  {"op": "bogus", "sizes": [1024], "warmup_iters": 0, "iters": 1}, timeout_s=60)
     with pytest.raises(WorkerCallError, match="too small for 2 ranks"):
-        pair.run("wirecheck.measure.collectives:measure",
+        pair.run("wirecheck.measure.collective_worker:measure",
                  {"op": "all_gather", "sizes": [4], "warmup_iters": 0, "iters": 1}, timeout_s=60)
     assert pair.alive
     assert measure(pair, "all_reduce")[0].ok
@@ -221,7 +248,7 @@ def test_bad_arguments_come_back_as_errors_and_leave_the_group_usable(pair):
 def test_eight_ranks_like_an_eight_gpu_node():
     with WorkerGroup("selftest-8", 8, "gloo", start_timeout_s=120) as group:
         for op in OPS:
-            recs = group.run("wirecheck.measure.collectives:measure",
+            recs = group.run("wirecheck.measure.collective_worker:measure",
                              {"op": op, "sizes": [256, 4096], "warmup_iters": 1, "iters": 2},
                              timeout_s=60, what=op)
             for r in C.combine(op, 8, recs):
@@ -234,10 +261,10 @@ def test_eight_ranks_like_an_eight_gpu_node():
 
 def test_sizes_too_small_for_every_rank_are_left_out():
     sweep = [8, 16, 32, 64, 1024]
-    assert C.feasible_sizes("all_reduce", sweep, 8) == sweep  # not split: one element is enough
-    assert C.feasible_sizes("all_gather", sweep, 8) == [32, 64, 1024]  # 8 ranks x 4 B
-    assert C.feasible_sizes("all_to_all", sweep, 2) == sweep
-    assert C.min_size("reduce_scatter", 3) == 12
+    assert V.feasible_sizes("all_reduce", sweep, 8) == sweep  # not split: one element is enough
+    assert V.feasible_sizes("all_gather", sweep, 8) == [32, 64, 1024]  # 8 ranks x 4 B
+    assert V.feasible_sizes("all_to_all", sweep, 2) == sweep
+    assert V.min_size("reduce_scatter", 3) == 12
 
 
 def path_record(rank: int, eager: list[float], graph: list[float | None], note: str | None = None,

@@ -71,7 +71,7 @@ def test_parse_sweep_for_the_command_line():
 
 @pytest.mark.parametrize(("eager", "graph", "expected"), [
     (45e-6, 19e-6, (GRAPH, 19e-6)),       # launch-bound: the replay wins
-    (52.5e-6, 62.9e-6, (EAGER, 52.5e-6)),  # issue 13 at 8 MiB: the graph was slower
+    (52.5e-6, 62.9e-6, (EAGER, 52.5e-6)),  # 2x H200 at 8 MiB: the graph was slower
     (45e-6, None, (EAGER, 45e-6)),         # not timed
     (45e-6, 45e-6, (EAGER, 45e-6)),        # a tie keeps the plain path
     (45e-6, math.nan, (EAGER, 45e-6)),

@@ -1,12 +1,15 @@
-"""One place per extension: a copy of the library gets a toy collective (one row of the collectives
-table and its two functions beside it), a toy strategy (one row of the strategies table and its
-trainer module), a toy placement class (one row of the class table), a toy check (one new module
-in wirecheck/checks/) and a toy test file (one new file in tests/), and nothing else: no list, no
-other module is edited. The suite then runs in simulation on that copy and collects, measures,
-judges and records each toy; `wirecheck judge` judges the record again with the copy.
+"""One place per extension, as docs/extending.md lists them: a copy of the tree gets a toy collective
+(one row of the vocabulary's ops and its kernel), a toy strategy (one row of the strategies table and
+its trainer module), a toy placement class (one row of the class table and its subsets rule), a toy
+check (one new module in wirecheck/checks/) and a toy test file (one new file in tests/, its work
+marker on its test), and nothing else: no list, no other module is edited. Only thresholds.yaml,
+which is data, gains the toys' entries: floors for the op and the class, the strategy's slowdown
+(a row left out of it by accident must not go unjudged).
 
-Only thresholds.yaml, which is data, gains the toy placement class's and strategy's entries that
-its loader asks for (a class or strategy left out of it by accident must not go unjudged).
+On that copy, the suite runs in simulation and collects, measures, judges and records each toy;
+`wirecheck judge` judges the record again, `wirecheck report` draws it, `wirecheck plan` prices a
+node with the toys on it, and the self-tests that read the tables (thresholds, strategies, the
+plan's every-test-declares-its-work) pass: a row that breaks any of them fails here.
 """
 
 from __future__ import annotations
@@ -21,41 +24,31 @@ from pathlib import Path
 import pytest
 import yaml
 
-from e2e import PROJECT, make_project, pythonpath, run_suite
+from e2e import PROJECT, make_project, run_suite
 
 TOY_OP, TOY_STRATEGY, TOY_CLASS, TOY_CHECK = "all_reduce_max", "ddp_foreach", "whole_node", "toy_gpus_on_node"
 
 # (file under src/wirecheck, the existing text the toy goes right after, the toy)
 ROWS = (
-    ("measure/collectives.py", "_whole, _whole, _fill_own, _expect_all_to_all, _launch_all_to_all),\n",
-     '''        Collective("all_reduce_max", "all_reduce", False, True, lambda n: 2 * (n - 1) / n,
-                   _whole, _whole, _fill_own, _expect_all_reduce_max, _launch_all_reduce_max),
+    # a collective: its row (a reduction the kernels launch: max) and its kernel, all_reduce's own
+    ("vocab/ops.py", '    Op("all_to_all", "alltoall_perf", True, False, lambda n: (n - 1) / n, _whole, _whole),\n',
+     '''    Op("all_reduce_max", "all_reduce_perf", False, True, lambda n: 2 * (n - 1) / n, _whole, _whole,
+       reductions=("max",)),
 '''),
-    ("measure/collectives.py", "# ---- the table " + "-" * 83 + "\n", '''
-
-def _expect_all_reduce_max(start, stop, rank, n, count, device):
-    out = pattern(0, start, stop, device)
-    for r in range(1, n):
-        out = out.maximum(pattern(r, start, stop, device))
-    return out
-
-
-def _launch_all_reduce_max(inp, out):
-    import torch.distributed as dist
-
-    dist.all_reduce(out, op=dist.ReduceOp.MAX)
-
-'''),
-    ("training/strategies.py", '    Strategy("fsdp", "PyTorch FSDP2 (fully_shard)", _FSDP2, STATE_PARTS, TORCH_HOLDS, _FSDP),\n',
+    ("measure/collective_worker.py",
+     'register(Kernel("all_to_all", _fill_own, _expect_all_to_all, _launch_all_to_all))\n',
+     'register(Kernel("all_reduce_max", _fill_own, _expect_all_reduce, _launch_all_reduce))\n'),
+    ("vocab/strategies.py", '    Strategy("fsdp", "PyTorch FSDP2 (fully_shard)", _FSDP2, STATE_PARTS, TORCH_HOLDS, _FSDP),\n',
      '''    Strategy("ddp_foreach", "PyTorch DDP, foreach AdamW", "wirecheck.training.ddp_foreach:ForeachDDPTrainer", (),
              TORCH_HOLDS, (Setting("optimizer", "foreach", "torch AdamW's foreach kernels: a toy variant of ddp"),
                            Setting("bucket_cap_mb", 25, "DDP's default bucket size, as the ddp row has it"),
                            Setting("gradient_as_bucket_view", True, "as the ddp row: .grad are views into the buckets"))),
 '''),
-    ("node/placement.py",
+    ("vocab/placements.py",
      '''    PlacementClass(CLASS_NETWORK, "GPUs of several nodes: traffic crosses the nodes' NICs", False, False),\n''',
-     '''    PlacementClass("whole_node", "every GPU of the node at once", True, False,
-                   subsets=lambda topo, gpus: [gpus] if len(gpus) >= 2 else []),
+     '''    PlacementClass("whole_node", "every GPU of the node at once", True, False),
+'''),
+    ("node/placement.py", "    CLASS_PAIR: _nvlink_pairs,\n", '''    "whole_node": lambda topo, gpus: [gpus] if len(gpus) >= 2 else [],
 '''),
 )
 NEW_MODULES = {
@@ -83,6 +76,7 @@ import pytest
 from wirecheck import checks
 
 
+@pytest.mark.work()  # reads the topology only: pytest's share in the plan
 @pytest.mark.placements("pair")
 def test_toy_gpus_on_node(node, topology, placement, record):
     verdict = record(checks.toy.gpus_on_node(node.thresholds, placement=placement.id, gpus=list(placement.gpus),
@@ -113,31 +107,63 @@ def _add_toys(src: Path) -> None:
 def _thresholds_for_toys() -> str:
     data = yaml.safe_load((PROJECT / "thresholds.yaml").read_text())
     c = data["collectives"]
-    for section in (c["floors"], c["latency"]["ceilings"], c["half_peak"]["ceilings"]):
-        section[TOY_CLASS] = {}  # judged by the derived and simulated floors only
+    for ops in c["floors"].values():  # the op's floors: all_reduce's, wherever it has some
+        if "all_reduce" in ops:
+            ops[TOY_OP] = dict(ops["all_reduce"])
+    c["floors"][TOY_CLASS] = dict(c["floors"]["pcie"])  # the class: judged on hardware as PCIe is
+    for section in (c["latency"]["ceilings"], c["half_peak"]["ceilings"]):
+        section[TOY_CLASS] = {}  # curve ceilings: none yet
     c["simulated_floors"][TOY_OP] = dict(c["simulated_floors"]["all_reduce"])
-    data["training"]["slow_wire"]["min_slowdown"][TOY_STRATEGY] = data["training"]["slow_wire"]["min_slowdown"]["ddp"]
+    t = data["training"]  # the strategy: the slowdown the loader asks for, and ddp's throughput floors
+    t["slow_wire"]["min_slowdown"][TOY_STRATEGY] = t["slow_wire"]["min_slowdown"]["ddp"]
+    for strategies in t["throughput_floors"].values():
+        strategies[TOY_STRATEGY] = strategies["ddp"]
+    t["simulated_throughput_floors"][TOY_STRATEGY] = t["simulated_throughput_floors"]["ddp"]
     return yaml.safe_dump(data, sort_keys=False)
 
 
+# The self-tests that read the tables, run on the toy tree: every op and class judged on hardware,
+# every strategy with its limits, the strategies table, every suite test declaring its work.
+# (Not the one that edits the shipped file's text: the toy's file is written back through YAML.)
+TABLE_SELFTESTS = ("selftests/test_thresholds.py", "selftests/test_strategies_table.py",
+                   "selftests/test_plan.py::test_the_plans_groups_hold_exactly_the_collected_tests",
+                   "-k", "not test_duplicate_key_is_refused_with_both_lines")
+
+
 @pytest.fixture(scope="module")
-def toy_run(tmp_path_factory):
+def toy_tree(tmp_path_factory):
+    """The copy: src with the toys, the plugin (fixtures/, found as pytest_wirecheck through a link, so
+    the suite's paths are the copy's), tests, selftests, and the toys' thresholds.yaml."""
     root = tmp_path_factory.mktemp("toys")
     shutil.copytree(PROJECT / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     _add_toys(root / "src")
+    shutil.copytree(PROJECT / "fixtures", root / "fixtures", ignore=shutil.ignore_patterns("__pycache__", "reference"))
+    (root / "packages").mkdir()
+    (root / "packages" / "pytest_wirecheck").symlink_to(root / "fixtures", target_is_directory=True)
     shutil.copy(PROJECT / "conftest.py", root / "conftest.py")
     shutil.copytree(PROJECT / "tests", root / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(PROJECT / "selftests", root / "selftests", ignore=shutil.ignore_patterns("__pycache__", "data"))
     (root / "tests" / "test_toy.py").write_text(TOY_TEST_FILE)
     (root / "thresholds.yaml").write_text(_thresholds_for_toys())
-    (root / "pytest.ini").write_text("[pytest]\naddopts = --strict-markers\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), pythonpath()])}
+    (root / "pytest.ini").write_text("[pytest]\ntestpaths = tests\naddopts = --strict-markers\n")
+    paths = [root / "src", root / "packages", root, root / "selftests"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, paths), os.environ.get("PYTHONPATH", "")])}
+    return root, env
+
+
+def _run(toy_tree, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    root, env = toy_tree
+    return subprocess.run([sys.executable, *argv], cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def toy_run(toy_tree):
+    root, _ = toy_tree
     record = root / "run.jsonl"
-    suite = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--simulate=h200-sxm-2", f"--wirecheck-json={record}",
-         "-v", "-rs", "-k", SELECTION], cwd=root, env=env, capture_output=True, text=True, timeout=300)
-    judge = subprocess.run([sys.executable, "-m", "wirecheck.checks.judge", str(record), "--thresholds",
-                            str(root / "thresholds.yaml")], cwd=root, env=env, capture_output=True, text=True,
-                           timeout=120)
+    suite = _run(toy_tree, "-m", "pytest", "-p", "no:cacheprovider", "--simulate=h200-sxm-2",
+                 f"--wirecheck-json={record}", "-v", "-rs", "-k", SELECTION)
+    judge = _run(toy_tree, "-m", "wirecheck.cli.main", "judge", str(record), "--thresholds",
+                 str(root / "thresholds.yaml"), timeout=120)
     lines = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
     return suite, judge, lines
 
@@ -201,6 +227,33 @@ def test_judge_knows_every_toy(toy_run):
     judged = {(v["check"], v["where"]) for v in lines if v["type"] == "verdict"}
     assert {(TOY_CHECK, "pair-0.1"), ("busbw", f"{TOY_CLASS}-2gpu-0.1")} <= judged
     assert " 0 failed" in out and "0 changed since recorded" in out, out
+
+
+def test_the_report_draws_every_toy(toy_tree, toy_run):
+    root, _ = toy_tree
+    report = _run(toy_tree, "-m", "wirecheck.cli.main", "report", str(root / "run.jsonl"), "-o", str(root / "run.html"),
+                  timeout=120)
+    assert report.returncode == 0, report.stdout + report.stderr
+    page = (root / "run.html").read_text()
+    assert all(toy in page for toy in (TOY_OP, TOY_CHECK, f"{TOY_CLASS}-2gpu-0.1", TOY_STRATEGY)), report.stdout
+
+
+def test_the_plan_prices_a_node_with_every_toy(toy_tree):
+    """The plan collects the copy's suite for an 8-GPU node: the toy op (no unit cost measured for it,
+    priced by its floors), the toy class's placement and the toy strategy, every test declared."""
+    done = _run(toy_tree, "-m", "wirecheck.cli.main", "plan", "--profile", "h200-sxm-8", "--level", "acceptance",
+                "--json", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    groups = json.loads(done.stdout)["groups"]
+    assert not [g["function"] for g in groups if not g["known"]]
+    assert any(TOY_OP in g["params"].get("ops", []) and g["seconds"] > 0 for g in groups), groups
+    assert any(g["class"] == TOY_CLASS for g in groups)
+    assert any(TOY_STRATEGY in g["params"].get("strategies", []) for g in groups)
+
+
+def test_the_self_tests_that_read_the_tables_pass_on_the_toys(toy_tree):
+    done = _run(toy_tree, "-m", "pytest", "-p", "no:cacheprovider", "-q", *TABLE_SELFTESTS)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
 
 
 def test_an_unknown_stage_is_a_usage_error(pytester):

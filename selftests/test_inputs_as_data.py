@@ -1,4 +1,4 @@
-"""Inputs from other nodes are data (issue 24): records read by `wirecheck judge`, `wirecheck report`
+"""Inputs from other nodes are data: records read by `wirecheck judge`, `wirecheck report`
 and `wirecheck fleet report`, recorded topologies and thresholds files, carrying markup in every
 string field, numbers no measurement has, deep nesting and YAML tags and alias bombs. Each ends in
 a page with the markup escaped, or a clear message naming the file, never a traceback and never

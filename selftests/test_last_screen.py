@@ -1,4 +1,4 @@
-"""What an operator reads at the end of a run (issue 23): a failed check is one block (check, where,
+"""What an operator reads at the end of a run: a failed check is one block (check, where,
 measured, limit, source, what it means, what to do) and its short summary line says why; any other
 error keeps pytest's traceback; the last lines name the record and the next command."""
 

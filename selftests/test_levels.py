@@ -1,4 +1,4 @@
-"""Levels (issue 21): each level's selection of the one set of tests, collected in simulation; the
+"""Levels (docs/levels.md): each level's selection of the one set of tests, collected in simulation; the
 options' errors; `wirecheck validate --level`; the record's level and test seconds; the GPU load at
 the run's level."""
 

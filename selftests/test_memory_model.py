@@ -13,7 +13,7 @@ from wirecheck.training.memory_model import (
     format_memory_table,
     predict,
 )
-from wirecheck.training.strategies import NAMES
+from wirecheck.vocab.strategies import NAMES
 
 MISTRAL_7B = 7.24e9
 

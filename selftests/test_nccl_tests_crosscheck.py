@@ -18,6 +18,7 @@ from wirecheck.measure.curve import SweepSpec
 from wirecheck.nccl.tests_output import parse
 from wirecheck.node.placement import Placement, enumerate_placements
 from wirecheck.thresholds.file import load_thresholds
+from wirecheck.vocab.ops import COLLECTIVES
 from wirecheck.node.topo_text import load_recorded
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,8 +46,9 @@ def test_binary_command_and_environment(placements):
 
 
 def test_like_is_compared_with_like():
-    assert [nccl_tests.compared_column(op) for op in nccl_tests.BINARIES] == [
-        "in_place", "out_of_place", "out_of_place", "in_place", "out_of_place"]
+    expected = {"all_reduce": "in_place", "all_gather": "out_of_place", "reduce_scatter": "out_of_place",
+                "broadcast": "in_place", "all_to_all": "out_of_place"}
+    assert {op: nccl_tests.compared_column(op) for op in expected} == expected
 
 
 def test_nccl_version_codes():
@@ -68,7 +70,7 @@ def _suite_record(rank, sizes, eager_us, graph_us):
 
 
 def test_side_by_side_on_the_reference_run():
-    """The suite's 2x H200 numbers of issue 13 next to the real nccl-tests run of the same machine."""
+    """The suite's 2x H200 numbers (docs/measurements.md) next to the real nccl-tests run of the same machine."""
     (run, *_) = parse((ROOT / "fixtures" / "reference" / "h200-sxm-2" / "nccl-tests.txt").read_text())
     sizes = [MiB, 8 * MiB, 64 * MiB]
     suite = combine("all_reduce", 2, [_suite_record(r, sizes, [63.0, 52.5, 249.5], [27.3, 62.9, 288.6]) for r in (0, 1)])
@@ -122,7 +124,7 @@ print("# Collective test concluded: " + name)
 
 @pytest.fixture
 def build_dir(tmp_path):
-    for binary in nccl_tests.BINARIES.values():
+    for binary in (op.binary for op in COLLECTIVES.values()):
         path = tmp_path / binary
         path.write_text(STAND_IN.format(python=sys.executable))
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
@@ -148,7 +150,7 @@ def test_the_command_end_to_end_on_gloo(build_dir, tmp_path, settings, placement
     assert [c["env"]["NCCL_P2P_DISABLE"] for c in calls] == [None, "1"]  # forced_pcie's environment
     assert all(c["env"]["NCCL_NVLS_ENABLE"] == "0" for c in calls)  # the parent's passes through
     assert calls[0]["argv"] == ["-b", "1024", "-e", "4096", "-f", "2", "-g", "2", "-w", str(settings.warmup_iters),
-                                "-n", str(settings.iters), "-c", "1", "-d", "float"]
+                                "-n", str(settings.iters), "-c", "1", "-d", "float", "-o", "sum"]
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert records[0]["type"] == "run" and records[0]["placements"] == ["nvswitch-2gpu-0.1", "forced_pcie-2gpu-0.1"]
     rows = [r for r in records if r.get("kind") == "nccl_tests"]

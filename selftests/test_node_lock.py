@@ -92,7 +92,7 @@ def test_parse_wait_refuses_nonsense(text):
         parse_wait(text)
 
 
-# ---- run as root: a local user must not be able to steer the lock (issue 24) ------------------------
+# ---- run as root: a local user must not be able to steer the lock ---------------------------------
 
 HOLD_AS_USER = """
 import sys, time
@@ -137,7 +137,7 @@ def _victim(tmp_path):
 
 
 def test_a_link_planted_at_the_lock_path_is_refused_and_its_target_untouched(sticky, tmp_path):
-    """The attack of issue 24: nobody links the lock path to root's file; root's run refuses it."""
+    """The attack docs/running-as-root.md names: nobody links the lock path to root's file; root's run refuses it."""
     os.chmod(tmp_path, 0o755)
     victim = _victim(tmp_path)
     lock_path = sticky / "wirecheck-node.lock"

@@ -26,7 +26,7 @@ SETTINGS = SimpleNamespace(warmup_iters=2, iters=5, graph_up_to=1024, graph_repl
 
 
 def _rank(rank: int, size: int, time_s: float, wrong: int = 0) -> dict:
-    """One rank's `collectives.measure` record for one size."""
+    """One rank's `collective_worker.measure` record for one size."""
     return {"rank": rank, "op": "all_reduce", "world_size": 2, "nccl_version": "2.28.9",
             "results": [{"bytes": size, "requested_bytes": size, "time_s": time_s, "wrong": wrong,
                          "first_bad": 3 if wrong else None}]}

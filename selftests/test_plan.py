@@ -3,10 +3,12 @@ the command's output and JSON, and the unit costs file against the script that m
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -14,10 +16,11 @@ from e2e import PROJECT
 from wirecheck.cli.main import main
 from wirecheck.core.paths import suite_paths
 from wirecheck.plan import model
-from wirecheck.plan.collect import collect, from_record
+from wirecheck.plan.collect import collect, from_record, suite_work
 from wirecheck.plan.costs import load_unit_costs
-from wirecheck.plan.model import NO_WORKERS, WORK, predict
+from wirecheck.plan.model import predict
 from wirecheck.thresholds.file import load_thresholds
+from wirecheck.vocab.ops import OPS
 
 REFERENCE = PROJECT / "fixtures" / "reference" / "h200-sxm-2"
 WARM = [REFERENCE / "wirecheck-2026-12-01b" / f"run{i}.jsonl" for i in (1, 2, 3)]  # with the bytecode cache
@@ -31,7 +34,8 @@ def thresholds():
 
 def _predicted_and_measured(path, thresholds, cold=False) -> tuple[float, float]:
     collected, end = from_record(path)
-    plan = predict(collected.tests, collected.header, thresholds, load_unit_costs(cold=cold), "acceptance", str(path))
+    plan = predict(collected.tests, collected.header, thresholds, load_unit_costs(cold=cold), "acceptance", str(path),
+                   work=collected.work)
     return plan.total_s, end["wall_s"]
 
 
@@ -59,19 +63,19 @@ def test_runs_without_the_bytecode_cache_are_priced_with_its_figures(thresholds)
 @pytest.mark.parametrize("level, topology", [("acceptance", "h200-nvl-8"), ("quick", "h100-sxm-8-nics")])
 def test_the_plans_groups_hold_exactly_the_collected_tests(level, topology, thresholds):
     collected = collect(level, topology)
-    plan = predict(collected.tests, collected.header, thresholds, load_unit_costs(), level)
+    plan = predict(collected.tests, collected.header, thresholds, load_unit_costs(), level, work=collected.work)
     assert sum(g.tests for g in plan.groups) == plan.tests == len(collected.tests) > 100
     keys = {(g.function, g.klass, g.n_gpus) for g in plan.groups}
     functions = {t.split("::")[1].split("[")[0] for t in collected.tests}
     assert {k[0] for k in keys} == functions
-    # every test of the suite is known to the model: a new test without a row in model.WORK fails here
-    assert functions <= set(WORK) | NO_WORKERS, functions - set(WORK) - NO_WORKERS
+    # every test of the suite declares what it costs: a new test without its work marker fails here
+    assert functions <= set(collected.work), functions - set(collected.work)
     assert not plan.unknown
 
 
 def test_a_burn_in_is_priced_at_its_duration_and_every_test_of_it_is_known(thresholds):
     collected = collect("burn-in", "h200-sxm-2", ["--duration", "30min"])
-    plan = predict(collected.tests, collected.header, thresholds, load_unit_costs(), "burn-in")
+    plan = predict(collected.tests, collected.header, thresholds, load_unit_costs(), "burn-in", work=collected.work)
     assert not plan.unknown
     loop = [g for g in plan.groups if g.function == "test_burn_in_without_hard_fault"]
     assert len(loop) == 1 and loop[0].work[model.K_BURN] == 30  # rounds of 60 s (and their memory tests)
@@ -84,7 +88,8 @@ def test_eight_gpus_cost_more_and_quick_costs_least(thresholds):
     totals = {}
     for level, topology in (("acceptance", "h200-sxm-2"), ("acceptance", "h100-sxm-8-nics"), ("quick", "h100-sxm-8-nics")):
         collected = collect(level, topology)
-        totals[(level, topology)] = predict(collected.tests, collected.header, thresholds, costs, level).total_s
+        totals[(level, topology)] = predict(collected.tests, collected.header, thresholds, costs, level,
+                                            work=collected.work).total_s
     assert totals[("quick", "h100-sxm-8-nics")] < 60 < totals[("acceptance", "h200-sxm-2")] < \
         totals[("acceptance", "h100-sxm-8-nics")], totals
 
@@ -102,7 +107,7 @@ def test_a_sweep_is_priced_once_and_a_placement_change_starts_a_group(thresholds
              "tests/test_collectives.py::test_half_peak_size[nvswitch-2gpu-0.1-all_reduce]",
              "tests/test_collectives.py::test_result_correct[forced_pcie-2gpu-0.1-all_reduce]",
              "tests/test_site.py::test_rack_label"]
-    plan = predict(tests, HEADER, thresholds, costs, "acceptance")
+    plan = predict(tests, HEADER, thresholds, costs, "acceptance", work=suite_work("acceptance"))
     first, reader, pcie, site = plan.groups
     sizes = thresholds.collective_settings(False).sizes_for("quick")
     assert first.work == {model.K_TEST: 1, model.K_START: 1, model.K_SIZE: len(sizes)}
@@ -111,6 +116,55 @@ def test_a_sweep_is_priced_once_and_a_placement_change_starts_a_group(thresholds
     # the same sizes on PCIe cost more: the wire time is bytes / busbw (27 vs 326 GB/s measured)
     assert pcie.total_s - first.total_s > 1.0
     assert not site.known and plan.unknown == [site] and site.total_s == pytest.approx(costs.per_test_s)
+
+
+class _NoFloorFor:
+    """The shipped thresholds, except that `op` has no busbw floor anywhere (a new op whose floors are
+    still to be measured)."""
+
+    def __init__(self, thresholds, op):
+        self._th, self._op = thresholds, op
+
+    def __getattr__(self, name):
+        return getattr(self._th, name)
+
+    def busbw_limit(self, klass, op, n, simulated):
+        return None if op == self._op else self._th.busbw_limit(klass, op, n, simulated)
+
+    def slowest_busbw_floor(self, op, simulated):
+        return None if op == self._op else self._th.slowest_busbw_floor(op, simulated)
+
+
+def test_an_op_without_any_floor_is_priced_at_the_slowest_floor_of_the_others(thresholds):
+    tests = ["tests/test_collectives.py::test_result_correct[pcie-2gpu-0.1-all_to_all]"]
+    header = {**HEADER, "placements": [{"id": "pcie-2gpu-0.1", "class": "pcie", "gpus": [0, 1]}]}
+    costs = dataclasses.replace(load_unit_costs(), busbw={})  # nothing measured: the floors price the wire
+    plan = predict(tests, header, _NoFloorFor(thresholds, "all_to_all"), costs, "acceptance",
+                   work=suite_work("acceptance"))
+    slowest = min(thresholds.slowest_busbw_floor(op, False).min for op in OPS if op != "all_to_all")
+    (group,) = plan.groups
+    assert group.work[model.K_SIZE] > 0 and group.total_s > 0
+    walk = model._Walk(_NoFloorFor(thresholds, "all_to_all"), costs, [], header, "acceptance", "quick")
+    assert walk._slowest_floor("all_to_all") == slowest
+
+
+def test_a_work_marker_of_an_unknown_kind_is_a_usage_error():
+    from pytest_wirecheck import work as plugin
+    from wirecheck.vocab import work
+
+    assert work.declared(("sweep", "benchmark"), {}, "t") == {"work": ("sweep", "benchmark"), "opt_in": None}
+
+    class Item:
+        nodeid = "tests/test_x.py::test_y"
+
+        def get_closest_marker(self, name):
+            return types.SimpleNamespace(args=("sweeps",), kwargs={}) if name == work.MARKER else None
+
+    with pytest.raises(pytest.UsageError, match=r"tests/test_x.py::test_y: pytest.mark.work\('sweeps',\): "
+                                                r"unknown kind 'sweeps'; known: sweep, floor sweep"):
+        plugin.pytest_collection_modifyitems([Item()])
+    with pytest.raises(ValueError, match="unknown keyword 'optin'"):
+        work.declared((), {"optin": "x"}, "t")
 
 
 # ---- the command --------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Records that are never mixed or cut (issue 23): two runs started in the same second write two
+"""Records that are never mixed or cut: two runs started in the same second write two
 records; a run stopped by SIGTERM or SIGHUP ends its record naming the signal, with the exit code the
 process returns; a run that ran nothing leaves no file or folder; `judge` judges a run against its
 own thresholds and says why its skips differ from pytest's."""

@@ -1,4 +1,4 @@
-"""What a run writes, and the code its workers import, when root runs it (issue 24): another local
+"""What a run writes, and the code its workers import, when root runs it (docs/running-as-root.md): another local
 user plants links, files and folders first (as `nobody`, in a sticky directory as /tmp is), and
 root's run must neither write through them nor run what they wrote. The node lock and the bytecode
 cache have their own tests (test_node_lock.py, test_bytecode.py)."""

@@ -1,4 +1,4 @@
-"""One GPU alone (issue 20 item 7): the plain loop trains the strategies' model on one CPU rank,
+"""One GPU alone: the plain loop trains the strategies' model on one CPU rank,
 the check passes and fails on its floor and on a non-finite loss, the floors are read per GPU
 model, the dial divides each strategy's tokens/s per GPU by the one-GPU figure, and a one-GPU
 node runs the training test instead of skipping it."""
@@ -22,7 +22,7 @@ from wirecheck.training.dial import NO_BASELINE, dial_table
 from wirecheck.training.model import GPT
 from wirecheck.training.data import local_batch
 from wirecheck.training.scaling import SingleGpuRun, baseline_placement, scaling_efficiency, single_gpu_kwargs
-from wirecheck.training.shape import GPTShape
+from wirecheck.vocab.shape import GPTShape
 from wirecheck.training.single_gpu import train_alone
 from wirecheck.workers.worker import RankContext
 

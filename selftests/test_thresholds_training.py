@@ -1,4 +1,4 @@
-"""thresholds.yaml, training settings added for issue 10: the timed-step rule and the MFU peak table."""
+"""thresholds.yaml, training settings: the timed-step rule and the MFU peak table."""
 
 from __future__ import annotations
 

@@ -91,3 +91,25 @@ def test_judge_report_fleet_report_node_state_and_plan_need_no_torch(tmp_path):
     assert "wirecheck judge: PASSED" in out and "judged a simulated run" in out, out
     assert "wirecheck fleet report: PASSED: 0 of 3 node(s) failed" in out, out
     assert "run1.jsonl: 148 tests at acceptance: predicted" in out, out
+
+
+VOCABULARY = WITHOUT_TORCH.split("from wirecheck.cli.main")[0] + """
+import importlib, pkgutil
+import wirecheck.vocab
+for module in pkgutil.iter_modules(wirecheck.vocab.__path__):
+    importlib.import_module(f"wirecheck.vocab.{module.name}")
+print("RESULT " + json.dumps(sorted(m for m in sys.modules if m.startswith("wirecheck"))))
+"""
+
+
+def test_the_vocabulary_imports_nothing_but_core_and_itself(tmp_path):
+    """Every module of wirecheck.vocab loads where torch cannot, and pulls in no package above it: the
+    layer judge, report, plan and thresholds read is data, never worker code."""
+    env = {"PYTHONPATH": pythonpath(), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", VOCABULARY], capture_output=True, text=True, cwd=tmp_path, env=env,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    loaded = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("RESULT ")).removeprefix("RESULT "))
+    assert "wirecheck.vocab.ops" in loaded and "wirecheck.vocab.strategies" in loaded, loaded
+    above = [m for m in loaded if m != "wirecheck" and not m.startswith(("wirecheck.core", "wirecheck.vocab"))]
+    assert above == [], above

@@ -20,10 +20,10 @@ import torch
 
 from wirecheck.workers.launcher import WorkerCallError, WorkerGroup
 from wirecheck.training.memory_model import predict
-from wirecheck.training.strategies import NAMES
+from wirecheck.vocab.strategies import NAMES
 from wirecheck.training import GPT, local_batch, param_count, shape_for_params
 from wirecheck.training.runner import load_hook, run_strategy
-from wirecheck.training.strategies import resolve_settings
+from wirecheck.vocab.strategies import resolve_settings
 from wirecheck.training.strategy_run import RUN_STRATEGY_WORKER as WORKER
 from wirecheck.training.timing import CEILING, FIXED, SETTLED, ci_halfwidth
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wirecheck.training.strategies import NAMES, resolve_settings
+from wirecheck.vocab.strategies import NAMES, resolve_settings
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "device" / "training_probe.py"
 HARDWARE = {"n_layer": 20, "n_head": 16, "d_model": 2048, "vocab_size": 32000, "seq_len": 1024}

@@ -15,8 +15,9 @@ import pytest
 
 from wirecheck import checks
 from wirecheck.burnin import judging
-from wirecheck.measure.collectives import OPS
+from wirecheck.vocab.ops import OPS
 from wirecheck.node.placement import COLLECTIVE_CLASSES, link_ceiling
+from wirecheck.vocab.work import BURN_IN_LOOP
 
 # After the GPU figures (order 0), before the counters read at the end (stage last).
 pytestmark = [pytest.mark.stage("measure", order=5), pytest.mark.health, pytest.mark.levels("burn-in")]
@@ -27,6 +28,7 @@ def _gpu(burn_in, gpu):
         pytest.skip(f"GPU{gpu} is not among the burn-in's GPUs ({', '.join(f'GPU{g}' for g in burn_in.plan.gpus)})")
 
 
+@pytest.mark.work(BURN_IN_LOOP)
 def test_burn_in_without_hard_fault(node, burn_in, record):
     """The burn-in ran to the end of --duration: no XID, no ECC growth, no wrong GEMM or collective result,
     no memory word wrong, no hang."""
@@ -34,6 +36,7 @@ def test_burn_in_without_hard_fault(node, burn_in, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(BURN_IN_LOOP)
 def test_burn_in_sustained_throughput(node, gpu, burn_in, record):
     """Each GPU's TFLOP/s over every round holds its floor and keeps up with its peers."""
     _gpu(burn_in, gpu)
@@ -41,6 +44,7 @@ def test_burn_in_sustained_throughput(node, gpu, burn_in, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(BURN_IN_LOOP)
 def test_burn_in_throughput_drift(node, gpu, burn_in, record):
     """No GPU loses throughput from its first rounds to its last (cooling that cannot keep up)."""
     _gpu(burn_in, gpu)
@@ -48,6 +52,7 @@ def test_burn_in_throughput_drift(node, gpu, burn_in, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(BURN_IN_LOOP)
 def test_burn_in_clocks(node, gpu, burn_in, record):
     """No HW slowdown, thermal slowdown or power brake in any NVML sample of any round."""
     _gpu(burn_in, gpu)
@@ -55,6 +60,7 @@ def test_burn_in_clocks(node, gpu, burn_in, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(BURN_IN_LOOP)
 def test_burn_in_power(node, gpu, burn_in, record):
     """Under the burn-in's load the GPU draws its share of its power limit."""
     _gpu(burn_in, gpu)
@@ -62,6 +68,7 @@ def test_burn_in_power(node, gpu, burn_in, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(BURN_IN_LOOP)
 def test_burn_in_temperature(node, gpu, burn_in, record):
     """The hottest sample of the whole burn-in stays a margin below NVML's slowdown threshold."""
     _gpu(burn_in, gpu)
@@ -69,6 +76,7 @@ def test_burn_in_temperature(node, gpu, burn_in, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(BURN_IN_LOOP)
 def test_burn_in_memory_pattern(node, gpu, burn_in, record):
     """Every pass of the memory test after every round read back as written, over the required coverage."""
     _gpu(burn_in, gpu)
@@ -82,6 +90,7 @@ def _in_cycle(burn_in, placement, op):
         pytest.skip(f"{op} on {placement.id}: {why}")
 
 
+@pytest.mark.work(BURN_IN_LOOP)
 @pytest.mark.placements(*COLLECTIVE_CLASSES)
 @pytest.mark.parametrize("op", OPS)
 def test_burn_in_busbw(node, placement, op, burn_in, record):
@@ -96,6 +105,7 @@ def test_burn_in_busbw(node, placement, op, burn_in, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(BURN_IN_LOOP)
 @pytest.mark.placements(*COLLECTIVE_CLASSES)
 @pytest.mark.parametrize("op", OPS)
 def test_burn_in_busbw_spread(node, placement, op, burn_in, record):

@@ -16,9 +16,11 @@ import pytest
 from pytest_wirecheck.measurements import nvlink_twin_or_skip, require
 from pytest_wirecheck.nightly import device_timed, time_rounds
 from wirecheck import checks
-from wirecheck.measure.collectives import MEASURE_LOOP_WORKER, OPS
+from wirecheck.measure.collectives import MEASURE_LOOP_WORKER
+from wirecheck.vocab.ops import OPS
 from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_PAIR, COLLECTIVE_CLASSES, link_ceiling
 from wirecheck.core.quantity import format_bytes
+from wirecheck.vocab.work import BENCHMARK, FLOOR_SWEEP, INNER_PAIR_SWEEP, PAIR_SWEEPS, SWEEP, TWIN_SWEEP
 
 pytestmark = [pytest.mark.stage("measure", order=2), pytest.mark.levels("acceptance")]
 
@@ -46,6 +48,7 @@ def _busbw_verdict(node, placement, op, result, klass=None):
         link_ceiling_bytes_per_s=_link_ceiling(node, placement), hardware=node.hardware)
 
 
+@pytest.mark.work(SWEEP)
 @pytest.mark.placements(*COLLECTIVE_CLASSES)
 @pytest.mark.parametrize("op", OPS)
 def test_result_correct(node, measurements, placement, op, collective_worker, record):
@@ -58,6 +61,7 @@ def test_result_correct(node, measurements, placement, op, collective_worker, re
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(SWEEP, BENCHMARK)
 @device_timed
 @pytest.mark.placements(*COLLECTIVE_CLASSES)
 @pytest.mark.parametrize("op", OPS)
@@ -84,6 +88,7 @@ def test_busbw(node, measurements, worker_pool, placement, op, collective_worker
 
 # The quick level (before each job): one all_reduce per placement class, on the class's largest placement,
 # at the floor size alone: the size sweep, the other collectives and the benchmark rounds are acceptance's.
+@pytest.mark.work(FLOOR_SWEEP)
 @pytest.mark.levels("quick")
 @pytest.mark.placements(*COLLECTIVE_CLASSES, one_per_class=True)
 def test_large_all_reduce_correct(node, measurements, placement, collective_worker, record):
@@ -96,6 +101,7 @@ def test_large_all_reduce_correct(node, measurements, placement, collective_work
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(FLOOR_SWEEP)
 @pytest.mark.levels("quick")
 @pytest.mark.placements(*COLLECTIVE_CLASSES, one_per_class=True)
 def test_large_all_reduce_busbw(node, measurements, placement, collective_worker, record):
@@ -105,6 +111,7 @@ def test_large_all_reduce_busbw(node, measurements, placement, collective_worker
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(SWEEP, TWIN_SWEEP)
 @pytest.mark.placements(CLASS_FORCED_PCIE)
 def test_nvlink_worth_it(node, measurements, placement, collective_worker, record):
     """The wire check: the same GPUs must be much faster with NCCL's NVLink path than without."""
@@ -120,6 +127,7 @@ def test_nvlink_worth_it(node, measurements, placement, collective_worker, recor
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(SWEEP)
 @pytest.mark.placements(CLASS_PAIR)
 def test_pair_busbw(node, measurements, placement, collective_worker, record):
     """Each NVLink pair's all_reduce busbw against the per-pair floor."""
@@ -130,6 +138,7 @@ def test_pair_busbw(node, measurements, placement, collective_worker, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(PAIR_SWEEPS, SWEEP)
 @pytest.mark.placements(CLASS_PAIR)
 def test_pair_vs_median(node, measurements, placement, collective_worker, record):
     """One slow link stands out: a pair far below the median of all pairs with its NV# is named."""
@@ -149,6 +158,7 @@ def test_pair_vs_median(node, measurements, placement, collective_worker, record
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(SWEEP, INNER_PAIR_SWEEP)
 @pytest.mark.placements("nvl_quad")
 def test_quad_beats_pair(node, measurements, placement, collective_worker, record):
     """A full NVL quad lights all 18 links; a pair inside it only 6: the quad must be far faster."""
@@ -170,6 +180,7 @@ def _curve(sweep) -> list:
              "graph_note": getattr(r, "graph_note", None)} for r in sweep.results]
 
 
+@pytest.mark.work(SWEEP)
 @pytest.mark.placements(*COLLECTIVE_CLASSES)
 @pytest.mark.parametrize("op", OPS)
 def test_small_message_latency(node, measurements, placement, op, collective_worker, record):
@@ -182,6 +193,7 @@ def test_small_message_latency(node, measurements, placement, op, collective_wor
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(SWEEP)
 @pytest.mark.placements(*COLLECTIVE_CLASSES)
 @pytest.mark.parametrize("op", OPS)
 def test_half_peak_size(node, measurements, placement, op, collective_worker, record):

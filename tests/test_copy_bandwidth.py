@@ -14,6 +14,8 @@ from wirecheck import checks
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.node.placement import CLASS_PAIR
 from wirecheck.records.file import Measurement
+from wirecheck.vocab import records as kinds
+from wirecheck.vocab.work import COPIES
 
 pytestmark = [pytest.mark.stage("measure", order=1), pytest.mark.levels("acceptance")]
 
@@ -52,7 +54,7 @@ class Copies:
                     timeout_s=settings.timeout_s, what="copy bandwidth")
         except WorkerError as exc:
             self.error = str(exc)
-        self.reporter.measurement(Measurement("copy_bandwidth", None, "copy bandwidth", None, None,
+        self.reporter.measurement(Measurement(kinds.COPY_BANDWIDTH, None, "copy bandwidth", None, None,
                                               {**(self.result or {}), "error": self.error}))
 
     def host(self, gpu: int) -> dict | None:
@@ -74,6 +76,7 @@ def _pcie(host: dict | None) -> dict | None:
     return {**(reading.get("link") or {}), "under_load": reading.get("under_load"), "error": reading.get("error")}
 
 
+@pytest.mark.work(COPIES)
 @pytest.mark.parametrize("direction", ["h2d", "d2h"])
 def test_host_copy(node, topology, gpu, direction, copies, record):
     """Pinned host<->device copies of one GPU at least the floor for the fabric (a slow one names the PCIe link)."""
@@ -86,6 +89,7 @@ def test_host_copy(node, topology, gpu, direction, copies, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(COPIES)
 def test_pcie_link_under_load(node, topology, gpu, copies, record):
     """While host copies run, the PCIe link is at the generation and width it is capable of."""
     verdict = record(checks.copy_bandwidth.pcie_link_under_load(
@@ -100,6 +104,7 @@ def _link_speed(node, a: int, b: int) -> float | None:
     return node.profile.nvlink_speed if node.profile else None
 
 
+@pytest.mark.work(COPIES)
 @pytest.mark.placements(CLASS_PAIR)
 def test_peer_copy(node, topology, placement, copies, record):
     """Device->device copies between an NVLink pair, both directions, at least the floor."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from wirecheck import checks
+from wirecheck.vocab.work import FIGURES, MEMORY, SUSTAINED
 
 # Every level measures the figures; quick holds the sustained load a few seconds, acceptance a minute
 # (gpu_health.*.sustained.duration). A burn-in holds it for hours in rounds and judges the sustained load and
@@ -22,55 +23,62 @@ pytestmark = [pytest.mark.stage("measure", order=0), pytest.mark.health,
 BURN_IN_JUDGES_IT = pytest.mark.levels("quick", "acceptance")
 
 
+@pytest.mark.work(FIGURES)
 @pytest.mark.parametrize("kind", ["copy", "read"])
 def test_hbm_bandwidth(node, gpu, kind, gpu_load, gpu_health_workers, record):
     """HBM copy (read+write counted) and read bandwidth at least the floor, and not below the peers."""
     verdict = record(checks.gpu_health.hbm_bandwidth(
-        node.thresholds, **gpu_load.inputs("hbm", gpu, gpu_health_workers, kind=kind)))
+        node.thresholds, **gpu_load.inputs("hbm_bandwidth", gpu, gpu_health_workers, kind=kind)))
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(FIGURES)
 @pytest.mark.parametrize("dtype", ["bf16", "fp8"])
 def test_gemm_throughput(node, gpu, dtype, gpu_load, gpu_health_workers, record):
     """Dense square GEMM TFLOP/s at least the floor, and not below the peers (fp8 where the GPU has it)."""
     verdict = record(checks.gpu_health.gemm_throughput(
-        node.thresholds, **gpu_load.inputs("gemm", gpu, gpu_health_workers, dtype=dtype)))
+        node.thresholds, **gpu_load.inputs("gemm_throughput", gpu, gpu_health_workers, dtype=dtype)))
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(SUSTAINED)
 @BURN_IN_JUDGES_IT
 def test_sustained_load_throughput(node, gpu, gpu_load, gpu_health_workers, record):
     """While every GPU computes at once for the level's duration, the median window's TFLOP/s
     holds the floor and keeps up with the peers."""
     verdict = record(checks.gpu_health.sustained_throughput(
-        node.thresholds, **gpu_load.inputs("sustained", gpu, gpu_health_workers)))
+        node.thresholds, **gpu_load.inputs("sustained_throughput", gpu, gpu_health_workers)))
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(SUSTAINED)
 @BURN_IN_JUDGES_IT
 def test_sustained_load_clocks(node, gpu, gpu_load, gpu_health_workers, record):
     """No HW slowdown, thermal slowdown or power brake in any NVML sample under load."""
     verdict = record(checks.gpu_health.sustained_clocks(
-        node.thresholds, **gpu_load.inputs("clocks", gpu, gpu_health_workers)))
+        node.thresholds, **gpu_load.inputs("sustained_clocks", gpu, gpu_health_workers)))
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(SUSTAINED)
 @BURN_IN_JUDGES_IT
 def test_sustained_load_power(node, gpu, gpu_load, gpu_health_workers, record):
     """Under load the GPU draws its share of the power limit (DCGM's targeted power)."""
     verdict = record(checks.gpu_health.sustained_power(
-        node.thresholds, **gpu_load.inputs("power", gpu, gpu_health_workers)))
+        node.thresholds, **gpu_load.inputs("sustained_power", gpu, gpu_health_workers)))
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(SUSTAINED)
 @BURN_IN_JUDGES_IT
 def test_sustained_load_temperature(node, gpu, gpu_load, gpu_health_workers, record):
     """The hottest sample stays a margin below NVML's own slowdown threshold."""
     verdict = record(checks.gpu_health.sustained_temperature(
-        node.thresholds, **gpu_load.inputs("temperature", gpu, gpu_health_workers)))
+        node.thresholds, **gpu_load.inputs("sustained_temperature", gpu, gpu_health_workers)))
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(FIGURES)
 def test_gemm_matches_reference(node, gpu, gpu_load, gpu_health_workers, record):
     """Every compared product, at rest and under the sustained load, bit-identical to the reference."""
     verdict = record(checks.gpu_health.gemm_matches_reference(
@@ -78,9 +86,10 @@ def test_gemm_matches_reference(node, gpu, gpu_load, gpu_health_workers, record)
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(MEMORY)
 @BURN_IN_JUDGES_IT
 def test_memory_pattern(node, gpu, gpu_load, gpu_health_workers, record):
     """Patterns written over most of the free memory read back as written."""
     verdict = record(checks.gpu_health.memory_pattern(
-        node.thresholds, **gpu_load.inputs("memory", gpu, gpu_health_workers)))
+        node.thresholds, **gpu_load.inputs("memory_pattern", gpu, gpu_health_workers)))
     assert verdict.ok, verdict.message

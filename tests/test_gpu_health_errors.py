@@ -22,6 +22,7 @@ def health_now(live, worker_pool):
     return time.monotonic(), {h.index: h for h in live.read_health()}
 
 
+@pytest.mark.work()
 def test_no_xid_during_run(node, xid_watch, record):
     """No critical XID (nor uncorrectable ECC or row-remap failure) since the session started."""
     if xid_watch is None and not node.simulated:
@@ -32,6 +33,7 @@ def test_no_xid_during_run(node, xid_watch, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_ecc_and_row_remap_growth(node, gpu, health_now, record):
     """Volatile ECC errors and remapped rows did not grow over the run; no remap pending or failed."""
     if node.health_at_start is None:

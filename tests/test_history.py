@@ -26,6 +26,7 @@ from wirecheck.records.file import RecordFileError, read_run
 pytestmark = [pytest.mark.stage("last", order=0), pytest.mark.health, pytest.mark.levels("acceptance")]
 
 
+@pytest.mark.work()  # reads record files only: pytest's share in the plan
 def test_figures_against_history(node, reporter, request):
     """No stable figure of a GPU or placement below its own history's median by more than its noise."""
     if node.simulated:

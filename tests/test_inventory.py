@@ -21,6 +21,7 @@ def _reading(value):
     return value
 
 
+@pytest.mark.work()
 def test_gpus_visible(node, record):
     """NVML answers and sees at least one GPU."""
     verdict = record(checks.inventory.gpus_visible(
@@ -29,18 +30,21 @@ def test_gpus_visible(node, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_gpu_count(node, topology, record):
     verdict = record(checks.inventory.gpu_count(
         node.thresholds, n_gpus=topology.n_gpus, profile=node.profile_name, simulated=node.simulated))
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_gpu_model(node, topology, gpu, record):
     verdict = record(checks.inventory.gpu_model(
         node.thresholds, gpu=gpu, name=topology.gpu(gpu).name, profile=node.profile_name, simulated=node.simulated))
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_fabric_matches_profile(node, topology, record):
     verdict = record(checks.inventory.fabric(
         node.thresholds, fabric=topology.fabric, groups=[list(g) for g in topology.index_groups],
@@ -48,6 +52,7 @@ def test_fabric_matches_profile(node, topology, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_pcie_width(node, topology, gpu, record):
     """The PCIe link runs at its full width (a narrower link is a seating or riser fault)."""
     g = topology.gpu(gpu)
@@ -57,6 +62,7 @@ def test_pcie_width(node, topology, gpu, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_pcie_generation(node, topology, gpu, record):
     """The link can run at the profile's PCIe generation (a lower one at idle is a skip, never a pass)."""
     g = topology.gpu(gpu)
@@ -66,6 +72,7 @@ def test_pcie_generation(node, topology, gpu, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_ecc_uncorrected(node, gpu_health, gpu, record):
     """No volatile uncorrectable ECC error since the driver loaded."""
     verdict = record(checks.inventory.ecc_uncorrected(
@@ -73,6 +80,7 @@ def test_ecc_uncorrected(node, gpu_health, gpu, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_row_remapping(node, gpu_health, gpu, record):
     """No row remap pending (needs a GPU reset) or failed (the GPU needs replacing)."""
     rows = gpu_health[gpu].remapped_rows
@@ -82,12 +90,14 @@ def test_row_remapping(node, gpu_health, gpu, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_persistence_mode(node, gpu_health, gpu, record):
     verdict = record(checks.inventory.persistence_mode(
         node.thresholds, gpu=gpu, mode=_reading(gpu_health[gpu].persistence_mode), simulated=node.simulated))
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_fabric_manager(node, gpu_health, topology, gpu, record):
     """On NVSwitch nodes the fabric must be fully set up, or CUDA fails with error 802."""
     state = gpu_health[gpu].fabric_state
@@ -98,6 +108,7 @@ def test_fabric_manager(node, gpu_health, topology, gpu, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_no_foreign_processes(node, gpu_health, gpu, record):
     """Nothing else runs on the GPUs: measurements would be invalid."""
     procs = gpu_health[gpu].compute_processes

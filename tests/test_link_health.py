@@ -13,6 +13,7 @@ from wirecheck.node.health import counter_deltas
 pytestmark = [pytest.mark.stage("last", order=1), pytest.mark.levels("quick", "acceptance", "burn-in")]
 
 
+@pytest.mark.work()
 def test_error_counters_did_not_grow(node, live, gpu, worker_pool, record):
     if node.health_at_start is None:
         pytest.skip("no NVML reading at session start")

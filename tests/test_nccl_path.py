@@ -15,11 +15,13 @@ import pytest
 
 from wirecheck import checks
 from wirecheck.nccl import log as nccl_log, path as nccl_path
-from wirecheck.measure.collectives import OPS
+from wirecheck.vocab.ops import OPS
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.node.placement import COLLECTIVE_CLASSES
 from wirecheck.records.file import Measurement
 from wirecheck.core.safefs import make_dirs
+from wirecheck.vocab import records as kinds
+from wirecheck.vocab.work import PROBE
 
 pytestmark = [pytest.mark.stage("measure", order=3), pytest.mark.levels("quick", "acceptance", "burn-in")]
 
@@ -63,13 +65,14 @@ def _probe(node, worker_pool, placement, log_dir: Path) -> tuple[dict | None, li
 
 
 # Each probe is a fresh worker group (seconds): the quick level probes the largest placement of each class.
+@pytest.mark.work(PROBE)
 @pytest.mark.placements(*COLLECTIVE_CLASSES, one_per_class=("quick",))
 def test_nccl_path(node, worker_pool, placement, nccl_log_dir, reporter, record):
     """NVLink-connected GPUs talk over NCCL's P2P transport on an NVLink path; the forced host path uses no P2P."""
     summary, ranks, error = (None, [], None) if node.simulated else _probe(node, worker_pool, placement, nccl_log_dir)
     if not node.simulated:
         reporter.measurement(Measurement(
-            "nccl_path", placement.id, "NCCL path", None, None,
+            kinds.NCCL_PATH, placement.id, "NCCL path", None, None,
             {**(summary or {}), "error": error, "log_files": [r["log_path"] for r in ranks],
              "gpus": list(placement.gpus), "env": ranks[0]["nccl_env"] if ranks else {}}))
     verdict = record(checks.nccl_path.nccl_path(

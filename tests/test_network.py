@@ -17,6 +17,7 @@ import pytest
 from wirecheck import checks
 from wirecheck.node import network
 from wirecheck.records.file import Measurement
+from wirecheck.vocab import records as kinds
 
 pytestmark = [pytest.mark.stage("inventory", order=3), pytest.mark.levels("quick", "acceptance", "burn-in")]
 
@@ -39,7 +40,7 @@ def nics(node, reporter) -> Nics:
     paths, source = network.live_nic_paths()
     gpus = node.topology.n_gpus if node.topology else 1
     rate, basis = network.line_rate(ports, gpus)
-    reporter.measurement(Measurement("network", None, "NIC inventory", rate / 1e9 if rate else None, "GB/s", {
+    reporter.measurement(Measurement(kinds.NETWORK, None, "NIC inventory", rate / 1e9 if rate else None, "GB/s", {
         "ports": ports, "gpu_nic_paths": paths, "paths_source": source, "gpus": gpus, "line_rate_basis": basis}))
     return Nics(ports, None, paths, source)
 
@@ -50,24 +51,28 @@ def _ports(nics: Nics) -> list:
     return nics.ports
 
 
+@pytest.mark.work()
 def test_nic_ports_up(node, nics, record):
     """Every InfiniBand/RoCE port is ACTIVE with its physical link up."""
     verdict = record(checks.network.nic_ports_up(node.thresholds, ports=_ports(nics)))
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_nic_rate(node, nics, record):
     """Every active InfiniBand/RoCE port at one rate (and the profile's, when it gives one)."""
     verdict = record(checks.network.nic_rate(node.thresholds, ports=_ports(nics), profile=node.profile_name))
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_nic_count(node, nics, record):
     """As many InfiniBand/RoCE ports as the profile's nic_ports."""
     verdict = record(checks.network.nic_count(node.thresholds, ports=_ports(nics), profile=node.profile_name))
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_gpu_nearest_nic(node, nics, gpu, record):
     """The GPU reaches a NIC through PIX/PXB; farther (PHB, NODE, SYS) is a warning naming the GPU.
     With a profile that gives the node type's gpu_nic_path, farther than that (or no NIC) fails."""

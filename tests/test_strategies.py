@@ -18,9 +18,10 @@ from wirecheck import checks
 from wirecheck.training.strategy_run import median_of, workload_of
 from wirecheck.training.dial import dial_table
 from wirecheck.training.memory_model import predict
-from wirecheck.training.strategies import NAMES, REFERENCE
+from wirecheck.vocab.strategies import NAMES, REFERENCE
 from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_SINGLE, TRAINING_CLASSES
 from wirecheck.core.quantity import format_bytes
+from wirecheck.vocab.work import ALL_RUNS, REFERENCE_RUN, RUN, SINGLE_GPU_RUN, TWIN_ALL_RUNS, TWIN_RUN
 
 pytestmark = [pytest.mark.stage("measure", order=4), pytest.mark.levels("acceptance")]
 
@@ -47,6 +48,7 @@ def _settings(node):
 
 # The first GPU only: the GPU health checks already hold every GPU's GEMM and HBM against its
 # peers at once; this is the dial's baseline, one run instead of one per GPU.
+@pytest.mark.work(SINGLE_GPU_RUN)
 @pytest.mark.placements(CLASS_SINGLE, one_per_size=True)
 def test_single_gpu_training(node, measurements, placement, single_gpu_worker, record):
     """One GPU alone (no process group) trains the strategies' model: every loss finite and
@@ -61,6 +63,7 @@ def test_single_gpu_training(node, measurements, placement, single_gpu_worker, r
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(RUN)
 @training_placements
 @each_strategy
 def test_steps_complete(node, measurements, placement, strategy, strategy_worker, grad_hook, record):
@@ -72,6 +75,7 @@ def test_steps_complete(node, measurements, placement, strategy, strategy_worker
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(RUN, REFERENCE_RUN)
 @training_placements
 @pytest.mark.parametrize("strategy", [s for s in NAMES if s != REFERENCE])
 @pytest.mark.parametrize("step", [1, 2], ids=["step1", "step2"])
@@ -86,6 +90,7 @@ def test_losses_agree(node, measurements, placement, strategy, step, strategy_wo
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(RUN)
 @training_placements
 @each_strategy
 def test_model_state_matches_model(node, measurements, placement, strategy, strategy_worker, grad_hook, record):
@@ -99,6 +104,7 @@ def test_model_state_matches_model(node, measurements, placement, strategy, stra
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(ALL_RUNS)
 @training_placements
 def test_staircase(node, measurements, placement, strategy_worker, grad_hook, record):
     """Model state per GPU: DDP >= ZeRO-1 >= ZeRO-2 >= ZeRO-3 ~ FSDP."""
@@ -110,6 +116,7 @@ def test_staircase(node, measurements, placement, strategy_worker, grad_hook, re
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(RUN)
 @training_placements
 @each_strategy
 def test_peak_memory(node, measurements, placement, strategy, strategy_worker, grad_hook, record):
@@ -121,6 +128,7 @@ def test_peak_memory(node, measurements, placement, strategy, strategy_worker, g
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(RUN)
 @device_timed
 @training_placements
 @each_strategy
@@ -137,6 +145,7 @@ def test_throughput(node, measurements, placement, strategy, strategy_worker, gr
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(TWIN_RUN, RUN)
 @pytest.mark.placements(CLASS_FORCED_PCIE)
 @each_strategy
 def test_slow_wire_costs(node, measurements, placement, strategy, strategy_worker, grad_hook, record):
@@ -153,6 +162,7 @@ def test_slow_wire_costs(node, measurements, placement, strategy, strategy_worke
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(TWIN_ALL_RUNS, ALL_RUNS)
 @pytest.mark.placements(CLASS_FORCED_PCIE)
 def test_dial_flattens(node, measurements, placement, strategy_worker, grad_hook, record):
     """No strategy collapses on the slow wire far beyond the others (thresholds.yaml training.slow_wire)."""
@@ -168,6 +178,7 @@ def test_dial_flattens(node, measurements, placement, strategy_worker, grad_hook
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work(opt_in="skipped unless selected with -m capacity")
 @pytest.mark.capacity
 @training_placements
 @pytest.mark.parametrize("strategy, expected", [("ddp", capacity.OOM), ("fsdp", capacity.FIT)])

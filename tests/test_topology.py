@@ -10,6 +10,7 @@ from wirecheck.node.placement import CLASS_PAIR
 pytestmark = [pytest.mark.stage("inventory", order=2), pytest.mark.levels("quick", "acceptance", "burn-in")]
 
 
+@pytest.mark.work()
 def test_groups_are_full_meshes(node, topology, record):
     """Inside an NVLink group every pair is linked with the same NV# (no half-bridged group)."""
     groups = [list(g) for g in topology.index_groups]
@@ -18,6 +19,7 @@ def test_groups_are_full_meshes(node, topology, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_nvlinks_per_gpu(node, topology, gpu, record):
     """Every NVLink of the GPU is up and it has as many as the fabric expects
     (18 to the switches on Hopper NVSwitch; NV6 to each of 3 peers inside an NVL quad)."""
@@ -33,6 +35,7 @@ def test_nvlinks_per_gpu(node, topology, gpu, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 def test_nvlink_speed_uniform(node, topology, gpu, record):
     """All active links of the GPU run at one speed (and the profile's speed when given)."""
     speeds = {link.index: link.speed_mbps for link in topology.gpu(gpu).nvlinks if link.active and link.speed_mbps}
@@ -40,6 +43,7 @@ def test_nvlink_speed_uniform(node, topology, gpu, record):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.work()
 @pytest.mark.placements(CLASS_PAIR)
 def test_peer_access_over_nvlink(node, live, placement, record):
     """NVML reports peer-to-peer read, write and NVLink access OK between NVLink-connected GPUs."""

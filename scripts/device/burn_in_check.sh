@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# Issue 21's burn-in on a GPU node (1 GPU or more): a 5-minute burn-in with its progress line, its record
+# The burn-in level on a GPU node (1 GPU or more): a 5-minute burn-in with its progress line, its record
 # and its report, then a second burn-in stopped by SIGINT after a minute that must keep every round so far.
 # About 7.5 minutes on 1 H200.
-#   run(command="bash scripts/device/burn_in_check.sh", kind="nvidia-h200", timeout_s=540)
 #
-#   scripts/device/burn_in_check.sh [STEP ...]     STEP: burn report interrupt (default: all, in order)
+#   bash scripts/device/burn_in_check.sh OUTDIR [STEP ...]     STEP: burn report interrupt (default: all, in order)
 #
 #   burn       `wirecheck validate --level burn-in --duration 5min`: the whole level (inventory, GPU figures,
 #              the burn-in's rounds, its verdicts, the counters at the end) in a pseudo-terminal (`script -q -c`,
@@ -14,16 +13,18 @@
 #              SIGINT to wirecheck after INTERRUPT_AFTER_S: exit 130, every round so far in the record, the
 #              round cut short marked, the record's end `interrupted`
 #
-# Environment: OUT (default .wirecheck/burn-in-check; the device tool sets it), PYTHON (default .venv/bin/python,
+# Environment: PYTHON (default .venv/bin/python,
 # else python3: the first whose torch sees CUDA; ALLOW_CPU=1 for a rehearsal in simulation), BURN_DURATION
 # (default 5min), INTERRUPT_AFTER_S (default 60), BURN_BUDGET_S (default 500: a step that would not fit in what
 # is left is skipped, saying so). The environment is passed through untouched.
-# Files in $OUT: summary.log and burn_in_check.tar.gz (burn.tty or burn.log, burn.jsonl, burn.html,
+# Files in OUTDIR: summary.log and burn_in_check.tar.gz (burn.tty or burn.log, burn.jsonl, burn.html,
 # interrupt.log, interrupt.jsonl, gpus.txt, and the workers' logs beside the records, if any).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
-OUT=${OUT:-$ROOT/.wirecheck/burn-in-check}
+if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/burn_in_check.sh OUTDIR [STEP ...]" >&2; exit 4; fi
+case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac  # OUTDIR as given, from where the script was started
+shift
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/burn-in-check.XXXXXX")
 BUDGET=${BURN_BUDGET_S:-500}
 DURATION=${BURN_DURATION:-5min}

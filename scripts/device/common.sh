@@ -1,7 +1,7 @@
-# Shared by the device check scripts (sourced, not run). The caller sets ROOT (the checkout),
+# Shared by the GPU node check scripts of scripts/device (sourced, not run). The caller sets ROOT (the checkout),
 # NAME (its log prefix) and BUDGET (seconds for the whole script) before sourcing.
 # The environment is never changed beyond PYTHONPATH: NCCL_NVLS_ENABLE=0 and the other multicast
-# switches of the lent machines reach every process.
+# switches a node sets reach every process.
 
 log() { echo "[$NAME +${SECONDS}s] $*"; }
 

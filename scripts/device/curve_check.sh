@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 13 on a GPU node: the suite's collective curve next to nccl-tests built on the same node.
+# On a GPU node: the suite's collective curve next to nccl-tests built on the same node.
 #
-#   scripts/device/curve_check.sh [STEP ...]      STEP: build suite crosscheck explore
+#   bash scripts/device/curve_check.sh OUTDIR [STEP ...]      STEP: build suite crosscheck explore
 #                                                 (default: build suite crosscheck)
 #
 #   build       compile nccl-tests (all_reduce/all_gather/reduce_scatter_perf) from .nccl-tests-src
@@ -17,18 +17,19 @@
 #               NCCL_GRAPH_MIXING_SUPPORT=0 and NCCL_GRAPH_REGISTER=0; NCCL's algorithm/protocol/channel
 #               choice at 4 MiB (NCCL_DEBUG_SUBSYS=TUNING) for nccl-tests and for the suite.
 #
-# Environment: PLACEMENT (default nvswitch-2gpu-0.1), OUT (default .wirecheck/curve-check; the device
-# tool sets it), NCCL_TESTS_SRC (default .nccl-tests-src), NCCL_TESTS_BUILD (default /tmp/nccl-tests-build),
+# Environment: PLACEMENT (default nvswitch-2gpu-0.1), NCCL_TESTS_SRC (default .nccl-tests-src), NCCL_TESTS_BUILD (default /tmp/nccl-tests-build),
 # PYTHON (default: .venv/bin/python, else python3; the first whose torch sees CUDA), CURVE_BUDGET_S
 # (default 330: steps that would not fit in what is left are skipped, so the whole run ends in time).
 # The environment is passed through untouched: NCCL_NVLS_ENABLE=0 and the other multicast switches reach
 # every process.
-# Files in $OUT: build.log, suite.log, suite.jsonl, crosscheck.log, crosscheck.jsonl, nccl-tests-raw.txt,
+# Files in OUTDIR: build.log, suite.log, suite.jsonl, crosscheck.log, crosscheck.jsonl, nccl-tests-raw.txt,
 # explore.jsonl.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
-OUT=${OUT:-$ROOT/.wirecheck/curve-check}
+if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/curve_check.sh OUTDIR [STEP ...]" >&2; exit 4; fi
+case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac  # OUTDIR as given, from where the script was started
+shift
 SRC=${NCCL_TESTS_SRC:-$ROOT/.nccl-tests-src}
 BUILD=${NCCL_TESTS_BUILD:-/tmp/nccl-tests-build}
 PLACEMENT=${PLACEMENT:-nvswitch-2gpu-0.1}

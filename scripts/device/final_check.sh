@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# A session's last checks on a 1-GPU node, one call (about 4 minutes on 1 H200):
+# The closing checks on a 1-GPU node (about 4 minutes on 1 H200):
+#   bash scripts/device/final_check.sh OUTDIR [STEP ...]     (from the repository root, .whl/ beside it)
 #   fresh    the README's quick start from a fresh copy, offline with the carried wheels: install.sh, then
 #            `wirecheck validate` (acceptance); its record is acceptance.jsonl
 #   quick    `wirecheck validate --level quick` on that install: its checks and wall time
 #   sigterm  the multi-node job on this node's GPU under real NCCL (`wirecheck fleet multinode`, one node,
 #            one rank; the test-only slow collective worker keeps it measuring), sent SIGTERM as Slurm's time
 #            limit does: the launcher's exit code and the record's end line
-#   run(command="bash scripts/device/final_check.sh", carry=[".whl"], kind="nvidia-h200", timeout_s=600)
-# Everything lands in $OUT as one tarball per step plus console.log (fresh and quick: levels_check.sh's, in
-# $OUT/levels and $OUT/levels-quick). The environment is passed through.
+# Everything lands in OUTDIR as one tarball per step plus console.log (fresh and quick: levels_check.sh's, in
+# OUTDIR/levels and OUTDIR/levels-quick). The environment is passed through.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
-OUT=${OUT:-$ROOT/.wirecheck/final-check}
+if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/final_check.sh OUTDIR [STEP ...]" >&2; exit 4; fi
+case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac  # OUTDIR as given, from where the script was started
+shift
 WORK=$(mktemp -d /tmp/final-check.XXXXXX)
 STEPS=("$@")
 [ ${#STEPS[@]} -gt 0 ] || STEPS=(fresh quick sigterm)
@@ -26,9 +28,9 @@ status=0
 
 fresh_venv() { ls -d /tmp/wirecheck-fresh.*/wirecheck/.venv 2>/dev/null | head -1; }
 
-# fresh and quick are levels_check.sh's own steps (its records land in $OUT/levels)
-step_fresh() { fits 200 fresh || return 0; OUT="$OUT/levels" LEVELS_BUDGET_S=$(allow 330) bash scripts/device/levels_check.sh fresh; }
-step_quick() { fits 60 quick || return 0; OUT="$OUT/levels-quick" LEVELS_BUDGET_S=$(allow 130) bash scripts/device/levels_check.sh quick; }
+# fresh and quick are levels_check.sh's own steps (its records land in OUTDIR/levels)
+step_fresh() { fits 200 fresh || return 0; LEVELS_BUDGET_S=$(allow 330) bash scripts/device/levels_check.sh "$OUT/levels" fresh; }
+step_quick() { fits 60 quick || return 0; LEVELS_BUDGET_S=$(allow 130) bash scripts/device/levels_check.sh "$OUT/levels-quick" quick; }
 
 step_sigterm() {
   fits 60 sigterm || return 0

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 12 on a GPU host: the network inventory read from the real node, and the multi-node path run
+# On a GPU host: the network inventory read from the real node, and the multi-node path run
 # as 2 "nodes" of 1 GPU each on this one host through torchrun (c10d rendezvous on localhost).
 #
-#   scripts/device/fleet_check.sh [STEP ...]     STEP: inventory network same-host net-transport report
+#   bash scripts/device/fleet_check.sh OUTDIR [STEP ...]     STEP: inventory network same-host net-transport report
 #                                                launcher (default: the first five, in that order)
 #
 #   inventory      `wirecheck fleet inventory`: NIC ports from /sys/class/infiniband and /sys/class/net,
@@ -28,17 +28,19 @@
 # line-rate floor met by a real fabric, and the pair schedule telling a slow node from a slow link
 # (that needs 4 or more nodes; CI runs it with 4 simulated nodes).
 #
-# Environment: OUT (default .wirecheck/fleet-check; the device tool sets it), FLEET_CHECK_SIMULATE=1
+# Environment: FLEET_CHECK_SIMULATE=1
 # (rehearse the script's plumbing on a CPU machine: gloo ranks, nothing about the host is measured), PYTHON (default:
 # .venv/bin/python, else python3; the first whose torch sees CUDA), FLEET_BUDGET_S (default 115: a
 # step that would not fit in what is left is skipped). The environment is passed through untouched:
 # NCCL_NVLS_ENABLE=0 and the other multicast switches reach every process.
-# Files in $OUT: inventory.json, network.jsonl, network.log, same-host.jsonl, same-host.log,
+# Files in OUTDIR: inventory.json, network.jsonl, network.log, same-host.jsonl, same-host.log,
 # net-transport.jsonl, net-transport.log, report.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
-OUT=${OUT:-$ROOT/.wirecheck/fleet-check}
+if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/fleet_check.sh OUTDIR [STEP ...]" >&2; exit 4; fi
+case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac  # OUTDIR as given, from where the script was started
+shift
 BUDGET=${FLEET_BUDGET_S:-115}
 SIMULATE=${FLEET_CHECK_SIMULATE:-}
 ALLOW_CPU=$SIMULATE  # a rehearsal on CPU takes any torch

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Issue 20 on a GPU node (1 GPU or more): every GPU under load, and one GPU alone training. About 4 minutes on
+# The GPU health checks on a GPU node (1 GPU or more): every GPU under load, and one GPU alone training. About 4 minutes on
 # 1 H200 before the training step (one model build and up to 33 steps) was added.
-#   run(command="bash scripts/device/gpu_health_check.sh", kind="nvidia-h200", timeout_s=560)
 #
-#   scripts/device/gpu_health_check.sh [STEP ...]     STEP: plain suite training foreign (default: all, in order)
+#   bash scripts/device/gpu_health_check.sh OUTDIR [STEP ...]     STEP: plain suite training foreign (default: all, in order)
 #
 #   plain    a plain torch loop of the operations the checks time (4 GiB device copy and sum, bf16 GEMM
 #            8192, fp8 e4m3 where the GPU has it), one event pair around each loop: the figures to compare with
@@ -16,14 +15,16 @@
 #   foreign  the same figures (and the inventory's foreign-process check) while another process runs a bf16
 #            GEMM loop on GPU 0: the run must fail naming that process (its pid) in both
 #
-# Environment: OUT (default .wirecheck/gpu-health-check; the device tool sets it), PYTHON (default
+# Environment: PYTHON (default
 # .venv/bin/python, else python3: the first whose torch sees CUDA), HEALTH_BUDGET_S (default 530: a step
 # that would not fit in what is left is skipped, saying so). The environment is passed through untouched.
-# Files in $OUT: plain.json/.log, health.jsonl/.log, compare.log, training.jsonl/.log, foreign.jsonl/.log, busy.log.
+# Files in OUTDIR: plain.json/.log, health.jsonl/.log, compare.log, training.jsonl/.log, foreign.jsonl/.log, busy.log.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
-OUT=${OUT:-$ROOT/.wirecheck/gpu-health-check}
+if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/gpu_health_check.sh OUTDIR [STEP ...]" >&2; exit 4; fi
+case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac  # OUTDIR as given, from where the script was started
+shift
 BUDGET=${HEALTH_BUDGET_S:-530}
 STEPS=("$@")
 [ ${#STEPS[@]} -gt 0 ] || STEPS=(plain suite training foreign)

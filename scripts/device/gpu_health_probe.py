@@ -1,4 +1,4 @@
-"""Issue 20's helpers on a GPU node (run by gpu_health_check.sh):
+"""The GPU health checks' helpers on a GPU node (run by gpu_health_check.sh):
 
   plain OUT.json        a plain torch loop of the operations the GPU health checks time, on every
                         visible GPU one after the other: a 4 GiB device copy (read+write counted),

@@ -7,13 +7,15 @@
 #           (selftests/slow_gpu_worker.py with WIRECHECK_SLOW_GEMM and WIRECHECK_SLOW_HBM at 0.11: each product
 #           and copy does 11 % more work than it is credited for, so the figures read 0.9 x):
 #           tests/test_history.py must fail naming the GPU's serial, the figures and their history
-#   run(command="bash scripts/device/history_check.sh", kind="nvidia-h200", timeout_s=600)
-# $OUT: console.log, history.tgz (every record: night-N.jsonl, slow.jsonl, their logs). `wirecheck calibrate`
+#   bash scripts/device/history_check.sh OUTDIR
+# OUTDIR: console.log, history.tgz (every record: night-N.jsonl, slow.jsonl, their logs). `wirecheck calibrate`
 # over these records and the committed ones, and `wirecheck judge --thresholds site.yaml`, then run anywhere.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
-OUT=${OUT:-$ROOT/.wirecheck/history-check}
+if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/history_check.sh OUTDIR" >&2; exit 4; fi
+case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac  # OUTDIR as given, from where the script was started
+shift
 WORK=$(mktemp -d /tmp/history-check.XXXXXX)
 HIST=$WORK/history
 NIGHTS=${NIGHTS:-4}

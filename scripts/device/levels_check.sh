@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The closing checks of issues 20-23 on a 1-GPU node, one call (about 7 minutes on 1 H200):
+# The levels, the GPU health checks and the failure screen on a 1-GPU node (about 7 minutes on 1 H200):
+#   bash scripts/device/levels_check.sh OUTDIR [STEP ...]     (from the repository root, .whl/ and .before/ beside it)
 #   fresh    the README's quick start from a fresh copy, offline with the carried wheels: install.sh, then
 #            `wirecheck validate` (acceptance: every check this node can run, the GPU health checks and one
 #            GPU alone training included); its record is acceptance.jsonl
@@ -7,12 +8,13 @@
 #   foreign  a run while another process computes on GPU 0 (gpu_health_check.sh's foreign step): the
 #            failure blocks name it
 #   same     the checks and figures of the tree before the restructuring beside today's (same_checks.sh)
-#   run(command="bash scripts/device/levels_check.sh", carry=[".whl", ".before"], kind="nvidia-h200", timeout_s=600)
-# Everything lands in $OUT as one tarball per step plus console.log. The environment is passed through.
+# Everything lands in OUTDIR as one tarball per step plus console.log. The environment is passed through.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
-OUT=${OUT:-$ROOT/.wirecheck/levels-check}
+if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/levels_check.sh OUTDIR [STEP ...]" >&2; exit 4; fi
+case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac  # OUTDIR as given, from where the script was started
+shift
 WORK=$(mktemp -d /tmp/levels-check.XXXXXX)
 STEPS=("$@")
 [ ${#STEPS[@]} -gt 0 ] || STEPS=(fresh quick foreign same)
@@ -54,7 +56,7 @@ step_quick() {
 
 step_foreign() {
   fits 90 foreign || return 0
-  OUT="$WORK/foreign" HEALTH_BUDGET_S=$(allow 150) bash scripts/device/gpu_health_check.sh foreign > "$WORK/foreign.console" 2>&1
+  HEALTH_BUDGET_S=$(allow 150) bash scripts/device/gpu_health_check.sh "$WORK/foreign" foreign > "$WORK/foreign.console" 2>&1
   local rc=$?
   mkdir -p "$WORK/foreign"; mv "$WORK/foreign.console" "$WORK/foreign/console.log"
   tail -6 "$WORK/foreign/console.log"
@@ -66,7 +68,7 @@ step_foreign() {
 
 step_same() {
   fits 110 same || return 0
-  OUT="$WORK/same" SAME_BUDGET_S=$(allow 200) bash scripts/device/same_checks.sh > "$WORK/same.console" 2>&1
+  SAME_BUDGET_S=$(allow 200) bash scripts/device/same_checks.sh "$WORK/same" > "$WORK/same.console" 2>&1
   local rc=$?
   mkdir -p "$WORK/same"; mv "$WORK/same.console" "$WORK/same/console.log"
   grep -E "before:|after:|tests in both|^only" "$WORK/same/console.log"

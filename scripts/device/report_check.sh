@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 11 on a GPU node: NCCL's path as evidence, copy bandwidth without NCCL, and a full run's report.
+# On a GPU node: NCCL's path as evidence, copy bandwidth without NCCL, and a full run's report.
 #
-#   bash scripts/device/report_check.sh [STEP ...]        STEP: evidence suite report (default: all three)
+#   bash scripts/device/report_check.sh OUTDIR [STEP ...]        STEP: evidence suite report (default: all three)
 #
 #   evidence  pytest tests/test_nccl_path.py tests/test_copy_bandwidth.py alone: NCCL's path table per
 #             placement (nvswitch-2gpu-0.1 must read P2P over NVLink, forced_pcie-2gpu-0.1 must not),
@@ -11,20 +11,21 @@
 #   report    wirecheck report over the suite's record (the evidence record when the suite did not run)
 #             -> report.html and wirecheck.prom; prints the page's size and its figures.
 #
-# Run from the repository root on the 2x H200 machine, carrying .whl/ (DeepSpeed and the dependencies
-# the image lacks; without it the suite step is skipped, evidence and report still run):
-#   run(command="bash scripts/device/report_check.sh", carry=[".whl"], kind="nvidia-h200-x2", timeout_s=600)
-# Environment: OUT (the device tool sets it; default .wirecheck/report-check), PROFILE (default
+# Run from the repository root on a 2x H200 node, with .whl/ beside it (DeepSpeed and the dependencies
+# the image lacks; without it the suite step is skipped, evidence and report still run).
+# Environment: PROFILE (default
 # h200-sxm-2), REPORT_BUDGET_S (default 540: a step that would not fit in what is left is skipped).
 # The environment is passed through untouched: NCCL_NVLS_ENABLE=0 and the other multicast switches
 # reach every worker.
-# Files in $OUT (at most 8): summary.txt, evidence.jsonl, suite.jsonl, suite.log, report.html,
+# Files in OUTDIR (at most 8): summary.txt, evidence.jsonl, suite.jsonl, suite.log, report.html,
 # wirecheck.prom, nccl-logs.tar.gz (NCCL's own logs, <record>.nccl/<placement>/nccl.<pid>.log: the
 # evidence run's placement folders go to fixtures/reference/h200-sxm-2/nccl-path/), evidence.log.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
-OUT=${OUT:-$ROOT/.wirecheck/report-check}
+if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/report_check.sh OUTDIR [STEP ...]" >&2; exit 4; fi
+case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac  # OUTDIR as given, from where the script was started
+shift
 WORK=$(mktemp -d /tmp/wirecheck-report-check.XXXXXX)  # records and NCCL logs; selected files go to $OUT
 PROFILE=${PROFILE:-h200-sxm-2}
 BUDGET=${REPORT_BUDGET_S:-540}

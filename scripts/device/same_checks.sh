@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Issue 22 on a GPU node: the restructured code gives the same checks and figures as the code before it.
+# On a GPU node: this tree gives the same checks and figures as the code before it.
 # Runs `wirecheck validate` from an earlier tree (BEFORE, a copy of the repository at the commit to compare
 # with, e.g. `git archive ab60cc7 | tar -x -C .before`) and from this checkout, one after the other, each
 # with its own record, then prints every test id both ran with its outcome and its measured figure side by
 # side, and the ids only one of them ran.
-#   run(command="bash scripts/device/same_checks.sh", carry=[".before"], kind="nvidia-h200", timeout_s=300)
-# Arguments go to both validate runs (default: none). Environment: BEFORE (default .before), OUT, PYTHON.
+#   bash scripts/device/same_checks.sh OUTDIR [VALIDATE-ARGS ...]
+# The arguments after OUTDIR go to both validate runs (default: none). Environment: BEFORE (default .before), PYTHON.
 # The environment is passed through untouched.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
-OUT=${OUT:-$ROOT/.wirecheck/same-checks}
+if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/same_checks.sh OUTDIR [VALIDATE-ARGS ...]" >&2; exit 4; fi
+case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac  # OUTDIR as given, from where the script was started
+shift
 BEFORE=$(cd "${BEFORE:-$ROOT/.before}" 2>/dev/null && pwd) || { echo "same_checks: no earlier tree (BEFORE)" >&2; exit 2; }
 BUDGET=${SAME_BUDGET_S:-280}
 NAME=same_checks

@@ -1,10 +1,10 @@
-"""Device probe for issue 10: which strategy settings reach the throughput targets on this node.
+"""The training probe: which strategy settings reach the throughput targets on this node.
 
-Runs each strategy of the strategies table (wirecheck.training.strategies) as the suite would,
+Runs each strategy of the strategies table (wirecheck.vocab.strategies) as the suite would,
 on NVLink and on the host path (NCCL_P2P_DISABLE=1, the forced_pcie wire), then variants where
 the choice is open, each in a fresh worker group exactly as the suite's measurements do, and
 prints per run: tokens/s (median, min-max, the median's 95 % interval), step time, peak memory,
-MFU, exposed communication, where the time went (phases) and a short profile of the device
+MFU, exposed communication, where the time went (phases) and a short profile of the GPU
 timeline (busy/idle, compute, NCCL, NCCL not hidden by compute, top kernels). Then the ratios
 to DDP against the targets (ZeRO-1/2 >= 0.95x, FSDP >= 0.85x, ZeRO-3 >= 0.5x DDP on NVLink).
 
@@ -33,10 +33,10 @@ from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.node.placement import FORCED_PCIE_ENV
 from wirecheck.thresholds.file import load_thresholds
 from wirecheck.training import figures
-from wirecheck.training.strategies import NAMES, REFERENCE, resolve_settings
+from wirecheck.vocab.strategies import NAMES, REFERENCE, resolve_settings
 from wirecheck.training.strategy_run import RUN_STRATEGY_WORKER as WORKER
 NVLINK, HOST = "nvlink", "host"
-TARGETS = {"zero1": 0.95, "zero2": 0.95, "zero3": 0.5, "fsdp": 0.85}  # x DDP tokens/s on NVLink (issue 10)
+TARGETS = {"zero1": 0.95, "zero2": 0.95, "zero3": 0.5, "fsdp": 0.85}  # x DDP tokens/s on NVLink: the strategy targets
 PROFILE_STEPS = 3
 FILL = -1  # Run.spinners: as many as there are CPUs beyond one per rank
 EXPECTED_RUN_S = 25  # a run's wall time on 2x H200 (process start, setup, steps): the budget guard's estimate
@@ -64,7 +64,7 @@ class Run:
 
 
 def plan_noise() -> list[Run]:
-    """Issue 10's stability question: the host-bound strategies run after run, as the suite runs
+    """The stability question (5 % run to run): the host-bound strategies run after run, as the suite runs
     them (manual GC, thresholds' gc_freq) and with Python's automatic GC (gc_freq 0). Each record
     carries the host figures (steal, GC). The 2026-12-01 run of this plan also tried each rank bound
     to its own half of the CPUs (torchrun's exclusive NUMA binding): no steadier, ZeRO-2 7 % slower."""
@@ -99,7 +99,7 @@ def plan_zero3() -> list[Run]:
 
 
 def plan_contention() -> list[Run]:
-    """How much a slower host moves each strategy, at micro-batch 8 and 16. On the lent VMs a
+    """How much a slower host moves each strategy, at micro-batch 8 and 16. On the H200 VMs measured a
     busy vCPU can halve another's Python speed although the guest reports one thread per core
     (scripts/device/cpu_contention.py: 6.5 -> 12-13 ms for the host-speed loop), so a strategy whose
     step waits on its hooks moves with whatever else the host runs. Each run quiet, then with a
@@ -298,7 +298,7 @@ def targets_table(results: list[tuple[dict, dict | None]]) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default=os.environ.get("OUT", "probe-out"), help="folder for probe.jsonl and probe-summary.txt")
+    parser.add_argument("--out", default="probe-out", help="folder for probe.jsonl and probe-summary.txt")
     parser.add_argument("--budget", type=float, default=270.0, help="seconds after which no new run is started")
     parser.add_argument("--simulate", action="store_true", help="CPU/gloo with the simulated (toy) settings")
     parser.add_argument("--plan", choices=("targets", "noise", "host", "setup", "zero3", "contention"), default="targets",

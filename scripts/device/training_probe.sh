@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Issue 10's device probe: run from the repository root on the 2x H200 machine, carrying .whl/
-# (the DeepSpeed wheel and its missing dependencies). About 5 minutes; results in $OUT.
-#   run(command="bash scripts/device/training_probe.sh", carry=[".whl"], kind="nvidia-h200-x2", timeout_s=420)
+# The training probe: which strategy settings reach the throughput targets. Run from the repository
+# root on a 2x H200 node, with .whl/ beside it (the DeepSpeed wheel and its missing dependencies). About
+# 5 minutes; results in OUTDIR.
+#   bash scripts/device/training_probe.sh OUTDIR [PROBE-ARGS ...]
 # The environment is passed through untouched (NCCL_NVLS_ENABLE=0 and the other multicast
-# switches of the lent machines reach every worker). Extra arguments go to training_probe.py
+# switches a node sets reach every worker). The arguments after OUTDIR go to training_probe.py
 # (--budget SECONDS, --only zero3,fsdp).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-OUT="${OUT:-$PWD/probe-out}"
+if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/training_probe.sh OUTDIR [PROBE-ARGS ...]" >&2; exit 4; fi
+case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac  # OUTDIR as given, from where the script was started
+shift
 mkdir -p "$OUT"
 SITE=/tmp/wirecheck-probe-site
 # Only what the image lacks (DeepSpeed and its pydantic/hjson dependencies): the image's own

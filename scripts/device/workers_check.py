@@ -1,4 +1,4 @@
-"""Issue 9 on a GPU node: a killed rank and a hung collective, through the real launcher and NCCL.
+"""On a GPU node: a killed rank and a hung collective, through the real launcher and NCCL.
 
     python scripts/device/workers_check.py kill|hang [--gpus 0,1] [--logs DIR] [--backend gloo]
 
@@ -69,14 +69,14 @@ def never_join(ctx, size: int) -> int:
 
 
 def _deadline(op: str, placement_class: str, size: int, calls: int):
-    from wirecheck.measure import collectives
+    from wirecheck.vocab.ops import busbw_factor
     from wirecheck.workers import deadlines
     from wirecheck.thresholds.file import load_thresholds
 
     th = load_thresholds(ROOT / "thresholds.yaml")
     floor = th.busbw_limit(placement_class, op, 2, False) or th.slowest_busbw_floor(op, False)
     return deadlines.collective_deadline(th.workers.deadline_rule(False), th.collective_settings(False).timeout_s,
-                                         op, size, collectives.busbw_factor(op, 2), calls,
+                                         op, size, busbw_factor(op, 2), calls,
                                          floor.min if floor else None, f"{placement_class} floor"), th
 
 

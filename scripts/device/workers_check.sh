@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 9 on a GPU node (2 GPUs or more): workers that never flake.
+# On a GPU node (2 GPUs or more): workers that never flake.
 #
-#   scripts/device/workers_check.sh [STEP ...]     STEP: kill hang lock allhang suite
+#   bash scripts/device/workers_check.sh OUTDIR [STEP ...]     STEP: kill hang lock allhang suite
 #                                                  (default: all five, in that order)
 #
 #   kill     a rank SIGKILLed mid all_reduce (1 GiB, NCCL) is reported within its deadline + 5 s with
@@ -17,16 +17,18 @@
 #   suite    the whole suite (`pytest --profile h200-sxm-2`), its wall time and outcome, and a count of
 #            port failures (EADDRINUSE / "failed to listen") in its output: must be 0.
 #
-# Environment: OUT (default .wirecheck/workers-check; the device tool sets it), PROFILE (default
+# Environment: PROFILE (default
 # h200-sxm-2), PYTHON (default .venv/bin/python, else python3: the first whose torch sees CUDA),
 # WORKERS_BUDGET_S (default 560: a step that would not fit in what is left is skipped, with a line saying so).
 # The environment is passed through untouched: NCCL_NVLS_ENABLE=0 and the other multicast switches reach
 # every worker.
-# Files in $OUT: <step>.log, *.jsonl records, logs/ (kept logs of the failed groups, on purpose).
+# Files in OUTDIR: <step>.log, *.jsonl records, logs/ (kept logs of the failed groups, on purpose).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
-OUT=${OUT:-$ROOT/.wirecheck/workers-check}
+if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/workers_check.sh OUTDIR [STEP ...]" >&2; exit 4; fi
+case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac  # OUTDIR as given, from where the script was started
+shift
 PROFILE=${PROFILE:-h200-sxm-2}
 BUDGET=${WORKERS_BUDGET_S:-560}
 STEPS=("$@")

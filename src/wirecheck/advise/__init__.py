@@ -10,5 +10,5 @@
 - `slow_part`: what a slow GPU or link costs every synchronous data-parallel step;
 - `advice`: every strategy on every placement of G GPUs, the recommendation, the text.
 
-No torch. May import core, records, node, measure, training, thresholds; report and cli import it.
+No torch. May import core, vocab, records, node, measure, training, thresholds; report and cli import it.
 """

@@ -5,7 +5,7 @@ Memory: the model state of both accountings (training/memory_model.py) plus an a
 2022, and the fp32 logits and their gradient, 8 x vocab bytes per token) plus, for a strategy that
 shards the parameters, what it holds gathered (a whole bf16 model when it keeps forward's gather
 for backward, else two blocks in flight). It fits when that total is within the GPU's memory.
-The user's model is a GPT of that many parameters (training/shape.py shape_for_params); the step
+The user's model is a GPT of that many parameters (vocab/shape.py shape_for_params); the step
 model is advise/model.py with the fits of advise/fits.py. The recommendation (`Advice.choice`) is the
 article's rule: DDP if it fits and is within the model's error of the fastest (profiles.yaml
 `defaults.tie`), else the fastest with DDP's shortfall.
@@ -24,8 +24,8 @@ from wirecheck.core.precision import precision as _precision
 from wirecheck.core.quantity import format_bytes
 from wirecheck.node.placement import CLASS_FORCED_PCIE, NVSWITCH
 from wirecheck.training.memory_model import ARTICLE, IMPLEMENTATION, predict as predict_state
-from wirecheck.training.shape import block_params, shape_for_params
-from wirecheck.training.strategies import NAMES, PARAMS, strategy as _strategy
+from wirecheck.vocab.shape import block_params, shape_for_params
+from wirecheck.vocab.strategies import NAMES, PARAMS, strategy as _strategy
 
 VOCAB = 32000
 DDP = "ddp"

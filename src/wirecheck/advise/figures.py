@@ -25,6 +25,7 @@ from wirecheck.core.quantity import QuantityError, parse_quantity
 from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_NETWORK, CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements
 from wirecheck.node.profile_topology import from_profile as topology_from_profile
 from wirecheck.records.file import read_run
+from wirecheck.vocab import records as kinds
 
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
 NOT_JOB_CLASSES = (CLASS_SINGLE, CLASS_PAIR, CLASS_NETWORK)  # per-GPU and per-link checks, not a job's placement
@@ -86,7 +87,7 @@ class Compute:
 
     def sharded_saving_s(self, strategy: str, n_params: float, n_gpus: int) -> float:
         """What a rank does not spend on the optimizer step when the strategy shards the optimizer."""
-        from wirecheck.training.strategies import OPTIMIZER, strategy as _strategy
+        from wirecheck.vocab.strategies import OPTIMIZER, strategy as _strategy
 
         if OPTIMIZER not in _strategy(strategy).shards or n_gpus < 2:
             return 0.0
@@ -198,15 +199,15 @@ def from_records(paths) -> NodeFigures:
         verdicts += rec.verdicts
         for m in rec.measurements:
             d = m.get("details") or {}
-            if m.get("kind") == "collective" and isinstance(d.get("busbw"), (int, float)) \
+            if m.get("kind") == kinds.COLLECTIVE and isinstance(d.get("busbw"), (int, float)) \
                     and isinstance(d.get("bytes"), int) and d["bytes"] > 0:
                 key = (d.get("op"), d.get("placement_class"), int(d.get("n_gpus") or 0))
                 samples.setdefault(key, []).append((d["bytes"], d["busbw"]))
-            elif m.get("kind") == "strategy" and d.get("ranks") and not d.get("error"):
+            elif m.get("kind") == kinds.STRATEGY and d.get("ranks") and not d.get("error"):
                 run = _strategy_run(m, d, rec.path)
                 if run is not None:
                     runs.append(run)
-            elif m.get("kind") == "single_gpu_training" and d.get("ranks") and not d.get("error"):
+            elif m.get("kind") == kinds.SINGLE_GPU_TRAINING and d.get("ranks") and not d.get("error"):
                 r0 = d["ranks"][0]
                 if not (r0.get("n_params") and r0.get("tokens_per_s")):
                     continue

@@ -15,7 +15,7 @@ from wirecheck.advise.figures import PROFILES_FILE, load_profiles
 from wirecheck.advise.model import Fit, comm_times, fit_overhead, fit_overlap
 from wirecheck.advise.schedule import schedule
 from wirecheck.node.placement import CLASS_CROSS_QUAD, CLASS_FORCED_PCIE, CLASS_PCIE, NVLINK_CLASSES
-from wirecheck.training.strategies import NAMES
+from wirecheck.vocab.strategies import NAMES
 
 SLOW_CLASSES = (CLASS_FORCED_PCIE, CLASS_PCIE, CLASS_CROSS_QUAD)
 

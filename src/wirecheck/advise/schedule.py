@@ -23,8 +23,8 @@ import math
 from dataclasses import dataclass
 
 from wirecheck.core.precision import precision as _precision
-from wirecheck.training.shape import block_params
-from wirecheck.training.strategies import FP32, GRADS, OPTIMIZER, PARAMS, strategy as _strategy
+from wirecheck.vocab.shape import block_params
+from wirecheck.vocab.strategies import FP32, GRADS, OPTIMIZER, PARAMS, strategy as _strategy
 
 ALGBW_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
                 "reduce_scatter": lambda n: (n - 1) / n}

@@ -8,5 +8,5 @@ hard faults, found by the acceptance checks), `figures` (a round's figures), `ju
 inputs over every round), `progress` (the progress line as text). Worker side: `worker` (a round on
 one GPU: the load on a stream of its own beside the collectives, in one process).
 
-May import: core, records, node, workers, measure, thresholds, gpu, checks.
+May import: core, vocab, records, node, workers, measure, thresholds, gpu, checks.
 """

@@ -32,6 +32,7 @@ from wirecheck.node.health import counter_deltas
 from wirecheck.node.memory_errors import memory_errors
 from wirecheck.records.file import Measurement
 from wirecheck.workers.launcher import WorkerError
+from wirecheck.vocab import records as kinds
 
 COMPLETE, STOPPED, INTERRUPTED = "complete", "stopped by a hard fault", "interrupted"
 POLL_S = 0.25  # how often XIDs and the stop file are looked at while a round runs
@@ -125,7 +126,7 @@ class _Loop:
             try:
                 self.rig.close()
             finally:
-                self.record(Measurement("burn_in", None, f"burn-in: {burn.status}", len(burn.rounds), "rounds",
+                self.record(Measurement(kinds.BURN_IN, None, f"burn-in: {burn.status}", len(burn.rounds), "rounds",
                                         burn.summary()))
 
     # -- one round ------------------------------------------------------------------------------
@@ -191,7 +192,7 @@ class _Loop:
             "fault": fault.as_record() if fault else None, "interrupted": interrupted, "error": error_text,
         }
         burn.rounds.append(details)
-        self.record(Measurement("burn_in_round", None, f"burn-in round {number}", number, "round",
+        self.record(Measurement(kinds.BURN_IN_ROUND, None, f"burn-in round {number}", number, "round",
                                 {**details, "series": {f"GPU{g}": figures.series(phase, g) for g in plan.gpus}}))
         burn.fault = fault
         burn.interrupted = interrupted

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from wirecheck.measure.collectives import OPS, feasible_sizes
+from wirecheck.vocab.ops import OPS, feasible_sizes
 from wirecheck.node.placement import COLLECTIVE_CLASSES, Placement
 
 

@@ -134,14 +134,6 @@ class Rig:
             with open(self.stop_path, "a", encoding="utf-8") as f:
                 f.write(f"parent: {why}\n")
 
-    def stop_reasons(self) -> list[str]:
-        """What the ranks (or the parent) wrote into the stop file, one line each; [] while none did."""
-        try:
-            with open(self.stop_path, encoding="utf-8") as f:
-                return [line.strip() for line in f if line.strip()]
-        except FileNotFoundError:
-            return []
-
     def clear_stop(self) -> None:
         try:
             os.unlink(self.stop_path)

@@ -5,7 +5,7 @@ The GEMM load runs on a CUDA stream of its own, two windows queued ahead so the 
 the host (wirecheck.gpu.sustained's windows: TFLOP/s per window, one product in `check_every` compared
 bit for bit with the reference). Meanwhile the collective cycle runs on the default stream, each step
 among the ranks of one placement (a torch.distributed sub-group of the one process group), at one size,
-timed and checked element by element (wirecheck.measure.collectives.measure_beside). Kernels of one
+timed and checked element by element (wirecheck.measure.collective_worker.measure_beside). Kernels of one
 process on two streams run side by side, as a training step's compute and communication do; kernels of
 two processes on one GPU only take turns (time slices, without MPS): an NCCL kernel would wait for its
 peer's turn, and both figures would measure the turns, not the hardware.
@@ -37,7 +37,7 @@ from wirecheck.gpu import gemm
 from wirecheck.gpu.stopwatch import Stopwatch
 from wirecheck.gpu.sustained import finish_window, next_products, queue_window
 from wirecheck.gpu.worker import memory  # noqa: F401  the memory test between rounds, on the same workers
-from wirecheck.measure.collectives import measure_beside
+from wirecheck.measure.collective_worker import measure_beside
 
 if TYPE_CHECKING:
     from wirecheck.workers.worker import RankContext

@@ -6,12 +6,17 @@ the same function on those inputs again, with any thresholds file, without GPUs.
 plain JSON data (numbers, strings, lists, dicts), so a record can be judged by another
 version of the suite as long as the check keeps its arguments.
 
-Register a check with `@check("name")`; its keyword arguments are its inputs. Every module of
+Register a check with `@check("name", ...)`; its keyword arguments are its inputs. Every module of
 this package is imported when the package is (so `judge` knows every check too): a new check
-is one new module here, registered without a list to edit. What a failure means and what to do
-(the failure block's last lines) is its entry in advice.py, or `@check("name", advice=Advice(...))`.
+is one new module here, registered without a list to edit. The declaration (`SPECS[name]`) is where
+the rest of the suite reads what a check is: what a failure means and what to do (`advice=`, else
+its entry in advice.py), how the plugin builds its inputs (`inputs=`, e.g. a GPU load phase and its
+builder, wirecheck.gpu.inputs.FromPhase), and how the report shows it (`section=`: the report
+section that lists its verdicts, `figure=`: which figure of that section a verdict is about, from
+its inputs). What a test costs the time model is the test's own `work` marker.
 
-May import: core, records, node, measure, training, thresholds, nccl (its log parser). Never torch.
+May import: core, vocab, records, node, workers, measure, gpu (the GPU load's input builders, parent
+side), training, thresholds, nccl (its log parser). Never torch.
 """
 
 from __future__ import annotations
@@ -19,16 +24,40 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from wirecheck.core.verdict import Verdict
 
+# The report sections a check's declaration may name (`section=`).
+SECTION_GPU = "gpu"  # the per-GPU section, Prometheus' per-GPU gauges, the fleet's GPU comparison (report/gpus.py)
+SECTIONS = (SECTION_GPU,)
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """What a check declares about itself, read by the plugin and the report by its name."""
+
+    name: str
+    run: Callable[..., Verdict]
+    inputs: Any = None  # how the plugin builds its inputs (wirecheck.gpu.inputs.FromPhase); None: the test does
+    section: str | None = None  # the report section that shows its verdicts (SECTIONS); None: the checks table only
+    figure: Callable[[dict], str] | None = None  # the section's figure a verdict is about, from its inputs
+
+
 CHECKS: dict[str, Callable[..., Verdict]] = {}
+SPECS: dict[str, CheckSpec] = {}
 
 
-def check(name: str, advice=None):
+def check(name: str, advice=None, *, inputs=None, section: str | None = None,
+          figure: Callable[[dict], str] | None = None):
     """Register `fn(thresholds, **inputs) -> Verdict` under `name`; its verdicts carry the name and inputs.
-    `advice` (advice.Advice): what a failure means and what to do, for a check advice.py does not list."""
+    `advice` (advice.Advice): what a failure means and what to do, for a check advice.py does not list;
+    `inputs`, `section`, `figure`: see CheckSpec."""
+    if section is not None and section not in SECTIONS:
+        raise ValueError(f"check {name!r}: section {section!r}; report sections are {SECTIONS}")
+    if figure is not None and section is None:
+        raise ValueError(f"check {name!r}: a figure is shown in a section; add section=")
 
     def register(fn):
         if name in CHECKS:
@@ -43,6 +72,7 @@ def check(name: str, advice=None):
             return fn(thresholds, **inputs).with_inputs(name, inputs)
 
         CHECKS[name] = run
+        SPECS[name] = CheckSpec(name, run, inputs, section, figure)
         return run
 
     return register

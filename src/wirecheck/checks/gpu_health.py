@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from wirecheck.checks import check
+from wirecheck.checks import SECTION_GPU, check
+from wirecheck.gpu import inputs as gpu_inputs
+from wirecheck.gpu.inputs import FromPhase
+from wirecheck.vocab.work import FIGURES, MEMORY, SUSTAINED
 from wirecheck.core.peer_stats import RULE as PEERS_RULE, below_median
 from wirecheck.core.quantity import DEGREES_C, format_bytes, format_time
 from wirecheck.core.render import FORMATS, cite
@@ -23,8 +26,8 @@ from wirecheck.node.hardware import Hardware
 from wirecheck.node.xid_events import describe as describe_event
 
 SIMULATION = "simulation: no NVML on CPU ranks"
-BITWISE = ("exact: a bf16 GEMM repeated on one H200 gave bitwise-identical results (issue 20's probe, "
-           "research/gpu-health-anchors.md)")
+BITWISE = ("exact: a bf16 GEMM repeated on one H200 gave bitwise-identical results (the GPU health probe, "
+           "scripts/device/gpu_health_probe.py, on a 1x H200 node, 2026-12-01)")
 
 ADVICE = {
     "hbm": "HBM slow: reseat or replace the GPU; compare `nvidia-smi -q -d CLOCK,PERFORMANCE` with its peers "
@@ -89,7 +92,8 @@ def _figure(thresholds, *, figure: str, what: str, advice: str, gpu: int, bus_id
                    rule=made_by or PEERS_RULE, note=note, hint=advice, details={**details, "failed_by": failed})
 
 
-@check("hbm_bandwidth")
+@check("hbm_bandwidth", inputs=FromPhase(FIGURES, gpu_inputs.hbm), section=SECTION_GPU,
+       figure=lambda inputs: f"hbm_{inputs.get('kind')}")
 def hbm_bandwidth(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | None, kind: str,
                   bytes_per_s: float | None, peers: dict, simulated: bool, foreign_processes: list | None = None,
                   error: str | None = None, hardware: dict | None = None) -> Verdict:
@@ -101,7 +105,8 @@ def hbm_bandwidth(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | 
                    hardware=hardware)
 
 
-@check("gemm_throughput")
+@check("gemm_throughput", inputs=FromPhase(FIGURES, gpu_inputs.gemm), section=SECTION_GPU,
+       figure=lambda inputs: f"gemm_{inputs.get('dtype')}")
 def gemm_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | None, dtype: str,
                     flops_per_s: float | None, peers: dict, simulated: bool, foreign_processes: list | None = None,
                     unsupported: str | None = None, error: str | None = None, hardware: dict | None = None) -> Verdict:
@@ -115,7 +120,8 @@ def gemm_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str 
                    hardware=hardware)
 
 
-@check("sustained_throughput")
+@check("sustained_throughput", inputs=FromPhase(SUSTAINED, gpu_inputs.sustained), section=SECTION_GPU,
+       figure=lambda inputs: "sustained_bf16")
 def sustained_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | None,
                          flops_per_s: float | None, windows: dict | None, peers: dict, simulated: bool,
                          foreign_processes: list | None = None, error: str | None = None,
@@ -134,7 +140,7 @@ def sustained_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model:
     return v
 
 
-@check("gemm_matches_reference")
+@check("gemm_matches_reference", section=SECTION_GPU)  # inputs from two phases: the plugin's math_inputs
 def gemm_matches_reference(thresholds, *, gpu: int, bus_id: str | None, phases: dict, error: str | None = None) -> Verdict:
     """Every compared product bit-identical to the reference, in every phase that ran
     (`phases`: {"figures"|"sustained": {"checked", "mismatched_results", "mismatched_elements",
@@ -172,7 +178,7 @@ def gemm_matches_reference(thresholds, *, gpu: int, bus_id: str | None, phases: 
                    measured=measured, source=BITWISE, place=_loc(gpu, bus_id), details={"checked": checked})
 
 
-@check("sustained_clocks")
+@check("sustained_clocks", inputs=FromPhase(SUSTAINED, gpu_inputs.clocks), section=SECTION_GPU)
 def sustained_clocks(thresholds, *, gpu: int, bus_id: str | None, reason_counts: dict, samples: int,
                      violations_ns: dict, simulated: bool, unsupported: str | None = None,
                      error: str | None = None) -> Verdict:
@@ -213,7 +219,7 @@ def sustained_clocks(thresholds, *, gpu: int, bus_id: str | None, reason_counts:
                    place=_loc(gpu, bus_id))
 
 
-@check("sustained_power")
+@check("sustained_power", inputs=FromPhase(SUSTAINED, gpu_inputs.power), section=SECTION_GPU)
 def sustained_power(thresholds, *, gpu: int, bus_id: str | None, peak_w: float | None, limit_w: float | None,
                     default_limit_w: float | None, samples: int, simulated: bool, unsupported: str | None = None,
                     error: str | None = None) -> Verdict:
@@ -239,7 +245,7 @@ def sustained_power(thresholds, *, gpu: int, bus_id: str | None, peak_w: float |
                    details={"peak_w": peak_w, "limit_w": limit_w, "default_limit_w": default_limit_w})
 
 
-@check("sustained_temperature")
+@check("sustained_temperature", inputs=FromPhase(SUSTAINED, gpu_inputs.temperature), section=SECTION_GPU)
 def sustained_temperature(thresholds, *, gpu: int, bus_id: str | None, max_c: float | None, slowdown_c: float | None,
                           samples: int, simulated: bool, unsupported: str | None = None,
                           error: str | None = None) -> Verdict:
@@ -263,7 +269,7 @@ def sustained_temperature(thresholds, *, gpu: int, bus_id: str | None, max_c: fl
                         "the heatsink's contact)", details={"slowdown_c": slowdown_c})
 
 
-@check("memory_pattern")
+@check("memory_pattern", inputs=FromPhase(MEMORY, gpu_inputs.memory), section=SECTION_GPU)
 def memory_pattern(thresholds, *, gpu: int, bus_id: str | None, result: dict | None, simulated: bool,
                    error: str | None = None) -> Verdict:
     """Every pattern read back as written, over at least `memory_pattern.coverage` of the free memory.
@@ -307,7 +313,7 @@ def failing_event(event: dict, allowed: tuple[int, ...]) -> bool:
     return event["kind"] != "ecc_sbe"  # a corrected error is counted by the ECC growth check instead
 
 
-@check("no_xid")
+@check("no_xid", section=SECTION_GPU)
 def no_xid(thresholds, *, events: list, watched: list, unwatched: dict, error: str | None, simulated: bool,
            during: str | None = None) -> Verdict:
     """No critical XID (nor uncorrectable ECC or row-remap failure event) while the suite ran
@@ -352,7 +358,7 @@ def _grew(before: Any, after: Any) -> int | None:
     return after - before
 
 
-@check("ecc_row_remap_growth")
+@check("ecc_row_remap_growth", section=SECTION_GPU)
 def ecc_row_remap_growth(thresholds, *, gpu: int, bus_id: str | None, before: dict, after: dict, seconds: float,
                          simulated: bool) -> Verdict:
     """Volatile ECC errors and remapped rows grew no more than `gpu_health.memory_errors` allows

@@ -35,6 +35,7 @@ from wirecheck.records.file import RecordFileError, RunRecord, read_run
 from wirecheck.records.run import recorded_bases, recorded_thresholds
 from wirecheck.thresholds.file import Thresholds, ThresholdsError, load_thresholds
 from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, WARN, Verdict
+from wirecheck.vocab import records as kinds
 
 
 @dataclass
@@ -59,7 +60,7 @@ def rejudge_run(run: RunRecord, thresholds: Thresholds) -> tuple[list[Verdict], 
 
     A record comes from another node, or a shared folder: it is data, and what it recorded may be
     anything. A verdict whose recorded inputs the check cannot take raises RecordFileError naming
-    the file and the verdict, never a traceback (issue 24)."""
+    the file and the verdict, never a traceback."""
     try:
         recorded = [Verdict.from_record(rec) for rec in run.verdicts]
         workloads = _recorded_workloads(run)
@@ -93,7 +94,7 @@ def _recorded_workloads(run: RunRecord) -> dict[tuple, dict]:
     """(placement, strategy) -> what that strategy trained, from the run's own measurements."""
     found = {}
     for m in run.measurements:
-        if m.get("kind") != "strategy":
+        if m.get("kind") != kinds.STRATEGY:
             continue
         ranks = (m.get("details") or {}).get("ranks") or []
         if ranks and "micro_batch" in ranks[0]:

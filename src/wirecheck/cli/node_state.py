@@ -35,7 +35,6 @@ from wirecheck.records.file import RecordFileError, RunRecord, read_run
 NAME = "node-state"
 
 HEALTHY, UNHEALTHY, UNKNOWN = 0, 1, 2  # node-problem-detector's OK, NonOK, Unknown
-STATES = {HEALTHY: "healthy", UNHEALTHY: "unhealthy", UNKNOWN: "unknown"}
 # Slurm keeps a node's reason in its accounting database as MySQL `tinytext` (slurmdbd's event table):
 # 255 bytes. slurmctld itself takes longer ones, but `sacctmgr show event` would not show them whole.
 SLURM_REASON_MAX = 255

@@ -21,7 +21,6 @@ from wirecheck.plan import table
 from wirecheck.plan.collect import collect, from_record
 from wirecheck.plan.costs import load_unit_costs
 from wirecheck.plan.model import predict
-from wirecheck.records.file import RecordFileError
 from wirecheck.thresholds.file import load_thresholds
 
 NAME = "plan"
@@ -102,7 +101,11 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
              "--profile NAME to plan for a recorded one")
         return codes.BAD_INPUT
     source = f"--profile {args.profile} ({simulate})" if args.profile else collected.source
-    plan = predict(collected.tests, collected.header, thresholds, costs, args.level, source)
+    try:
+        plan = predict(collected.tests, collected.header, thresholds, costs, args.level, source, work=collected.work)
+    except ValueError as exc:  # thresholds that cannot price a sweep: the message names the section
+        _say(str(exc))
+        return codes.BAD_INPUT
     print(json.dumps(table.as_json(plan), indent=1) if args.json else "\n".join(table.text(plan)))
     return codes.OK
 
@@ -112,7 +115,7 @@ def _records(args, thresholds, costs) -> int:
     for path in args.record:
         try:
             collected, end = from_record(path)
-        except (RecordFileError, OSError) as exc:
+        except (ValueError, OSError) as exc:  # RecordFileError, CollectError: ValueErrors naming the file
             _say(str(exc))
             return codes.BAD_INPUT
         if collected.header.get("simulated"):
@@ -122,7 +125,11 @@ def _records(args, thresholds, costs) -> int:
                  "GPU records), so a simulation's wall time says nothing of it: pass a hardware run's record")
             return codes.BAD_INPUT
         level = collected.header.get("level") or DEFAULT_LEVEL
-        plan = predict(collected.tests, collected.header, thresholds, costs, level, path)
+        try:
+            plan = predict(collected.tests, collected.header, thresholds, costs, level, path, work=collected.work)
+        except ValueError as exc:  # thresholds that cannot price a sweep: the message names the section
+            _say(str(exc))
+            return codes.BAD_INPUT
         measured = end.get("wall_s")
         out.append({"record": path, "tests": plan.tests, "level": level, "predicted_s": round(plan.total_s, 1),
                     "measured_s": measured,

@@ -5,7 +5,7 @@ still end in a traceback instead of a message naming the file: an array nested 1
 RecursionError from the scanner) and an integer of more than 4300 digits (ValueError from int()).
 And values nested deeper than any wirecheck file, or integers larger than any float, only make
 later code fail further away. `loads` refuses both at the door, as ValueError with what is wrong;
-the caller adds the file and the line (issue 24).
+the caller adds the file and the line (records may come from other nodes and other users).
 """
 
 from __future__ import annotations

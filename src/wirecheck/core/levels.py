@@ -1,4 +1,4 @@
-"""The run levels: one set of tests, three moments an operator checks a node at (issue 21).
+"""The run levels: one set of tests, three moments an operator checks a node at (docs/levels.md).
 
 - `quick`: before each job (a Slurm prolog, a Kubernetes node-problem check), so seconds: the
   inventory, link state and counters, NCCL's path, one large all_reduce per placement class and

@@ -3,5 +3,5 @@
 multinode`, which runs torchrun on `wirecheck.fleet.multinode`; by hand, `torchrun ... -m
 wirecheck.multinode`).
 
-May import: core, records, node, workers, measure, thresholds, checks, report. Only cli imports it.
+May import: core, vocab, records, node, workers, measure, thresholds, checks, report. Only cli imports it.
 """

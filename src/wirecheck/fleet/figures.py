@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from wirecheck.core.quantity import format_bytes
 from wirecheck.records.file import RunRecord
 from wirecheck.report.gpus import GPU_FIGURES, gpu_points
+from wirecheck.vocab import records as kinds
 
 BUSBW, THROUGHPUT = "busbw", "throughput"
 
@@ -39,16 +40,16 @@ def node_figures(run: RunRecord, floor_size: int) -> dict[str, Figure]:
     for m in run.measurements:
         d = m.get("details") or {}
         kind, where = m.get("kind"), m.get("placement")
-        if kind == "collective" and d.get("busbw") is not None and d.get("requested_bytes") == floor_size:
+        if kind == kinds.COLLECTIVE and d.get("busbw") is not None and d.get("requested_bytes") == floor_size:
             key = f"busbw:{d['op']}:{where}"
             out[key] = Figure(key, f"{d['op']} busbw on {where} at {format_bytes(floor_size)}", BUSBW, "GB/s",
                               d["busbw"] / 1e9)
-        elif kind == "strategy" and m.get("value") is not None and not d.get("error"):
+        elif kind == kinds.STRATEGY and m.get("value") is not None and not d.get("error"):
             key = f"tokens:{d['strategy']}:{where}"
             out[key] = Figure(key, f"{d['strategy']} tokens/s on {where}", THROUGHPUT, "tokens/s", float(m["value"]))
-        elif kind == "network" and m.get("value") is not None:
+        elif kind == kinds.NETWORK and m.get("value") is not None:
             out["line_rate"] = Figure("line_rate", "NIC line rate", BUSBW, "GB/s", float(m["value"]))
-        elif kind == "single_gpu_training" and m.get("value") is not None and not d.get("error"):
+        elif kind == kinds.SINGLE_GPU_TRAINING and m.get("value") is not None and not d.get("error"):
             key = f"tokens:single_gpu:{where}"
             out[key] = Figure(key, f"one GPU alone tokens/s on {where}", THROUGHPUT, "tokens/s", float(m["value"]))
     return out

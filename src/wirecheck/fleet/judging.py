@@ -160,7 +160,7 @@ def _network(run: RunRecord, thresholds: Thresholds) -> NetworkResult:
 def _as_data(path, fn, *args, **kwargs):
     """fn(*args, **kwargs) on what a record holds: records come from the nodes, and one changed or
     damaged so that the judging cannot take a value is a RecordFileError naming the file, not a
-    traceback (issue 24)."""
+    traceback."""
     try:
         return fn(*args, **kwargs)
     except (RecordFileError, ThresholdsError):

@@ -5,7 +5,7 @@
 
 (`wirecheck fleet multinode` builds that command and explains a rendezvous that cannot be reached.)
 Every rank measures all_reduce, all_gather and reduce_scatter over the whole job with the suite's
-own worker function (wirecheck.measure.collectives:measure: warm-up, timed calls, every element checked),
+own worker function (wirecheck.measure.collective_worker:measure: warm-up, timed calls, every element checked),
 then the node pairs of wirecheck.core.pair_schedule on their own process groups. Rank 0 writes the
 record (run header, measurements, verdicts, end; the end line too when SIGTERM, SIGHUP or Ctrl-C stops
 the job, naming the signal, and the rank exits 128+N: records.stop_signals) and judges it with the same check functions as one
@@ -34,6 +34,7 @@ from pathlib import Path
 from wirecheck.core import exit_codes
 from wirecheck.records.run import COMPLETE, ERROR, INTERRUPTED
 from wirecheck.records.stop_signals import EndOnSignal
+from wirecheck.vocab import records as kinds
 
 # Held while rank 0 writes its record, so that the end line a stop signal writes is the last line.
 RECORD_LOCK = threading.Lock()
@@ -101,7 +102,7 @@ def _settings(args, simulated: bool):
             sizes = [int(parse_quantity(s.strip(), "size", "--sizes")) for s in args.sizes.split(",") if s.strip()]
         except QuantityError as exc:
             raise UsageError(str(exc)) from None
-    from wirecheck.measure.collectives import OPS
+    from wirecheck.vocab.ops import OPS
 
     ops = [op.strip() for op in args.ops.split(",") if op.strip()]
     unknown = [op for op in ops if op not in OPS]
@@ -181,7 +182,7 @@ class Job:
     def collective(self, op: str):
         """Measure `op` over the whole job; every rank gets every rank's record. A rank whose measurement
         raises leaves the job (see `run`): its peers' collectives then fail, and rank 0 records that."""
-        from wirecheck.measure.collectives import feasible_sizes
+        from wirecheck.vocab.ops import feasible_sizes
 
         # Sizes too small to give every rank an element (all_gather at 8 B on 16 GPUs) are left out.
         sizes = feasible_sizes(op, self.sizes, self.world)
@@ -264,7 +265,7 @@ class Judge:
     def header(self) -> None:
         import torch
 
-        from wirecheck.node.placement import CLASS_NETWORK
+        from wirecheck.vocab.placements import CLASS_NETWORK
         from wirecheck.records.run import run_header
 
         job = self.job
@@ -305,7 +306,7 @@ class Judge:
         from wirecheck import checks
         from wirecheck.measure import collectives
         from wirecheck.measure.sweep import size_measurement
-        from wirecheck.node.placement import CLASS_NETWORK
+        from wirecheck.vocab.placements import CLASS_NETWORK
         from wirecheck.core.quantity import format_bytes
 
         job, where = self.job, self.placement_id
@@ -338,7 +339,7 @@ class Judge:
         from wirecheck.core.quantity import format_bytes
         from wirecheck.fleet.pairs import OP
         from wirecheck.measure import collectives
-        from wirecheck.node.placement import CLASS_NETWORK
+        from wirecheck.vocab.placements import CLASS_NETWORK
         from wirecheck.records.file import Measurement
 
         job = self.job
@@ -362,7 +363,7 @@ class Judge:
                 print(f"  round {r.shift}  {a:>16} - {b:<16} {pair.busbw / 1e9:9.3f} GB/s  {pair.time_s * 1e6:10.1f} us  "
                       f"#wrong {pair.wrong}", flush=True)
                 self._measurement(Measurement(
-                    "pair", key, f"{OP} busbw {a}-{b} at {format_bytes(pair.bytes)}", pair.busbw / 1e9, "GB/s", {
+                    kinds.PAIR, key, f"{OP} busbw {a}-{b} at {format_bytes(pair.bytes)}", pair.busbw / 1e9, "GB/s", {
                         "a": a, "b": b, "shift": r.shift, "ranks": ranks, "op": OP, "bytes": pair.bytes,
                         "requested_bytes": pair.requested_bytes, "time_s": pair.time_s, "algbw": pair.algbw,
                         "busbw": pair.busbw, "rank_time_s": {x["job_rank"]: x["results"][0]["time_s"] for x in res},

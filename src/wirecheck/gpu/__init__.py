@@ -9,5 +9,5 @@ Parent side (no torch): `load` (the GpuLoad: one worker group over the run's GPU
 calls, the NVML sampler during the sustained call) and `inputs` (each check's plain inputs
 per GPU, and the tables printed with -v).
 
-May import: core, records, node, workers, measure.
+May import: core, vocab, records, node, workers, measure.
 """

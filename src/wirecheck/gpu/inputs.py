@@ -10,12 +10,28 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
-from wirecheck.gpu.load import FIGURES, SUSTAINED, GpuRun, Phase
+from typing import TYPE_CHECKING
+
 from wirecheck.node.gpu_sampling import Sampling
+from wirecheck.vocab.work import FIGURES, SUSTAINED
+
+if TYPE_CHECKING:  # the checks import this module's builders: no worker groups behind them
+    from wirecheck.gpu.load import GpuRun, Phase
 
 SIMULATED_NVML = "simulation: no NVML beside the CPU ranks"
+
+
+@dataclass(frozen=True)
+class FromPhase:
+    """A GPU check's inputs as its declaration names them (`@check(..., inputs=FromPhase(...))`): the
+    GPU load's phase they come from and the builder `(run, phase, gpu, **test's arguments) -> inputs`
+    that picks them out. The plugin builds every GPU check's inputs from this, by the check's name."""
+
+    phase: str
+    build: Callable[..., dict[str, Any]]
 
 
 def _where(run: GpuRun, gpu: int) -> dict[str, Any]:

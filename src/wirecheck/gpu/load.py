@@ -25,7 +25,8 @@ from wirecheck.node.gpu_sampling import LoadSampler, Sampling
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
 
 WORKERS = "wirecheck.gpu.worker"  # the module with the worker functions figures, sustained, memory
-FIGURES, SUSTAINED, MEMORY = "figures", "sustained", "memory"
+# The phases' names are vocabulary (the plan prices them, the record's kinds are named after them).
+from wirecheck.vocab.work import FIGURES, MEMORY, SUSTAINED  # noqa: E402
 PHASES = (FIGURES, SUSTAINED, MEMORY)
 
 

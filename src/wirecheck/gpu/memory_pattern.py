@@ -6,8 +6,8 @@ each word's own address (its index in the whole tested range: a word written to 
 place shows there). Every pattern is written over all chunks first and verified after, so a
 word is read back long after it was written, never from a cache. Mismatches are counted on the
 device per chunk; the first bad byte offset (in the tested range) and the pattern are kept.
-On a lent H200, four patterns over 125.4 GiB took 0.72 s and the address pattern 0.55 s
-(research/gpu-health-anchors.md).
+On a 1x H200 node, four patterns over 125.4 GiB took 0.72 s and the address pattern 0.55 s
+(the GPU health probe, scripts/device/gpu_health_probe.py, 2026-12-01).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Timing a collective on one rank: back-to-back eager calls, or the same calls captured once in a
 CUDA graph and replayed. Worker side only (inside `launcher.WorkerGroup` ranks).
 
-Why two paths: an eager torch.distributed call costs the host ~42-47 us on 2x H200 (issue 13)
+Why two paths: an eager torch.distributed call costs the host ~42-47 us on 2x H200 (docs/measurements.md)
 whatever the size, so below a few MiB the eager loop times the host, not the wire. Replaying captured
 calls launches them all at once (18.8-19.6 us per all_reduce up to 64 KiB there, below nccl-tests'
 own launch floor). At larger sizes the device time hides the launch cost and the graph was the slower

@@ -23,7 +23,6 @@ from typing import Protocol, Sequence
 
 EAGER = "eager"
 GRAPH = "graph"
-PATHS = (EAGER, GRAPH)
 SWEEP_NAMES = ("quick", "full")  # quick: the default run; full: the whole curve
 
 

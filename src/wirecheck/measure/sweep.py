@@ -20,7 +20,9 @@ from wirecheck.measure import collectives
 from wirecheck.measure.collectives import MEASURE_WORKER, SizeResult
 from wirecheck.node.placement import Placement
 from wirecheck.records.file import Measurement, env_switches
+from wirecheck.vocab.ops import feasible_sizes
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
+from wirecheck.vocab import records as kinds
 
 
 @dataclass
@@ -56,7 +58,7 @@ class Recorder(Protocol):
 
 
 def calls_per_size(settings, size: int) -> int:
-    """Collectives one `collectives.measure` call makes at `size`: warm-up, timed, the checked pass,
+    """Collectives one `collective_worker.measure` call makes at `size`: warm-up, timed, the checked pass,
     and, where sizes up to graph_up_to are graph-timed, the captured calls replayed (one warm replay,
     graph_replays timed) and the checked replay."""
     eager = settings.warmup_iters + settings.iters + 1
@@ -82,11 +84,11 @@ def sweep_context(placement: Placement, backend: str, simulated: bool) -> dict:
 def size_measurement(where: str, op: str, result: SizeResult, ranks: list[dict], index: int,
                      context: dict) -> Measurement:
     """One measured size as the record keeps it: busbw in GB/s, the combined result, the NCCL version and
-    every rank's time; `ranks` are the per-rank `collectives.measure` records, `index` the size's place
+    every rank's time; `ranks` are the per-rank `collective_worker.measure` records, `index` the size's place
     in them."""
     details = {"op": op, **context, **asdict(result), "nccl_version": ranks[0].get("nccl_version"),
                "rank_time_s": [r["results"][index]["time_s"] for r in ranks]}
-    return Measurement("collective", where, f"{op} busbw at {format_bytes(result.bytes)}", result.busbw / 1e9, "GB/s",
+    return Measurement(kinds.COLLECTIVE, where, f"{op} busbw at {format_bytes(result.bytes)}", result.busbw / 1e9, "GB/s",
                        details)
 
 
@@ -95,7 +97,7 @@ def size_failure(where: str, op: str, size: int, error: WorkerError, context: di
     failure = error.failure
     details = {"op": op, **context, "bytes": size, "error": str(error),
                "failure": failure.as_dict(message=False) if failure is not None else None}
-    return Measurement("collective", where, f"{op} at {format_bytes(size)}", None, "GB/s", details)
+    return Measurement(kinds.COLLECTIVE, where, f"{op} at {format_bytes(size)}", None, "GB/s", details)
 
 
 def run_sweep(groups: Groups, placement: Placement, op: str, sizes, settings, *, worker: str = MEASURE_WORKER,
@@ -105,7 +107,7 @@ def run_sweep(groups: Groups, placement: Placement, op: str, sizes, settings, *,
     the group is handed back to `groups.failed` and the sweep keeps the error."""
     context = context or {}
     sweep = Sweep(placement, op)
-    for size in collectives.feasible_sizes(op, sizes, placement.n_gpus):
+    for size in feasible_sizes(op, sizes, placement.n_gpus):
         try:
             group = groups.shared(placement)
             ranks = group.run(worker, measure_kwargs(op, size, settings, graphs),

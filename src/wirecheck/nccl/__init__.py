@@ -2,5 +2,5 @@
 (`tests_output`), the two curves side by side (`crosscheck`), and the path NCCL chose, from its
 INFO log (`log`) and the worker that makes it talk (`path`).
 
-May import: core, records, node, workers, measure, thresholds.
+May import: core, vocab, records, node, workers, measure, thresholds.
 """

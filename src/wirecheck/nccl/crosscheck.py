@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from wirecheck.nccl.tests_output import Row, Timing
 
-PARITY_BAND = 0.95  # "within 5 % of nccl-tests or better" (issue 13)
+PARITY_BAND = 0.95  # the suite's curve within 5 % of nccl-tests or better: parity with the reference tool
 
 
 def _timing_dict(t: Timing | None) -> dict[str, Any] | None:

@@ -39,13 +39,14 @@ def probe(ctx: RankContext, ops: list[str], sizes: list[int]) -> dict[str, Any]:
     """Worker function: each op once at each size (no timing, no check), then this rank's NCCL log."""
     import torch
 
-    from wirecheck.measure import collectives
+    from wirecheck.measure import collective_worker
+    from wirecheck.vocab.ops import feasible_sizes
 
     for op in ops:
         # The smallest sizes of a sweep may be too small for a chunked op on these ranks.
-        feasible = collectives.feasible_sizes(op, sizes, ctx.world_size)
+        feasible = feasible_sizes(op, sizes, ctx.world_size)
         if feasible:
-            collectives.measure(ctx, op, feasible, warmup_iters=0, iters=1, check=False)
+            collective_worker.measure(ctx, op, feasible, warmup_iters=0, iters=1, check=False)
     if ctx.device.type == "cuda":
         torch.cuda.synchronize(ctx.device)
     template = os.environ.get("NCCL_DEBUG_FILE")

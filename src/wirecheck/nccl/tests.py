@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from wirecheck.core import exit_codes
-from wirecheck.measure import collectives
 from wirecheck.nccl import crosscheck
 from wirecheck.node import visible
 from wirecheck.measure.curve import SWEEP_NAMES, SweepSpec, parse_sweep
@@ -38,27 +37,24 @@ from wirecheck.core.harness import HarnessFault
 from wirecheck.records.run import COMPLETE, RunWriter, cannot_write, fault_lines
 from wirecheck.core.safefs import UnsafePath, is_root, make_dirs, path_problem, umask, write_atomically
 from wirecheck.thresholds.file import CollectiveSettings
+from wirecheck.vocab import ops as vocab
+from wirecheck.vocab import records as kinds
 
-# The binary for each op (nccl-tests names all_to_all "alltoall").
-BINARIES = {
-    "all_reduce": "all_reduce_perf",
-    "all_gather": "all_gather_perf",
-    "reduce_scatter": "reduce_scatter_perf",
-    "broadcast": "broadcast_perf",
-    "all_to_all": "alltoall_perf",
-}
 DEFAULT_OPS = ("all_reduce", "all_gather", "reduce_scatter")
 
 
 def compared_column(op: str) -> str:
     """torch's all_reduce and broadcast work in place: compare with nccl-tests' in-place column."""
-    return "in_place" if collectives.get(op).in_place else "out_of_place"
+    return "in_place" if vocab.get(op).in_place else "out_of_place"
 
 
 def binary_argv(build_dir: Path, op: str, spec: SweepSpec, n_gpus: int, warmup_iters: int, iters: int) -> list[str]:
-    """One process driving n GPUs (-g), float sums, one checked iteration per size (-c 1)."""
-    return [str(build_dir / BINARIES[op]), *spec.nccl_tests_args(), "-g", str(n_gpus),
-            "-w", str(warmup_iters), "-n", str(iters), "-c", "1", "-d", "float"]
+    """One process driving n GPUs (-g), the suite's data type and reduction (the op's first, -o), one
+    checked iteration per size (-c 1)."""
+    row = vocab.get(op)
+    reduction = ["-o", row.reduction] if row.reduction else []
+    return [str(build_dir / row.binary), *spec.nccl_tests_args(), "-g", str(n_gpus),
+            "-w", str(warmup_iters), "-n", str(iters), "-c", "1", "-d", vocab.NCCL_TESTS_DTYPE[vocab.DTYPE], *reduction]
 
 
 def binary_env(placement: Placement, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -161,7 +157,7 @@ def run_nccl_tests(build_dir: Path, placement: Placement, ops: Sequence[str], sp
         if not runs or failed or not runs[-1].ok:
             tail = "\n".join((text + "\n" + stderr).strip().splitlines()[-8:]) or (
                 "it printed nothing: is it nccl-tests' binary? rebuild nccl-tests in --build-dir")
-            outcome.errors.append(f"nccl-tests {BINARIES[op]} on {placement.id} ({status}): {tail}")
+            outcome.errors.append(f"nccl-tests {vocab.get(op).binary} on {placement.id} ({status}): {tail}")
         if runs:
             outcome.runs[op] = runs[-1]
 
@@ -180,14 +176,14 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
                           binary_timeout_s: float = 300, raw_dir: Path | None = None,
                           echo: Callable[[str], None] = print) -> int:
     """Measure, run, print and record every placement; the exit status (0 all ran and were right, 1 not)."""
-    missing = [BINARIES[op] for op in ops if not os.access(build_dir / BINARIES[op], os.X_OK)]
+    missing = [vocab.get(op).binary for op in ops if not os.access(build_dir / vocab.get(op).binary, os.X_OK)]
     if missing:
         echo(f"wirecheck nccl-tests: {build_dir} has no executable {', '.join(missing)}; build nccl-tests there "
              "(make -C nccl-tests NCCL_HOME=... ) or pass its build directory")
         return exit_codes.BAD_INPUT
     if is_root():  # root runs these binaries: another user who can change them chooses what root runs
         for op in ops:
-            problem = path_problem(build_dir / BINARIES[op])
+            problem = path_problem(build_dir / vocab.get(op).binary)
             if problem:
                 echo(f"wirecheck nccl-tests: running as root, and {problem}, who could choose what root runs; build "
                      "nccl-tests in a folder only root can write and pass that")
@@ -210,7 +206,7 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
                             "suite_nccl": outcome.suite_nccl}
                 for rec in recs:
                     records.measurement(Measurement(
-                        "nccl_tests", placement.id, f"{op} busbw at {rec['bytes']} B, suite / nccl-tests",
+                        kinds.NCCL_TESTS, placement.id, f"{op} busbw at {rec['bytes']} B, suite / nccl-tests",
                         rec["busbw_ratio"], "x", {**rec, **versions}))
                 title = (f"{op} on {placement.id} ({placement.n_gpus} GPUs): wirecheck vs nccl-tests "
                          f"{versions['nccl_tests_version'] or '?'} ({compared_column(op).replace('_', '-')} column)")
@@ -263,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--sizes", default="quick", metavar="quick|full|FROM:TO:STEP",
                         help="a sweep of thresholds.yaml (default quick) or e.g. 8B:1GiB:2")
     parser.add_argument("--ops", default=",".join(DEFAULT_OPS), help=f"comma-separated (default {','.join(DEFAULT_OPS)}; "
-                        f"known: {','.join(BINARIES)})")
+                        f"known: {','.join(vocab.OPS)})")
     parser.add_argument("--thresholds", type=Path, help="thresholds file for iterations and timeouts (default: the suite's)")
     parser.add_argument("--out", type=Path, help="JSON-lines record file (default .wirecheck/nccl-tests-<UTC>-<host>-<pid>.jsonl, a new file)")
     parser.add_argument("--raw-dir", type=Path, help="also keep each binary's stdout there")
@@ -279,9 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     ops = [op.strip() for op in args.ops.split(",") if op.strip()]
     try:
-        unknown = [op for op in ops if op not in BINARIES]
+        unknown = [op for op in ops if op not in vocab.OPS]
         if unknown or not ops:
-            raise ValueError(f"--ops {args.ops}: unknown {', '.join(unknown) or 'none given'}; known: {', '.join(BINARIES)}")
+            raise ValueError(f"--ops {args.ops}: unknown {', '.join(unknown) or 'none given'}; known: {', '.join(vocab.OPS)}")
         thresholds = load_thresholds(args.thresholds or suite_paths().thresholds)
         settings = thresholds.collective_settings(simulated=False)
         spec = _sweep(settings, args.sizes)

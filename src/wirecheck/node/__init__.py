@@ -6,5 +6,5 @@ CUDA_VISIBLE_DEVICES), the GPU subsets to test (`placement`), its network (`netw
 link error counters read over a run (`health`), and NVML beside a GPU load (`gpu_sampling`), the
 XID events of a run (`xid_events`) and memory-error counters as plain data (`memory_errors`).
 
-May import: core. Reads NVML and /sys only; never CUDA, never torch.
+May import: core, vocab (the placement classes). Reads NVML and /sys only; never CUDA, never torch.
 """

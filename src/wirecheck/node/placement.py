@@ -14,52 +14,15 @@ from typing import Callable, Iterable, Mapping
 
 from wirecheck.node.topology import BRIDGED, NVSWITCH, PCIE, Topology
 
-# Placement classes. The threshold tables are keyed by these names.
-CLASS_NVSWITCH = "nvswitch"
-CLASS_NVL_PAIR = "nvl_pair"
-CLASS_NVL_QUAD = "nvl_quad"
-CLASS_NVL_GROUP = "nvl_group"  # a bridged group that is neither a pair nor a quad
-CLASS_CROSS_QUAD = "cross_quad"
-CLASS_PCIE = "pcie"
-CLASS_FORCED_PCIE = "forced_pcie"
-CLASS_SINGLE = "single"
-CLASS_PAIR = "pair"  # per-pair link checks, one per NVLink-connected pair
-CLASS_NETWORK = "network"  # GPUs of several nodes (wirecheck.fleet.multinode): traffic crosses the NICs
-
-
-# Extra worker environment of forced_pcie: the same GPUs with NCCL's peer-to-peer transport off,
-# so traffic goes through host memory. Only the wire changes, which is what the wire check compares.
-FORCED_PCIE_ENV = {"NCCL_P2P_DISABLE": "1"}
-
-# What a class's subsets are taken from, in the order placements are listed: each GPU; each
-# NVLink group of a bridged node (group by group, the classes of one group together); the node.
-SCOPE_GPU, SCOPE_GROUP, SCOPE_NODE = "gpu", "group", "node"
-SCOPES = (SCOPE_GPU, SCOPE_GROUP, SCOPE_NODE)
+# The classes themselves are data (wirecheck.vocab.placements); this module finds their subsets.
+from wirecheck.vocab.placements import (  # noqa: E402,F401  the names node code and tests read here
+    CLASS_BY_NAME, CLASS_CROSS_QUAD, CLASS_FORCED_PCIE, CLASS_NETWORK, CLASS_NVL_GROUP, CLASS_NVL_PAIR, CLASS_NVL_QUAD,
+    CLASS_NVSWITCH, CLASS_PAIR, CLASS_PCIE, CLASS_SINGLE, CLASS_TABLE, CLASSES, COLLECTIVE_CLASSES, FORCED_PCIE_ENV,
+    NVLINK_CLASSES, SCOPE_GPU, SCOPE_GROUP, SCOPE_NODE, SCOPES, TRAINING_CLASSES, PlacementClass,
+)
 
 # (topology, GPU indices of one scope unit) -> the GPU subsets of the class found there.
 Subsets = Callable[[Topology, tuple[int, ...]], Iterable[tuple[int, ...]]]
-
-
-@dataclass(frozen=True)
-class PlacementClass:
-    """One placement class, defined once: enumeration, ids, tests, thresholds and docs look it up
-    here. A new class is one row of CLASS_TABLE (its floor sections in thresholds.yaml are data:
-    the loader names any that are missing)."""
-
-    name: str
-    description: str
-    collectives: bool  # the collective sweep and its checks run on it
-    training: bool  # the training strategies run on it
-    scope: str = SCOPE_NODE
-    # None: never enumerated from one node's topology (network: wirecheck.fleet.multinode)
-    subsets: Subsets | None = None
-    nvlink: bool = False  # NCCL may use NVLink between every pair of the subset
-    env: Mapping[str, str] = field(default_factory=dict)  # extra worker environment
-    counted_id: bool = True  # ids read CLASS-NgpuGPU-INDICES; False: CLASS-INDICES (pair-0.1)
-
-    def __post_init__(self):
-        if self.scope not in SCOPES:
-            raise ValueError(f"placement class {self.name}: scope {self.scope!r}; expected one of {SCOPES}")
 
 
 def _sizes(total: int) -> list[int]:
@@ -141,37 +104,23 @@ def _first_nvlink_pair(topo: Topology, gpus: tuple[int, ...]) -> list[tuple[int,
     return _nvlink_pairs(topo, gpus)[:1]
 
 
-# Placement classes, in the order the threshold tables and the docs list them. The threshold
-# tables are keyed by these names; placements are listed scope by scope (SCOPES), table order within.
-CLASS_TABLE = (
-    PlacementClass(CLASS_NVSWITCH, "NVSwitch node: any subset is equivalent, one per size", True, True,
-                   subsets=_one_per_size_on(NVSWITCH), nvlink=True),
-    PlacementClass(CLASS_NVL_PAIR, "two GPUs inside one bridged NVLink group", True, True,
-                   scope=SCOPE_GROUP, subsets=_pairs_in_group, nvlink=True),
-    PlacementClass(CLASS_NVL_QUAD, "a whole 4-GPU bridged group", True, True,
-                   scope=SCOPE_GROUP, subsets=_group_of_four, nvlink=True),
-    PlacementClass(CLASS_NVL_GROUP, "a bridged group of another size", True, True,
-                   scope=SCOPE_GROUP, subsets=_group_of_other_size, nvlink=True),
-    PlacementClass(CLASS_CROSS_QUAD, "GPUs spread over bridged groups: traffic crosses PCIe", True, True,
-                   subsets=_across_groups),
-    PlacementClass(CLASS_PCIE, "no NVLink at all", True, True, subsets=_one_per_size_on(PCIE)),
-    # The wire check: the first NVLink pair again with NCCL's P2P path off.
-    PlacementClass(CLASS_FORCED_PCIE, "NVLink GPUs with NCCL's peer-to-peer path off: only the wire changes", True, True,
-                   subsets=_first_nvlink_pair, env=FORCED_PCIE_ENV),
-    PlacementClass(CLASS_SINGLE, "one GPU", False, False, scope=SCOPE_GPU, subsets=_the_gpu),
-    PlacementClass(CLASS_PAIR, "every NVLink-connected pair, for per-link checks", False, False,
-                   subsets=_nvlink_pairs, nvlink=True, counted_id=False),
-    # Never enumerated from one node's topology: wirecheck.fleet.multinode runs it across nodes through
-    # torchrun, and its verdicts use the same busbw/correctness checks under this class name.
-    PlacementClass(CLASS_NETWORK, "GPUs of several nodes: traffic crosses the nodes' NICs", False, False),
-)
-CLASS_BY_NAME: Mapping[str, PlacementClass] = MappingProxyType({c.name: c for c in CLASS_TABLE})
-CLASSES = tuple(CLASS_BY_NAME)
-NODE_CLASSES = tuple(c.name for c in CLASS_TABLE if c.subsets is not None)  # what a test on one node can ask for
-COLLECTIVE_CLASSES = tuple(c.name for c in CLASS_TABLE if c.collectives)
-TRAINING_CLASSES = tuple(c.name for c in CLASS_TABLE if c.training)
-# Classes where NCCL may use NVLink between every pair of the subset.
-NVLINK_CLASSES = tuple(c.name for c in CLASS_TABLE if c.nvlink)
+# How each class's subsets are found on one node's topology, by class name. A class of the vocabulary
+# without a rule is never enumerated from one node (network: wirecheck.fleet.multinode).
+SUBSETS: Mapping[str, Subsets] = MappingProxyType({
+    CLASS_NVSWITCH: _one_per_size_on(NVSWITCH),
+    CLASS_NVL_PAIR: _pairs_in_group,
+    CLASS_NVL_QUAD: _group_of_four,
+    CLASS_NVL_GROUP: _group_of_other_size,
+    CLASS_CROSS_QUAD: _across_groups,
+    CLASS_PCIE: _one_per_size_on(PCIE),
+    CLASS_FORCED_PCIE: _first_nvlink_pair,
+    CLASS_SINGLE: _the_gpu,
+    CLASS_PAIR: _nvlink_pairs,
+})
+_UNKNOWN = [name for name in SUBSETS if name not in CLASS_BY_NAME]
+if _UNKNOWN:
+    raise ImportError(f"subsets rules for {_UNKNOWN}: not placement classes of wirecheck.vocab.placements")
+NODE_CLASSES = tuple(c.name for c in CLASS_TABLE if c.name in SUBSETS)  # what a test on one node can ask for
 
 
 @dataclass(frozen=True)
@@ -220,8 +169,8 @@ def enumerate_placements(topo: Topology) -> list[Placement]:
     for scope in SCOPES:
         for unit in units[scope]:
             for c in CLASS_TABLE:
-                if c.scope == scope and c.subsets is not None:
-                    out += [Placement(c.name, tuple(subset), dict(c.env)) for subset in c.subsets(topo, unit)]
+                if c.scope == scope and c.name in SUBSETS:
+                    out += [Placement(c.name, tuple(subset), dict(c.env)) for subset in SUBSETS[c.name](topo, unit)]
     return out
 
 

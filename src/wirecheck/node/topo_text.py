@@ -27,7 +27,7 @@ DEFAULT_SIMULATION = "h200-nvl-8"
 
 _ANSI = re.compile(r"(?:\x1b|\ufffd)?\[[0-9;]*m")
 # At most 4 digits: no node has 10000 GPUs or a pair 10000 links, and a longer number (recorded text
-# is data from elsewhere) is then an unknown code with its line, not a 5000-digit int() (issue 24).
+# is data from elsewhere) is then an unknown code with its line, not a 5000-digit int() (the file may come from another machine).
 _GPU_LABEL = re.compile(r"GPU(\d{1,4})")
 _NIC_LABEL = re.compile(r"NIC(\d{1,4})")
 _NV_CELL = re.compile(r"NV(\d{1,4})")
@@ -304,7 +304,7 @@ def recorded_names(search_dir: Path) -> list[str]:
 
 def _load_file(path: Path) -> Topology:
     """A recorded topology file, read as data: whatever it holds (it may come from another node or an
-    issue), a ValueError naming the file, never a traceback (issue 24)."""
+    issue), a ValueError naming the file, never a traceback."""
     text = path.read_text(encoding="utf-8", errors="replace")
     if path.suffix == ".json":
         try:

@@ -10,6 +10,6 @@
   (test function x placement class x GPU count);
 - `table`: the plan as text and as JSON.
 
-May import: core, records, node, measure and training tables, thresholds. Never torch, never pytest
+May import: core, vocab, records, node, measure (the sweep's calls per size), thresholds. Never torch, never pytest
 (the suite is collected by a pytest subprocess).
 """

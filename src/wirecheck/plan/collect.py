@@ -10,6 +10,7 @@ matrix. A simulated collection holds the same tests as the hardware run of that 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -18,8 +19,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL
 from wirecheck.core.paths import suite_paths
-from wirecheck.plan.header_probe import HEADER_FILE_ENV
+from wirecheck.plan.header_probe import HEADER_FILE_ENV, WORK_FILE_ENV
 from wirecheck.records.file import read_run
 
 COLLECT_TIMEOUT_S = 300.0
@@ -30,6 +32,7 @@ class Collected:
     tests: tuple[str, ...]  # test ids in run order
     header: dict  # the record's run line: placements, gpus, fabric, matrix, level
     source: str  # what was collected: "--simulate NAME", "this node", or a record's path
+    work: dict  # test function -> what it declared it costs: {"work": [kinds], "opt_in": why} (its work marker)
 
     @property
     def placements(self) -> list[dict]:
@@ -57,12 +60,12 @@ def collect(level: str, simulate: str | None = None, extra: list[str] | None = N
             timeout_s: float = COLLECT_TIMEOUT_S) -> Collected:
     """The suite's tests at `level` on `simulate` (a recorded topology), or on this node's GPUs."""
     with tempfile.TemporaryDirectory(prefix="wirecheck-plan-") as folder:
-        header_file = Path(folder) / "header.json"
+        header_file, work_file = Path(folder) / "header.json", Path(folder) / "work.json"
         cmd = pytest_command(level, simulate, ["-p", "wirecheck.plan.header_probe",
                                                f"--wirecheck-json={Path(folder) / 'collected.jsonl'}", *(extra or [])])
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
-                                  env={**os.environ, HEADER_FILE_ENV: str(header_file)})
+                                  env={**os.environ, HEADER_FILE_ENV: str(header_file), WORK_FILE_ENV: str(work_file)})
         except subprocess.TimeoutExpired:
             raise CollectError(f"collecting the suite took over {timeout_s:.0f} s: {' '.join(cmd)}") from None
         tests = _test_ids(done.stdout)
@@ -74,9 +77,11 @@ def collect(level: str, simulate: str | None = None, extra: list[str] | None = N
             raise CollectError(f"collecting the suite failed (pytest exit {done.returncode}):\n  " + "\n  ".join(said))
         try:
             header = json.loads(header_file.read_text(encoding="utf-8"))
+            work = json.loads(work_file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise CollectError(f"collecting the suite gave no run header ({exc}): {' '.join(cmd)}") from None
-    return Collected(tests, header, f"--simulate {simulate}" if simulate else "this node")
+            raise CollectError(f"collecting the suite gave no run header or work declarations ({exc}): "
+                               f"{' '.join(cmd)}") from None
+    return Collected(tests, header, f"--simulate {simulate}" if simulate else "this node", work)
 
 
 def _test_ids(stdout: str) -> tuple[str, ...]:
@@ -91,8 +96,21 @@ def _test_ids(stdout: str) -> tuple[str, ...]:
     return tuple(ids)
 
 
+# What the suite's tests declare does not depend on the node: a record's tests are priced with the
+# declarations of the suite collected on this recorded topology, at the record's level.
+DECLARATIONS_TOPOLOGY = "h100-sxm-8-nics"
+
+
+@functools.lru_cache(maxsize=None)
+def suite_work(level: str) -> dict:
+    """What each test function of the suite declares it costs at `level` (one collection per level)."""
+    extra = ["--duration", "1h"] if level == BURN_IN else []
+    return collect(level, DECLARATIONS_TOPOLOGY, extra).work
+
+
 def from_record(path: str | Path) -> tuple[Collected, dict]:
-    """The tests a recorded run judged, in its order, and its end line (None's place: {})."""
+    """The tests a recorded run judged, in its order, with the suite's declarations of what they cost,
+    and its end line (None's place: {})."""
     run = read_run(path)
     tests, seen = [], set()
     for verdict in run.verdicts:
@@ -100,4 +118,5 @@ def from_record(path: str | Path) -> tuple[Collected, dict]:
         if test and test not in seen:
             seen.add(test)
             tests.append(test)
-    return Collected(tuple(tests), run.run, str(path)), run.end or {}
+    level = run.run.get("level") or DEFAULT_LEVEL
+    return Collected(tuple(tests), run.run, str(path), suite_work(level)), run.end or {}

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Mapping
 
 from wirecheck.core.paths import suite_paths
-from wirecheck.measure.collectives import OPS
-from wirecheck.node.placement import CLASSES
+from wirecheck.vocab.ops import OPS
+from wirecheck.vocab.placements import CLASSES
 from wirecheck.thresholds.yaml_reader import _At, _read_yaml
-from wirecheck.training.strategies import NAMES
+from wirecheck.vocab.strategies import NAMES
 
 NVLINK, HOST_PATH = "nvlink", "host_path"  # the wire a strategy run's figure was taken on
 FIX = "make the file again: .venv/bin/python scripts/unit_costs.py --write"

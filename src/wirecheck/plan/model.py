@@ -25,71 +25,22 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from wirecheck.core.levels import thresholds_key
-from wirecheck.measure.collectives import OPS, busbw_factor, feasible_sizes
 from wirecheck.measure.sweep import calls_per_size
-from wirecheck.node.placement import CLASS_BY_NAME, CLASS_PAIR, Placement, nvlink_twin
+from wirecheck.node.placement import Placement, nvlink_twin
 from wirecheck.plan.costs import HOST_PATH, NVLINK, UnitCosts
-from wirecheck.training.strategies import NAMES, REFERENCE
+from wirecheck.vocab.strategies import NAMES, REFERENCE
+from wirecheck.vocab.ops import OPS, busbw_factor, feasible_sizes
+from wirecheck.vocab.placements import CLASS_BY_NAME, CLASS_PAIR
+from wirecheck.vocab.work import (ALL_RUNS, BENCHMARK, BURN_IN_LOOP, COPIES, FIGURES, FLOOR_SWEEP, INNER_PAIR_SWEEP,
+                                  PAIR_SWEEPS, PROBE, REFERENCE_RUN, RUN, SINGLE_GPU_RUN, SUSTAINED, SWEEP, TWIN_ALL_RUNS,
+                                  TWIN_RUN, TWIN_SWEEP)
 
-# What each test function makes first when it is the first to need it (an unknown test: its own
-# share only). One row per test of tests/; a self-test holds the table to the suite.
-SWEEP, FLOOR_SWEEP, BENCHMARK, TWIN_SWEEP, PAIR_SWEEPS, INNER_PAIR_SWEEP = (
-    "sweep", "floor sweep", "benchmark", "twin sweep", "pair sweeps", "inner pair sweep")
-PROBE, COPIES, RUN, REFERENCE_RUN, ALL_RUNS, TWIN_RUN, TWIN_ALL_RUNS, SINGLE_GPU_RUN = (
-    "probe", "copies", "run", "reference run", "all runs", "twin run", "twin all runs", "single-GPU run")
-FIGURES, SUSTAINED, MEMORY = "figures", "sustained", "memory"  # the GPU load's phases (wirecheck.gpu.load)
-BURN_IN_LOOP = "burn-in loop"  # the burn-in's rounds (wirecheck.burnin), made once for tests/test_burn_in.py
-WORK = {
-    "test_result_correct": (SWEEP,),
-    "test_small_message_latency": (SWEEP,),
-    "test_half_peak_size": (SWEEP,),
-    "test_busbw": (SWEEP, BENCHMARK),
-    "test_large_all_reduce_correct": (FLOOR_SWEEP,),
-    "test_large_all_reduce_busbw": (FLOOR_SWEEP,),
-    "test_nvlink_worth_it": (SWEEP, TWIN_SWEEP),
-    "test_pair_busbw": (SWEEP,),
-    "test_pair_vs_median": (PAIR_SWEEPS, SWEEP),
-    "test_quad_beats_pair": (SWEEP, INNER_PAIR_SWEEP),
-    "test_nccl_path": (PROBE,),
-    "test_host_copy": (COPIES,),
-    "test_peer_copy": (COPIES,),
-    "test_pcie_link_under_load": (COPIES,),
-    "test_single_gpu_training": (SINGLE_GPU_RUN,),
-    "test_steps_complete": (RUN,),
-    "test_losses_agree": (RUN, REFERENCE_RUN),
-    "test_model_state_matches_model": (RUN,),
-    "test_staircase": (ALL_RUNS,),
-    "test_peak_memory": (RUN,),
-    "test_throughput": (RUN,),
-    "test_slow_wire_costs": (TWIN_RUN, RUN),
-    "test_dial_flattens": (TWIN_ALL_RUNS, ALL_RUNS),
-    "test_capacity": (),  # opt-in (-m capacity): skipped in a plain run (OPT_IN)
-    "test_hbm_bandwidth": (FIGURES,),
-    "test_gemm_throughput": (FIGURES,),
-    "test_sustained_load_throughput": (SUSTAINED,),
-    "test_sustained_load_clocks": (SUSTAINED,),
-    "test_sustained_load_power": (SUSTAINED,),
-    "test_sustained_load_temperature": (SUSTAINED,),
-    "test_gemm_matches_reference": (FIGURES,),
-    "test_memory_pattern": (MEMORY,),
-    **{name: (BURN_IN_LOOP,) for name in (
-        "test_burn_in_without_hard_fault", "test_burn_in_sustained_throughput", "test_burn_in_throughput_drift",
-        "test_burn_in_clocks", "test_burn_in_power", "test_burn_in_temperature", "test_burn_in_memory_pattern",
-        "test_burn_in_busbw", "test_burn_in_busbw_spread")},
-}
-OPT_IN = {"test_capacity": "skipped unless selected with -m capacity"}
+# What each test makes first when it is the first to need it is the test's own declaration
+# (`@pytest.mark.work(...)`, wirecheck.vocab.work), read when the suite is collected (plan/collect.py):
+# {test function: {"work": (kinds...), "opt_in": why or None}}; a function without one is unknown.
+
 # The id a test gets where the topology has no placement of its classes (fixtures/placements.py): it skips.
 NO_PLACEMENT = "none"
-# Tests that read NVML, sysfs or the topology only: pytest's per-test share and nothing else.
-NO_WORKERS = {
-    "test_gpus_visible", "test_gpu_count", "test_gpu_model", "test_fabric_matches_profile", "test_pcie_width",
-    "test_pcie_generation", "test_ecc_uncorrected", "test_row_remapping", "test_persistence_mode", "test_fabric_manager",
-    "test_no_foreign_processes", "test_groups_are_full_meshes", "test_nvlinks_per_gpu", "test_nvlink_speed_uniform",
-    "test_peer_access_over_nvlink", "test_nic_ports_up", "test_nic_rate", "test_nic_count", "test_gpu_nearest_nic",
-    "test_error_counters_did_not_grow", "test_no_xid_during_run", "test_ecc_and_row_remap_growth",
-    "test_figures_against_history",  # reads record files only
-}
-
 # Kinds of work, for each group's line and the summary by kind.
 K_TEST, K_START, K_SIZE, K_ROUND, K_PROBE, K_COPY, K_RUN, K_GPU, K_BURN = (
     "pytest's share", "worker group starts", "collective sizes", "benchmark rounds", "NCCL path probes",
@@ -195,6 +146,7 @@ class _Walk:
         self.th, self.costs, self.placements, self.level, self.sweep_name = thresholds, costs, placements, level, sweep
         self.settings = thresholds.collective_settings(False)
         self.header = header
+        self.strategies = NAMES  # every strategy the run holds (predict: those its tests name)
         self.matrix = header.get("matrix") or []
         self.pool: str | None = None  # the placement id the shared worker group is on
         self.gpu_module: str | None = None  # the module whose GPU load group is up
@@ -225,7 +177,20 @@ class _Walk:
         per_link = self.costs.busbw_per_nvlink.get(op)
         if p.nvlink and per_link and p.n_gpus > 1:
             return min(self._nv(a, b) for a in p.gpus for b in p.gpus if a != b) * per_link
-        return self.th.slowest_busbw_floor(op, False).min
+        return self._slowest_floor(op)
+
+    def _slowest_floor(self, op: str) -> float:
+        """The slowest floor the thresholds give `op`; for an op with no floor anywhere yet (a new row
+        whose floors are still to be measured), the slowest floor of any op: the slowest wire the file
+        admits."""
+        own = self.th.slowest_busbw_floor(op, False)
+        if own is not None:
+            return own.min
+        floors = [lim.min for other in OPS if (lim := self.th.slowest_busbw_floor(other, False)) is not None]
+        if not floors:
+            raise ValueError("the thresholds hold no busbw floor for any collective (collectives.floors): "
+                             "the plan prices a sweep by one; add the floors of at least one op")
+        return min(floors)
 
     def wire_s(self, p: Placement, op: str, size: int, calls: int) -> float:
         return calls * size * busbw_factor(op, p.n_gpus) / self.busbw(p, op)
@@ -320,11 +285,11 @@ class _Walk:
     def twin(self, p: Placement) -> Placement | None:
         return nvlink_twin(self.placements, p) if p is not None else None
 
-    def test(self, t: ParsedTest) -> None:
+    def test(self, t: ParsedTest, kinds: tuple[str, ...]) -> None:
         p = t.placement
         op = next((x for x in t.params if x in OPS), "all_reduce")
         strategy = next((x for x in t.params if x in NAMES), REFERENCE)
-        for work in WORK.get(t.function, ()):
+        for work in kinds:
             if work in (SWEEP, FLOOR_SWEEP):
                 self.sweep(p, op, floor_only=work == FLOOR_SWEEP)
             elif work == BENCHMARK:
@@ -348,7 +313,7 @@ class _Walk:
             elif work == REFERENCE_RUN:
                 self.run(p, REFERENCE)
             elif work in (ALL_RUNS, TWIN_ALL_RUNS):
-                for s in NAMES:
+                for s in self.strategies:
                     self.run(p if work == ALL_RUNS else self.twin(p), s)
             elif work == TWIN_RUN:
                 self.run(self.twin(p), strategy)
@@ -370,14 +335,20 @@ def _placements(header: dict) -> list[Placement]:
 
 
 def predict(tests, header: dict, thresholds, costs: UnitCosts, level: str, source: str = "",
-            sweep: str = "quick") -> Plan:
+            sweep: str = "quick", *, work) -> Plan:
     """The plan of a run of `tests` (ids in run order) on the node `header` describes (a record's run
-    line: placements, link matrix) at `level`, priced with `costs` and the thresholds' run settings."""
+    line: placements, link matrix) at `level`, priced with `costs` and the thresholds' run settings.
+    `work`: what each test function declared ({function: {"work": kinds, "opt_in": why}}, from
+    plan.collect); a function it lacks is priced at pytest's share and listed as unknown."""
     placements = _placements(header)
     walk = _Walk(thresholds, costs, placements, header, level, sweep)
     by_id = {p.id: p for p in placements}
-    groups: dict[tuple, Group] = {}
     tests = list(tests)
+    # A test that runs every strategy runs those of the run's own (a record made before a strategy was
+    # added ran one fewer): the strategies its tests name, in table order.
+    named = {x for nodeid in tests for x in parse_test(nodeid, by_id).params if x in NAMES}
+    walk.strategies = tuple(s for s in NAMES if s in named) or NAMES
+    groups: dict[tuple, Group] = {}
     for nodeid in tests:
         t = parse_test(nodeid, by_id)
         p = t.placement
@@ -385,7 +356,7 @@ def predict(tests, header: dict, thresholds, costs: UnitCosts, level: str, sourc
         group = groups.get(key)
         if group is None:
             group = groups[key] = Group(t.module, t.function, *key[2:],
-                                        known=t.function in WORK or t.function in NO_WORKERS)
+                                        known=t.function in work)
         group.tests += 1
         if p is not None:
             group.placements.add(p.id)
@@ -393,11 +364,12 @@ def predict(tests, header: dict, thresholds, costs: UnitCosts, level: str, sourc
             group.params.setdefault(_param_kind(value), set()).add(value)
         walk.group = group
         group.add(K_TEST, costs.per_test_s)
-        if t.function in OPT_IN:
-            group.skips = OPT_IN[t.function]
+        declared = work.get(t.function) or {}
+        if declared.get("opt_in"):
+            group.skips = declared["opt_in"]
         elif p is None and t.params == (NO_PLACEMENT,):
             group.skips = "skipped: no placement of its classes on this topology"
         else:
-            walk.test(t)
+            walk.test(t, tuple(declared.get("work") or ()))
     return Plan(level, source, header, len(tests), list(groups.values()), costs.session_start_s + costs.session_end_s,
                 costs)

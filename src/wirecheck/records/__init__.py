@@ -5,5 +5,5 @@ signal writes where pytest does not (`stop_signals`: the multi-node job's ranks)
 with the key that judges each and the GPU or placement it belongs to, and a folder's history of them
 (`figures`: what `wirecheck calibrate` and the history check read).
 
-May import: core.
+May import: core, vocab (the kinds of record line).
 """

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
+from wirecheck.vocab import records as kinds
 
 # figure name -> (the check that judged it, the quantity kind of its thresholds entry, its unit in
 # messages, the scale from base units to that unit)
@@ -105,7 +106,7 @@ def run_figures(run: RunRecord) -> list[Figure]:
 
     trained = {}  # (placement, strategy) -> workload, from the strategy runs' own records (older verdicts lack it)
     for m in run.measurements:
-        ranks = (m.get("details") or {}).get("ranks") or [] if m.get("kind") == "strategy" else []
+        ranks = (m.get("details") or {}).get("ranks") or [] if m.get("kind") == kinds.STRATEGY else []
         if ranks and "micro_batch" in ranks[0]:
             trained[(m.get("placement"), ranks[0].get("strategy"))] = {
                 k: ranks[0].get(k) for k in ("shape", "micro_batch", "precision")}

@@ -307,7 +307,7 @@ def read_run(path: str | Path) -> RunRecord:
         except json.JSONDecodeError as exc:
             torn = (number, exc.msg)
             continue
-        except ValueError as exc:  # records come from other nodes: data, never a traceback (issue 24)
+        except ValueError as exc:  # records come from other nodes: data, never a traceback
             raise RecordFileError(f"{path}:{number}: {exc}; not a wirecheck record file") from None
         if torn is not None and obj.get("type") != "run":
             raise RecordFileError(f"{path}:{torn[0]}: not JSON ({torn[1]}); is this a wirecheck record file?")

@@ -6,7 +6,7 @@ failed worker group without a verdict (a rank that died or hung), its kind, plac
 
 The line is plain printable ASCII on one line, cut to the length its reader keeps: it goes into
 `scontrol update Reason=...` and into a Kubernetes node condition, and a record is data from a node
-(issue 24), so nothing in it may reach them as a control character or an escape.
+(possibly another user's), so nothing in it may reach them as a control character or an escape.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ A small package of functions a fleet page can call:
 matplotlib is imported only by `figures` (and what uses it), so `model` and `prometheus`
 load fast where no page is drawn.
 
-May import: core, records, training (the memory model, the dial), burnin (the names of a round's columns). Never torch.
+May import: core, vocab, records, training (the memory model, the dial), checks (the checks' declarations: which
+show in the GPU section, and their figures), burnin (the names of a round's columns). Never torch.
 """
 
 

@@ -10,7 +10,6 @@ and `burn_in` (its end); a run cut short (killed) has rounds but no end.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from wirecheck.burnin.figures import SAMPLE_COLUMNS, WINDOW_COLUMNS
 
@@ -55,15 +54,6 @@ class BurnInView:
         t, c = SAMPLE_COLUMNS.index("t"), SAMPLE_COLUMNS.index(column)
         return [(row[t] - self.t0, row[c]) for r in self.rounds
                 for row in ((r.get("series") or {}).get(gpu) or {}).get("samples") or [] if row[c] is not None]
-
-    def round_figure(self, gpu: str, pick) -> list[tuple[float, Any]]:
-        """(the round's middle, seconds from the start; pick(its figures)) per round."""
-        out = []
-        for r in self.rounds:
-            g = (r.get("gpus") or {}).get(gpu)
-            if g is not None:
-                out.append(((r["started"] + r["ended"]) / 2 - self.t0, pick(g)))
-        return out
 
     def busbw(self) -> dict[str, list[tuple[float, float]]]:
         """"placement op" -> (the round's middle, seconds from the start; its median busbw in GB/s) per round."""

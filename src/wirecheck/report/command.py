@@ -52,10 +52,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                                 formatter_class=argparse.RawDescriptionHelpFormatter))
 
 
-def run(args: argparse.Namespace, extra_args: list[str] | None = None) -> int:
-    return _run(args)
-
-
 def build_html(view, history, skipped, sources: list[str]) -> tuple[str, list]:
     """The page and the figures in it, for the command and for a fleet page that embeds runs."""
     import matplotlib
@@ -114,10 +110,12 @@ def _unwritable(path: Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return _run(_parser().parse_args(argv))
+    return run(_parser().parse_args(argv), [])
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, extra: list[str]) -> int:
+    """The command (NAME, add_parser, run): `extra` is always empty, wirecheck.cli.main refuses
+    arguments this command does not take."""
     from wirecheck.report.model import load_history, load_runs
     from wirecheck.report.prometheus import exposition
     from wirecheck.core.safefs import write_atomically

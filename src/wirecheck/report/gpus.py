@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from wirecheck.checks import SECTION_GPU, SPECS
 from wirecheck.core.verdict import SKIP
+from wirecheck.vocab import records as kinds
 
 # The per-GPU figures: key -> (label, display unit, display units per base unit).
 GPU_FIGURES = {
@@ -23,16 +25,10 @@ GPU_FIGURES = {
     "gemm_fp8": ("GEMM fp8", "TFLOP/s", 1e-12),
     "sustained_bf16": ("sustained bf16 (median window)", "TFLOP/s", 1e-12),
 }
-# The checks that judge them, and which figure a verdict is about (from its inputs).
-_FIGURE_OF = {
-    "hbm_bandwidth": lambda i: f"hbm_{i.get('kind')}",
-    "gemm_throughput": lambda i: f"gemm_{i.get('dtype')}",
-    "sustained_throughput": lambda i: "sustained_bf16",
-}
-GPU_HEALTH_CHECKS = ("hbm_bandwidth", "gemm_throughput", "gemm_matches_reference", "sustained_throughput",
-                     "sustained_clocks", "sustained_power", "sustained_temperature", "memory_pattern", "no_xid",
-                     "ecc_row_remap_growth")
-MEASUREMENT_KINDS = ("gpu_figures", "gpu_sustained", "gpu_memory", "gpu_event")
+# The checks that judge them: those whose declaration puts them in the GPU section (`@check(...,
+# section=SECTION_GPU, figure=...)`); the figure a verdict is about comes from its inputs.
+GPU_HEALTH_CHECKS = tuple(name for name, spec in SPECS.items() if spec.section == SECTION_GPU)
+MEASUREMENT_KINDS = (kinds.GPU_FIGURES, kinds.GPU_SUSTAINED, kinds.GPU_MEMORY, kinds.GPU_EVENT)
 
 
 @dataclass
@@ -120,14 +116,14 @@ def add_measurement(gpus: dict[int, GpuPoint], m: dict) -> None:
     point = _point(gpus, d.get("gpu"), d.get("bus_id"), d.get("gpu_model"))
     if point is None or kind not in MEASUREMENT_KINDS:
         return
-    if kind == "gpu_event":
+    if kind == kinds.GPU_EVENT:
         point.events.append(d)
         return
     point.foreign = point.foreign or list(d.get("foreign_processes") or [])
     result = d.get("result") or {}
-    if kind == "gpu_figures":
+    if kind == kinds.GPU_FIGURES:
         _figures_phase(point, result, d.get("error"))
-    elif kind == "gpu_sustained":
+    elif kind == kinds.GPU_SUSTAINED:
         if isinstance(m.get("value"), (int, float)):
             point.figures["sustained_bf16"] = float(m["value"]) * 1e12  # recorded in TFLOP/s
         elif d.get("error") or result.get("error"):
@@ -142,7 +138,8 @@ def add_measurement(gpus: dict[int, GpuPoint], m: dict) -> None:
 
 def add_verdict(gpus: dict[int, GpuPoint], v: dict) -> None:
     check, inputs = v.get("check"), v.get("inputs") or {}
-    if check not in GPU_HEALTH_CHECKS:
+    spec = SPECS.get(check)  # read per verdict: a site's check registered after this module counts too
+    if spec is None or spec.section != SECTION_GPU:
         return
     point = _point(gpus, inputs.get("gpu"), inputs.get("bus_id"), inputs.get("gpu_model"))
     if point is None:
@@ -151,7 +148,7 @@ def add_verdict(gpus: dict[int, GpuPoint], v: dict) -> None:
         point.peak_power_w = inputs["peak_w"]
     elif check == "sustained_temperature" and inputs.get("max_c") is not None:
         point.max_temperature_c = inputs["max_c"]
-    figure = _FIGURE_OF[check](inputs) if check in _FIGURE_OF else None
+    figure = spec.figure(inputs) if spec.figure else None
     if figure not in GPU_FIGURES:
         return
     per_base = GPU_FIGURES[figure][2]

@@ -20,6 +20,7 @@ from wirecheck.report.gpus import GpuPoint, gpu_points
 from wirecheck.training.memory_model import predict
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP
+from wirecheck.vocab import records as kinds
 
 # Classes whose traffic rides NVLink (wirecheck.node.placement.NVLINK_CLASSES), named here so a
 # record written by another version still reads; the host-path class the wire check compares.
@@ -178,15 +179,15 @@ class RunView:
         view = cls(run, placements, list(run.verdicts), {}, {}, {}, {}, None, [])
         for m in run.measurements:
             kind = m.get("kind")
-            if kind == "collective":
+            if kind == kinds.COLLECTIVE:
                 view._add_collective(m)
-            elif kind == "strategy":
+            elif kind == kinds.STRATEGY:
                 view._add_strategy(m)
-            elif kind == "nccl_path":
+            elif kind == kinds.NCCL_PATH:
                 view.nccl_paths[m.get("placement")] = m.get("details") or {}
-            elif kind == "copy_bandwidth":
+            elif kind == kinds.COPY_BANDWIDTH:
                 view.copies = m.get("details") or {}
-            elif kind == "single_gpu_training":
+            elif kind == kinds.SINGLE_GPU_TRAINING:
                 view._add_single_gpu(m)
         for s in view.sweeps.values():
             s.points.sort(key=lambda p: p.bytes)
@@ -279,7 +280,7 @@ def parse_time(text: str | None) -> _dt.datetime | None:
 def view_of(path: str | Path) -> RunView:
     """A record file as a RunView. Records come from other nodes and shared folders: what one holds
     is data, and a value the model cannot take (a number no measurement has, a field of another
-    kind) is a RecordFileError naming the file, never a traceback (issue 24)."""
+    kind) is a RecordFileError naming the file, never a traceback."""
     run = read_run(path)
     try:
         return RunView.of(run)

@@ -5,6 +5,7 @@ load (`gpu_health`) sections, the `calibration` and `history` rules (`baselines`
 another by `extends:` (`extends`); limits no node could meet, refused at load (`plausible`), and every
 limit a node would be held to (`listing`, for `wirecheck limits`).
 
-May import: core, node, workers (deadline rules), measure and training tables. Never torch:
+May import: core, vocab (the ops, strategies and placement classes its sections are keyed by), node,
+workers (deadline rules), measure (the sweep specs). Never torch:
 judge, report and fleet report load thresholds on machines without it.
 """

@@ -19,9 +19,8 @@ from typing import Any, Callable, Mapping
 
 from wirecheck.measure.curve import SWEEP_NAMES, SweepSpec, geometric_sizes
 from wirecheck.workers.deadlines import DeadlineRule
-from wirecheck.node.placement import CLASSES, CLASS_CROSS_QUAD, CLASS_FORCED_PCIE, CLASS_NETWORK, CLASS_PCIE
+from wirecheck.vocab.placements import CLASSES, CLASS_CROSS_QUAD, CLASS_FORCED_PCIE, CLASS_NETWORK, CLASS_PCIE
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
-from wirecheck.measure.collectives import OPS
 from wirecheck.core.quantity import format_bw
 from wirecheck.node.hardware import from_profile
 from wirecheck.thresholds import plausible
@@ -34,6 +33,7 @@ from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _
 from wirecheck.thresholds.training import TrainingLimits, TrainingSettings, parse_training
 from wirecheck.thresholds.extends import read_layered
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, ThresholdsError, _At, _suggest
+from wirecheck.vocab.ops import OPS
 from wirecheck.node.topology import BRIDGED, FABRICS, PCIE, PCIE_LEVELS
 
 

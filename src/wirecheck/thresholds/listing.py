@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from wirecheck.core.levels import ACCEPTANCE, BURN_IN, QUICK, check_level
-from wirecheck.measure.collectives import OPS
+from wirecheck.vocab.ops import OPS
 from wirecheck.node.hardware import Hardware
 from wirecheck.node.placement import CLASS_PAIR, COLLECTIVE_CLASSES, TRAINING_CLASSES, enumerate_placements, link_ceiling
 from wirecheck.node.topology import Topology
 from wirecheck.thresholds.gpu_health import FIGURES
-from wirecheck.training import strategies
+from wirecheck.vocab import strategies
 
 # The recorded unit per quantity kind and its factor from base units (as the verdicts record them).
 UNITS = {"bandwidth": ("GB/s", 1e-9), "compute": ("TFLOP/s", 1e-12), "time": ("µs", 1e6), "size": ("MiB", 2.0**-20),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from wirecheck.node.placement import CLASSES, CLASS_SINGLE
+from wirecheck.vocab.placements import CLASSES, CLASS_SINGLE
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
 
 ANY = "any"  # a GPU-count (or placement-class) key that matches whatever has no entry of its own

@@ -14,13 +14,13 @@ from dataclasses import asdict, dataclass, replace
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from wirecheck.node.placement import CLASSES, TRAINING_CLASSES
+from wirecheck.vocab.placements import CLASSES, TRAINING_CLASSES
 from wirecheck.core.precision import NAMES as PRECISIONS
 from wirecheck.core.precision import why_unsupported
 from wirecheck.thresholds.tables import ANY, CountTable, Limit, _ratio_section
 from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table, as_rule, lookup
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
-from wirecheck.training import strategies
+from wirecheck.vocab import strategies
 
 # The classes training runs on (the placement table's `training`): each needs a throughput-floor section.
 THROUGHPUT_FLOOR_CLASSES = TRAINING_CLASSES

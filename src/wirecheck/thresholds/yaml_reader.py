@@ -36,7 +36,7 @@ class _Map(dict):
 
 # A thresholds file nests 8 levels and holds under 2000 values. One far deeper would overflow the
 # constructor's recursion (a traceback), and aliases of aliases can stand for billions of values
-# (the "billion laughs"): both are refused before anything is built, with the line (issue 24).
+# (the "billion laughs"): both are refused before anything is built, with the line (a root run reads this file).
 MAX_DEPTH = 32
 MAX_VALUES = 100_000
 # The shipped file is about 60 KB. Parsing costs about a second and 80 MB per megabyte (a 50 MB file took
@@ -249,19 +249,6 @@ class _At:
         if positive and value <= 0:
             raise self.error(f'"{self.value}" must be above zero', f"write a positive {kind}")
         return value
-
-    def quantity_list(self, kind: str, what: str) -> tuple[float, ...]:
-        if not isinstance(self.value, list):
-            raise self.error(
-                f"expected a list of {what}, got {_describe(self.value)}",
-                'write it as a YAML list, e.g. ["1 MiB", "64 MiB", "1 GiB"]',
-            )
-        if not self.value:
-            raise self.error(f"the list of {what} is empty", "list at least one")
-        return tuple(
-            _At(self.file, self.path[:-1] + (f"{self.path[-1]}[{i}]",), item, self.line).quantity(kind, positive=True)
-            for i, item in enumerate(self.value)
-        )
 
     def keyed(self, known: tuple[str, ...], what: str, fix: str) -> dict[str, _At]:
         """Children of an open mapping whose keys must come from `known` (classes, ops, strategies)."""

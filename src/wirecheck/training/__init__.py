@@ -4,13 +4,13 @@ Worker entry points: `wirecheck.training:run_strategy`, named by strategy_run.RU
 (runner.py's function; see there for the record), and `wirecheck.training.single_gpu:train_alone`: one
 GPU alone, the dial's baseline (scaling.py holds its parent side and the scaling efficiency; dial.py
 the dial as text). The parent's side of a run (`strategy_run`: the run on a fresh group, its figures
-and record), the strategies table (`wirecheck.training.strategies`: the strategy names are its NAMES),
+and record), the strategies table (`wirecheck.vocab.strategies`: the strategy names are its NAMES),
 the memory model and the figures (`.figures`) import no torch, so the pytest process can read them;
 everything else is loaded on first use, and the trainer modules the table names (ddp,
 deepspeed_zero, fsdp) only inside the worker, so importing this package imports neither torch,
 DeepSpeed nor Accelerate.
 
-May import: core, records, node, workers.
+May import: core, vocab, records, node, workers.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import importlib
 
 _LAZY = {
     "GPT": "wirecheck.training.model",
-    "GPTShape": "wirecheck.training.shape",
-    "param_count": "wirecheck.training.shape",
-    "shape_for_params": "wirecheck.training.shape",
+    "GPTShape": "wirecheck.vocab.shape",
+    "param_count": "wirecheck.vocab.shape",
+    "shape_for_params": "wirecheck.vocab.shape",
     "local_batch": "wirecheck.training.data",
     "run_strategy": "wirecheck.training.runner",
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from wirecheck.core.failures import GroupFailure
 from wirecheck.training.memory_model import predict
-from wirecheck.training.shape import shape_for_params
+from wirecheck.vocab.shape import shape_for_params
 
 FIT, OOM, FAILURE = "fit", "oom", "failure"
 

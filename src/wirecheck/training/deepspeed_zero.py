@@ -12,7 +12,7 @@ The config is explicit wherever a default would make the strategies disagree or 
   defaults and documented tuned values, each read back from the engine after prepare() (an
   unknown or ignored key would otherwise leave DeepSpeed's default silently in force).
   Accelerate's values for HF models (reduce bucket d², prefetch 0.9·d²) are not used: they cost
-  ZeRO-1/2 up to 43 % on 2x H200 (issue 10).
+  ZeRO-1/2 up to 43 % on 2x H200 (docs/measurements.md).
 - bf16 on GPU (DeepSpeed keeps bf16 params and grads, an fp32 master partition and fp32
   Adam state); fp32 on CPU.
 
@@ -37,7 +37,7 @@ import torch
 
 from wirecheck.training.baseline import optimizer_flags, optimizer_implementation
 from wirecheck.training.state_bytes import deepspeed_zero3_state, deepspeed_zero12_state
-from wirecheck.training.strategies import GRADS, OPTIMIZER, PARAMS, STATE_PARTS
+from wirecheck.vocab.strategies import GRADS, OPTIMIZER, PARAMS, STATE_PARTS
 
 # ZeRO's stages by what they partition (DeepSpeed's docs): the strategy row's `shards` picks the stage.
 STAGES = {(OPTIMIZER,): 1, (GRADS, OPTIMIZER): 2, (PARAMS, GRADS, OPTIMIZER): 3}

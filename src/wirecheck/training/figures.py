@@ -2,7 +2,7 @@
 
 MFU (model FLOPs utilisation, PaLM appendix B) = model FLOPs per token x tokens/s over the
 peak FLOP/s of the GPUs that produced them. The model FLOPs are 6 per parameter per token
-(2 forward, 4 backward: Kaplan et al. 2020), the figure issue 10 asks for. The attention
+(2 forward, 4 backward: Kaplan et al. 2020), the figure a strategy's MFU is read against. The attention
 score/value products are not parameter FLOPs; PaLM adds 12 · n_layer · d_model · seq_len per
 token for them, reported apart (`attention_flops_per_token`) so both conventions can be read.
 The peak is the GPU's dense (not sparse) tensor-core peak for the precision, from

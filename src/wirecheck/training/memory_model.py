@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 from wirecheck.core.precision import DEFAULT as DEFAULT_PRECISION
 from wirecheck.core.precision import precision as _precision
-from wirecheck.training.strategies import FP32, GRADS, NAMES, OPTIMIZER, PARAMS, STATE_PARTS, Strategy, strategy as _strategy
+from wirecheck.vocab.strategies import FP32, GRADS, NAMES, OPTIMIZER, PARAMS, STATE_PARTS, Strategy, strategy as _strategy
 
 ARTICLE = "article"
 IMPLEMENTATION = "implementation"

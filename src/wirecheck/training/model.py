@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from wirecheck.training.shape import GPTShape, param_count, shape_for_params  # noqa: F401 (re-exported)
+from wirecheck.vocab.shape import GPTShape, param_count, shape_for_params  # noqa: F401 (re-exported)
 
 
 class CausalSelfAttention(nn.Module):

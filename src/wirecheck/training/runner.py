@@ -10,7 +10,7 @@ process-global state, so a strategy never shares processes with another):
 
 The run: build the model (same seed on every rank), wrap it with the trainer the strategy's row
 of the strategies table names (training/trainer.py), with the row's settings, and read every
-setting back (training/strategies.py), warm up, time steps
+setting back (vocab/strategies.py), warm up, time steps
 until the median settles (training/timing.py), optionally profile a few steps, measure the
 model state, tear the strategy down, then time the same micro-batches on the unwrapped model
 alone (training/baseline.py) for the exposed-communication figure.
@@ -70,9 +70,9 @@ from wirecheck.training.device import device_name, sync
 from wirecheck.training.manual_gc import ManualGC
 from wirecheck.training.setup_profile import SetupProfile
 from wirecheck.training.model import GPT
-from wirecheck.training.shape import GPTShape, param_count
-from wirecheck.training.strategies import check_in_force, resolve_settings
-from wirecheck.training.strategies import strategy as strategy_row
+from wirecheck.vocab.shape import GPTShape, param_count
+from wirecheck.vocab.strategies import check_in_force, resolve_settings
+from wirecheck.vocab.strategies import strategy as strategy_row
 from wirecheck.training.timing import StepClock, StopRule, time_steps
 from wirecheck.training.trainer import trainer_class
 
@@ -292,13 +292,13 @@ def run_strategy(
     """Train `strategy` for warmup_steps, then `steps` to `max_steps` timed steps (exactly `steps`
     when max_steps is None); return this rank's record.
 
-    `settings` overrides entries of the strategies table (the device probe's variants).
+    `settings` overrides entries of the strategies table (the training probe's variants, scripts/device/training_probe.py).
     `local_baseline` times the unwrapped model afterwards (exposed communication); the
     capacity case turns it off. `profile_steps` profiles that many extra steps.
     `gc_freq` > 0 turns Python's automatic garbage collection off for the steps and collects
     the young generations every gc_freq steps instead (training/manual_gc.py); 0 leaves it on.
     `setup_profile` > 0 runs the strategy's wrapping (trainer construction) under cProfile and
-    records that many functions with the most cumulative time (the device probe's question:
+    records that many functions with the most cumulative time (the training probe's question:
     where a strategy's set-up seconds go).
     `grad_hook` ("module:function" or "file.py:function") is for self-tests only: the
     function gets the unwrapped model before the strategy wraps it and may register hooks

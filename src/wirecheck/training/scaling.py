@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from wirecheck.node.placement import CLASS_SINGLE, Placement
 from wirecheck.records.file import Measurement, env_switches
 from wirecheck.training.figures import rank_mfu
-from wirecheck.training.strategies import REFERENCE, strategy
+from wirecheck.vocab.strategies import REFERENCE, strategy
+from wirecheck.vocab import records as kinds
 
 SINGLE_GPU_WORKER = "wirecheck.training.single_gpu:train_alone"
 
@@ -74,7 +75,7 @@ def single_gpu_measurement(run: SingleGpuRun, kwargs: dict, timeout_s: float, th
         figures = {"tokens_per_s": run.tokens_per_s, "mfu": run.mfu(limits, precision),
                    "peak_allocated_bytes": run.rank0.get("peak_allocated_bytes")}
     return Measurement(
-        "single_gpu_training", run.placement.id, "one GPU alone: training steps", run.tokens_per_s, "tokens/s",
+        kinds.SINGLE_GPU_TRAINING, run.placement.id, "one GPU alone: training steps", run.tokens_per_s, "tokens/s",
         {"n_gpus": 1, "ranks": run.ranks, "error": run.error,
          "failure": run.failure.as_dict(message=False) if run.failure is not None else None,
          "figures": figures, "env": env_switches(run.placement.env), "simulated": simulated,

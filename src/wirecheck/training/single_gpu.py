@@ -28,7 +28,7 @@ from wirecheck.training.baseline import PlainLoop
 from wirecheck.training.data import local_batch
 from wirecheck.training.device import device_name, sync
 from wirecheck.training.manual_gc import ManualGC
-from wirecheck.training.shape import GPTShape, param_count
+from wirecheck.vocab.shape import GPTShape, param_count
 from wirecheck.training.timing import StepClock, StopRule, time_steps
 
 

@@ -14,6 +14,7 @@ from typing import Protocol
 from wirecheck.node.placement import Placement
 from wirecheck.records.file import Measurement, env_switches
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
+from wirecheck.vocab import records as kinds
 
 # The worker entry, spelled once (resolved in the worker through the package's lazy `run_strategy`,
 # which is training.runner.run_strategy; this module keeps the name so the parent need not import it).
@@ -136,7 +137,7 @@ def strategy_measurement(run: StrategyRun, kwargs: dict, timeout_s: float, thres
                    "peak_allocated_bytes": run.worst("peak_allocated_bytes"),
                    "strategy_settings": run.rank0.get("settings"), **(extra_figures or {})}
     return Measurement(
-        "strategy", run.placement.id, f"{run.strategy} training", run.tokens_per_s if run.ranks else None, "tokens/s",
+        kinds.STRATEGY, run.placement.id, f"{run.strategy} training", run.tokens_per_s if run.ranks else None, "tokens/s",
         {"strategy": run.strategy, "n_gpus": run.placement.n_gpus, "ranks": run.ranks, "error": run.error,
          "failure": run.failure.as_dict(message=False) if run.failure is not None else None,
          "figures": figures, "env": env_switches(run.placement.env), "simulated": simulated,

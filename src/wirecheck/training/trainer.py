@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import importlib
 
-from wirecheck.training.strategies import Strategy
+from wirecheck.vocab.strategies import Strategy
 
 
 def trainer_class(strategy: Strategy) -> type:

@@ -4,7 +4,7 @@ Every measurement runs in fresh worker processes, and each one imports torch (an
 strategies torch._dynamo, FSDP, DeepSpeed, Accelerate, transformers). Python normally keeps the
 compiled bytecode (.pyc) beside the sources. Where it cannot, every process compiles those
 packages from source again:
-- images that set PYTHONDONTWRITEBYTECODE=1 and ship without .pyc: the lent 2x H200 machines
+- images that set PYTHONDONTWRITEBYTECODE=1 and ship without .pyc: the 2x H200 node images the suite was measured on
   (torch's 2141 modules, not one .pyc): `import torch` took 3.1-3.5 s and torch + dynamo +
   FSDP + transformers 8.5-10.3 s in every process, and compiling was 2.8 s of FSDP's and 4.9 s
   of ZeRO-3's set-up (cProfile, 2026-12-01);
@@ -17,7 +17,7 @@ mtime and size, so an upgraded package is never run from stale bytecode. A prefi
 is theirs: nothing here changes it, except that workers never get one that fails the check below.
 
 Bytecode is code: whoever can write the cache chooses what every worker runs, and acceptance runs
-as root (issue 24). So before the cache is read or built, it is checked as ssh checks its keys
+as root (a local user must not be able to steer a root run: docs/running-as-root.md). So before the cache is read or built, it is checked as ssh checks its keys
 (`cache_problem`): the cache and every directory above it belong to this user or root and no one
 else can write them (a sticky /tmp is allowed above it, never as the cache itself), and so does
 every file and folder in it, none a symbolic link. A cache that fails is not used; the run says
@@ -49,6 +49,7 @@ CACHE_ENV = "WIRECHECK_PYCACHE"  # where the cache lives (default ~/.cache/wirec
 WORKER_IMPORTS = (
     "torch", "torch.distributed", "torch._dynamo", "torch.distributed.fsdp", "torch.distributed.tensor",
     "torch.profiler", "accelerate", "deepspeed", "wirecheck.workers.worker", "wirecheck.training.runner",
+    "wirecheck.measure.collective_worker",
 )
 PROBE_PACKAGE = "torch"  # the package whose bytecode says whether workers compile from source
 

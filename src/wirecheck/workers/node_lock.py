@@ -6,7 +6,7 @@ file: the kernel drops it when the holder's process ends, however it ends (SIGKI
 crashed run never leaves the node locked.
 
 Acceptance runs as root, so the lock file must not be something another local user can steer
-(issue 24): a symbolic link planted at its name would have root truncate and chmod the file it
+(docs/running-as-root.md): a symbolic link planted at its name would have root truncate and chmod the file it
 points to, and a file another user made and holds would keep every run waiting.
 - The default lock is /run/wirecheck/node.lock, in a directory only root can write: root makes it
   (0755, then the file 0644) and every user's run takes the same lock through a read-only
@@ -39,7 +39,7 @@ from typing import Callable
 from wirecheck.core.safefs import describe, path_problem, user_name
 
 DEFAULT_PATH = Path("/run/wirecheck/node.lock")
-# Unprivileged runs where root has not made DEFAULT_PATH (the lock every version before issue 24 took).
+# Unprivileged runs where root has not made DEFAULT_PATH (the lock versions before the root-safe one took).
 FALLBACK_PATH = Path("/tmp/wirecheck-node.lock")
 TMPFILES_CONF = "scripts/tmpfiles.d/wirecheck.conf"
 POLL_S = 0.5

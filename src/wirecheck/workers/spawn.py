@@ -1,7 +1,7 @@
 """Starting a group's rank processes: one fresh interpreter per rank (`python -m wirecheck.workers.worker`),
 each with its own environment, log file and private pipe to the parent.
 
-The parent's environment passes through (the lent GPU machines set NCCL_NVLS_ENABLE=0 and other
+The parent's environment passes through (a node may set NCCL_NVLS_ENABLE=0 and other
 switches there that must reach NCCL); on top come the placement's extra variables, the rank variables
 torch.distributed reads, and defaults a value the user set overrides.
 """
@@ -87,7 +87,7 @@ def rank_env(rank: int, world_size: int, gpus: tuple[int, ...] | None, extra: di
     env.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3")
     # NCCL's support for graph-captured launches mixed with eager ones in flight at the same time
     # adds a cross-stream dependency to every captured NCCL launch: 1-16 MiB replays took 3-6 us
-    # more per call on 2x H200 with it (issue 13; NCCL picks the same ring/Simple/24 channels
+    # more per call on 2x H200 with it (docs/measurements.md; NCCL picks the same ring/Simple/24 channels
     # either way). Our workers never have both in flight: every timed path ends synchronised
     # (collective_timing), and no other worker function captures. A value the user set is kept.
     env.setdefault("NCCL_GRAPH_MIXING_SUPPORT", "0")

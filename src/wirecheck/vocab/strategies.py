@@ -12,25 +12,26 @@ its trainer module, unless it reuses one); its thresholds.yaml entries are data.
 The settings are each strategy as a user who tuned it runs it on one node:
 - DeepSpeed's own defaults wherever they are the documented tuned value, and overlap where the
   DeepSpeed/Hugging Face guides turn it on. Accelerate's values for HF models (reduce bucket d²,
-  prefetch 0.9·d²) made ZeRO-1/2 0.57-0.79x DDP on 2x H200 (issue 10): they are not used.
+  prefetch 0.9·d²) made ZeRO-1/2 0.57-0.79x DDP on 2x H200 (docs/measurements.md): they are not used.
 - FSDP2 laid out as torchtitan's `apply_fsdp` does (embedding, each block, the final norm with
   the head, then the root), bf16 compute with fp32 reduction, torch's fused AdamW.
 - DDP with its documented defaults plus gradient_as_bucket_view, the same fused AdamW.
 
 Each setting's `why` is one line: what it does and where the value comes from. Values that
-are still candidates (chosen from documentation, not yet from a device run) say so; the device
+are still candidates (chosen from documentation, not yet from a run on a GPU node) say so; the training
 probe (scripts/device/training_probe.py) measures them against their alternatives.
 
-No torch import here: the pytest process and thresholds loading read this table too.
+Pure data (wirecheck.vocab): the pytest process, the thresholds loader, the plan and the memory
+model read this table; the trainers it names are imported only inside the worker.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from wirecheck.training.shape import GPTShape, block_params, param_count
+from wirecheck.vocab.shape import GPTShape, block_params, param_count
+from wirecheck.vocab.table import by_name
 
 # Optimizer implementations of torch.optim.AdamW (torchtitan names them the same way).
 OPTIMIZER_IMPLEMENTATIONS = ("fused", "foreach", "for-loop")
@@ -139,7 +140,7 @@ _ZERO1_NO_OVERLAP = Setting(
     "overlap_comm", False,
     "ZeRO-1 reduces once after backward (DeepSpeed's default for stage 1): with overlap, DeepSpeed 0.19 reduces "
     "its gradients into partitions during backward as ZeRO-2 does, so it would no longer hold ZeRO-1's state; "
-    "DeepSpeed's defaults already ran at DDP's speed (issue 10)",
+    "DeepSpeed's defaults already ran at DDP's speed on 2x H200",
 )
 
 _DS_12 = _DS_COMMON + (
@@ -187,7 +188,7 @@ _FSDP = (
             "blocks whose all-gather a block issues before its own backward; 0 = FSDP2's implicit one-block prefetch"),
     Setting("reduce_dtype", "fp32",
             "gradients reduce-scattered in fp32 (torchtitan's mixed_precision_reduce default); bf16 "
-            "was not FSDP's slowdown (issue 10)"),
+            "was not FSDP's slowdown on 2x H200"),
 )
 
 _DDP = "wirecheck.training.ddp:DDPTrainer"
@@ -214,7 +215,7 @@ _TABLE = (
 )
 
 # The table by name, and its names in table order: every list of strategies in the suite.
-STRATEGIES: Mapping[str, Strategy] = MappingProxyType({s.name: s for s in _TABLE})
+STRATEGIES: Mapping[str, Strategy] = by_name(_TABLE, "strategy")
 NAMES: tuple[str, ...] = tuple(STRATEGIES)
 REFERENCE = "ddp"  # the strategy the others are compared with (losses agree, the dial's x DDP)
 
@@ -255,7 +256,7 @@ def resolve_settings(name: str, shape, overrides: Mapping[str, Any] | None = Non
     """The table's settings for `name` and the model `shape`, with `overrides` applied; unknown
     keys and bad values refused.
 
-    Overrides exist for the device probe (variants of one strategy); the suite runs the table.
+    Overrides exist for the training probe (scripts/device/training_probe.py: variants of one strategy); the suite runs the table.
     """
     s = strategy(name)
     settings = s.defaults(shape)

@@ -1,7 +1,7 @@
 """The GPT's shape and its parameter arithmetic, without torch.
 
-Kept apart from model.py so that the pytest process (capacity case, strategies table, memory
-figures) can size a model without importing torch.
+Kept apart from wirecheck.training.model (the torch module) so that the pytest process (capacity
+case, the strategies table beside this module, memory figures) can size a model without torch.
 """
 
 from __future__ import annotations
