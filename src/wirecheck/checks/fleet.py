@@ -2,15 +2,15 @@
 the pair schedule's node-or-link attribution.
 
 A node cleared by its own floors can still be slower than its peers: the fleet rule
-(wirecheck.core.peer_stats) names it. Inputs are plain data (figures, peer values, pair bandwidths), so
-`wirecheck fleet report --json` keeps them and the same functions judge them again.
+(wirecheck.core.peer_stats) names it. Inputs are plain data (figures, the fleet's statistics, pair
+bandwidths), so `wirecheck fleet report --json` keeps them and the same functions judge them again.
 """
 
 from __future__ import annotations
 
 from wirecheck.checks import check
 from wirecheck.core.pair_schedule import pair_key
-from wirecheck.core.peer_stats import below_median
+from wirecheck.core.peer_stats import Below, Reference, below_median, below_reference, reference_of
 from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, skip
 
 KINDS = ("busbw", "throughput")
@@ -46,60 +46,109 @@ def network_record(thresholds, *, directory: str, found: int) -> Verdict:
     return Verdict("", what, "network", PASS, f"{found} multi-node record(s) in {directory}", measured=found)
 
 
+def fleet_statistics(ref: Reference, slowest: list, nodes: int | None = None) -> dict:
+    """What a fleet verdict keeps of the others' values (its `fleet` input): the statistics the rule
+    reads and the three slowest, to name them. Not every peer's value: with one verdict per node and
+    figure that would grow with the square of the fleet."""
+    out = {"median": ref.median, "scaled_mad": ref.scaled_mad, "n": ref.n,
+           "slowest": [[who, value] for who, value in slowest[:3]]}
+    if nodes is not None:
+        out["nodes"] = nodes
+    return out
+
+
+def _reference(fleet: dict | None, peers: dict | None) -> dict:
+    """The `fleet` statistics, from the input itself or, in a record written before it existed, from
+    the `peers` ({who: value}) it kept instead."""
+    if fleet is None and peers is None:
+        raise ValueError("a fleet verdict needs `fleet` (the others' median, scaled MAD and n) or `peers`")
+    if fleet is None:
+        slowest = sorted(peers.items(), key=lambda kv: kv[1])
+        return fleet_statistics(reference_of(list(peers.values())), slowest)
+    for key in ("median", "scaled_mad", "n"):
+        if not isinstance(fleet.get(key), (int, float)) or isinstance(fleet.get(key), bool):
+            raise ValueError(f"the fleet statistics have no number {key!r}")
+    return fleet
+
+
+def _judge(value: float, stats: dict, rule) -> Below:
+    ref = Reference(float(stats["median"]), float(stats["scaled_mad"]), int(stats["n"]))
+    return below_reference(value, ref, rule.max_below_median, rule.mad_k)
+
+
+def _limit(b: Below, rule) -> dict:
+    return {"median": b.median, "scaled_mad": b.scaled_mad, "n": b.n_reference,
+            "max_below_median": rule.max_below_median, "mad_k": rule.mad_k}
+
+
+def _slowest(stats: dict, fmt) -> str:
+    return ", ".join(f"{who} {fmt(value)}" for who, value in stats.get("slowest") or [])
+
+
 @check("fleet_outlier")
-def fleet_outlier(thresholds, *, node: str, figure: str, kind: str, value: float, peers: dict, unit: str,
-                  simulated: bool) -> Verdict:
-    """`value` (this node's `figure`) against the median of `peers` ({node: value}, this node not
-    included), with the fleet rule for `kind` (busbw or throughput)."""
+def fleet_outlier(thresholds, *, node: str, figure: str, kind: str, value: float, unit: str, simulated: bool,
+                  fleet: dict | None = None, peers: dict | None = None) -> Verdict:
+    """`value` (this node's `figure`) against the other nodes' values, with the fleet rule for `kind`
+    (busbw or throughput). `fleet`: their statistics ({"median", "scaled_mad", "n", "slowest": [[node,
+    value], ...]}, this node not included: fleet_statistics); a record written before it existed
+    has `peers` ({node: value}) instead, from which they are computed."""
     if kind not in KINDS:
         raise ValueError(f"unknown fleet figure kind {kind!r}; known: {', '.join(KINDS)}")
     limits = thresholds.fleet(simulated)
     rule = getattr(limits, kind)
+    stats = _reference(fleet, peers)
     what = f"{figure} against the fleet"
-    if len(peers) + 1 < limits.min_nodes:
-        return skip(what, node, f"{len(peers) + 1} node(s) have this figure; the fleet median needs "
-                                f"{limits.min_nodes} (fleet.min_nodes)")
+    if stats["n"] + 1 < limits.min_nodes or stats["n"] < 1:
+        return skip(what, node, f"{stats['n'] + 1} node(s) have this figure; the fleet median needs "
+                                f"{limits.min_nodes} (fleet.min_nodes)", details={"figure": figure})
     fmt = _fmt(unit)
-    b = below_median(value, list(peers.values()), rule.max_below_median, rule.mad_k)
+    b = _judge(value, stats, rule)
     bounds = f"allowed {rule.max_below_median * 100:g} % or {rule.mad_k:g} x scaled MAD"
     text = f"node {node}: {figure} {b.describe(fmt)} other node(s); {bounds} ({cite(rule.yaml_path, rule.source)})"
-    if b.named:
-        slowest = sorted(peers.items(), key=lambda kv: kv[1])[:3]
-        text += "; slowest peers: " + ", ".join(f"{n} {fmt(v)}" for n, v in slowest)
-    return Verdict("", what, node, FAIL if b.named else PASS, text, measured=value, unit=unit,
-                   limit={"median": b.median, "scaled_mad": b.scaled_mad, "max_below_median": rule.max_below_median,
-                          "mad_k": rule.mad_k},
-                   source=rule.source, yaml_path=rule.yaml_path, details={"below": b.below})
+    if b.named and stats.get("slowest"):
+        text += "; slowest peers: " + _slowest(stats, fmt)
+    return Verdict("", what, node, FAIL if b.named else PASS, text, measured=value, unit=unit, limit=_limit(b, rule),
+                   source=rule.source, yaml_path=rule.yaml_path, rule="fleet",
+                   details={"below": b.below, "figure": figure, "kind": kind})
 
 
 @check("fleet_gpu_outlier")
 def fleet_gpu_outlier(thresholds, *, node: str, gpu: int, bus_id: str | None, gpu_model: str, figure: str,
-                      value: float, unit: str, peers: dict, simulated: bool) -> Verdict:
+                      value: float, unit: str, simulated: bool, fleet: dict | None = None,
+                      peers: dict | None = None) -> Verdict:
     """One GPU's health figure (`figure`: its label, `value` in `unit`) against every other GPU of
-    `gpu_model` in the fleet (`peers`: {"node/GPUk": value}, its own node's other GPUs included), with
-    the fleet rule for GPUs; judged when fleet.min_nodes nodes have the figure."""
+    `gpu_model` in the fleet (its own node's other GPUs included), with the fleet rule for GPUs;
+    judged when fleet.min_nodes nodes have the figure. `fleet`: the other GPUs' statistics
+    (fleet_statistics, with "nodes": how many nodes have the figure, this one included); a record
+    written before it existed has `peers` ({"node/GPUk": value}) instead."""
     limits = thresholds.fleet(simulated)
     rule = limits.gpus
     where = f"{node}/GPU{gpu}"
     what = f"{figure} against the fleet's {gpu_model} GPUs"
-    nodes = {key.rsplit("/", 1)[0] for key in peers} | {node}
-    if len(nodes) < limits.min_nodes:
-        return skip(what, where, f"{len(nodes)} node(s) have this figure for {gpu_model}; comparing GPUs across nodes "
-                                 f"needs {limits.min_nodes} (fleet.min_nodes); the node's own peer rule judged it")
+    if fleet is None and peers is not None:
+        nodes = len({key.rsplit("/", 1)[0] for key in peers} | {node})
+    else:
+        nodes = (fleet or {}).get("nodes")
+        if not isinstance(nodes, int) or isinstance(nodes, bool):
+            raise ValueError("the fleet statistics of a GPU figure have no number 'nodes'")
+    stats = _reference(fleet, peers)
+    details = {"figure": figure, "gpu_model": gpu_model}
+    if nodes < limits.min_nodes:
+        return skip(what, where, f"{nodes} node(s) have this figure for {gpu_model}; comparing GPUs across nodes "
+                                 f"needs {limits.min_nodes} (fleet.min_nodes); the node's own peer rule judged it",
+                    details=details)
     fmt = _fmt(unit)
-    b = below_median(value, list(peers.values()), rule.max_below_median, rule.mad_k)
+    b = _judge(value, stats, rule)
     loc = f"node {node} GPU{gpu}" + (f" ({bus_id})" if bus_id else "")
-    text = (f"{loc}: {figure} {b.describe(fmt)} other {gpu_model} GPUs (on {len(nodes)} nodes); allowed {rule.max_below_median * 100:g} % or {rule.mad_k:g} x "
+    text = (f"{loc}: {figure} {b.describe(fmt)} other {gpu_model} GPUs (on {nodes} nodes); allowed {rule.max_below_median * 100:g} % or {rule.mad_k:g} x "
             f"scaled MAD ({cite(rule.yaml_path, rule.source)})")
     if b.named:
-        slowest = sorted(peers.items(), key=lambda kv: kv[1])[:3]
-        text += ("; slowest peers: " + ", ".join(f"{n} {fmt(v)}" for n, v in slowest)
+        text += (("; slowest peers: " + _slowest(stats, fmt) if stats.get("slowest") else "")
                  + ". Below the fleet's GPUs of its model: reseat or replace it; `nvidia-smi -q -d CLOCK,PERFORMANCE,"
                    "POWER` shows whether it is held back")
-    return Verdict("", what, where, FAIL if b.named else PASS, text, measured=value, unit=unit,
-                   limit={"median": b.median, "scaled_mad": b.scaled_mad, "max_below_median": rule.max_below_median,
-                          "mad_k": rule.mad_k},
-                   source=rule.source, yaml_path=rule.yaml_path, details={"below": b.below, "gpu_model": gpu_model})
+    return Verdict("", what, where, FAIL if b.named else PASS, text, measured=value, unit=unit, limit=_limit(b, rule),
+                   source=rule.source, yaml_path=rule.yaml_path, rule="fleet",
+                   details={"below": b.below, "nodes": nodes, **details})
 
 
 # ---- the pair schedule ---------------------------------------------------------------------------

@@ -24,9 +24,9 @@ import sys
 from pathlib import Path
 
 from wirecheck.core import exit_codes
-from wirecheck.fleet.judging import (FleetResult, gpus_below_fleet, judge_fleet, named_by_fleet_rule, named_by_pairs,
+from wirecheck.fleet.judging import (FleetResult, digest, gpus_below_fleet, judge_fleet, named_by_fleet_rule, named_by_pairs,
                                      slow_links)
-from wirecheck.fleet.records import FleetInputError, collect, read_node_list
+from wirecheck.fleet.records import PARALLEL_FROM, FleetInputError, collect, default_jobs, read_node_list
 from wirecheck.core.paths import suite_paths
 from wirecheck.core.safefs import umask, write_atomically
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "is a failure, as a missing node is")
     p.add_argument("--json", metavar="FILE", help="also write the fleet verdicts as JSON (for reports and dashboards)")
     p.add_argument("--html", metavar="FILE", help="also write a fleet page with figures (needs matplotlib)")
+    p.add_argument("--jobs", type=int, metavar="N",
+                   help="processes that read and judge the records at once (default: one per CPU; a directory of "
+                        f"fewer than {PARALLEL_FROM} records is read by one)")
     p.add_argument("-q", "--quiet", action="store_true", help="table and failures only")
     return p
 
@@ -59,7 +62,7 @@ def table(result: FleetResult) -> str:
         gpus_judged = {v.where for v in n.gpus if v.outcome != SKIP}
         gpus_below = {v.where for v in n.gpus if v.outcome == FAIL}
         rows.append((n.node + (" (not listed)" if n.unexpected else ""), n.record_status,
-                     f"{n.count(FAIL)}/{n.count(PASS)}/{n.count(SKIP)}" if n.verdicts or n.path else "-",
+                     f"{n.count(FAIL)}/{n.count(PASS)}/{n.count(SKIP)}" if n.judged or n.path else "-",
                      f"{below} of {judged}" if judged else "-",
                      f"{len(gpus_below)} of {len(gpus_judged)}" if gpus_judged else "-", n.pairs_status,
                      "PASS" if n.ok else "FAIL"))
@@ -93,7 +96,7 @@ def render(result: FleetResult, quiet: bool = False) -> str:
         for who, v in fails:
             lines.append(f"  {who}: [{v.check}] {v.message}")
     if not quiet:
-        warnings = [(n.node, v) for n in result.nodes for v in n.verdicts if v.details.get("warning")]
+        warnings = [(n.node, v) for n in result.nodes for v in n.warnings]
         for who, v in warnings:
             lines.append(f"  {who}: warning [{v.check}] {v.details['warning']}")
     by_rule, by_pairs, links = named_by_fleet_rule(result), named_by_pairs(result), slow_links(result)
@@ -117,7 +120,7 @@ def _gpu_names(result: FleetResult) -> str:
     for n in result.nodes:
         for v in n.gpus:
             if v.outcome == FAIL:
-                figures.setdefault(v.where, []).append(v.what.split(" against the fleet")[0])
+                figures.setdefault(v.where, []).append(v.details["figure"])
     return ", ".join(f"{who} ({', '.join(whats)})" for who, whats in sorted(figures.items()))
 
 
@@ -149,7 +152,10 @@ def main(argv: list[str] | None = None) -> int:
         expected = read_node_list(args.nodes) if args.nodes else None
         if args.expect is not None and args.expect < 1:
             raise FleetInputError(f"--expect {args.expect}: give the number of nodes, at least 1")
-        fleet = collect(args.directory, expected, args.expect)
+        if args.jobs is not None and args.jobs < 1:
+            raise FleetInputError(f"--jobs {args.jobs}: give the number of processes that read records, at least 1")
+        fleet = collect(args.directory, expected, args.expect, digest=digest(thresholds),
+                        jobs=args.jobs or default_jobs())
         result = judge_fleet(fleet, thresholds, expect_network=args.expect_network)
     except FileNotFoundError:
         print(f"wirecheck fleet report: --thresholds: {th_path} does not exist; pass the path of a thresholds file",
