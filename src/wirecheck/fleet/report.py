@@ -26,6 +26,7 @@ from pathlib import Path
 from wirecheck.core import exit_codes
 from wirecheck.fleet.judging import (FleetResult, digest, gpus_below_fleet, judge_fleet, named_by_fleet_rule, named_by_pairs,
                                      slow_links)
+from wirecheck.fleet import summary
 from wirecheck.fleet.records import PARALLEL_FROM, FleetInputError, collect, default_jobs, read_node_list
 from wirecheck.core.paths import suite_paths
 from wirecheck.core.safefs import umask, write_atomically
@@ -50,13 +51,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, metavar="N",
                    help="processes that read and judge the records at once (default: one per CPU; a directory of "
                         f"fewer than {PARALLEL_FROM} records is read by one)")
-    p.add_argument("-q", "--quiet", action="store_true", help="table and failures only")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="failures, counts and the figures a node was named in only (no warnings)")
+    p.add_argument("--full", action="store_true",
+                   help=f"every node's row and every failure and warning (by default a fleet of more than "
+                        f"{FULL_TABLE_UP_TO} nodes lists its failed nodes and the first {MAX_LINES} failures)")
     return p
 
 
-def table(result: FleetResult) -> str:
+# A fleet this small is printed node by node; a larger one leads with its failures and a summary,
+# and lists only its failed nodes (every node: --full, --json, the page's collapsed table).
+FULL_TABLE_UP_TO = 50
+MAX_LINES = 50  # failures, warnings: the rest are in --json
+
+
+def table(result: FleetResult, only_failed: bool = False) -> str:
     rows = [("node", "record", "checks fail/pass/skip", "below peers", "GPUs below fleet", "pairs", "status")]
     for n in result.nodes:
+        if only_failed and n.ok:
+            continue
         below = sum(v.outcome == FAIL for v in n.outliers)
         judged = sum(v.outcome != SKIP for v in n.outliers)
         gpus_judged = {v.where for v in n.gpus if v.outcome != SKIP}
@@ -68,6 +81,31 @@ def table(result: FleetResult) -> str:
                      "PASS" if n.ok else "FAIL"))
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def _capped(lines: list[str], full: bool, what: str) -> list[str]:
+    if full or len(lines) <= MAX_LINES:
+        return lines
+    return lines[:MAX_LINES] + [f"  ... and {len(lines) - MAX_LINES} more {what}: every one in --json FILE, "
+                                "or run with --full"]
+
+
+def summary_lines(result: FleetResult, quiet: bool = False) -> list[str]:
+    """Counts per state, the worst nodes, the distribution of each figure a node was named in (every
+    figure's without -q)."""
+    lines = ["summary: " + summary.states_line(result)]
+    worst = summary.worst_nodes(result, 5)
+    if worst:
+        lines.append("furthest below the fleet's median: " + "; ".join(
+            f"{w.node} {w.below * 100:.1f} % ({w.figure}){' NAMED' if w.named else ''}" for w in worst))
+    dists = summary.distributions(result)
+    shown = [d for d in dists if d.named or not quiet]
+    for d in shown:
+        lines.append("  " + summary.distribution_line(d))
+    if len(shown) < len(dists):
+        lines.append(f"  {len(dists) - len(shown)} other figure(s): no node named (each figure's spread: without -q, "
+                     "--json or --html)")
+    return lines
 
 
 def _network_lines(result: FleetResult) -> list[str]:
@@ -82,29 +120,41 @@ def _network_lines(result: FleetResult) -> list[str]:
     return out
 
 
-def render(result: FleetResult, quiet: bool = False) -> str:
-    lines = [table(result)]
+def render(result: FleetResult, quiet: bool = False, full: bool = False) -> str:
+    """The failures first, then the summary, then the table (every node's up to FULL_TABLE_UP_TO nodes
+    or with `full`, the failed nodes' otherwise), the network runs and the verdict."""
+    lines = []
+    fails = [(Path(who).name, v) for who, v in result.failures]  # a multi-node run by its file name
+    if fails:
+        failed_nodes = sum(not n.ok for n in result.nodes)
+        lines.append(f"failures ({len(fails)} failed verdict(s) on {failed_nodes} node(s)):")
+        lines += _capped([f"  {who}: [{v.check}] {v.message}" for who, v in fails], full, "failures")
     if result.missing_unnamed:
         lines.append(f"MISSING: {result.missing_unnamed} node(s) wrote no record (--expect); pass --nodes FILE to name them")
+    if not quiet:
+        warnings = [(n.node, v) for n in result.nodes for v in n.warnings]
+        lines += _capped([f"  {who}: warning [{v.check}] {v.details['warning']}" for who, v in warnings], full,
+                         "warnings")
+    if lines:
+        lines.append("")
+    lines += summary_lines(result, quiet)
+    lines.append("")
+    small = full or len(result.nodes) <= FULL_TABLE_UP_TO
+    if small:
+        lines.append(table(result))
+    elif any(not n.ok for n in result.nodes):
+        lines.append(f"the failed nodes (every node's row: --full or --json):")
+        lines.append(table(result, only_failed=True))
     lines += _network_lines(result)
     if result.network_missing:
         lines.append("network run: MISSING")
-    fails = [(Path(who).name, v) for who, v in result.failures]  # a multi-node run by its file name
-    if fails:
-        lines.append("")
-        lines.append("failures:")
-        for who, v in fails:
-            lines.append(f"  {who}: [{v.check}] {v.message}")
-    if not quiet:
-        warnings = [(n.node, v) for n in result.nodes for v in n.warnings]
-        for who, v in warnings:
-            lines.append(f"  {who}: warning [{v.check}] {v.details['warning']}")
     by_rule, by_pairs, links = named_by_fleet_rule(result), named_by_pairs(result), slow_links(result)
+    short = summary.shortened
     lines.append("")
     lines.append(f"GPUs below the fleet's GPUs of their model: {_gpu_names(result) or 'none'}")
-    lines.append(f"below their peers (fleet rule): {', '.join(by_rule) or 'none'}; slow with every partner (pair "
-                 f"schedule): {', '.join(by_pairs) or 'none' if result.network else 'not measured'}; slow links: "
-                 f"{', '.join(links) or 'none' if result.network else 'not measured'}")
+    lines.append(f"below their peers (fleet rule): {short(by_rule) or 'none'}; slow with every partner (pair "
+                 f"schedule): {short(by_pairs) or 'none' if result.network else 'not measured'}; slow links: "
+                 f"{short(links) or 'none' if result.network else 'not measured'}")
     failed = sum(not n.ok for n in result.nodes) + result.missing_unnamed
     word = "FAILED" if not result.ok else "no failures in a SIMULATION" if result.simulated else "PASSED"
     lines.append(f"wirecheck fleet report: {word}: {failed} of {len(result.nodes) + result.missing_unnamed} node(s) failed; "
@@ -121,7 +171,7 @@ def _gpu_names(result: FleetResult) -> str:
         for v in n.gpus:
             if v.outcome == FAIL:
                 figures.setdefault(v.where, []).append(v.details["figure"])
-    return ", ".join(f"{who} ({', '.join(whats)})" for who, whats in sorted(figures.items()))
+    return summary.shortened([f"{who} ({', '.join(whats)})" for who, whats in sorted(figures.items())])
 
 
 def as_json(result: FleetResult) -> dict:
@@ -131,8 +181,18 @@ def as_json(result: FleetResult) -> dict:
         "network_record": result.network_record.as_record() if result.network_record else None,
         "named": {"fleet_rule": named_by_fleet_rule(result), "pair_schedule": named_by_pairs(result),
                   "slow_links": slow_links(result), "gpus": gpus_below_fleet(result)},
+        "summary": {
+            "states": summary.state_counts(result),
+            "worst": [{"where": w.node, "below": w.below, "figure": w.figure, "named": w.named}
+                      for w in summary.worst_nodes(result, 20)],
+            "figures": [{"figure": d.figure, "unit": d.unit, "n": d.n, "median": d.median, "p05": d.quantile(0.05),
+                         "p95": d.quantile(0.95), "min": d.values[0], "max": d.values[-1], "rule": d.rule,
+                         "named": [{"where": who, "value": v} for who, v in d.named]}
+                        for d in summary.distributions(result)],
+        },
         "nodes": [{
-            "node": n.node, "path": n.path, "ok": n.ok, "unexpected": n.unexpected, "record": n.record.as_record(),
+            "node": n.node, "path": n.path, "ok": n.ok, "state": n.state, "unexpected": n.unexpected,
+            "record": n.record.as_record(),
             "counts": {o: n.count(o) for o in (FAIL, PASS, SKIP)},
             "failed": [v.as_record() for v in n.failed],
             "outliers": [v.as_record() for v in n.outliers], "pairs": [v.as_record() for v in n.pairs],
@@ -166,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         return exit_codes.BAD_INPUT
     print(f"wirecheck fleet report: {fleet.directory}: {len(fleet.nodes)} node(s), {len(fleet.network)} multi-node "
           f"run(s); thresholds {th_path}")
-    print(render(result, args.quiet))
+    print(render(result, args.quiet, args.full))
     for option, write in (("--json", _write_json), ("--html", _write_html)):
         target = getattr(args, option.lstrip("-"))
         if target:
@@ -182,8 +242,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # Written beside the target and renamed over it: a link planted at the name is replaced, never followed.
+# Without indentation: at 10,000 nodes the spaces alone would be a third of the file (jq shows it indented).
 def _write_json(result: FleetResult, path: Path) -> None:
-    write_atomically(path, json.dumps(as_json(result), indent=1, default=str) + "\n", mode=0o666 & ~umask())
+    write_atomically(path, json.dumps(as_json(result), separators=(",", ":"), default=str) + "\n",
+                     mode=0o666 & ~umask())
 
 
 def _write_html(result: FleetResult, path: Path) -> None:
