@@ -7,6 +7,7 @@ empty chart (a -k selection, a simulation, a run cut short before it got there).
 
 from __future__ import annotations
 
+from wirecheck.checks.advice import advice_for
 from wirecheck.core.quantity import format_bytes
 from wirecheck.burnin.progress import left_out
 from wirecheck.report import figures
@@ -71,8 +72,8 @@ def verdict_section(view: RunView) -> Section:
     counts = view.verdict_counts
     s.add(Raw(f"<p><b>{counts[FAIL]}</b> failed, <b>{counts[PASS]}</b> passed, <b>{counts[SKIP]}</b> skipped "
               f"({len(view.verdicts)} verdicts in {esc(view.run.path)}).</p>"))
-    if view.simulated:
-        s.add(Raw(f'<div class="banner sim">SIMULATION</div><p>Recorded topology '
+    if view.simulated:  # the page's banner says SIMULATION already (headline): once is loud enough
+        s.add(Raw(f"<p>Recorded topology "
                   f"<code>{esc(view.header.get('simulation_source'))}</code> replayed with CPU processes and gloo standing "
                   "in for GPUs and NCCL: the figures below say nothing about a node.</p>"))
     if view.status == "cut short":
@@ -82,11 +83,14 @@ def verdict_section(view: RunView) -> Section:
         s.add(note(f"The run was {view.status}: not every check ran."))
     fails = view.failures
     if fails:
+        # "means" and "to do": the failure block's own lines (checks.advice), as the terminal shows them
+        advice = [advice_for(v.get("check"), v.get("details") if isinstance(v.get("details"), dict) else None)
+                  for v in fails]
         s.add(Raw("<h3>Failures</h3>"), table(
-            ["check", "where", "what", "measured", "limit", "limit's source", "message", "test"],
-            [[v.get("check"), v.get("where") or "node", v.get("what"), _measured(v), _limit(v),
+            ["check", "where", "what", "measured", "limit", "means", "to do", "limit's source", "message", "test"],
+            [[v.get("check"), v.get("where") or "node", v.get("what"), _measured(v), _limit(v), a.means, a.todo,
               f"{v.get('yaml_path') or ''}; {v.get('source') or ''}".strip("; "), v.get("message"), v.get("test")]
-             for v in fails], ["fail"] * len(fails)))
+             for v, a in zip(fails, advice)], ["fail"] * len(fails)))
     else:
         s.add(note("No check failed."))
     skips = [v for v in view.verdicts if v.get("outcome") == SKIP]
