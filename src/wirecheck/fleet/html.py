@@ -201,7 +201,7 @@ def _gpus(result: FleetResult):
                    alpha=0.4 if labelled else 0.25, lw=0)
         ax.scatter([x for x, _, _ in bad], [r for _, r, _ in bad], s=30, color=RED, alpha=0.9, lw=0)
         for x, r, v in sorted(bad, key=lambda t: t[1])[:12]:
-            ax.annotate(v.where.rsplit("/", 1)[-1] if labelled else v.where, (x, r), fontsize=7, xytext=(4, -3),
+            ax.annotate(f"GPU{v.inputs.get('gpu')}" if labelled else v.where, (x, r), fontsize=7, xytext=(4, -3),
                         textcoords="offset points", color=RED)
         below = next(v.limit["max_below_median"] for _, _, v in pts)
         ratios = [r for _, r, _ in pts]

@@ -112,8 +112,8 @@ def _network_lines(result: FleetResult) -> list[str]:
     out = []
     for net in result.network:
         busbw = [v for v in net.verdicts if v.check == "busbw" and v.where and v.where.startswith("network-")]
-        figures = ", ".join(f"{v.what.split(' busbw')[0]} {v.measured:.2f} GB/s {v.outcome}" for v in busbw
-                            if v.measured is not None)
+        figures = ", ".join(f"{v.inputs.get('op', v.check)} {v.measured:.2f} GB/s {v.outcome}" for v in busbw
+                            if v.measured is not None)  # the collective from the verdict's inputs, not its wording
         state = "complete" if net.complete else net.problem
         out.append(f"network run {Path(net.path).name}: {len(net.nodes)} nodes, {state}; {figures or 'no busbw verdict'}; "
                    f"{len(net.failed)} failed verdict(s)")
