@@ -4,8 +4,8 @@ It leads with the verdict, the failures and a summary (nodes per state, the node
 fleet, each figure's spread); then:
 - every key figure of every node relative to its peers' median, one column per figure (a slow node's
   point sits low, the rule's line is drawn for each figure kind, the named ones red);
-- each figure for which a node was named: one bar per node for a small fleet, the fleet's histogram
-  with the named nodes marked for a large one, with the median and the rule's line;
+- each figure for which a node was named, a panel each in one picture: one bar per node for a small
+  fleet, the fleet's histogram with the named nodes marked for a large one, the median and the rule's line;
 - every GPU's health figures relative to the median of the fleet's other GPUs of its model, one
   panel per figure, the named ones red and listed;
 - the pair schedule as a node-by-node matrix of pair bandwidth (up to MAX_MATRIX nodes);
@@ -86,8 +86,9 @@ def _spread(ax, columns: list[list[tuple[str, float, bool]]], rules: dict) -> No
                 labels.append((dx, ratio, who))
     ax.scatter(xs, ys, s=6 if len(xs) > 2000 else 14, color=BLUE, alpha=0.25 if len(xs) > 2000 else 0.45, lw=0)
     ax.scatter(rx, ry, s=24, color=RED, alpha=0.9, lw=0)
-    for dx, ratio, who in sorted(labels, key=lambda t: t[1])[:20]:
-        ax.annotate(who, (dx, ratio), fontsize=6, xytext=(4, -3), textcoords="offset points", color=RED)
+    if len(labels) <= 20:  # more would be a smudge: the page's tables name them
+        for dx, ratio, who in labels:
+            ax.annotate(who, (dx, ratio), fontsize=6, xytext=(4, -3), textcoords="offset points", color=RED)
     for name, (below, style) in rules.items():
         ax.axhline(1 - below, color=GREY, ls=style, lw=1, label=f"{name}: {below * 100:g} % below the median")
     ax.axhline(1, color="black", lw=0.8)
@@ -123,6 +124,8 @@ def result_rules(result: FleetResult) -> dict[str, tuple[float, str]]:
 
 
 def _named_figures(result: FleetResult) -> list:
+    """One figure, a panel per figure a node was named in (up to MAX_FIGURE_PLOTS): one bar per node
+    up to MAX_BARS nodes, the fleet's histogram with each named node a red tick beyond."""
     named = sorted({v.details.get("figure") or v.what for n in result.nodes for v in n.outliers
                     if v.outcome == FAIL})[:MAX_FIGURE_PLOTS]
     if not named:
@@ -135,38 +138,43 @@ def _named_figures(result: FleetResult) -> list:
             if label in wanted and isinstance(v.measured, (int, float)):
                 points[label].append((n.node, v))
     Figure = _figure()
-    figs = []
-    for label in named:
+    nodes = max(len(pts) for pts in points.values())
+    bars = nodes <= MAX_BARS
+    cols = 1 if bars and nodes > 20 else min(3, len(named))
+    rows = (len(named) + cols - 1) // cols
+    width = max(4.0, 0.45 * nodes + 2) if bars and cols == 1 else 4.6
+    fig = Figure(figsize=(width * cols, 2.9 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for k, label in enumerate(named):
+        ax = axes[k // cols][k % cols]
         pts = points[label]
         values = [v.measured for _, v in pts]
         median = statistics.median(values)
-        bars = len(pts) <= MAX_BARS
-        fig = Figure(figsize=(max(4.0, 0.45 * len(pts) + 2) if bars else 7.0, 2.8), layout="constrained")
-        ax = fig.subplots()
         below = next((v.limit["max_below_median"] for _, v in pts if v.limit and "max_below_median" in v.limit), None)
         if bars:
             ax.bar(range(len(pts)), values, color=[RED if v.outcome == FAIL else BLUE for _, v in pts])
             ax.axhline(median, color="black", lw=0.8, label=f"fleet median {median:.3g}")
             if below is not None:
                 ax.axhline(median * (1 - below), color=GREY, ls="--", lw=1, label=f"{below * 100:g} % below")
-            ax.set_xticks(range(len(pts)), [who for who, _ in pts], rotation=60 if len(pts) > 8 else 0, fontsize=8)
-            ax.set_ylabel(pts[0][1].unit or "")
+            ax.set_xticks(range(len(pts)), [who for who, _ in pts], rotation=60 if len(pts) > 8 else 0, fontsize=7)
+            ax.set_ylabel(pts[0][1].unit or "", fontsize=8)
         else:  # thousands of nodes: the fleet's histogram, each named node a red tick under it
             ax.hist(values, bins=60, color=BLUE, alpha=0.7)
             ax.axvline(median, color="black", lw=0.8, label=f"fleet median {median:.3g}")
             if below is not None:
                 ax.axvline(median * (1 - below), color=GREY, ls="--", lw=1, label=f"{below * 100:g} % below")
             slow = sorted((v.measured, who) for who, v in pts if v.outcome == FAIL)
-            ax.plot([x for x, _ in slow], [0] * len(slow), "|", color=RED, ms=14, mew=1.5,
-                    label=f"{len(slow)} named")
-            for x, who in slow[:8]:
-                ax.annotate(who, (x, 0), fontsize=6, rotation=60, xytext=(0, 8), textcoords="offset points", color=RED)
-            ax.set_xlabel(pts[0][1].unit or "")
-            ax.set_ylabel("nodes")
-        ax.set_title(label, fontsize=9)
-        ax.legend(fontsize=7)
-        figs.append(fig)
-    return figs
+            ax.plot([x for x, _ in slow], [0] * len(slow), "|", color=RED, ms=14, mew=1.5, label=f"{len(slow)} named")
+            if slow:  # the slowest by name; the rest are in the page's tables
+                ax.annotate(slow[0][1] + (f" and {len(slow) - 1} more" if len(slow) > 1 else ""), (slow[0][0], 0),
+                            fontsize=6, xytext=(2, 12), textcoords="offset points", color=RED)
+            ax.set_xlabel(pts[0][1].unit or "", fontsize=8)
+            ax.set_ylabel("nodes", fontsize=8)
+        ax.set_title(label, fontsize=8)
+        ax.legend(fontsize=6)
+    for k in range(len(named), rows * cols):
+        axes[k // cols][k % cols].set_visible(False)
+    return [fig]
 
 
 def _gpus(result: FleetResult):
