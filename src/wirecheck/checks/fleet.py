@@ -210,7 +210,7 @@ def pair_node(thresholds, *, node: str, pairs: list, simulated: bool) -> Verdict
     text = f"node {node} is slow with every partner: {body}" if b.named else f"node {node}: {body}"
     return Verdict("", what, node, FAIL if b.named else PASS, text, measured=b.value / GB, unit="GB/s",
                    limit={"median": b.median / GB, "scaled_mad": b.scaled_mad / GB}, source=rule.source,
-                   yaml_path=rule.yaml_path, details={"below": b.below})
+                   yaml_path=rule.yaml_path, rule="fleet", details={"below": b.below})
 
 
 @check("pair_link")
@@ -239,4 +239,4 @@ def pair_link(thresholds, *, a: str, b: str, pairs: list, simulated: bool) -> Ve
             "(cable, switch port or route between them?)" if bl.named else f"link {a}-{b}: {body}")
     return Verdict("", what, where, FAIL if bl.named else PASS, text, measured=bl.value / GB, unit="GB/s",
                    limit={"median": bl.median / GB, "scaled_mad": bl.scaled_mad / GB}, source=rule.source,
-                   yaml_path=rule.yaml_path, details={"below": bl.below})
+                   yaml_path=rule.yaml_path, rule="fleet", details={"below": bl.below})
