@@ -1,4 +1,5 @@
-"""`wirecheck fleet report DIR [--thresholds FILE] [--nodes FILE | --expect N] [--expect-network] [--json FILE] [--html FILE]`
+"""`wirecheck fleet report DIR [--thresholds FILE] [--nodes FILE | --expect N] [--expect-network] [--json FILE] [--html FILE]
+[-q] [--full] [--jobs N]`
 
 Judges a fleet's records together: one record per node in DIR (each node ran
 `wirecheck validate ... --wirecheck-json DIR/$(hostname).jsonl`), plus any multi-node records
@@ -9,6 +10,11 @@ of thresholds.yaml `fleet:`), each GPU's health figures (HBM copy and read, GEMM
 sustained TFLOP/s) against every other GPU of its model in the fleet (`fleet.<mode>.gpus`, naming
 the node and the GPU), and the pair schedule's verdict on it. A node 10 % below its peers is named
 even when it clears its own floors.
+
+Linear in nodes (10,000 records in about a minute on 2 cores): records are read and judged by one
+process per CPU and kept as counts, failures and figures; each fleet verdict keeps the others'
+median, scaled MAD and n, not their values. The output leads with the failures, then a summary
+(nodes per state, the worst, each figure's spread); every node's row up to 50 nodes or with --full.
 
 Exit codes: 0 every node passed (hardware); 1 a node failed, is missing or cut short, or a
 multi-node run failed (or, with --expect-network, left no record); 2 bad input (no such directory,
