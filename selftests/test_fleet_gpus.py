@@ -37,8 +37,10 @@ def test_a_gpu_20_percent_below_its_peers_on_another_node_is_named(tmp_path, cap
     assert [(v["where"], v["inputs"]["gpu_model"], v["inputs"]["figure"]) for v in named] == [
         ("n02/GPU1", "NVIDIA H200", "HBM copy (read+write)")]
     # every other GPU figure of the fleet passes the rule: 5 figures x 2 GPUs x 3 nodes, one named
-    judged = [v for n in data["nodes"] for v in n["gpus"]]
+    # (each as a row of gpu_figures; the verdicts that did not pass in full, in gpus)
+    judged = [v for n in data["nodes"] for v in n["gpu_figures"]]
     assert len(judged) == 30 and sum(v["outcome"] == "fail" for v in judged) == 1
+    assert [v["where"] for n in data["nodes"] for v in n["gpus"]] == ["n02/GPU1"]
     html = page.read_text()
     assert "<h2>GPUs against the fleet's GPUs of their model</h2>" in html
     assert "<b>n02/GPU1</b>" in html

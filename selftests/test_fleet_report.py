@@ -6,6 +6,7 @@ node looks like, bad input, the JSON and the HTML page.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import json
 from pathlib import Path
 
@@ -234,3 +235,93 @@ def test_the_wirecheck_fleet_command_module(tmp_path, capsys):
     assert "PASSED: 0 of 6 node(s) failed" in capsys.readouterr().out
     args, extra = parser.parse_known_args(["fleet", "nonsense"])
     assert args.run(args, extra) == 2 and "unknown command 'nonsense'" in capsys.readouterr().err
+
+
+# ---- at cluster scale: statistics in the verdict, failures first ----------------------------------
+
+
+def test_the_others_statistics_from_one_sort_are_those_of_the_list_without_each_value():
+    import random
+
+    from wirecheck.core.peer_stats import leave_one_out, reference_of
+
+    rng = random.Random(7)
+    for n in (2, 3, 4, 5, 10, 11, 40):
+        values = [rng.choice([1.0, 2.0, 2.0, 3.0, rng.random()]) for _ in range(n)]
+        assert leave_one_out(values) == [reference_of(values[:k] + values[k + 1:]) for k in range(n)], values
+
+
+def test_a_verdict_with_the_fleets_statistics_only_fails_the_slow_node_and_is_judged_again_the_same(tmp_path, capsys):
+    """The verdict keeps the other nodes' median, scaled MAD and n (and the three slowest), not every
+    peer's value; rejudge on its inputs gives the same verdict; a record's old `peers` still judges."""
+    d = fleet(tmp_path, slow={"gpu03": {"reduce_scatter": 0.9}})
+    code, out, _ = run(capsys, d, "--expect", 6, "--json", tmp_path / "fleet.json")
+    assert code == 1
+    data = json.loads((tmp_path / "fleet.json").read_text())
+    node = next(n for n in data["nodes"] if n["node"] == "gpu03")
+    (rec,) = node["outliers"]  # the one that did not pass, in full
+    assert rec["rule"] == "fleet" and rec["outcome"] == "fail" and "peers" not in rec["inputs"]
+    stats = rec["inputs"]["fleet"]
+    assert stats["n"] == 5 and set(stats) == {"median", "scaled_mad", "n", "slowest"} and len(stats["slowest"]) == 3
+    assert rec["details"]["figure"] == "reduce_scatter busbw on nvswitch-2gpu-0.1 at 1 GiB"
+    again = checks.rejudge(checks.fleet.fleet_outlier(TH, **rec["inputs"]), TH)
+    assert (again.outcome, again.message, again.limit) == ("fail", rec["message"], rec["limit"])
+    # the same judgement from the old shape, every peer's value (what a record written before kept)
+    peers = {n["node"]: n["figures"]["busbw:reduce_scatter:nvswitch-2gpu-0.1"]["value"]
+             for n in data["nodes"] if n["node"] != "gpu03"}
+    old = dict(rec["inputs"], peers=peers)
+    del old["fleet"]
+    legacy = checks.fleet.fleet_outlier(TH, **old)
+    assert (legacy.outcome, legacy.limit) == ("fail", rec["limit"])
+    # a healthy node's figures pass and are rows, not whole verdicts
+    healthy = next(n for n in data["nodes"] if n["node"] == "gpu02")
+    assert healthy["outliers"] == [] and {r["outcome"] for r in healthy["judged"]} == {"pass"}
+    assert len(healthy["judged"]) == 4
+    # the same inputs with a stricter rule: judged again from the statistics alone, now it passes nobody
+    looser = {**rec["inputs"], "value": rec["inputs"]["fleet"]["median"] * 0.97}
+    assert checks.fleet.fleet_outlier(TH, **looser).outcome == "pass"
+
+
+def test_a_large_fleet_leads_with_its_failures_then_a_summary(tmp_path, capsys, monkeypatch):
+    """Past FULL_TABLE_UP_TO nodes the terminal lists failures first, then counts per state, the worst
+    nodes and the figures a node was named in, then the failed nodes' rows only; --full every row.
+    The page: failures and the summary before every node's row, which sits in a collapsed section."""
+    from wirecheck.fleet import html as fleet_html, report as fleet_report
+
+    monkeypatch.setattr(fleet_report, "FULL_TABLE_UP_TO", 4)
+    monkeypatch.setattr(fleet_html, "MAX_BARS", 4)
+    d = fleet(tmp_path, n=8, slow={"gpu02": {"all_reduce": 0.92}, "gpu06": {"ddp": 0.5}})
+    page = tmp_path / "fleet.html"
+    code, out, _ = run(capsys, d, "-q", "--html", page)
+    assert code == 1
+    body = out.splitlines()[1:]  # after the line naming the directory
+    assert body[0] == "failures (2 failed verdict(s) on 2 node(s)):", out
+    assert body[1].startswith("  gpu02: [fleet_outlier] ") and body[2].startswith("  gpu06: [fleet_outlier] ")
+    assert "summary: 8 node(s): 2 below peers, 6 PASS" in out
+    assert "furthest below the fleet's median: gpu06 50." in out  # the worst first
+    assert "  all_reduce busbw on nvswitch-2gpu-0.1 at 1 GiB: 8 values, median" in out and "1 named: gpu02" in out
+    rows = [line for line in out.splitlines() if line.startswith("gpu")]
+    assert [r.split()[0] for r in rows] == ["gpu02", "gpu06"], "only the failed nodes' rows"
+    assert out.index("failures (") < out.index("summary:") < out.index("the failed nodes")
+    code, out, _ = run(capsys, d, "-q", "--full")
+    assert len([line for line in out.splitlines() if line.startswith("gpu0") and line.endswith("PASS")]) == 6
+    html = page.read_text()
+    assert html.index("<h2>Failures (2)</h2>") < html.index("<h2>Summary</h2>") < html.index("<h2>Every node</h2>")
+    table = html[html.index("<h2>Every node</h2>"):]
+    assert "<details><summary>every node (8, the 2 failed first)</summary>" in table
+    assert table.index("<td>gpu02</td>") < table.index("<td>gpu00</td>"), "failed nodes first"
+
+
+def test_figure_names_come_from_the_verdicts_structure_not_their_wording(tmp_path, capsys):
+    """The report and page read a fleet verdict's figure from details, never by splitting its text."""
+    from wirecheck.fleet.html import relative_values
+    from wirecheck.fleet.judging import digest, judge_fleet
+    from wirecheck.fleet.records import collect
+    from wirecheck.fleet.report import _gpu_names, render
+
+    d = fleet(tmp_path, slow={"gpu03": {"reduce_scatter": 0.9}})
+    result = judge_fleet(collect(d, digest=digest(TH)), TH)
+    for n in result.nodes:
+        n.outliers = [replace(v, what="reworded by a later version") for v in n.outliers]
+    assert "reduce_scatter busbw on nvswitch-2gpu-0.1 at 1 GiB" in relative_values(result)
+    assert "1 named: gpu03" in render(result) and _gpu_names(result) == ""

@@ -9,6 +9,7 @@ the record schema changes); the device run of 2026-11-30 comes from reference_re
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 import struct
@@ -110,7 +111,83 @@ def test_failures_come_first_with_measured_limit_source_and_placement(tmp_path):
     for text in ("busbw", failing["where"], "&gt;= 5000 GB/s", "selftest: raised &lt;floor&gt;",
                  "collectives.simulated_floors.all_reduce.any", failing["test"]):
         assert text in row, text
+    # what it means and what to do, as the terminal's failure block gives them (checks.advice, not a copy)
+    from wirecheck.checks.advice import ADVICE
+
+    for text in ADVICE["busbw"]:
+        assert html.escape(text) in row, text
+    assert "<th>means</th><th>to do</th>" in verdict
     assert page.index('id="verdict"') < page.index('id="node"')
+    # a simulated run says SIMULATION in one banner, at the top
+    assert page.count('class="banner') == 1 and '<div class="banner sim">SIMULATION' in page
+
+
+def _sweeps(spec: dict, slow: str):
+    from wirecheck.report.model import Floor, SizePoint, Sweep
+
+    sweeps, floors = [], {}
+    for klass, n in spec.items():
+        for k in range(n):
+            name = f"{klass}-{k}"
+            factor = 0.5 if name == slow else 1.0
+            sweeps.append(Sweep(name, klass, "all_reduce", 2, [SizePoint(2**e, 1e11 * factor * (e - 9), 0, 0, 0)
+                                                                for e in range(10, 31, 4)]))
+            floors[name] = Floor(2**30, 80.0, None, "fail" if factor < 1 else "pass", "selftest")
+    return sweeps, floors
+
+
+def test_busbw_of_38_placements_is_drawn_per_class_with_the_worst_named():
+    """An 8-GPU NVL node (h200-nvl-8) has 38 placements: one panel per class; a class of 17 is its band,
+    median and worst placement (the one below its floor), not 17 lines and a legend nobody can read."""
+    from wirecheck.report import figures
+
+    sweeps, floors = _sweeps({"nvl_pair": 4, "nvl_quad": 17, "cross_quad": 12, "forced_pcie": 4, "nvl_group": 1},
+                             slow="nvl_quad-7")
+    img = figures.busbw_vs_size("all_reduce", sweeps, floors, simulated=False)
+    assert "one panel per placement class (nvl_pair, nvl_quad, cross_quad, forced_pcie, nvl_group) of 38" in img.alt
+    assert png_size(img.png) == (img.width, img.height) and img.width > 1000  # 3 panels across
+    assert figures._worst(sweeps[4:21], floors).placement == "nvl_quad-7"
+    few, few_floors = _sweeps({"nvswitch": 1, "forced_pcie": 1}, slow="")
+    assert "one panel" not in figures.busbw_vs_size("all_reduce", few, few_floors, simulated=False).alt
+
+
+def _burn_in_rounds(n: int) -> list[dict]:
+    """n rounds of a 2-GPU burn-in as the loop records them, 4 windows and 4 NVML samples per GPU each."""
+    rounds = []
+    for k in range(n):
+        t = 1000.0 + 10 * k
+        series = {f"GPU{g}": {"windows": [[t + w, 1.0, 7e14, 0] for w in range(4)],
+                              "samples": [[t + w, 1980, 650.0, 60 + g, 0] for w in range(4)]} for g in (0, 1)}
+        rounds.append({"type": "measurement", "kind": "burn_in_round", "placement": None, "what": f"round {k + 1}",
+                       "value": k + 1, "unit": "round", "details": {
+                           "round": k + 1, "started": t, "ended": t + 9.5, "gpus": {
+                               f"GPU{g}": {"flops_per_s": 7e14, "power_w": 650.0, "temperature": {"max_c": 61}}
+                               for g in (0, 1)},
+                           "collectives": {"nvswitch-2gpu-0.1 all_reduce": {"median": 3e11}}, "series": series}})
+    return rounds
+
+
+def test_a_long_burn_in_is_drawn_in_linear_time():
+    """4,800 rounds: every row is drawn relative to the first round's start, computed once (it was
+    computed again for every row: 55 s for the page). Ten times the rounds cost about ten times the
+    work, not a hundred (compared within this run, so a slow machine slows both alike)."""
+    import time
+
+    from wirecheck.report.burn_in import burn_in_view
+
+    def cost(n: int) -> float:
+        view = burn_in_view(_burn_in_rounds(n), [])
+        start = time.process_time()
+        for gpu in view.gpus:
+            view.windows(gpu), view.samples(gpu, "power_w"), view.samples(gpu, "temperature_c")
+        view.busbw()
+        return time.process_time() - start, view
+
+    small, _ = cost(480)
+    large, view = cost(4800)
+    assert len(view.rounds) == 4800 and len(view.windows("GPU0")) == 4800 * 4
+    assert view.windows("GPU1")[-1][0] == pytest.approx(10 * 4799 + 3)
+    assert large < 30 * max(small, 1e-3), (small, large)
 
 
 def test_everything_from_a_record_is_escaped(tmp_path):

@@ -2,16 +2,16 @@
 the pair schedule's node-or-link attribution.
 
 A node cleared by its own floors can still be slower than its peers: the fleet rule
-(wirecheck.core.peer_stats) names it. Inputs are plain data (figures, peer values, pair bandwidths), so
-`wirecheck fleet report --json` keeps them and the same functions judge them again.
+(wirecheck.core.peer_stats) names it. Inputs are plain data (figures, the fleet's statistics, pair
+bandwidths), so `wirecheck fleet report --json` keeps them and the same functions judge them again.
 """
 
 from __future__ import annotations
 
 from wirecheck.checks import check
 from wirecheck.core.pair_schedule import pair_key
-from wirecheck.core.peer_stats import below_median
 from wirecheck.core import render
+from wirecheck.core.peer_stats import Below, Reference, below_median, below_reference, reference_of
 from wirecheck.core.verdict import FAIL, PASS, Verdict, skip
 
 KINDS = ("busbw", "throughput")
@@ -23,13 +23,8 @@ FORMAT_OF_UNIT = {"GB/s": "bandwidth", "TFLOP/s": "compute", "tokens/s": "throug
 
 
 def _limits(b, rule) -> dict:
-    return {"median": b.median, "scaled_mad": b.scaled_mad, "max_below_median": rule.max_below_median,
-            "mad_k": rule.mad_k}
-
-
-def _slowest(peers: dict) -> list:
-    """The three slowest peers, to name beside a failure (the renderer writes their figures)."""
-    return sorted(peers.items(), key=lambda kv: kv[1])[:3]
+    return {"median": b.median, "scaled_mad": b.scaled_mad, "n": b.n_reference,
+            "max_below_median": rule.max_below_median, "mad_k": rule.mad_k}
 
 
 @check("node_record")
@@ -54,51 +49,100 @@ def network_record(thresholds, *, directory: str, found: int) -> Verdict:
     return Verdict("", what, "network", PASS, measured=found, note=f"{found} multi-node record(s) in {directory}")
 
 
-def _peer_verdict(what: str, where: str, value: float, unit: str, b, rule, compared_with: str, slowest: list,
+def _peer_verdict(what: str, where: str, value: float, unit: str, b, rule, compared_with: str, stats: dict,
                   hint: str = "", **details) -> Verdict:
+    """A fleet figure against the others' statistics, as structure: the renderer writes its words."""
     fmt = FORMAT_OF_UNIT.get(unit, "number")
-    note = ("slowest peers: " + ", ".join(f"{n} {render.figure(v, unit, fmt)}" for n, v in slowest)) if b.named else ""
+    slowest = stats.get("slowest") or []
+    note = ("slowest peers: " + ", ".join(f"{n} {render.figure(v, unit, fmt)}" for n, v in slowest)) \
+        if b.named and slowest else ""
     return Verdict("", what, where, FAIL if b.named else PASS, measured=value, unit=unit, fmt=fmt, bound="peers",
-                   limit=_limits(b, rule), source=rule.source, yaml_path=rule.yaml_path, note=note, hint=hint,
-                   details={"below": b.below, "compared_with": compared_with, **details})
+                   limit=_limits(b, rule), source=rule.source, yaml_path=rule.yaml_path, rule="fleet", note=note,
+                   hint=hint, details={"below": b.below, "compared_with": compared_with, **details})
+
+
+def fleet_statistics(ref: Reference, slowest: list, nodes: int | None = None) -> dict:
+    """What a fleet verdict keeps of the others' values (its `fleet` input): the statistics the rule
+    reads and the three slowest, to name them. Not every peer's value: with one verdict per node and
+    figure that would grow with the square of the fleet."""
+    out = {"median": ref.median, "scaled_mad": ref.scaled_mad, "n": ref.n,
+           "slowest": [[who, value] for who, value in slowest[:3]]}
+    if nodes is not None:
+        out["nodes"] = nodes
+    return out
+
+
+def _reference(fleet: dict | None, peers: dict | None) -> dict:
+    """The `fleet` statistics, from the input itself or, in a record written before it existed, from
+    the `peers` ({who: value}) it kept instead."""
+    if fleet is None and peers is None:
+        raise ValueError("a fleet verdict needs `fleet` (the others' median, scaled MAD and n) or `peers`")
+    if fleet is None:
+        slowest = sorted(peers.items(), key=lambda kv: kv[1])
+        return fleet_statistics(reference_of(list(peers.values())), slowest)
+    for key in ("median", "scaled_mad", "n"):
+        if not isinstance(fleet.get(key), (int, float)) or isinstance(fleet.get(key), bool):
+            raise ValueError(f"the fleet statistics have no number {key!r}")
+    return fleet
+
+
+def _judge(value: float, stats: dict, rule) -> Below:
+    ref = Reference(float(stats["median"]), float(stats["scaled_mad"]), int(stats["n"]))
+    return below_reference(value, ref, rule.max_below_median, rule.mad_k)
+
+
 
 
 @check("fleet_outlier")
-def fleet_outlier(thresholds, *, node: str, figure: str, kind: str, value: float, peers: dict, unit: str,
-                  simulated: bool) -> Verdict:
-    """`value` (this node's `figure`) against the median of `peers` ({node: value}, this node not
-    included), with the fleet rule for `kind` (busbw or throughput)."""
+def fleet_outlier(thresholds, *, node: str, figure: str, kind: str, value: float, unit: str, simulated: bool,
+                  fleet: dict | None = None, peers: dict | None = None) -> Verdict:
+    """`value` (this node's `figure`) against the other nodes' values, with the fleet rule for `kind`
+    (busbw or throughput). `fleet`: their statistics ({"median", "scaled_mad", "n", "slowest": [[node,
+    value], ...]}, this node not included: fleet_statistics); a record written before it existed
+    has `peers` ({node: value}) instead, from which they are computed."""
     if kind not in KINDS:
         raise ValueError(f"unknown fleet figure kind {kind!r}; known: {', '.join(KINDS)}")
     limits = thresholds.fleet(simulated)
     rule = getattr(limits, kind)
+    stats = _reference(fleet, peers)
     what = f"{figure} against the fleet"
-    if len(peers) + 1 < limits.min_nodes:
-        return skip(what, node, f"{len(peers) + 1} node(s) have this figure; the fleet median needs "
-                                f"{limits.min_nodes} (fleet.min_nodes)")
-    b = below_median(value, list(peers.values()), rule.max_below_median, rule.mad_k)
-    return _peer_verdict(what, node, value, unit, b, rule, f"{b.n_reference} other node(s)", _slowest(peers))
+    if stats["n"] + 1 < limits.min_nodes or stats["n"] < 1:
+        return skip(what, node, f"{stats['n'] + 1} node(s) have this figure; the fleet median needs "
+                                f"{limits.min_nodes} (fleet.min_nodes)", details={"figure": figure})
+    b = _judge(value, stats, rule)
+    return _peer_verdict(what, node, value, unit, b, rule, f"{b.n_reference} other node(s)", stats,
+                         figure=figure, kind=kind)
 
 
 @check("fleet_gpu_outlier")
 def fleet_gpu_outlier(thresholds, *, node: str, gpu: int, bus_id: str | None, gpu_model: str, figure: str,
-                      value: float, unit: str, peers: dict, simulated: bool) -> Verdict:
+                      value: float, unit: str, simulated: bool, fleet: dict | None = None,
+                      peers: dict | None = None) -> Verdict:
     """One GPU's health figure (`figure`: its label, `value` in `unit`) against every other GPU of
-    `gpu_model` in the fleet (`peers`: {"node/GPUk": value}, its own node's other GPUs included), with
-    the fleet rule for GPUs; judged when fleet.min_nodes nodes have the figure."""
+    `gpu_model` in the fleet (its own node's other GPUs included), with the fleet rule for GPUs;
+    judged when fleet.min_nodes nodes have the figure. `fleet`: the other GPUs' statistics
+    (fleet_statistics, with "nodes": how many nodes have the figure, this one included); a record
+    written before it existed has `peers` ({"node/GPUk": value}) instead."""
     limits = thresholds.fleet(simulated)
     rule = limits.gpus
     where = f"{node}/GPU{gpu}"
     what = f"{figure} against the fleet's {gpu_model} GPUs"
-    nodes = {key.rsplit("/", 1)[0] for key in peers} | {node}
-    if len(nodes) < limits.min_nodes:
-        return skip(what, where, f"{len(nodes)} node(s) have this figure for {gpu_model}; comparing GPUs across nodes "
-                                 f"needs {limits.min_nodes} (fleet.min_nodes); the node's own peer rule judged it")
-    b = below_median(value, list(peers.values()), rule.max_below_median, rule.mad_k)
-    v = _peer_verdict(what, where, value, unit, b, rule, f"{b.n_reference} other {gpu_model} GPUs (on {len(nodes)} nodes)",
-                      _slowest(peers), gpu_model=gpu_model,
-                      hint="Below the fleet's GPUs of its model: reseat or replace it; `nvidia-smi -q -d CLOCK,"
-                           "PERFORMANCE,POWER` shows whether it is held back")
+    if fleet is None and peers is not None:
+        nodes = len({key.rsplit("/", 1)[0] for key in peers} | {node})
+    else:
+        nodes = (fleet or {}).get("nodes")
+        if not isinstance(nodes, int) or isinstance(nodes, bool):
+            raise ValueError("the fleet statistics of a GPU figure have no number 'nodes'")
+    stats = _reference(fleet, peers)
+    details = {"figure": figure, "gpu_model": gpu_model}
+    if nodes < limits.min_nodes:
+        return skip(what, where, f"{nodes} node(s) have this figure for {gpu_model}; comparing GPUs across nodes "
+                                 f"needs {limits.min_nodes} (fleet.min_nodes); the node's own peer rule judged it",
+                    details=details)
+    b = _judge(value, stats, rule)
+    v = _peer_verdict(what, where, value, unit, b, rule, f"{b.n_reference} other {gpu_model} GPUs (on {nodes} nodes)",
+                      stats, hint="Below the fleet's GPUs of its model: reseat or replace it; `nvidia-smi -q -d CLOCK,"
+                                  "PERFORMANCE,POWER` shows whether it is held back", nodes=nodes, **details)
     return v.amended(place=f"node {node} GPU{gpu}" + (f" ({bus_id})" if bus_id else ""))
 
 
@@ -158,7 +202,7 @@ def pair_node(thresholds, *, node: str, pairs: list, simulated: bool) -> Verdict
     listed = ", ".join(_pair_text(p) for p in mine)
     return Verdict("", what, node, FAIL if b.named else PASS, measured=b.value / GB, unit="GB/s", fmt="bandwidth",
                    bound="peers", limit={**_limits(b, rule), "median": b.median / GB, "scaled_mad": b.scaled_mad / GB},
-                   source=rule.source, yaml_path=rule.yaml_path, note=f"the fastest of its pairs ({listed})",
+                   source=rule.source, yaml_path=rule.yaml_path, rule="fleet", note=f"the fastest of its pairs ({listed})",
                    hint=f"node {node} is slow with every partner",
                    details={"below": b.below, "compared_with": f"{b.n_reference} pairs without it"})
 
@@ -185,7 +229,7 @@ def pair_link(thresholds, *, a: str, b: str, pairs: list, simulated: bool) -> Ve
     bl = below_median(me["busbw_bytes_per_s"], reference, rule.max_below_median, rule.mad_k)
     return Verdict("", what, where, FAIL if bl.named else PASS, measured=bl.value / GB, unit="GB/s", fmt="bandwidth",
                    bound="peers", limit={**_limits(bl, rule), "median": bl.median / GB, "scaled_mad": bl.scaled_mad / GB},
-                   source=rule.source, yaml_path=rule.yaml_path,
+                   source=rule.source, yaml_path=rule.yaml_path, rule="fleet",
                    hint=f"the link is slow while {a} and {b} are fine with their other partners (cable, switch port "
                         "or route between them?)",
                    details={"below": bl.below, "compared_with": f"{bl.n_reference} other pairs"})

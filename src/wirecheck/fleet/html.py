@@ -1,11 +1,17 @@
 """The fleet page: one self-contained HTML file (figures inlined as PNG) drawn from a FleetResult.
 
-- every node's key figures relative to its peers' median, one column per node (a slow node's
-  column sits low, the rule's line is drawn for each figure kind);
-- each figure for which a node was named, node by node, with the median and the rule's line;
+It leads with the verdict, the failures and a summary (nodes per state, the nodes furthest below the
+fleet, each figure's spread); then:
+- every key figure of every node relative to its peers' median, one column per figure (a slow node's
+  point sits low, the rule's line is drawn for each figure kind, the named ones red);
+- each figure for which a node was named, a panel each in one picture: one bar per node for a small
+  fleet, the fleet's histogram with the named nodes marked for a large one, the median and the rule's line;
 - every GPU's health figures relative to the median of the fleet's other GPUs of its model, one
-  panel per figure, the GPUs of a node in its column, the named ones red and listed;
-- the pair schedule as a node-by-node matrix of pair bandwidth.
+  panel per figure, the named ones red and listed;
+- the pair schedule as a node-by-node matrix of pair bandwidth (up to MAX_MATRIX nodes);
+- every node's row, in a collapsed section (the failed nodes first).
+Each figure is a few vectorised draws whatever the fleet's size: 10,000 nodes draw as fast as 10.
+Labels and numbers come from the verdicts' structure (details, measured, limit), never their wording.
 matplotlib is imported here only (`--html`); the rest of the fleet report does not need it.
 """
 
@@ -16,6 +22,7 @@ import html
 import io
 import statistics
 
+from wirecheck.fleet import summary
 from wirecheck.fleet.judging import FleetResult, gpus_below_fleet, named_by_fleet_rule, named_by_pairs, slow_links
 from wirecheck.report.html import CSP
 from wirecheck.core.verdict import FAIL, SKIP
@@ -41,15 +48,50 @@ def _png(fig) -> str:
     return f'<img alt="" src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}">'
 
 
+MAX_BARS = 60  # a fleet up to this size is drawn node by node; a larger one as a distribution
+MAX_MATRIX = 200  # the pair matrix: more nodes than this is no picture (the verdicts name the slow ones)
+MAX_LISTED = 500  # failures listed on the page; the rest are in --json
+
+
+def _ratio(v) -> float | None:
+    median = (v.limit or {}).get("median")
+    return v.measured / median if v.outcome != SKIP and median and isinstance(v.measured, (int, float)) else None
+
+
 def relative_values(result: FleetResult) -> dict[str, list[tuple[str, float, bool]]]:
-    """{node: [(figure label, value / peers' median, named)]} for every judged figure."""
+    """{figure label: [(node, value / peers' median, named)]} for every judged node figure."""
     out: dict[str, list] = {}
     for n in result.nodes:
         for v in n.outliers:
-            if v.outcome == SKIP or not v.limit or not v.limit.get("median"):
-                continue
-            out.setdefault(n.node, []).append((v.what, v.measured / v.limit["median"], v.outcome == FAIL))
+            ratio = _ratio(v)
+            if ratio is not None:
+                out.setdefault(v.details.get("figure") or v.what, []).append((n.node, ratio, v.outcome == FAIL))
     return out
+
+
+def _spread(ax, columns: list[list[tuple[str, float, bool]]], rules: dict) -> None:
+    """One column per figure: every node's ratio as a dot (jittered so thousands are a cloud), the named
+    red and, up to 20 of them, labelled."""
+    import random
+
+    jitter = random.Random(0)
+    xs, ys, rx, ry, labels = [], [], [], [], []
+    for x, points in enumerate(columns):
+        width = 0.3 if len(points) > 1 else 0.0
+        for who, ratio, named in points:
+            dx = x + jitter.uniform(-width, width)
+            (rx if named else xs).append(dx)
+            (ry if named else ys).append(ratio)
+            if named:
+                labels.append((dx, ratio, who))
+    ax.scatter(xs, ys, s=6 if len(xs) > 2000 else 14, color=BLUE, alpha=0.25 if len(xs) > 2000 else 0.45, lw=0)
+    ax.scatter(rx, ry, s=24, color=RED, alpha=0.9, lw=0)
+    if len(labels) <= 20:  # more would be a smudge: the page's tables name them
+        for dx, ratio, who in labels:
+            ax.annotate(who, (dx, ratio), fontsize=6, xytext=(4, -3), textcoords="offset points", color=RED)
+    for name, (below, style) in rules.items():
+        ax.axhline(1 - below, color=GREY, ls=style, lw=1, label=f"{name}: {below * 100:g} % below the median")
+    ax.axhline(1, color="black", lw=0.8)
 
 
 def _overview(result: FleetResult):
@@ -57,20 +99,15 @@ def _overview(result: FleetResult):
     if not rel:
         return None
     Figure = _figure()
-    nodes = [n.node for n in result.nodes if n.node in rel]
-    fig = Figure(figsize=(max(4.0, 0.5 * len(nodes) + 2), 3.2))
+    labels = list(rel)
+    fig = Figure(figsize=(max(5.0, 0.38 * len(labels) + 2.5), 4.6), layout="constrained")
     ax = fig.subplots()
-    for x, node in enumerate(nodes):
-        for _, ratio, named in rel[node]:
-            ax.plot(x, ratio, "o", color=RED if named else BLUE, alpha=0.9 if named else 0.35, ms=7 if named else 5)
-    rules = result_rules(result)
-    for name, (below, style) in rules.items():
-        ax.axhline(1 - below, color=GREY, ls=style, lw=1, label=f"{name}: {below * 100:g} % below the median")
-    ax.axhline(1, color="black", lw=0.8)
-    ax.set_xticks(range(len(nodes)), nodes, rotation=60 if len(nodes) > 8 else 0, fontsize=8)
+    _spread(ax, [rel[k] for k in labels], result_rules(result))
+    ax.set_xticks(range(len(labels)), labels, rotation=70 if len(labels) > 4 else 0, fontsize=7, ha="right")
     ax.set_ylabel("value / peers' median")
-    ax.set_title("every key figure of every node, relative to its peers")
-    ax.legend(fontsize=7, loc="upper right")
+    nodes = len({who for points in rel.values() for who, _, _ in points})
+    ax.set_title(f"every key figure of {nodes} node(s), relative to its peers (named: red)", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
     return fig
 
 
@@ -78,66 +115,112 @@ def result_rules(result: FleetResult) -> dict[str, tuple[float, str]]:
     rules = {}
     for n in result.nodes:
         for v in n.outliers:
-            if v.limit and "max_below_median" in v.limit:
-                kind = "throughput" if "tokens/s" in (v.unit or "") else "busbw"
+            kind = v.details.get("kind")
+            if kind and v.limit and "max_below_median" in v.limit:
                 rules[kind] = (v.limit["max_below_median"], "--" if kind == "busbw" else ":")
+        if len(rules) == 2:
+            break
     return rules
 
 
 def _named_figures(result: FleetResult) -> list:
-    named = sorted({v.what for n in result.nodes for v in n.outliers if v.outcome == FAIL})[:MAX_FIGURE_PLOTS]
+    """One figure, a panel per figure a node was named in (up to MAX_FIGURE_PLOTS): one bar per node
+    up to MAX_BARS nodes, the fleet's histogram with each named node a red tick beyond."""
+    named = sorted({v.details.get("figure") or v.what for n in result.nodes for v in n.outliers
+                    if v.outcome == FAIL})[:MAX_FIGURE_PLOTS]
+    if not named:
+        return []
+    wanted = set(named)
+    points: dict[str, list] = {k: [] for k in named}
+    for n in result.nodes:
+        for v in n.outliers:
+            label = v.details.get("figure") or v.what
+            if label in wanted and isinstance(v.measured, (int, float)):
+                points[label].append((n.node, v))
     Figure = _figure()
-    figs = []
-    for what in named:
-        points = [(n.node, v) for n in result.nodes for v in n.outliers if v.what == what and v.measured is not None]
-        fig = Figure(figsize=(max(4.0, 0.45 * len(points) + 2), 2.8))
-        ax = fig.subplots()
-        values = [v.measured for _, v in points]
-        ax.bar(range(len(points)), values, color=[RED if v.outcome == FAIL else BLUE for _, v in points])
+    nodes = max(len(pts) for pts in points.values())
+    bars = nodes <= MAX_BARS
+    cols = 1 if bars and nodes > 20 else min(3, len(named))
+    rows = (len(named) + cols - 1) // cols
+    width = max(4.0, 0.45 * nodes + 2) if bars and cols == 1 else 4.6
+    fig = Figure(figsize=(width * cols, 2.9 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for k, label in enumerate(named):
+        ax = axes[k // cols][k % cols]
+        pts = points[label]
+        values = [v.measured for _, v in pts]
         median = statistics.median(values)
-        ax.axhline(median, color="black", lw=0.8, label=f"fleet median {median:.3g}")
-        below = next((v.limit["max_below_median"] for _, v in points if v.limit), None)
-        if below is not None:
-            ax.axhline(median * (1 - below), color=GREY, ls="--", lw=1, label=f"{below * 100:g} % below")
-        ax.set_xticks(range(len(points)), [n for n, _ in points], rotation=60 if len(points) > 8 else 0, fontsize=8)
-        ax.set_ylabel(points[0][1].unit or "")
-        ax.set_title(what.replace(" against the fleet", ""), fontsize=9)
-        ax.legend(fontsize=7)
-        figs.append(fig)
-    return figs
+        below = next((v.limit["max_below_median"] for _, v in pts if v.limit and "max_below_median" in v.limit), None)
+        if bars:
+            ax.bar(range(len(pts)), values, color=[RED if v.outcome == FAIL else BLUE for _, v in pts])
+            ax.axhline(median, color="black", lw=0.8, label=f"fleet median {median:.3g}")
+            if below is not None:
+                ax.axhline(median * (1 - below), color=GREY, ls="--", lw=1, label=f"{below * 100:g} % below")
+            ax.set_xticks(range(len(pts)), [who for who, _ in pts], rotation=60 if len(pts) > 8 else 0, fontsize=7)
+            ax.set_ylabel(pts[0][1].unit or "", fontsize=8)
+        else:  # thousands of nodes: the fleet's histogram, each named node a red tick under it
+            ax.hist(values, bins=60, color=BLUE, alpha=0.7)
+            ax.axvline(median, color="black", lw=0.8, label=f"fleet median {median:.3g}")
+            if below is not None:
+                ax.axvline(median * (1 - below), color=GREY, ls="--", lw=1, label=f"{below * 100:g} % below")
+            slow = sorted((v.measured, who) for who, v in pts if v.outcome == FAIL)
+            ax.plot([x for x, _ in slow], [0] * len(slow), "|", color=RED, ms=14, mew=1.5, label=f"{len(slow)} named")
+            if slow:  # the slowest by name; the rest are in the page's tables
+                ax.annotate(slow[0][1] + (f" and {len(slow) - 1} more" if len(slow) > 1 else ""), (slow[0][0], 0),
+                            fontsize=6, xytext=(2, 12), textcoords="offset points", color=RED)
+            ax.set_xlabel(pts[0][1].unit or "", fontsize=8)
+            ax.set_ylabel("nodes", fontsize=8)
+        ax.set_title(label, fontsize=8)
+        ax.legend(fontsize=6)
+    for k in range(len(named), rows * cols):
+        axes[k // cols][k % cols].set_visible(False)
+    return [fig]
 
 
 def _gpus(result: FleetResult):
     """One panel per GPU figure: each GPU's value over the median of the fleet's other GPUs of its
-    model, the GPUs of a node in its column; named ones red; the rule's line dashed."""
-    judged = [(n.node, v) for n in result.nodes for v in n.gpus if v.outcome != SKIP and v.limit and v.limit.get("median")]
-    if not judged:
+    model, the GPUs of a node in its column (a dot per GPU along the fleet for a large one); named
+    ones red and labelled; the rule's line dashed."""
+    panels: dict[str, list] = {}
+    nodes: dict[str, int] = {}
+    for n in result.nodes:
+        for v in n.gpus:
+            ratio = _ratio(v)
+            if ratio is None:
+                continue
+            x = nodes.setdefault(n.node, len(nodes))
+            panels.setdefault(v.details.get("figure") or v.what, []).append((x, ratio, v))
+    if not panels:
         return None
-    whats = list(dict.fromkeys(v.what.split(" against the fleet")[0] for _, v in judged))
-    nodes = [n.node for n in result.nodes if any(node == n.node for node, _ in judged)]
     Figure = _figure()
+    whats = list(panels)
     cols = min(3, len(whats))
     rows = (len(whats) + cols - 1) // cols
-    fig = Figure(figsize=(max(3.6, 0.45 * len(nodes) + 1.8) * cols, 2.8 * rows), layout="constrained")
+    labelled = len(nodes) <= MAX_BARS
+    width = max(3.6, 0.45 * len(nodes) + 1.8) if labelled else 5.0
+    fig = Figure(figsize=(width * cols, 2.8 * rows), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False)
     for k, what in enumerate(whats):
         ax = axes[k // cols][k % cols]
-        ratios = [v.measured / v.limit["median"] for _, v in judged if v.what.startswith(what + " against")]
-        for x, node in enumerate(nodes):
-            for who, v in judged:
-                if who == node and v.what.startswith(what + " against"):
-                    named = v.outcome == FAIL
-                    ax.plot(x, v.measured / v.limit["median"], "o", color=RED if named else BLUE,
-                            alpha=0.9 if named else 0.4, ms=7 if named else 4)
-                    if named:
-                        ax.annotate(v.where.rsplit("/", 1)[-1], (x, v.measured / v.limit["median"]), fontsize=7,
-                                    xytext=(4, -3), textcoords="offset points", color=RED)
-        below = next(v.limit["max_below_median"] for _, v in judged if v.what.startswith(what + " against"))
+        pts = panels[what]
+        ok = [(x, r) for x, r, v in pts if v.outcome != FAIL]
+        bad = [(x, r, v) for x, r, v in pts if v.outcome == FAIL]
+        ax.scatter([x for x, _ in ok], [r for _, r in ok], s=12 if labelled else 4, color=BLUE,
+                   alpha=0.4 if labelled else 0.25, lw=0)
+        ax.scatter([x for x, _, _ in bad], [r for _, r, _ in bad], s=30, color=RED, alpha=0.9, lw=0)
+        for x, r, v in sorted(bad, key=lambda t: t[1])[:12]:
+            ax.annotate(f"GPU{v.inputs.get('gpu')}" if labelled else v.where, (x, r), fontsize=7, xytext=(4, -3),
+                        textcoords="offset points", color=RED)
+        below = next(v.limit["max_below_median"] for _, _, v in pts)
+        ratios = [r for _, r, _ in pts]
         ax.axhline(1, color="black", lw=0.8)
         ax.axhline(1 - below, color=GREY, ls="--", lw=1)
         ax.set_xlim(-0.5, len(nodes) - 0.5)
         ax.set_ylim(min(ratios + [1 - below]) - 0.05, max(ratios + [1.0]) + 0.05)
-        ax.set_xticks(range(len(nodes)), nodes, rotation=60 if len(nodes) > 8 else 0, fontsize=7)
+        if labelled:
+            ax.set_xticks(range(len(nodes)), list(nodes), rotation=60 if len(nodes) > 8 else 0, fontsize=7)
+        else:
+            ax.set_xlabel(f"{len(nodes)} nodes, in name order", fontsize=8)
         ax.set_title(what, fontsize=9)
         ax.set_ylabel("value / fleet median", fontsize=8)
     for k in range(len(whats), rows * cols):
@@ -147,7 +230,7 @@ def _gpus(result: FleetResult):
 
 def _pair_matrix(net) -> object | None:
     pairs = [m for m in net.measurements if m.get("kind") == "pair" and m.get("value") is not None]
-    if not pairs:
+    if not pairs or len(net.nodes) > MAX_MATRIX:
         return None
     nodes = net.nodes
     index = {n: k for k, n in enumerate(nodes)}
@@ -175,8 +258,9 @@ def _pair_matrix(net) -> object | None:
 
 
 def _table(result: FleetResult) -> str:
+    """Every node's row, the failed ones first (a page has no script: a collapsed section is the filter)."""
     rows = []
-    for n in result.nodes:
+    for n in sorted(result.nodes, key=lambda n: n.ok):
         below = [v for v in n.outliers if v.outcome == FAIL]
         gpus = {v.where for v in n.gpus if v.outcome == FAIL}
         cls = "ok" if n.ok else "bad"
@@ -187,12 +271,39 @@ def _table(result: FleetResult) -> str:
             f"<td>{'PASS' if n.ok else 'FAIL'}</td></tr>")
     head = ("<tr><th>node</th><th>record</th><th>checks fail/pass/skip</th><th>below peers</th><th>GPUs below fleet</th>"
             "<th>pairs</th><th>status</th></tr>")
-    return f"<table>{head}{''.join(rows)}</table>"
+    failed = sum(not n.ok for n in result.nodes)
+    return (f"<details{' open' if len(result.nodes) <= MAX_BARS else ''}><summary>every node ({len(result.nodes)}, "
+            f"the {failed} failed first)</summary><table>{head}{''.join(rows)}</table></details>")
+
+
+def _summary(result: FleetResult) -> str:
+    """Nodes per state, the furthest below the fleet, each figure's spread."""
+    states = "".join(f"<tr class='{'ok' if state == 'PASS' else 'bad'}'><td>{html.escape(state)}</td><td>{count}</td></tr>"
+                     for state, count in summary.state_counts(result).items())
+    parts = [f"<h2>Summary</h2><table><tr><th>state</th><th>nodes</th></tr>{states}</table>"]
+    worst = summary.worst_nodes(result, 10)
+    if worst:
+        parts.append("<h3>Furthest below the fleet's median</h3><table><tr><th>node</th><th>below</th><th>figure</th>"
+                     "<th>named</th></tr>" + "".join(
+                         f"<tr class='{'bad' if w.named else 'ok'}'><td>{html.escape(w.node)}</td>"
+                         f"<td>{w.below * 100:.1f} %</td><td>{html.escape(w.figure)}</td>"
+                         f"<td>{'yes' if w.named else 'no'}</td></tr>" for w in worst) + "</table>")
+    dists = summary.distributions(result)
+    if dists:
+        rows = "".join(
+            f"<tr class='{'bad' if d.named else 'ok'}'><td>{html.escape(d.figure)}</td><td>{d.n}</td>"
+            f"<td>{summary.number(d.median)} {html.escape(d.unit)}</td><td>{summary.number(d.quantile(0.05))}"
+            f"&ndash;{summary.number(d.quantile(0.95))}</td><td>{summary.number(d.values[0])}</td>"
+            f"<td>{len(d.named)}</td></tr>" for d in sorted(dists, key=lambda d: -len(d.named)))
+        parts.append("<details open><summary>each figure over the fleet</summary><table><tr><th>figure</th><th>n</th>"
+                     "<th>median</th><th>5th&ndash;95th percentile</th><th>lowest</th><th>named</th></tr>"
+                     f"{rows}</table></details>")
+    return "".join(parts)
 
 
 def _names(names, empty: str = "none") -> str:
     """Node names come from the records' file names and contents, as anything else there: escaped."""
-    return html.escape(", ".join(names)) or empty
+    return html.escape(summary.shortened(names, 100)) or empty
 
 
 def _headline(result: FleetResult) -> str:
@@ -226,11 +337,13 @@ def render_page(result: FleetResult) -> str:
                  f"Slow with every partner (pair schedule): <b>{_names(named_by_pairs(result), unmeasured)}</b>. "
                  f"Slow links: <b>{_names(slow_links(result), unmeasured)}</b>. "
                  f"GPUs below the fleet's GPUs of their model: <b>{_names(gpus_below_fleet(result), unmeasured)}</b>.</p>")
-    parts.append(_table(result))
     if failures:
-        parts.append("<h2>Failures</h2><ul>" + "".join(
-            f"<li><b>{html.escape(who)}</b> [{html.escape(v.check)}] {html.escape(v.message)}</li>" for who, v in failures)
-            + "</ul>")
+        more = len(failures) - MAX_LISTED
+        parts.append(f"<h2>Failures ({len(failures)})</h2><ul>" + "".join(
+            f"<li><b>{html.escape(who)}</b> [{html.escape(v.check)}] {html.escape(v.message)}</li>"
+            for who, v in failures[:MAX_LISTED])
+            + (f"<li>... and {more} more: every one in the --json file</li>" if more > 0 else "") + "</ul>")
+    parts.append(_summary(result))
     overview = _overview(result)
     if overview is not None:
         parts.append("<h2>Key figures against the fleet</h2>" + _png(overview))
@@ -242,7 +355,7 @@ def render_page(result: FleetResult) -> str:
         named = [v for n in result.nodes for v in n.gpus if v.outcome == FAIL]
         if named:
             parts.append("<ul>" + "".join(f"<li><b>{html.escape(v.where)}</b> {html.escape(v.message)}</li>"
-                                          for v in named) + "</ul>")
+                                          for v in named[:MAX_LISTED]) + "</ul>")
     for net in result.network:
         parts.append(f"<h2>Multi-node run {html.escape(net.path)}</h2><ul>" + "".join(
             f"<li>{html.escape(str(v.outcome).upper())} [{html.escape(v.check)}] {html.escape(v.message)}</li>"
@@ -251,5 +364,6 @@ def render_page(result: FleetResult) -> str:
         matrix = _pair_matrix(net)
         if matrix is not None:
             parts.append(_png(matrix))
+    parts.append("<h2>Every node</h2>" + _table(result))
     parts.append("</body></html>")
     return "\n".join(parts)

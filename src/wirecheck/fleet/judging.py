@@ -8,6 +8,7 @@ Pure data in, data out: `wirecheck fleet report` prints it, `--json` keeps it, `
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from wirecheck.core import exit_codes
@@ -17,16 +18,21 @@ from wirecheck.fleet.records import Fleet, NodeRun
 from wirecheck.checks.judge import rejudge_run
 from wirecheck.records.file import RecordFileError, RunRecord
 from wirecheck.thresholds.file import Thresholds, ThresholdsError
-from wirecheck.core.verdict import FAIL, PASS, Verdict
+from wirecheck.core.peer_stats import Reference, leave_one_out
+from wirecheck.core.verdict import FAIL, PASS, SKIP, Verdict
 
 
 @dataclass
 class NodeResult:
+    """One node, judged. Of its own verdicts (judged again) it keeps the counts, the failures and the
+    warnings only: a fleet of thousands of nodes holds that much per node, not every verdict."""
     node: str
     path: str | None
     record: Verdict  # node_record: there and complete
-    verdicts: list[Verdict] = field(default_factory=list)  # its own checks, judged again
-    recorded: list[Verdict] = field(default_factory=list)  # the same, as recorded (for "changed")
+    counts: dict[str, int] = field(default_factory=dict)  # its own verdicts judged again, per outcome
+    own_failed: list[Verdict] = field(default_factory=list)  # those that failed
+    warnings: list[Verdict] = field(default_factory=list)  # those that passed with a warning
+    judged: bool = False  # a record was read and its verdicts judged again
     outliers: list[Verdict] = field(default_factory=list)  # fleet_outlier, one per figure
     pairs: list[Verdict] = field(default_factory=list)  # pair_node verdicts of multi-node runs
     figures: dict[str, Figure] = field(default_factory=dict)
@@ -36,14 +42,37 @@ class NodeResult:
 
     @property
     def failed(self) -> list[Verdict]:
-        return [v for v in [self.record, *self.verdicts, *self.outliers, *self.gpus, *self.pairs] if v.outcome == FAIL]
+        return [v for v in [self.record, *self.own_failed, *self.outliers, *self.gpus, *self.pairs] if v.outcome == FAIL]
 
     @property
     def ok(self) -> bool:
         return not self.failed
 
     def count(self, outcome: str) -> int:
-        return sum(v.outcome == outcome for v in self.verdicts)
+        return self.counts.get(outcome, 0)
+
+    @property
+    def state(self) -> str:
+        """What the summary counts it as: PASS, or the first reason it failed (MISSING, CUT, BROKEN,
+        own checks, below peers, GPUs below fleet, SLOW pairs)."""
+        if self.record.outcome == FAIL:
+            return self.record_status
+        if self.own_failed:
+            return "own checks"
+        if any(v.outcome == FAIL for v in self.outliers):
+            return "below peers"
+        if any(v.outcome == FAIL for v in self.gpus):
+            return "GPUs below fleet"
+        if any(v.outcome == FAIL for v in self.pairs):
+            return "slow in pairs"
+        return "PASS"
+
+    @property
+    def worst_below(self) -> float | None:
+        """How far its worst fleet figure is under the fleet's median (a fraction), for "the worst nodes"."""
+        below = [v.details.get("below") for v in [*self.outliers, *self.gpus] if v.outcome != SKIP]
+        below = [b for b in below if isinstance(b, (int, float))]
+        return max(below) if below else None
 
     @property
     def record_status(self) -> str:
@@ -112,33 +141,78 @@ class FleetResult:
         return exit_codes.verdict(failed=not self.ok, simulated=self.simulated)
 
 
-def _node(n: NodeRun, thresholds: Thresholds) -> NodeResult:
+def node_result(thresholds: Thresholds, n: NodeRun) -> NodeResult:
+    """A node's record judged on its own: the record there and complete, its verdicts judged again
+    (kept as counts, failures and warnings) and its key figures. collect() calls it as each record is
+    read (its `digest`), so the record itself need not be kept."""
     path = str(n.path) if n.path else None
     result = NodeResult(n.node, path, fleet_checks.node_record(thresholds, node=n.node, path=path, problem=n.problem),
                         unexpected=n.unexpected)
     if n.run is not None:
-        result.recorded, result.verdicts = rejudge_run(n.run, thresholds)
+        _, verdicts = _as_data(n.path, rejudge_run, n.run, thresholds)
+        result.judged = True
+        result.counts = {o: 0 for o in (FAIL, PASS, SKIP)}
+        for v in verdicts:
+            result.counts[v.outcome] = result.counts.get(v.outcome, 0) + 1
+        result.own_failed = [v for v in verdicts if v.outcome == FAIL]
+        result.warnings = [v for v in verdicts if v.details.get("warning")]
         floor = thresholds.collective_settings(n.run.simulated).floor_size
-        result.figures = node_figures(n.run, floor)
-        result.gpu_figures = gpu_figures(n.run)
+        result.figures = _as_data(n.path, node_figures, n.run, floor)
+        result.gpu_figures = _as_data(n.path, gpu_figures, n.run)
     return result
+
+
+def digest(thresholds: Thresholds):
+    """collect()'s `digest` for judge_fleet: each node's record judged as it is read, then dropped."""
+    return functools.partial(node_result, thresholds)
+
+
+def _others(values: list[tuple[str, float]]):
+    """For each (who, value): the statistics of all the other values (fleet_statistics), from one sort."""
+    ordered = sorted(values, key=lambda wv: wv[1])[:4]  # the three slowest besides any one of them
+    refs = leave_one_out([v for _, v in values]) if len(values) > 1 else [Reference(0.0, 0.0, 0)]
+    for (who, value), ref in zip(values, refs):
+        yield who, value, ref, [wv for wv in ordered if wv[0] != who]
+
+
+def _judge_figures(nodes: list[NodeResult], thresholds: Thresholds, simulated: bool) -> None:
+    """The fleet rule: each node's figure against every other node that has it."""
+    by_name = {n.node: n for n in nodes}
+    having: dict[str, list[tuple[str, float]]] = {}
+    for n in nodes:
+        for key, fig in n.figures.items():
+            having.setdefault(key, []).append((n.node, fig.value))
+    for key in sorted(having):
+        for who, value, ref, slowest in _others(having[key]):
+            n = by_name[who]
+            fig = n.figures[key]
+            n.outliers.append(_as_data(n.path, fleet_checks.fleet_outlier, thresholds, node=n.node, figure=fig.label,
+                                       kind=fig.kind, value=fig.value, unit=fig.unit, simulated=simulated,
+                                       fleet=fleet_checks.fleet_statistics(ref, slowest)))
 
 
 def _judge_gpus(nodes: list[NodeResult], thresholds: Thresholds, simulated: bool) -> None:
     """Each GPU's figure against every other GPU of its model in the fleet (its own node's too)."""
-    having: dict[tuple[str, str], dict[str, float]] = {}  # (model, figure key) -> {"node/GPUk": value}
+    having: dict[tuple[str, str], list[tuple[str, float]]] = {}  # (model, figure key) -> [("node/GPUk", value)]
+    mine: dict[str, tuple[NodeResult, GpuFigure]] = {}
     for n in nodes:
         for f in n.gpu_figures:
-            having.setdefault((f.model, f.key), {})[f"{n.node}/GPU{f.gpu}"] = f.value
-    for n in nodes:
-        for f in n.gpu_figures:
-            me = f"{n.node}/GPU{f.gpu}"
-            peers = {who: v for who, v in having[(f.model, f.key)].items() if who != me}
-            if not peers:
-                continue
+            who = f"{n.node}/GPU{f.gpu}"
+            having.setdefault((f.model, f.key), []).append((who, f.value))
+            mine[f"{who}\0{f.model}\0{f.key}"] = (n, f)
+    for (model, key), values in having.items():
+        if len(values) < 2:
+            continue  # the only GPU of its model: nothing to hold it against
+        nodes_with = len({who.rsplit("/", 1)[0] for who, _ in values})
+        for who, _, ref, slowest in _others(values):
+            n, f = mine[f"{who}\0{model}\0{key}"]
             n.gpus.append(_as_data(n.path, fleet_checks.fleet_gpu_outlier, thresholds, node=n.node, gpu=f.gpu,
                                    bus_id=f.bus_id, gpu_model=f.model, figure=f.label, value=f.value, unit=f.unit,
-                                   peers=peers, simulated=simulated))
+                                   simulated=simulated,
+                                   fleet=fleet_checks.fleet_statistics(ref, slowest, nodes=nodes_with)))
+    for n in nodes:  # in the node's own order: GPU by GPU, as its record has them
+        order = {(f"{n.node}/GPU{f.gpu}", f.label): k for k, f in enumerate(n.gpu_figures)}
+        n.gpus.sort(key=lambda v: order.get((v.where, v.details.get("figure")), 0))
 
 
 def _network(run: RunRecord, thresholds: Thresholds) -> NetworkResult:
@@ -172,20 +246,15 @@ def _as_data(path, fn, *args, **kwargs):
 
 def judge_fleet(fleet: Fleet, thresholds: Thresholds, expect_network: bool = False) -> FleetResult:
     """`expect_network`: the job ran the multi-node step, so a directory without its record fails
-    (the step broke before rank 0 wrote a line) rather than reading as a fleet without a network."""
-    nodes = [_as_data(n.path, _node, n, thresholds) for n in fleet.nodes]
-    # The fleet rule: each node's figure against every other node that has it.
-    keys = sorted({k for n in nodes for k in n.figures})
-    for key in keys:
-        having = {n.node: n.figures[key] for n in nodes if key in n.figures}
-        for n in nodes:
-            if key not in n.figures:
-                continue
-            fig = n.figures[key]
-            peers = {other: f.value for other, f in having.items() if other != n.node}
-            n.outliers.append(_as_data(n.path, fleet_checks.fleet_outlier,
-                                       thresholds, node=n.node, figure=fig.label, kind=fig.kind, value=fig.value,
-                                       peers=peers, unit=fig.unit, simulated=fleet.simulated))
+    (the step broke before rank 0 wrote a line) rather than reading as a fleet without a network.
+    Nodes collected with `digest(thresholds)` are judged already; any other node is judged here.
+    Linear in nodes: each figure is sorted once and every verdict keeps the fleet's statistics."""
+    nodes = []
+    for n in fleet.nodes:
+        result = n.digest if isinstance(n.digest, NodeResult) else node_result(thresholds, n)
+        result.unexpected = n.unexpected  # set by collect after the record was read
+        nodes.append(result)
+    _judge_figures(nodes, thresholds, fleet.simulated)
     _judge_gpus(nodes, thresholds, fleet.simulated)
     network = [_as_data(run.path, _network, run, thresholds) for run in fleet.network]
     by_name = {n.node: n for n in nodes}

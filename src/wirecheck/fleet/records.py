@@ -8,10 +8,12 @@ is bad input (the directory is the wrong one, or something else was written into
 
 from __future__ import annotations
 
+import os
 import re
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 from wirecheck.core import jsondata
 
@@ -31,6 +33,8 @@ class NodeRun:
     run: RunRecord | None
     problem: str | None = None  # None: a complete record
     unexpected: bool = False  # a record from a node not in the --nodes list
+    simulated: bool = False
+    digest: Any = None  # what collect's `digest` made of the record (its run is then dropped)
 
 
 @dataclass
@@ -89,49 +93,99 @@ def read_node_list(path: str | Path) -> list[str]:
             names.append(name)
     if not names:
         raise FleetInputError(f"--nodes {path}: no node names in it; write one name per line")
-    dupes = sorted({n for n in names if names.count(n) > 1})
+    seen: set[str] = set()
+    dupes = sorted({n for n in names if n in seen or seen.add(n)})  # a set: a list of 10,000 names is no square
     if dupes:
         raise FleetInputError(f"--nodes {path}: {', '.join(dupes)} listed twice; list each node once")
     return names
 
 
-def collect(directory: str | Path, expected: list[str] | None = None, expect_n: int | None = None) -> Fleet:
+def _read(path: Path, directory: Path, digest: Callable[[NodeRun], Any] | None) -> NodeRun | RunRecord:
+    """One file of the directory: a NodeRun, or the RunRecord of a multi-node run. With `digest`, the
+    node's record is handed to it and dropped: a fleet of thousands keeps what the digest kept, never
+    every record at once."""
+    node = path.name[: -len(SUFFIX)]
+    if path.stat().st_size == 0:
+        return NodeRun(node, path, None, f"record {path.name} is empty: the run died before writing its header")
+    try:
+        run = read_run(path)
+    except RecordFileError as exc:
+        if not _is_run_header(path) or "schema" in str(exc):
+            raise FleetInputError(f"{exc}; move it out of {directory} (the directory must hold only wirecheck "
+                                  "records, one per node)") from None
+        return NodeRun(node, path, None, f"unreadable record: {exc}")
+    if run.run.get("multinode"):
+        return run
+    n = NodeRun(node, path, run, _problem(run), simulated=run.simulated)
+    if digest is not None:
+        n.digest = digest(n)
+        n.run = None
+    return n
+
+
+# Reading and judging a record is most of a fleet report's time, and each record is on its own: with a
+# digest, a large directory is read by one process per CPU. Below this many records one process is
+# quicker than starting the others.
+PARALLEL_FROM = 64
+_CHUNK = 16
+_WORK: tuple | None = None  # (directory, digest) for the reading processes, inherited when they fork
+
+
+def _read_in_worker(path: Path) -> NodeRun | RunRecord:
+    directory, digest = _WORK
+    return _read(path, directory, digest)
+
+
+def _read_all(paths: list[Path], directory: Path, digest, jobs: int) -> list:
+    if digest is None or jobs < 2 or len(paths) < PARALLEL_FROM:
+        return [_read(path, directory, digest) for path in paths]
+    import multiprocessing
+
+    global _WORK
+    _WORK = (directory, digest)
+    try:
+        # fork: the processes inherit the thresholds and the digest as they are, nothing is pickled but
+        # the paths and the digests coming back, in order.
+        with multiprocessing.get_context("fork").Pool(min(jobs, len(paths) // _CHUNK + 1)) as pool:
+            return list(pool.imap(_read_in_worker, paths, chunksize=_CHUNK))
+    finally:
+        _WORK = None
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def collect(directory: str | Path, expected: list[str] | None = None, expect_n: int | None = None,
+            digest: Callable[[NodeRun], Any] | None = None, jobs: int = 1) -> Fleet:
+    """The directory's records; `digest(node_run)`, when given, is what each node's record is kept as
+    (read by `jobs` processes at once when there are many)."""
     directory = Path(directory)
     if not directory.is_dir():
         raise FleetInputError(f"{directory}: no such directory; pass the results directory the nodes wrote to "
                               "(each node: wirecheck validate ... --wirecheck-json DIR/$(hostname).jsonl)")
     nodes: list[NodeRun] = []
     network: list[RunRecord] = []
-    for path in sorted(directory.glob(f"*{SUFFIX}")):
-        node = path.name[: -len(SUFFIX)]
-        if path.stat().st_size == 0:
-            nodes.append(NodeRun(node, path, None, f"record {path.name} is empty: the run died before writing its header"))
-            continue
-        try:
-            run = read_run(path)
-        except RecordFileError as exc:
-            if not _is_run_header(path) or "schema" in str(exc):
-                raise FleetInputError(f"{exc}; move it out of {directory} (the directory must hold only wirecheck "
-                                      "records, one per node)") from None
-            nodes.append(NodeRun(node, path, None, f"unreadable record: {exc}"))
-            continue
-        if run.run.get("multinode"):
-            network.append(run)
-            continue
-        nodes.append(NodeRun(node, path, run, _problem(run)))
+    for got in _read_all(sorted(directory.glob(f"*{SUFFIX}")), directory, digest, jobs):
+        (nodes if isinstance(got, NodeRun) else network).append(got)
     if not nodes and not network and not expected:
         raise FleetInputError(f"{directory}: no record files (*{SUFFIX}) in it; pass the directory the nodes wrote "
                               "their records to")
-    modes = {bool(n.run.simulated) for n in nodes if n.run} | {bool(r.simulated) for r in network}
+    read = [n for n in nodes if n.run is not None or n.digest is not None]
+    modes = {n.simulated for n in read} | {bool(r.simulated) for r in network}
     if len(modes) > 1:
-        sims = [n.node for n in nodes if n.run and n.run.simulated] + [r.path.name for r in network if r.simulated]
+        sims = [n.node for n in read if n.simulated] + [r.path.name for r in network if r.simulated]
         raise FleetInputError(f"{directory} mixes simulated and hardware records (simulated: {', '.join(sims)}); "
                               "judge them in separate directories")
     fleet = Fleet(directory, nodes, network, simulated=modes == {True})
     if expected is not None:
-        found = {n.node for n in nodes}
+        found, listed = {n.node for n in nodes}, set(expected)
         for n in nodes:
-            n.unexpected = n.node not in expected
+            n.unexpected = n.node not in listed
         for name in expected:
             if name not in found:
                 nodes.append(NodeRun(name, None, None, f"no record {name}{SUFFIX} in {directory}: the node never wrote "

@@ -10,6 +10,8 @@ and `burn_in` (its end); a run cut short (killed) has rounds but no end.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 from wirecheck.burnin.figures import SAMPLE_COLUMNS, WINDOW_COLUMNS
 
@@ -22,8 +24,10 @@ class BurnInView:
     end: dict | None = None  # the `burn_in` measurement's details; None when the run was cut short
     verdicts: list[dict] = field(default_factory=list)  # the verdicts of tests/test_burn_in.py
 
-    @property
+    @cached_property
     def t0(self) -> float:
+        """The first round's start. Cached: every row of every round is drawn relative to it, and
+        taking the minimum over the rounds for each row made a 4,800-round page take a minute."""
         return min((r.get("started") or 0.0) for r in self.rounds) if self.rounds else 0.0
 
     @property
@@ -45,14 +49,14 @@ class BurnInView:
 
     def windows(self, gpu: str) -> list[tuple[float, float]]:
         """(seconds from the start, TFLOP/s) of every window of every round."""
-        t, f = WINDOW_COLUMNS.index("t0"), WINDOW_COLUMNS.index("flops_per_s")
-        return [(row[t] - self.t0, row[f] / 1e12) for r in self.rounds
+        t, f, t0 = WINDOW_COLUMNS.index("t0"), WINDOW_COLUMNS.index("flops_per_s"), self.t0
+        return [(row[t] - t0, row[f] / 1e12) for r in self.rounds
                 for row in ((r.get("series") or {}).get(gpu) or {}).get("windows") or [] if row[f]]
 
     def samples(self, gpu: str, column: str) -> list[tuple[float, float]]:
         """(seconds from the start, value) of every NVML sample of `column` (sm_mhz, power_w, temperature_c)."""
-        t, c = SAMPLE_COLUMNS.index("t"), SAMPLE_COLUMNS.index(column)
-        return [(row[t] - self.t0, row[c]) for r in self.rounds
+        t, c, t0 = SAMPLE_COLUMNS.index("t"), SAMPLE_COLUMNS.index(column), self.t0
+        return [(row[t] - t0, row[c]) for r in self.rounds
                 for row in ((r.get("series") or {}).get(gpu) or {}).get("samples") or [] if row[c] is not None]
 
     def busbw(self) -> dict[str, list[tuple[float, float]]]:
@@ -75,6 +79,6 @@ def burn_in_view(measurements: list[dict], verdicts: list[dict]) -> BurnInView |
             view.end = m["details"]
     if not view.rounds and view.end is None:
         return None
-    view.rounds.sort(key=lambda r: r.get("round") or 0)
+    view.rounds.sort(key=lambda r: r.get("round") or 0)  # before t0 is read (it is cached)
     view.verdicts = [v for v in verdicts if "test_burn_in" in str(v.get("test") or "")]
     return view

@@ -96,41 +96,109 @@ def _note(ax, text: str) -> None:
 # -- collectives ------------------------------------------------------------------------
 
 
-def busbw_vs_size(op: str, sweeps: list, floors: dict, simulated: bool) -> Image:
-    """Bus bandwidth against message size (log x), one line per placement, its floor drawn."""
-    many = sum(1 for s in sweeps if s.points) > 6
-    fig = _figure(8.4 if many else 6.6, 4.0)
-    ax = fig.add_subplot()
-    per_class: dict[str, int] = {}
-    for s in sweeps:
-        if not s.points:
-            continue
-        k = per_class.get(s.klass, 0)
-        per_class[s.klass] = k + 1
-        c = colour(s.klass)
-        xs = [p.bytes for p in s.points]
-        ys = [p.busbw / 1e9 for p in s.points]
-        ax.plot(xs, ys, STYLES[k % len(STYLES)], marker=MARKERS[k % len(MARKERS)], color=c, label=s.placement, ms=4)
-        f = floors.get(s.placement)
-        if f is not None:  # a short bar across the floor size: solid the floor, dashed the ceiling
-            for bound, style in ((f.min, "-"), (f.max, "--")):
-                if bound is not None:
-                    ax.hlines(bound, f.size / 1.6, f.size * 1.6, colors=c, linestyles=style, lw=2.5)
+# Up to this many placements share one panel, each its own line; more (an 8-GPU NVL node has 38) are
+# drawn one panel per placement class, and a class of more than LINES_PER_CLASS placements as its
+# band (the lowest and highest busbw at each size), its median and its worst placement.
+MAX_LINES = 6
+LINES_PER_CLASS = 4
+
+
+def _floor_bar(ax, f, c) -> None:
+    """A short bar across the floor size: solid the floor, dashed the ceiling."""
+    if f is None:
+        return
+    for bound, style in ((f.min, "-"), (f.max, "--")):
+        if bound is not None:
+            ax.hlines(bound, f.size / 1.6, f.size * 1.6, colors=c, linestyles=style, lw=2.5)
+
+
+def _busbw_axes(ax) -> None:
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     _plain_log_y(ax)
     _size_ticks(ax)
-    ax.set_xlabel("message size (total buffer, nccl-tests convention)")
     _gbps(ax)
-    ax.set_title(f"{op} bus bandwidth" + (" (SIMULATION: gloo on CPU)" if simulated else ""))
-    if many:  # outside, so it hides no line
-        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 if len(sweeps) <= 18 else 2)
+
+
+def _worst(sweeps: list, floors: dict):
+    """The placement furthest below its class: a failed floor first, else the lowest busbw at the
+    largest size every placement measured."""
+    failed = [s for s in sweeps if floors.get(s.placement) is not None and floors[s.placement].outcome == "fail"]
+    if failed:
+        return failed[0]
+    common = set.intersection(*({p.bytes for p in s.points} for s in sweeps))
+    size = max(common) if common else None
+    return min(sweeps, key=lambda s: (s.at(size).busbw if size is not None else s.points[-1].busbw))
+
+
+def _class_panel(ax, klass: str, sweeps: list, floors: dict) -> None:
+    c = colour(klass)
+    if len(sweeps) <= LINES_PER_CLASS:
+        for k, s in enumerate(sweeps):
+            ax.plot([p.bytes for p in s.points], [p.busbw / 1e9 for p in s.points], STYLES[k % len(STYLES)],
+                    marker=MARKERS[k % len(MARKERS)], color=c, label=s.placement, ms=3)
+            _floor_bar(ax, floors.get(s.placement), c)
     else:
-        ax.legend(fontsize=7, loc="best")
+        sizes = sorted({p.bytes for s in sweeps for p in s.points})
+        at = {size: sorted(p.busbw / 1e9 for s in sweeps for p in s.points if p.bytes == size) for size in sizes}
+        ax.fill_between(sizes, [at[x][0] for x in sizes], [at[x][-1] for x in sizes], color=c, alpha=0.25,
+                        label=f"{len(sweeps)} placements: lowest to highest")
+        ax.plot(sizes, [statistics.median(at[x]) for x in sizes], "-", color=c, lw=1.2, label="their median")
+        worst = _worst(sweeps, floors)
+        f = floors.get(worst.placement)
+        bad = f is not None and f.outcome == "fail"
+        ax.plot([p.bytes for p in worst.points], [p.busbw / 1e9 for p in worst.points], "--", marker="v", ms=3,
+                color=OUTCOME_COLOURS["fail"] if bad else "#222222",
+                label=f"worst: {worst.placement}" + (" (below its floor)" if bad else ""))
+        _floor_bar(ax, f, c)
+    _busbw_axes(ax)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_title(f"{klass} ({len(sweeps)} placement{'s' if len(sweeps) > 1 else ''})", fontsize=9)
+    ax.legend(fontsize=6, loc="lower right")
+
+
+def busbw_vs_size(op: str, sweeps: list, floors: dict, simulated: bool) -> Image:
+    """Bus bandwidth against message size (log x), one line per placement, its floor drawn; with more
+    than MAX_LINES placements, one panel per placement class (small multiples)."""
+    drawn = [s for s in sweeps if s.points]
+    title = f"{op} bus bandwidth" + (" (SIMULATION: gloo on CPU)" if simulated else "")
+    caption = (f"{op}: busbw against size (log-log). A short solid bar marks the floor (a dashed one the ceiling) the run "
+               "judged against, at the floor size, in the placement's colour.")
+    if len(drawn) > MAX_LINES:
+        classes: dict[str, list] = {}
+        for s in drawn:
+            classes.setdefault(s.klass, []).append(s)
+        cols = min(3, len(classes))
+        rows = (len(classes) + cols - 1) // cols
+        fig = _figure(4.4 * cols, 3.1 * rows + 0.4)
+        axes = fig.subplots(rows, cols, squeeze=False)
+        for k, (klass, members) in enumerate(classes.items()):
+            _class_panel(axes[k // cols][k % cols], klass, members, floors)
+        for k in range(len(classes), rows * cols):
+            axes[k // cols][k % cols].set_visible(False)
+        fig.suptitle(title, fontsize=10)
+        fig.supxlabel("message size (total buffer, nccl-tests convention)", fontsize=8)
+        return render(fig, f"fig-busbw-{op}", f"{op} bus bandwidth in GB/s against message size, one panel per placement "
+                      f"class ({', '.join(classes)}) of {len(drawn)} placements; floors drawn as bars at the floor size",
+                      caption + f" {len(drawn)} placements: one panel per class; a class of more than {LINES_PER_CLASS} "
+                      "is drawn as its band (lowest to highest busbw at each size), its median and its worst placement "
+                      "(one below its floor first); every placement's figures are in the table beside it.")
+    fig = _figure(6.6, 4.0)
+    ax = fig.add_subplot()
+    per_class: dict[str, int] = {}
+    for s in drawn:
+        k = per_class.get(s.klass, 0)
+        per_class[s.klass] = k + 1
+        c = colour(s.klass)
+        ax.plot([p.bytes for p in s.points], [p.busbw / 1e9 for p in s.points], STYLES[k % len(STYLES)],
+                marker=MARKERS[k % len(MARKERS)], color=c, label=s.placement, ms=4)
+        _floor_bar(ax, floors.get(s.placement), c)
+    _busbw_axes(ax)
+    ax.set_xlabel("message size (total buffer, nccl-tests convention)")
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="best")
     return render(fig, f"fig-busbw-{op}", f"{op} bus bandwidth in GB/s against message size for "
-                  f"{', '.join(s.placement for s in sweeps)}; floors drawn as bars at the floor size",
-                  f"{op}: busbw against size (log-log). A short solid bar marks the floor (a dashed one the ceiling) the run "
-                  "judged against, at the floor size, in the placement's colour.")
+                  f"{', '.join(s.placement for s in sweeps)}; floors drawn as bars at the floor size", caption)
 
 
 def wire(rows: list[tuple[str, float, float]], nvlink: str, host: str, size: int, simulated: bool) -> Image:

@@ -7,6 +7,7 @@ empty chart (a -k selection, a simulation, a run cut short before it got there).
 
 from __future__ import annotations
 
+from wirecheck.checks.advice import advice_for
 from wirecheck.core.quantity import format_bytes
 from wirecheck.burnin.progress import left_out
 from wirecheck.report.advice import advice_section
@@ -94,8 +95,8 @@ def verdict_section(view: RunView) -> Section:
     s = Section("verdict", "Verdict")
     counts = view.verdict_counts
     s.add(Raw(f"<p>{_counted(counts)} ({len(view.verdicts)} verdicts in {esc(view.run.path)}).</p>"))
-    if view.simulated:
-        s.add(Raw(f'<div class="banner sim">SIMULATION</div><p>Recorded topology '
+    if view.simulated:  # the page's banner says SIMULATION already (headline): once is loud enough
+        s.add(Raw(f"<p>Recorded topology "
                   f"<code>{esc(view.header.get('simulation_source'))}</code> replayed with CPU processes and gloo standing "
                   "in for GPUs and NCCL: the figures below say nothing about a node.</p>"))
     if view.status == "cut short":
@@ -106,7 +107,12 @@ def verdict_section(view: RunView) -> Section:
     columns = ["check", "where", "what", "measured", "limit", "limit's source", "message"]
     fails = view.failures
     if fails:
-        s.add(Raw("<h3>Failures</h3>"), table(columns + ["test"], _verdict_rows(fails, test=True), ["fail"] * len(fails)))
+        # "means" and "to do": the failure block's own lines (checks.advice), as the terminal shows them
+        advice = [advice_for(v.get("check"), v.get("details") if isinstance(v.get("details"), dict) else None)
+                  for v in fails]
+        rows = [row[:5] + [a.means, a.todo] + row[5:] for row, a in zip(_verdict_rows(fails, test=True), advice)]
+        s.add(Raw("<h3>Failures</h3>"), table(columns[:5] + ["means", "to do"] + columns[5:] + ["test"], rows,
+                                              ["fail"] * len(fails)))
     else:
         s.add(note("No check failed."))
     warns = [v for v in view.verdicts if v.get("outcome") == WARN]

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""How `wirecheck fleet report` grows with the fleet: time, peak memory and output sizes for N node
+records (100, 1,000 and 10,000 by default), with `--json` and `--html` as the Slurm script passes them.
+
+The records are copies of one run's record (`--record FILE`; without it one simulated run of
+h200-sxm-2 is made first, a few minutes): each node's figures (busbw, tokens/s) get up to +-1 % of
+noise so the fleet has a spread, and one node in 25 is slowed on a few figures (to 80 %, or to 10 % in
+a simulated record, whose rule names only a gross slowdown), so every
+size has outliers to find. The nodes' own verdicts are left as recorded (they pass): what is named
+is the fleet rule's work.
+
+    .venv/bin/python scripts/bench/fleet_scale.py --workdir /tmp/fleet-bench [--record run.jsonl]
+        [--nodes 100,1000,10000] [--jobs N] [--markdown]
+
+Peak memory is given twice: the largest single process (getrusage of the children, as
+/usr/bin/time -v gives it) and the peak of the whole process tree's resident memory (the report
+and the processes that read records with it), sampled every 50 ms from /proc. Not a test: it
+judges nothing; docs/fleet.md quotes its table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SLOW_EVERY = 25  # one node in 25 is slowed
+SLOW_FACTOR = {False: 0.8, True: 0.1}  # hardware, simulated: the simulated rule names only a gross slowdown (80 %)
+NOISE = 0.01
+# The measurement kinds whose value is a fleet figure (wirecheck.fleet.figures), and their fields.
+FIGURE_KINDS = {"collective": ("busbw", "algbw"), "strategy": (), "single_gpu_training": ()}
+
+
+def simulated_record(workdir: Path) -> Path:
+    path = workdir / "base.jsonl"
+    if not path.exists():
+        print(f"making one simulated run's record at {path} (a few minutes)", flush=True)
+        subprocess.run([str(ROOT / ".venv/bin/wirecheck"), "validate", "--simulate=h200-sxm-2", "--wirecheck-json",
+                        str(path), "-q"], stdout=subprocess.DEVNULL, check=False)
+    return path
+
+
+def _scaled(line: str, factor: float, slow_kinds: set[str], slow: float) -> str:
+    obj = json.loads(line)
+    kind = obj.get("kind")
+    if obj.get("type") != "measurement" or kind not in FIGURE_KINDS:
+        return line
+    f = factor * (slow if kind in slow_kinds else 1.0)
+    if isinstance(obj.get("value"), (int, float)):
+        obj["value"] *= f
+    details = obj.get("details") or {}
+    for key in FIGURE_KINDS[kind]:
+        if isinstance(details.get(key), (int, float)):
+            details[key] *= f
+    return json.dumps(obj)
+
+
+def build(base: Path, directory: Path, n: int) -> int:
+    """n node records in `directory` (made once, reused); returns how many are slowed."""
+    directory.mkdir(parents=True, exist_ok=True)
+    lines = base.read_text().splitlines()
+    slow_factor = SLOW_FACTOR[bool(json.loads(lines[0]).get("simulated"))]
+    figure_lines = [k for k, line in enumerate(lines) if any(f'"kind": "{kind}"' in line for kind in FIGURE_KINDS)]
+    rng = random.Random(n)
+    slowed = 0
+    for k in range(n):
+        path = directory / f"node{k:05d}.jsonl"
+        slow = set()
+        if k % SLOW_EVERY == SLOW_EVERY // 2:
+            slow = {rng.choice(list(FIGURE_KINDS))}
+            slowed += 1
+        if path.exists():  # made by an earlier call: the same node, slowed or not
+            continue
+        out = list(lines)
+        for i in figure_lines:
+            out[i] = _scaled(lines[i], 1 + rng.uniform(-NOISE, NOISE), slow, slow_factor)
+        path.write_text("\n".join(out) + "\n")
+    return slowed
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of `pid` and every process below it."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            ppid, pages = int(fields[1]), int(fields[21])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+        rss[int(entry)] = pages * os.sysconf("SC_PAGE_SIZE")
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo += children.get(p, [])
+    return total
+
+
+def measure(directory: Path, out: Path, n: int, jobs: int | None) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [str(ROOT / ".venv/bin/wirecheck"), "fleet", "report", str(directory), "--expect", str(n), "-q",
+           "--json", str(out / "fleet.json"), "--html", str(out / "fleet.html")]
+    if jobs:
+        cmd += ["--jobs", str(jobs)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    with open(out / "stdout.txt", "w") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
+        peak_tree = 0
+        while proc.poll() is None:
+            peak_tree = max(peak_tree, _tree_rss(proc.pid))
+            time.sleep(0.05)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    text = (out / "stdout.txt").read_text()
+    return {"nodes": n, "exit": proc.returncode, "wall_s": wall,
+            "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            "peak_process_mb": after.ru_maxrss / 1024, "peak_tree_mb": peak_tree / 2**20,
+            "json_mb": (out / "fleet.json").stat().st_size / 2**20 if (out / "fleet.json").exists() else None,
+            "html_mb": (out / "fleet.html").stat().st_size / 2**20 if (out / "fleet.html").exists() else None,
+            "stdout_lines": len(text.splitlines()),
+            "named": next((line for line in text.splitlines() if line.startswith("below their peers")), "")[:120]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--workdir", type=Path, required=True, help="where the records and outputs go (GBs at 10,000)")
+    p.add_argument("--record", type=Path, help="the run record to copy (default: make a simulated one)")
+    p.add_argument("--nodes", default="100,1000,10000", help="fleet sizes, comma-separated")
+    p.add_argument("--jobs", type=int, help="passed to `fleet report --jobs`")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    args = p.parse_args(argv)
+    sizes = [int(x) for x in args.nodes.split(",")]
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    base = args.record or simulated_record(args.workdir)
+    if not base.is_file():
+        print(f"--record {base}: no such file; pass a run's record (--wirecheck-json FILE of any run)", file=sys.stderr)
+        return 4
+    rows = []
+    for n in sizes:
+        directory = args.workdir / f"records-{n}"
+        slowed = build(base, directory, n)
+        row = measure(directory, args.workdir / f"out-{n}", n, args.jobs)
+        row["slowed"] = slowed
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    if args.markdown:
+        print("\n| nodes | slowed | wall s | CPU s | peak, one process | peak, all processes | JSON | HTML | exit |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['nodes']:,} | {r['slowed']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['peak_process_mb']:.0f} MB "
+                  f"| {r['peak_tree_mb']:.0f} MB | {r['json_mb']:.1f} MB | {r['html_mb']:.2f} MB | {r['exit']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
