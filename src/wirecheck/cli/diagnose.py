@@ -34,7 +34,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(NAME, help="localize a record's failures: the probes as a plan, or run (--run)",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("record", metavar="RUN.jsonl", help="a record of `wirecheck validate` (its last run)")
-    parser.add_argument("--run", action="store_true", help="run the probes on this node (in simulation for a "
+    parser.add_argument("--run", dest="run_probes", action="store_true", help="run the probes on this node (in simulation for a "
                         "simulated record) and name the part")
     parser.add_argument("--json", dest="out", metavar="PATH", help="where the diagnosis record goes (default: a new "
                         "diagnosis-<UTC>-<host>-<pid>.jsonl in .wirecheck/)")
@@ -79,7 +79,7 @@ def run(args, extra_args) -> int:
         _say(str(exc))
         return codes.BAD_INPUT
     found = suspects(record)
-    if not args.run:
+    if not args.run_probes:
         print(plan.render(found))
         if found:
             print(f"\nrun them: {PROG} {args.record} --run")

@@ -1,0 +1,179 @@
+"""`wirecheck diagnose`: a record's failures localized, in simulation, with faults injected on one GPU,
+pair or link (selftests/diagnose_faults.py for the workers, selftests/fake_pynvml.py for NVML's counters).
+Records are written here through the record writer, with the failed verdict the suite would have written;
+the probes run in-process on worker groups of 2-4 CPU ranks.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from selftests import fake_pynvml
+from wirecheck.cli.main import main
+from wirecheck.core import exit_codes
+from wirecheck.core.paths import suite_paths
+from wirecheck.core.verdict import FAIL, Verdict
+from wirecheck.diagnose import plan
+from wirecheck.diagnose.command import diagnose
+from wirecheck.diagnose.context import context_for, topology_from_header
+from wirecheck.diagnose.findings import FOUND, NOT_LOCALIZED, NOT_REPRODUCED, Finding, exit_code
+from wirecheck.diagnose.suspects import COLLECTIVE, HANG, SLOW_GPU, WRONG_COLLECTIVE, suspects
+from wirecheck.node.placement import enumerate_placements
+from wirecheck.node.topo_text import load_recorded
+from wirecheck.records.culprit import diagnosed_culprit
+from wirecheck.records.file import Measurement, read_run
+from wirecheck.records.run import COMPLETE, RunWriter, placement_entry, run_header
+from wirecheck.thresholds.file import load_thresholds
+
+FAULTS = "selftests.diagnose_faults"
+QUAD = "nvl_quad-4gpu-4.5.6.7"
+
+
+def _record(tmp_path, topology_name: str, verdicts=(), measurements=(), name="run.jsonl"):
+    paths = suite_paths()
+    topo = load_recorded(topology_name, paths.topologies)
+    writer = RunWriter(tmp_path / name)
+    writer.header(run_header(simulated=True, simulation_source=topology_name, thresholds=paths.thresholds,
+                             versions={}, placements=[placement_entry(p) for p in enumerate_placements(topo)],
+                             topology=topo))
+    for m in measurements:
+        writer.measurement(m)
+    for v in verdicts:
+        writer.verdict(v, "tests/test_x.py::test_x")
+    writer.end(COMPLETE, exit_codes.FAILED)
+    writer.close()
+    return read_run(tmp_path / name)
+
+
+def _quad_busbw_failed(floor_gbps: float) -> Verdict:
+    return Verdict("busbw", "all_reduce busbw at 4 MiB", QUAD, FAIL, f"all_reduce busbw at 4 MiB on {QUAD}: measured "
+                   f"0.01 GB/s < floor {floor_gbps} GB/s", measured=0.01, unit="GB/s", limit={"min": floor_gbps},
+                   inputs={"op": "all_reduce", "placement": QUAD, "placement_class": "nvl_quad", "n_gpus": 4})
+
+
+def _run(tmp_path, run, **kw):
+    ctx = context_for(run, load_thresholds(suite_paths().thresholds), collective_workers=FAULTS, gpu_workers=FAULTS,
+                      log_dir=tmp_path / "logs", **kw)
+    return diagnose(run, ctx, tmp_path / "diagnosis.jsonl", say=lambda line: None)
+
+
+# -- record -> suspects -> plan (no probe runs) ---------------------------------------------------
+
+
+def test_a_quad_failure_plans_every_pair_inside_it_and_a_clean_record_nothing(tmp_path, capsys):
+    run = _record(tmp_path, "h200-nvl-8.synthetic", [_quad_busbw_failed(1.0)])
+    (s,) = suspects(run)
+    assert (s.kind, s.where, s.gpus) == (COLLECTIVE, QUAD, (4, 5, 6, 7))
+    text = plan.render([s])
+    for pair in ("GPU4-GPU5", "GPU4-GPU6", "GPU4-GPU7", "GPU5-GPU6", "GPU5-GPU7", "GPU6-GPU7"):
+        assert pair in text
+    assert main(["diagnose", str(run.path)]) == exit_codes.DIAGNOSIS_PLANNED
+    clean = _record(tmp_path, "h200-nvl-8.synthetic", name="clean.jsonl")
+    assert suspects(clean) == [] and main(["diagnose", str(clean.path), "--run"]) == exit_codes.NOTHING_TO_LOCALIZE
+    assert "nothing to localize" in capsys.readouterr().out
+
+
+def test_the_header_topology_is_the_recorded_one(tmp_path):
+    run = _record(tmp_path, "h200-nvl-8.synthetic")
+    topo = topology_from_header(run.run)
+    assert topo.n_gpus == 8 and topo.nv_between(5, 6) > 0 and topo.nv_between(3, 4) == 0
+
+
+def test_exit_codes_say_found_not_reproduced_not_localized_apart_from_node_verdicts():
+    s = suspects  # noqa: F841 - the codes only depend on the results
+    codes = {exit_codes.NOTHING_TO_LOCALIZE, exit_codes.DIAGNOSIS_FOUND, exit_codes.DIAGNOSIS_NOT_REPRODUCED,
+             exit_codes.DIAGNOSIS_NOT_LOCALIZED, exit_codes.DIAGNOSIS_PLANNED}
+    assert len(codes) == 5 and not codes & {exit_codes.FAILED, exit_codes.SIMULATED, exit_codes.NVML_BROKEN}
+    from wirecheck.diagnose.suspects import Suspect
+    one = Suspect(COLLECTIVE, "busbw", QUAD, (4, 5, 6, 7))
+    assert exit_code([]) == exit_codes.NOTHING_TO_LOCALIZE
+    assert exit_code([Finding(one, NOT_REPRODUCED)]) == exit_codes.DIAGNOSIS_NOT_REPRODUCED
+    assert exit_code([Finding(one, NOT_REPRODUCED), Finding(one, NOT_LOCALIZED)]) == exit_codes.DIAGNOSIS_NOT_LOCALIZED
+    assert exit_code([Finding(one, NOT_LOCALIZED), Finding(one, FOUND, "GPU5", "GPU5 x")]) == exit_codes.DIAGNOSIS_FOUND
+    with pytest.raises(ValueError):
+        Finding(one, FOUND)  # found names its part
+
+
+def test_a_hang_names_the_rank_its_gpu_and_the_op_from_the_record(tmp_path):
+    log = tmp_path / "rank1.log"
+    log.write_text("rank 1: waiting in all_reduce\n")
+    failure = {"label": QUAD, "what": "all_reduce at 4 MiB", "phase": "call", "kind": "hung", "deadline_s": 60.0,
+               "root": {"rank": 1, "kind": "hung", "summary": "no reply within 60 s", "log": str(log)},
+               "ranks": [{"rank": 1, "kind": "hung", "summary": "no reply within 60 s", "log": str(log)}],
+               "log_dir": None}
+    m = Measurement("collective", QUAD, "all_reduce at 4 MiB", None, "GB/s",
+                    {"op": "all_reduce", "bytes": 4 << 20, "error": "hung", "failure": failure})
+    run = _record(tmp_path, "h200-nvl-8.synthetic", measurements=[m])
+    (s,) = suspects(run)
+    assert s.kind == HANG
+    findings, path, code = _run(tmp_path, run)
+    assert code == exit_codes.DIAGNOSIS_FOUND and findings[0].part == "GPU5"
+    assert "waiting in all_reduce" in "\n".join(findings[0].evidence)
+    assert diagnosed_culprit(read_run(path)).startswith("GPU5 (rank 1 of nvl_quad-4gpu-4.5.6.7) hung in all_reduce")
+
+
+# -- --run: each fault named ----------------------------------------------------------------------
+
+
+def test_a_slow_pair_inside_a_quad_is_named_and_a_fault_that_is_gone_is_not_reproduced(tmp_path, monkeypatch):
+    run = _record(tmp_path, "h200-nvl-8.synthetic", [_quad_busbw_failed(1e-6)])
+    monkeypatch.setenv("WIRECHECK_FAULT_SLOW_PAIR", "5,6")
+    findings, path, code = _run(tmp_path, run)
+    (f,) = findings
+    assert (code, f.result, f.part) == (exit_codes.DIAGNOSIS_FOUND, FOUND, "GPU5-GPU6"), f.evidence
+    assert diagnosed_culprit(read_run(path)).startswith("GPU5-GPU6 NV")
+    monkeypatch.delenv("WIRECHECK_FAULT_SLOW_PAIR")
+    findings, path, code = _run(tmp_path, run)
+    assert (code, findings[0].result) == (exit_codes.DIAGNOSIS_NOT_REPRODUCED, NOT_REPRODUCED), findings[0].evidence
+    assert diagnosed_culprit(read_run(path)) is None
+    assert read_run(path).verdicts[0]["outcome"] == "pass"
+
+
+def test_a_growing_crc_counter_on_one_link_names_the_gpu_and_the_link(tmp_path, monkeypatch):
+    scenario = fake_pynvml.nvl_quads(8)
+    scenario.gpus[5].links[11].counters = fake_pynvml.GrowingCrc(step=412)
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml.build(scenario))
+    run = _record(tmp_path, "h200-nvl-8.synthetic", [_quad_busbw_failed(1e-6)])
+    (f,), path, code = _run(tmp_path, run)
+    assert (code, f.part) == (exit_codes.DIAGNOSIS_FOUND, "GPU5 NVLink 11"), f.evidence
+    assert f.culprit.startswith("GPU5 NVLink 11 CRC +") and f.culprit.endswith("under pair load")
+
+
+def test_a_wrong_element_from_one_rank_names_its_gpu(tmp_path, monkeypatch):
+    wrong = Verdict("collective_correct", "all_reduce result", QUAD, FAIL, f"all_reduce on {QUAD} returned wrong data",
+                    measured=1, unit="wrong elements", inputs={"op": "all_reduce", "placement": QUAD})
+    run = _record(tmp_path, "h200-nvl-8.synthetic", [wrong])
+    assert suspects(run)[0].kind == WRONG_COLLECTIVE
+    monkeypatch.setenv("WIRECHECK_FAULT_WRONG_GPU", "6")
+    (f,), path, code = _run(tmp_path, run)
+    assert (code, f.part) == (exit_codes.DIAGNOSIS_FOUND, "GPU6"), f.evidence
+    assert "wrong output on GPU6 (rank 2)" in f.evidence
+
+
+def test_a_gpu_slow_only_with_its_neighbours_loaded_points_at_the_chassis(tmp_path, monkeypatch):
+    slow = Verdict("gemm_throughput", "GEMM bf16 throughput", "GPU1", FAIL, "GEMM bf16 throughput on GPU1: slow",
+                   inputs={"gpu": 1, "dtype": "bf16"})
+    run = _record(tmp_path, "h200-sxm-2", [slow])
+    assert suspects(run)[0].kind == SLOW_GPU
+    monkeypatch.setenv("WIRECHECK_FAULT_NEIGHBOUR_SLOW_GPU", "1")
+    (f,), path, code = _run(tmp_path, run)
+    assert (code, f.part) == (exit_codes.DIAGNOSIS_FOUND, "the slot of GPU1"), f.evidence
+    assert "only with its neighbours loaded" in f.culprit and "chassis" in f.culprit
+
+
+def test_the_command_runs_the_probes_and_says_the_culprit_last(tmp_path, monkeypatch, capsys):
+    run = _record(tmp_path, "h200-nvl-8.synthetic", [_quad_busbw_failed(1e-6)])
+    monkeypatch.setenv("WIRECHECK_FAULT_WRONG_GPU", "4")  # wrong data makes no busbw failure: only the pairs' timing
+    monkeypatch.setenv("WIRECHECK_FAULT_SLOW_PAIR", "4,7")
+    out = tmp_path / "d.jsonl"
+    code = main(["diagnose", str(run.path), "--run", "--json", str(out), "--collective-workers", FAULTS])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert code == exit_codes.DIAGNOSIS_FOUND and lines[-1].startswith("culprit: GPU4-GPU7"), lines
+    assert read_run(out).run["kind"] == "diagnosis"
+
+
+def test_bad_input_is_named_without_a_traceback(tmp_path, capsys):
+    assert main(["diagnose", str(tmp_path / "missing.jsonl")]) == exit_codes.BAD_INPUT
+    assert "missing.jsonl" in capsys.readouterr().err
