@@ -26,7 +26,7 @@ from wirecheck.diagnose import worker as probes
 from wirecheck.gpu import gemm, worker as gpu_worker
 from wirecheck.measure import collectives
 
-SLOW_PAIR_SLEEP_S = 0.3
+SLOW_PAIR_SLEEP_S = 0.15
 NEIGHBOUR_SLOW_TIMES = 10
 WRONG_INDEX = 5
 

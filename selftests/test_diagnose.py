@@ -163,17 +163,33 @@ def test_a_gpu_slow_only_with_its_neighbours_loaded_points_at_the_chassis(tmp_pa
     assert "only with its neighbours loaded" in f.culprit and "chassis" in f.culprit
 
 
-def test_the_command_runs_the_probes_and_says_the_culprit_last(tmp_path, monkeypatch, capsys):
-    run = _record(tmp_path, "h200-nvl-8.synthetic", [_quad_busbw_failed(1e-6)])
-    monkeypatch.setenv("WIRECHECK_FAULT_WRONG_GPU", "4")  # wrong data makes no busbw failure: only the pairs' timing
-    monkeypatch.setenv("WIRECHECK_FAULT_SLOW_PAIR", "4,7")
+def test_the_command_runs_and_says_the_culprit_last(tmp_path, capsys):
+    failure = {"label": QUAD, "what": "all_reduce at 4 MiB", "kind": "died", "log_dir": None,
+               "root": {"rank": 3, "kind": "died", "summary": "killed by SIGKILL"}, "ranks": []}
+    m = Measurement("collective", QUAD, "all_reduce at 4 MiB", None, "GB/s", {"op": "all_reduce", "failure": failure})
+    run = _record(tmp_path, "h200-nvl-8.synthetic", measurements=[m])
     out = tmp_path / "d.jsonl"
     code = main(["diagnose", str(run.path), "--run", "--json", str(out), "--collective-workers", FAULTS])
     lines = capsys.readouterr().out.strip().splitlines()
-    assert code == exit_codes.DIAGNOSIS_FOUND and lines[-1].startswith("culprit: GPU4-GPU7"), lines
+    assert code == exit_codes.DIAGNOSIS_FOUND and lines[-1].startswith("culprit: GPU7 (rank 3 of"), lines
     assert read_run(out).run["kind"] == "diagnosis"
 
 
 def test_bad_input_is_named_without_a_traceback(tmp_path, capsys):
     assert main(["diagnose", str(tmp_path / "missing.jsonl")]) == exit_codes.BAD_INPUT
     assert "missing.jsonl" in capsys.readouterr().err
+
+
+def test_the_report_shows_the_diagnosis_and_a_run_without_one_says_how(tmp_path):
+    from wirecheck.report.diagnosis import diagnosis_section
+    from wirecheck.report.model import RunView
+
+    failure = {"label": QUAD, "what": "all_reduce at 4 MiB", "kind": "died", "log_dir": None,
+               "root": {"rank": 0, "kind": "died", "summary": "killed by SIGKILL"}, "ranks": []}
+    m = Measurement("collective", QUAD, "all_reduce at 4 MiB", None, "GB/s", {"op": "all_reduce", "failure": failure})
+    run = _record(tmp_path, "h200-nvl-8.synthetic", measurements=[m])
+    _, path, _ = _run(tmp_path, run)
+    shown = "".join(diagnosis_section(RunView.of(read_run(path))).body)
+    assert "GPU4 (rank 0 of" in shown and "found" in shown
+    empty = "".join(diagnosis_section(RunView.of(run)).body)
+    assert "No diagnosis in this record" in empty
