@@ -193,3 +193,33 @@ def test_the_report_shows_the_diagnosis_and_a_run_without_one_says_how(tmp_path)
     assert "GPU4 (rank 0 of" in shown and "found" in shown
     empty = "".join(diagnosis_section(RunView.of(run)).body)
     assert "No diagnosis in this record" in empty
+
+
+def _copy_result(gpu: int, gbps: float, gen: int = 5, width: int = 16) -> dict:
+    return {"gpu": gpu, "h2d_bytes_per_s": gbps * 1e9, "d2h_bytes_per_s": gbps * 1e9,
+            "pcie": {"link": {"gen": gen, "width": width, "gen_max": 5, "width_max": 16}, "under_load": True, "error": None}}
+
+
+@pytest.mark.parametrize("alone, together, link, part", [
+    (50.0, 24.0, (5, 16), "the PCIe switch of GPU0+GPU1"),  # a shared uplink halves each
+    (50.0, 49.0, (4, 16), "GPU1 PCIe link"),  # trained down under load
+    (50.0, 49.0, (5, 16), None),  # fine alone and together: not reproduced
+])
+def test_a_host_copy_names_the_switch_uplink_or_the_link(monkeypatch, alone, together, link, part):
+    from wirecheck.diagnose import copy_probe
+    from wirecheck.diagnose.context import Context
+    from wirecheck.diagnose.suspects import HOST_COPY, Suspect
+    from wirecheck.node.topology import Gpu, Topology
+
+    topo = Topology((Gpu(0, "NVIDIA H200"), Gpu(1, "NVIDIA H200")), ((0, 0), (0, 0)), ((None, "PIX"), ("PIX", None)))
+    ctx = Context(load_thresholds(suite_paths().thresholds), False, topo)
+    s = Suspect(HOST_COPY, "host_copy", "GPU1", (1,), verdict={"inputs": {"gpu": 1, "direction": "h2d"}})
+
+    def copies(self, gpus):
+        return {g: _copy_result(g, alone if len(gpus) == 1 else together, *link) for g in gpus}
+
+    monkeypatch.setattr(copy_probe._Probe, "_copies", copies)
+    f = copy_probe.diagnose(ctx, s)
+    assert (f.result, f.part) == ((FOUND, part) if part else (NOT_REPRODUCED, None)), f.evidence
+    sim = copy_probe.diagnose(Context(ctx.thresholds, True, topo), s)
+    assert sim.result == NOT_LOCALIZED and "need GPUs" in sim.evidence[0]

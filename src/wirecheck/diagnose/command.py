@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from wirecheck.diagnose import collective_probe, gpu_probe, hang, plan
+from wirecheck.diagnose import collective_probe, copy_probe, gpu_probe, hang, plan
 from wirecheck.diagnose.context import Context
 from wirecheck.diagnose.findings import NOT_LOCALIZED, Finding, exit_code
 from wirecheck.diagnose.suspects import (COLLECTIVE, HANG, HOST_COPY, SLOW_GPU, WRONG_COLLECTIVE, WRONG_GPU, Suspect,
@@ -30,9 +30,7 @@ def probe(ctx: Context, s: Suspect) -> Finding:
     if s.kind == HANG:
         return hang.diagnose(s)
     if s.kind == HOST_COPY:
-        return Finding(s, NOT_LOCALIZED, evidence=[
-            "the switch probe is a plan only: run the GPUs behind its PCIe switch with `wirecheck validate -k "
-            "host_copy --placement single-1gpu-N` one at a time, then all together"])
+        return copy_probe.diagnose(ctx, s)
     return Finding(s, NOT_LOCALIZED, evidence=plan.steps(s))
 
 
