@@ -82,7 +82,6 @@ def test_the_header_topology_is_the_recorded_one(tmp_path):
 
 
 def test_exit_codes_say_found_not_reproduced_not_localized_apart_from_node_verdicts():
-    s = suspects  # noqa: F841 - the codes only depend on the results
     codes = {exit_codes.NOTHING_TO_LOCALIZE, exit_codes.DIAGNOSIS_FOUND, exit_codes.DIAGNOSIS_NOT_REPRODUCED,
              exit_codes.DIAGNOSIS_NOT_LOCALIZED, exit_codes.DIAGNOSIS_PLANNED}
     assert len(codes) == 5 and not codes & {exit_codes.FAILED, exit_codes.SIMULATED, exit_codes.NVML_BROKEN}

@@ -15,7 +15,7 @@ from pathlib import Path
 from wirecheck.diagnose import worker
 from wirecheck.gpu.load import WORKERS as GPU_WORKERS
 from wirecheck.node import nvml
-from wirecheck.node.topology import Gpu, Topology
+from wirecheck.node.topology import FABRICS, Gpu, Topology
 from wirecheck.records.file import RunRecord
 
 
@@ -33,7 +33,7 @@ def topology_from_header(header: dict) -> Topology | None:
     try:
         return Topology(tuple(Gpu(g["index"], g.get("name"), g.get("bus_id"), memory_bytes=g.get("memory_bytes"))
                               for g in gpus), tuple(nv), tuple(pcie), source="the record's header",
-                        declared_fabric=header.get("fabric"))
+                        declared_fabric=header.get("fabric") if header.get("fabric") in FABRICS else None)
     except ValueError:
         return None
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from wirecheck.diagnose.suspects import (COLLECTIVE, HANG, HOST_COPY, OTHER, SLOW_GPU, WRONG_COLLECTIVE, WRONG_GPU,
-                                         Suspect)
+from wirecheck.diagnose.suspects import COLLECTIVE, HANG, HOST_COPY, SLOW_GPU, WRONG_COLLECTIVE, WRONG_GPU, Suspect
 
 
 def pairs_of(gpus: tuple[int, ...]) -> list[tuple[int, int]]:
@@ -62,5 +61,3 @@ def render(suspects: list[Suspect]) -> str:
         lines += [f"   - {step}" for step in steps(s)]
     return "\n".join(lines)
 
-
-__all__ = ["COLLECTIVE", "HANG", "HOST_COPY", "OTHER", "SLOW_GPU", "WRONG_COLLECTIVE", "WRONG_GPU", "render", "steps"]
