@@ -8,8 +8,8 @@ the environment (it passes through to the workers):
 - WIRECHECK_FAULT_NEIGHBOUR_SLOW_GPU="1": that GPU's GEMM does NEIGHBOUR_SLOW_TIMES the work while other
   GPUs are loaded with it (the GPU load's group has more than one rank), its results still right.
 
-Which GPU a rank is: a collective group's label is its placement id (`nvl_quad-4gpu-4.5.6.7`: rank r is
-the r-th GPU listed); the GPU load's group numbers the node's GPUs from 0 when every GPU is loaded, and a
+Which GPU a rank is: a probe's collective group is labelled by its GPUs (`diagnose-4.5.6.7`: rank r is the
+r-th GPU listed); the GPU load's group numbers the node's GPUs from 0 when every GPU is loaded, and a
 group of one rank is the suspect GPU alone.
 """
 

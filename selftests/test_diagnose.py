@@ -75,6 +75,13 @@ def test_a_quad_failure_plans_every_pair_inside_it_and_a_clean_record_nothing(tm
     assert "nothing to localize" in capsys.readouterr().out
 
 
+def test_one_gpu_s_grown_counters_are_probed_on_its_pairs_with_its_nvlink_peers(tmp_path):
+    grew = Verdict("counter_growth", "error counters", "GPU5", FAIL, "error counters on GPU5: NVLink 11 CRC grew",
+                   inputs={"gpu": 5})
+    (s,) = suspects(_record(tmp_path, "h200-nvl-8.synthetic", [grew]))
+    assert (s.kind, s.gpus) == (COLLECTIVE, (4, 5, 6, 7))
+
+
 def test_the_header_topology_is_the_recorded_one(tmp_path):
     run = _record(tmp_path, "h200-nvl-8.synthetic")
     topo = topology_from_header(run.run)
@@ -116,18 +123,25 @@ def test_a_hang_names_the_rank_its_gpu_and_the_op_from_the_record(tmp_path):
 # -- --run: each fault named ----------------------------------------------------------------------
 
 
-def test_a_slow_pair_inside_a_quad_is_named_and_a_fault_that_is_gone_is_not_reproduced(tmp_path, monkeypatch):
+def test_a_slow_pair_inside_a_quad_is_named(tmp_path, monkeypatch):
     run = _record(tmp_path, "h200-nvl-8.synthetic", [_quad_busbw_failed(1e-6)])
     monkeypatch.setenv("WIRECHECK_FAULT_SLOW_PAIR", "5,6")
     findings, path, code = _run(tmp_path, run)
     (f,) = findings
     assert (code, f.result, f.part) == (exit_codes.DIAGNOSIS_FOUND, FOUND, "GPU5-GPU6"), f.evidence
     assert diagnosed_culprit(read_run(path)).startswith("GPU5-GPU6 NV")
-    monkeypatch.delenv("WIRECHECK_FAULT_SLOW_PAIR")
+    assert f.figures["pairs"]["pair-4.5"]["busbw_GBps"] > 2 * f.figures["pairs"]["pair-5.6"]["busbw_GBps"]
+
+
+def test_a_fault_that_does_not_come_back_is_not_reproduced(tmp_path):
+    placement = "nvswitch-2gpu-0.1"
+    failed = Verdict("busbw", "all_reduce busbw at 4 MiB", placement, FAIL, "slow", measured=0.01, unit="GB/s",
+                     limit={"min": 1e-6}, inputs={"op": "all_reduce", "placement": placement})
+    run = _record(tmp_path, "h200-sxm-2", [failed])
     findings, path, code = _run(tmp_path, run)
     assert (code, findings[0].result) == (exit_codes.DIAGNOSIS_NOT_REPRODUCED, NOT_REPRODUCED), findings[0].evidence
-    assert diagnosed_culprit(read_run(path)) is None
-    assert read_run(path).verdicts[0]["outcome"] == "pass"
+    assert "(passes now)" in findings[0].evidence[0]
+    assert diagnosed_culprit(read_run(path)) is None and read_run(path).verdicts[0]["outcome"] == "pass"
 
 
 def test_a_growing_crc_counter_on_one_link_names_the_gpu_and_the_link(tmp_path, monkeypatch):

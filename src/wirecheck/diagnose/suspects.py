@@ -65,6 +65,19 @@ def _gpu_of(where: str | None) -> tuple[int, ...]:
     return ()
 
 
+def _with_nvlink_peers(run: RunRecord, gpus: tuple[int, ...]) -> tuple[int, ...]:
+    """One GPU and the GPUs it has NVLink to, from the header's matrix (`NV#` cells); the GPU alone without one."""
+    if len(gpus) != 1:
+        return gpus
+    indices = [g.get("index") for g in run.run.get("gpus") or [] if isinstance(g, dict)]
+    matrix = run.run.get("matrix") or []
+    if gpus[0] not in indices or len(matrix) != len(indices):
+        return gpus
+    row = matrix[indices.index(gpus[0])]
+    peers = [indices[j] for j, cell in enumerate(row) if str(cell).startswith("NV")]
+    return tuple(sorted({gpus[0], *peers}))
+
+
 def _first_line(text) -> str:
     lines = str(text or "").strip().splitlines()
     return lines[0] if lines else ""
@@ -78,8 +91,8 @@ def _from_verdict(run: RunRecord, v: dict) -> Suspect:
     if kind in (COLLECTIVE, WRONG_COLLECTIVE):
         placement = inputs.get("placement") or where
         gpus = placement_gpus(run, placement)
-        if len(gpus) < 2:  # counters of one GPU, or a placement we cannot read: the pairs have nothing to split
-            gpus = gpus or _gpu_of(where)
+        if len(gpus) < 2:  # one GPU's counters grew: its pairs with every GPU it has NVLink to
+            gpus = _with_nvlink_peers(run, gpus or _gpu_of(where))
         return Suspect(kind, check, placement, gpus, str(inputs.get("op") or "all_reduce"), _first_line(v.get("message")), v)
     gpu = inputs.get("gpu")
     gpus = (int(gpu),) if isinstance(gpu, int) else _gpu_of(where)
