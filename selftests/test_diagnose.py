@@ -236,3 +236,17 @@ def test_a_host_copy_names_the_switch_uplink_or_the_link(monkeypatch, alone, tog
     assert (f.result, f.part) == ((FOUND, part) if part else (NOT_REPRODUCED, None)), f.evidence
     sim = copy_probe.diagnose(Context(ctx.thresholds, True, topo), s)
     assert sim.result == NOT_LOCALIZED and "need GPUs" in sim.evidence[0]
+
+
+def test_judge_and_the_trend_leave_a_diagnosis_record_alone(tmp_path, capsys):
+    from wirecheck.report.model import load_history
+
+    failure = {"label": QUAD, "what": "all_reduce at 4 MiB", "kind": "died", "log_dir": None,
+               "root": {"rank": 2, "kind": "died", "summary": "killed by SIGKILL"}, "ranks": []}
+    m = Measurement("collective", QUAD, "all_reduce at 4 MiB", None, "GB/s", {"op": "all_reduce", "failure": failure})
+    run = _record(tmp_path, "h200-nvl-8.synthetic", measurements=[m])
+    _, path, _ = _run(tmp_path, run)
+    assert main(["judge", str(path)]) == exit_codes.BAD_INPUT
+    assert "a diagnosis record" in capsys.readouterr().err
+    views, skipped = load_history(tmp_path)
+    assert [v.run.path.name for v in views] == ["run.jsonl"] and "diagnosis record" in skipped[0][1]
