@@ -250,3 +250,16 @@ def test_judge_and_the_trend_leave_a_diagnosis_record_alone(tmp_path, capsys):
     assert "a diagnosis record" in capsys.readouterr().err
     views, skipped = load_history(tmp_path)
     assert [v.run.path.name for v in views] == ["run.jsonl"] and "diagnosis record" in skipped[0][1]
+
+
+def test_nccl_s_path_per_pair_is_read_from_its_log():
+    from pathlib import Path
+
+    from wirecheck.diagnose.collective_probe import nccl_transport
+
+    data = Path(__file__).parent / "data" / "nccl"
+    nvlink = [(data / f"composed-nvswitch-2gpu-0.1.rank{r}.log").read_text() for r in (0, 1)]
+    host = [(data / f"composed-forced_pcie-2gpu-0.1.rank{r}.log").read_text() for r in (0, 1)]
+    assert "P2P/" in nccl_transport(nvlink) and "path NVL" in nccl_transport(nvlink)
+    assert "P2P/" not in nccl_transport(host)
+    assert nccl_transport([None, None]) is None and nccl_transport(["nothing NCCL said"]).startswith("NCCL logged no")

@@ -12,6 +12,7 @@ with it, or the one pair that is wrong (its link).
 from __future__ import annotations
 
 import statistics
+import tempfile
 import time
 
 from wirecheck.checks.collectives import busbw as busbw_check, pair_spread
@@ -22,6 +23,7 @@ from wirecheck.diagnose.plan import pairs_of
 from wirecheck.diagnose.suspects import WRONG_COLLECTIVE, Suspect
 from wirecheck.diagnose.worker import MEASURE, PAIR
 from wirecheck.measure import collectives
+from wirecheck.nccl import log as nccl_log, path as nccl_path
 from wirecheck.measure.sweep import measure_kwargs
 from wirecheck.node import health
 from wirecheck.node.placement import CLASS_PAIR
@@ -29,6 +31,7 @@ from wirecheck.workers.deadlines import Deadline
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
 
 GB = 1e9
+NCCL_SUBSYS = "INIT,GRAPH"  # connections and paths, logged at a communicator's start: not TUNING, which logs every call
 
 
 def _pair_id(a: int, b: int) -> str:
@@ -37,6 +40,20 @@ def _pair_id(a: int, b: int) -> str:
 
 def _pair_name(a: int, b: int) -> str:
     return f"GPU{a}-GPU{b}"
+
+
+def nccl_transport(texts: list[str | None]) -> str | None:
+    """The path NCCL took between a pair, from its two ranks' log lines (nccl.log): the transports it
+    connected with and NCCL's path type between the GPUs, e.g. "P2P/CUMEM/read, path NVL"; None without a log."""
+    texts = [t for t in texts if t]
+    if not texts:
+        return None
+    summary = nccl_log.summarize(texts)
+    transports = sorted({f"{c['transport']}/{c['detail']}" for c in summary["connections"]})
+    types = sorted(set(summary["path_types"].values()))
+    if not transports and not types:
+        return "NCCL logged no connection for this pair"
+    return ", ".join(transports + [f"path {t}" for t in types])
 
 
 def _grown(ctx: Context, before: dict, after: dict, gpus: tuple[int, ...], seconds: float) -> list[dict]:
@@ -86,7 +103,7 @@ class _Probe:
             return Finding(s, NOT_LOCALIZED, evidence=[f"{s.where}: not a placement of two or more GPUs; no pair to split"])
         # Labelled by its GPUs (what a fault-injecting worker reads to know which GPU each rank stands for).
         group = WorkerGroup(f"diagnose-{'.'.join(map(str, s.gpus))}", len(s.gpus), ctx.backend,
-                            gpus=None if ctx.simulated else s.gpus, log_dir=ctx.log_dir)
+                            gpus=None if ctx.simulated else s.gpus, env=self._nccl_env(), log_dir=ctx.log_dir)
         try:
             repeat = self._repeat(group)
             pairs = [self._pair(group, a, b) for a, b in pairs_of(s.gpus)]
@@ -121,10 +138,19 @@ class _Probe:
                         what=f"{op} at {format_bytes(self.size)} on {_pair_name(a, b)}")
         seconds = time.monotonic() - t0
         after, _ = read_counters()
-        (result,) = collectives.combine(op, 2, [r for r in out if r is not None])
-        return {"gpus": (a, b), "result": result, "seconds": seconds, "grown": _grown(self.ctx, before, after, (a, b), seconds),
+        mine = [r for r in out if r is not None]
+        (result,) = collectives.combine(op, 2, mine)
+        return {"gpus": (a, b), "result": result, "nccl": nccl_transport([r.get("nccl_log") for r in mine]), "seconds": seconds, "grown": _grown(self.ctx, before, after, (a, b), seconds),
                 "before": before, "after": after, "unreadable": unreadable,
                 "wrong": {g: result.wrong_by_rank.get(i) for i, g in enumerate((a, b))}}
+
+    def _nccl_env(self) -> dict[str, str]:
+        """On GPUs, NCCL logs its connections and paths (INIT, GRAPH: written when a communicator starts, so the
+        timed calls log nothing) into a folder of the probe's; gloo has no such log."""
+        if self.ctx.simulated:
+            return {}
+        folder = tempfile.mkdtemp(prefix="nccl-", dir=self.ctx.log_dir)
+        return {**nccl_path.debug_env(folder), "NCCL_DEBUG_SUBSYS": NCCL_SUBSYS}
 
     def _again(self, group: WorkerGroup, pairs: list[dict]) -> list[dict]:
         """Each pair that stands out measured once more, the faster of the two kept (bandwidth flutters; one
@@ -142,14 +168,15 @@ class _Probe:
     # -- judging ----------------------------------------------------------------------------------
 
     def _pair_lines(self, pairs: list[dict]) -> list[str]:
-        return [f"{_pair_name(*p['gpus'])} ({self.ctx.path(*p['gpus'])}): {p['result'].op} busbw "
+        return [f"{_pair_name(*p['gpus'])} ({self.ctx.path(*p['gpus'])}"
+                + (f"; NCCL: {p['nccl']}" if p.get("nccl") else "") + f"): {p['result'].op} busbw "
                 f"{format_bw(p['result'].busbw)}" + (f", wrong elements {p['result'].wrong}" if p['result'].wrong else "")
                 for p in pairs]
 
     def _figures(self, repeat, pairs: list[dict]) -> dict:
         return {"repeat": {"op": repeat.op, "bytes": repeat.bytes, "busbw_GBps": repeat.busbw / GB,
                            "wrong_by_rank": {str(k): v for k, v in repeat.wrong_by_rank.items()}},
-                "pairs": {_pair_id(*p["gpus"]): {"busbw_GBps": p["result"].busbw / GB, "path": self.ctx.path(*p["gpus"]),
+                "pairs": {_pair_id(*p["gpus"]): {"busbw_GBps": p["result"].busbw / GB, "path": self.ctx.path(*p["gpus"]), "nccl": p.get("nccl"),
                                                   "wrong": {f"GPU{g}": w for g, w in p["wrong"].items()},
                                                   "counters_grown": p["grown"]} for p in pairs}}
 
