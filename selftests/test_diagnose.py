@@ -263,3 +263,11 @@ def test_nccl_s_path_per_pair_is_read_from_its_log():
     assert "P2P/" in nccl_transport(nvlink) and "path NVL" in nccl_transport(nvlink)
     assert "P2P/" not in nccl_transport(host)
     assert nccl_transport([None, None]) is None and nccl_transport(["nothing NCCL said"]).startswith("NCCL logged no")
+
+
+def test_a_hot_gpu_in_simulation_is_not_localized_without_nvml_samples(tmp_path):
+    hot = Verdict("sustained_temperature", "temperature under load", "GPU1", FAIL, "hot", inputs={"gpu": 1})
+    run = _record(tmp_path, "h200-sxm-2", [hot])
+    (f,), _, code = _run(tmp_path, run)
+    assert (code, f.result) == (exit_codes.DIAGNOSIS_NOT_LOCALIZED, NOT_LOCALIZED), f.evidence
+    assert "no NVML beside the CPU ranks" in f.evidence[0]

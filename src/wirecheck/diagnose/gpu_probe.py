@@ -11,13 +11,23 @@ from __future__ import annotations
 
 import statistics
 
-from wirecheck.checks.gpu_health import gemm_matches_reference, memory_pattern
+from wirecheck.checks.gpu_health import (gemm_matches_reference, memory_pattern, sustained_clocks, sustained_power,
+                                         sustained_temperature, sustained_throughput)
 from wirecheck.core.levels import QUICK
 from wirecheck.diagnose.context import Context
 from wirecheck.diagnose.findings import FOUND, NOT_LOCALIZED, NOT_REPRODUCED, Finding
 from wirecheck.diagnose.suspects import Suspect
 from wirecheck.gpu import inputs
-from wirecheck.gpu.load import FIGURES, MEMORY, GpuLoad, GpuRun
+from wirecheck.gpu.load import FIGURES, MEMORY, SUSTAINED, GpuLoad, GpuRun
+
+# The checks judged under the sustained load, with the inputs they take from it: run again as they are,
+# on the GPU alone and with every GPU loaded.
+SUSTAINED_CHECKS = {
+    "sustained_throughput": (inputs.sustained, sustained_throughput),
+    "sustained_clocks": (inputs.clocks, sustained_clocks),
+    "sustained_power": (inputs.power, sustained_power),
+    "sustained_temperature": (inputs.temperature, sustained_temperature),
+}
 
 
 def _figure(s: Suspect) -> tuple[str, str, float, str]:
@@ -62,6 +72,10 @@ class _Probe:
         (gpu,) = s.gpus[:1] or (None,)
         if gpu is None:
             return Finding(s, NOT_LOCALIZED, evidence=[f"{s.where}: no GPU named"])
+        if s.check in SUSTAINED_CHECKS:
+            return self._sustained(gpu)
+        if self.all_gpus == (gpu,):
+            return self._alone_only(gpu)
         figure, path, scale, unit = _figure(s)
         _, alone = self._phase((gpu,), FIGURES)
         _, loaded = self._phase(self.all_gpus, FIGURES)
@@ -99,6 +113,53 @@ class _Probe:
                            f"its neighbours loaded ({shown(a)} alone): the chassis, cooling or power delivery of its slot",
                            evidence, figures)
         return Finding(s, NOT_REPRODUCED, evidence=evidence, figures=figures)
+
+    def _alone_only(self, gpu: int) -> Finding:
+        """A node of one GPU: no neighbours to load; the GPU alone against its floor."""
+        s, ctx = self.s, self.ctx
+        figure, path, scale, unit = _figure(s)
+        _, alone = self._phase((gpu,), FIGURES)
+        if alone.error:
+            return Finding(s, NOT_LOCALIZED, evidence=[f"the GPU load failed: {alone.error.splitlines()[0]}"])
+        a = _pick(alone.of(gpu), path)
+        floor = ctx.thresholds.gpu_health.floor(figure, ctx.gpu_name(gpu), ctx.simulated)
+        if a is None:
+            return Finding(s, NOT_LOCALIZED, evidence=[f"GPU{gpu}: the load gave no {figure} figure"])
+        evidence = [f"GPU{gpu} {figure} alone: {a * scale:.3g} {unit}"
+                    + (f" (floor {floor.min * scale:.3g} {unit}: {floor.yaml_path})" if floor else " (no floor)"),
+                    "no other GPU on the node: there are no neighbours to load"]
+        figures = {"figure": figure, "unit": unit, "alone": a * scale, "floor": floor.min * scale if floor else None}
+        if floor is not None and floor.min and a < floor.min:
+            return Finding(s, FOUND, f"GPU{gpu}", f"GPU{gpu}{self._bus(gpu)} {figure} {a * scale:.3g} {unit} alone, "
+                           f"below the floor {floor.min * scale:.3g} {unit}: the GPU itself", evidence, figures)
+        if floor is None:
+            return Finding(s, NOT_LOCALIZED, evidence=evidence + [f"no {figure} floor for {ctx.gpu_name(gpu)!r}"],
+                           figures=figures)
+        return Finding(s, NOT_REPRODUCED, evidence=evidence, figures=figures)
+
+    def _sustained(self, gpu: int) -> Finding:
+        """The failed sustained-load check run again as it is: on the GPU alone, then with every GPU loaded."""
+        s, ctx = self.s, self.ctx
+        build, judge = SUSTAINED_CHECKS[s.check]
+        if ctx.simulated and s.check != "sustained_throughput":  # clocks, power, heat: NVML's samples beside the load
+            return Finding(s, NOT_LOCALIZED, evidence=[f"{s.check}: {inputs.SIMULATED_NVML}: nothing to judge it by"])
+        verdicts = {}
+        for name, gpus in (("alone", (gpu,)), ("with every GPU loaded", self.all_gpus)):
+            if name != "alone" and gpus == (gpu,):
+                continue  # one GPU on the node: alone is all there is
+            run, phase = self._phase(gpus, SUSTAINED)
+            verdicts[name] = judge(ctx.thresholds, **build(run, phase, gpu))
+        evidence = [f"{name}: {v.outcome}: {v.message.splitlines()[0]}" for name, v in verdicts.items()]
+        alone, loaded = verdicts["alone"], verdicts.get("with every GPU loaded")
+        if not alone.ok:
+            return Finding(s, FOUND, f"GPU{gpu}", f"GPU{gpu}{self._bus(gpu)} {alone.what} fails alone: the GPU itself",
+                           evidence)
+        if loaded is not None and not loaded.ok:
+            return Finding(s, FOUND, f"the slot of GPU{gpu}", f"GPU{gpu}{self._bus(gpu)} {loaded.what} fails only with "
+                           "its neighbours loaded: the chassis, cooling or power delivery of its slot", evidence)
+        if all(v.skipped for v in verdicts.values()):
+            return Finding(s, NOT_LOCALIZED, evidence=evidence)
+        return Finding(s, NOT_REPRODUCED, evidence=evidence)
 
     def wrong(self) -> Finding:
         s, ctx = self.s, self.ctx
