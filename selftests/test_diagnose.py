@@ -271,3 +271,29 @@ def test_a_hot_gpu_in_simulation_is_not_localized_without_nvml_samples(tmp_path)
     (f,), _, code = _run(tmp_path, run)
     assert (code, f.result) == (exit_codes.DIAGNOSIS_NOT_LOCALIZED, NOT_LOCALIZED), f.evidence
     assert "no NVML beside the CPU ranks" in f.evidence[0]
+
+
+@pytest.mark.parametrize("tflops, result", [(345.0, FOUND), (690.0, NOT_REPRODUCED)])
+def test_a_node_of_one_gpu_judges_it_alone_against_its_floor(monkeypatch, tflops, result):
+    from types import SimpleNamespace
+
+    from wirecheck.diagnose import gpu_probe
+    from wirecheck.diagnose.context import Context
+    from wirecheck.diagnose.suspects import Suspect
+    from wirecheck.node.topology import Gpu, Topology
+
+    topo = Topology((Gpu(0, "NVIDIA H200"),), ((0,),), ((None,),))
+    ctx = Context(load_thresholds(suite_paths().thresholds), False, topo)
+    s = Suspect(SLOW_GPU, "gemm_throughput", "GPU0", (0,), verdict={"inputs": {"gpu": 0, "dtype": "bf16"}})
+    runs = []
+
+    def phase(self, gpus, name):
+        runs.append(gpus)
+        return None, SimpleNamespace(error=None, of=lambda g: {"gemm_bf16": {"throughput": {"per_s": tflops * 1e12}}})
+
+    monkeypatch.setattr(gpu_probe._Probe, "_phase", phase)
+    f = gpu_probe.diagnose_slow(ctx, s)
+    assert f.result == result and runs == [(0,)], f.evidence  # alone only: no neighbours to load
+    assert "no other GPU on the node" in f.evidence[1]
+    if result == FOUND:
+        assert f.culprit.startswith("GPU0 gemm_bf16 345 TFLOP/s alone, below the floor 619 TFLOP/s")
