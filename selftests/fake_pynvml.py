@@ -96,6 +96,11 @@ class FakeGpu:
     sm_mhz: int = 1980
     mem_mhz: int = 3201
     max_sm_mhz: int = 1980
+    # What the derived limits read (an H100 SXM's): compute capability, CUDA cores, memory bus and max clock.
+    compute_capability: tuple[int, int] = (9, 0)
+    cuda_cores: int = 16896  # 132 SMs x 128
+    mem_bus_width: int = 5120
+    max_mem_mhz: int | None = None  # None: as mem_mhz
     power_mw: int = 690_000
     power_limit_mw: int = 700_000
     default_power_limit_mw: int = 700_000
@@ -305,7 +310,11 @@ def build(scenario: Scenario) -> types.ModuleType:
 
     # under load: clocks, power, temperature (wirecheck.node.gpu_sampling)
     export("nvmlDeviceGetClockInfo", lambda h, kind: {1: gpu(h).sm_mhz, 2: gpu(h).mem_mhz}[kind])
-    export("nvmlDeviceGetMaxClockInfo", lambda h, kind: {1: gpu(h).max_sm_mhz, 2: gpu(h).mem_mhz}[kind])
+    export("nvmlDeviceGetMaxClockInfo", lambda h, kind: {1: gpu(h).max_sm_mhz,
+                                                         2: gpu(h).max_mem_mhz or gpu(h).mem_mhz}[kind])
+    export("nvmlDeviceGetCudaComputeCapability", lambda h: tuple(gpu(h).compute_capability))
+    export("nvmlDeviceGetNumGpuCores", lambda h: gpu(h).cuda_cores)
+    export("nvmlDeviceGetMemoryBusWidth", lambda h: gpu(h).mem_bus_width)
     export("nvmlDeviceGetPowerUsage", lambda h: gpu(h).power_mw)
     export("nvmlDeviceGetEnforcedPowerLimit", lambda h: gpu(h).power_limit_mw)
     export("nvmlDeviceGetPowerManagementDefaultLimit", lambda h: gpu(h).default_power_limit_mw)
@@ -390,6 +399,46 @@ def nvswitch(n_gpus: int = 8, links: int = 18, down: dict[int, list[int]] | None
         for g in range(n_gpus)
     ]
     return Scenario(gpus=gpus, default_ancestor=50, **kw)
+
+
+def a100_sxm(n_gpus: int = 8) -> Scenario:
+    """HGX A100 80 GB: 12 NVLink 3 links per GPU to the NVSwitches (version enum 4 = NVLink 3.0), PCIe Gen4,
+    108 SMs (6912 CUDA cores) at 1410 MHz, 5120-bit HBM2e at 1593 MHz, 400 W (A100 datasheet)."""
+    gpus = [
+        FakeGpu(bus_id=bus(g), name="NVIDIA A100-SXM4-80GB", uuid=f"GPU-a100{g:04d}-0000-0000-0000-000000000000",
+                memory_total=80 * 10**9, links=[FakeLink(version=4, speed_mbps=25781) for _ in range(12)],
+                pcie=(4, 16, 4, 16), compute_capability=(8, 0), cuda_cores=6912, mem_bus_width=5120,
+                max_mem_mhz=1593, max_sm_mhz=1410, sm_mhz=1410, mem_mhz=1593, power_limit_mw=400_000,
+                default_power_limit_mw=400_000)
+        for g in range(n_gpus)
+    ]
+    return Scenario(gpus=gpus, default_ancestor=50)
+
+
+def b200(n_gpus: int = 8) -> Scenario:
+    """HGX B200: 18 NVLink 5 links per GPU (version enum 7), PCIe Gen5, 148 SMs (18944 CUDA cores), 8192-bit
+    HBM3e; the clocks are public estimates (1965 MHz SM, 3906 MHz memory: 8 TB/s), 1000 W."""
+    gpus = [
+        FakeGpu(bus_id=bus(g), name="NVIDIA B200", uuid=f"GPU-b200{g:04d}-0000-0000-0000-000000000000",
+                memory_total=180 * 10**9, links=[FakeLink(version=7, speed_mbps=53125) for _ in range(18)],
+                compute_capability=(10, 0), cuda_cores=18944, mem_bus_width=8192, max_mem_mhz=3906,
+                max_sm_mhz=1965, power_limit_mw=1_000_000, default_power_limit_mw=1_000_000)
+        for g in range(n_gpus)
+    ]
+    return Scenario(gpus=gpus, default_ancestor=50)
+
+
+def l40s(n_gpus: int = 8) -> Scenario:
+    """8x L40S: no NVLink, PCIe Gen4 x16, 142 SMs (18176 CUDA cores) at 2520 MHz, 384-bit GDDR6 at
+    9001 MHz (864 GB/s), 350 W (L40S datasheet)."""
+    gpus = [
+        FakeGpu(bus_id=bus(g), name="NVIDIA L40S", uuid=f"GPU-l40s{g:04d}-0000-0000-0000-000000000000",
+                memory_total=48 * 10**9, pcie=(4, 16, 4, 16), fabric=(0, 0), compute_capability=(8, 9),
+                cuda_cores=18176, mem_bus_width=384, max_mem_mhz=9001, max_sm_mhz=2520, power_limit_mw=350_000,
+                default_power_limit_mw=350_000)
+        for g in range(n_gpus)
+    ]
+    return Scenario(gpus=gpus, default_ancestor=50)
 
 
 def nvl_quads(n_gpus: int = 8, per_peer: int = 6) -> Scenario:

@@ -103,7 +103,7 @@ def _limit(max_, kind, path="thresholds.yaml: collectives.latency.ceilings.nvswi
 def _thresholds(limit, up_to=64 * KiB, fraction=0.5):
     """Only what the curve checks look up: the rule and the ceiling for any class/op/count."""
     return SimpleNamespace(latency=SimpleNamespace(up_to=up_to), half_peak=SimpleNamespace(fraction=fraction),
-                           latency_limit=lambda *a: limit, half_peak_limit=lambda *a: limit)
+                           latency_rule=lambda *a: (limit, ""), half_peak_rule=lambda *a: (limit, ""))
 
 
 def _plain(points) -> list:

@@ -74,7 +74,7 @@ def test_below_the_floor_fails_whatever_the_peers():
                 peers={"GPU1": 3510e9}, simulated=False)
     assert v.outcome == "fail" and v.details["failed_by"] == ["floor"]
     assert "measured 3500.0 GB/s < floor 3821.0 GB/s (thresholds.yaml: gpu_health.floors.NVIDIA H200.hbm_copy" in v.message
-    assert "issue 20's probe" in v.message and "reseat or replace the GPU" in v.message
+    assert "fixtures/reference/h200-1/" in v.message and "reseat or replace the GPU" in v.message
 
 
 def test_a_model_without_floors_is_judged_by_its_peers_alone_and_skips_alone():

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from wirecheck.node.hardware import Hardware
 from wirecheck.node.placement import CLASSES
 from wirecheck.core.quantity import parse_quantity
 from wirecheck.measure.collectives import OPS
@@ -40,7 +41,8 @@ def test_shipped_file_knows_its_path(shipped):
 
 
 def test_profiles(shipped):
-    assert set(shipped.profile_names) == {"h200-sxm-2", "h200-sxm-8", "h200-nvl-8", "h100-sxm-8"}
+    assert set(shipped.profile_names) == {"h200-sxm-2", "h200-sxm-8", "h200-nvl-8", "h100-sxm-8", "a100-sxm-8", "b200-8",
+                                          "h100-pcie-8", "l40s-8"}
     sxm = shipped.profile("h200-sxm-2")
     assert (sxm.gpu_count, sxm.gpu_model, sxm.fabric) == (2, "NVIDIA H200", "nvswitch")
     assert sxm.nvlinks_per_gpu == 18 and sxm.nvlinks_per_peer is None and sxm.group_size is None
@@ -144,8 +146,10 @@ def test_busbw_lookup_order(shipped):
     fallback = shipped.busbw_limit("nvswitch", "all_gather", 8, simulated=False)
     assert fallback.yaml_path.endswith(".all_gather.any")
     derived = shipped.busbw_limit("pair", "all_reduce", 2, simulated=False, link_ceiling_bytes_per_s=6 * 26.562 * GB)
-    assert derived.min == pytest.approx(6 * 26.562 * GB * shipped.derived_floor.efficiency)
-    assert derived.source.startswith("derived:") and derived.yaml_path == "thresholds.yaml: collectives.derived_floor"
+    efficiency, _, path = shipped.derived_floor.for_op("all_reduce")
+    assert derived.min == pytest.approx(6 * 26.562 * GB * efficiency) and derived.rule == "derived"
+    assert derived.source.startswith("derived:")
+    assert derived.yaml_path == "thresholds.yaml: collectives.derived_floor.ops.all_reduce"
     assert shipped.busbw_limit("pair", "all_reduce", 2, simulated=False) is None
     assert shipped.busbw_limit("nvl_pair", "all_reduce", 4, simulated=False) is None  # no entry, no ceiling
 
@@ -167,9 +171,10 @@ def test_every_hardware_class_and_op_is_judged_somehow(shipped):
     for klass in ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "pair"):
         for op in OPS:
             assert shipped.busbw_limit(klass, op, 4, False, ceiling) is not None, (klass, op)
+    gen5 = Hardware(pcie_gen=5, pcie_width=16)
     for klass in ("cross_quad", "pcie", "forced_pcie"):
         for op in OPS:
-            assert shipped.busbw_limit(klass, op, 2, False) is not None, (klass, op)
+            assert shipped.busbw_limit(klass, op, 2, False, hardware=gen5) is not None, (klass, op)
 
 
 def test_unknown_names_in_lookups_are_caller_bugs(shipped):

@@ -41,7 +41,7 @@ def test_peak_table_by_nvml_name(shipped):
     # every profile's GPU model has a peak: MFU is reported on each node the suite knows
     for name in shipped.profile_names:
         assert hw.peak_flops(shipped.profile(name).gpu_model, "bf16") is not None, name
-    assert hw.peak_flops("NVIDIA B200", "bf16") is None  # not in the table: MFU stays unreported
+    assert hw.peak_flops("NVIDIA GB300", "bf16") is None  # not in the table: MFU stays unreported
     assert hw.peak_flops("NVIDIA H200", "fp32") is None
     with pytest.raises(ValueError, match="precision"):
         hw.peak_flops("NVIDIA H200", "int8")

@@ -1,6 +1,6 @@
 """The commands without GPUs run where torch cannot be imported: loading the shipped thresholds,
-`wirecheck judge`, `wirecheck report`, `wirecheck fleet report`, `wirecheck node-state` (what a drain hook
-asks, also where torch broke) and `wirecheck plan` on recorded runs, in a Python
+`wirecheck judge`, `wirecheck report`, `wirecheck fleet report`, `wirecheck advise`, `wirecheck node-state` (what a drain hook
+asks, also where torch broke), `wirecheck plan` and `wirecheck calibrate` on recorded runs, in a Python
 whose import system refuses torch, DeepSpeed and Accelerate. Each command exits as it does with
 torch installed.
 """
@@ -17,6 +17,7 @@ from e2e import PROJECT, pythonpath
 REFUSED = ("torch", "deepspeed", "accelerate")
 HARDWARE_RUN = PROJECT / "fixtures/reference/h200-sxm-2/wirecheck-2026-12-01b/run1.jsonl"  # 2x H200, passes
 SIMULATED_RUN = PROJECT / "selftests/data/sim-h200-sxm-2.jsonl"
+CLEAN_2X = [PROJECT / f"fixtures/reference/h200-sxm-2/wirecheck-2026-12-01/run{i}.jsonl" for i in (1, 2, 3)]
 
 # Runs in a fresh interpreter: a finder first on sys.meta_path raises ImportError for the refused
 # packages, as an environment without them would; then each command, and what got imported.
@@ -76,13 +77,16 @@ def test_judge_report_fleet_report_node_state_and_plan_need_no_torch(tmp_path):
         ["fleet", "report", "-q", str(fleet), "--expect", "3"],
         ["node-state", "--exit-code", "1", "--record", str(HARDWARE_RUN)],
         ["plan", "--record", str(HARDWARE_RUN)],
+        ["advise", "--params", "7B", "--gpus", "2", "--record", str(HARDWARE_RUN)],
+        ["calibrate", *map(str, CLEAN_2X), "-o", str(tmp_path / "site.yaml")],
+        ["judge", "-q", str(CLEAN_2X[0]), "--thresholds", str(tmp_path / "site.yaml")],
     ]
     result, out = _run_without_torch(commands, tmp_path)
     assert result["loaded"] == [], result
     # as with torch: the device run passes, the simulated one says so (10), the page is written,
     # three identical healthy nodes pass, the node is unhealthy (node-state's 1: the limits it was recorded under),
-    # the plan prices the run
-    assert result["codes"] == [0, 10, 0, 0, 1, 0], out
+    # the plan prices the run, advise predicts from it, calibrate writes site floors and judge takes them
+    assert result["codes"] == [0, 10, 0, 0, 1, 0, 0, 0, 0], out
     assert (tmp_path / "report.html").stat().st_size > 10_000
     assert "wirecheck judge: PASSED" in out and "judged a simulated run" in out, out
     assert "wirecheck fleet report: PASSED: 0 of 3 node(s) failed" in out, out

@@ -91,7 +91,8 @@ def test_burn_in_busbw(node, placement, op, burn_in, record):
     ceiling = link_ceiling(node.topology, placement, node.profile.nvlink_speed if node.profile else None)
     verdict = record(checks.collectives.busbw(
         node.thresholds, op=op, placement=placement.id, placement_class=placement.klass, n_gpus=placement.n_gpus,
-        simulated=node.simulated, busbw_bytes_per_s=busbw, size_bytes=size, link_ceiling_bytes_per_s=ceiling))
+        simulated=node.simulated, busbw_bytes_per_s=busbw, size_bytes=size, link_ceiling_bytes_per_s=ceiling,
+        hardware=node.hardware))
     assert verdict.ok, verdict.message
 
 

@@ -43,7 +43,7 @@ def _busbw_verdict(node, placement, op, result, klass=None):
     return checks.collectives.busbw(
         node.thresholds, op=op, placement=placement.id, placement_class=klass or placement.klass,
         n_gpus=placement.n_gpus, simulated=node.simulated, busbw_bytes_per_s=result.busbw, size_bytes=result.bytes,
-        link_ceiling_bytes_per_s=_link_ceiling(node, placement))
+        link_ceiling_bytes_per_s=_link_ceiling(node, placement), hardware=node.hardware)
 
 
 @pytest.mark.placements(*COLLECTIVE_CLASSES)
@@ -178,7 +178,7 @@ def test_small_message_latency(node, measurements, placement, op, collective_wor
     require(record, f"{op} sweep", placement, sweep)
     verdict = record(checks.latency.small_message_latency_check(
         node.thresholds, op=op, placement=placement.id, placement_class=placement.klass, n_gpus=placement.n_gpus,
-        simulated=node.simulated, curve=_curve(sweep)))
+        simulated=node.simulated, curve=_curve(sweep), hardware=node.hardware))
     assert verdict.ok, verdict.message
 
 
@@ -190,5 +190,5 @@ def test_half_peak_size(node, measurements, placement, op, collective_worker, re
     require(record, f"{op} sweep", placement, sweep)
     verdict = record(checks.latency.half_peak_size_check(
         node.thresholds, op=op, placement=placement.id, placement_class=placement.klass, n_gpus=placement.n_gpus,
-        simulated=node.simulated, curve=_curve(sweep)))
+        simulated=node.simulated, curve=_curve(sweep), hardware=node.hardware))
     assert verdict.ok, verdict.message

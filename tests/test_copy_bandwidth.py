@@ -82,7 +82,7 @@ def test_host_copy(node, topology, gpu, direction, copies, record):
     verdict = record(checks.copy_bandwidth.host_copy(
         node.thresholds, gpu=gpu, direction=direction, fabric=topology.fabric,
         bytes_per_s=host[f"{direction}_bytes_per_s"] if host else None, pcie=_pcie(host), simulated=node.simulated,
-        error=c.error or (None if host else f"GPU{gpu} missing from the copy measurement")))
+        error=c.error or (None if host else f"GPU{gpu} missing from the copy measurement"), hardware=node.hardware))
     assert verdict.ok, verdict.message
 
 
@@ -109,5 +109,6 @@ def test_peer_copy(node, topology, placement, copies, record):
     verdict = record(checks.copy_bandwidth.peer_copy(
         node.thresholds, pair=placement.id, fabric=topology.fabric, nv=topology.nv_between(a, b),
         link_speed_bytes_per_s=_link_speed(node, a, b), directions=directions, simulated=node.simulated,
-        error=c.error or (None if directions else f"{placement.id} missing from the copy measurement")))
+        error=c.error or (None if directions else f"{placement.id} missing from the copy measurement"),
+        hardware=node.hardware))
     assert verdict.ok, verdict.message

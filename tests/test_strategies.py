@@ -130,7 +130,7 @@ def test_throughput(node, measurements, placement, strategy, strategy_worker, gr
     verdict = record(checks.training.throughput(
         node.thresholds, placement=placement.id, placement_class=placement.klass, strategy=strategy,
         n_gpus=placement.n_gpus, tokens_per_s=run.tokens_per_s, simulated=node.simulated, workload=run.workload,
-        median=run.median))
+        median=run.median, hardware=node.hardware))
     # Nightly regression: the step times measured in the workers are this test's benchmark rounds.
     benchmark.extra_info.update({"placement": placement.id, "strategy": strategy, "tokens_per_s": run.tokens_per_s})
     replay(benchmark, run.rank0["step_times_s"])

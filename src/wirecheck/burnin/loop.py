@@ -239,7 +239,7 @@ class _Loop:
 def _run_of(plan: BurnInPlan):
     from wirecheck.gpu.load import GpuRun
 
-    return GpuRun(plan.gpus, plan.simulated, plan.names, plan.bus_ids)
+    return GpuRun(plan.gpus, plan.simulated, plan.names, plan.bus_ids, hardware=plan.hardware)
 
 
 def _memory_summary(result: dict | None) -> dict | None:

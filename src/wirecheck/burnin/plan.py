@@ -41,6 +41,7 @@ class BurnInPlan:
     simulated: bool
     steps: tuple[Step, ...]
     left_out: dict = field(default_factory=dict)  # placement id -> why it is not in the cycle
+    hardware: dict = field(default_factory=dict)  # gpu -> wirecheck.node.hardware.Hardware.as_dict(): derived floors
 
     @property
     def min_round_s(self) -> float:
@@ -75,11 +76,12 @@ def cycle(placements: list[Placement], gpus: tuple[int, ...], size: int) -> tupl
 
 
 def plan_burn_in(thresholds, *, duration_s: float, gpus: tuple[int, ...], names: dict, bus_ids: dict,
-                 simulated: bool, placements: list[Placement]) -> BurnInPlan:
+                 simulated: bool, placements: list[Placement], hardware: dict | None = None) -> BurnInPlan:
     """The burn-in of `duration_s` over `gpus`, with the thresholds' settings for its mode."""
     settings = thresholds.gpu_health.settings(simulated)
     size = thresholds.collective_settings(simulated).floor_size
     steps, left_out = cycle(placements, tuple(gpus), size)
     return BurnInPlan(duration_s=duration_s, round_s=settings.sustained_duration_s("burn_in"),
                       memory_passes=settings.memory_passes("burn_in"), window_s=settings.window_s, gpus=tuple(gpus), names=dict(names),
-                      bus_ids=dict(bus_ids), simulated=simulated, steps=steps, left_out=left_out)
+                      bus_ids=dict(bus_ids), simulated=simulated, steps=steps, left_out=left_out,
+                      hardware=dict(hardware or {}))

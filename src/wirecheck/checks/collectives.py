@@ -9,8 +9,10 @@ from __future__ import annotations
 import statistics
 
 from wirecheck.checks import check
+from wirecheck.core.peer_stats import RULE as PEERS_RULE
 from wirecheck.core.quantity import format_bw, format_bytes
 from wirecheck.core.verdict import Verdict, at_least, at_most, no_problems, skip, within
+from wirecheck.node.hardware import Hardware
 
 GB = 1e9
 
@@ -40,13 +42,15 @@ def collective_correct(thresholds, *, op: str, placement: str, sizes: list, erro
 
 @check("busbw")
 def busbw(thresholds, *, op: str, placement: str, placement_class: str, n_gpus: int, simulated: bool,
-          busbw_bytes_per_s: float, size_bytes: int, link_ceiling_bytes_per_s: float | None) -> Verdict:
-    """Bus bandwidth at the floor size within the limits for (class, op, GPU count)."""
+          busbw_bytes_per_s: float, size_bytes: int, link_ceiling_bytes_per_s: float | None,
+          hardware: dict | None = None) -> Verdict:
+    """Bus bandwidth at the floor size within the limits for (class, op, GPU count). `hardware`
+    (wirecheck.node.hardware.Hardware.as_dict): which table entries apply, and the PCIe link for PCIe paths."""
     what = f"{op} busbw at {format_bytes(size_bytes)}"
-    limit = thresholds.busbw_limit(placement_class, op, n_gpus, simulated, link_ceiling_bytes_per_s)
+    limit, why = thresholds.busbw_rule(placement_class, op, n_gpus, simulated, link_ceiling_bytes_per_s,
+                                       Hardware.from_dict(hardware))
     if limit is None:
-        return skip(what, placement, f"no busbw floor for {placement_class}/{op}/{n_gpus} GPUs in {thresholds.path} "
-                                     "and no link ceiling to derive one")
+        return skip(what, placement, f"{why} in {thresholds.path}")
     return within(what, placement, busbw_bytes_per_s, limit, format_bw, "GB/s", scale=1 / GB)
 
 
@@ -61,7 +65,7 @@ def wire_check(thresholds, *, placement: str, nvlink_placement: str, nvlink_busb
             f"(pytest process env: {env})")
     what = (f"NVLink vs host path, all_reduce busbw {format_bw(nvlink_busbw_bytes_per_s)} ({nvlink_placement}) "
             f"vs {format_bw(host_path_busbw_bytes_per_s)}")
-    return at_least(what, placement, ratio, rule.min_ratio, "x", rule.source, rule.yaml_path, hint=hint)
+    return at_least(what, placement, ratio, rule.min_ratio, "x", rule.source, rule.yaml_path, hint=hint, rule="measured")
 
 
 @check("pair_spread")
@@ -79,7 +83,7 @@ def pair_spread(thresholds, *, placement: str, nv: int, pairs_busbw_bytes_per_s:
     hint = (f": all_reduce busbw {format_bw(mine)} vs median pair {format_bw(median)}; suspect a degraded link "
             f"on GPU {placement.removeprefix('pair-').replace('.', ' or GPU ')}")
     return at_most(what, placement, below * 100, rule.max_below_median * 100, "%", rule.source, rule.yaml_path,
-                   fmt=lambda v: f"{v:.1f} %", hint=hint)
+                   fmt=lambda v: f"{v:.1f} %", hint=hint, rule=PEERS_RULE)
 
 
 @check("group_scaling")
@@ -90,4 +94,4 @@ def group_scaling(thresholds, *, placement: str, pair_placement: str, quad_busbw
     what = (f"quad {format_bw(quad_busbw_bytes_per_s)} over pair {pair_placement} "
             f"{format_bw(pair_busbw_bytes_per_s)}")
     return at_least(what, placement, quad_busbw_bytes_per_s / pair_busbw_bytes_per_s, rule.quad_over_pair_min, "x",
-                    rule.source, rule.yaml_path)
+                    rule.source, rule.yaml_path, rule="measured")

@@ -15,6 +15,7 @@ from wirecheck.checks import check
 from wirecheck.core.quantity import format_bw
 from wirecheck.thresholds.copy_limits import pcie_ceiling
 from wirecheck.core.verdict import FAIL, PASS, Verdict, skip, within
+from wirecheck.node.hardware import Hardware
 
 GB = 1e9
 SIMULATION = "simulation: no GPU memory to copy to or from"
@@ -32,18 +33,22 @@ def _link(pcie: dict | None) -> str:
 
 @check("host_copy")
 def host_copy(thresholds, *, gpu: int, direction: str, fabric: str, bytes_per_s: float | None, pcie: dict | None,
-              simulated: bool, error: str | None = None) -> Verdict:
+              simulated: bool, error: str | None = None, hardware: dict | None = None) -> Verdict:
     """Pinned host<->device copy bandwidth of one GPU against the floor for the fabric.
-    `pcie`: {"gen", "width", "gen_max", "width_max", "under_load"} read during the copies."""
+    `pcie`: {"gen", "width", "gen_max", "width_max", "under_load"} read during the copies; `hardware`
+    (wirecheck.node.hardware.Hardware.as_dict): which table entries apply (the PCIe reading wins)."""
     what, where = f"{DIRECTION_NAMES[direction]} copy bandwidth", f"GPU{gpu}"
     if simulated:
         return skip(what, where, SIMULATION)
     if error or bytes_per_s is None:
         return Verdict("", what, where, FAIL, f"{what} on {where}: not measured: {error}")
     ceiling = pcie_ceiling((pcie or {}).get("gen_max"), (pcie or {}).get("width_max"))
-    limit = thresholds.copy_bandwidth.limit(fabric, direction, ceiling)
+    node = Hardware.from_dict(hardware)  # None (a record without it): every entry applies, as before
+    if node is not None and pcie and pcie.get("gen_max"):
+        node = replace(node, pcie_gen=pcie["gen_max"], pcie_width=pcie.get("width_max"))
+    limit, why = thresholds.copy_bandwidth.limit_rule(fabric, direction, ceiling, node)
     if limit is None:
-        return skip(what, where, f"no {fabric}/{direction} copy floor in {thresholds.path} and no PCIe link reading to derive one")
+        return skip(what, where, f"{why} in {thresholds.path}")
     v = within(what, where, bytes_per_s, limit, format_bw, "GB/s", scale=1 / GB, hint=f"; the copy ran on {_link(pcie)}")
     return replace(v, details={"pcie": pcie})
 
@@ -75,9 +80,10 @@ def pcie_link_under_load(thresholds, *, gpu: int, pcie: dict | None, simulated: 
 
 @check("peer_copy")
 def peer_copy(thresholds, *, pair: str, fabric: str, nv: int, link_speed_bytes_per_s: float | None,
-              directions: list | None, simulated: bool, error: str | None = None) -> Verdict:
+              directions: list | None, simulated: bool, error: str | None = None,
+              hardware: dict | None = None) -> Verdict:
     """Device->device copies between an NVLink pair, both directions: the slower one against the
-    floor (the fabric's, or NV# x per-link speed x efficiency). `directions`:
+    floor (the fabric's entry for this hardware, or NV# x per-link speed x efficiency). `directions`:
     [{"src", "dst", "bytes_per_s", "peer_access"}]."""
     what = "peer copy bandwidth"
     if simulated:
@@ -93,9 +99,9 @@ def peer_copy(thresholds, *, pair: str, fabric: str, nv: int, link_speed_bytes_p
                        measured=min(x["bytes_per_s"] for x in directions) / GB, unit="GB/s")
     slow = min(directions, key=lambda d: d["bytes_per_s"])
     ceiling = nv * link_speed_bytes_per_s if nv and link_speed_bytes_per_s else None
-    limit = thresholds.copy_bandwidth.limit(fabric, "peer", ceiling)
+    limit, why = thresholds.copy_bandwidth.limit_rule(fabric, "peer", ceiling, Hardware.from_dict(hardware))
     if limit is None:
-        return skip(what, pair, f"no {fabric}/peer copy floor in {thresholds.path} and no NVLink speed to derive one")
+        return skip(what, pair, f"{why} in {thresholds.path}")
     both = ", ".join(f"GPU{d['src']}->GPU{d['dst']} {format_bw(d['bytes_per_s'])}" for d in directions)
     hint = f" ({both}); suspect the NVLinks of GPU{slow['src']} or GPU{slow['dst']}"
     v = within(f"{what} (slower direction GPU{slow['src']}->GPU{slow['dst']})", pair, slow["bytes_per_s"], limit,

@@ -15,10 +15,11 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from wirecheck.checks import check
-from wirecheck.core.peer_stats import below_median
+from wirecheck.core.peer_stats import RULE as PEERS_RULE, below_median
 from wirecheck.core.quantity import DEGREES_C, format_bytes, format_bw, format_time
 from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, no_problems, skip
 from wirecheck.node.gpu_sampling import CLOCK_EVENT_REASONS, REASON_TEXT, decode_reasons
+from wirecheck.node.hardware import Hardware
 from wirecheck.node.xid_events import describe as describe_event
 
 SIMULATION = "simulation: no NVML on CPU ranks"
@@ -54,8 +55,9 @@ def _foreign(processes: list) -> str:
 
 def _figure(thresholds, *, figure: str, what: str, advice: str, gpu: int, bus_id: str | None, gpu_model: str | None,
             value: float | None, peers: dict, simulated: bool, foreign_processes: list | None, error: str | None,
-            fmt: Callable[[float], str], unit: str, scale: float) -> Verdict:
-    """A figure against its model's floor and against its peers (the other GPUs of its model)."""
+            fmt: Callable[[float], str], unit: str, scale: float, hardware: dict | None = None) -> Verdict:
+    """A figure against its model's floor (the table's, else derived from the GPU's own peak: `hardware`,
+    wirecheck.node.hardware.Hardware.as_dict) and against its peers (the other GPUs of its model)."""
     where, loc = f"GPU{gpu}", _loc(gpu, bus_id)
     if error or value is None:
         return Verdict("", what, where, FAIL, f"{what} on {loc}: not measured: {error}")
@@ -65,25 +67,24 @@ def _figure(thresholds, *, figure: str, what: str, advice: str, gpu: int, bus_id
                        f"({_foreign(foreign_processes)}): the figure is invalid; stop them or pick another node",
                        measured=value * scale, unit=unit, details={"foreign_processes": foreign_processes})
     health = thresholds.gpu_health
-    floor = health.floor(figure, gpu_model, simulated)
+    floor, no_floor = health.floor_rule(figure, gpu_model, simulated, Hardware.from_dict(hardware))
     rule = health.peers(simulated)
     peer = below_median(value, list(peers.values()), rule.max_below_median, rule.mad_k) if peers else None
     if floor is None and peer is None:
-        return skip(what, where, f"no {figure} floor for {gpu_model!r} in {health.floors_yaml_path} and no other GPU "
-                                 f"of that model to compare with; measured {fmt(value)}", measured=value * scale,
-                    unit=unit)
+        return skip(what, where, f"{no_floor}; no other GPU of that model to compare with; measured {fmt(value)}",
+                    measured=value * scale, unit=unit)
     limit: dict[str, Any] = {"min": floor.min * scale if floor else None}
     details: dict[str, Any] = {"peers": peers, "gpu_model": gpu_model}
-    parts, failed, source, yaml_path = [], [], None, None
+    parts, failed, source, yaml_path, made_by = [], [], None, None, None
     if floor is not None:
-        source, yaml_path = floor.source, floor.yaml_path
+        source, yaml_path, made_by = floor.source, floor.yaml_path, floor.rule
         if value < floor.min:
             failed.append("floor")
             parts.append(f"measured {fmt(value)} < floor {fmt(floor.min)} ({cite(floor.yaml_path, floor.source)})")
         else:
             parts.append(f"measured {fmt(value)} >= {fmt(floor.min)} ({cite(floor.yaml_path, floor.source)})")
     else:
-        parts.append(f"measured {fmt(value)}; no {figure} floor for {gpu_model!r} in {health.floors_yaml_path}")
+        parts.append(f"measured {fmt(value)}; {no_floor}")
     if peer is not None:
         limit.update(peers_median=peer.median * scale, max_below_median=rule.max_below_median)
         details.update(below_median=peer.below, named_by_peers=peer.named)
@@ -91,7 +92,7 @@ def _figure(thresholds, *, figure: str, what: str, advice: str, gpu: int, bus_id
         if peer.named:
             failed.append("peers")
             if source is None or failed == ["peers"]:
-                source, yaml_path = rule.source, rule.yaml_path
+                source, yaml_path, made_by = rule.source, rule.yaml_path, PEERS_RULE
             parts.append(f"{text}: more than the {rule.max_below_median * 100:g} % its peers allow "
                          f"({cite(rule.yaml_path, rule.source)})")
         else:
@@ -100,43 +101,45 @@ def _figure(thresholds, *, figure: str, what: str, advice: str, gpu: int, bus_id
     if failed:
         message += f". {advice}"
     return Verdict("", what, where, FAIL if failed else PASS, message, measured=value * scale, unit=unit, limit=limit,
-                   source=source, yaml_path=yaml_path, details={**details, "failed_by": failed})
+                   source=source, yaml_path=yaml_path, rule=made_by or PEERS_RULE, details={**details, "failed_by": failed})
 
 
 @check("hbm_bandwidth")
 def hbm_bandwidth(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | None, kind: str,
                   bytes_per_s: float | None, peers: dict, simulated: bool, foreign_processes: list | None = None,
-                  error: str | None = None) -> Verdict:
+                  error: str | None = None, hardware: dict | None = None) -> Verdict:
     """HBM bandwidth of one GPU: `kind` copy (device to device, read+write counted) or read (a sum)."""
     what = {"copy": "HBM copy bandwidth (read+write)", "read": "HBM read bandwidth"}[kind]
     return _figure(thresholds, figure=f"hbm_{kind}", what=what, advice=ADVICE["hbm"], gpu=gpu, bus_id=bus_id,
                    gpu_model=gpu_model, value=bytes_per_s, peers=peers, simulated=simulated,
-                   foreign_processes=foreign_processes, error=error, fmt=_gbs, unit="GB/s", scale=1e-9)
+                   foreign_processes=foreign_processes, error=error, fmt=_gbs, unit="GB/s", scale=1e-9, hardware=hardware)
 
 
 @check("gemm_throughput")
 def gemm_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | None, dtype: str,
                     flops_per_s: float | None, peers: dict, simulated: bool, foreign_processes: list | None = None,
-                    unsupported: str | None = None, error: str | None = None) -> Verdict:
+                    unsupported: str | None = None, error: str | None = None, hardware: dict | None = None) -> Verdict:
     """Dense square GEMM throughput (TFLOP/s = 2 n^3 / time) in `dtype` (bf16, fp8)."""
     what = f"dense GEMM {dtype} throughput"
     if unsupported and not error:
         return skip(what, f"GPU{gpu}", unsupported)
     return _figure(thresholds, figure=f"gemm_{dtype}", what=what, advice=ADVICE["gemm"], gpu=gpu, bus_id=bus_id,
                    gpu_model=gpu_model, value=flops_per_s, peers=peers, simulated=simulated,
-                   foreign_processes=foreign_processes, error=error, fmt=_tflops, unit="TFLOP/s", scale=1e-12)
+                   foreign_processes=foreign_processes, error=error, fmt=_tflops, unit="TFLOP/s", scale=1e-12,
+                   hardware=hardware)
 
 
 @check("sustained_throughput")
 def sustained_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | None,
                          flops_per_s: float | None, windows: dict | None, peers: dict, simulated: bool,
-                         foreign_processes: list | None = None, error: str | None = None) -> Verdict:
+                         foreign_processes: list | None = None, error: str | None = None,
+                         hardware: dict | None = None) -> Verdict:
     """The median window's bf16 TFLOP/s while every GPU of the node is loaded at once.
     `windows`: {"windows", "seconds", "first", "last", "min", "max"} of the load proper."""
     v = _figure(thresholds, figure="sustained_bf16", what="sustained bf16 GEMM throughput (median window)",
                 advice=ADVICE["sustained"], gpu=gpu, bus_id=bus_id, gpu_model=gpu_model, value=flops_per_s,
                 peers=peers, simulated=simulated, foreign_processes=foreign_processes, error=error, fmt=_tflops,
-                unit="TFLOP/s", scale=1e-12)
+                unit="TFLOP/s", scale=1e-12, hardware=hardware)
     if windows and windows.get("windows"):
         span = (f" [{windows['windows']} windows over {windows['seconds']:.0f} s: first {_tflops(windows['first'])}, "
                 f"last {_tflops(windows['last'])}, lowest {_tflops(windows['min'])}]")

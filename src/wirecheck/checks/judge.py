@@ -29,7 +29,7 @@ from wirecheck.checks import rejudge
 from wirecheck.training.strategy_run import workload_of
 from wirecheck.core.paths import suite_paths
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
-from wirecheck.records.run import recorded_thresholds
+from wirecheck.records.run import recorded_bases, recorded_thresholds
 from wirecheck.thresholds.file import Thresholds, ThresholdsError, load_thresholds
 from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, Verdict
 
@@ -149,6 +149,7 @@ def _own_thresholds(run: RunRecord, shipped: Path) -> tuple[Thresholds, str]:
     recorded_path = run.run.get("thresholds")
     try:
         recorded = recorded_thresholds(run.run)
+        bases = recorded_bases(run.run)
     except ValueError as exc:
         raise RecordFileError(f"{run.path}: {exc}; pass --thresholds FILE to judge it against a file") from None
     if recorded is None:
@@ -157,7 +158,7 @@ def _own_thresholds(run: RunRecord, shipped: Path) -> tuple[Thresholds, str]:
     data, digest = recorded
     label = f"{recorded_path} as the run read it (sha256 {digest[:12]}, kept in the record's header)"
     try:
-        thresholds = load_thresholds(recorded_path or "recorded thresholds", content=data)
+        thresholds = load_thresholds(recorded_path or "recorded thresholds", content=data, bases=bases)
     except ThresholdsError as exc:
         raise RecordFileError(f"{run.path}: the thresholds the run recorded cannot be read by this version of wirecheck "
                               f"({exc}); pass --thresholds FILE") from None

@@ -14,6 +14,7 @@ from wirecheck.checks import check
 from wirecheck.measure.curve import half_peak_size, small_message_latency
 from wirecheck.core.quantity import format_bw, format_bytes, format_time
 from wirecheck.core.verdict import Verdict, skip, within
+from wirecheck.node.hardware import Hardware
 
 
 def _points(curve: list) -> list:
@@ -22,18 +23,19 @@ def _points(curve: list) -> list:
 
 @check("small_message_latency")
 def small_message_latency_check(thresholds, *, op: str, placement: str, placement_class: str, n_gpus: int,
-                                simulated: bool, curve: list) -> Verdict:
-    """Median time per call over the sizes up to collectives.latency.up_to, against the ceiling."""
+                                simulated: bool, curve: list, hardware: dict | None = None) -> Verdict:
+    """Median time per call over the sizes up to collectives.latency.up_to, against the ceiling (an entry
+    measured on other `hardware`, wirecheck.node.hardware.Hardware.as_dict, does not apply)."""
     what = f"{op} small-message latency"
     up_to = thresholds.latency.up_to
     reading = small_message_latency(_points(curve), up_to)
     if reading is None:
         return skip(what, placement, f"no size up to {format_bytes(up_to)} was measured; the sweep must start at or "
                                      "below collectives.latency.up_to")
-    limit = thresholds.latency_limit(placement_class, op, n_gpus, simulated)
+    limit, why = thresholds.latency_rule(placement_class, op, n_gpus, simulated, Hardware.from_dict(hardware))
     if limit is None:
         return skip(what, placement, f"no small-message latency ceiling for {placement_class}/{op}/{n_gpus} GPUs in "
-                                     "collectives.latency")
+                                     "collectives.latency" + (f" ({why})" if why else ""))
     # The hardware ceilings are CUDA-graph replay times; an eager call costs the host ~40 us more
     # whatever the wire. Where no replay could be timed, judging eager times against them would fail
     # a healthy node: say why instead (the note names the cause, e.g. expandable_segments).
@@ -51,16 +53,17 @@ def small_message_latency_check(thresholds, *, op: str, placement: str, placemen
 
 @check("half_peak_size")
 def half_peak_size_check(thresholds, *, op: str, placement: str, placement_class: str, n_gpus: int, simulated: bool,
-                         curve: list) -> Verdict:
+                         curve: list, hardware: dict | None = None) -> Verdict:
     """n½ — the size where busbw first reaches half the curve's peak — against its ceiling."""
     what = f"{op} n½"
     rule = thresholds.half_peak
     reading = half_peak_size(_points(curve), rule.fraction)
     if reading is None:
         return skip(what, placement, "no bandwidth measured, no n½")
-    limit = thresholds.half_peak_limit(placement_class, op, n_gpus, simulated)
+    limit, why = thresholds.half_peak_rule(placement_class, op, n_gpus, simulated, Hardware.from_dict(hardware))
     if limit is None:
-        return skip(what, placement, f"no n½ ceiling for {placement_class}/{op}/{n_gpus} GPUs in collectives.half_peak")
+        return skip(what, placement, f"no n½ ceiling for {placement_class}/{op}/{n_gpus} GPUs in collectives.half_peak"
+                                     + (f" ({why})" if why else ""))
     around = (f"between {format_bytes(reading.below_size)} and {format_bytes(reading.first_size)}"
               if reading.below_size is not None else f"at or below the smallest size {format_bytes(reading.first_size)}")
     v = within(f"{what} (busbw first reaches {reading.fraction:.0%} of the peak {format_bw(reading.peak_busbw)} at "

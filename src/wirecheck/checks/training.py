@@ -11,6 +11,7 @@ import math
 from dataclasses import replace
 
 from wirecheck.checks import check
+from wirecheck.node.hardware import Hardware
 from wirecheck.training.memory_model import predict
 from wirecheck.core.quantity import format_bytes
 from wirecheck.training.timing import CEILING
@@ -44,7 +45,8 @@ def losses_agree(thresholds, *, placement: str, strategy: str, reference: str, s
     what = f"{strategy} loss at step {step} vs {reference}"
     return at_most(what, placement, rel, tol.max_rel_diff, "relative difference", tol.source, tol.yaml_path,
                    fmt=lambda v: f"{v:.2e}",
-                   hint=f" ({strategy} {loss:.6f} vs {reference} {reference_loss:.6f}): a wrong gradient or update path")
+                   hint=f" ({strategy} {loss:.6f} vs {reference} {reference_loss:.6f}): a wrong gradient or update path",
+                   rule="simulated" if simulated else "measured")
 
 
 @check("model_state")
@@ -58,7 +60,8 @@ def model_state(thresholds, *, placement: str, strategy: str, n_params: int, n_g
     what = f"{strategy} model state per GPU"
     v = at_most(what, placement, rel * 100, tol.max_rel_diff_from_model * 100, "% off the model", tol.source,
                 tol.yaml_path, fmt=lambda x: f"{x:.1f} %",
-                hint=f": {format_bytes(measured_bytes)} measured vs {format_bytes(expected)} predicted; per rank {per_rank}")
+                hint=f": {format_bytes(measured_bytes)} measured vs {format_bytes(expected)} predicted; per rank {per_rank}",
+                rule="simulated" if simulated else "measured")
     return _with(v, measured_bytes=measured_bytes, predicted_bytes=expected)
 
 
@@ -138,16 +141,19 @@ def peak_memory(thresholds, *, placement: str, placement_class: str, strategy: s
 @check("throughput")
 def throughput(thresholds, *, placement: str, placement_class: str, strategy: str, n_gpus: int,
                tokens_per_s: float, simulated: bool, workload: dict | None = None,
-               median: dict | None = None) -> Verdict:
+               median: dict | None = None, hardware: dict | None = None) -> Verdict:
     """Training throughput (global tokens/s, slowest rank) above the floor for the class. `median`
-    (training.strategy_run.median_of): how well the run knew its median; a failure says whether it was steady."""
+    (training.strategy_run.median_of): how well the run knew its median; a failure says whether it was steady.
+    `hardware` (wirecheck.node.hardware.Hardware.as_dict): an entry measured on other hardware does not apply."""
     what = f"{strategy} throughput"
     other = _other_workload(thresholds, simulated, workload)
     if other:
         return skip(what, placement, other)
-    limit = thresholds.training_limits(simulated).throughput_floor(placement_class, strategy, n_gpus)
+    limit, why = thresholds.training_limits(simulated).throughput_rule(placement_class, strategy, n_gpus,
+                                                                        Hardware.from_dict(hardware))
     if limit is None:
-        return skip(what, placement, f"no throughput floor for {placement_class}/{strategy}/{n_gpus} GPUs in {thresholds.path}")
+        return skip(what, placement, f"no throughput floor for {placement_class}/{strategy}/{n_gpus} GPUs in {thresholds.path}"
+                                     + (f" ({why})" if why else ""))
     return within(what, placement, tokens_per_s, limit, _tokens, "tokens/s", hint=_median_hint(median))
 
 
@@ -190,7 +196,7 @@ def slow_wire(thresholds, *, placement: str, nvlink_placement: str, strategy: st
     if other:
         return skip(what, placement, other)
     return at_least(what, placement, slowdown, rule.min_slowdown(strategy), "x", rule.source,
-                    f"{rule.yaml_path}.min_slowdown.{strategy}")
+                    f"{rule.yaml_path}.min_slowdown.{strategy}", rule="measured")
 
 
 @check("dial_flattens")
@@ -209,7 +215,7 @@ def dial_flattens(thresholds, *, placement: str, nvlink_placement: str, nvlink_t
     if other:
         return skip(what, placement, other)
     return at_most(what, placement, spread_slow, spread_fast * rule.max_spread_ratio, "x", rule.source, rule.yaml_path,
-                   fmt=lambda v: f"{v:.2f}x")
+                   fmt=lambda v: f"{v:.2f}x", rule="measured")
 
 
 @check("capacity")

@@ -11,6 +11,7 @@ Two layouts hold them:
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,3 +46,19 @@ def suite_paths() -> SuitePaths:
                           unit_costs=plugin / "unit_costs.yaml")
     return SuitePaths(plugin / "tests", plugin / "tests", plugin / "thresholds.yaml", plugin / "topologies", checkout=False,
                       unit_costs=plugin / "unit_costs.yaml")
+
+
+# `extends: wirecheck` in a thresholds file names the thresholds.yaml shipped with this wirecheck
+# (where it sits differs between a checkout and a wheel); any other value is a path, relative to
+# the file that says it.
+SHIPPED_THRESHOLDS = "wirecheck"
+
+
+def extends_target(value: str, relative_to: Path) -> Path:
+    """The file an `extends: VALUE` line in the thresholds file `relative_to` names, absolute."""
+    if value.strip() == SHIPPED_THRESHOLDS:
+        return suite_paths().thresholds.resolve()
+    target = Path(value.strip()).expanduser()
+    if not target.is_absolute():
+        target = Path(relative_to).absolute().parent / target
+    return Path(os.path.normpath(str(target)))

@@ -13,6 +13,7 @@ import statistics
 from dataclasses import dataclass
 
 MAD_SCALE = 1.4826
+RULE = "peers"  # the rule a limit made from the node's own median is (wirecheck.core.verdict.RULES)
 
 
 @dataclass(frozen=True)
@@ -38,3 +39,14 @@ def below_median(value: float, reference: list[float], max_below_median: float, 
     below = gap / median if median > 0 else 0.0
     named = gap > max_below_median * median and gap > mad_k * scaled_mad
     return Below(value, median, scaled_mad, below, named, len(reference))
+
+
+def relative_spread(values: list[float]) -> float:
+    """Scaled MAD over the median: a figure's robust relative noise (0 for fewer than two values),
+    as `wirecheck calibrate` and the history rule read it from the runs themselves."""
+    if len(values) < 2:
+        return 0.0
+    median = statistics.median(values)
+    if median <= 0:
+        return 0.0
+    return MAD_SCALE * statistics.median(abs(v - median) for v in values) / median

@@ -46,6 +46,8 @@ UNITS: dict[str, dict[str, float]] = {
     "rate": {"/s": 1.0, "/min": 1 / 60},  # events per time: error-counter growth
     "compute": {"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15},  # a GPU's peak
     "temperature": {DEGREES_C: 1.0},  # a GPU's temperature margin (NVML reports whole degrees Celsius)
+    "frequency": {"MHz": 1e6, "GHz": 1e9},  # a GPU's max SM or memory clock (a profile's hardware)
+    "power": {"W": 1.0},  # a GPU's power limit
 }
 
 # Aliases: GPU memory is a size, but the word reads better where a memory limit is meant.
@@ -65,6 +67,8 @@ EXAMPLES = {
     "rate": "100 /s",
     "compute": "989 TFLOP/s",
     "temperature": f"5 {DEGREES_C}",
+    "frequency": "1980 MHz",
+    "power": "700 W",
 }
 
 # What a kind is called in messages ("... is a size, not a bandwidth").
@@ -79,6 +83,8 @@ NOUNS = {
     "rate": "a rate",
     "compute": "a compute rate",
     "temperature": "a temperature",
+    "frequency": "a clock frequency",
+    "power": "a power",
 }
 
 _NUMBER = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)\s*$")
@@ -222,6 +228,10 @@ def unitless_fix(number: str, value: float, kind: str) -> str:
         return f"write it as a compute rate: {_quoted(f'{number} TFLOP/s')}"
     if base == "temperature":
         return f"write it in degrees Celsius: {_quoted(number + ' ' + DEGREES_C)}"
+    if base == "frequency":
+        return f"write it as a clock frequency: {_quoted(f'{number} MHz')}"
+    if base == "power":
+        return f"write it as a power: {_quoted(f'{number} W')}"
     # rate: the DCGM rules come per second (NVLink CRC) and per minute (PCIe replays).
     return f"write it as events per time: {_quoted(f'{number} /s')} or {_quoted(f'{number} /min')}"
 
@@ -275,4 +285,8 @@ def format_quantity(value: float, kind: str) -> str:
         return f"{_trim(value / 1e12)} TFLOP/s"
     if base == "temperature":
         return f"{_trim(value)} {DEGREES_C}"
+    if base == "frequency":
+        return f"{_trim(value / 1e6, 0)} MHz"
+    if base == "power":
+        return f"{_trim(value, 0)} W"
     return f"{_trim(value, 0)} tokens/s"

@@ -49,7 +49,7 @@ def _peers(run: GpuRun, phase: Phase, gpu: int, pick) -> dict[str, float]:
 
 def _common(run: GpuRun, gpu: int) -> dict[str, Any]:
     return {**_where(run, gpu), "gpu_model": run.names.get(gpu), "simulated": run.simulated,
-            "foreign_processes": run.foreign_processes.get(gpu, [])}
+            "foreign_processes": run.foreign_processes.get(gpu, []), "hardware": run.hardware.get(gpu)}
 
 
 # -- figures ----------------------------------------------------------------------------------

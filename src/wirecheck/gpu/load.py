@@ -55,6 +55,8 @@ class GpuRun:
     bus_ids: dict[int, str | None]
     foreign_processes: dict[int, list] = field(default_factory=dict)  # gpu -> [[pid, name, bytes]] before the load
     foreign_error: str | None = None
+    # gpu -> wirecheck.node.hardware.Hardware.as_dict(): the peaks a model without floors is held to.
+    hardware: dict[int, dict] = field(default_factory=dict)
 
 
 class GpuLoad:

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, NamedTuple
 
+from wirecheck.core import gpu_arch
 from wirecheck.node.topology import (
     BRIDGED,
     NVSWITCH,
@@ -37,6 +38,7 @@ P2P_STATUS_NAMES = {
     5: "NOT_SUPPORTED",
     6: "UNKNOWN",
 }
+CLOCK_SM, CLOCK_MEM = 1, 2  # nvmlClockType_t
 FI_NVLINK_LINK_COUNT = 91
 FI_NVLINK_GET_SPEED = 164  # MB/s per direction, scoped to one link
 NVLINK_MAX_LINKS = 36
@@ -295,6 +297,7 @@ def _read_gpu(nv: Any, i: int, h: Any, bus_id: str | None, known_buses: set[str]
         name=_text(_try(nv, i, "nvmlDeviceGetName", h)),
         bus_id=bus_id,
         uuid=_text(_try(nv, i, "nvmlDeviceGetUUID", h)),
+        serial=_serial(nv, i, h),
         memory_bytes=getattr(memory, "total", None),
         nvlinks=_read_links(nv, i, h, known_buses),
         pcie_gen=_or_none(_try(nv, i, "nvmlDeviceGetCurrPcieLinkGeneration", h)),
@@ -303,7 +306,37 @@ def _read_gpu(nv: Any, i: int, h: Any, bus_id: str | None, known_buses: set[str]
         pcie_width_max=_or_none(_try(nv, i, "nvmlDeviceGetMaxPcieLinkWidth", h)),
         cpu_affinity=_cpu_affinity(nv, i, h),
         numa_affinity=_mask_ranges(_or_none(_try(nv, i, "nvmlDeviceGetMemoryAffinity", h, 1, _AFFINITY_SCOPE_NODE))),
+        **_physics(nv, i, h),
     )
+
+
+def _serial(nv: Any, i: int, h: Any) -> str | None:
+    """The board's serial, or None: it only names the GPU for its history (the UUID does too), so a
+    driver that cannot answer it (consumer boards, some VMs) never stops a run."""
+    try:
+        return _text(_try(nv, i, "nvmlDeviceGetSerial", h))
+    except GpuLost:
+        raise
+    except NvmlUnavailable:
+        return None
+
+
+def _physics(nv: Any, i: int, h: Any) -> dict[str, Any]:
+    """What the derived limits need: compute capability, SMs, max clocks, memory bus width, power limit."""
+    cc = _or_none(_try(nv, i, "nvmlDeviceGetCudaComputeCapability", h))
+    capability = f"{cc[0]}.{cc[1]}" if isinstance(cc, (tuple, list)) and len(cc) == 2 else None
+    # A whole GPU has no SM count in NVML (nvmlDeviceGetAttributes answers for MIG instances only):
+    # CUDA cores / cores per SM of the architecture.
+    cores = _or_none(_try(nv, i, "nvmlDeviceGetNumGpuCores", h))
+    limit_mw = _or_none(_try(nv, i, "nvmlDeviceGetEnforcedPowerLimit", h))
+    return {
+        "compute_capability": capability,
+        "sm_count": gpu_arch.sm_count(capability, cores if isinstance(cores, int) else None),
+        "sm_clock_max_mhz": _or_none(_try(nv, i, "nvmlDeviceGetMaxClockInfo", h, CLOCK_SM)),
+        "mem_bus_width": _or_none(_try(nv, i, "nvmlDeviceGetMemoryBusWidth", h)),
+        "mem_clock_max_mhz": _or_none(_try(nv, i, "nvmlDeviceGetMaxClockInfo", h, CLOCK_MEM)),
+        "power_limit_w": limit_mw / 1000 if isinstance(limit_mw, (int, float)) else None,
+    }
 
 
 def _field_values(nv: Any, i: int, h: Any, ids: list[Any]) -> list[Any]:

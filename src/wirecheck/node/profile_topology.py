@@ -13,7 +13,16 @@ sits below the thresholds loader.
 
 from __future__ import annotations
 
+from wirecheck.core.gpu_arch import NVLINK_VERSION_TO_GENERATION
 from wirecheck.node.topology import Gpu, NvLink, Topology
+
+# The Gpu fields a profile's hardware description fills (None where it describes none).
+HARDWARE_FIELDS = ("compute_capability", "sm_count", "sm_clock_max_mhz", "mem_bus_width", "mem_clock_max_mhz",
+                   "power_limit_w")
+
+
+def hardware_fields(profile) -> dict:
+    return {name: getattr(profile, name, None) for name in HARDWARE_FIELDS}
 
 PREFIX = "profile:"  # --simulate profile:NAME
 
@@ -32,12 +41,14 @@ def from_profile(profile, where: str = "thresholds.yaml") -> Topology:
 
     speed = int(profile.nvlink_speed / 1e6) if profile.nvlink_speed else None  # NVML's MB/s per link
     remote = "switch" if fabric == "nvswitch" else "gpu"
+    gen = getattr(profile, "nvlink_gen", None)
+    version = max((v for v, g in NVLINK_VERSION_TO_GENERATION.items() if g == gen), default=None)  # NVML's enum
     gpus = tuple(
         Gpu(index=i, name=profile.gpu_model, bus_id=f"00000000:{i + 1:02X}:00.0", memory_bytes=profile.gpu_memory,
-            nvlinks=tuple(NvLink(index=k, active=True, remote_type=remote, speed_mbps=speed)
+            nvlinks=tuple(NvLink(index=k, active=True, remote_type=remote, speed_mbps=speed, version=version)
                           for k in range(profile.nvlinks_per_gpu if fabric != "pcie" else 0)),
             pcie_gen=profile.pcie_gen, pcie_gen_max=profile.pcie_gen, pcie_width=profile.pcie_width,
-            pcie_width_max=profile.pcie_width)
+            pcie_width_max=profile.pcie_width, **hardware_fields(profile))
         for i in range(n))
     return Topology(
         gpus=gpus,

@@ -48,6 +48,7 @@ class Gpu:
     name: str | None = None
     bus_id: str | None = None
     uuid: str | None = None
+    serial: str | None = None  # the board's serial (nvmlDeviceGetSerial): with the UUID, what names this very GPU
     memory_bytes: int | None = None
     nvlinks: tuple[NvLink, ...] = ()
     pcie_gen: int | None = None
@@ -56,6 +57,13 @@ class Gpu:
     pcie_width_max: int | None = None
     cpu_affinity: str | None = None
     numa_affinity: str | None = None
+    # What the derived limits need (wirecheck.node.hardware); None where NVML (or the file) cannot say.
+    compute_capability: str | None = None  # "9.0"
+    sm_count: int | None = None
+    sm_clock_max_mhz: int | None = None
+    mem_bus_width: int | None = None  # bits
+    mem_clock_max_mhz: int | None = None
+    power_limit_w: float | None = None
 
     @property
     def active_links(self) -> int:

@@ -87,6 +87,7 @@ NO_WORKERS = {
     "test_no_foreign_processes", "test_groups_are_full_meshes", "test_nvlinks_per_gpu", "test_nvlink_speed_uniform",
     "test_peer_access_over_nvlink", "test_nic_ports_up", "test_nic_rate", "test_nic_count", "test_gpu_nearest_nic",
     "test_error_counters_did_not_grow", "test_no_xid_during_run", "test_ecc_and_row_remap_growth",
+    "test_figures_against_history",  # reads record files only
 }
 
 # Kinds of work, for each group's line and the summary by kind.

@@ -19,6 +19,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
+import yaml
+
+from wirecheck.core.paths import extends_target
 from wirecheck.core.verdict import Verdict
 from wirecheck.records.file import Measurement, RecordFile, env_switches
 
@@ -39,8 +42,10 @@ def topology_fields(topology) -> dict:
         return {"fabric": None, "gpus": [], "groups": [], "matrix": []}
     return {
         "fabric": topology.fabric,
-        "gpus": [{"index": g.index, "name": g.name, "bus_id": g.bus_id, "memory_bytes": g.memory_bytes,
-                  "nvlinks_active": g.active_links} for g in topology.gpus],
+        # uuid and serial name the GPU itself (an index or bus id names a slot): its history follows them
+        "gpus": [{"index": g.index, "name": g.name, "bus_id": g.bus_id, "uuid": getattr(g, "uuid", None),
+                  "serial": getattr(g, "serial", None),
+                  "memory_bytes": g.memory_bytes, "nvlinks_active": g.active_links} for g in topology.gpus],
         "groups": [list(g) for g in topology.index_groups],
         "matrix": topology.matrix(),
     }
@@ -58,7 +63,53 @@ def thresholds_fields(path: str | Path) -> dict:
         return fields
     fields["thresholds_sha256"] = hashlib.sha256(data).hexdigest()
     fields["thresholds_gz_b64"] = base64.b64encode(gzip.compress(data, mtime=0)).decode("ascii")
+    bases = [{"path": str(base), "sha256": hashlib.sha256(raw).hexdigest(),
+              "gz_b64": base64.b64encode(gzip.compress(raw, mtime=0)).decode("ascii")}
+             for base, raw in _extended_files(Path(path), data)]
+    if bases:
+        fields["thresholds_bases"] = bases
     return fields
+
+
+def _extended_files(path: Path, data: bytes) -> list[tuple[Path, bytes]]:
+    """The files a thresholds file's `extends:` chain names, nearest first, with their bytes, so a
+    record keeps every layer its limits came from. What cannot be read is left out: the loader, which
+    ran before the header is written, has said why."""
+    out: list[tuple[Path, bytes]] = []
+    seen = {Path(path).absolute()}
+    while True:
+        try:
+            doc = yaml.safe_load(data)
+        except yaml.YAMLError:
+            return out
+        name = doc.get("extends") if isinstance(doc, dict) else None
+        if not isinstance(name, str) or not name.strip():
+            return out
+        try:
+            target = extends_target(name, path)
+            data = target.read_bytes()
+        except (OSError, RuntimeError):
+            return out
+        if target in seen:
+            return out
+        seen.add(target)
+        out.append((target, data))
+        path = target
+
+
+def recorded_bases(header: dict) -> dict[str, bytes]:
+    """The base files of the run's thresholds (`extends:`), absolute path -> bytes, as the header kept
+    them. ValueError when they are damaged."""
+    out = {}
+    for base in header.get("thresholds_bases") or []:
+        try:
+            raw = gzip.decompress(base64.b64decode(base["gz_b64"], validate=True))
+        except (ValueError, OSError, EOFError, KeyError, TypeError) as exc:
+            raise ValueError(f"the recorded base thresholds cannot be unpacked ({exc})") from None
+        if hashlib.sha256(raw).hexdigest() != base.get("sha256"):
+            raise ValueError(f"the recorded base thresholds {base.get('path')} do not match their recorded sha256")
+        out[str(base.get("path"))] = raw
+    return out
 
 
 def recorded_thresholds(header: dict) -> tuple[bytes, str] | None:

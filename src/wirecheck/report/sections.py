@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from wirecheck.core.quantity import format_bytes
 from wirecheck.burnin.progress import left_out
+from wirecheck.report.advice import advice_section
 from wirecheck.report import figures
 from wirecheck.report.html import Raw, Section, details, esc, note, outcome, pre, table
 from wirecheck.report.diagnosis import diagnosis_section
@@ -17,7 +18,7 @@ from wirecheck.report.model import HOST_PATH_CLASS, RunView
 from wirecheck.report.trends import FAMILIES, drifts, gather
 from wirecheck.core.verdict import FAIL, PASS, SKIP
 
-SECTION_IDS = ("verdict", "node", "collectives", "wire", "links", "strategies", "nccl-path", "copies", "gpus", "burn-in",
+SECTION_IDS = ("verdict", "node", "collectives", "wire", "links", "strategies", "advice", "nccl-path", "copies", "gpus", "burn-in",
                "health", "diagnosis", "trends")
 
 
@@ -542,7 +543,7 @@ def trends_section(view: RunView, history: list[RunView], skipped: list) -> Sect
 
 def build(view: RunView, history: list[RunView], skipped: list) -> list[Section]:
     sections = [verdict_section(view), node_section(view), collectives_section(view), wire_section(view),
-                links_section(view), strategies_section(view), nccl_section(view), copies_section(view),
+                links_section(view), strategies_section(view), advice_section(view), nccl_section(view), copies_section(view),
                 gpus_section(view), burn_in_section(view), health_section(view), diagnosis_section(view),
                 trends_section(view, history, skipped)]
     assert tuple(s.id for s in sections) == SECTION_IDS

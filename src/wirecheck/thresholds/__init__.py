@@ -1,7 +1,9 @@
 """thresholds.yaml, read and validated: the whole file and its lookups (`file`: Thresholds,
 load), the YAML reader that keeps each value's path and line (`yaml_reader`), GPU-count tables
 and limits (`tables`), and the copy-bandwidth (`copy_limits`), training (`training`) and per-GPU
-load (`gpu_health`) sections.
+load (`gpu_health`) sections, the `calibration` and `history` rules (`baselines`), a file laid over
+another by `extends:` (`extends`); limits no node could meet, refused at load (`plausible`), and every
+limit a node would be held to (`listing`, for `wirecheck limits`).
 
 May import: core, node, workers (deadline rules), measure and training tables. Never torch:
 judge, report and fleet report load thresholds on machines without it.

@@ -10,11 +10,12 @@ holds one field of this type.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
 from wirecheck.core.quantity import format_bw
+from wirecheck.thresholds.tables import ENTRY_EXTRAS, HARDWARE_HINT, applies, entry_rule, hardware_spec
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
 from wirecheck.node.topology import FABRICS
 
@@ -40,6 +41,8 @@ class CopyLimit:
     source: str
     yaml_path: str
     max: float | None = None  # the `within` helper reads both bounds
+    rule: str = "measured"  # which rule made it (wirecheck.core.verdict.RULES)
+    hardware: Mapping | None = field(default=None, compare=False)  # what it was measured on (tables.hardware_spec)
 
 
 @dataclass(frozen=True)
@@ -59,25 +62,34 @@ class CopyBandwidth:
     derived_source: str
     derived_yaml_path: str
 
-    def limit(self, fabric: str, direction: str, link_ceiling_bytes_per_s: float | None) -> CopyLimit | None:
-        """The floor for a copy in `direction` on a node of `fabric`: the table entry, else
-        derived from `link_ceiling_bytes_per_s` (the PCIe link for host copies, NV# x link
-        speed for peer copies), else None (not judged)."""
+    def limit(self, fabric: str, direction: str, link_ceiling_bytes_per_s: float | None,
+              hardware=None) -> CopyLimit | None:
+        """The floor for a copy in `direction` on a node of `fabric`: the table entry measured on
+        this `hardware` (wirecheck.node.hardware.Hardware; None: unknown, the entry applies), else
+        derived from `link_ceiling_bytes_per_s` (the PCIe link for host copies, NV# x link speed for
+        peer copies), else None (not judged)."""
+        return self.limit_rule(fabric, direction, link_ceiling_bytes_per_s, hardware)[0]
+
+    def limit_rule(self, fabric: str, direction: str, link_ceiling_bytes_per_s: float | None,
+                   hardware=None) -> tuple[CopyLimit | None, str]:
+        """(the floor, "") or (None, why there is none)."""
         if direction not in DIRECTIONS:
             raise ValueError(f"unknown copy direction {direction!r}; known: {', '.join(DIRECTIONS)}")
-        found = self._floors.get((fabric, direction))
+        found, unmatched = applies(self._floors.get((fabric, direction)), hardware)
         if found is not None:
-            return found
-        if not link_ceiling_bytes_per_s:
-            return None
-        eff = self.host_efficiency if direction in HOST_DIRECTIONS else self.peer_efficiency
+            return found, ""
+        note = f" ({unmatched})" if unmatched else ""
         link = "the PCIe link" if direction in HOST_DIRECTIONS else "NV# x per-link speed"
+        if not link_ceiling_bytes_per_s:
+            return None, f"no {fabric}/{direction} copy floor{note} and no reading of {link} to derive one"
+        eff = self.host_efficiency if direction in HOST_DIRECTIONS else self.peer_efficiency
         return CopyLimit(
             min=link_ceiling_bytes_per_s * eff,
             source=(f"derived: {eff * 100:g} % of {link} {format_bw(link_ceiling_bytes_per_s)} (no {fabric}/{direction} "
-                    f"entry; efficiency: {self.derived_source})"),
+                    f"entry{note}; efficiency: {self.derived_source})"),
             yaml_path=self.derived_yaml_path,
-        )
+            rule="derived",
+        ), ""
 
 
 def parse_copy_bandwidth(at: _At) -> CopyBandwidth:
@@ -102,9 +114,11 @@ def parse_copy_bandwidth(at: _At) -> CopyBandwidth:
     floors: dict[tuple[str, str], CopyLimit] = {}
     for fabric, fabric_at in f["floors"].keyed(FABRICS, "fabric", "copy floors are keyed by fabric").items():
         for direction, entry_at in fabric_at.keyed(DIRECTIONS, "copy direction", "directions are").items():
-            e = entry_at.fields("a copy floor", required={"min": '"48 GB/s"', "source": SOURCE_HINT})
+            e = entry_at.fields("a copy floor", required={"min": '"48 GB/s"', "source": SOURCE_HINT},
+                                optional=ENTRY_EXTRAS | {"hardware": HARDWARE_HINT})
             floors[(fabric, direction)] = CopyLimit(e["min"].quantity("bandwidth", positive=True), e["source"].source(),
-                                                    entry_at.cite)
+                                                    entry_at.cite, rule=entry_rule(e, entry_at),
+                                                    hardware=hardware_spec(e["hardware"]) if "hardware" in e else None)
     d = f["derived_floor"].fields(
         "derived copy floor",
         required={"host_efficiency": '"70 %"', "peer_efficiency": '"60 %"', "source": SOURCE_HINT},

@@ -11,7 +11,7 @@ Values come back in base units: bytes/s, bytes, seconds, fractions, ratios, toke
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
@@ -19,19 +19,26 @@ from typing import Any, Callable, Mapping
 
 from wirecheck.measure.curve import SWEEP_NAMES, SweepSpec, geometric_sizes
 from wirecheck.workers.deadlines import DeadlineRule
-from wirecheck.node.placement import CLASSES, CLASS_NETWORK
+from wirecheck.node.placement import CLASSES, CLASS_CROSS_QUAD, CLASS_FORCED_PCIE, CLASS_NETWORK, CLASS_PCIE
 # The vocabulary of the file. Op names follow torch.distributed; strategy names follow the runners.
 from wirecheck.measure.collectives import OPS
 from wirecheck.core.quantity import format_bw
+from wirecheck.node.hardware import from_profile
+from wirecheck.thresholds import plausible
 from wirecheck.thresholds.copy_limits import CopyBandwidth, parse_copy_bandwidth
+from wirecheck.thresholds.baselines import CalibrationRule, HistoryRule, missing, parse_calibration, parse_history
 from wirecheck.thresholds.burn_in import BurnInLimits, parse_burn_in
 from wirecheck.thresholds.gpu_health import GpuHealthLimits, parse_gpu_health
 from wirecheck.thresholds.tables import COLLECTIVE_FLOOR_CLASSES, CountTable, Limit, _ratio_section
-from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table
+from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table, as_rule, lookup
 from wirecheck.thresholds.training import TrainingLimits, TrainingSettings, parse_training
-from wirecheck.thresholds.yaml_reader import SOURCE_HINT, ThresholdsError, _At, _read_yaml, _suggest
+from wirecheck.thresholds.extends import read_layered
+from wirecheck.thresholds.yaml_reader import SOURCE_HINT, ThresholdsError, _At, _suggest
 from wirecheck.node.topology import BRIDGED, FABRICS, PCIE, PCIE_LEVELS
 
+
+# Placement classes whose traffic rides PCIe: their derived floor comes from the GPU's PCIe link.
+PCIE_CLASSES = (CLASS_PCIE, CLASS_CROSS_QUAD, CLASS_FORCED_PCIE)
 
 # ---------------------------------------------------------------------------------------------
 # Result types
@@ -61,6 +68,15 @@ class Profile:
     gpu_nic_path: str | None = None
     # A recorded topology (fixtures/topologies NAME) wired as this node type: what a --profile dry run simulates.
     topology: str | None = None
+    # What the derived limits need (wirecheck.node.hardware), as NVML would report it on such a node;
+    # None: not described (the limits that need it fall back to the next rule and say so).
+    compute_capability: str | None = None
+    sm_count: int | None = None
+    sm_clock_max_mhz: float | None = None
+    mem_bus_width: int | None = None  # bits
+    mem_clock_max_mhz: float | None = None
+    power_limit_w: float | None = None
+    nvlink_gen: int | None = None
 
 
 @dataclass(frozen=True)
@@ -109,9 +125,18 @@ class HalfPeakRule:
 
 @dataclass(frozen=True)
 class DerivedFloor:
-    efficiency: float  # fraction of the link ceiling
+    efficiency: float  # fraction of the link ceiling, for ops without their own
     source: str
     yaml_path: str
+    ops: Mapping[str, tuple[float, str]] = field(default_factory=dict)  # op -> (efficiency, source)
+    pcie: tuple[float, str] | None = None  # PCIe paths: (efficiency of the GPU's PCIe link one way, source)
+
+    def for_op(self, op: str) -> tuple[float, str, str]:
+        """(efficiency, its source, its YAML path) for `op`."""
+        if op in self.ops:
+            eff, why = self.ops[op]
+            return eff, why, f"{self.yaml_path}.ops.{op}"
+        return self.efficiency, self.source, self.yaml_path
 
 
 @dataclass(frozen=True)
@@ -218,6 +243,21 @@ class Thresholds:
     _fleet: Mapping[bool, FleetLimits]  # keyed by `simulated`
     gpu_health: GpuHealthLimits  # each GPU under load (thresholds.gpu_health)
     burn_in: BurnInLimits  # what only a burn-in judges (thresholds.burn_in)
+    # wirecheck calibrate's rule and the history rule (thresholds.baselines); None in a file older than them
+    calibration_rule: CalibrationRule | None = None
+    history_rule: HistoryRule | None = None
+
+    @property
+    def calibration(self) -> CalibrationRule:
+        if self.calibration_rule is None:
+            raise missing(self.path, "calibration")
+        return self.calibration_rule
+
+    @property
+    def history(self) -> HistoryRule:
+        if self.history_rule is None:
+            raise missing(self.path, "history")
+        return self.history_rule
 
     @property
     def profile_names(self) -> tuple[str, ...]:
@@ -243,39 +283,77 @@ class Thresholds:
         n_gpus: int,
         simulated: bool,
         link_ceiling_bytes_per_s: float | None = None,
+        hardware=None,
     ) -> Limit | None:
-        """The busbw floor/ceiling for this placement, op and GPU count, or None (not judged).
+        """The busbw floor/ceiling for this placement, op and GPU count, or None (not judged)."""
+        return self.busbw_rule(placement_class, op, n_gpus, simulated, link_ceiling_bytes_per_s, hardware)[0]
 
-        Order: exact count, then `any`, then (hardware only) the derived floor from
-        `link_ceiling_bytes_per_s` (min NV# of the placement x per-link speed; pass None for
-        placements whose traffic does not ride NVLink). Simulation uses
+    def busbw_rule(
+        self,
+        placement_class: str,
+        op: str,
+        n_gpus: int,
+        simulated: bool,
+        link_ceiling_bytes_per_s: float | None = None,
+        hardware=None,
+    ) -> tuple[Limit | None, str]:
+        """(the limit, "") or (None, why there is none).
+
+        Order: the table entry (exact count, then `any`) measured on this node's hardware (an entry
+        with `hardware:` for other hardware falls through, and the derived limit says so), then the
+        derived floor: NVLink classes from `link_ceiling_bytes_per_s` (min NV# of the placement x
+        per-link speed), the PCIe classes from `hardware`'s PCIe generation and width, the network
+        from the NICs' line rate. `hardware`: a wirecheck.node.hardware.Hardware, None when unknown
+        (a record written before hardware was recorded: entries apply as they are). Simulation uses
         the gloo sanity floors whatever the class: CPU numbers say nothing about the wires.
         """
         _check_name(placement_class, CLASSES, "placement class")
         _check_name(op, OPS, "op")
         if simulated:
-            return _by_count(self._simulated_floors.get(op), n_gpus)
-        found = _by_count(self._floors.get((placement_class, op)), n_gpus)
+            found, _ = lookup(self._simulated_floors.get(op), n_gpus)
+            return found, "" if found else f"no simulated busbw floor for {op}"
+        found, fell = lookup(self._floors.get((placement_class, op)), n_gpus, hardware)
         if found is not None:
-            return found
-        if link_ceiling_bytes_per_s:
-            if placement_class == CLASS_NETWORK:
-                # Across nodes the ceiling is the NICs' line rate, not NVLink: its own efficiency.
-                eff, ceiling, why, cited = (self.network.efficiency, "the NICs' line rate",
-                                            self.network.efficiency_source, self.network.efficiency_yaml_path)
-            else:
-                eff, ceiling, why, cited = (self.derived_floor.efficiency, "the link ceiling",
-                                            self.derived_floor.source, self.derived_floor.yaml_path)
-            return Limit(
-                min=link_ceiling_bytes_per_s * eff,
-                max=None,
-                source=(
-                    f"derived: {eff * 100:g} % of {ceiling} {format_bw(link_ceiling_bytes_per_s)} "
-                    f"(no table entry for {placement_class}/{op}/{n_gpus} GPUs; efficiency: {why})"
-                ),
-                yaml_path=cited,
-            )
-        return None
+            return found, ""
+        unmatched = f" ({fell})" if fell else ""
+        if placement_class in PCIE_CLASSES:
+            return self._pcie_busbw(placement_class, op, n_gpus, hardware, unmatched)
+        if not link_ceiling_bytes_per_s:
+            return None, (f"no busbw floor for {placement_class}/{op}/{n_gpus} GPUs{unmatched} and no link ceiling "
+                          "to derive one (NVML gave no NV# or per-link speed)")
+        if placement_class == CLASS_NETWORK:
+            # Across nodes the ceiling is the NICs' line rate, not NVLink: its own efficiency.
+            eff, ceiling, why, cited = (self.network.efficiency, "the NICs' line rate",
+                                        self.network.efficiency_source, self.network.efficiency_yaml_path)
+        else:
+            eff, why, cited = self.derived_floor.for_op(op)
+            ceiling = "the link ceiling (min NV# x per-link speed)"
+        return Limit(
+            min=link_ceiling_bytes_per_s * eff,
+            max=None,
+            source=(
+                f"derived: {eff * 100:g} % of {ceiling} {format_bw(link_ceiling_bytes_per_s)} "
+                f"(no table entry for {placement_class}/{op}/{n_gpus} GPUs{unmatched}; efficiency: {why})"
+            ),
+            yaml_path=cited,
+            rule="derived",
+        ), ""
+
+    def _pcie_busbw(self, placement_class: str, op: str, n_gpus: int, hardware, unmatched: str) -> tuple[Limit | None, str]:
+        """A PCIe path (no NVLink, across bridged groups, or NVLink forced off): the GPU's PCIe link one way."""
+        peak, how = hardware.pcie_peak() if hardware is not None else (None, "no PCIe peak: the node's hardware is unknown")
+        pcie = self.derived_floor.pcie
+        if peak is None or pcie is None:
+            missing = how if peak is None else f"no {self.derived_floor.yaml_path}.pcie efficiency in the file"
+            return None, f"no busbw floor for {placement_class}/{op}/{n_gpus} GPUs{unmatched}; {missing}"
+        eff, why = pcie
+        # cross_quad and forced_pcie must stay in PCIe territory: above the link, the traffic took NVLink.
+        ceiling = peak if placement_class in (CLASS_CROSS_QUAD, CLASS_FORCED_PCIE) else None
+        return Limit(
+            min=peak * eff, max=ceiling,
+            source=(f"derived: {eff * 100:g} % of {how}" + (", at most the link" if ceiling else "")
+                    + f" (no table entry for {placement_class}/{op}/{n_gpus} GPUs{unmatched}; efficiency: {why})"),
+            yaml_path=f"{self.derived_floor.yaml_path}.pcie", rule="derived"), ""
 
     def slowest_busbw_floor(self, op: str, simulated: bool) -> Limit | None:
         """The lowest busbw floor any class and GPU count has for `op`: the slowest wire the file
@@ -288,23 +366,33 @@ class Thresholds:
         floors = [lim for table in tables for lim in table.values() if lim.min]
         return min(floors, key=lambda lim: lim.min) if floors else None
 
-    def latency_limit(self, placement_class: str, op: str, n_gpus: int, simulated: bool) -> Limit | None:
+    def latency_limit(self, placement_class: str, op: str, n_gpus: int, simulated: bool, hardware=None) -> Limit | None:
         """The small-message latency ceiling (seconds) for this placement, op and GPU count, or None.
 
-        Hardware: by class, op, then exact count or `any`. Simulation: by op only (CPU sanity ceilings).
+        Hardware: by class, op, then exact count or `any`, of the entries measured on this node's
+        `hardware` (None: unknown, every entry applies). Simulation: by op only (CPU sanity ceilings).
         """
-        return self._curve_limit(self._latency_ceilings, placement_class, op, n_gpus, simulated)
+        return self.latency_rule(placement_class, op, n_gpus, simulated, hardware)[0]
 
-    def half_peak_limit(self, placement_class: str, op: str, n_gpus: int, simulated: bool) -> Limit | None:
+    def latency_rule(self, placement_class: str, op: str, n_gpus: int, simulated: bool,
+                     hardware=None) -> tuple[Limit | None, str]:
+        return self._curve_limit(self._latency_ceilings, placement_class, op, n_gpus, simulated, hardware)
+
+    def half_peak_limit(self, placement_class: str, op: str, n_gpus: int, simulated: bool, hardware=None) -> Limit | None:
         """The n½ ceiling (bytes) for this placement, op and GPU count, or None (not judged)."""
-        return self._curve_limit(self._half_peak_ceilings, placement_class, op, n_gpus, simulated)
+        return self.half_peak_rule(placement_class, op, n_gpus, simulated, hardware)[0]
+
+    def half_peak_rule(self, placement_class: str, op: str, n_gpus: int, simulated: bool,
+                       hardware=None) -> tuple[Limit | None, str]:
+        return self._curve_limit(self._half_peak_ceilings, placement_class, op, n_gpus, simulated, hardware)
 
     @staticmethod
-    def _curve_limit(tables, placement_class: str, op: str, n_gpus: int, simulated: bool) -> Limit | None:
+    def _curve_limit(tables, placement_class: str, op: str, n_gpus: int, simulated: bool,
+                     hardware=None) -> tuple[Limit | None, str]:
         _check_name(placement_class, CLASSES, "placement class")
         _check_name(op, OPS, "op")
         key = op if simulated else (placement_class, op)
-        return _by_count(tables[bool(simulated)].get(key), n_gpus)
+        return lookup(tables[bool(simulated)].get(key), n_gpus, None if simulated else hardware)
 
     def training_settings(self, simulated: bool) -> TrainingSettings:
         return self._training_settings[bool(simulated)]
@@ -336,7 +424,8 @@ def _profile(at: _At, name: str) -> Profile:
         optional={"nvlink_speed": '"26.562 GB/s"', "nvlinks_per_peer": "6", "group_size": "4",
                   "nic_ports": "8", "nic_rate": '"50 GB/s"  (400 Gb/s NDR, per port per direction)',
                   "gpu_nic_path": "PIX  (a NIC under each GPU's own PCIe switch)",
-                  "topology": "h100-sxm-8-nics  (a recorded topology, wired as this node: what a --profile dry run simulates)"},
+                  "topology": "h100-sxm-8-nics  (a recorded topology, wired as this node: what a --profile dry run simulates)",
+                  **_PROFILE_HARDWARE},
     )
     fabric = f["fabric"].choice(FABRICS)
     gpu_count = f["gpu_count"].count(minimum=1)
@@ -387,7 +476,41 @@ def _profile(at: _At, name: str) -> Profile:
         nic_rate=f["nic_rate"].quantity("bandwidth", positive=True) if "nic_rate" in f else None,
         gpu_nic_path=f["gpu_nic_path"].choice(PCIE_LEVELS) if "gpu_nic_path" in f else None,
         topology=f["topology"].text() if "topology" in f else None,
+        **_profile_hardware(f, links),
     )
+
+
+# The hardware fields a profile may describe (what NVML reports on such a node), for the derived limits.
+_PROFILE_HARDWARE = {
+    "compute_capability": '"9.0"  (as CUDA names it: 8.0 A100, 8.9 L40S, 9.0 H100/H200, 10.0 B200)',
+    "sm_count": "132", "sm_clock_max": '"1980 MHz"', "mem_bus_width": "6144  (bits)", "mem_clock_max": '"3201 MHz"',
+    "power_limit": '"700 W"', "nvlink_gen": "4  (NVLink 3 A100, 4 H100/H200, 5 B200)",
+}
+
+
+def _profile_hardware(f: dict[str, _At], links: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if "compute_capability" in f:
+        value = f["compute_capability"].value
+        text = f"{value:.1f}" if isinstance(value, float) else str(value)
+        major, _, minor = text.partition(".")
+        if not (major.isdigit() and minor.isdigit()):
+            raise f["compute_capability"].error(f"{text!r} is not a compute capability", 'write e.g. "9.0"')
+        out["compute_capability"] = f"{int(major)}.{int(minor)}"
+    for key, field_name, kind in (("sm_clock_max", "sm_clock_max_mhz", "frequency"),
+                                  ("mem_clock_max", "mem_clock_max_mhz", "frequency"),
+                                  ("power_limit", "power_limit_w", "power")):
+        if key in f:
+            value = f[key].quantity(kind, positive=True)
+            out[field_name] = value / 1e6 if kind == "frequency" else value
+    for key in ("sm_count", "mem_bus_width"):
+        if key in f:
+            out[key] = f[key].count(minimum=1)
+    if "nvlink_gen" in f:
+        if not links:
+            raise f["nvlink_gen"].error("a node without NVLink has no NVLink generation", "remove nvlink_gen")
+        out["nvlink_gen"] = f["nvlink_gen"].count(minimum=1)
+    return out
 
 
 def _profiles(at: _At) -> dict[str, Profile]:
@@ -498,7 +621,7 @@ def _floors(at: _At) -> dict[tuple[str, str], CountTable]:
 
 
 def _simulated_floors(at: _At) -> dict[str, CountTable]:
-    return _op_tables(at, "busbw floor", _busbw_entry)
+    return as_rule(_op_tables(at, "busbw floor", _busbw_entry), "simulated")
 
 
 def _latency_entry(at: _At) -> Limit:
@@ -518,7 +641,7 @@ _CEILING_TABLES = {
 def _curve_ceilings(f: dict[str, _At], what: str, entry: Callable[[_At], Limit]) -> Mapping[bool, Mapping]:
     """Hardware ceilings by class -> op -> count; simulated ones by op -> count (CPU: the class says nothing)."""
     return MappingProxyType({False: _class_op_tables(f["ceilings"], what, entry),
-                             True: _op_tables(f["simulated_ceilings"], what, entry)})
+                             True: as_rule(_op_tables(f["simulated_ceilings"], what, entry), "simulated")})
 
 
 def _latency(at: _At) -> tuple[LatencyRule, Mapping[bool, Mapping]]:
@@ -533,6 +656,30 @@ def _half_peak(at: _At) -> tuple[HalfPeakRule, Mapping[bool, Mapping]]:
     if fraction > 1:
         raise f["fraction"].error("is above 100 %", "n½ is where busbw first reaches a fraction of its peak: write e.g. 50 %")
     return HalfPeakRule(fraction, f["fraction"].cite), _curve_ceilings(f, "n½ ceiling", _half_peak_entry)
+
+
+def _efficiency(at: _At, what: str) -> tuple[float, str]:
+    f = at.fields(f"{what} efficiency and source", required={"efficiency": '"60 %"', "source": SOURCE_HINT})
+    value = f["efficiency"].quantity("percent", positive=True)
+    if value > 1:
+        raise f["efficiency"].error("is above 100 %", f"a floor cannot exceed {what}; write at most 100 %")
+    return value, f["source"].source()
+
+
+def _derived_floor(at: _At) -> DerivedFloor:
+    """{efficiency, source, ops: {op: {efficiency, source}}, pcie: {efficiency, source}}."""
+    f = at.fields("the derived busbw floor", required={"efficiency": '"50 %"', "source": SOURCE_HINT},
+                  optional={"ops": '{all_reduce: {efficiency: "60 %", source: ...}}',
+                            "pcie": '{efficiency: "30 %", source: ...}  (of the GPU\'s PCIe link, one way)'})
+    efficiency = f["efficiency"].quantity("percent", positive=True)
+    if efficiency > 1:
+        raise f["efficiency"].error("is above 100 %", "a floor cannot exceed the link ceiling; write at most 100 %")
+    ops = {}
+    if "ops" in f:
+        for op, op_at in f["ops"].keyed(OPS, "op", "ops are").items():
+            ops[op] = _efficiency(op_at, "the link ceiling")
+    pcie = _efficiency(f["pcie"], "the PCIe link") if "pcie" in f else None
+    return DerivedFloor(efficiency, f["source"].source(), at.cite, MappingProxyType(ops), pcie)
 
 
 def _collectives(at: _At) -> dict[str, Any]:
@@ -551,13 +698,15 @@ def _collectives(at: _At) -> dict[str, Any]:
             "half_peak": '{fraction: "50 %", ceilings: {...}, simulated_ceilings: {...}}',
         },
     )
-    efficiency, eff_source = _ratio_section(f["derived_floor"], "efficiency", "percent", '"50 %"')
-    if efficiency > 1:
-        raise f["derived_floor"].child("efficiency").error("is above 100 %", "a floor cannot exceed the link ceiling; write at most 100 %")
+    derived_floor = _derived_floor(f["derived_floor"])
     wire, wire_source = _ratio_section(f["wire_check"], "min_ratio", "ratio", '"8 x"')
     spread, spread_source = _ratio_section(f["pair_spread"], "max_below_median", "percent", '"10 %"')
     scaling, scaling_source = _ratio_section(f["group_scaling"], "quad_over_pair_min", "ratio", '"2 x"')
     latency_rule, latency_ceilings = _latency(f["latency"])
+    floors = _floors(f["floors"])
+    # Limits no node could meet are mistakes in the file: refused here, not found on a node hours later.
+    plausible.check_busbw(f["floors"], floors)
+    plausible.check_latency(f["latency"].child("ceilings"), latency_ceilings[False])
     half_peak_rule, half_peak_ceilings = _half_peak(f["half_peak"])
     return dict(
         latency=latency_rule,
@@ -568,9 +717,9 @@ def _collectives(at: _At) -> dict[str, Any]:
             {False: _collective_settings(f["hardware"], simulated=False),
              True: _collective_settings(f["simulated"], simulated=True)}
         ),
-        floors=_floors(f["floors"]),
+        floors=floors,
         simulated_floors=_simulated_floors(f["simulated_floors"]),
-        derived_floor=DerivedFloor(efficiency, eff_source, f["derived_floor"].cite),
+        derived_floor=derived_floor,
         wire_check=WireCheck(wire, wire_source, f["wire_check"].cite),
         pair_spread=PairSpread(spread, spread_source, f["pair_spread"].cite),
         group_scaling=GroupScaling(scaling, scaling_source, f["group_scaling"].cite),
@@ -675,11 +824,14 @@ def _fleet(at: _At) -> dict[bool, FleetLimits]:
     return MappingProxyType(out)
 
 
-def load_thresholds(path: str | Path, content: bytes | None = None) -> Thresholds:
+def load_thresholds(path: str | Path, content: bytes | None = None,
+                    bases: Mapping[str, bytes] | None = None) -> Thresholds:
     """Read and validate a thresholds file (`content`: its bytes, kept elsewhere, e.g. in a run's
-    record; `path` then names it in messages). Raises ThresholdsError, whose message names the file."""
+    record; `path` then names it in messages), laid over the file its `extends:` names (`bases`:
+    absolute path -> bytes of those kept elsewhere). Raises ThresholdsError, whose message names the
+    file that holds the mistake."""
     path = Path(path)
-    data = _read_yaml(path, content)
+    data, _ = read_layered(path, content, bases)
     if data is None:
         raise ThresholdsError(
             f"{path}: the file is empty; it must hold the sections profiles, collectives and training "
@@ -700,10 +852,21 @@ def load_thresholds(path: str | Path, content: bytes | None = None) -> Threshold
             "gpu_health": "{hardware: {...}, simulated: {...}, floors: {...}, ...}",
             "burn_in": "{drift: {rounds: 3, hardware: {...}, simulated: {...}}, busbw_spread: {...}}",
         },
+        optional={
+            "calibration": '{min_runs: 3, tight_runs: 10, mad_k: "3 x", min_margin: "3 %", max_below_median: "10 %", '
+                           'source: ...}',
+            "history": '{runs: 10, min_runs: 3, mad_k: "3 x", min_margin: "3 %", max_margin: "10 %", figures: [...], '
+                       'source: ...}',
+        },
     )
     profiles = _profiles(f["profiles"])
     collectives = _collectives(f["collectives"])
     training = parse_training(f["training"])
+    copy_bandwidth = parse_copy_bandwidth(f["copy_bandwidth"])
+    plausible.check_copies(f["copy_bandwidth"].child("floors"), copy_bandwidth._floors)
+    gpu_health = parse_gpu_health(f["gpu_health"])
+    plausible.check_gpu_floors(f["gpu_health"].child("floors"), gpu_health._floors,
+                               {p.gpu_model: from_profile(p) for p in profiles.values()})
     return Thresholds(
         path=path,
         profiles=profiles,
@@ -722,9 +885,11 @@ def load_thresholds(path: str | Path, content: bytes | None = None) -> Threshold
         _training_limits=training["limits"],
         health=_health(f["health"]),
         workers=_workers(f["workers"]),
-        copy_bandwidth=parse_copy_bandwidth(f["copy_bandwidth"]),
+        copy_bandwidth=copy_bandwidth,
         network=_network(f["network"]),
         _fleet=_fleet(f["fleet"]),
-        gpu_health=parse_gpu_health(f["gpu_health"]),
+        gpu_health=gpu_health,
         burn_in=parse_burn_in(f["burn_in"]),
+        calibration_rule=parse_calibration(f["calibration"]) if "calibration" in f else None,
+        history_rule=parse_history(f["history"]) if "history" in f else None,
     )

@@ -12,13 +12,13 @@ Kept apart from wirecheck.thresholds.file, which holds one field of this type.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Mapping
 
 from wirecheck.core.quantity import EXAMPLES
 from wirecheck.node.gpu_sampling import CLOCK_EVENT_REASONS
-from wirecheck.thresholds.tables import Limit
+from wirecheck.thresholds.tables import ENTRY_EXTRAS, Limit, as_rule, entry_rule
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
 
 LEVELS = ("quick", "acceptance", "burn_in")
@@ -26,6 +26,7 @@ LEVEL = "acceptance"  # the default level (--level picks the run's: wirecheck.co
 # figure -> its quantity kind in the file
 FIGURES = {"hbm_copy": "bandwidth", "hbm_read": "bandwidth", "gemm_bf16": "compute", "gemm_fp8": "compute",
            "sustained_bf16": "compute"}
+PEAK_DTYPE = {"gemm_bf16": "bf16", "gemm_fp8": "fp8", "sustained_bf16": "bf16"}  # the math peak a figure is held to
 
 
 @dataclass(frozen=True)
@@ -130,18 +131,40 @@ class GpuHealthLimits:
     memory_errors: MemoryErrorGrowth
     xid: XidRule
     floors_yaml_path: str
+    # figure -> (efficiency of the GPU's own peak, source, YAML path): the derived floor of a model
+    # without a table entry (wirecheck.node.hardware's peaks from NVML). Empty: no derived rule.
+    _derived: Mapping[str, tuple[float, str, str]] = field(default_factory=dict)
 
     def settings(self, simulated: bool) -> GpuHealthSettings:
         return self._settings[bool(simulated)]
 
-    def floor(self, figure: str, gpu_model: str | None, simulated: bool) -> Limit | None:
+    def floor(self, figure: str, gpu_model: str | None, simulated: bool, hardware=None) -> Limit | None:
         """The floor of `figure` for this GPU model (its NVML name); the CPU floor in simulation;
-        None where the file has none (the check then judges by the peer rule only)."""
+        else derived from the GPU's own peak (`hardware`); None where neither (the check then
+        judges by the peer rule only, and says why)."""
+        return self.floor_rule(figure, gpu_model, simulated, hardware)[0]
+
+    def floor_rule(self, figure: str, gpu_model: str | None, simulated: bool, hardware=None) -> tuple[Limit | None, str]:
+        """(the floor, "") or (None, why there is none: no entry and which peak NVML could not give)."""
         if figure not in FIGURES:
             raise ValueError(f"unknown GPU figure {figure!r}; known: {', '.join(FIGURES)}")
         if simulated:
-            return self._simulated_floors.get(figure)
-        return self._floors.get((gpu_model or "", figure))
+            found = self._simulated_floors.get(figure)
+            return found, "" if found else f"no simulated {figure} floor"
+        found = self._floors.get((gpu_model or "", figure))
+        if found is not None:
+            return found, ""
+        none = f"no {figure} floor for {gpu_model!r} in {self.floors_yaml_path}"
+        if figure not in self._derived:
+            return None, f"{none} and no gpu_health.derived_floors.{figure} to derive one"
+        if hardware is None:
+            return None, f"{none} and the GPU's hardware is unknown (no peak to derive one from)"
+        peak, how = hardware.memory_peak() if FIGURES[figure] == "bandwidth" else hardware.math_peak(PEAK_DTYPE[figure])
+        if peak is None:
+            return None, f"{none}; {how}"
+        eff, why, cited = self._derived[figure]
+        return Limit(min=peak * eff, max=None, kind=FIGURES[figure], rule="derived", yaml_path=cited,
+                     source=f"derived: {eff * 100:g} % of the peak {how} (no entry for {gpu_model!r}; efficiency: {why})"), ""
 
     def peers(self, simulated: bool) -> PeerRule:
         return self._peers[bool(simulated)]
@@ -223,9 +246,10 @@ def _settings(at: _At, simulated: bool) -> GpuHealthSettings:
 
 def _floor(at: _At, figure: str) -> Limit:
     kind = FIGURES[figure]
-    e = at.fields(f"a {figure} floor", required={"min": f'"{EXAMPLES[kind]}"', "source": SOURCE_HINT})
+    e = at.fields(f"a {figure} floor", required={"min": f'"{EXAMPLES[kind]}"', "source": SOURCE_HINT},
+                  optional=ENTRY_EXTRAS)
     return Limit(min=e["min"].quantity(kind, positive=True), max=None, source=e["source"].source(), yaml_path=at.cite,
-                 kind=kind)
+                 kind=kind, rule=entry_rule(e, at))
 
 
 def _figures(at: _At) -> dict[str, Limit]:
@@ -240,8 +264,18 @@ def _model_floors(at: _At) -> Mapping[tuple[str, str], Limit]:
         if not isinstance(model, str) or not model.strip():
             raise entry.error("a GPU model must be its name as NVML reports it", 'e.g. "NVIDIA H200"')
         for figure, limit in _figures(entry).items():
-            table[(model, figure)] = limit
+            # Keyed by the model: that is the hardware it was measured on (or guessed for).
+            table[(model, figure)] = replace(limit, hardware={"gpu_model": model})
     return MappingProxyType(table)
+
+
+def _derived_floors(at: _At) -> Mapping[str, tuple[float, str, str]]:
+    """figure -> {efficiency: "78 %", source: ...}: the floor is that share of the GPU's own peak."""
+    out = {}
+    for figure, entry in at.keyed(tuple(FIGURES), "GPU figure", "derived floors are keyed by figure").items():
+        e = entry.fields(f"a derived {figure} floor", required={"efficiency": '"78 %"', "source": SOURCE_HINT})
+        out[figure] = (_fraction(e["efficiency"], '"78 %"'), e["source"].source(), entry.cite)
+    return MappingProxyType(out)
 
 
 def _peer_rule(at: _At) -> PeerRule:
@@ -303,13 +337,14 @@ def parse_gpu_health(at: _At) -> GpuHealthLimits:
         "temperature": f'{{margin_to_slowdown: "{EXAMPLES["temperature"]}", source: ...}}',
         "memory_errors": "{volatile_sbe: 0, volatile_dbe: 0, remapped_rows: 0, source: ...}",
         "xid": '{allowed: [], wait: "0.5 s", source: ...}',
-    })
+    }, optional={"derived_floors": '{hbm_copy: {efficiency: "78 %", source: ...}, ...}  (of the GPU\'s own peak, '
+                                   'for models without floors)'})
     peers = f["peers"].fields("peer rules", required={"hardware": "{...}", "simulated": "{...}"})
     return GpuHealthLimits(
         _settings=MappingProxyType({False: _settings(f["hardware"], simulated=False),
                                     True: _settings(f["simulated"], simulated=True)}),
         _floors=_model_floors(f["floors"]),
-        _simulated_floors=MappingProxyType(_figures(f["simulated_floors"])),
+        _simulated_floors=as_rule(_figures(f["simulated_floors"]), "simulated"),
         _peers=MappingProxyType({False: _peer_rule(peers["hardware"]), True: _peer_rule(peers["simulated"])}),
         clocks=_clocks(f["clocks"]),
         power=_share(f["power"], "min_share_of_limit", "percent", '"75 %"'),
@@ -317,4 +352,5 @@ def parse_gpu_health(at: _At) -> GpuHealthLimits:
         memory_errors=_memory_errors(f["memory_errors"]),
         xid=_xid(f["xid"]),
         floors_yaml_path=f["floors"].cite,
+        _derived=_derived_floors(f["derived_floors"]) if "derived_floors" in f else MappingProxyType({}),
     )

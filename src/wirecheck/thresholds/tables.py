@@ -8,7 +8,7 @@ wirecheck.thresholds.file imports, can use them without importing it back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
@@ -32,6 +32,46 @@ class Limit:
     yaml_path: str
     kind: str = "bandwidth"  # the quantity kind of min/max, for formatting (wirecheck.core.quantity)
     rule: str = "measured"  # which rule made it (wirecheck.core.verdict.RULES)
+    # The entry's `hardware:` (wirecheck.node.hardware.MATCH_KEYS -> value): it applies to that hardware
+    # only; None: to any node of its class.
+    # (A plain dict kept out of eq/hash: a Limit stays hashable and JSON-able.)
+    hardware: Mapping[str, Any] | None = field(default=None, compare=False)
+
+
+def describe_hardware(spec: Mapping[str, Any]) -> str:
+    """{nvlink: 4, links: 18} -> "NVLink 4 x 18"; {gpu_model: NVIDIA H200} -> "NVIDIA H200"."""
+    parts = []
+    if "gpu_model" in spec:
+        parts.append(str(spec["gpu_model"]))
+    if "nvlink" in spec or "links" in spec:
+        parts.append(f"NVLink {spec.get('nvlink', '?')} x {spec.get('links', '?')}")
+    if "pcie_gen" in spec or "pcie_width" in spec:
+        parts.append(f"PCIe Gen{spec.get('pcie_gen', '?')} x{spec.get('pcie_width', '?')}")
+    return ", ".join(parts)
+
+
+def applies(limit: Limit | None, hardware) -> tuple[Limit | None, str]:
+    """(the limit, "") when it applies to `hardware` (a wirecheck.node.hardware.Hardware; None: not known,
+    as in a record written before hardware was recorded: the entry applies); else (None, why not)."""
+    if limit is None or not limit.hardware or hardware is None:
+        return limit, ""
+    ok, why = hardware.matches(limit.hardware)
+    if ok:
+        return limit, ""
+    return None, f"{limit.yaml_path} was measured on {describe_hardware(limit.hardware)}, {why}"
+
+
+def lookup(table: "CountTable | None", n_gpus: int, hardware=None) -> tuple[Limit | None, str]:
+    """A GPU-count table's entry for `n_gpus` (exact, then `any`) that applies to `hardware`, or (None,
+    why the entries there do not apply). An exact entry for other hardware falls to `any`."""
+    notes = []
+    for key in (n_gpus, ANY):
+        found, why = applies((table or {}).get(key), hardware)
+        if found is not None:
+            return found, ""
+        if why:
+            notes.append(why)
+    return None, "; ".join(notes)
 
 
 # A GPU-count table: {2: Limit, 8: Limit, "any": Limit}.
@@ -75,11 +115,51 @@ def _count_table(at: _At, what: str, entry: Callable[[_At], Limit]) -> dict[int 
     return MappingProxyType(table)
 
 
+# Keys any limit entry may carry beside its bounds and source: which rule made it, and (for a
+# calibrated one) what it was calibrated on. Written by `wirecheck calibrate`.
+FILE_RULES = ("measured", "calibrated")  # the rules a file can state; the others are made by code
+ENTRY_EXTRAS = {
+    "rule": "calibrated  (measured: the default, a reading on this hardware; calibrated: wirecheck calibrate)",
+    "provenance": "{nodes: [...], gpus: [...], dates: [...], n: 5, spread: \"0.6 %\"}  (what a calibrated limit "
+                  "was made from)",
+}
+
+
+def entry_rule(f: dict[str, _At], at: _At) -> str:
+    """The `rule:` of a limit entry (default measured); a calibrated one must say what it was made from."""
+    rule = f["rule"].choice(FILE_RULES) if "rule" in f else "measured"
+    if "provenance" in f:
+        f["provenance"].mapping("provenance fields (nodes, gpus, dates, n, spread)", allow_empty=False)
+    elif rule == "calibrated":
+        raise at.error("rule: calibrated without provenance",
+                       "add provenance: {nodes: [...], gpus: [...], dates: [...], n: ..., spread: ...} "
+                       "(wirecheck calibrate writes it)")
+    return rule
+HARDWARE_HINT = "{nvlink: 4, links: 18}  (or {gpu_model: NVIDIA H200}, {pcie_gen: 5, pcie_width: 16}: what it was measured on)"
+_HARDWARE_KEYS = {"gpu_model": "NVIDIA H200  (the name NVML reports)", "nvlink": "4  (the NVLink generation: 3, 4, 5)",
+                  "links": "18  (NVLinks per GPU)", "pcie_gen": "5", "pcie_width": "16"}
+
+
+def hardware_spec(at: _At) -> Mapping[str, Any]:
+    """An entry's `hardware:` -> {key: value}: the GPU model, NVLink generation and link count, PCIe
+    generation and width it was measured on."""
+    f = at.fields("the hardware an entry was measured on", {}, _HARDWARE_KEYS)
+    if not f:
+        raise at.error("names no hardware", f"write e.g. hardware: {HARDWARE_HINT}, or remove it (any node of the class)")
+    out: dict[str, Any] = {}
+    for key, field_at in f.items():
+        if key == "gpu_model":
+            out[key] = field_at.text()
+        else:
+            out[key] = field_at.count(minimum=1)
+    return out
+
+
 def _bounds_entry(at: _At, kind: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> Limit:
-    """{min: ..., max: ..., source: ...} -> Limit. At least one bound; min <= max."""
+    """{min: ..., max: ..., source: ..., hardware: ...} -> Limit. At least one bound; min <= max."""
     example = {"bandwidth": '"290 GB/s"', "size": '"40 GiB"', "throughput": '"20000 tokens/s"', "time": '"30 µs"'}[kind]
     spec_required = {"source": SOURCE_HINT} | {k: example for k in required}
-    spec_optional = {k: example for k in allowed if k not in required}
+    spec_optional = {k: example for k in allowed if k not in required} | ENTRY_EXTRAS | {"hardware": HARDWARE_HINT}
     f = at.fields("a limit entry", spec_required, spec_optional)
     if not any(k in f for k in ("min", "max")):
         raise at.error("has neither min nor max", f"add min: {example} (a floor) or max: {example} (a ceiling)")
@@ -89,7 +169,17 @@ def _bounds_entry(at: _At, kind: str, allowed: tuple[str, ...], required: tuple[
         raise at.error(
             f"min {f['min'].value} is above max {f['max'].value}", "no value could pass; swap them or fix one"
         )
-    return Limit(min=low, max=high, source=f["source"].source(), yaml_path=at.cite, kind=kind)
+    hardware = hardware_spec(f["hardware"]) if "hardware" in f else None
+    return Limit(min=low, max=high, source=f["source"].source(), yaml_path=at.cite, kind=kind, rule=entry_rule(f, at),
+                 hardware=hardware)
+
+
+def as_rule(table: Mapping, rule: str) -> Mapping:
+    """A parsed table (nested mappings of Limit) with every Limit's rule set to `rule` (simulated ones)."""
+    out = {}
+    for key, value in table.items():
+        out[key] = replace(value, rule=rule) if isinstance(value, Limit) else as_rule(value, rule)
+    return MappingProxyType(out)
 
 
 def _ratio_section(at: _At, key: str, kind: str, example: str) -> tuple[float, str]:

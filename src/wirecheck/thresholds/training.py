@@ -10,7 +10,7 @@ wirecheck.thresholds.file, which holds the settings and limits per mode.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -18,7 +18,7 @@ from wirecheck.node.placement import CLASSES, TRAINING_CLASSES
 from wirecheck.core.precision import NAMES as PRECISIONS
 from wirecheck.core.precision import why_unsupported
 from wirecheck.thresholds.tables import ANY, CountTable, Limit, _ratio_section
-from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table
+from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table, as_rule, lookup
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
 from wirecheck.training import strategies
 
@@ -165,13 +165,18 @@ class TrainingLimits:
             return None
         return self._peak_memory.get((placement_class, strategy)) or self._peak_memory.get((ANY, strategy))
 
-    def throughput_floor(self, placement_class: str, strategy: str, n_gpus: int) -> Limit | None:
-        """Min tokens/s over all ranks: exact GPU count, then `any`."""
+    def throughput_floor(self, placement_class: str, strategy: str, n_gpus: int, hardware=None) -> Limit | None:
+        """Min tokens/s over all ranks: exact GPU count, then `any`, of the entries measured on this
+        node's `hardware` (wirecheck.node.hardware.Hardware; None: unknown, every entry applies)."""
+        return self.throughput_rule(placement_class, strategy, n_gpus, hardware)[0]
+
+    def throughput_rule(self, placement_class: str, strategy: str, n_gpus: int, hardware=None) -> tuple[Limit | None, str]:
+        """(the floor, "") or (None, why the entries there do not apply to this node)."""
         _check_name(placement_class, CLASSES, "placement class")
         _check_name(strategy, strategies.NAMES, "strategy")
         if self.simulated:
-            return _by_count(self._simulated_throughput.get(strategy), n_gpus)
-        return _by_count(self._throughput.get((placement_class, strategy)), n_gpus)
+            return lookup(self._simulated_throughput.get(strategy), n_gpus)
+        return lookup(self._throughput.get((placement_class, strategy)), n_gpus, hardware)
 
 
 def _model_shape(at: _At) -> ModelShape:
@@ -322,7 +327,8 @@ def _single_gpu_floors(at: _At) -> dict[str, Limit]:
         entry_at = at.child(gpu_model)
         if not isinstance(gpu_model, str) or not gpu_model.strip():
             raise entry_at.error("a GPU model must be its name as NVML reports it", 'e.g. "NVIDIA H200"')
-        table[gpu_model] = _throughput_entry(entry_at)
+        # Keyed by the model: that is the hardware it was measured on.
+        table[gpu_model] = replace(_throughput_entry(entry_at), hardware={"gpu_model": gpu_model})
     return MappingProxyType(table)
 
 
@@ -383,12 +389,12 @@ def parse_training(at: _At) -> dict[str, Any]:
     peak = _peak_memory(f["peak_memory"])
     throughput = _throughput_floors(f["throughput_floors"])
     sim_strategies = f["simulated_throughput_floors"].keyed(strategies.NAMES, "strategy", "strategies are")
-    sim_throughput = MappingProxyType(
-        {s: _count_table(s_at, "throughput floor", _throughput_entry) for s, s_at in sim_strategies.items()}
+    sim_throughput = as_rule(
+        {s: _count_table(s_at, "throughput floor", _throughput_entry) for s, s_at in sim_strategies.items()}, "simulated"
     )
     peak_flops = _peak_flops(f["peak_flops"])
     single_gpu = _single_gpu_floors(f["single_gpu_throughput_floors"])
-    simulated_single_gpu = _throughput_entry(f["simulated_single_gpu_throughput_floor"])
+    simulated_single_gpu = replace(_throughput_entry(f["simulated_single_gpu_throughput_floor"]), rule="simulated")
     limits = {
         simulated: TrainingLimits(
             simulated=simulated,

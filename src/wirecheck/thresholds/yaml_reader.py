@@ -27,9 +27,11 @@ class ThresholdsError(ValueError):
 
 
 class _Map(dict):
-    """A YAML mapping plus the line (1-based) of each key, for error messages."""
+    """A YAML mapping plus the line (1-based) of each key, for error messages, and (in a file laid
+    over another by `extends:`) the file each key was written in where it is not the parent's."""
 
     key_lines: dict
+    key_files: dict = {}
 
 
 # A thresholds file nests 8 levels and holds under 2000 values. One far deeper would overflow the
@@ -176,7 +178,8 @@ class _At:
 
     def child(self, key: Any) -> _At:
         lines = getattr(self.value, "key_lines", {})
-        return _At(self.file, self.path + (str(key),), self.value[key], lines.get(key, self.line))
+        files = getattr(self.value, "key_files", {})
+        return _At(files.get(key, self.file), self.path + (str(key),), self.value[key], lines.get(key, self.line))
 
     def mapping(self, what: str, allow_empty: bool = True) -> _Map:
         if not isinstance(self.value, dict):
@@ -335,3 +338,25 @@ def _read_yaml(path: Path, data: bytes | None = None) -> Any:
         ) from None
     except yaml.YAMLError as exc:
         raise ThresholdsError(f"{path}: not valid YAML: {exc}; fix the file") from None
+
+
+def overlay(base: Any, top: Any, base_file: str, top_file: str) -> Any:
+    """`top` laid over `base` (a thresholds file that `extends:` another): mappings merged key by
+    key, anything else (a value, a list) replaced. Each key remembers the file and line it was
+    written at, so an error in the merged document names the file that holds the mistake."""
+    if not (isinstance(base, dict) and isinstance(top, dict)):
+        return top
+    out = _Map()
+    out.key_lines, out.key_files = {}, {}
+    base_lines, top_lines = getattr(base, "key_lines", {}), getattr(top, "key_lines", {})
+    base_files, top_files = getattr(base, "key_files", {}), getattr(top, "key_files", {})
+    for key, value in base.items():
+        out[key] = value
+        out.key_lines[key] = base_lines.get(key)
+        out.key_files[key] = base_files.get(key, base_file)
+    for key, value in top.items():
+        here = top_files.get(key, top_file)
+        out[key] = overlay(base[key], value, out.key_files[key], here) if key in base else value
+        out.key_lines[key] = top_lines.get(key)
+        out.key_files[key] = here
+    return out

@@ -1,0 +1,14 @@
+"""What this node's wires do to a user's job: `wirecheck advise`, from the node's own records.
+
+- `sizes`: a parameter count as people read it (7.24B);
+- `curves`: a collective's busbw against size, interpolated between the recorded sizes;
+- `figures`: what the prediction reads from records (curves per placement class, one GPU alone,
+  strategy runs) or from a profile's figures (`profiles.yaml`, each with its source);
+- `schedule`: each strategy's collectives per step, from its row of the strategies table;
+- `model`: the step-time model, its per-strategy fit and the prediction;
+- `validation`: the model against the recorded runs, with its error per strategy;
+- `slow_part`: what a slow GPU or link costs every synchronous data-parallel step;
+- `advice`: every strategy on every placement of G GPUs, the recommendation, the text.
+
+No torch. May import core, records, node, measure, training, thresholds; report and cli import it.
+"""

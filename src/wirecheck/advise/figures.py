@@ -1,0 +1,387 @@
+"""What the prediction reads: the node's figures from its records, or a profile's from elsewhere.
+
+From records (`from_records`): the header's GPUs (model, memory) and placements; every collective
+size measured, as one curve per (op, placement class, GPU count), the median where several records
+measured a size; every strategy run (the slowest rank's median step, the ranks' mean local step:
+the same step with the communication removed); the one-GPU baseline: a `single_gpu_training` run
+when a record has one, else the local steps of the strategy runs (the same unwrapped step, timed
+on each rank of the run), split into forward and backward and the optimizer step (profiles.yaml
+`defaults.optimizer_step`). From a profile (`from_profile`): thresholds.yaml's node profile (or the
+`node:` of a profiles.yaml entry) and the busbw and MFU figures of profiles.yaml, each with its
+source. No torch.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+import yaml
+
+from wirecheck.advise.curves import Curve, curve_of
+from wirecheck.core.quantity import QuantityError, parse_quantity
+from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_NETWORK, CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements
+from wirecheck.node.profile_topology import from_profile as topology_from_profile
+from wirecheck.records.file import read_run
+
+PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
+NOT_JOB_CLASSES = (CLASS_SINGLE, CLASS_PAIR, CLASS_NETWORK)  # per-GPU and per-link checks, not a job's placement
+
+
+class FiguresError(ValueError):
+    """Input advise cannot predict from: the message names the file or key and the fix."""
+
+
+@dataclass(frozen=True)
+class StrategyRun:
+    strategy: str
+    klass: str
+    placement: str
+    n_gpus: int
+    step_s: float  # slowest rank's median step
+    local_s: float  # the ranks' mean local step (communication removed)
+    tokens_per_step: int  # all ranks
+    n_params: int
+    shape: dict
+    micro_batch: int
+    precision: str
+    source: str
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens_per_step / self.step_s
+
+
+@dataclass(frozen=True)
+class Compute:
+    """One GPU's training rate: its achieved model FLOP/s (6 x params x tokens/s) over the whole step of one
+    GPU (forward, backward and the optimizer over all parameters), and the optimizer's share of that step.
+
+    A strategy that shards the optimizer steps 1/N of the parameters on each rank: its compute is the
+    one-GPU step less (1 - 1/N) of the optimizer step (`strategy_step_s`). Without that, ZeRO-1 and FSDP
+    ran faster than their own local step on the 2x H200 NVLink runs (FSDP 115 ms against 117 ms), a
+    negative overhead that put a step below its compute."""
+
+    flops_per_s: float
+    source: str
+    mfu: float | None = None
+    precision: str = "bf16"  # the precision it was measured (or its peak taken) in
+    optimizer_s_per_param: float | None = None  # the optimizer step's seconds per parameter (None: unknown)
+    optimizer_source: str = ""
+    optimizer_short: str = ""  # the figures without their source
+    reference: tuple | None = None  # (params, tokens per GPU) of the step the rate was measured on
+    fb_flops_per_s: float | None = None  # forward and backward alone: the rate with the optimizer step taken out
+
+    def step_s(self, n_params: float, tokens_per_gpu: float) -> float:
+        """Forward and backward scale with the tokens, the optimizer step with the parameters only: at a small
+        micro-batch it is a larger share of the step than in the measured one."""
+        if self.fb_flops_per_s is None:
+            return 6.0 * n_params * tokens_per_gpu / self.flops_per_s
+        return 6.0 * n_params * tokens_per_gpu / self.fb_flops_per_s + self.optimizer_s(n_params)
+
+    def optimizer_s(self, n_params: float) -> float:
+        return (self.optimizer_s_per_param or 0.0) * n_params
+
+    def sharded_saving_s(self, strategy: str, n_params: float, n_gpus: int) -> float:
+        """What a rank does not spend on the optimizer step when the strategy shards the optimizer."""
+        from wirecheck.training.strategies import OPTIMIZER, strategy as _strategy
+
+        if OPTIMIZER not in _strategy(strategy).shards or n_gpus < 2:
+            return 0.0
+        return self.optimizer_s(n_params) * (1 - 1 / n_gpus)
+
+    def strategy_step_s(self, strategy: str, n_params: float, tokens_per_gpu: float, n_gpus: int) -> float:
+        """One rank's compute in a strategy's step: forward and backward of the whole model on its micro-batch,
+        and the optimizer over the parameters it owns."""
+        return self.step_s(n_params, tokens_per_gpu) - self.sharded_saving_s(strategy, n_params, n_gpus)
+
+    def describe_optimizer(self, n_params: float) -> str:
+        if self.optimizer_s_per_param is None:
+            return "the optimizer step's share unknown for this GPU: every strategy's compute is the one-GPU step"
+        return (f"a strategy that shards the optimizer computes that less (1 - 1/N) of the optimizer step, "
+                f"{self.optimizer_s(n_params) * 1e3:.0f} ms here ({self.optimizer_short})")
+
+
+@dataclass
+class NodeFigures:
+    kind: str  # "record" or "profile"
+    description: str
+    gpu_model: str
+    gpu_memory: int  # bytes
+    gpu_count: int
+    placements: list[Placement]
+    curves: dict = field(default_factory=dict)  # (op, klass, n) -> Curve
+    compute: Compute | None = None
+    runs: list[StrategyRun] = field(default_factory=list)
+    verdicts: list[dict] = field(default_factory=list)
+
+    def job_placements(self, n_gpus: int) -> list[Placement]:
+        """One placement per class of n_gpus GPUs (the class decides the wire; the first listed is named)."""
+        seen, out = set(), []
+        for p in self.placements:
+            if p.n_gpus == n_gpus and p.klass not in NOT_JOB_CLASSES and p.klass not in seen:
+                seen.add(p.klass)
+                out.append(p)
+        return out
+
+    def alternatives(self, placement: Placement) -> list[Placement]:
+        """The other placements of the same class and size (the second quad of an NVL node)."""
+        return [p for p in self.placements
+                if p.klass == placement.klass and p.n_gpus == placement.n_gpus and p.gpus != placement.gpus]
+
+    def curve(self, op: str, klass: str, n_gpus: int) -> tuple[Curve | None, str]:
+        """The curve of `op` on `klass` at n_gpus, else the nearest GPU count, else all_reduce's
+        (a profile's figures are all_reduce only); with a note when it is not the exact one."""
+        for want_op in dict.fromkeys((op, "all_reduce")):
+            counts = sorted({n for (o, k, n) in self.curves if o == want_op and k == klass},
+                            key=lambda n: (abs(n - n_gpus), -n))
+            if counts:
+                note = []
+                if want_op != op:
+                    note.append(f"{want_op}'s busbw")
+                if counts[0] != n_gpus:
+                    note.append(f"at {counts[0]} GPUs")
+                return self.curves[(want_op, klass, counts[0])], ", ".join(note)
+        return None, f"no {op} curve on {klass}"
+
+
+def _placements_of(header: dict, path) -> list[Placement]:
+    out = []
+    for p in header.get("placements") or []:
+        try:
+            out.append(Placement(p["class"], tuple(p["gpus"])))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FiguresError(f"{path}: run header placement {p!r}: {exc}") from None
+    return out
+
+
+def _strategy_run(m: dict, d: dict, path) -> StrategyRun | None:
+    """A strategy measurement as the model reads it; None for one recorded before the record kept
+    what the model needs (tokens per step, the local step)."""
+    ranks = d["ranks"]
+    try:
+        locals_ = [r["local_step_time_median_s"] for r in ranks if r.get("local_step_time_median_s")]
+        r0 = ranks[0]
+        return StrategyRun(
+            d.get("strategy") or r0["strategy"], (m.get("placement") or "").split("-")[0], m.get("placement"),
+            int(d.get("n_gpus") or len(ranks)), max(r["step_time_median_s"] for r in ranks),
+            statistics.mean(locals_) if locals_ else float("nan"), int(r0["tokens_per_step"]),
+            int(r0["n_params"]), dict(r0["shape"]), int(r0["micro_batch"]), r0.get("precision", "bf16"), Path(path).name)
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+
+
+def from_records(paths) -> NodeFigures:
+    """The node's figures from one or more record files (the last run of each)."""
+    records = []
+    for path in paths:
+        try:
+            records.append(read_run(path))
+        except (OSError, ValueError) as exc:
+            raise FiguresError(f"--record {path}: {exc}") from None
+    # The node is the one with the most GPUs among the records (a one-GPU record adds its baseline).
+    main = max(records, key=lambda r: len(r.run.get("gpus") or []))
+    gpus = main.run.get("gpus") or []
+    if not gpus:
+        raise FiguresError(f"--record {main.path}: the run header lists no GPUs; advise needs a hardware record")
+    if any(r.simulated for r in records):
+        sim = next(r for r in records if r.simulated)
+        raise FiguresError(f"--record {sim.path}: a simulated run (CPU timings say nothing about a node's wires); "
+                           "give a record of a run on GPUs")
+    samples: dict[tuple, list] = {}
+    runs: list[StrategyRun] = []
+    single = []
+    verdicts = []
+    for rec in records:
+        verdicts += rec.verdicts
+        for m in rec.measurements:
+            d = m.get("details") or {}
+            if m.get("kind") == "collective" and isinstance(d.get("busbw"), (int, float)) \
+                    and isinstance(d.get("bytes"), int) and d["bytes"] > 0:
+                key = (d.get("op"), d.get("placement_class"), int(d.get("n_gpus") or 0))
+                samples.setdefault(key, []).append((d["bytes"], d["busbw"]))
+            elif m.get("kind") == "strategy" and d.get("ranks") and not d.get("error"):
+                run = _strategy_run(m, d, rec.path)
+                if run is not None:
+                    runs.append(run)
+            elif m.get("kind") == "single_gpu_training" and d.get("ranks") and not d.get("error"):
+                r0 = d["ranks"][0]
+                if not (r0.get("n_params") and r0.get("tokens_per_s")):
+                    continue
+                if r0.get("device_name") and r0["device_name"] != (gpus[0].get("name") or ""):
+                    continue  # another GPU model's rate is not this node's
+                single.append((6.0 * r0["n_params"] * r0["tokens_per_s"], (d.get("figures") or {}).get("mfu"),
+                               r0["tokens_per_s"], f"{Path(rec.path).name} on {rec.run.get('host')}",
+                               r0.get("precision", "bf16"),
+                               (r0["n_params"], r0["tokens_per_step"]) if r0.get("tokens_per_step") else None))
+    curves = {key: curve_of(*key, pts, f"measured: {key[1]} at {key[2]} GPUs") for key, pts in samples.items()
+              if key[0] and key[1]}
+    compute = None
+    if single:
+        flops = statistics.median(s[0] for s in single)
+        mfus = [s[1] for s in single if s[1]]
+        compute = Compute(flops, f"measured: one GPU alone, {statistics.median(s[2] for s in single):,.0f} tokens/s "
+                                 f"({', '.join(sorted({s[3] for s in single}))})",
+                          statistics.median(mfus) if mfus else None, single[0][4], reference=single[0][5])
+    elif runs:
+        rates = [6.0 * r.n_params * (r.tokens_per_step / r.n_gpus) / r.local_s for r in runs if r.local_s == r.local_s]
+        if rates:
+            compute = Compute(statistics.median(rates),
+                              f"measured: the strategy runs' local steps (the same step without communication, on "
+                              f"each rank; {len(rates)} runs), no one-GPU run in the records",
+                              precision=runs[0].precision,
+                              reference=(statistics.median(r.n_params for r in runs),
+                                         statistics.median(r.tokens_per_step / r.n_gpus for r in runs)))
+    compute = with_optimizer(compute, gpus[0].get("name") or "")
+    return NodeFigures("record", f"the node's records: {', '.join(Path(r.path).name for r in records)} "
+                                 f"(host {main.run.get('host')}, {len(gpus)}x {gpus[0].get('name')})",
+                       gpus[0].get("name") or "", int(min(g.get("memory_bytes") or 0 for g in gpus)), len(gpus),
+                       _placements_of(main.run, main.path), curves, compute, runs, verdicts)
+
+
+def with_optimizer(compute: Compute | None, gpu_model: str, path: Path = PROFILES_FILE) -> Compute | None:
+    """The compute with its optimizer step per parameter: profiles.yaml `defaults.optimizer_step` (bytes a
+    fused AdamW moves per parameter over the GPU model's HBM bandwidth)."""
+    if compute is None:
+        return None
+    entry = (load_profiles(path).get("defaults") or {}).get("optimizer_step") or {}
+    hbm = (entry.get("hbm") or {}).get(gpu_model)
+    if hbm is None or compute.reference is None:
+        return compute
+    where = f"{path}: defaults.optimizer_step"
+    try:
+        bandwidth = parse_quantity(hbm, "bandwidth", where=f"{where}.hbm.{gpu_model}")
+        per_param = float(entry["bytes_per_param"])
+    except (KeyError, TypeError, ValueError, QuantityError) as exc:
+        raise FiguresError(f"{where}: {exc}") from None
+    from dataclasses import replace
+
+    short = f"fused AdamW, {per_param:.0f} B per parameter at {bandwidth / 1e9:.0f} GB/s HBM"
+    n_ref, t_ref = compute.reference
+    fb_s = compute.step_s(n_ref, t_ref) - per_param / bandwidth * n_ref
+    if fb_s <= 0:
+        raise FiguresError(f"{where}: the optimizer step at {hbm} is longer than the measured step of "
+                           f"{compute.step_s(n_ref, t_ref) * 1e3:.0f} ms; check hbm.{gpu_model}")
+    return replace(compute, optimizer_s_per_param=per_param / bandwidth, optimizer_short=short,
+                   fb_flops_per_s=6.0 * n_ref * t_ref / fb_s,
+                   optimizer_source=f"{short}: {entry.get('source', '')}")
+
+
+@dataclass(frozen=True)
+class Tie:
+    error: float  # a share of tokens/s
+    source: str
+
+
+def tie_errors(path: Path = PROFILES_FILE) -> dict[str, Tie]:
+    """profiles.yaml `defaults.tie`: the prediction's error between two strategies, for fits from the node's own
+    runs (`own_runs`) and for the shipped fits (`shipped_fits`)."""
+    entry = (load_profiles(path).get("defaults") or {}).get("tie") or {}
+    try:
+        return {key: Tie(float(entry[key]["error"]), str(entry[key]["source"])) for key in ("own_runs", "shipped_fits")}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FiguresError(f"{path}: defaults.tie needs own_runs and shipped_fits, each with error and source "
+                           f"({exc!r})") from None
+
+
+def load_profiles(path: Path = PROFILES_FILE) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise FiguresError(f"{path}: cannot read it: {exc}") from None
+    return data
+
+
+def profile_names(path: Path = PROFILES_FILE) -> tuple[str, ...]:
+    return tuple((load_profiles(path).get("profiles") or {}))
+
+
+def _node_of(name: str, entry: dict, thresholds, where: str):
+    """thresholds.yaml's profile NAME, else the entry's own `node:` (as from_profile reads a profile)."""
+    if thresholds is not None and name in thresholds.profile_names:
+        return thresholds.profile(name)
+    node = entry.get("node")
+    if not isinstance(node, dict):
+        raise FiguresError(f"{where}: profiles.{name} has no `node:` and thresholds.yaml has no profile {name}")
+    try:
+        memory = int(parse_quantity(node["gpu_memory"], "size", where=f"{where}: profiles.{name}.node.gpu_memory"))
+        return SimpleNamespace(name=name, gpu_count=int(node["gpu_count"]), gpu_model=node["gpu_model"],
+                               fabric=node["fabric"], nvlinks_per_gpu=int(node.get("nvlinks_per_gpu", 0)),
+                               nvlinks_per_peer=node.get("nvlinks_per_peer"), group_size=node.get("group_size"),
+                               nvlink_speed=None, pcie_gen=node.get("pcie_gen", 4), pcie_width=node.get("pcie_width", 16),
+                               gpu_memory=memory)
+    except (KeyError, TypeError, ValueError, QuantityError) as exc:
+        raise FiguresError(f"{where}: profiles.{name}.node: {exc}") from None
+
+
+def _reference(entry: dict, where: str):
+    ref = entry.get("reference")
+    if ref is None:
+        return None
+    try:
+        return float(ref["params"]), float(ref["tokens_per_gpu"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FiguresError(f"{where}: needs params and tokens_per_gpu ({exc!r})") from None
+
+
+SWEEP = tuple(8 * 4 ** i for i in range(14))  # 8 B .. 512 MiB, as a collective sweep's sizes
+
+
+def latency_curve(op: str, klass: str, n_gpus: int, busbw: float, latency_s: float, source: str) -> Curve:
+    """A profile's curve from its large-message busbw and a per-call latency: a call of s bytes takes
+    latency + s x factor / busbw, so busbw(s) = busbw x f s / (latency x busbw + f s), falling at small sizes
+    (a per-block gather pays its latency). latency 0: the flat curve of the large-message figure."""
+    from wirecheck.advise.schedule import ALGBW_FACTOR
+
+    f = ALGBW_FACTOR[op](max(n_gpus, 2))
+    points = tuple((s, busbw * f * s / (latency_s * busbw + f * s)) for s in SWEEP) if latency_s > 0 else ((1, busbw),)
+    return Curve(op, klass, n_gpus, points, source)
+
+
+def _seconds(text, where: str) -> float:
+    """`latency: {class: "7.7 us"}`: absent is 0 (no latency known)."""
+    if text is None:
+        return 0.0
+    import re
+
+    m = re.fullmatch(r"\s*([0-9.]+)\s*(us|µs|ms)\s*", str(text))
+    if not m:
+        raise FiguresError(f"{where}: {text!r}: write microseconds, e.g. \"7.7 us\"")
+    return float(m.group(1)) * (1e-6 if m.group(2) in ("us", "µs") else 1e-3)
+
+
+def from_profile(name: str, thresholds, peak_flops, precision: str, path: Path = PROFILES_FILE) -> NodeFigures:
+    """A profile's figures (not a node's): its topology, its article/published busbw, an MFU.
+
+    `peak_flops(gpu_model, precision)`: the dense peak (thresholds' training limits), or None."""
+    data = load_profiles(path)
+    entries = data.get("profiles") or {}
+    if name not in entries:
+        raise FiguresError(f"--profile {name}: advise has figures for {', '.join(entries)} ({path}); "
+                           "give --record RUN.jsonl of the node instead, or add the profile there")
+    entry = entries[name]
+    profile = _node_of(name, entry, thresholds, str(path))
+    curves = {}
+    latency = entry.get("latency") or {}
+    for klass, by_n in (entry.get("busbw") or {}).items():
+        for n, text in by_n.items():
+            bw = parse_quantity(text, "bandwidth", where=f"{path}: profiles.{name}.busbw.{klass}.{n}")
+            alpha = _seconds(latency.get(klass), f"{path}: profiles.{name}.latency.{klass}")
+            curves[("all_reduce", klass, int(n))] = latency_curve("all_reduce", klass, int(n), bw, alpha,
+                                                                  entry.get("source", ""))
+    defaults = (data.get("defaults") or {}).get("compute") or {}
+    compute_entry = entry.get("compute") or defaults
+    peak = peak_flops(profile.gpu_model, precision)
+    compute = None
+    if peak is not None:
+        mfu = float(compute_entry["mfu"])
+        compute = Compute(peak * mfu, f"MFU {mfu:.1%} of {profile.gpu_model}'s dense {precision} peak "
+                                      f"({peak / 1e12:.0f} TFLOP/s); MFU {compute_entry.get('source', '')}", mfu, precision,
+                          reference=_reference(compute_entry, f"{path}: defaults.compute.reference"))
+    compute = with_optimizer(compute, profile.gpu_model, path)
+    topo = topology_from_profile(profile, where=str(path))
+    placements = [p for p in enumerate_placements(topo) if p.klass != CLASS_FORCED_PCIE]
+    return NodeFigures("profile", f"the profile {name}'s figures ({entry.get('source', '')}), not a measured node",
+                       profile.gpu_model, int(profile.gpu_memory), profile.gpu_count, placements, curves, compute)

@@ -1,0 +1,78 @@
+"""Each strategy's overhead and overlap fitted on the node's own strategy runs (model.py says what they are).
+
+The runs are grouped by strategy and placement class (median step and local step over repeated
+runs). The overhead comes from the fast-wire class (NVLink: nvswitch, nvl_*), the overlap from a
+slow-wire class of the same GPU count (forced_pcie, pcie, cross_quad) together with it. A strategy
+without a slow-wire run keeps the shipped overlap; without a fast-wire run, the shipped overhead
+too (profiles.yaml `defaults.fits`, fitted on 2x H200 SXM and said so).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from wirecheck.advise.figures import PROFILES_FILE, load_profiles
+from wirecheck.advise.model import Fit, comm_times, fit_overhead, fit_overlap
+from wirecheck.advise.schedule import schedule
+from wirecheck.node.placement import CLASS_CROSS_QUAD, CLASS_FORCED_PCIE, CLASS_PCIE, NVLINK_CLASSES
+from wirecheck.training.strategies import NAMES
+
+SLOW_CLASSES = (CLASS_FORCED_PCIE, CLASS_PCIE, CLASS_CROSS_QUAD)
+
+
+def shipped_fits(path=PROFILES_FILE) -> dict[str, Fit]:
+    data = (load_profiles(path).get("defaults") or {}).get("fits") or {}
+    source = data.get("source", "")
+    return {name: Fit(float(v["overhead"]), float(v["overlap"]), f"shipped: {source}")
+            for name, v in data.items() if name in NAMES}
+
+
+def grouped(runs) -> dict:
+    """(strategy, class, n) -> (median step, median local, a run of the group for its model)."""
+    groups: dict = {}
+    for r in runs:
+        groups.setdefault((r.strategy, r.klass, r.n_gpus), []).append(r)
+    return {k: (statistics.median(r.step_s for r in v), statistics.median(r.local_s for r in v), v[0])
+            for k, v in groups.items()}
+
+
+def _timed(figures, run, klass: str):
+    collectives = schedule(run.strategy, run.n_params, run.shape, run.precision)
+    return comm_times(collectives, run.n_gpus, lambda op: figures.curve(op, klass, run.n_gpus))
+
+
+def _compute_of(figures, run, local_s: float) -> float:
+    """The run's compute: its local step (the unwrapped model with the optimizer over every parameter) less the
+    optimizer share its strategy shards (figures.Compute.sharded_saving_s)."""
+    if figures.compute is None:
+        return local_s
+    return local_s - figures.compute.sharded_saving_s(run.strategy, run.n_params, run.n_gpus)
+
+
+def fit_strategies(figures, fallback: dict[str, Fit] | None = None, overlap: float | None = None) -> dict[str, Fit]:
+    """Per strategy: the fit on the node's runs, else `fallback`'s (shipped). `overlap` given: used for
+    every strategy instead of fitting it (the NVLink-only validation)."""
+    fallback = shipped_fits() if fallback is None else fallback
+    groups = grouped(figures.runs)
+    out = {}
+    for name in NAMES:
+        fast = [(k, v) for k, v in groups.items() if k[0] == name and k[1] in NVLINK_CLASSES]
+        if not fast:
+            if name in fallback:
+                out[name] = fallback[name]
+            continue
+        (_, fklass, n), (fstep, flocal, frun) = fast[0]
+        fast_args = (fstep, _compute_of(figures, frun, flocal), _timed(figures, frun, fklass))
+        slow = [(k, v) for k, v in groups.items() if k[0] == name and k[1] in SLOW_CLASSES and k[2] == n]
+        if overlap is not None:
+            h, how = overlap, f"overlap {overlap:.2f} given"
+        elif slow:
+            (_, sklass, _), (sstep, slocal, srun) = slow[0]
+            h = fit_overlap(fast_args, (sstep, _compute_of(figures, srun, slocal), _timed(figures, srun, sklass)))
+            how = f"overlap fitted on {sklass}"
+        elif name in fallback:
+            h, how = fallback[name].overlap, "overlap shipped (no slow-wire run)"
+        else:
+            continue
+        out[name] = Fit(fit_overhead(*fast_args, h), h, f"fitted on the node's runs: overhead on {fklass}, {how}")
+    return out

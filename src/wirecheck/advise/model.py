@@ -1,0 +1,144 @@
+"""The step-time model of a data-parallel strategy on a placement, and its fit to a node's runs.
+
+    step = T0 x (1 + overhead) + comm - min(hideable comm, overlap x T0)
+
+- T0: one rank's compute on its micro-batch: 6 x params x tokens over the GPU's achieved FLOP/s (one GPU
+  alone, figures.Compute), less (1 - 1/N) of the optimizer step for a strategy that shards it;
+- comm: the strategy's collectives of one step (schedule.py) at the busbw the placement class's
+  curve gives at each call's size;
+- hideable comm: the collectives issued while compute runs, less each one's last call (nothing runs
+  after it: the last gradient bucket fills as backward ends), so a reduction in three 1 GB buckets
+  can hide two thirds of itself at most and one in 174 buckets of 25 MiB nearly all;
+- overlap: the share of T0 under which the hideable collectives can hide (a fraction of the
+  compute, fitted per strategy where the wire is slower than the compute: the host path);
+- overhead: what the strategy costs beyond its collectives, as a share of T0 (hooks and copies; never
+  negative: a step is never shorter than its compute), fitted per strategy on its fast-wire (NVLink)
+  runs, where all of the overlapped communication hides. A strategy that shards the optimizer has a
+  smaller T0 (figures.Compute.strategy_step_s: the one-GPU step less the optimizer share it does not
+  step), which is why ZeRO-1 and FSDP no longer fit below 0.
+Why the two fits come from two wires: on NVLink the 2x H200 runs' collectives take 12-20 ms against
+a 117 ms step, so every overlap above 0.2 predicts the same step there; only a wire where the
+collectives outlast the compute says how much of the compute they can hide under.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wirecheck.advise.schedule import Collective
+
+OVERLAP_SCAN = tuple(i / 100 for i in range(0, 151))  # 0 .. 1.5 of T0
+
+
+@dataclass(frozen=True)
+class Fit:
+    overhead: float  # share of T0
+    overlap: float  # share of T0
+    source: str
+
+
+@dataclass(frozen=True)
+class Timed:
+    collective: Collective
+    seconds: float
+    busbw: float  # bytes/s at its call size
+    note: str  # which curve stood in ("" for the exact one)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    compute_s: float
+    overhead_s: float
+    comm_s: float
+    overlapped_s: float  # the part of comm that can hide under compute (_hideable)
+    window_s: float  # overlap x T0: how much of it can hide
+    timed: tuple[Timed, ...]
+    tokens_per_gpu: float
+    n_gpus: int
+
+    @property
+    def hidden_s(self) -> float:
+        return min(self.overlapped_s, self.window_s)
+
+    @property
+    def step_s(self) -> float:
+        return self.compute_s + max(0.0, self.overhead_s) + self.comm_s - self.hidden_s
+
+    @property
+    def exposed_s(self) -> float:
+        return self.comm_s - self.hidden_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.n_gpus * self.tokens_per_gpu / self.step_s
+
+    def _exposed_of(self, t: Timed) -> float:
+        """One collective's exposed seconds: what the window hid is shared by the hideable parts."""
+        hidden = self.hidden_s * _hideable_of(t) / self.overlapped_s if self.overlapped_s else 0.0
+        return t.seconds - hidden
+
+    def what_sets_it(self) -> str:
+        """compute, or the exposed collective that costs the most, at its call size and busbw."""
+        from wirecheck.core.quantity import format_bw, format_bytes
+
+        if self.exposed_s <= 0.1 * self.step_s or not self.timed:
+            return f"compute ({self.compute_s * 1e3:.0f} ms); communication hidden"
+        worst = max(self.timed, key=self._exposed_of)
+        c = worst.collective
+        return (f"exposed communication {self.exposed_s * 1e3:.0f} ms: {c.op} of {c.what}, {c.calls} x "
+                f"{format_bytes(c.call_bytes)} at {format_bw(worst.busbw)}" + (f" ({worst.note})" if worst.note else ""))
+
+
+def _hideable_of(t: Timed) -> float:
+    c = t.collective
+    return t.seconds * (c.calls - 1) / c.calls if c.overlapped else 0.0
+
+
+def comm_times(collectives, n_gpus: int, curve_for) -> tuple[Timed, ...]:
+    """`curve_for(op)` -> (Curve, note) of the placement."""
+    out = []
+    for c in collectives:
+        curve, note = curve_for(c.op)
+        if curve is None:
+            raise ValueError(note)
+        out.append(Timed(c, c.seconds(n_gpus, curve.busbw), curve.busbw(c.call_bytes), note))
+    return tuple(out)
+
+
+def predict(collectives, n_gpus: int, curve_for, compute_s: float, fit: Fit, tokens_per_gpu: float) -> Prediction:
+    timed = comm_times(collectives, n_gpus, curve_for) if n_gpus > 1 else ()
+    comm = sum(t.seconds for t in timed)
+    overlapped = _hideable(timed)
+    return Prediction(compute_s, fit.overhead * compute_s, comm, overlapped, fit.overlap * compute_s,
+                      timed, tokens_per_gpu, n_gpus)
+
+
+def _hideable(timed) -> float:
+    """What of the overlapped collectives can hide: all but each one's last call, which nothing runs after
+    (the last gradient bucket fills as backward ends; the last block's gather is what compute waits for)."""
+    return sum(_hideable_of(t) for t in timed)
+
+
+def _split(timed) -> tuple[float, float]:
+    return sum(t.seconds for t in timed), _hideable(timed)
+
+
+def fit_overhead(fast_step_s: float, fast_local_s: float, fast_timed, overlap: float) -> float:
+    """The overhead share that makes the model give the fast-wire run's measured step, never below 0: a strategy
+    adds work to its compute, it cannot remove any (what sharding the optimizer saves is in the compute,
+    `fast_local_s`, already), so a step is never shorter than its compute."""
+    comm, overlapped = _split(fast_timed)
+    return max(0.0, (fast_step_s - fast_local_s - comm + min(overlapped, overlap * fast_local_s)) / fast_local_s)
+
+
+def fit_overlap(fast, slow) -> float:
+    """The overlap share (0..1.5 of T0) with which the fast-wire overhead predicts the slow-wire step best.
+
+    `fast`, `slow`: (step_s, local_s, timed) of one strategy's runs on the two wires."""
+    def error(overlap: float) -> float:
+        overhead = fit_overhead(*fast, overlap)
+        step, local, timed = slow
+        comm, overlapped = _split(timed)
+        return abs(local * (1 + overhead) + comm - min(overlapped, overlap * local) - step)
+
+    return min(OVERLAP_SCAN, key=lambda h: (round(error(h), 9), h))

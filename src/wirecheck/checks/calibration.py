@@ -1,0 +1,187 @@
+"""What the site's clean runs say each floor should be (`wirecheck calibrate`).
+
+Each stable figure of the runs (wirecheck.records.figures) is grouped by the thresholds key that
+judges it (a GPU model's figure, a fabric's host copy, a class/op/count's busbw, a strategy's or one
+GPU's tokens/s); its readings give a median, a spread (scaled MAD / median) and a floor by the
+`calibration` rule of thresholds.yaml. Runs that cannot be trusted are refused, never averaged in:
+a failed, interrupted or cut-short run, a simulation, a key that mixes GPU models, too few runs, and
+a figure too noisy to hold the rule (its spread named, with what would narrow it).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from wirecheck.core.peer_stats import relative_spread
+from wirecheck.records.figures import Figure, limit_only, run_figures
+from wirecheck.records.file import RunRecord
+from wirecheck.thresholds.baselines import CalibrationRule
+
+# What narrows a figure's spread, by the section its floor sits in (the settings that time it).
+NARROWING = {
+    "gemm": "more GEMM calls per figure (gpu_health.hardware.gemm.iters) or judge the sustained median instead",
+    "hbm": "more copies per figure (gpu_health.hardware.hbm.iters)",
+    "sustained": "a longer sustained load (gpu_health.hardware.sustained.duration)",
+    "copy_bandwidth": "more copies per figure (copy_bandwidth.settings.iters)",
+    "collectives": "more calls per round (collectives.hardware.iters, benchmark_rounds)",
+    "latency": "more calls per size (collectives.hardware.iters, graph_replays)",
+    "training": "more timed steps (training.hardware steps)",
+}
+
+
+class CalibrationError(ValueError):
+    """Runs calibrate refuses; the message names each run or figure and the fix."""
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    key: tuple
+    figure: str
+    kind: str
+    floor: float  # base units: the floor, or for a ceiling (bound max) the ceiling
+    median: float
+    lowest: float  # the reading nearest the limit: the lowest (a ceiling's: the highest)
+    spread: float  # scaled MAD / median
+    n: int  # readings
+    runs: int
+    nodes: tuple
+    gpus: tuple
+    dates: tuple
+    identified: bool  # every GPU named by serial or UUID (records written before they were kept: host and bus id)
+    bound: str = "min"  # min: a floor; max: a ceiling (latency)
+
+    @property
+    def yaml_path(self) -> str:
+        return ".".join(str(k) for k in self.key)
+
+
+@dataclass
+class Calibration:
+    entries: list[Calibrated] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # keys left out and why, runs that would tighten it
+
+
+def spread(values: list[float]) -> float:
+    """Scaled MAD over the median: the robust relative noise of a figure (0 for one value)."""
+    return relative_spread(values)
+
+
+def floor_of(values: list[float], rule: CalibrationRule) -> float:
+    """min(lowest x (1 - min_margin), median x (1 - mad_k x spread)): below every reading it was
+    made from, and wider where the readings are noisy."""
+    return min(min(values) * (1 - rule.min_margin), statistics.median(values) * (1 - rule.mad_k * spread(values)))
+
+
+def ceiling_of(values: list[float], rule: CalibrationRule) -> float:
+    """The mirror of floor_of for a figure where lower is better (latency): above every reading."""
+    return max(max(values) * (1 + rule.min_margin), statistics.median(values) * (1 + rule.mad_k * spread(values)))
+
+
+def run_problem(run: RunRecord) -> str | None:
+    """Why a run is no calibration run, or None."""
+    if run.simulated:
+        return "a simulated run (CPU figures say nothing about the site's GPUs): calibrate hardware runs only"
+    if run.end is None:
+        return "cut short (no end line): calibrate runs that completed"
+    if run.end.get("status") != "complete":
+        return f"{run.end.get('status')} ({run.end.get('signal') or 'not complete'}): calibrate runs that completed"
+    failed = [v for v in run.verdicts if v.get("outcome") == "fail" and not limit_only(v)]
+    if failed:
+        first = failed[0]
+        return (f"failed: {len(failed)} verdict(s) failed (first: {first.get('check')} on {first.get('where') or 'the node'}): "
+                "calibrate only clean runs on nodes the site trusts")
+    if run.end.get("exit_status") not in (0, 1, None):  # 1: the limits calibrate replaces failed, nothing else
+        return f"exited {run.end.get('exit_status')}: calibrate only clean runs"
+    return None
+
+
+def limit_failures(run: RunRecord) -> list[str]:
+    """The calibrated figures a run failed only by their table limit, said so (their limits are made anew)."""
+    def bound(v: dict) -> str:
+        limit = v.get("limit") or {}
+        which = "floor" if limit.get("min") is not None else "ceiling"
+        return f"{which} {limit.get('min', limit.get('max')):.1f} {v.get('unit') or ''}".rstrip()
+
+    return [f"{run.path}: {v.get('check')} on {v.get('where') or 'the node'}: {v.get('measured'):.1f} "
+            f"{v.get('unit') or ''} failed the {bound(v)} of {v.get('yaml_path')}: its limit is calibrated anew from "
+            "these runs" for v in run.verdicts if v.get("outcome") == "fail" and limit_only(v)]
+
+
+def _narrowing(key: tuple, figure: str) -> str:
+    if key[:2] == ("collectives", "latency"):
+        return NARROWING["latency"]
+    if key[0] == "gpu_health":
+        return NARROWING["gemm" if figure.startswith("gemm") else "hbm" if figure.startswith("hbm") else "sustained"]
+    return NARROWING[key[0]]
+
+
+def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str, ...] = (),
+              workload: dict | None = None) -> Calibration:
+    """Floors from `runs`; CalibrationError listing every refused run and figure. `workload`: what the
+    base file's training limits are for (TrainingSettings.workload()); training figures of another
+    workload are left out, as judge skips them."""
+    problems = [f"{run.path}: {why}" for run in runs if (why := run_problem(run))]
+    if problems:
+        raise CalibrationError("\n".join(problems))
+    if len(runs) < rule.min_runs:
+        raise CalibrationError(f"{len(runs)} run(s) given; calibrate needs at least {rule.min_runs} clean runs "
+                               f"({rule.yaml_path}.min_runs), {rule.tight_runs} to settle each figure's spread")
+    by_key: dict[tuple, list[Figure]] = {}
+    out = Calibration()
+    for run in runs:
+        out.notes += limit_failures(run)
+        for fig in run_figures(run):
+            by_key.setdefault(fig.key, []).append(fig)
+    for key, figs in sorted(by_key.items(), key=lambda kv: [str(k) for k in kv[0]]):
+        path = ".".join(str(k) for k in key)
+        figure = figs[0].figure
+        if figure in leave_out or path in leave_out:
+            out.notes.append(f"{path}: left out (--leave-out): the base file's entry stays")
+            continue
+        models = sorted({m for f in figs for m in f.gpu_models})
+        if len(models) > 1:
+            where = "; ".join(f"{m} in {', '.join(sorted({f.record for f in figs if m in f.gpu_models}))}" for m in models)
+            problems.append(f"{path}: mixed GPU models under one key ({where}): calibrate each model's runs into its "
+                            "own file")
+            continue
+        other = [f for f in figs if workload and f.workload and f.workload != workload]
+        if other:
+            diffs = "; ".join(f"{k} {other[0].workload.get(k)!r} (base: {v!r})" for k, v in workload.items()
+                              if other[0].workload.get(k) != v)
+            out.notes.append(f"{path}: measured on another workload than the base file's training.hardware ({diffs}) in "
+                             f"{other[0].record}: left out, the base file's entry stays")
+            continue
+        records = sorted({f.record for f in figs})
+        if len(records) < rule.min_runs:
+            out.notes.append(f"{path}: in {len(records)} of the runs only (at least {rule.min_runs} needed): left out, "
+                             "the base file's entry stays")
+            continue
+        values = [f.value for f in figs]
+        ceiling = figs[0].bound == "max"
+        median, noise = statistics.median(values), spread(values)
+        floor = ceiling_of(values, rule) if ceiling else floor_of(values, rule)
+        off = floor / median - 1 if ceiling else 1 - floor / median
+        allowed, key_name = ((rule.max_above_median, "max_above_median") if ceiling
+                             else (rule.max_below_median, "max_below_median"))
+        if off > allowed:
+            edge = (f"highest {figs[0].shown(max(values))}" if ceiling else f"lowest {figs[0].shown(min(values))}")
+            problems.append(
+                f"{path}: spread {noise * 100:.1f} % over {len(values)} readings in {len(records)} runs ({edge}, "
+                f"median {figs[0].shown(median)}): the {'ceiling' if ceiling else 'floor'} these runs allow, "
+                f"{figs[0].shown(floor)}, is {off * 100:.1f} % {'above' if ceiling else 'below'} the median, wider "
+                f"than the {allowed * 100:g} % rule ({rule.yaml_path}.{key_name}) can hold; "
+                f"narrow it with {_narrowing(key, figure)}, or leave it out with --leave-out {figure}")
+            continue
+        if len(records) < rule.tight_runs:
+            out.notes.append(f"{path}: {len(records)} runs; {rule.tight_runs - len(records)} more would settle its "
+                             f"spread ({noise * 100:.2f} % now; {rule.yaml_path}.tight_runs)")
+        out.entries.append(Calibrated(
+            key=key, figure=figure, kind=figs[0].kind, floor=floor, median=median, lowest=max(values) if ceiling else min(values),
+            spread=noise,
+            n=len(values), runs=len(records), nodes=tuple(sorted({f.host for f in figs})),
+            gpus=tuple(sorted({g for f in figs for g in f.gpus})), dates=tuple(sorted({f.started[:10] for f in figs})),
+            identified=all(f.identified for f in figs), bound=figs[0].bound))
+    if problems:
+        raise CalibrationError("\n".join(problems))
+    return out

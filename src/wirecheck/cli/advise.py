@@ -1,0 +1,126 @@
+"""`wirecheck advise`: which strategy and which GPUs for a model, from this node's records (or a profile's figures).
+
+Every usage error exits 4 naming the option; a record or profile advise cannot read exits 2 naming the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from wirecheck.advise.advice import advise, format_advice
+from wirecheck.advise.figures import FiguresError, from_profile, from_records, profile_names
+from wirecheck.advise.fits import fit_strategies, shipped_fits
+from wirecheck.cli.memory import parameter_count
+from wirecheck.core import exit_codes
+from wirecheck.core.paths import suite_paths
+from wirecheck.core.precision import DEFAULT as DEFAULT_PRECISION
+from wirecheck.core.precision import NAMES as PRECISIONS
+from wirecheck.core.quantity import QuantityError, parse_quantity
+
+NAME = "advise"
+DEFAULT_SEQ, DEFAULT_MICRO_BATCH = 1024, 8  # the suite's own training workload (thresholds.yaml training)
+
+
+class _Usage(Exception):
+    pass
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(NAME, help="which strategy and GPUs for a model, predicted from the node's records",
+                                   description=__doc__)
+    parser.add_argument("--params", metavar="N", help="parameter count: 7B, 350M, 7.24e9 (required)")
+    parser.add_argument("--gpus", metavar="G", help="GPUs of the job (data-parallel ranks), >= 1 (required)")
+    parser.add_argument("--seq", metavar="S", default=str(DEFAULT_SEQ), help=f"tokens per sequence (default {DEFAULT_SEQ})")
+    parser.add_argument("--micro-batch", metavar="B", default=str(DEFAULT_MICRO_BATCH),
+                        help=f"sequences per GPU per step (default {DEFAULT_MICRO_BATCH})")
+    parser.add_argument("--precision", metavar="P", default=DEFAULT_PRECISION,
+                        help=f"{' or '.join(PRECISIONS)} (default {DEFAULT_PRECISION})")
+    parser.add_argument("--record", metavar="RUN.jsonl", nargs="+", help="the node's record files (whole-suite runs)")
+    parser.add_argument("--profile", metavar="NAME", help="predict from a profile's figures instead: "
+                                                         + ", ".join(profile_names()))
+    parser.add_argument("--gpu-memory", metavar="SIZE", help="GPU memory to plan for instead of the record's or "
+                                                            "profile's, e.g. 80GB")
+
+    def usage_error(message: str):
+        # argparse's own errors (an unknown option, a missing value) are usage errors too: exit 4, as ours.
+        parser.print_usage(sys.stderr)
+        print(f"wirecheck advise: {message}", file=sys.stderr)
+        raise SystemExit(exit_codes.USAGE_ERROR)
+
+    parser.error = usage_error
+    return parser
+
+
+def _whole(text: str, option: str, low: int) -> int:
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise _Usage(f"{option} {text!r}: write a whole number, e.g. {max(low, 4)}") from None
+    if value < low:
+        raise _Usage(f"{option} {value}: at least {low}")
+    return value
+
+
+def _options(args):
+    if args.params is None:
+        raise _Usage("--params is required: the model's parameter count, e.g. --params 7B")
+    if args.gpus is None:
+        raise _Usage("--gpus is required: the job's GPU count, e.g. --gpus 4")
+    try:
+        n_params = parameter_count(args.params)  # as `wirecheck memory` reads it: 7B, 350M, 7.24e9
+    except argparse.ArgumentTypeError as exc:
+        raise _Usage(f"--params: {exc}") from None
+    if args.precision not in PRECISIONS:
+        raise _Usage(f"--precision {args.precision!r}: one of {', '.join(PRECISIONS)}")
+    if bool(args.record) == bool(args.profile):
+        raise _Usage("give one of --record RUN.jsonl ... (the node's records) or --profile NAME (a profile's figures: "
+                     + ", ".join(profile_names()) + ")")
+    memory = None
+    if args.gpu_memory is not None:
+        try:
+            memory = int(parse_quantity(args.gpu_memory, "size", where="--gpu-memory"))
+        except (QuantityError, ValueError) as exc:
+            raise _Usage(str(exc)) from None
+        if memory <= 0:
+            raise _Usage("--gpu-memory: must be above 0, e.g. 80GB")
+    return (n_params, _whole(args.gpus, "--gpus", 1), _whole(args.seq, "--seq", 1),
+            _whole(args.micro_batch, "--micro-batch", 1), memory)
+
+
+def run(args: argparse.Namespace, extra: list[str]) -> int:
+    try:
+        n_params, n_gpus, seq, micro_batch, memory = _options(args)
+    except _Usage as exc:
+        print(f"wirecheck advise: {exc}", file=sys.stderr)
+        return exit_codes.USAGE_ERROR
+    from wirecheck.thresholds.file import load_thresholds
+
+    try:
+        thresholds = load_thresholds(suite_paths().thresholds)
+        limits = thresholds.training_limits(False)
+
+        def peak(model, precision):
+            found = limits.peak_flops(model, precision)
+            return found.flops if found else None
+
+        if args.profile:
+            figures = from_profile(args.profile, thresholds, peak, args.precision)
+            fits = shipped_fits()
+        else:
+            figures = from_records(args.record)
+            fits = fit_strategies(figures)
+    except FiguresError as exc:
+        message = str(exc)
+        print(f"wirecheck advise: {message}", file=sys.stderr)
+        return exit_codes.USAGE_ERROR if message.startswith("--profile") else exit_codes.BAD_INPUT
+    if memory is not None:
+        figures.gpu_memory = memory
+        figures.description += f"; GPU memory {memory / 1e9:.0f} GB as --gpu-memory says"
+    try:
+        advice = advise(figures, n_params, n_gpus, seq, micro_batch, args.precision, fits)
+    except ValueError as exc:
+        print(f"wirecheck advise: {exc}", file=sys.stderr)
+        return exit_codes.USAGE_ERROR
+    print(format_advice(advice))
+    return exit_codes.OK

@@ -1,0 +1,166 @@
+"""`wirecheck calibrate RUN.jsonl... -o site.yaml`: floors from the site's clean runs on nodes it trusts.
+
+Writes a thresholds file that `extends:` the thresholds the runs used (or --extends PATH, or the
+shipped file) and holds only the calibrated entries, at the keys the checks read them from, each
+with `rule: calibrated` and its provenance (nodes, GPUs, dates, runs, readings, median, spread).
+`--thresholds site.yaml` and `wirecheck judge --thresholds site.yaml` take it as it is. The rule
+is thresholds.yaml's `calibration:` section (wirecheck.checks.calibration). Exit 0 when written;
+4 when runs or figures are refused (each named, with the fix) or an option is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import os
+import sys
+from pathlib import Path
+
+import yaml
+
+from wirecheck.checks.calibration import Calibrated, CalibrationError, calibrate
+from wirecheck.core import exit_codes
+from wirecheck.core.paths import SHIPPED_THRESHOLDS, suite_paths
+from wirecheck.records.figures import UNITS
+from wirecheck.records.file import RecordFileError, read_run
+from wirecheck.thresholds.file import ThresholdsError, load_thresholds
+
+NAME = "calibrate"
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(NAME, help="floors from the site's clean runs, written as a thresholds file",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("records", nargs="+", metavar="RUN.jsonl", help="record files of clean runs on trusted nodes (3 at least)")
+    p.add_argument("-o", "--output", required=True, metavar="SITE.yaml", help="the thresholds file to write")
+    p.add_argument("--extends", metavar="PATH", default=None,
+                   help="the thresholds file it lays its floors over (default: the one the runs used, where it is "
+                        f"still here unchanged; else the shipped thresholds.yaml, `extends: {SHIPPED_THRESHOLDS}`)")
+    p.add_argument("--thresholds", metavar="FILE", default=None,
+                   help="the file whose calibration: rule applies (default: the base file)")
+    p.add_argument("--leave-out", action="append", default=[], metavar="FIGURE",
+                   help="a figure (gemm_bf16, h2d, all_reduce...) or key path to leave out: the base file's entry stays")
+    return p
+
+
+def _quantity(kind: str, value: float, up: bool = False) -> str:
+    unit, scale = UNITS[kind]
+    digits = 0 if kind == "throughput" else 1
+    # a floor rounded down, a ceiling up: rounding never makes a limit stricter than the rule made it
+    step = math.ceil if up else math.floor
+    number = step(value * scale * 10 ** digits) / 10 ** digits
+    return f"{number:.{digits}f} {unit}"
+
+
+def _base(runs, given: str | None, output: Path) -> tuple[str, Path, str]:
+    """(the extends: value, the file it names, why that one)."""
+    shipped = suite_paths().thresholds.resolve()
+    if given:
+        path = Path(given).absolute()
+        return os.path.relpath(path, output.absolute().parent), path, "--extends"
+    used = {(r.run.get("thresholds"), r.run.get("thresholds_sha256")) for r in runs}
+    if len(used) == 1:
+        (path, digest), = used
+        if path and Path(path).is_file() and hashlib.sha256(Path(path).read_bytes()).hexdigest() == digest:
+            path = Path(path).resolve()
+            if path == shipped:
+                return SHIPPED_THRESHOLDS, shipped, "the runs' own thresholds, the shipped file"
+            return os.path.relpath(path, output.absolute().parent), path, "the runs' own thresholds"
+        why = f"the runs' thresholds {path} is no longer here as they read it"
+    else:
+        why = "the runs used different thresholds files"
+    return SHIPPED_THRESHOLDS, shipped, f"{why}: the shipped thresholds.yaml (say --extends PATH for another)"
+
+
+def _entry(c: Calibrated, rule_path: str) -> dict:
+    shown = lambda v: _quantity(c.kind, v)  # noqa: E731
+    gpus = list(c.gpus)
+    provenance = {
+        "nodes": list(c.nodes),
+        "gpus": gpus,
+        "dates": list(c.dates),
+        "runs": c.runs,
+        "n": c.n,
+        "median": shown(c.median),
+        "lowest": shown(c.lowest),
+        "spread": f"{c.spread * 100:.2f} %",
+    }
+    if not c.identified:
+        provenance["gpus_note"] = "records written before they kept GPU serials and UUIDs: named by host and bus id"
+    if c.bound == "max":
+        provenance["highest"] = provenance.pop("lowest")
+        rule = "ceiling = max(highest x (1 + min_margin), median x (1 + mad_k x spread))"
+        edge = f"highest {shown(c.lowest)}"
+    else:
+        rule = "floor = min(lowest x (1 - min_margin), median x (1 - mad_k x spread))"
+        edge = f"lowest {shown(c.lowest)}"
+    source = (f"calibrated: {c.n} readings in {c.runs} clean runs on {', '.join(c.nodes)} ({', '.join(c.dates)}): "
+              f"median {shown(c.median)}, {edge}, spread {c.spread * 100:.2f} %; {rule} ({rule_path})")
+    bound = _quantity(c.kind, c.floor, up=c.bound == "max")
+    return {c.bound: bound, "rule": "calibrated", "source": source, "provenance": provenance}
+
+
+def _document(entries: list[Calibrated], rule_path: str) -> dict:
+    doc: dict = {}
+    for c in entries:
+        where = doc
+        for k in c.key[:-1]:
+            where = where.setdefault(k, {})
+        where[c.key[-1]] = _entry(c, rule_path)
+    return doc
+
+
+def run(args: argparse.Namespace, extra: list[str]) -> int:
+    output = Path(args.output)
+    try:
+        runs = [read_run(p) for p in args.records]
+        extends, base_path, why = _base(runs, args.extends, output)
+        base = load_thresholds(base_path)
+        rule = (load_thresholds(Path(args.thresholds)) if args.thresholds else base).calibration
+        result = calibrate(runs, rule, tuple(args.leave_out), base.training_settings(False).workload())
+    except (RecordFileError, ThresholdsError, CalibrationError) as exc:
+        lines = str(exc).splitlines()
+        print(f"wirecheck calibrate: refused: {lines[0]}" if isinstance(exc, CalibrationError)
+              else f"wirecheck calibrate: {lines[0]}", file=sys.stderr)
+        for line in lines[1:]:
+            print(f"wirecheck calibrate: refused: {line}", file=sys.stderr)
+        return exit_codes.USAGE_ERROR
+    except FileNotFoundError as exc:
+        print(f"wirecheck calibrate: {exc.filename}: no such file", file=sys.stderr)
+        return exit_codes.USAGE_ERROR
+    if not result.entries:
+        print("wirecheck calibrate: refused: the runs hold no figure to calibrate (GPU figures, host copies, busbw, "
+              "training throughput): give records of acceptance runs", file=sys.stderr)
+        return exit_codes.USAGE_ERROR
+    header = [
+        f"# Written by wirecheck calibrate from {len(runs)} clean runs: {', '.join(str(r.path) for r in runs)}",
+        f"# Laid over {base_path} ({why}); only the calibrated entries are here. The rule: {rule.yaml_path}.",
+        "# Retune by running calibrate again over more runs, never by editing a floor by hand without its source.",
+    ]
+    body = yaml.safe_dump({"extends": extends, **_document(result.entries, rule.yaml_path)}, sort_keys=False,
+                          allow_unicode=True, width=100000)
+    text = "\n".join(header) + "\n" + body
+    partial = output.with_name(f".{output.name}.partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        load_thresholds(partial)  # what it wrote loads, or nothing is written
+        os.replace(partial, output)
+    except ThresholdsError as exc:
+        partial.unlink(missing_ok=True)
+        print(f"wirecheck calibrate: the file it made does not load ({exc}); nothing written", file=sys.stderr)
+        return exit_codes.INTERNAL_ERROR
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        print(f"wirecheck calibrate: -o {output}: cannot write it ({exc.strerror or exc}); pass a writable path",
+              file=sys.stderr)
+        return exit_codes.USAGE_ERROR
+    for c in result.entries:
+        what = "ceiling" if c.bound == "max" else "floor"
+        print(f"wirecheck calibrate: {c.yaml_path}: {what} {_quantity(c.kind, c.floor, up=c.bound == 'max')} (median "
+              f"{_quantity(c.kind, c.median)}, spread {c.spread * 100:.2f} %, {c.n} readings in {c.runs} runs)")
+    for note in result.notes:
+        print(f"wirecheck calibrate: {note}")
+    print(f"wirecheck calibrate: wrote {output} ({len(result.entries)} limits, extends: {extends}); use it with "
+          f"--thresholds {output}")
+    return exit_codes.OK

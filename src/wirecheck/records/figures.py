@@ -1,0 +1,190 @@
+"""The stable figures of a recorded run, each with the thresholds key it is judged at and whose
+it is: what `wirecheck calibrate` makes floors from and what the history rule compares night to night.
+
+A figure is read from the inputs of the verdict that judged it (the record keeps them, so nothing
+is measured again): the GPU figures (HBM copy and read, GEMM bf16 and fp8, the sustained median),
+host copies, busbw at the floor size per placement, small-message latency per placement (judged by a
+ceiling), training throughput (a strategy per placement, one GPU alone). Its subject is what it belongs to: a GPU by its serial or UUID from the run header
+(an index or a bus id names a slot, and a GPU swapped into the slot is another GPU), a placement
+by its id and the identities of its GPUs. Records written before headers kept UUIDs and serials
+name a GPU by host and bus id only (`identified` False).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from wirecheck.records.file import RecordFileError, RunRecord, read_run
+
+# figure name -> (the check that judged it, the quantity kind of its thresholds entry, its unit in
+# messages, the scale from base units to that unit)
+GPU_FIGURES = {"hbm_copy": "bandwidth", "hbm_read": "bandwidth", "gemm_bf16": "compute", "gemm_fp8": "compute",
+               "sustained_bf16": "compute"}
+UNITS = {"bandwidth": ("GB/s", 1e-9), "compute": ("TFLOP/s", 1e-12), "throughput": ("tokens/s", 1.0),
+         "time": ("µs", 1e6)}
+
+
+@dataclass(frozen=True)
+class Figure:
+    key: tuple  # the thresholds key path of its floor: ("gpu_health", "floors", "NVIDIA H200", "hbm_copy")
+    figure: str  # its short name: hbm_copy, h2d, all_reduce, ddp, single_gpu_throughput
+    kind: str  # bandwidth | compute | throughput (wirecheck.core.quantity)
+    value: float  # base units (bytes/s, FLOP/s, tokens/s)
+    subject: str  # whose it is: "GPU serial 1652..." / "GPU uuid GPU-..." / "placement nvswitch-2gpu-0.1 on GPUs ..."
+    where: str  # where the run named it: GPU0, a placement id
+    slot: str  # the slot it sits in: "host 00000000:00:06.0" (a GPU), "host placement-id"
+    gpu_models: tuple  # the GPU models it ran on
+    gpus: tuple  # the GPUs' identities (serial or UUID; host + bus id where the record has neither)
+    identified: bool  # every GPU named by serial or UUID
+    host: str
+    started: str  # the run's start (ISO 8601)
+    record: str  # the record file
+    outcome: str  # its verdict's outcome in that run
+    workload: dict | None = None  # training figures: what was trained (shape, micro_batch, precision), where known
+    level: str | None = None  # the run's --level (the sustained load's length follows it)
+    bound: str = "min"  # min: a floor judges it (higher is better); max: a ceiling (latency)
+    trusted: bool = True  # False: its verdict failed for more than its table limit (limit_only)
+
+    @property
+    def yaml_path(self) -> str:
+        return ".".join(str(k) for k in self.key)
+
+    def shown(self, value: float | None = None) -> str:
+        unit, scale = UNITS[self.kind]
+        number = (self.value if value is None else value) * scale
+        return f"{number:,.0f} {unit}" if self.kind == "throughput" else f"{number:.1f} {unit}"
+
+
+# The checks of these figures. One that failed only its table limit (a GPU model or fabric the file had no
+# right limit for: an A100 node against H200 floors) is what calibration is for, and still a reading of the
+# GPU; any other failure (a wrong result, an XID, a foreign process, a GPU below its peers) is not.
+GPU_CHECKS = ("hbm_bandwidth", "gemm_throughput", "sustained_throughput")
+FIGURE_CHECKS = GPU_CHECKS + ("host_copy", "busbw", "small_message_latency", "throughput", "single_gpu_training")
+
+
+def limit_only(v: dict) -> bool:
+    """A failed verdict of a calibrated figure that failed its table limit and nothing else."""
+    if v.get("check") not in FIGURE_CHECKS or not isinstance(v.get("measured"), (int, float)):
+        return False
+    failed_by = (v.get("details") or {}).get("failed_by")
+    if v.get("check") in GPU_CHECKS:  # they also fail a GPU below its peers, or measured beside another process
+        return failed_by is not None and list(failed_by) == ["floor"]
+    return failed_by is None
+
+
+def gpu_identity(gpu: dict, host: str) -> tuple[str, bool]:
+    """A GPU's identity in a run header: its serial, else its UUID, else host and bus id (not identified)."""
+    if gpu.get("serial"):
+        return f"serial {gpu['serial']}", True
+    if gpu.get("uuid"):
+        return f"uuid {gpu['uuid']}", True
+    return f"{host} {gpu.get('bus_id') or 'GPU' + str(gpu.get('index'))}", False
+
+
+def run_figures(run: RunRecord) -> list[Figure]:
+    """Every stable figure the run's verdicts hold (unmeasured ones, and those measured beside a
+    foreign process or with an error, left out)."""
+    header = run.run
+    host = str(header.get("host") or "?")
+    started = str(header.get("started") or "")
+    gpus = {g.get("index"): g for g in header.get("gpus") or [] if isinstance(g, dict)}
+    placements = {p.get("id"): p for p in header.get("placements") or [] if isinstance(p, dict)}
+
+    def gpu_of(index) -> tuple[str, bool, str, str]:
+        g = gpus.get(index, {"index": index})
+        ident, known = gpu_identity(g, host)
+        return ident, known, str(g.get("name") or "?"), f"{host} {g.get('bus_id') or 'GPU' + str(index)}"
+
+    def placement_of(pid: str) -> tuple[str, bool, tuple, tuple]:
+        members = (placements.get(pid) or {}).get("gpus") or []
+        idents = [gpu_of(i) for i in members]
+        return (f"placement {pid} on {', '.join(i[0] for i in idents) or 'unknown GPUs'}",
+                bool(idents) and all(i[1] for i in idents), tuple(sorted({i[2] for i in idents})),
+                tuple(i[0] for i in idents))
+
+    trained = {}  # (placement, strategy) -> workload, from the strategy runs' own records (older verdicts lack it)
+    for m in run.measurements:
+        ranks = (m.get("details") or {}).get("ranks") or [] if m.get("kind") == "strategy" else []
+        if ranks and "micro_batch" in ranks[0]:
+            trained[(m.get("placement"), ranks[0].get("strategy"))] = {
+                k: ranks[0].get(k) for k in ("shape", "micro_batch", "precision")}
+
+    out: list[Figure] = []
+    for v in run.verdicts:
+        i = v.get("inputs") or {}
+        check, outcome = v.get("check"), v.get("outcome")
+        # A skip with its figure counts (a GPU model without a floor yet: what calibrate and history are for)
+        if outcome not in ("pass", "fail", "skip") or i.get("simulated"):
+            continue
+        common = dict(host=host, started=started, record=str(run.path), outcome=outcome, level=header.get("level"),
+                      trusted=outcome != "fail" or limit_only(v))
+        if check in ("hbm_bandwidth", "gemm_throughput", "sustained_throughput"):
+            figure = {"hbm_bandwidth": f"hbm_{i.get('kind')}", "gemm_throughput": f"gemm_{i.get('dtype')}",
+                      "sustained_throughput": "sustained_bf16"}[check]
+            value = i.get("bytes_per_s") if check == "hbm_bandwidth" else i.get("flops_per_s")
+            if figure not in GPU_FIGURES or not value or i.get("foreign_processes") or i.get("error"):
+                continue
+            ident, known, _, slot = gpu_of(i.get("gpu"))
+            model = str(i.get("gpu_model") or "?")
+            out.append(Figure(("gpu_health", "floors", model, figure), figure, GPU_FIGURES[figure], float(value), ident,
+                              str(v.get("where")), slot, (model,), (ident,), known, **common))
+        elif check == "host_copy" and i.get("bytes_per_s") and not i.get("error"):
+            ident, known, model, slot = gpu_of(i.get("gpu"))
+            direction = str(i.get("direction"))
+            out.append(Figure(("copy_bandwidth", "floors", str(i.get("fabric")), direction), direction, "bandwidth",
+                              float(i["bytes_per_s"]), f"{ident} {direction}", str(v.get("where")),
+                              f"{slot} {direction}", (model,), (ident,), known, **common))
+        elif check == "busbw" and i.get("busbw_bytes_per_s"):
+            subject, known, models, idents = placement_of(i.get("placement"))
+            out.append(Figure(("collectives", "floors", str(i.get("placement_class")), str(i.get("op")),
+                               int(i.get("n_gpus") or 0)), str(i.get("op")), "bandwidth",
+                              float(i["busbw_bytes_per_s"]), f"{subject} {i.get('op')}", str(i.get("placement")),
+                              f"{host} {i.get('placement')} {i.get('op')}", models, idents, known, **common))
+        elif check == "small_message_latency" and v.get("measured"):
+            subject, known, models, idents = placement_of(i.get("placement"))
+            op = str(i.get("op"))
+            out.append(Figure(("collectives", "latency", "ceilings", str(i.get("placement_class")), op,
+                               int(i.get("n_gpus") or 0)), f"{op}_latency", "time", float(v["measured"]) * 1e-6,
+                              f"{subject} {op} latency", str(i.get("placement")),
+                              f"{host} {i.get('placement')} {op} latency", models, idents, known, **common,
+                              bound="max"))
+        elif check == "throughput" and i.get("tokens_per_s"):
+            subject, known, models, idents = placement_of(i.get("placement"))
+            out.append(Figure(("training", "throughput_floors", str(i.get("placement_class")), str(i.get("strategy")),
+                               int(i.get("n_gpus") or 0)), str(i.get("strategy")), "throughput",
+                              float(i["tokens_per_s"]), f"{subject} {i.get('strategy')}", str(i.get("placement")),
+                              f"{host} {i.get('placement')} {i.get('strategy')}", models, idents, known, **common,
+                              workload=i.get("workload") or trained.get((i.get("placement"), i.get("strategy")))))
+        elif check == "single_gpu_training" and i.get("tokens_per_s"):
+            subject, known, models, idents = placement_of(i.get("placement"))
+            model = str(i.get("gpu_model") or (models[0] if models else "?"))
+            out.append(Figure(("training", "single_gpu_throughput_floors", model), "single_gpu_throughput",
+                              "throughput", float(i["tokens_per_s"]), subject, str(i.get("placement")),
+                              f"{host} {i.get('placement')}", (model,), idents, known, **common,
+                              workload=i.get("workload")))
+    return out
+
+
+def history_figures(folder: str | Path, exclude: str | Path | None = None) -> tuple[list[Figure], list[str]]:
+    """The figures of every hardware run recorded under `folder` (searched recursively), but
+    `exclude` (the run being judged), and the files left out with why. A figure its run failed (its
+    own check other than by its table limit, or its history check) is left out too: a GPU that degrades
+    keeps failing against its good nights instead of becoming its own baseline."""
+    figures: list[Figure] = []
+    skipped: list[str] = []
+    gone = Path(exclude).resolve() if exclude else None
+    for path in sorted(Path(folder).rglob("*.jsonl")):
+        if gone is not None and path.resolve() == gone:
+            continue
+        try:
+            run = read_run(path)
+        except (RecordFileError, OSError) as exc:
+            skipped.append(f"{path}: {exc}")
+            continue
+        if run.simulated:
+            continue
+        failed_history = {((v.get("inputs") or {}).get("subject"), (v.get("inputs") or {}).get("key"))
+                          for v in run.verdicts if v.get("check") == "history" and v.get("outcome") == "fail"}
+        figures += [f for f in run_figures(run) if f.trusted and (f.subject, f.yaml_path) not in failed_history]
+    return figures, skipped

@@ -1,0 +1,188 @@
+"""Every limit a node would be held to, before anything runs (`wirecheck limits`).
+
+The same lookups the checks make (wirecheck.checks), for each placement and op, each GPU figure,
+host and peer copies and training: the bound, its unit, the rule that made it (measured, derived,
+simulated, peers) and its source; a check no limit judges is listed with the reason. The node is a
+topology plus its hardware (wirecheck.node.hardware): from NVML, a profile, a recorded topology or a
+run's record. Which checks a level runs follows the tests' `levels` markers (tests/).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from wirecheck.core.levels import ACCEPTANCE, BURN_IN, QUICK, check_level
+from wirecheck.measure.collectives import OPS
+from wirecheck.node.hardware import Hardware
+from wirecheck.node.placement import CLASS_PAIR, COLLECTIVE_CLASSES, TRAINING_CLASSES, enumerate_placements, link_ceiling
+from wirecheck.node.topology import Topology
+from wirecheck.thresholds.gpu_health import FIGURES
+from wirecheck.training import strategies
+
+# The recorded unit per quantity kind and its factor from base units (as the verdicts record them).
+UNITS = {"bandwidth": ("GB/s", 1e-9), "compute": ("TFLOP/s", 1e-12), "time": ("µs", 1e6), "size": ("MiB", 2.0**-20),
+         "throughput": ("tokens/s", 1.0)}
+FIGURE_CHECKS = {"hbm_copy": "hbm_bandwidth (copy)", "hbm_read": "hbm_bandwidth (read)", "gemm_bf16": "gemm_throughput (bf16)",
+                 "gemm_fp8": "gemm_throughput (fp8)", "sustained_bf16": "sustained_throughput"}
+# What each level runs (the tests' levels markers): quick one large all_reduce per class and the GPU
+# figures; acceptance everything; a burn-in the GPU figures and busbw of every placement, under load.
+LEVEL_CHECKS = {
+    QUICK: {"busbw_all_reduce", "gpu"},
+    ACCEPTANCE: {"busbw", "busbw_all_reduce", "latency", "half_peak", "copy", "gpu", "training"},
+    BURN_IN: {"busbw", "busbw_all_reduce", "gpu"},
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    check: str
+    where: str
+    min: float | None  # in `unit`
+    max: float | None
+    unit: str
+    rule: str | None  # None: not judged (the source says why)
+    source: str
+    yaml_path: str | None
+    measured_on: dict | None = None  # a table entry's `hardware:`, the hardware it was measured on
+
+    @property
+    def judged(self) -> bool:
+        return self.rule is not None
+
+    def as_json(self) -> dict:
+        return {**asdict(self), "judged": self.judged}
+
+
+def _row(check: str, where: str, limit, kind: str, why: str) -> Row:
+    unit, scale = UNITS[kind]
+    if limit is None:
+        return Row(check, where, None, None, unit, None, why or f"no {check} limit for {where} in the file", None)
+    return Row(check, where, limit.min * scale if limit.min is not None else None,
+               limit.max * scale if limit.max is not None else None, unit, getattr(limit, "rule", "measured"),
+               limit.source, limit.yaml_path, dict(limit.hardware) if getattr(limit, "hardware", None) else None)
+
+
+def node_limits(thresholds, topology: Topology, hardware: Hardware | None, level: str = ACCEPTANCE,
+                simulated: bool = False) -> list[Row]:
+    """Every limit of `level` on the node `topology` and `hardware` describe."""
+    wanted = LEVEL_CHECKS[check_level(level)]
+    speed = hardware.nvlink_speed if hardware else None
+    if hardware is None:  # a record without the hardware reading: its GPU model still picks the GPU floors
+        names = {g.name for g in topology.gpus if g.name}
+        model = names.pop() if len(names) == 1 else None
+    else:
+        model = hardware.gpu_model
+    rows: list[Row] = []
+    placements = [p for p in enumerate_placements(topology) if p.klass in COLLECTIVE_CLASSES or p.klass == CLASS_PAIR]
+    measured = placements
+    if "busbw" not in wanted:  # the quick level: one all_reduce on each class's largest placement
+        largest: dict = {}
+        for p in placements:
+            if p.klass != CLASS_PAIR and (p.klass not in largest or p.n_gpus > largest[p.klass].n_gpus):
+                largest[p.klass] = p
+        measured = [p for p in placements if largest.get(p.klass) is p]
+    for p in measured:
+        ceiling = link_ceiling(topology, p, speed)
+        for op in OPS:
+            if "busbw" in wanted or (op == "all_reduce" and "busbw_all_reduce" in wanted):
+                limit, why = thresholds.busbw_rule(p.klass, op, p.n_gpus, simulated, ceiling, hardware)
+                rows.append(_row(f"busbw {op}", p.id, limit, "bandwidth", why))
+            if p.klass == CLASS_PAIR:
+                continue  # per-pair link checks judge bandwidth only
+            if "latency" in wanted:
+                limit, why = thresholds.latency_rule(p.klass, op, p.n_gpus, simulated, hardware)
+                rows.append(_row(f"small_message_latency {op}", p.id, limit, "time", why))
+            if "half_peak" in wanted:
+                limit, why = thresholds.half_peak_rule(p.klass, op, p.n_gpus, simulated, hardware)
+                rows.append(_row(f"half_peak_size {op}", p.id, limit, "size", why))
+    if "copy" in wanted and not simulated:
+        rows += _copies(thresholds, topology, hardware, placements)
+    if "gpu" in wanted:
+        health = thresholds.gpu_health
+        for figure, kind in FIGURES.items():
+            limit, why = health.floor_rule(figure, model, simulated, hardware)
+            rows.append(_row(FIGURE_CHECKS[figure], "every GPU", limit, kind, why))
+        peers = health.peers(simulated)
+        rows.append(Row("GPU figures below their peers", "every GPU", None, None, "%", "peers",
+                        f"more than {peers.max_below_median * 100:g} % and {peers.mad_k:g} scaled MADs below the median of "
+                        f"the node's other GPUs of the model; {peers.source}", peers.yaml_path))
+    if "training" in wanted:
+        rows += _training(thresholds, placements, hardware, model, simulated)
+    return rows
+
+
+def _copies(thresholds, topology: Topology, hardware: Hardware | None, placements) -> list[Row]:
+    copy = thresholds.copy_bandwidth
+    rows = []
+    pcie, _ = hardware.pcie_peak() if hardware else (None, "")
+    for direction in ("h2d", "d2h"):
+        limit, why = copy.limit_rule(topology.fabric, direction, pcie, hardware)
+        rows.append(_row(f"host_copy {direction}", "every GPU", limit, "bandwidth", why))
+    for p in placements:
+        if p.klass != CLASS_PAIR:
+            continue
+        a, b = p.gpus
+        nv = topology.nv_between(a, b)
+        ceiling = nv * hardware.nvlink_speed if hardware and hardware.nvlink_speed and nv else None
+        limit, why = copy.limit_rule(topology.fabric, "peer", ceiling, hardware)
+        rows.append(_row("peer_copy", p.id, limit, "bandwidth", why))
+    return rows
+
+
+def _training(thresholds, placements, hardware: Hardware | None, model: str | None, simulated: bool) -> list[Row]:
+    training = thresholds.training_limits(simulated)
+    rows = []
+    seen = set()
+    for p in placements:
+        if p.klass not in TRAINING_CLASSES or p.n_gpus < 2 or (p.klass, p.n_gpus) in seen:
+            continue
+        seen.add((p.klass, p.n_gpus))
+        for strategy in strategies.NAMES:
+            limit, why = training.throughput_rule(p.klass, strategy, p.n_gpus, hardware)
+            rows.append(_row(f"throughput {strategy}", p.id, limit, "throughput", why))
+    limit = training.single_gpu_floor(model)
+    rows.append(_row("single_gpu_training", "one GPU", limit, "throughput",
+                     f"no training.single_gpu_throughput_floors entry for {model!r}"))
+    return rows
+
+
+SHORT_SOURCE = 100  # characters of a source in the table (the JSON has it whole)
+
+
+def _bound(r: Row) -> str:
+    if not r.judged:
+        return "not judged"
+    parts = ([f">= {_num(r.min)}"] if r.min is not None else []) + ([f"<= {_num(r.max)}"] if r.max is not None else [])
+    return " and ".join(parts) + f" {r.unit}" if parts else "-"
+
+
+def _num(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:.4g}"
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= SHORT_SOURCE else text[:SHORT_SOURCE - 3].rstrip() + "..."
+
+
+def text(rows: list[Row], title: str) -> list[str]:
+    """A table for people: one line per limit (placements held to the same limit on one line), the rule,
+    the YAML path and the start of the source beside the bound; `--json` has every source whole."""
+    merged: dict[tuple, list[str]] = {}
+    for r in rows:
+        merged.setdefault((r.check, _bound(r), r.rule, r.yaml_path, r.source), []).append(r.where)
+    lines = []
+    for (check, bound, rule, yaml_path, source), wheres in merged.items():
+        where = wheres[0] if len(wheres) == 1 else f"{wheres[0]} (+{len(wheres) - 1} alike)"
+        lines.append((check, where, bound, rule or "-", f"{yaml_path}: {_short(source)}" if yaml_path else _short(source)))
+    widths = [max([len(h)] + [len(line[k]) for line in lines]) for k, h in enumerate(("check", "where", "bound", "rule"))]
+    out = [title, ""]
+    out.append("  ".join(f"{h:{w}}" for h, w in zip(("check", "where", "bound", "rule"), widths)) + "  source")
+    out += ["  ".join(f"{v:{w}}" for v, w in zip(line[:4], widths)) + f"  {line[4]}" for line in lines]
+    by_rule: dict[str, int] = {}
+    for r in rows:
+        if r.judged:
+            by_rule[r.rule] = by_rule.get(r.rule, 0) + 1
+    judged = sum(by_rule.values())
+    out += ["", f"{judged} limits ({', '.join(f'{n} {rule}' for rule, n in sorted(by_rule.items()))}); "
+                f"{len(rows) - judged} checks without a limit (the reason is their source); --json for every source whole"]
+    return out
