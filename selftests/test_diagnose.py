@@ -297,3 +297,14 @@ def test_a_node_of_one_gpu_judges_it_alone_against_its_floor(monkeypatch, tflops
     assert "no other GPU on the node" in f.evidence[1]
     if result == FOUND:
         assert f.culprit.startswith("GPU0 gemm_bf16 345 TFLOP/s alone, below the floor 619 TFLOP/s")
+
+
+def test_a_gpu_record_is_probed_only_on_the_node_that_wrote_it(tmp_path, capsys):
+    writer = RunWriter(tmp_path / "gpu.jsonl")
+    writer.header({"simulated": False, "host": "gpu-node-17", "gpus": [], "placements": []})
+    writer.verdict(_quad_busbw_failed(300.0), "tests/test_collectives.py::test_busbw")
+    writer.end(COMPLETE, exit_codes.FAILED)
+    writer.close()
+    assert main(["diagnose", str(tmp_path / "gpu.jsonl"), "--run"]) == exit_codes.BAD_INPUT
+    assert "recorded on gpu-node-17" in capsys.readouterr().err
+    assert main(["diagnose", str(tmp_path / "gpu.jsonl")]) == exit_codes.DIAGNOSIS_PLANNED  # the plan prints anywhere

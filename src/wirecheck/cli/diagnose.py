@@ -10,6 +10,7 @@ ruled out, and no probe singled out a part), 23 planned (without --run: the plan
 from __future__ import annotations
 
 import argparse
+import platform
 import sys
 
 from wirecheck.core import exit_codes as codes
@@ -61,9 +62,14 @@ def _thresholds(args, run):
 
 
 def _topology(run):
-    """NVML's topology on a node; the header's for a simulated record."""
+    """NVML's topology on a node; the header's for a simulated record. A GPU record is probed only on the node
+    that wrote it: another node's GPUs would answer for parts that are not theirs."""
     if run.simulated:
         return None
+    here, there = platform.node(), run.run.get("host")
+    if there and there != here:
+        raise ValueError(f"{run.path} was recorded on {there}, and this is {here}: run `{PROG} {run.path} --run` on "
+                         f"{there} (without --run, the plan prints anywhere)")
     try:
         return nvml.read_topology()
     except nvml.NvmlUnavailable as exc:
