@@ -27,7 +27,7 @@ def steps(s: Suspect) -> list[str]:
     if s.kind == COLLECTIVE:
         return [f"repeat {s.op} on {s.where} at the floor size: does the failure come back?",
                 f"all_reduce on every pair inside it ({_pairs(s.gpus)}): each pair's busbw against the pair floor "
-                "and against the median of the other pairs; NCCL's path per pair (NV# or the PCIe path)",
+                "and against the median of the other pairs; the path per pair (NV# or the PCIe path; on GPUs NCCL's own, from its log)",
                 "per-link NVLink state and error counters (CRC, replay, recovery) of each pair's GPUs read before and "
                 "after its load: which link's counters grew",
                 f"the GPUs' own health figures ({_gpus(s.gpus)}): uncorrected ECC, remapped rows, PCIe replays"]
