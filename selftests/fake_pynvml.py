@@ -492,3 +492,17 @@ def from_reference(path: Path, remote_type: int | None = None) -> Scenario:
     ancestors = {frozenset((p["i"], p["j"])): p["ancestor"] for p in data.get("pairs", [])}
     missing = {"nvmlDeviceGetNvLinkRemoteDeviceType"} if remote_type is None else set()
     return Scenario(gpus=gpus, driver=data["driver"], ancestors=ancestors, missing=missing)
+
+
+class GrowingCrc:
+    """A link's error counters (replay, recovery, crc_flit, crc_data, ecc_data) whose CRC data count grows by
+    `step` at every read: a link that corrupts flits while it carries traffic. Set it as a FakeLink's counters."""
+
+    def __init__(self, step: int):
+        self.step, self.crc_data = step, 0
+
+    def __getitem__(self, counter: int) -> int:
+        if counter == 3:
+            self.crc_data += self.step
+            return self.crc_data
+        return 0

@@ -14,7 +14,8 @@ from wirecheck.cli.main import COMMANDS, main
 
 def test_every_command_has_a_name_a_parser_and_a_run():
     assert [c.NAME for c in COMMANDS] == ["topo", "limits", "memory", "advise", "validate", "plan", "node-state", "judge",
-                                          "calibrate", "report", "fleet", "nccl-tests"]
+                                          "calibrate", "report", "diagnose", "fleet",
+                                          "nccl-tests"]
     for command in COMMANDS:
         assert callable(command.add_parser) and callable(command.run)
 

@@ -218,6 +218,12 @@ def main(argv: list[str] | None = None) -> int:
     notes = []
     try:
         runs = [read_run(p) for p in args.records]
+        for run in runs:
+            if run.run.get("kind") == "diagnosis":  # wirecheck diagnose's findings: probes, not inputs
+                raise RecordFileError(f"{run.path}: a diagnosis record (wirecheck diagnose --run): its findings come "
+                                      "from probes run on the node, not from inputs a check can judge again; read it "
+                                      f"with `wirecheck report {run.path}`, or judge the record it diagnosed "
+                                      f"({run.run.get('diagnosed')})")
         if args.thresholds:
             try:
                 given = load_thresholds(Path(args.thresholds))

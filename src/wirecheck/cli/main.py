@@ -2,7 +2,8 @@
 memory (the memory model), advise (which strategy and GPUs for a model, from the node's records),
 validate (run the validation suite on this node, or in simulation without a driver), plan (how long
 a level takes, predicted), node-state (what a validate run says about the node, for a drain hook),
-judge (judge recorded runs again), calibrate (floors from the site's clean runs), report (one page from a record, with the trend), fleet (report,
+judge (judge recorded runs again), calibrate (floors from the site's clean runs), report (one page from a record, with the trend),
+diagnose (localize a record's failures: which GPU, pair or link), fleet (report,
 inventory, multinode: beyond one node), nccl-tests (the reference tool beside the suite).
 
 Each command is a module with NAME, add_parser(subparsers) and run(args, extra_args) -> exit
@@ -17,14 +18,14 @@ import os
 import signal
 import sys
 
-from wirecheck.cli import advise as cli_advise, calibrate as cli_calibrate, fleet as cli_fleet, limits as cli_limits, \
+from wirecheck.cli import advise as cli_advise, calibrate as cli_calibrate, diagnose as cli_diagnose, fleet as cli_fleet, limits as cli_limits, \
     memory as cli_memory
 from wirecheck.cli import node_state as cli_node_state, plan as cli_plan
 from wirecheck.cli import report as cli_report, topo as cli_topo, validate as cli_validate
 from wirecheck.cli.passthrough import judge, nccl_tests
 
 COMMANDS = (cli_topo, cli_limits, cli_memory, cli_advise, cli_validate, cli_plan, cli_node_state, judge, cli_calibrate,
-            cli_report, cli_fleet, nccl_tests)
+            cli_report, cli_diagnose, cli_fleet, nccl_tests)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -37,6 +37,15 @@ HARNESS_FAULT = 74
 # EX_SOFTWARE. pytest's own INTERNALERROR (3) stays for pytest and other plugins. "unknown" to the hooks too.
 HARNESS_CRASH = 70
 
+# `wirecheck diagnose`: what the follow-up probes found, in numbers no node verdict uses (0/1/10/11), so
+# that a hook never reads a diagnosis as an accepted or a failed node. 0: the record has no failure.
+NOTHING_TO_LOCALIZE = 0
+DIAGNOSIS_FOUND = 20  # a part is named (a GPU, a pair's link, one NVLink, a GPU's slot) with its evidence
+DIAGNOSIS_NOT_REPRODUCED = 21  # no failure came back under the probes
+DIAGNOSIS_NOT_LOCALIZED = 22  # a failure came back (or could not be ruled out) and no probe singled out a part
+# Without --run (the plan only), diagnose exits NOTHING_TO_LOCALIZE on a clean record, else DIAGNOSIS_PLANNED.
+DIAGNOSIS_PLANNED = 23
+
 BAD_INPUT = 2  # the commands beside pytest (argparse's code): a bad option, file or value, named with its fix
 
 CTRL_C = 128 + signal.SIGINT  # 130, as a shell reports a job stopped by Ctrl-C

@@ -109,3 +109,19 @@ def measure(ctx: RankContext, gpus: list[int], pairs: list[list[int]], size: int
         "device_names": {g: torch.cuda.get_device_name(locals_[g]) for g in gpus},
         "torch": torch.__version__,
     }
+
+
+def host_each(ctx: RankContext, gpus: list[int], size: int, warmup_iters: int, iters: int) -> dict[str, Any]:
+    """Worker function: host copies of this rank's GPU (local device ctx.rank, NVML index gpus[ctx.rank]),
+    every rank of the group at the same time (a barrier lines them up): what GPUs behind one PCIe switch
+    get together, where `measure` copies one GPU at a time. A group of one rank is the GPU alone."""
+    import torch.distributed as dist
+
+    host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+    try:
+        return _host(ctx.rank, gpus[ctx.rank], host, warmup_iters, iters)
+    finally:
+        del host
+        _release([ctx.rank])

@@ -310,9 +310,14 @@ def load_history(directory: str | Path, exclude: list[Path] = ()) -> tuple[list[
         if path.resolve() in excluded:
             continue
         try:
-            views.append(view_of(path))
+            view = view_of(path)
         except RecordFileError as exc:
             skipped.append((path, str(exc)))
+            continue
+        if view.run.run.get("kind") == "diagnosis":  # findings about another run, not a run of the node
+            skipped.append((path, "a diagnosis record (wirecheck diagnose): not a run of the node"))
+            continue
+        views.append(view)
     return views, skipped
 
 

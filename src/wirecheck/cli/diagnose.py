@@ -1,0 +1,107 @@
+"""`wirecheck diagnose RUN.jsonl [--run]`: for each failure in a record, the follow-up probes that localize
+it (printed as a plan); with --run, run them here and name the part with its evidence, in a record of its
+own (verdicts of check `diagnosis`), the culprit last.
+
+Exit codes (wirecheck.core.exit_codes): 0 nothing to localize (the record has no failure), 20 found (a part
+is named), 21 not reproduced (no failure came back), 22 not localized (a failure came back, or could not be
+ruled out, and no probe singled out a part), 23 planned (without --run: the plan was printed), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+
+from wirecheck.core import exit_codes as codes
+from wirecheck.core.paths import suite_paths
+from wirecheck.diagnose import plan
+from wirecheck.diagnose.command import diagnose
+from wirecheck.diagnose.context import context_for
+from wirecheck.diagnose.suspects import suspects
+from wirecheck.diagnose.worker import WORKERS
+from wirecheck.gpu.load import WORKERS as GPU_WORKERS
+from wirecheck.node import nvml
+from wirecheck.records.culprit import diagnosed_culprit
+from wirecheck.records.file import RecordFileError, read_run
+from wirecheck.records.run import recorded_thresholds
+from wirecheck.thresholds.file import ThresholdsError, load_thresholds
+
+NAME = "diagnose"
+PROG = f"wirecheck {NAME}"
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(NAME, help="localize a record's failures: the probes as a plan, or run (--run)",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("record", metavar="RUN.jsonl", help="a record of `wirecheck validate` (its last run)")
+    parser.add_argument("--run", dest="run_probes", action="store_true", help="run the probes on this node (in simulation for a "
+                        "simulated record) and name the part")
+    parser.add_argument("--json", dest="out", metavar="PATH", help="where the diagnosis record goes (default: a new "
+                        "diagnosis-<UTC>-<host>-<pid>.jsonl in .wirecheck/)")
+    parser.add_argument("--thresholds", metavar="PATH", help="thresholds file (default: the copy in the record's "
+                        "header, else the suite's)")
+    parser.add_argument("--collective-workers", default=WORKERS, metavar="MODULE", help="module of the probes' "
+                        "collective worker functions `measure` and `pair` (self-tests inject faults through it)")
+    parser.add_argument("--gpu-workers", default=GPU_WORKERS, metavar="MODULE", help="module of the GPU load's "
+                        "worker functions (self-tests inject faults through it)")
+    return parser
+
+
+def _say(message: str) -> None:
+    print(f"{PROG}: {message}", file=sys.stderr)
+
+
+def _thresholds(args, run):
+    if args.thresholds:
+        return load_thresholds(args.thresholds)
+    recorded = recorded_thresholds(run.run)
+    if recorded is not None:
+        return load_thresholds(run.run.get("thresholds") or "recorded thresholds", content=recorded[0])
+    return load_thresholds(suite_paths().thresholds)
+
+
+def _topology(run):
+    """NVML's topology on a node; the header's for a simulated record. A GPU record is probed only on the node
+    that wrote it: another node's GPUs would answer for parts that are not theirs."""
+    if run.simulated:
+        return None
+    here, there = platform.node(), run.run.get("host")
+    if there and there != here:
+        raise ValueError(f"{run.path} was recorded on {there}, and this is {here}: run `{PROG} {run.path} --run` on "
+                         f"{there} (without --run, the plan prints anywhere)")
+    try:
+        return nvml.read_topology()
+    except nvml.NvmlUnavailable as exc:
+        raise ValueError(f"{run.path} was recorded on GPUs, and NVML here says: {nvml.without_simulate_hint(exc)}; "
+                         "run diagnose --run on the node the record came from") from None
+
+
+def run(args, extra_args) -> int:
+    try:
+        record = read_run(args.record)
+        thresholds = _thresholds(args, record)
+    except (RecordFileError, ThresholdsError, ValueError) as exc:
+        _say(str(exc))
+        return codes.BAD_INPUT
+    found = suspects(record)
+    if not args.run_probes:
+        print(plan.render(found))
+        if found:
+            print(f"\nrun them: {PROG} {args.record} --run")
+        return codes.DIAGNOSIS_PLANNED if found else codes.NOTHING_TO_LOCALIZE
+    if not found:
+        print("nothing to localize: the record has no failure")
+        return codes.NOTHING_TO_LOCALIZE
+    try:
+        ctx = context_for(record, thresholds, topology=_topology(record), collective_workers=args.collective_workers,
+                          gpu_workers=args.gpu_workers)
+        findings, path, code = diagnose(record, ctx, args.out, say=print)
+    except (RecordFileError, ValueError) as exc:
+        _say(str(exc))
+        return codes.BAD_INPUT
+    culprit = diagnosed_culprit(read_run(path))
+    results = ", ".join(f"{f.suspect.label}: {f.result}" for f in findings)
+    print(f"\ndiagnosis record: {path}")
+    print(f"culprit: {culprit}" if culprit else f"no part named ({results})")
+    return code
