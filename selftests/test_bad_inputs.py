@@ -374,8 +374,9 @@ def test_the_forms_people_write_are_taken(given, collected, pytester):
     """`5m`, `1h30m` and `90 s` are durations; `--placement nvswitch,` is the placement nvswitch (before: "unknown
     placement (nvswitch); did you mean nvswitch?")."""
     make_project(pytester)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", "-q", "--simulate=h200-sxm-2",
-                                          *given)
+    # importlib mode: the whole tests/ is collected in this process, beside self-test modules of the same names
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--import-mode=importlib", "--collect-only", "-q",
+                                          "--simulate=h200-sxm-2", *given)
     text = "\n".join(result.outlines + result.errlines)
     assert result.ret == 10, text  # collected, in simulation
     assert collected in text, text

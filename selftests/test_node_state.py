@@ -178,6 +178,6 @@ def test_no_gpu_visible_reads_as_a_floor_of_one_gpu(tmp_path):
 
     verdicts = [gpus_visible(None, n_gpus=0, unavailable=None, simulated=False).with_inputs("gpus_visible", {})]
     assert state(tmp_path, 1, verdicts=verdicts, end={"status": "complete"}) == (
-        UNHEALTHY, "wirecheck: gpus_visible node 0 GPUs < 1 GPUs")
+        UNHEALTHY, "wirecheck: gpus_visible node 0 < 1 GPUs")
     assert gpus_visible(None, n_gpus=2, unavailable=None, simulated=False).ok
     assert not gpus_visible(None, n_gpus=2, unavailable="NVML: Driver Not Loaded", simulated=False).ok

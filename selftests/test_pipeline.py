@@ -112,6 +112,7 @@ def _node():
                                                  active_links=18) for i in (0, 1)])
     return SimpleNamespace(simulated=True, simulation_source="h200-sxm-2.txt", unavailable=None, profile_name=None,
                            thresholds=SimpleNamespace(path="thresholds.yaml"), versions={"torch": "2"}, topology=topo,
+                           hardware=None,
                            placements=[PLACEMENT])
 
 
@@ -153,7 +154,7 @@ def test_the_plugin_and_the_multinode_job_write_the_same_header_and_end(tmp_path
     assert [k for k in network.run if k != "multinode"] == list(suite.run)
     assert list(network.end) == list(suite.end)
     assert suite.run["gpus"][1] == {"index": 1, "name": "H200", "bus_id": "0000:01:00.0", "memory_bytes": 1,
-                                    "nvlinks_active": 18}
+                                    "nvlinks_active": 18, "uuid": None, "serial": None}  # a fake without either
     assert suite.run["placements"] == [{"id": "nvswitch-2gpu-0.1", "class": "nvswitch", "gpus": [0, 1]}]
     assert network.run["placements"] == [{"id": "network-2node-2gpu", "class": "network", "gpus": [0, 1]}]
     assert network.run["multinode"]["nodes"] == ["node0", "node1"]

@@ -183,8 +183,8 @@ def test_a_long_burn_in_is_drawn_in_linear_time():
         view.busbw()
         return time.process_time() - start, view
 
-    small, _ = cost(480)
-    large, view = cost(4800)
+    small = min(cost(480)[0] for _ in range(3))  # the best of three: a collection pause does not count
+    large, view = min((cost(4800) for _ in range(2)), key=lambda c: c[0])
     assert len(view.rounds) == 4800 and len(view.windows("GPU0")) == 4800 * 4
     assert view.windows("GPU1")[-1][0] == pytest.approx(10 * 4799 + 3)
     assert large < 30 * max(small, 1e-3), (small, large)

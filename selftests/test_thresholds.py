@@ -174,7 +174,7 @@ def test_every_hardware_class_and_op_is_judged_somehow(shipped):
     gen5 = Hardware(pcie_gen=5, pcie_width=16)
     for klass in (c for c in COLLECTIVE_CLASSES if c not in NVLINK_CLASSES):
         for op in OPS:
-            assert shipped.busbw_limit(klass, op, 2, False, hardware=gen5) is not None, (klass, op)
+            assert shipped.busbw_limit(klass, op, 2, False, ceiling, hardware=gen5) is not None, (klass, op)
 
 
 def test_unknown_names_in_lookups_are_caller_bugs(shipped):

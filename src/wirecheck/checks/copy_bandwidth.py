@@ -9,10 +9,12 @@ down to Gen3 or x8 shows as the cause; the link itself is judged under load by
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from wirecheck.checks import check
 from wirecheck.core.quantity import format_bw
 from wirecheck.thresholds.copy_limits import pcie_ceiling
-from wirecheck.core.verdict import FAIL, PASS, Verdict, expect, not_measured, skip, within
+from wirecheck.core.verdict import FAIL, Verdict, expect, not_measured, skip, within
 from wirecheck.node.hardware import Hardware
 
 GB = 1e9

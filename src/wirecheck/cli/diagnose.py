@@ -19,7 +19,7 @@ from wirecheck.diagnose import plan
 from wirecheck.diagnose.command import diagnose
 from wirecheck.diagnose.context import context_for
 from wirecheck.diagnose.suspects import suspects
-from wirecheck.diagnose.worker import WORKERS
+from wirecheck.diagnose.context import WORKERS
 from wirecheck.gpu.load import WORKERS as GPU_WORKERS
 from wirecheck.node import nvml
 from wirecheck.records.culprit import diagnosed_culprit

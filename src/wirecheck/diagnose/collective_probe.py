@@ -17,11 +17,11 @@ import time
 
 from wirecheck.checks.collectives import busbw as busbw_check, pair_spread
 from wirecheck.core.quantity import format_bw, format_bytes
-from wirecheck.diagnose.context import Context, read_counters
+from wirecheck.core import render
+from wirecheck.diagnose.context import MEASURE, PAIR, Context, read_counters
 from wirecheck.diagnose.findings import FOUND, NOT_LOCALIZED, NOT_REPRODUCED, Finding
 from wirecheck.diagnose.plan import pairs_of
 from wirecheck.diagnose.suspects import WRONG_COLLECTIVE, Suspect
-from wirecheck.diagnose.worker import MEASURE, PAIR
 from wirecheck.measure import collectives
 from wirecheck.nccl import log as nccl_log, path as nccl_path
 from wirecheck.measure.sweep import measure_kwargs
@@ -204,7 +204,7 @@ class _Probe:
             floor = busbw_check(ctx.thresholds, op="all_reduce", placement=pid, placement_class=CLASS_PAIR, n_gpus=2,
                                 simulated=ctx.simulated, busbw_bytes_per_s=p["result"].busbw, size_bytes=p["result"].bytes,
                                 link_ceiling_bytes_per_s=None)
-            failed = [floor.message.split(": ", 1)[-1]] if not floor.ok else []
+            failed = [render.gist(floor)] if not floor.ok else []
             below = self._below_median(pid, by_nv[nv])
             if below:
                 failed.append(below)
@@ -220,7 +220,7 @@ class _Probe:
         if not ctx.simulated:
             v = pair_spread(ctx.thresholds, placement=pid, nv=ctx.nv(*self._gpus(pid)) or 0,
                             pairs_busbw_bytes_per_s=pairs_busbw)
-            return None if v.ok else v.message.split(": ", 1)[-1].splitlines()[0]
+            return None if v.ok else render.gist(v)
         if len(pairs_busbw) < 3:
             return None
         rule = ctx.thresholds.fleet(True).pairs

@@ -12,11 +12,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from wirecheck.diagnose import worker
 from wirecheck.gpu.load import WORKERS as GPU_WORKERS
 from wirecheck.node import nvml
 from wirecheck.node.topology import FABRICS, Gpu, Topology
 from wirecheck.records.file import RunRecord
+
+# The probes' worker module and its two functions, named here so that the parent never imports it (it
+# imports torch at the top, as every module only workers import).
+WORKERS = "wirecheck.diagnose.worker"
+MEASURE, PAIR = "measure", "pair"
 
 
 def topology_from_header(header: dict) -> Topology | None:
@@ -44,7 +48,7 @@ class Context:
     simulated: bool
     topology: Topology | None
     log_dir: Path | None = None
-    collective_workers: str = worker.WORKERS  # a module with `measure` and `pair`
+    collective_workers: str = WORKERS  # a module with `measure` and `pair`
     gpu_workers: str = GPU_WORKERS  # a module with the GPU load's `figures`, `sustained`, `memory`
 
     @property

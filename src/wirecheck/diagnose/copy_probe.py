@@ -9,6 +9,7 @@ simulation nothing runs, and the finding says so.
 
 from __future__ import annotations
 
+from wirecheck.core import render
 from wirecheck.checks.copy_bandwidth import host_copy, pcie_link_under_load
 from wirecheck.core.quantity import format_bw
 from wirecheck.diagnose.context import Context
@@ -71,7 +72,7 @@ class _Probe:
         else:
             evidence.append(f"no other GPU behind GPU{gpu}'s PCIe switch: alone only")
         if not link_v.ok and not link_v.skipped:
-            return Finding(s, FOUND, f"GPU{gpu} PCIe link", f"GPU{gpu}{self._bus(gpu)} {link_v.message.split(': ', 1)[-1]}",
+            return Finding(s, FOUND, f"GPU{gpu} PCIe link", f"GPU{gpu}{self._bus(gpu)} {render.gist(link_v)}",
                            evidence, figures)
         if not alone_v.ok:
             return Finding(s, FOUND, f"GPU{gpu}", f"GPU{gpu}{self._bus(gpu)} {self.direction} copy "

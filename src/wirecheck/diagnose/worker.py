@@ -18,8 +18,7 @@ from wirecheck.measure import collective_worker
 if TYPE_CHECKING:
     from wirecheck.workers.worker import RankContext
 
-WORKERS = "wirecheck.diagnose.worker"
-MEASURE, PAIR = "measure", "pair"
+# Named for the parent in wirecheck.diagnose.context (WORKERS, MEASURE, PAIR), which imports no torch.
 
 
 def measure(ctx: RankContext, **kwargs: Any) -> dict[str, Any]:

@@ -145,12 +145,13 @@ def cannot_write(exc: Exception, option: str, named: bool, folder: str | Path) -
 def run_header(*, simulated: bool, simulation_source: str | None, thresholds: str | Path, versions: dict,
                placements: Iterable[dict], topology=None, gpus: list | None = None, unavailable: str | None = None,
                profile: str | None = None, level: str | None = None, duration_s: float | None = None,
-               **extra: Any) -> dict:
+               hardware: dict | None = None, **extra: Any) -> dict:
     """The provenance of a run that measures and judges: what was simulated, against which thresholds,
     with which versions and environment, on which GPUs and placements, at which level (the suite's
     --level, a burn-in's duration; None for a run without levels). `gpus` replaces the topology's
     GPU list where there is no topology (the ranks of a multi-node job); `extra` adds keys of its own
-    (`multinode`)."""
+    (`multinode`). `hardware`: what the derived limits read of the node (wirecheck.node.hardware; None
+    where there is no one node, as in a multi-node job)."""
     fields = topology_fields(topology)
     if gpus is not None:
         fields["gpus"] = gpus
@@ -166,6 +167,7 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
         "placements": list(placements),
         "level": level,
         "duration_s": duration_s,
+        "hardware": hardware,
         **extra,
     }
 
