@@ -25,9 +25,9 @@ GEN5_X16 = {"gen": 5, "width": 16, "gen_max": 5, "width_max": 16, "under_load": 
 GEN4_X16 = {**GEN5_X16, "gen": 4}
 
 
-def host(bps, pcie=GEN5_X16, fabric="nvswitch", direction="h2d", simulated=False):
+def host(bps, pcie=GEN5_X16, fabric="nvswitch", direction="h2d", simulated=False, hardware=None):
     return checks.copy_bandwidth.host_copy(TH, gpu=1, direction=direction, fabric=fabric, bytes_per_s=bps, pcie=pcie,
-                                           simulated=simulated)
+                                           simulated=simulated, hardware=hardware)
 
 
 def peer(directions, fabric="nvswitch", nv=18, simulated=False):
@@ -56,6 +56,16 @@ def test_slow_host_copy_names_the_gpu_and_the_link_it_ran_on():
     assert v.message.startswith(f"host->device copy bandwidth on GPU1: measured 24.0 GB/s < floor {H2D_FLOOR / GB:.1f} GB/s")
     assert "the copy ran on PCIe Gen4 x16 (capable of Gen5 x16)" in v.message
     assert v.details["pcie"]["gen"] == 4
+
+
+def test_a_node_with_its_hardware_reading_is_judged_by_the_link_it_copied_on():
+    """What a GPU node's run passes (the NVML reading in its header): the PCIe reading during the copies
+    names the link the table entry must have been measured on; a Gen4 node is not held to a Gen5 figure."""
+    h200 = {"gpu_model": "NVIDIA H200", "pcie_gen": 5, "pcie_width": 16}
+    assert host(55.3 * GB, hardware=h200).outcome == "pass"
+    assert host(24.0 * GB, hardware=h200).outcome == "fail"
+    gen4 = host(25 * GB, pcie={**GEN4_X16, "gen_max": 4}, hardware=h200)
+    assert gen4.outcome == "pass" and gen4.rule == "derived" and "31.5 GB/s" in gen4.message
 
 
 def test_a_fabric_without_figures_is_judged_against_its_own_pcie_link():
