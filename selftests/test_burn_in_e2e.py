@@ -123,8 +123,11 @@ def test_ctrl_c_stops_the_burn_in_keeps_every_round_and_the_record_ends_interrup
     lines = records(out)
     rounds = [r["details"] for r in _kinds(lines, "burn_in_round")]
     assert len(rounds) >= 2 and [r["round"] for r in rounds] == list(range(1, len(rounds) + 1)), output
-    assert rounds[-1]["interrupted"] and not any(r["interrupted"] for r in rounds[:-1])
-    assert rounds[-1]["series"]["GPU0"]["windows"], "the round Ctrl-C cut short keeps its windows"
+    # Ctrl-C falls inside a round (that round is kept, marked cut) or, on a loaded machine that prints the
+    # progress line late, between two rounds (during the memory test): then no round is cut. Never an earlier one.
+    cut = [r for r in rounds if r["interrupted"]]
+    assert cut in ([], [rounds[-1]]), [r["round"] for r in cut]
+    assert not cut or cut[0]["series"]["GPU0"]["windows"], "the round Ctrl-C cut short keeps its windows"
     (summary,) = _kinds(lines, "burn_in")
     assert summary["details"]["status"] == "interrupted"
     assert lines[-1]["type"] == "end" and lines[-1]["status"] == "interrupted", lines[-1]

@@ -179,7 +179,7 @@ def test_a_node_or_a_network_step_that_leaves_no_record_fails_the_job_by_name(sl
     # Without --expect-network the report would have passed a fleet whose network was never measured.
     assert fleet["network_record"]["outcome"] == "fail", fleet["network_record"]
     text = (results / "fleet.txt").read_text()
-    assert "wc2: [node_record] node wc2: no record wc2.jsonl" in text, text
+    assert "wc2: [node_record] validation record on wc2: no record wc2.jsonl" in text, text
     assert "network run: MISSING" in text and "network: [network_record] multi-node record on network: the multi-node step wrote none" in text, text
 
 
