@@ -14,6 +14,7 @@ is written from; the message is rendered when the verdict is made and recorded w
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -81,7 +82,12 @@ class Verdict:
         return cls(**{k: v for k, v in rec.items() if k in names})
 
     def with_inputs(self, check: str, inputs: dict) -> "Verdict":
-        return replace(self, check=check, inputs=inputs)
+        # A copy with two fields set, not dataclasses.replace: nothing is rendered again (the words do not
+        # name the check), and a fleet report makes one per judged verdict of every node.
+        out = copy.copy(self)
+        object.__setattr__(out, "check", check)
+        object.__setattr__(out, "inputs", inputs)
+        return out
 
     def amended(self, **changes: Any) -> "Verdict":
         """The verdict with `changes` (a note, details), its message rendered again from them."""
