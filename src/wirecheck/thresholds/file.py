@@ -246,6 +246,7 @@ class Thresholds:
     # wirecheck calibrate's rule and the history rule (thresholds.baselines); None in a file older than them
     calibration_rule: CalibrationRule | None = None
     history_rule: HistoryRule | None = None
+    drain: dict | None = None  # the `drain:` section (wirecheck.records.drain_policy), as written
 
     @property
     def calibration(self) -> CalibrationRule:
@@ -857,6 +858,8 @@ def load_thresholds(path: str | Path, content: bytes | None = None,
                            'source: ...}',
             "history": '{runs: 10, min_runs: 3, mad_k: "3 x", min_margin: "3 %", max_margin: "10 %", figures: [...], '
                        'source: ...}',
+            "drain": '{flaky_max: 3, flaky_window: "24 h", guard_share: "50 %", guard_window: "5 min", '
+                     'replace_after: 3, replace_window: "7 d", source: ...}',
         },
     )
     profiles = _profiles(f["profiles"])
@@ -892,4 +895,6 @@ def load_thresholds(path: str | Path, content: bytes | None = None,
         burn_in=parse_burn_in(f["burn_in"]),
         calibration_rule=parse_calibration(f["calibration"]) if "calibration" in f else None,
         history_rule=parse_history(f["history"]) if "history" in f else None,
+        # The drain hooks' keys, read as they are: wirecheck.records.drain_policy.parse_policy checks them.
+        drain=f["drain"].value if "drain" in f else None,
     )
