@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The wall time and the verdicts of each level, repeated, on a GPU node (about 7 minutes on a 1x H200 node
+# with N=3): the README's quick start once from a fresh copy (offline, .whl/ beside the checkout), then
+# `wirecheck validate --level quick` N times and `wirecheck validate` (acceptance) N times from that install.
+#   bash scripts/device/level_times.sh OUTDIR [N] [LEVEL ...]      (LEVEL: quick, acceptance; default both)
+# OUTDIR gets times.tsv (level, repeat, exit code, wall seconds), one record and one log per run, in
+# records.tgz, and console.log. Compare two such folders' verdicts with
+#   python3 scripts/device/same_verdicts.py OUTDIR_BEFORE OUTDIR_AFTER
+# The environment is passed through unchanged (NCCL_NVLS_ENABLE=0 and the rest reach every worker).
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+ROOT=$PWD
+if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/level_times.sh OUTDIR [N] [LEVEL ...]" >&2; exit 4; fi
+case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac
+shift
+REPEATS=${1:-3}; [ $# -gt 0 ] && shift
+LEVELS=("$@"); [ ${#LEVELS[@]} -gt 0 ] || LEVELS=(quick acceptance)
+case $REPEATS in ''|*[!0-9]*) echo "level_times: N must be a whole number, not '$REPEATS'" >&2; exit 4 ;; esac
+WORK=$(mktemp -d /tmp/level-times.XXXXXX)
+mkdir -p "$OUT" "$WORK/runs"
+exec > >(tee "$OUT/console.log") 2>&1
+export PYTHONUNBUFFERED=1
+NAME=level_times
+BUDGET=${LEVEL_TIMES_BUDGET_S:-570}
+. "$ROOT/scripts/device/common.sh"
+
+t0=$SECONDS
+bash scripts/device/fresh_install.sh -k inventory > "$WORK/fresh.log" 2>&1
+log "fresh install and inventory: exit $?, $((SECONDS - t0)) s"
+venv=$(ls -d /tmp/wirecheck-fresh.*/wirecheck/.venv 2>/dev/null | head -1)
+[ -n "$venv" ] || { log "no fresh install (see fresh.log)"; cp "$WORK/fresh.log" "$OUT/"; exit 2; }
+printf 'level\trepeat\texit\twall_s\n' > "$OUT/times.tsv"
+for level in "${LEVELS[@]}"; do
+  case $level in quick) args=(--level quick); need=40 ;; acceptance) args=(); need=130 ;;
+    *) log "unknown level $level (quick, acceptance)"; exit 4 ;; esac
+  for i in $(seq 1 "$REPEATS"); do
+    fits "$need" "$level $i" || continue
+    name=$level-$i
+    start=$(date +%s.%N)
+    (cd "$(dirname "$venv")" && timeout -s INT "$(allow 300)" "$venv/bin/wirecheck" validate "${args[@]}" -rfEs \
+       --wirecheck-json "$WORK/runs/$name.jsonl" > "$WORK/runs/$name.log" 2>&1)
+    rc=$?
+    wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    printf '%s\t%s\t%s\t%s\n' "$level" "$i" "$rc" "$wall" >> "$OUT/times.tsv"
+    log "$level run $i: exit $rc, wall $wall s; $(grep -E '^=+ .*(passed|failed)' "$WORK/runs/$name.log" | tail -1)"
+  done
+done
+cp "$WORK/fresh.log" "$WORK/runs/"
+tar czf "$OUT/records.tgz" -C "$WORK" runs
+column -t "$OUT/times.tsv"
