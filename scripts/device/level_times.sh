@@ -47,4 +47,4 @@ for level in "${LEVELS[@]}"; do
 done
 cp "$WORK/fresh.log" "$WORK/runs/"
 tar czf "$OUT/records.tgz" -C "$WORK" runs
-column -t "$OUT/times.tsv"
+cat "$OUT/times.tsv"
