@@ -336,3 +336,56 @@ def test_a_crash_of_the_plugin_at_session_start_is_its_own_code(pytester, monkey
     assert lines[-1].startswith("wirecheck: the wirecheck plugin crashed, not a verdict on this node (exit 70): "
                                 "RuntimeError: a bug of ours"), lines[-1]
     assert any(line.startswith("INTERNALERROR> ") for line in lines)  # the traceback, for the bug report
+
+
+# ---- a bug of ours inside a test -------------------------------------------------------------------------
+
+def _raising_conftest(raising: dict[str, str]) -> str:
+    """A tests/conftest.py whose fixture runs, for each named test, its statement (real code in the suite's
+    own file, so that the traceback's innermost frame is ours)."""
+    branches = "".join(f"    if request.node.name == {name!r}:\n        {statement}\n" for name, statement in raising.items())
+    return f"import pytest\n\n@pytest.fixture(autouse=True)\ndef broken(request):\n{branches}    yield\n"
+
+
+@pytest.mark.parametrize("raising, code, last", [
+    # a NameError in the suite's own code, the only failure: ours, exit 70, the node unknown
+    ({"test_gpu_model[gpu0]": "undefined_name + 1"}, exit_codes.HARNESS_CRASH,
+     "wirecheck: a bug of wirecheck, not a verdict on this node (exit 70): tests/test_inventory.py::test_gpu_model"
+     "[gpu0]: NameError: name 'undefined_name' is not defined at conftest.py:"),
+    # the same bug beside a check that failed for the node: that failure stands, exit 1
+    ({"test_gpu_model[gpu0]": "undefined_name + 1", "test_gpu_model[gpu1]": "assert 3 >= 4, 'GPUs visible'"},
+     exit_codes.FAILED, None),
+    # what torch raises for a GPU's fault (a RuntimeError) is no bug of ours: the node's verdict, exit 1
+    ({"test_gpu_model[gpu0]": "raise RuntimeError('CUDA error: an illegal memory access was encountered')"},
+     exit_codes.FAILED, None),
+], ids=["bug-alone", "bug-beside-a-failure", "runtime-error-is-the-nodes"])
+def test_a_bug_of_ours_in_a_test_is_never_the_nodes_failure(pytester, raising, code, last):
+    make_project(pytester, tests_conftest=_raising_conftest(raising))
+    record = Path(pytester.path) / "r.jsonl"
+    result, lines = _run(pytester, f"--wirecheck-json={record}")
+    text = "\n".join(lines)
+    assert result.ret == code, text
+    run = read_run(record)
+    assert run.end["exit_status"] == code  # what node-state and the hooks read
+    if code == exit_codes.HARNESS_CRASH:
+        assert decide(run.end["exit_status"], run).state == UNKNOWN
+    if last is not None:
+        assert lines[-1].startswith(last), lines[-1]
+    else:
+        assert "a bug of wirecheck, not a verdict" not in lines[-1], lines[-1]
+
+
+@pytest.mark.parametrize("raised, ours", [("builtins.NameError", True), ("builtins.TypeError", True),
+                                          ("torch.AcceleratorError", False), ("builtins.RuntimeError", False)])
+def test_a_worker_functions_programming_error_is_ours_a_cuda_error_the_nodes(raised, ours):
+    from wirecheck.core.failures import RAISED, CALL, GroupFailure, RankFailure
+    from wirecheck.workers.errors import error_for
+
+    root = RankFailure(rank=1, kind=RAISED, at=0.0, summary=f"{raised.rsplit('.', 1)[1]}: x", exception=raised)
+    failure = GroupFailure(label="nvswitch-2gpu-0.1", what="all_reduce at 1 MiB", phase=CALL, root=root, ranks=(root,))
+    with pytest.raises(Exception) as excinfo:
+        raise error_for(failure, {})
+    bug = _plugin_module("harness").bug_of_ours(excinfo)
+    assert (bug is not None) == ours, bug
+    if ours:
+        assert bug.endswith("in a worker of nvswitch-2gpu-0.1 (all_reduce at 1 MiB)"), bug

@@ -49,8 +49,9 @@ EXIT_CODES: dict[int, tuple[str, str]] = {  # code -> (outcome for the last line
                           "last line names the path, the cause and the fix; what was measured before is kept (the "
                           "record, else the screen); a scheduler's hook reads it as unknown and never drains"),
     codes.HARNESS_CRASH: ("the wirecheck plugin crashed, not a verdict on this node",
-                          "a crash of the wirecheck plugin itself (a bug of ours, its traceback printed for a report), "
-                          "not of the node; a scheduler's hook reads it as unknown and never drains"),
+                          "a crash of the wirecheck plugin itself, or only bugs of ours inside tests (a NameError, a "
+                          "TypeError in the suite's code: the tracebacks printed for a report), not of the node; a "
+                          "scheduler's hook reads it as unknown and never drains"),
     codes.NODE_BUSY: ("node busy: another wirecheck run held the GPUs: nothing ran",
                       "node busy: another wirecheck run held this node's GPUs for longer than --wait-for-node: "
                       "nothing ran; try again later (the last line names the holder)"),
