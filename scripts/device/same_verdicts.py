@@ -1,6 +1,7 @@
-"""Two runs of scripts/device/level_times.sh side by side: per level, the wall times of each repeat and,
-for every test either ran, its outcome in each run (a test whose outcome differs between any two runs
-is listed). Reads the records.tgz of each folder.
+"""Two runs of scripts/device/level_times.sh side by side: per level, the wall times of each repeat; for
+every test either ran, its outcome in each run (a test whose outcome differs between any two runs is
+listed); and every measured figure, the median of the before runs beside the median of the after runs
+(a figure that moved more than 3 % is marked). Reads the records.tgz of each folder.
 
     python3 scripts/device/same_verdicts.py BEFORE_DIR AFTER_DIR
 """
@@ -9,15 +10,16 @@ from __future__ import annotations
 
 import csv
 import json
+import statistics
 import sys
 import tarfile
 from collections import defaultdict
 from pathlib import Path
 
 
-def runs(folder: Path) -> dict[str, dict[str, str]]:
-    """{run name (level-i): {test id: outcome}} from the folder's records.tgz."""
-    out: dict[str, dict[str, str]] = {}
+def runs(folder: Path) -> dict[str, dict[str, tuple]]:
+    """{run name (level-i): {test id: (outcome, measured, unit)}} from the folder's records.tgz."""
+    out: dict[str, dict[str, tuple]] = {}
     with tarfile.open(folder / "records.tgz") as tar:
         for member in tar.getmembers():
             if not member.name.endswith(".jsonl"):
@@ -29,7 +31,7 @@ def runs(folder: Path) -> dict[str, dict[str, str]]:
                 except ValueError:
                     continue  # a torn last line
                 if rec.get("type") == "verdict":
-                    verdicts[rec["test"]] = rec["outcome"]
+                    verdicts[rec["test"]] = (rec["outcome"], rec.get("measured"), rec.get("unit") or "")
             out[Path(member.name).stem] = verdicts
     return out
 
@@ -53,12 +55,22 @@ def main(before: Path, after: Path) -> int:
         named |= {f"after/{n}": v for n, v in ra.items() if n.startswith(level + "-")}
         tests = sorted(set().union(*named.values())) if named else []
         for test in tests:
-            seen = {name: v.get(test, "absent") for name, v in named.items()}
+            seen = {name: v.get(test, ("absent",))[0] for name, v in named.items()}
             if len(set(seen.values())) > 1:
                 differ += 1
                 print(f"  {level} {test}: " + ", ".join(f"{k}={o}" for k, o in sorted(seen.items())))
         print(f"{level}: {len(tests)} tests over {len(named)} runs, "
-              f"{sum(1 for t in tests if len({v.get(t, 'absent') for v in named.values()}) == 1)} with one outcome")
+              f"{sum(1 for t in tests if len({v.get(t, ('absent',))[0] for v in named.values()}) == 1)} with one outcome")
+        for test in tests:
+            figures = {side: [v[test][1] for n, v in named.items() if n.startswith(side) and test in v
+                              and isinstance(v[test][1], (int, float)) and not isinstance(v[test][1], bool)]
+                       for side in ("before", "after")}
+            if figures["before"] and figures["after"]:
+                b, a = statistics.median(figures["before"]), statistics.median(figures["after"])
+                unit = next(v[test][2] for v in named.values() if test in v)
+                moved = (a - b) / b * 100 if b else 0.0
+                mark = "  <-- moved" if abs(moved) > 3 else ""
+                print(f"    {test.split('::')[-1]:<58} {b:>10.4g} -> {a:>10.4g} {unit:<8} {moved:+6.1f} %{mark}")
     return 1 if differ else 0
 
 
