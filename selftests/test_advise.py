@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNS = sorted(glob.glob(str(ROOT / "fixtures/reference/h200-sxm-2/wirecheck-2026-12-01b/run*.jsonl")))
 # The error bounds the model achieves on those runs (docs/commands.md states the same figures).
 LEAVE_ONE_OUT_BOUND = 0.05  # every strategy, NVLink and host path
-NVLINK_ONLY_BOUND = {"ddp": 0.02, "zero1": 0.04, "zero2": 0.10, "zero3": 0.06, "fsdp": 0.06}
+NVLINK_ONLY_BOUND = {"ddp": 0.03, "zero1": 0.04, "zero2": 0.10, "zero3": 0.07, "fsdp": 0.07}
 
 
 @pytest.fixture(scope="module")

@@ -16,12 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wirecheck.advise.figures import tie_errors
-from wirecheck.advise.model import Prediction, predict
-from wirecheck.advise.schedule import schedule
+from wirecheck.advise.model import Prediction, predict_strategy
 from wirecheck.advise.sizes import short
 from wirecheck.advise.slow_part import cost_line, slow_parts
 from wirecheck.core.precision import precision as _precision
-from wirecheck.core.quantity import format_bytes
 from wirecheck.node.placement import CLASS_FORCED_PCIE, NVSWITCH
 from wirecheck.training.memory_model import ARTICLE, IMPLEMENTATION, predict as predict_state
 from wirecheck.vocab.shape import block_params, shape_for_params
@@ -43,10 +41,11 @@ class Option:
     gpu_memory: int
     prediction: Prediction | None
     problem: str = ""  # why there is no prediction
+    accounting: str = IMPLEMENTATION  # whose model state and collectives: this suite's or the article's
 
     @property
     def total(self) -> int:
-        return self.state_implementation + self.on_top
+        return (self.state_article if self.accounting == ARTICLE else self.state_implementation) + self.on_top
 
     @property
     def fits(self) -> bool:
@@ -70,6 +69,7 @@ class Advice:
     fits: dict
     options: list[Option]
     notes: list[str]
+    accounting: str = IMPLEMENTATION
 
     @property
     def ranked(self) -> list[Option]:
@@ -110,21 +110,28 @@ class Choice:
     tie: object  # figures.Tie, or None
 
 
-def _on_top(name: str, n_params: int, shape: dict, micro_batch: int, precision: str) -> int:
+def _on_top(name: str, n_params: int, shape: dict, micro_batch: int, precision: str, accounting: str) -> int:
     tokens = micro_batch * shape["seq_len"]
     low = _precision(precision).model_bytes
     activations = ACTIVATION_BYTES * low / 2 * tokens * shape["d_model"] * shape["n_layer"] + 8 * VOCAB * tokens
     row = _strategy(name)
     gathered = 0
     if PARAMS in row.shards:
-        keeps = row.defaults(shape).get("reshard_after_forward") is False
+        keeps = row.defaults(shape).get("reshard_after_forward") is False and accounting != ARTICLE
         gathered = low * n_params if keeps else 2 * low * block_params(shape)
     return int(activations + gathered)
 
 
-def advise(figures, n_params: int, n_gpus: int, seq_len: int, micro_batch: int, precision: str, fits: dict) -> Advice:
+def advise(figures, n_params: int, n_gpus: int, seq_len: int, micro_batch: int, precision: str, fits: dict,
+           accounting: str = IMPLEMENTATION) -> Advice:
+    """`accounting`: IMPLEMENTATION predicts this suite's strategies (what the fits were measured on); ARTICLE
+    the article's (advise/schedule.py: its model state, what fits, and its collectives), with the same fits."""
     shape = shape_for_params(n_params, seq_len, VOCAB)
     notes = []
+    if accounting == ARTICLE:
+        notes.append("the article's accounting: model state 2+2+8 B per parameter, every gradient in the precision's "
+                     "bytes, ZeRO-1/2 reduce-scatter, ZeRO-3 and FSDP gather each block before forward and backward; "
+                     "overhead and overlap as fitted on this suite's strategies")
     placements = figures.job_placements(n_gpus)
     if not placements:
         have = sorted({p.n_gpus for p in figures.placements if p.n_gpus > 1})
@@ -147,21 +154,19 @@ def advise(figures, n_params: int, n_gpus: int, seq_len: int, micro_batch: int, 
     for name in NAMES:
         art = predict_state(name, n_params, n_gpus, ARTICLE, precision).total
         impl = predict_state(name, n_params, n_gpus, IMPLEMENTATION, precision).total
-        on_top = _on_top(name, n_params, shape, micro_batch, precision)
+        on_top = _on_top(name, n_params, shape, micro_batch, precision, accounting)
         for p in placements:
             prediction, problem = None, ""
             if compute_s is not None and name in fits:
                 try:
-                    own = compute.strategy_step_s(name, n_params, tokens_gpu, n_gpus)
-                    prediction = predict(schedule(name, n_params, shape, precision), n_gpus,
-                                         lambda op, k=p.klass: figures.curve(op, k, n_gpus), own, fits[name],
-                                         tokens_gpu)
+                    prediction = predict_strategy(figures, name, n_params, shape, precision, p.klass, n_gpus,
+                                                  fits[name], tokens_gpu, accounting)
                 except ValueError as exc:
                     problem = str(exc)
             elif compute_s is not None:
                 problem = f"no fit for {name}"
-            options.append(Option(name, p, art, impl, on_top, figures.gpu_memory, prediction, problem))
-    return Advice(figures, n_params, n_gpus, seq_len, micro_batch, precision, shape, fits, options, notes)
+            options.append(Option(name, p, art, impl, on_top, figures.gpu_memory, prediction, problem, accounting))
+    return Advice(figures, n_params, n_gpus, seq_len, micro_batch, precision, shape, fits, options, notes, accounting)
 
 
 def _gb(n: float) -> str:

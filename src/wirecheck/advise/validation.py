@@ -43,9 +43,10 @@ def _predict_runs(fit_figures, test_figures, fits, classes=None) -> list[tuple]:
         if name not in fits or (classes and klass not in classes):
             continue
         tokens_gpu = run.tokens_per_step / n
-        t0 = fit_figures.compute.strategy_step_s(name, run.n_params, tokens_gpu, n)
+        c = fit_figures.compute
         p = predict(schedule(name, run.n_params, run.shape, run.precision), n,
-                    lambda op, k=klass: test_figures.curve(op, k, n), t0, fits[name], tokens_gpu)
+                    lambda op, k=klass: test_figures.curve(op, k, n), c.strategy_step_s(name, run.n_params, tokens_gpu, n),
+                    fits[name], tokens_gpu, c.strategy_optimizer_s(name, run.n_params, n))
         out.append((name, klass, run.tokens_per_step / step, p.tokens_per_s))
     return out
 
