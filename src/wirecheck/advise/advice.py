@@ -97,9 +97,10 @@ class Advice:
         whose = "the fits of this node's own runs" if own else "fits shipped from another node's runs"
         if margin <= tie.error:
             return Choice(ddp, fastest, f"within the model's error of {fastest.strategy} (DDP predicted {margin:.0%} "
-                                        f"slower, the error {tie.error:.0%} with {whose}); DDP is simpler", tie)
+                                        f"slower, the error {tie.error:.0%} with {whose}); DDP is simpler", tie, margin)
         return Choice(fastest, others[0],
-                      f"DDP predicted {margin:.0%} slower, beyond the model's {tie.error:.0%} error with {whose}", tie)
+                      f"DDP predicted {margin:.0%} slower, beyond the model's {tie.error:.0%} error with {whose}", tie,
+                      margin)
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ class Choice:
     runner_up: Option | None
     why: str  # "" when the fastest is DDP or DDP does not fit
     tie: object  # figures.Tie, or None
+    margin: float | None = None  # DDP's shortfall against the fastest, where the rule weighed it
 
 
 def _on_top(name: str, n_params: int, shape: dict, micro_batch: int, precision: str, accounting: str) -> int:
@@ -201,6 +203,7 @@ def format_advice(a: Advice) -> str:
         lines.append(f"{o.strategy:8} {name:34} {_gb(o.state_article):>7}/{_gb(o.state_implementation):>7} "
                      f"{_gb(o.on_top):>6} {fits:>5} {step:>8} {tps:>10}  {why}")
     lines += _placement_cost(a)
+    lines += _by_micro_batch(a)
     choice = a.choice()
     if choice is None:
         fitting = [o for o in a.options if o.fits]
@@ -235,6 +238,57 @@ def format_advice(a: Advice) -> str:
 
 def _is_nvswitch(option) -> bool:
     return option.placement.klass == NVSWITCH
+
+
+MICRO_BATCHES = (1, 2, 4, 8)  # what the other-micro-batch lines show, with the asked one
+
+
+def _slowdowns(a: Advice) -> dict:
+    """strategy -> (worst placement class, its slowdown against the best), user placements only."""
+    by: dict = {}
+    for o in a.options:
+        if o.prediction and o.user_choice:
+            by.setdefault(o.strategy, []).append(o)
+    out = {}
+    for name, opts in by.items():
+        if len(opts) > 1:
+            best = max(opts, key=lambda o: o.prediction.tokens_per_s)
+            worst = min(opts, key=lambda o: o.prediction.tokens_per_s)
+            out[name] = (worst.placement.klass, best.prediction.tokens_per_s / worst.prediction.tokens_per_s)
+    return out
+
+
+def _choice_words(c: "Choice", a: Advice) -> str:
+    """The recommendation in a few words, with DDP's shortfall where the rule weighed it."""
+    text = f"{c.best.strategy} on {c.best.placement.klass}"
+    if not c.why:
+        unfit = c.best.strategy != DDP and any(o.strategy == DDP and not o.fits for o in a.options)
+        return text + (" (DDP does not fit)" if unfit else "")
+    if c.best.strategy == DDP:
+        short = 1 - c.best.prediction.tokens_per_s / c.runner_up.prediction.tokens_per_s
+        return text + f" (DDP {short:.0%} slower than {c.runner_up.strategy}, within the {c.tie.error:.0%} error)"
+    return text + f" (DDP {c.margin:.0%} slower, beyond the {c.tie.error:.0%} error)"
+
+
+def _by_micro_batch(a: Advice) -> list[str]:
+    """The same job at other micro-batches: forward and backward grow with the tokens, the collectives and the
+    optimizer step do not, so the recommendation and the wire's price can change with the micro-batch."""
+    if not a.ranked:
+        return []
+    lines = []
+    for mb in sorted(set(MICRO_BATCHES) | {a.micro_batch}):
+        other = a if mb == a.micro_batch else advise(a.figures, a.n_params, a.n_gpus, a.seq_len, mb, a.precision,
+                                                     a.fits, a.accounting)
+        c = other.choice()
+        if c is None:
+            lines.append(f"  {mb}: no strategy fits")
+            continue
+        slow = _slowdowns(other)
+        cost = ", ".join(f"{name} {x:.1f}x" for name, (_, x) in slow.items())
+        klass = {k for k, _ in slow.values()}
+        lines.append(f"  {mb}{' (asked)' if mb == a.micro_batch else ''}: {_choice_words(c, other)}"
+                     + (f"; on {'/'.join(sorted(klass))}: {cost}" if cost else ""))
+    return ["by micro-batch (forward and backward grow with it; the collectives and the optimizer step do not):"] + lines
 
 
 def _placement_cost(a: Advice) -> list[str]:

@@ -171,10 +171,11 @@ _RATIOS: dict = {}
 
 def against_all_reduce(path: Path = PROFILES_FILE) -> dict:
     """(wire, op) -> a Curve of the op's busbw over all_reduce's by call size (profiles.yaml
-    `defaults.against_all_reduce`); read once."""
-    if path in _RATIOS:
-        return _RATIOS[path]
-    entry = (load_profiles(path).get("defaults") or {}).get("against_all_reduce") or {}
+    `defaults.against_all_reduce`); made once per reading of the file."""
+    data = load_profiles(path)
+    if id(data) in _RATIOS:
+        return _RATIOS[id(data)]
+    entry = (data.get("defaults") or {}).get("against_all_reduce") or {}
     where = f"{path}: defaults.against_all_reduce"
     out = {}
     try:
@@ -185,7 +186,7 @@ def against_all_reduce(path: Path = PROFILES_FILE) -> dict:
                 out[(wire, op)] = Curve(op, wire, 2, tuple(points), entry.get("source", ""))
     except (AttributeError, TypeError, ValueError, QuantityError) as exc:
         raise FiguresError(f"{where}: {exc}; write {{wire: {{op: {{\"16 MiB\": ratio, ...}}}}}}") from None
-    _RATIOS[path] = out
+    _RATIOS[id(data)] = out
     return out
 
 
@@ -328,12 +329,19 @@ def tie_errors(path: Path = PROFILES_FILE) -> dict[str, Tie]:
                            f"({exc!r})") from None
 
 
+_LOADED: dict = {}
+
+
 def load_profiles(path: Path = PROFILES_FILE) -> dict:
+    """The parsed file, read again only when it changed (a recommendation reads its tie errors, every
+    micro-batch line one; callers only read it)."""
     try:
-        data = yaml.safe_load(path.read_text())
+        key = (str(path), path.stat().st_mtime_ns)
+        if key not in _LOADED:
+            _LOADED[key] = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise FiguresError(f"{path}: cannot read it: {exc}") from None
-    return data
+    return _LOADED[key]
 
 
 def profile_names(path: Path = PROFILES_FILE) -> tuple[str, ...]:
