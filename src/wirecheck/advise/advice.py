@@ -231,7 +231,7 @@ def format_advice(a: Advice) -> str:
         for part in slow_parts(f.verdicts):
             lines.append("slow part: " + cost_line(part, best.strategy.upper() if best.strategy == "ddp" else best.strategy,
                                                    best.prediction))
-    lines.append("model: step = compute x (1 + overhead) + communication - what hides under overlap x compute; "
+    lines.append("model: step = compute x (1 + overhead) + communication - what hides under overlap x forward and backward; "
                  "error on the 2x H200 runs: docs/commands.md#wirecheck-advise")
     return "\n".join(lines)
 
