@@ -298,6 +298,7 @@ def test_command_says_a_profile_is_not_the_node(capsys):
     (["--params", "7B", "--gpus", "2", "--profile", "h200-nvl-8", "--gpu-memory", "lots"], "--gpu-memory"),
     (["--params", "7B", "--gpus", "2", "--profile", "h200-nvl-8", "--bogus"], "--bogus"),
     (["--params", "7B", "--gpus", "2", "--record"], "--record"),
+    (["--params", "7B", "--gpus", "2", "--profile", "h200-nvl-8", "--accounting", "textbook"], "--accounting"),
 ])
 def test_usage_errors_exit_4_naming_the_option(capsys, argv, option):
     try:
