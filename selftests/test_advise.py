@@ -200,7 +200,7 @@ def test_nvl_profile_reproduces_the_article():
     assert all(3 * (1 - error) <= x <= 5 * (1 + error) for x in slow.values()), slow
     assert min(slow["zero3"], slow["fsdp"]) > max(slow["ddp"], slow["zero1"], slow["zero2"]), slow
     assert max(slow, key=slow.get) == "fsdp" and min(slow, key=slow.get) == "ddp", slow
-    # At micro-batch 1 (less compute to hide under) every strategy is within 3-5x or beyond it, the order the same.
+    # At micro-batch 1 (less compute to hide under) every strategy falls over 3x, ZeRO-3 and FSDP still hardest.
     one = _slowdowns(_article(micro_batch=1))
     assert min(one["zero3"], one["fsdp"]) > max(one["ddp"], one["zero1"], one["zero2"]) and min(one.values()) > 3, one
 
