@@ -8,7 +8,12 @@ for backward, else two blocks in flight). It fits when that total is within the 
 The user's model is a GPT of that many parameters (vocab/shape.py shape_for_params); the step
 model is advise/model.py with the fits of advise/fits.py. The recommendation (`Advice.choice`) is the
 article's rule: DDP if it fits and is within the model's error of the fastest (profiles.yaml
-`defaults.tie`), else the fastest with DDP's shortfall.
+`defaults.tie`), else the fastest with DDP's shortfall. The output adds the same job at micro-batch 1, 2, 4
+and 8: forward and backward grow with the tokens, the collectives and the optimizer step do not, so the
+recommendation and the wire's price change with it (at the article's Mistral-7B job on an H200 NVL node
+DDP is within the error of FSDP at 1, 4 and 8 and 21 % behind at 2).
+Accounting: this suite's strategies (IMPLEMENTATION, what the fits were measured on) or the article's
+(ARTICLE: its 2+2+8 model state and its collectives, advise/schedule.py), with the same fits.
 """
 
 from __future__ import annotations
@@ -243,19 +248,20 @@ def _is_nvswitch(option) -> bool:
 MICRO_BATCHES = (1, 2, 4, 8)  # what the other-micro-batch lines show, with the asked one
 
 
-def _slowdowns(a: Advice) -> dict:
-    """strategy -> (worst placement class, its slowdown against the best), user placements only."""
+def _best_and_worst(a: Advice, user_only: bool) -> dict:
+    """strategy -> (its fastest option, its slowest), for strategies predicted on two placements or more."""
     by: dict = {}
     for o in a.options:
-        if o.prediction and o.user_choice:
+        if o.prediction and (o.user_choice or not user_only):
             by.setdefault(o.strategy, []).append(o)
-    out = {}
-    for name, opts in by.items():
-        if len(opts) > 1:
-            best = max(opts, key=lambda o: o.prediction.tokens_per_s)
-            worst = min(opts, key=lambda o: o.prediction.tokens_per_s)
-            out[name] = (worst.placement.klass, best.prediction.tokens_per_s / worst.prediction.tokens_per_s)
-    return out
+    return {name: (max(opts, key=lambda o: o.prediction.tokens_per_s), min(opts, key=lambda o: o.prediction.tokens_per_s))
+            for name, opts in by.items() if len(opts) > 1}
+
+
+def _slowdowns(a: Advice) -> dict:
+    """strategy -> (worst placement class, its slowdown against the best), user placements only."""
+    return {name: (worst.placement.klass, best.prediction.tokens_per_s / worst.prediction.tokens_per_s)
+            for name, (best, worst) in _best_and_worst(a, user_only=True).items()}
 
 
 def _choice_words(c: "Choice", a: Advice) -> str:
@@ -293,16 +299,8 @@ def _by_micro_batch(a: Advice) -> list[str]:
 
 def _placement_cost(a: Advice) -> list[str]:
     """Per strategy, how much slower its worst job placement is than its best (the wire's price)."""
-    by: dict = {}
-    for o in a.options:
-        if o.prediction:
-            by.setdefault(o.strategy, []).append(o)
     lines = []
-    for name, opts in by.items():
-        if len(opts) < 2:
-            continue
-        best = max(opts, key=lambda o: o.prediction.tokens_per_s)
-        worst = min(opts, key=lambda o: o.prediction.tokens_per_s)
+    for name, (best, worst) in _best_and_worst(a, user_only=False).items():
         what = worst.placement.klass + ("" if worst.user_choice else " (the host path: NVLink lost)")
         lines.append(f"  {name}: {what} is {best.prediction.tokens_per_s / worst.prediction.tokens_per_s:.1f}x "
                      f"slower than {best.placement.klass}")
