@@ -3,6 +3,7 @@ from the profile figures, the memory verdicts, a slow part's cost and the comman
 
 from __future__ import annotations
 
+import functools
 import glob
 from pathlib import Path
 
@@ -11,8 +12,8 @@ import pytest
 from wirecheck.advise import validation
 from wirecheck.advise.advice import advise, format_advice
 from wirecheck.advise.curves import Curve
-from wirecheck.advise.figures import from_profile, from_records
-from wirecheck.advise.fits import fit_strategies, shipped_fits
+from wirecheck.advise.figures import from_profile, from_records, tie_errors
+from wirecheck.advise.fits import fit_strategies, grouped, shipped_fits
 from wirecheck.advise.schedule import schedule
 from wirecheck.advise.sizes import short
 from wirecheck.advise.slow_part import GPU, LINK, SlowPart, slow_part_costs, slow_parts, step_cost
@@ -25,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNS = sorted(glob.glob(str(ROOT / "fixtures/reference/h200-sxm-2/wirecheck-2026-12-01b/run*.jsonl")))
 # The error bounds the model achieves on those runs (docs/commands.md states the same figures).
 LEAVE_ONE_OUT_BOUND = 0.05  # every strategy, NVLink and host path
-NVLINK_ONLY_BOUND = {"ddp": 0.02, "zero1": 0.04, "zero2": 0.10, "zero3": 0.06, "fsdp": 0.06}
+NVLINK_ONLY_BOUND = {"ddp": 0.03, "zero1": 0.04, "zero2": 0.10, "zero3": 0.07, "fsdp": 0.07}
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +34,7 @@ def node():
     return from_records(RUNS)
 
 
+@functools.lru_cache(maxsize=None)
 def _profile(name, precision="bf16"):
     thresholds = load_thresholds(suite_paths().thresholds)
     limits = thresholds.training_limits(False)
@@ -101,30 +103,148 @@ def test_shipped_fits_are_the_fit_of_the_recorded_runs(node):
         assert fitted[name].overhead == pytest.approx(shipped[name].overhead, abs=0.001)
 
 
+def test_shipped_gather_and_scatter_ratios_are_the_recorded_curves(node):
+    """profiles.yaml's all_gather and reduce_scatter busbw over all_reduce's, per wire and size, are the 2x H200
+    curves'; a profile (all_reduce only) gives the sharded strategies' collectives that much less."""
+    from wirecheck.advise.figures import against_all_reduce
+
+    ratios = against_all_reduce()
+    for wire, klass in (("nvlink", "nvswitch"), ("host", "forced_pcie")):
+        for op in ("all_gather", "reduce_scatter"):
+            for size, ratio in ratios[(wire, op)].points:
+                measured = node.curves[(op, klass, 2)].busbw(size) / node.curves[("all_reduce", klass, 2)].busbw(size)
+                assert ratio == pytest.approx(measured, abs=0.0015), (wire, op, size)
+    nvl = _profile("h200-nvl-8")
+    ar, gather = nvl.curve("all_reduce", "cross_quad", 4)[0], nvl.curve("all_gather", "cross_quad", 4)
+    assert gather[0].busbw(1 << 30) == pytest.approx(0.92 * ar.busbw(1 << 30), rel=0.01) and "x 0.92" in gather[1]
+    assert nvl.curve("all_gather", "nvl_quad", 4)[0].busbw(1 << 30) < 0.85 * nvl.curve("all_reduce", "nvl_quad", 4)[0].busbw(1 << 30)
+    assert node.curve("all_gather", "forced_pcie", 2)[1] == ""  # a record's own curve is not scaled
+
+
+def test_no_collective_hides_under_the_optimizer_step():
+    """The window is overlap x (compute - the optimizer step): a 7B DDP step on 4 GPUs steps 48 ms of optimizer,
+    under which its gradients cannot reduce (they must be reduced before it); counted as window, the cross-quad
+    DDP step would hide 34 ms more than it can."""
+    from wirecheck.advise.model import Fit, predict
+
+    c = schedule("ddp", 7.24e9, {"n_layer": 40, "n_head": 30, "d_model": 3840, "vocab_size": 32000, "seq_len": 1024},
+                 "bf16")
+    flat = Curve("all_reduce", "cross_quad", 4, ((1, 35e9),), "t")
+    p = predict(c, 4, lambda op: (flat, ""), 0.261, Fit(0.11, 0.71, "t"), 2048, optimizer_s=0.048)
+    assert p.window_s == pytest.approx(0.71 * 0.213) and p.hidden_s == p.window_s
+    without = predict(c, 4, lambda op: (flat, ""), 0.261, Fit(0.11, 0.71, "t"), 2048)
+    assert p.step_s - without.step_s == pytest.approx(0.71 * 0.048)
+    f = _profile("h200-nvl-8").compute
+    assert f.strategy_optimizer_s("ddp", 7.24e9, 4) == pytest.approx(28 * 7.24e9 / 4246e9)
+    assert f.strategy_optimizer_s("fsdp", 7.24e9, 4) == pytest.approx(f.strategy_optimizer_s("ddp", 7.24e9, 4) / 4)
+
+
+# The article's Mistral-7B runs: 7.24e9 parameters on 4 GPUs in bf16; its micro-batch is not given, its peaks
+# say it (test_the_articles_micro_batch_is_what_its_peaks_say): 2 x 1024 tokens per GPU.
+ARTICLE_JOB = dict(n_params=7_240_000_000, n_gpus=4, seq_len=1024, micro_batch=2, precision="bf16")
+ARTICLE_PEAKS_GB = {"ddp": 87, "zero1": 55, "zero2": 51, "zero3": 40, "fsdp": 37}
+
+
+def _article(profile="h200-nvl-8", accounting="article", **change):
+    job = {**ARTICLE_JOB, **change}
+    return advise(_profile(profile), job["n_params"], job["n_gpus"], job["seq_len"], job["micro_batch"],
+                  job["precision"], shipped_fits(), accounting)
+
+
+def _slowdowns(a):
+    by = _by_strategy(a)
+    return {s: v["nvl_quad"].tokens_per_s / v["cross_quad"].tokens_per_s for s, v in by.items()}
+
+
+def test_the_articles_micro_batch_is_what_its_peaks_say():
+    """Peak less model state (the article's accounting) over the activations of one 1024-token sequence: ZeRO-1
+    (nothing gathered, nothing partitioned during backward) and FSDP say 2 sequences per GPU, ZeRO-2/3 3."""
+    from wirecheck.advise.advice import _on_top
+    from wirecheck.training.memory_model import ARTICLE, predict as state
+    from wirecheck.vocab.shape import shape_for_params
+
+    n, shape = ARTICLE_JOB["n_params"], shape_for_params(ARTICLE_JOB["n_params"], 1024, 32000)
+    per_sequence = {s: _on_top(s, n, shape, 1, "bf16", ARTICLE) for s in ARTICLE_PEAKS_GB}
+    implied = {s: (gb * 1e9 - state(s, n, 4, ARTICLE, "bf16").total) / per_sequence[s]
+               for s, gb in ARTICLE_PEAKS_GB.items() if s != "ddp"}  # DDP's 87 GB is the estimate (it OOMed)
+    assert round(implied["zero1"]) == round(implied["fsdp"]) == ARTICLE_JOB["micro_batch"], implied
+    assert all(2 <= x <= 3.5 for x in implied.values()), implied
+
+
+def test_schedule_by_the_articles_accounting_moves_what_its_table_says():
+    """Per parameter, in units of the precision's bytes x (N-1)/N: DDP and ZeRO-1/2 2, ZeRO-3 and FSDP 3 (the
+    article); this suite's implementations: DDP 4 (fp32 gradients under autocast), every other strategy 3."""
+    from wirecheck.advise.schedule import ALGBW_FACTOR
+
+    shape, n, g = {"n_layer": 40, "n_head": 30, "d_model": 3840, "vocab_size": 32000, "seq_len": 1024}, 7.24e9, 4
+
+    def units(accounting):
+        return {s: round(sum(c.total_bytes * ALGBW_FACTOR[c.op](g) for c in schedule(s, n, shape, "bf16", accounting))
+                         / (2 * n * (g - 1) / g), 6) for s in NAMES}
+
+    assert units("article") == {"ddp": 2, "zero1": 2, "zero2": 2, "zero3": 3, "fsdp": 3}
+    assert units("implementation") == {"ddp": 4, "zero1": 3, "zero2": 3, "zero3": 3, "fsdp": 3}
+    with pytest.raises(ValueError, match="accounting 'textbook'"):
+        schedule("ddp", n, shape, "bf16", "textbook")
+
+
 def test_nvl_profile_reproduces_the_article():
-    a = advise(_profile("h200-nvl-8"), 7_240_000_000, 4, 1024, 2, "bf16", shipped_fits())
-    best = a.ranked[0]
-    assert best.placement.klass == "nvl_quad"  # pin inside a quad
-    assert "CUDA_VISIBLE_DEVICES=0,1,2,3" in format_advice(a)
-    by = {}
-    for o in a.options:
-        by.setdefault(o.strategy, {})[o.placement.klass] = o.prediction.tokens_per_s
-    slowdown = {s: v["nvl_quad"] / v["cross_quad"] for s, v in by.items()}
-    assert all(3 <= x <= 5.5 for x in slowdown.values()), slowdown  # across quads 3-5x slower
-    assert slowdown["fsdp"] > slowdown["zero3"]  # FSDP falls harder than ZeRO-3 (it gains most inside the quad)
-    # At micro-batch 1 (less compute to hide under) FSDP falls hardest of all, as the article found.
-    one = advise(_profile("h200-nvl-8"), 7_240_000_000, 4, 1024, 1, "bf16", shipped_fits())
-    by1 = {}
-    for o in one.options:
-        by1.setdefault(o.strategy, {})[o.placement.klass] = o.prediction.tokens_per_s
-    assert max(by1, key=lambda s: by1[s]["nvl_quad"] / by1[s]["cross_quad"]) == "fsdp"
-    # DDP when the model fits replicated: the 70B model does not, 1B does and DDP is predicted inside the quad.
-    assert not any(o.fits for o in advise(_profile("h200-nvl-8"), 70_000_000_000, 4, 1024, 2, "bf16",
-                                           shipped_fits()).options if o.strategy == "ddp")
+    """At the article's job and by its accounting: pin inside a quad; across quads 3-5x slower (within the 16 %
+    error of fits carried from another node), ZeRO-3 and FSDP falling hardest, DDP least."""
+    a = _article()
+    assert all(v["nvl_quad"].tokens_per_s > v["cross_quad"].tokens_per_s for v in _by_strategy(a).values())
+    assert a.choice().best.placement.klass == "nvl_quad"
+    assert "CUDA_VISIBLE_DEVICES=0,1,2,3" in format_advice(a) and "or CUDA_VISIBLE_DEVICES=4,5,6,7" in format_advice(a)
+    error = tie_errors()["shipped_fits"].error
+    slow = _slowdowns(a)
+    assert all(3 * (1 - error) <= x <= 5 * (1 + error) for x in slow.values()), slow
+    assert min(slow["zero3"], slow["fsdp"]) > max(slow["ddp"], slow["zero1"], slow["zero2"]), slow
+    assert max(slow, key=slow.get) == "fsdp" and min(slow, key=slow.get) == "ddp", slow
+    # At micro-batch 1 (less compute to hide under) every strategy falls over 3x, ZeRO-3 and FSDP still hardest.
+    one = _slowdowns(_article(micro_batch=1))
+    assert min(one["zero3"], one["fsdp"]) > max(one["ddp"], one["zero1"], one["zero2"]) and min(one.values()) > 3, one
 
 
-def test_mistral_on_four_a100_ddp_does_not_fit_fsdp_does():
-    a = advise(_profile("a100-sxm4-80gb-4"), 7_240_000_000, 4, 1024, 2, "bf16", shipped_fits())
+def test_this_suites_ddp_falls_hardest_across_quads_by_its_fp32_gradients():
+    """The conclusion turns on DDP's gradient bytes: this suite's DDP all-reduces fp32 gradients (4 units against
+    the sharded strategies' 3), so by the implementation accounting DDP falls hardest, as the 2x H200 host path
+    measured it (DDP lost 42 %, FSDP 30 %, ZeRO-3 26 %)."""
+    slow = _slowdowns(_article(accounting="implementation"))
+    assert max(slow, key=slow.get) == "ddp", slow
+    runs = {(s, k): step for (s, k, _), (step, _l, _r) in grouped(from_records(RUNS).runs).items()}
+    lost = {s: 1 - runs[(s, "nvswitch")] / runs[(s, "forced_pcie")] for s in ("ddp", "fsdp", "zero3")}
+    assert lost["ddp"] > lost["fsdp"] > lost["zero3"], lost
+
+
+def test_ddp_is_recommended_when_it_fits_and_is_within_the_error_of_the_fastest():
+    error = tie_errors()["shipped_fits"].error
+    for mb in (1, 2, 4, 8):
+        a = _article(micro_batch=mb)
+        c = a.choice()
+        ddp = max((o for o in a.ranked if o.strategy == "ddp"), key=lambda o: o.prediction.tokens_per_s, default=None)
+        short = 1 - ddp.prediction.tokens_per_s / a.ranked[0].prediction.tokens_per_s if ddp else None
+        assert (c.best.strategy == "ddp") == (ddp is not None and short <= error), (mb, short)
+    # The 70B model does not fit replicated: DDP is never the advice.
+    big = _article(n_params=70_000_000_000)
+    assert not any(o.fits for o in big.options if o.strategy == "ddp")
+    assert big.choice() is None or big.choice().best.strategy != "ddp"
+    # The output says how the recommendation moves with the micro-batch.
+    text = format_advice(_article())
+    assert "  2 (asked): fsdp on nvl_quad (DDP 21% slower, beyond the 16% error)" in text
+    assert "  4: ddp on nvl_quad (DDP 15% slower than fsdp, within the 16% error)" in text
+
+
+def test_on_nvswitch_fsdp_keeps_pace_with_ddp_and_placement_does_not_matter():
+    a = _article("h200-sxm-8")
+    assert {o.placement.klass for o in a.options} == {"nvswitch"}
+    by = {o.strategy: o.prediction.tokens_per_s for o in a.options}
+    assert by["fsdp"] >= (1 - tie_errors()["shipped_fits"].error) * by["ddp"], by
+    assert "NVSwitch: any GPUs do, placement does not matter" in format_advice(a)
+
+
+@pytest.mark.parametrize("accounting", ["article", "implementation"])
+def test_mistral_on_four_a100_ddp_does_not_fit_fsdp_does(accounting):
+    a = _article("a100-sxm4-80gb-4", accounting)
     fits = {o.strategy: o.fits for o in a.options}
     assert fits["ddp"] is False and fits["fsdp"] is True
     ddp = next(o for o in a.options if o.strategy == "ddp")
@@ -178,6 +298,7 @@ def test_command_says_a_profile_is_not_the_node(capsys):
     (["--params", "7B", "--gpus", "2", "--profile", "h200-nvl-8", "--gpu-memory", "lots"], "--gpu-memory"),
     (["--params", "7B", "--gpus", "2", "--profile", "h200-nvl-8", "--bogus"], "--bogus"),
     (["--params", "7B", "--gpus", "2", "--record"], "--record"),
+    (["--params", "7B", "--gpus", "2", "--profile", "h200-nvl-8", "--accounting", "textbook"], "--accounting"),
 ])
 def test_usage_errors_exit_4_naming_the_option(capsys, argv, option):
     try:

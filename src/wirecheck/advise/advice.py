@@ -8,7 +8,12 @@ for backward, else two blocks in flight). It fits when that total is within the 
 The user's model is a GPT of that many parameters (vocab/shape.py shape_for_params); the step
 model is advise/model.py with the fits of advise/fits.py. The recommendation (`Advice.choice`) is the
 article's rule: DDP if it fits and is within the model's error of the fastest (profiles.yaml
-`defaults.tie`), else the fastest with DDP's shortfall.
+`defaults.tie`), else the fastest with DDP's shortfall. The output adds the same job at micro-batch 1, 2, 4
+and 8: forward and backward grow with the tokens, the collectives and the optimizer step do not, so the
+recommendation and the wire's price change with it (at the article's Mistral-7B job on an H200 NVL node
+DDP is within the error of FSDP at 1, 4 and 8 and 21 % behind at 2).
+Accounting: this suite's strategies (IMPLEMENTATION, what the fits were measured on) or the article's
+(ARTICLE: its 2+2+8 model state and its collectives, advise/schedule.py), with the same fits.
 """
 
 from __future__ import annotations
@@ -16,12 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wirecheck.advise.figures import tie_errors
-from wirecheck.advise.model import Prediction, predict
-from wirecheck.advise.schedule import schedule
+from wirecheck.advise.model import Prediction, predict_strategy
 from wirecheck.advise.sizes import short
 from wirecheck.advise.slow_part import cost_line, slow_parts
 from wirecheck.core.precision import precision as _precision
-from wirecheck.core.quantity import format_bytes
 from wirecheck.node.placement import CLASS_FORCED_PCIE, NVSWITCH
 from wirecheck.training.memory_model import ARTICLE, IMPLEMENTATION, predict as predict_state
 from wirecheck.vocab.shape import block_params, shape_for_params
@@ -43,10 +46,11 @@ class Option:
     gpu_memory: int
     prediction: Prediction | None
     problem: str = ""  # why there is no prediction
+    accounting: str = IMPLEMENTATION  # whose model state and collectives: this suite's or the article's
 
     @property
     def total(self) -> int:
-        return self.state_implementation + self.on_top
+        return (self.state_article if self.accounting == ARTICLE else self.state_implementation) + self.on_top
 
     @property
     def fits(self) -> bool:
@@ -70,6 +74,7 @@ class Advice:
     fits: dict
     options: list[Option]
     notes: list[str]
+    accounting: str = IMPLEMENTATION
 
     @property
     def ranked(self) -> list[Option]:
@@ -97,9 +102,10 @@ class Advice:
         whose = "the fits of this node's own runs" if own else "fits shipped from another node's runs"
         if margin <= tie.error:
             return Choice(ddp, fastest, f"within the model's error of {fastest.strategy} (DDP predicted {margin:.0%} "
-                                        f"slower, the error {tie.error:.0%} with {whose}); DDP is simpler", tie)
+                                        f"slower, the error {tie.error:.0%} with {whose}); DDP is simpler", tie, margin)
         return Choice(fastest, others[0],
-                      f"DDP predicted {margin:.0%} slower, beyond the model's {tie.error:.0%} error with {whose}", tie)
+                      f"DDP predicted {margin:.0%} slower, beyond the model's {tie.error:.0%} error with {whose}", tie,
+                      margin)
 
 
 @dataclass(frozen=True)
@@ -108,23 +114,31 @@ class Choice:
     runner_up: Option | None
     why: str  # "" when the fastest is DDP or DDP does not fit
     tie: object  # figures.Tie, or None
+    margin: float | None = None  # DDP's shortfall against the fastest, where the rule weighed it
 
 
-def _on_top(name: str, n_params: int, shape: dict, micro_batch: int, precision: str) -> int:
+def _on_top(name: str, n_params: int, shape: dict, micro_batch: int, precision: str, accounting: str) -> int:
     tokens = micro_batch * shape["seq_len"]
     low = _precision(precision).model_bytes
     activations = ACTIVATION_BYTES * low / 2 * tokens * shape["d_model"] * shape["n_layer"] + 8 * VOCAB * tokens
     row = _strategy(name)
     gathered = 0
     if PARAMS in row.shards:
-        keeps = row.defaults(shape).get("reshard_after_forward") is False
+        keeps = row.defaults(shape).get("reshard_after_forward") is False and accounting != ARTICLE
         gathered = low * n_params if keeps else 2 * low * block_params(shape)
     return int(activations + gathered)
 
 
-def advise(figures, n_params: int, n_gpus: int, seq_len: int, micro_batch: int, precision: str, fits: dict) -> Advice:
+def advise(figures, n_params: int, n_gpus: int, seq_len: int, micro_batch: int, precision: str, fits: dict,
+           accounting: str = IMPLEMENTATION) -> Advice:
+    """`accounting`: IMPLEMENTATION predicts this suite's strategies (what the fits were measured on); ARTICLE
+    the article's (advise/schedule.py: its model state, what fits, and its collectives), with the same fits."""
     shape = shape_for_params(n_params, seq_len, VOCAB)
     notes = []
+    if accounting == ARTICLE:
+        notes.append("the article's accounting: model state 2+2+8 B per parameter, every gradient in the precision's "
+                     "bytes, ZeRO-1/2 reduce-scatter, ZeRO-3 and FSDP gather each block before forward and backward; "
+                     "overhead and overlap as fitted on this suite's strategies")
     placements = figures.job_placements(n_gpus)
     if not placements:
         have = sorted({p.n_gpus for p in figures.placements if p.n_gpus > 1})
@@ -147,21 +161,19 @@ def advise(figures, n_params: int, n_gpus: int, seq_len: int, micro_batch: int, 
     for name in NAMES:
         art = predict_state(name, n_params, n_gpus, ARTICLE, precision).total
         impl = predict_state(name, n_params, n_gpus, IMPLEMENTATION, precision).total
-        on_top = _on_top(name, n_params, shape, micro_batch, precision)
+        on_top = _on_top(name, n_params, shape, micro_batch, precision, accounting)
         for p in placements:
             prediction, problem = None, ""
             if compute_s is not None and name in fits:
                 try:
-                    own = compute.strategy_step_s(name, n_params, tokens_gpu, n_gpus)
-                    prediction = predict(schedule(name, n_params, shape, precision), n_gpus,
-                                         lambda op, k=p.klass: figures.curve(op, k, n_gpus), own, fits[name],
-                                         tokens_gpu)
+                    prediction = predict_strategy(figures, name, n_params, shape, precision, p.klass, n_gpus,
+                                                  fits[name], tokens_gpu, accounting)
                 except ValueError as exc:
                     problem = str(exc)
             elif compute_s is not None:
                 problem = f"no fit for {name}"
-            options.append(Option(name, p, art, impl, on_top, figures.gpu_memory, prediction, problem))
-    return Advice(figures, n_params, n_gpus, seq_len, micro_batch, precision, shape, fits, options, notes)
+            options.append(Option(name, p, art, impl, on_top, figures.gpu_memory, prediction, problem, accounting))
+    return Advice(figures, n_params, n_gpus, seq_len, micro_batch, precision, shape, fits, options, notes, accounting)
 
 
 def _gb(n: float) -> str:
@@ -196,6 +208,7 @@ def format_advice(a: Advice) -> str:
         lines.append(f"{o.strategy:8} {name:34} {_gb(o.state_article):>7}/{_gb(o.state_implementation):>7} "
                      f"{_gb(o.on_top):>6} {fits:>5} {step:>8} {tps:>10}  {why}")
     lines += _placement_cost(a)
+    lines += _by_micro_batch(a)
     choice = a.choice()
     if choice is None:
         fitting = [o for o in a.options if o.fits]
@@ -223,7 +236,7 @@ def format_advice(a: Advice) -> str:
         for part in slow_parts(f.verdicts):
             lines.append("slow part: " + cost_line(part, best.strategy.upper() if best.strategy == "ddp" else best.strategy,
                                                    best.prediction))
-    lines.append("model: step = compute x (1 + overhead) + communication - what hides under overlap x compute; "
+    lines.append("model: step = compute x (1 + overhead) + communication - what hides under overlap x forward and backward; "
                  "error on the 2x H200 runs: docs/commands.md#wirecheck-advise")
     return "\n".join(lines)
 
@@ -232,18 +245,62 @@ def _is_nvswitch(option) -> bool:
     return option.placement.klass == NVSWITCH
 
 
-def _placement_cost(a: Advice) -> list[str]:
-    """Per strategy, how much slower its worst job placement is than its best (the wire's price)."""
+MICRO_BATCHES = (1, 2, 4, 8)  # what the other-micro-batch lines show, with the asked one
+
+
+def _best_and_worst(a: Advice, user_only: bool) -> dict:
+    """strategy -> (its fastest option, its slowest), for strategies predicted on two placements or more."""
     by: dict = {}
     for o in a.options:
-        if o.prediction:
+        if o.prediction and (o.user_choice or not user_only):
             by.setdefault(o.strategy, []).append(o)
+    return {name: (max(opts, key=lambda o: o.prediction.tokens_per_s), min(opts, key=lambda o: o.prediction.tokens_per_s))
+            for name, opts in by.items() if len(opts) > 1}
+
+
+def _slowdowns(a: Advice) -> dict:
+    """strategy -> (worst placement class, its slowdown against the best), user placements only."""
+    return {name: (worst.placement.klass, best.prediction.tokens_per_s / worst.prediction.tokens_per_s)
+            for name, (best, worst) in _best_and_worst(a, user_only=True).items()}
+
+
+def _choice_words(c: "Choice", a: Advice) -> str:
+    """The recommendation in a few words, with DDP's shortfall where the rule weighed it."""
+    text = f"{c.best.strategy} on {c.best.placement.klass}"
+    if not c.why:
+        unfit = c.best.strategy != DDP and any(o.strategy == DDP and not o.fits for o in a.options)
+        return text + (" (DDP does not fit)" if unfit else "")
+    if c.best.strategy == DDP:
+        short = 1 - c.best.prediction.tokens_per_s / c.runner_up.prediction.tokens_per_s
+        return text + f" (DDP {short:.0%} slower than {c.runner_up.strategy}, within the {c.tie.error:.0%} error)"
+    return text + f" (DDP {c.margin:.0%} slower, beyond the {c.tie.error:.0%} error)"
+
+
+def _by_micro_batch(a: Advice) -> list[str]:
+    """The same job at other micro-batches: forward and backward grow with the tokens, the collectives and the
+    optimizer step do not, so the recommendation and the wire's price can change with the micro-batch."""
+    if not a.ranked:
+        return []
     lines = []
-    for name, opts in by.items():
-        if len(opts) < 2:
+    for mb in sorted(set(MICRO_BATCHES) | {a.micro_batch}):
+        other = a if mb == a.micro_batch else advise(a.figures, a.n_params, a.n_gpus, a.seq_len, mb, a.precision,
+                                                     a.fits, a.accounting)
+        c = other.choice()
+        if c is None:
+            lines.append(f"  {mb}: no strategy fits")
             continue
-        best = max(opts, key=lambda o: o.prediction.tokens_per_s)
-        worst = min(opts, key=lambda o: o.prediction.tokens_per_s)
+        slow = _slowdowns(other)
+        cost = ", ".join(f"{name} {x:.1f}x" for name, (_, x) in slow.items())
+        klass = {k for k, _ in slow.values()}
+        lines.append(f"  {mb}{' (asked)' if mb == a.micro_batch else ''}: {_choice_words(c, other)}"
+                     + (f"; on {'/'.join(sorted(klass))}: {cost}" if cost else ""))
+    return ["by micro-batch (forward and backward grow with it; the collectives and the optimizer step do not):"] + lines
+
+
+def _placement_cost(a: Advice) -> list[str]:
+    """Per strategy, how much slower its worst job placement is than its best (the wire's price)."""
+    lines = []
+    for name, (best, worst) in _best_and_worst(a, user_only=False).items():
         what = worst.placement.klass + ("" if worst.user_choice else " (the host path: NVLink lost)")
         lines.append(f"  {name}: {what} is {best.prediction.tokens_per_s / worst.prediction.tokens_per_s:.1f}x "
                      f"slower than {best.placement.klass}")

@@ -98,6 +98,10 @@ class Compute:
         and the optimizer over the parameters it owns."""
         return self.step_s(n_params, tokens_per_gpu) - self.sharded_saving_s(strategy, n_params, n_gpus)
 
+    def strategy_optimizer_s(self, strategy: str, n_params: float, n_gpus: int) -> float:
+        """One rank's own optimizer step in a strategy's step (its shard's, where it shards the optimizer)."""
+        return self.optimizer_s(n_params) - self.sharded_saving_s(strategy, n_params, n_gpus)
+
     def describe_optimizer(self, n_params: float) -> str:
         if self.optimizer_s_per_param is None:
             return "the optimizer step's share unknown for this GPU: every strategy's compute is the one-GPU step"
@@ -133,19 +137,57 @@ class NodeFigures:
                 if p.klass == placement.klass and p.n_gpus == placement.n_gpus and p.gpus != placement.gpus]
 
     def curve(self, op: str, klass: str, n_gpus: int) -> tuple[Curve | None, str]:
-        """The curve of `op` on `klass` at n_gpus, else the nearest GPU count, else all_reduce's
-        (a profile's figures are all_reduce only); with a note when it is not the exact one."""
+        """The curve of `op` on `klass` at n_gpus, else the nearest GPU count, else all_reduce's times the
+        op's measured ratio to it on that wire (a profile's figures are all_reduce only; profiles.yaml
+        `defaults.against_all_reduce`); with a note when it is not the exact one."""
         for want_op in dict.fromkeys((op, "all_reduce")):
             counts = sorted({n for (o, k, n) in self.curves if o == want_op and k == klass},
                             key=lambda n: (abs(n - n_gpus), -n))
             if counts:
                 note = []
+                curve = self.curves[(want_op, klass, counts[0])]
                 if want_op != op:
-                    note.append(f"{want_op}'s busbw")
+                    ratio = against_all_reduce().get((wire_of(klass), op))
+                    if ratio is not None:
+                        curve = Curve(op, klass, curve.n_gpus, tuple((s, bw * ratio.busbw(s)) for s, bw in curve.points),
+                                      curve.source)
+                    note.append(f"{want_op}'s busbw" + (f" x {ratio.busbw(ratio.points[-1][0]):.2f}" if ratio else ""))
                 if counts[0] != n_gpus:
                     note.append(f"at {counts[0]} GPUs")
-                return self.curves[(want_op, klass, counts[0])], ", ".join(note)
+                return curve, ", ".join(note)
         return None, f"no {op} curve on {klass}"
+
+
+def wire_of(klass: str) -> str:
+    """`nvlink` or `host`: which of profiles.yaml `defaults.against_all_reduce`'s wires a class runs on (a
+    class that crosses quads is as slow as its PCIe hop)."""
+    from wirecheck.node.placement import NVLINK_CLASSES
+
+    return "nvlink" if klass in NVLINK_CLASSES else "host"
+
+
+_RATIOS: dict = {}
+
+
+def against_all_reduce(path: Path = PROFILES_FILE) -> dict:
+    """(wire, op) -> a Curve of the op's busbw over all_reduce's by call size (profiles.yaml
+    `defaults.against_all_reduce`); made once per reading of the file."""
+    data = load_profiles(path)
+    if id(data) in _RATIOS:
+        return _RATIOS[id(data)]
+    entry = (data.get("defaults") or {}).get("against_all_reduce") or {}
+    where = f"{path}: defaults.against_all_reduce"
+    out = {}
+    try:
+        for wire in ("nvlink", "host"):
+            for op, by_size in (entry.get(wire) or {}).items():
+                points = sorted((int(parse_quantity(size, "size", where=f"{where}.{wire}.{op}")), float(r))
+                                for size, r in by_size.items())
+                out[(wire, op)] = Curve(op, wire, 2, tuple(points), entry.get("source", ""))
+    except (AttributeError, TypeError, ValueError, QuantityError) as exc:
+        raise FiguresError(f"{where}: {exc}; write {{wire: {{op: {{\"16 MiB\": ratio, ...}}}}}}") from None
+    _RATIOS[id(data)] = out
+    return out
 
 
 def _placements_of(header: dict, path) -> list[Placement]:
@@ -287,12 +329,19 @@ def tie_errors(path: Path = PROFILES_FILE) -> dict[str, Tie]:
                            f"({exc!r})") from None
 
 
+_LOADED: dict = {}
+
+
 def load_profiles(path: Path = PROFILES_FILE) -> dict:
+    """The parsed file, read again only when it changed (a recommendation reads its tie errors, every
+    micro-batch line one; callers only read it)."""
     try:
-        data = yaml.safe_load(path.read_text())
+        key = (str(path), path.stat().st_mtime_ns)
+        if key not in _LOADED:
+            _LOADED[key] = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise FiguresError(f"{path}: cannot read it: {exc}") from None
-    return data
+    return _LOADED[key]
 
 
 def profile_names(path: Path = PROFILES_FILE) -> tuple[str, ...]:

@@ -49,6 +49,13 @@ def _compute_of(figures, run, local_s: float) -> float:
     return local_s - figures.compute.sharded_saving_s(run.strategy, run.n_params, run.n_gpus)
 
 
+def _optimizer_of(figures, run) -> float:
+    """The optimizer step inside the run's compute (no collective hides under it)."""
+    if figures.compute is None:
+        return 0.0
+    return figures.compute.strategy_optimizer_s(run.strategy, run.n_params, run.n_gpus)
+
+
 def fit_strategies(figures, fallback: dict[str, Fit] | None = None, overlap: float | None = None) -> dict[str, Fit]:
     """Per strategy: the fit on the node's runs, else `fallback`'s (shipped). `overlap` given: used for
     every strategy instead of fitting it (the NVLink-only validation)."""
@@ -62,17 +69,19 @@ def fit_strategies(figures, fallback: dict[str, Fit] | None = None, overlap: flo
                 out[name] = fallback[name]
             continue
         (_, fklass, n), (fstep, flocal, frun) = fast[0]
-        fast_args = (fstep, _compute_of(figures, frun, flocal), _timed(figures, frun, fklass))
+        fast_args = (fstep, _compute_of(figures, frun, flocal), _timed(figures, frun, fklass), _optimizer_of(figures, frun))
         slow = [(k, v) for k, v in groups.items() if k[0] == name and k[1] in SLOW_CLASSES and k[2] == n]
         if overlap is not None:
             h, how = overlap, f"overlap {overlap:.2f} given"
         elif slow:
             (_, sklass, _), (sstep, slocal, srun) = slow[0]
-            h = fit_overlap(fast_args, (sstep, _compute_of(figures, srun, slocal), _timed(figures, srun, sklass)))
+            h = fit_overlap(fast_args, (sstep, _compute_of(figures, srun, slocal), _timed(figures, srun, sklass),
+                                        _optimizer_of(figures, srun)))
             how = f"overlap fitted on {sklass}"
         elif name in fallback:
             h, how = fallback[name].overlap, "overlap shipped (no slow-wire run)"
         else:
             continue
-        out[name] = Fit(fit_overhead(*fast_args, h), h, f"fitted on the node's runs: overhead on {fklass}, {how}")
+        fstep_s, flocal_s, ftimed, fopt_s = fast_args
+        out[name] = Fit(fit_overhead(fstep_s, flocal_s, ftimed, h, fopt_s), h, f"fitted on the node's runs: overhead on {fklass}, {how}")
     return out

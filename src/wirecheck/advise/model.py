@@ -1,6 +1,6 @@
 """The step-time model of a data-parallel strategy on a placement, and its fit to a node's runs.
 
-    step = T0 x (1 + overhead) + comm - min(hideable comm, overlap x T0)
+    step = T0 x (1 + overhead) + comm - min(hideable comm, overlap x (T0 - optimizer step))
 
 - T0: one rank's compute on its micro-batch: 6 x params x tokens over the GPU's achieved FLOP/s (one GPU
   alone, figures.Compute), less (1 - 1/N) of the optimizer step for a strategy that shards it;
@@ -9,8 +9,12 @@
 - hideable comm: the collectives issued while compute runs, less each one's last call (nothing runs
   after it: the last gradient bucket fills as backward ends), so a reduction in three 1 GB buckets
   can hide two thirds of itself at most and one in 174 buckets of 25 MiB nearly all;
-- overlap: the share of T0 under which the hideable collectives can hide (a fraction of the
-  compute, fitted per strategy where the wire is slower than the compute: the host path);
+- overlap: the share of forward and backward under which the hideable collectives can hide (fitted per
+  strategy where the wire is slower than the compute: the host path). The optimizer step is no window:
+  every collective the step waits for (the gradients' reduction) must end before it, and what follows it
+  (ZeRO-1/2's gather of the updated parameters) is not overlapped. Counted as one, a 7B model's 48 ms
+  step (a sixth of a 4-GPU step at micro-batch 2, against 6 % of the 1.14B steps the overlap was fitted on)
+  would hide communication that nothing runs beside;
 - overhead: what the strategy costs beyond its collectives, as a share of T0 (hooks and copies; never
   negative: a step is never shorter than its compute), fitted per strategy on its fast-wire (NVLink)
   runs, where all of the overlapped communication hides. A strategy that shards the optimizer has a
@@ -51,7 +55,7 @@ class Prediction:
     overhead_s: float
     comm_s: float
     overlapped_s: float  # the part of comm that can hide under compute (_hideable)
-    window_s: float  # overlap x T0: how much of it can hide
+    window_s: float  # overlap x (T0 - the optimizer step): how much of it can hide
     timed: tuple[Timed, ...]
     tokens_per_gpu: float
     n_gpus: int
@@ -105,12 +109,26 @@ def comm_times(collectives, n_gpus: int, curve_for) -> tuple[Timed, ...]:
     return tuple(out)
 
 
-def predict(collectives, n_gpus: int, curve_for, compute_s: float, fit: Fit, tokens_per_gpu: float) -> Prediction:
+def predict(collectives, n_gpus: int, curve_for, compute_s: float, fit: Fit, tokens_per_gpu: float,
+            optimizer_s: float = 0.0) -> Prediction:
+    """`optimizer_s`: the rank's own optimizer step inside `compute_s` (no collective hides under it)."""
     timed = comm_times(collectives, n_gpus, curve_for) if n_gpus > 1 else ()
     comm = sum(t.seconds for t in timed)
     overlapped = _hideable(timed)
-    return Prediction(compute_s, fit.overhead * compute_s, comm, overlapped, fit.overlap * compute_s,
+    return Prediction(compute_s, fit.overhead * compute_s, comm, overlapped, fit.overlap * (compute_s - optimizer_s),
                       timed, tokens_per_gpu, n_gpus)
+
+
+def predict_strategy(figures, name: str, n_params: float, shape: dict, precision: str, klass: str, n_gpus: int,
+                     fit: Fit, tokens_per_gpu: float, accounting: str = "implementation") -> Prediction:
+    """`name`'s step on `n_gpus` GPUs of placement class `klass`, from the node's (or profile's) curves and
+    one-GPU compute (advise/figures.py); its collectives by `accounting` (schedule.py)."""
+    from wirecheck.advise.schedule import schedule
+
+    c = figures.compute
+    return predict(schedule(name, n_params, shape, precision, accounting), n_gpus, lambda op: figures.curve(op, klass, n_gpus),
+                   c.strategy_step_s(name, n_params, tokens_per_gpu, n_gpus), fit, tokens_per_gpu,
+                   c.strategy_optimizer_s(name, n_params, n_gpus))
 
 
 def _hideable(timed) -> float:
@@ -123,22 +141,25 @@ def _split(timed) -> tuple[float, float]:
     return sum(t.seconds for t in timed), _hideable(timed)
 
 
-def fit_overhead(fast_step_s: float, fast_local_s: float, fast_timed, overlap: float) -> float:
+def fit_overhead(fast_step_s: float, fast_local_s: float, fast_timed, overlap: float, fast_optimizer_s: float = 0.0) -> float:
     """The overhead share that makes the model give the fast-wire run's measured step, never below 0: a strategy
     adds work to its compute, it cannot remove any (what sharding the optimizer saves is in the compute,
-    `fast_local_s`, already), so a step is never shorter than its compute."""
+    `fast_local_s`, already), so a step is never shorter than its compute. `fast_optimizer_s`: the optimizer
+    step inside `fast_local_s`, under which nothing hides."""
     comm, overlapped = _split(fast_timed)
-    return max(0.0, (fast_step_s - fast_local_s - comm + min(overlapped, overlap * fast_local_s)) / fast_local_s)
+    window = overlap * (fast_local_s - fast_optimizer_s)
+    return max(0.0, (fast_step_s - fast_local_s - comm + min(overlapped, window)) / fast_local_s)
 
 
 def fit_overlap(fast, slow) -> float:
     """The overlap share (0..1.5 of T0) with which the fast-wire overhead predicts the slow-wire step best.
 
-    `fast`, `slow`: (step_s, local_s, timed) of one strategy's runs on the two wires."""
+    `fast`, `slow`: (step_s, local_s, timed, optimizer_s) of one strategy's runs on the two wires."""
     def error(overlap: float) -> float:
-        overhead = fit_overhead(*fast, overlap)
-        step, local, timed = slow
+        step, local, timed, optimizer = slow
+        fstep, flocal, ftimed, foptimizer = fast
+        overhead = fit_overhead(fstep, flocal, ftimed, overlap, foptimizer)
         comm, overlapped = _split(timed)
-        return abs(local * (1 + overhead) + comm - min(overlapped, overlap * local) - step)
+        return abs(local * (1 + overhead) + comm - min(overlapped, overlap * (local - optimizer)) - step)
 
     return min(OVERLAP_SCAN, key=lambda h: (round(error(h), 9), h))

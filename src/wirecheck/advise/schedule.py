@@ -15,6 +15,16 @@ gets a schedule without a line here:
   reduce-scattered (in `reduce_dtype`, or the held gradient dtype) per `reduce_bucket_size` bucket or
   per block; all of it prefetched or overlapped with compute.
 Gathered parameters are in the precision's bytes (both implementations compute in it).
+
+That is the implementation accounting (the default: what this suite's strategies run and its records
+measured). The article accounting (training/memory_model.py ARTICLE, the 2+2+8 bytes of the article's
+Accelerate runs) moves what the article's table says: every gradient in the precision's bytes (DDP's
+all_reduce of bf16 gradients, not this suite's fp32 ones under autocast), ZeRO-1/2's gradients
+reduce-scattered (not all-reduced), and ZeRO-3 and FSDP gathering each block before forward and again
+before backward (Accelerate's FULL_SHARD resharding; its FSDP peak of 37 GB, under ZeRO-3's 40, holds
+no gathered model). Per parameter and (N-1)/N that is 2 units of the precision's bytes for DDP and
+ZeRO-1/2 and 3 for ZeRO-3 and FSDP; the implementation accounting moves 4 for DDP (fp32) and 3 for
+every other strategy.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ import math
 from dataclasses import dataclass
 
 from wirecheck.core.precision import precision as _precision
+from wirecheck.training.memory_model import ARTICLE, IMPLEMENTATION
 from wirecheck.vocab.shape import block_params
 from wirecheck.vocab.strategies import FP32, GRADS, OPTIMIZER, PARAMS, strategy as _strategy
 
@@ -53,15 +64,18 @@ class Collective:
         return self.calls * self.call_bytes * ALGBW_FACTOR[self.op](n_gpus) / busbw_at(self.call_bytes)
 
 
-def schedule(name: str, n_params: float, shape: dict, precision: str) -> list[Collective]:
+def schedule(name: str, n_params: float, shape: dict, precision: str, accounting: str = IMPLEMENTATION) -> list[Collective]:
     row = _strategy(name)
     settings = row.defaults(shape)
     low = _precision(precision).model_bytes
-    grad_bytes = 4 if row.holds.grads == FP32 else low
+    article = accounting == ARTICLE
+    if accounting not in (ARTICLE, IMPLEMENTATION):
+        raise ValueError(f"accounting {accounting!r}: expected {IMPLEMENTATION} or {ARTICLE}")
+    grad_bytes = low if article or row.holds.grads != FP32 else 4
     block = block_params(shape)
     if PARAMS in row.shards:
-        reduce_bytes = 4 if settings.get("reduce_dtype") == "fp32" else grad_bytes
-        gathers = 1 if settings.get("reshard_after_forward") is False else 2
+        reduce_bytes = 4 if settings.get("reduce_dtype") == "fp32" and not article else grad_bytes
+        gathers = 1 if settings.get("reshard_after_forward") is False and not article else 2
         out = [Collective("all_gather", "parameters, each block " + ("once (kept from forward to backward)"
                                                                     if gathers == 1 else "before forward and backward"),
                           gathers * low * n_params, low * block, True)]
@@ -70,7 +84,7 @@ def schedule(name: str, n_params: float, shape: dict, precision: str) -> list[Co
                               reduce_bytes * (bucket if bucket else block), True))
         return out
     if GRADS in row.shards or OPTIMIZER in row.shards:
-        return [Collective("all_reduce", "gradients" + (" during backward" if settings.get("overlap_comm") else
+        return [Collective("reduce_scatter" if article else "all_reduce", "gradients" + (" during backward" if settings.get("overlap_comm") else
                                                          " after backward"),
                            grad_bytes * n_params, grad_bytes * settings.get("reduce_bucket_size", n_params),
                            bool(settings.get("overlap_comm"))),

@@ -4,7 +4,7 @@ Two tests, both predicting runs the fit did not see:
 - `leave_one_out`: for each record, fit on the others (the overhead on NVLink, the overlap on the
   host path) and predict this record's runs from its own curves and the others' one-GPU rate;
 - `nvlink_only`: fit the overhead on the NVLink runs alone, with the overlap fixed at backward's
-  share of the model FLOPs (4 of 6: gradients reduce while backward runs), and predict the host-path
+  share of the model FLOPs (4 of 6 of forward and backward: gradients reduce while backward runs), and predict the host-path
   (forced_pcie) runs from the host-path curve: the wire changes, nothing is fitted on it.
 - `other_workload`: fit on the runs of one workload (both wires, one micro-batch) and predict the
   runs of another (another micro-batch: T0 scales with the tokens, the curves are the test runs').
@@ -43,9 +43,10 @@ def _predict_runs(fit_figures, test_figures, fits, classes=None) -> list[tuple]:
         if name not in fits or (classes and klass not in classes):
             continue
         tokens_gpu = run.tokens_per_step / n
-        t0 = fit_figures.compute.strategy_step_s(name, run.n_params, tokens_gpu, n)
+        c = fit_figures.compute
         p = predict(schedule(name, run.n_params, run.shape, run.precision), n,
-                    lambda op, k=klass: test_figures.curve(op, k, n), t0, fits[name], tokens_gpu)
+                    lambda op, k=klass: test_figures.curve(op, k, n), c.strategy_step_s(name, run.n_params, tokens_gpu, n),
+                    fits[name], tokens_gpu, c.strategy_optimizer_s(name, run.n_params, n))
         out.append((name, klass, run.tokens_per_step / step, p.tokens_per_s))
     return out
 

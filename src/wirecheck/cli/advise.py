@@ -17,6 +17,7 @@ from wirecheck.core.paths import suite_paths
 from wirecheck.core.precision import DEFAULT as DEFAULT_PRECISION
 from wirecheck.core.precision import NAMES as PRECISIONS
 from wirecheck.core.quantity import QuantityError, parse_quantity
+from wirecheck.training.memory_model import ACCOUNTINGS, ARTICLE, IMPLEMENTATION
 
 NAME = "advise"
 DEFAULT_SEQ, DEFAULT_MICRO_BATCH = 1024, 8  # the suite's own training workload (thresholds.yaml training)
@@ -39,6 +40,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--record", metavar="RUN.jsonl", nargs="+", help="the node's record files (whole-suite runs)")
     parser.add_argument("--profile", metavar="NAME", help="predict from a profile's figures instead: "
                                                          + ", ".join(profile_names()))
+    parser.add_argument("--accounting", metavar="A", default=IMPLEMENTATION,
+                        help=f"whose strategies: {IMPLEMENTATION} (this suite's, as its records measure them; default) "
+                             f"or {ARTICLE} (the article's: bf16 gradients, ZeRO-3/FSDP gathering each block twice)")
     parser.add_argument("--gpu-memory", metavar="SIZE", help="GPU memory to plan for instead of the record's or "
                                                             "profile's, e.g. 80GB")
 
@@ -73,6 +77,8 @@ def _options(args):
         raise _Usage(f"--params: {exc}") from None
     if args.precision not in PRECISIONS:
         raise _Usage(f"--precision {args.precision!r}: one of {', '.join(PRECISIONS)}")
+    if args.accounting not in ACCOUNTINGS:
+        raise _Usage(f"--accounting {args.accounting!r}: one of {', '.join(ACCOUNTINGS)}")
     if bool(args.record) == bool(args.profile):
         raise _Usage("give one of --record RUN.jsonl ... (the node's records) or --profile NAME (a profile's figures: "
                      + ", ".join(profile_names()) + ")")
@@ -118,7 +124,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         figures.gpu_memory = memory
         figures.description += f"; GPU memory {memory / 1e9:.0f} GB as --gpu-memory says"
     try:
-        advice = advise(figures, n_params, n_gpus, seq, micro_batch, args.precision, fits)
+        advice = advise(figures, n_params, n_gpus, seq, micro_batch, args.precision, fits, args.accounting)
     except ValueError as exc:
         print(f"wirecheck advise: {exc}", file=sys.stderr)
         return exit_codes.USAGE_ERROR

@@ -6,8 +6,7 @@ from __future__ import annotations
 from wirecheck.advise.advice import advise
 from wirecheck.advise.figures import FiguresError, from_records
 from wirecheck.advise.fits import fit_strategies, grouped
-from wirecheck.advise.model import predict
-from wirecheck.advise.schedule import schedule
+from wirecheck.advise.model import predict_strategy
 from wirecheck.advise.slow_part import cost_line, slow_parts
 from wirecheck.report.html import Section, note, table
 
@@ -43,9 +42,7 @@ def _section(view) -> Section:
             continue
         tokens_gpu = run.tokens_per_step / n
         try:
-            p = predict(schedule(name, run.n_params, run.shape, run.precision), n,
-                        lambda op, k=klass: figures.curve(op, k, n), figures.compute.strategy_step_s(name, run.n_params, tokens_gpu, n),
-                        fits[name], tokens_gpu)
+            p = predict_strategy(figures, name, run.n_params, run.shape, run.precision, klass, n, fits[name], tokens_gpu)
         except ValueError:
             continue
         measured = run.tokens_per_step / step
