@@ -71,7 +71,9 @@ def trusted_lines(decision: trust.Decision, window_where: str, seconds: float) -
     ended = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(run.ended_at)) if run.ended_at else run.started
     lines = [f"checked since the pass: {'; '.join(decision.checked)}"]
     lines += [f"not checked: {said}" for said in decision.said]
-    lines.append(f"trusted the {run.level} pass of {run.path} (ended {ended}, within the window of {window_where}): "
+    age = (time.time() - run.ended_at) / 3600 if run.ended_at else None
+    ago = f", {age:.1f} h ago" if age is not None else ""
+    lines.append(f"trusted the {run.level} pass of {run.path} (ended {ended}{ago}, within the window of {window_where}): "
                  f"nothing changed since; pytest not run ({seconds:.2f} s)")
     return lines
 
