@@ -43,7 +43,7 @@ def _pass(snap: dict, **changes) -> trust.LastRun:
     fields = dict(path="/var/lib/wirecheck/prolog-previous.jsonl", started="2027-01-15T08:00:00+00:00",
                   ended_at=NOW - HOUR, level="quick", status="complete", exit_status=0, simulated=False, failed=0,
                   thresholds_digest="abc", snapshot=snap)
-    fields.update(changes)
+    fields.update({key: value(snap) if callable(value) else value for key, value in changes.items()})
     return trust.LastRun(**fields)
 
 
@@ -68,6 +68,7 @@ CHANGES = {
     "simulated pass": (None, {"simulated": True}, None, "simulated"),
     "failed pass": (None, {"exit_status": 1, "failed": 1}, None, "not_passed"),
     "different thresholds": (None, {"thresholds_digest": "def"}, None, "thresholds"),
+    "a reboot": (None, {"snapshot": lambda snap: {**snap, "booted_at": snap["booted_at"] - HOUR}}, None, "rebooted"),
     "no snapshot kept": (None, {"snapshot": None}, None, "no_snapshot"),
 }
 

@@ -37,8 +37,21 @@ def read_snapshot() -> dict[str, Any]:
     with nvml._session() as nv:
         versions = nvml._read_versions(nv)
         gpus = [_gpu(nv, i, h) for i, h in enumerate(nvml._handles(nv))]
-    return {"schema": SCHEMA, "taken_at": now_iso(), "wirecheck": wirecheck.__version__,
+    return {"schema": SCHEMA, "taken_at": now_iso(), "wirecheck": wirecheck.__version__, "booted_at": booted_at(),
             "driver": versions["driver"], "gpus": gpus}
+
+
+def booted_at(stat: str = "/proc/stat") -> int | None:
+    """When the machine booted (the kernel's btime, epoch seconds): a reboot clears the volatile counters and
+    the kernel log, so a pass from before one cannot be compared with the node now. None where unreadable."""
+    try:
+        with open(stat) as fh:
+            for line in fh:
+                if line.startswith("btime "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def _gpu(nv: Any, i: int, h: Any) -> dict[str, Any]:

@@ -79,6 +79,7 @@ REASONS = {
     "thresholds": "the thresholds changed since the pass (sha256 {then} then, {now} now)",
     "version": "wirecheck changed since the pass ({then} then, {now} now)",
     "driver": "the NVIDIA driver changed since the pass ({then} then, {now} now)",
+    "rebooted": "the node rebooted since the pass (booted {then} then, {now} now): its counters and kernel log restarted",
     "gpu_count": "{then} GPU(s) at the pass, {now} now",
     "gpu_swapped": "GPU{index} is another GPU ({then} at the pass, {now} now)",
     "xid": "{count} new Xid line(s) in the kernel log since the pass: {first}",
@@ -178,6 +179,12 @@ def last_run(folders: Iterable[str | Path], host: str) -> LastRun | None:
     return summary(max(candidates, key=lambda c: (c[0], c[1]))[2])
 
 
+def _iso(epoch_s: Any) -> str:
+    if not isinstance(epoch_s, (int, float)):
+        return "unknown"
+    return _dt.datetime.fromtimestamp(epoch_s, _dt.timezone.utc).isoformat(timespec="seconds")
+
+
 def _age(seconds: float) -> str:
     seconds = abs(seconds)
     if seconds >= 3600:
@@ -230,6 +237,10 @@ def _identity(gpu: dict) -> str:
 
 def _node_refusals(then: dict, now: dict) -> tuple[list[Refusal], list[str]]:
     out, checked = [], []
+    if then.get("booted_at") != now.get("booted_at"):
+        out.append(Refusal("rebooted", {"then": _iso(then.get("booted_at")), "now": _iso(now.get("booted_at"))}))
+    else:
+        checked.append("no reboot")
     if then.get("driver") != now.get("driver"):
         out.append(Refusal("driver", {"then": then.get("driver"), "now": now.get("driver")}))
     else:
