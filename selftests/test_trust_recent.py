@@ -128,3 +128,15 @@ def test_validate_trusts_a_recent_pass_and_runs_quick_after_a_new_xid(tmp_path, 
     assert ran and "--level" in ran[0] and "quick" in ran[0], "refused: the quick level runs"
     assert "1 new Xid line(s) in the kernel log since the pass: Xid 79 on PCI:0000:19:00" in out.err
     assert "trusted the" not in out.out
+
+
+def test_the_window_comes_from_the_option_else_the_thresholds_key_and_a_bad_one_names_its_place():
+    assert trust.trust_window({"trust_window": "6 h", "source": "s"}, "t.yaml") == (6 * HOUR, "t.yaml: prolog.trust_window")
+    assert trust.trust_window({"trust_window": "6 h"}, "t.yaml", "90min") == (5400.0, "--trust-recent=90min")
+    assert trust.trust_window(None, "t.yaml")[0] == trust.DEFAULT_WINDOW_S
+    with pytest.raises(trust.TrustWindowError, match="--trust-recent: .*has no unit"):
+        trust.trust_window(None, "t.yaml", "5")
+    with pytest.raises(trust.TrustWindowError, match='t.yaml: prolog.trust_window: "soon" is not a duration'):
+        trust.trust_window({"trust_window": "soon"}, "t.yaml")
+    with pytest.raises(trust.TrustWindowError, match="give a mapping of trust_window and source"):
+        trust.trust_window({"window": "6 h"}, "t.yaml")
