@@ -85,6 +85,8 @@ class FakeGpu:
     persistence: int = 1
     ecc: tuple[int, int] = (1, 1)
     volatile_uncorrected: int = 0
+    aggregate_uncorrected: int = 0  # since the GPU was made (NVML's aggregate counter)
+    serial: str | None = None  # None: nvmlDeviceGetSerial raises NotSupported (consumer boards, some VMs)
     remapped: tuple[int, int, int, int] = (0, 0, 0, 0)
     mig: tuple[int, int] = (0, 0)
     virtualization: int = 0
@@ -249,6 +251,13 @@ def build(scenario: Scenario) -> types.ModuleType:
     export("nvmlDeviceGetHandleByIndex", handle_by_index)
     export("nvmlDeviceGetName", lambda h: gpu(h).name)
     export("nvmlDeviceGetUUID", lambda h: gpu(h).uuid)
+
+    def serial(h: _Handle) -> str:
+        if gpu(h).serial is None:
+            raise error("NotSupported")
+        return gpu(h).serial
+
+    export("nvmlDeviceGetSerial", serial)
     export("nvmlDeviceGetPciInfo", lambda h: types.SimpleNamespace(busId=gpu(h).bus_id))
     export("nvmlDeviceGetMemoryInfo", lambda h: types.SimpleNamespace(total=gpu(h).memory_total, used=0, free=gpu(h).memory_total))
     export("nvmlDeviceGetCurrPcieLinkGeneration", lambda h: gpu(h).pcie[0])
@@ -296,6 +305,7 @@ def build(scenario: Scenario) -> types.ModuleType:
     export("nvmlDeviceGetPersistenceMode", lambda h: gpu(h).persistence)
     export("nvmlDeviceGetEccMode", lambda h: list(gpu(h).ecc))
     export("nvmlDeviceGetTotalEccErrors", lambda h, kind, counter: {(1, 0): gpu(h).volatile_uncorrected,
+                                                                    (1, 1): gpu(h).aggregate_uncorrected,
                                                                     (0, 0): gpu(h).volatile_corrected}.get((kind, counter), 0))
     export("nvmlDeviceGetRemappedRows", lambda h: tuple(gpu(h).remapped))
     export("nvmlDeviceGetMigMode", lambda h: list(gpu(h).mig))

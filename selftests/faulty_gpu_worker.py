@@ -9,13 +9,15 @@ has no switch for it. Select it with a `gpu_health_workers` fixture returning "f
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any
 
 import torch
 
 from wirecheck.gpu import gemm, worker
 
-WRONG_RANK = 1
+# The rank that computes wrong: 1, or WIRECHECK_WRONG_RANK (0 on a node of one GPU: scripts/device/trusted_check.sh)
+WRONG_RANK = int(os.environ.get("WIRECHECK_WRONG_RANK", "1"))
 WRONG_INDEX = 5
 
 

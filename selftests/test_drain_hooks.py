@@ -145,8 +145,8 @@ def test_the_prolog_runs_the_quick_level_cleanly_and_keeps_the_evidence(install)
     call = (install / "validate-call").read_text().splitlines()
     records = install / "records"
     assert call[0] == f"cwd={records}"  # never the job's folder (python -m imports from the working directory)
-    assert call[1] == (f"args=validate --level quick --wait-for-node 60s --wirecheck-json {records}/prolog.jsonl "
-                       "--profile h200-sxm-2")
+    assert call[1] == (f"args=validate --level quick --trust-recent --wait-for-node 60s --wirecheck-json "
+                       f"{records}/prolog.jsonl --profile h200-sxm-2")
     env = dict(line.split("=", 1) for line in call[2:] if "=" in line)
     assert env.get("NCCL_NVLS_ENABLE") == "0" and env["PATH"] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     assert not {"PYTHONPATH", "PYTEST_ADDOPTS", "PYTHONHOME", "SLURM_JOB_ID"} & set(env), env
@@ -154,6 +154,9 @@ def test_the_prolog_runs_the_quick_level_cleanly_and_keeps_the_evidence(install)
     assert kept[2:] == ["prolog.jsonl", "prolog.log"] and len(kept) == 4, kept  # this run's, replaced by the next
     assert kept[0].startswith("prolog-unhealthy-") and kept[0].endswith(".jsonl") and kept[1].endswith(".log")
     assert "drained wc2: wirecheck: busbw nvswitch-2gpu-0.1 12.34 < 360 GB/s" in done.stderr
+    first = (records / "prolog.jsonl").read_bytes()
+    run_hook(install, "prolog", "pass")  # the last run's record stays, aside, for validate --trust-recent to read
+    assert (records / "prolog-previous.jsonl").read_bytes() == first
 
 
 def test_a_node_drained_already_keeps_its_reason(install):

@@ -5,6 +5,7 @@ that fails the test it arrived in and a row remap that becomes pending during th
 from __future__ import annotations
 
 from e2e import make_project, records, run_suite, thresholds_with
+from selftests import fake_pynvml
 from wirecheck.checks.judge import main as judge
 from wirecheck.core.exit_codes import FAILED as EXIT_FAILED
 
@@ -104,3 +105,8 @@ def test_an_xid_fails_the_test_it_arrived_in_and_a_pending_remap_fails_at_the_en
     assert [(r["details"]["gpu"], r["details"]["code"]) for r in xids] == [(1, 79)]
     verdicts = [r for r in records(out) if r["type"] == "verdict" and r["check"] == "no_xid"]
     assert [v["outcome"] for v in verdicts] == ["fail", "fail"]
+    # the end line keeps the node as NVML tells it at the end: what validate --trust-recent compares with later
+    (end,) = [r for r in records(out) if r["type"] == "end"]
+    snap = end["node_snapshot"]
+    assert [g["uuid"] for g in snap["gpus"]] == [g.uuid for g in fake_pynvml.nvswitch(2, links=0).gpus]
+    assert [g["remapped_rows"]["pending"] for g in snap["gpus"]] == [0, 1] and snap["driver"] == "580.159.04"

@@ -3,7 +3,8 @@
 # Sourced (never run) by them, after they checked that only root can change it (docs/running-as-root.md).
 #
 #   hook_setup CONF MODE   settings from CONF, root-safety checks; on a problem: HOOK_STATE=2 (unknown)
-#   hook_check             runs `wirecheck validate --level quick` once, then `wirecheck node-state`, which
+#   hook_check             runs `wirecheck validate --level quick` once (with HOOK_VALIDATE_ARGS: the prolog's
+#                          --trust-recent), then `wirecheck node-state`, which
 #                          sets HOOK_STATE (0 healthy, 1 unhealthy, 2 unknown) and HOOK_LINE (one ASCII line;
 #                          when unhealthy, the drain reason `wirecheck: <check> <where> <measured> < <limit>`)
 #   hook_drain NODE LINE   drains a Slurm node with LINE as the reason, unless it is drained already
@@ -17,6 +18,7 @@ HOOK_KEYS=" WIRECHECK RECORDS ARGS ENV GPU_NODE MAX_LENGTH SCONTROL SLURM_CONF P
 HOOK_KEYS+="HEALTHCHECK_WAIT HEALTHCHECK_TIMEOUT PLUGIN_WAIT PLUGIN_TIMEOUT "
 HOOK_STATE=2
 HOOK_LINE=
+HOOK_VALIDATE_ARGS=()  # the hook's own validate options, set by the hook after sourcing (the prolog: --trust-recent)
 declare -A HOOK_CONF=()
 
 hook_log() {
@@ -139,12 +141,14 @@ hook_check() {
   home=$(getent passwd "$(id -u)" | cut -d: -f6)
   # Never the job's folder: `python -m` puts the working directory first on the import path.
   cd -- "$RECORDS" || { hook_unknown "cannot run: cannot enter $RECORDS"; return 0; }
+  # The last run's record is kept aside, not removed: `validate --trust-recent` (the prolog) finds the pass in it.
+  [ -e "$record" ] && mv -f -- "$record" "$RECORDS/$HOOK_MODE-previous.jsonl"
   rm -f -- "$record" "$output"
   # A clean environment: nothing the job or slurmd's caller set (PYTHONPATH, PYTEST_ADDOPTS, LD_PRELOAD)
   # reaches a run as root; only the fixed PATH, HOME, LANG and the settings' ENV.
   env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 "${env_vars[@]}" \
-    timeout --kill-after=10 "$HOOK_TIMEOUT" "$WIRECHECK" validate --level quick --wait-for-node "$HOOK_WAIT" \
-    --wirecheck-json "$record" "${args[@]}" >"$output" 2>&1 </dev/null
+    timeout --kill-after=10 "$HOOK_TIMEOUT" "$WIRECHECK" validate --level quick "${HOOK_VALIDATE_ARGS[@]}" \
+    --wait-for-node "$HOOK_WAIT" --wirecheck-json "$record" "${args[@]}" >"$output" 2>&1 </dev/null
   code=$?
   HOOK_LINE=$(env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 "$WIRECHECK" node-state --exit-code "$code" \
     --record "$record" --output "$output" --max-length "$HOOK_MAX_LENGTH" </dev/null 2>>"$output")

@@ -109,7 +109,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="run the validation suite on this node (or in simulation without a driver); other arguments go to pytest",
         description=DESCRIPTION,
         epilog=EPILOG,
-        usage=f"{PROG} [-h] [--pytest-help] [--level {{{','.join(LEVELS)}}}] [--simulate[=FILE|NAME]] [pytest arguments ...]",
+        usage=f"{PROG} [-h] [--pytest-help] [--level {{{','.join(LEVELS)}}}] [--trust-recent[=WINDOW]] [--simulate[=FILE|NAME]] "
+              "[pytest arguments ...]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         add_help=False,
         allow_abbrev=False,  # a pytest option must never be taken for an abbreviation of ours
@@ -121,6 +122,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     own.add_argument("--level", default=None, metavar="LEVEL",
                      help="which tests run: " + "; ".join(f"{name}: {PURPOSE[name]}" for name in LEVELS)
                      + f" (default: {DEFAULT_LEVEL}; {BURN_IN} needs --duration)")
+    own.add_argument("--trust-recent", nargs="?", const="", default=None, metavar="WINDOW",
+                     help="run nothing when this node's latest run passed this level or better within WINDOW "
+                     "(default: prolog.trust_window of the thresholds file, 6 h) and NVML and the kernel log show "
+                     "nothing changed since (XIDs, ECC, row remaps, driver, GPUs, NVLinks, processes, thresholds, "
+                     "version): exit 0 naming the pass; otherwise say why and run the level (the Slurm prolog's)")
     parser.set_defaults(passes_extra_args=True)
     return parser
 
@@ -291,6 +297,10 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
             _say(str(exc))
             print(f"{PROG}: {EXIT_CODES[codes.USAGE_ERROR][0]}; exit {codes.USAGE_ERROR}", flush=True)
             return codes.USAGE_ERROR
+    if args.trust_recent is not None:  # before the topology is read: the trusted path reads NVML once
+        trusted = _trust_recent(args, pytest_args)
+        if trusted is not None:
+            return trusted
     mode = choose_mode(pytest_args)
     if mode.refusal:
         _say(mode.refusal)
@@ -307,6 +317,29 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         print(flush=True)
     print(busy_line(pytest_args) if code == codes.NODE_BUSY else last_line(code, mode, fault.line), flush=True)
     return code
+
+
+def _trust_recent(args: argparse.Namespace, pytest_args: list[str]) -> int | None:
+    """--trust-recent: OK when the latest pass stands (the lines say which and what was compared), USAGE_ERROR
+    for a window or thresholds file that cannot be read, None to run the level (the lines say why)."""
+    from wirecheck.cli import trusted
+
+    if simulation_target(pytest_args) is not None:
+        _say("--trust-recent: a simulation is never trusted (nothing of a node was validated): running it")
+        return None
+    try:
+        decision, where, seconds = trusted.attempt(pytest_args, args.level, args.trust_recent, _option_value)
+    except ValueError as exc:  # ThresholdsError, TrustWindowError: the message names the key or option
+        _say(str(exc))
+        print(f"{PROG}: {EXIT_CODES[codes.USAGE_ERROR][0]}; exit {codes.USAGE_ERROR}", flush=True)
+        return codes.USAGE_ERROR
+    if not decision.trusted:
+        _say("\n".join(trusted.refused_lines(decision)))
+        return None
+    lines = trusted.trusted_lines(decision, where, seconds)
+    _say("\n".join(lines[:-1]))
+    print(f"{PROG}: {lines[-1]}; exit {codes.OK}", flush=True)
+    return codes.OK
 
 
 class FaultLine:

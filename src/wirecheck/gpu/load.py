@@ -92,7 +92,7 @@ class GpuLoad:
     def _kwargs_and_deadline(self, name: str) -> tuple[dict, float]:
         s = self.settings
         if name == FIGURES:
-            return s.figures_kwargs(), s.timeout_s
+            return s.figures_kwargs(self.level), s.timeout_s
         if name == SUSTAINED:
             kwargs = s.sustained_kwargs(self.level)
             return kwargs, kwargs["duration_s"] + s.timeout_s

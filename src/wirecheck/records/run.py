@@ -81,6 +81,8 @@ def _extended_files(path: Path, data: bytes) -> list[tuple[Path, bytes]]:
     out: list[tuple[Path, bytes]] = []
     seen = {Path(path).absolute()}
     while True:
+        if b"extends" not in data:  # no layer below: spare a parse of the whole file (a prolog's second)
+            return out
         try:
             doc = yaml.safe_load(data)
         except yaml.YAMLError:

@@ -247,6 +247,7 @@ class Thresholds:
     calibration_rule: CalibrationRule | None = None
     history_rule: HistoryRule | None = None
     drain: dict | None = None  # the `drain:` section (wirecheck.records.drain_policy), as written
+    prolog: dict | None = None  # the `prolog:` section (wirecheck.records.trust.trust_window), as written
 
     @property
     def calibration(self) -> CalibrationRule:
@@ -860,6 +861,7 @@ def load_thresholds(path: str | Path, content: bytes | None = None,
                        'source: ...}',
             "drain": '{flaky_max: 3, flaky_window: "24 h", guard_share: "50 %", guard_window: "5 min", '
                      'replace_after: 3, replace_window: "7 d", source: ...}',
+            "prolog": '{trust_window: "6 h", source: ...}',
         },
     )
     profiles = _profiles(f["profiles"])
@@ -897,4 +899,6 @@ def load_thresholds(path: str | Path, content: bytes | None = None,
         history_rule=parse_history(f["history"]) if "history" in f else None,
         # The drain hooks' keys, read as they are: wirecheck.records.drain_policy.parse_policy checks them.
         drain=f["drain"].value if "drain" in f else None,
+        # validate --trust-recent's window, read as it is: wirecheck.records.trust.trust_window checks it.
+        prolog=f["prolog"].value if "prolog" in f else None,
     )

@@ -51,6 +51,9 @@ class GpuHealthSettings:
     sample_interval_s: float
     timeout_s: float  # a call (figures, memory test); the sustained call: its duration + this
     yaml_path: str
+    # The quick level's GEMM (warmup, timed) products, where the file gives them: a window that still fails a
+    # GPU doing half its work, shorter than the settled one every other level times (docs/levels.md)
+    gemm_quick: tuple[int, int] | None = None
 
     def sustained_duration_s(self, level: str = LEVEL) -> float:
         return self._sustained_duration[level]
@@ -58,10 +61,17 @@ class GpuHealthSettings:
     def memory_passes(self, level: str = LEVEL) -> int:
         return self._memory_passes[level]
 
-    def figures_kwargs(self) -> dict[str, Any]:
+    def gemm_products(self, level: str = LEVEL) -> tuple[int, int]:
+        """(warmup, timed) GEMM products of the figures at `level`."""
+        if level == "quick" and self.gemm_quick is not None:
+            return self.gemm_quick
+        return self.gemm_warmup_iters, self.gemm_iters
+
+    def figures_kwargs(self, level: str = LEVEL) -> dict[str, Any]:
         """The figures worker's arguments (wirecheck.gpu.worker.figures)."""
+        warmup, timed = self.gemm_products(level)
         return {"hbm": {"size": self.hbm_size, "warmup_iters": self.hbm_warmup_iters, "iters": self.hbm_iters},
-                "gemm": {"n": self.gemm_n, "warmup_iters": self.gemm_warmup_iters, "iters": self.gemm_iters,
+                "gemm": {"n": self.gemm_n, "warmup_iters": warmup, "iters": timed,
                          "compare_iters": self.gemm_compare_iters},
                 "seed": self.seed}
 
@@ -203,7 +213,10 @@ def _settings(at: _At, simulated: bool) -> GpuHealthSettings:
     })
     hbm = f["hbm"].fields("HBM bandwidth settings", required={"size": '"4 GiB"', "warmup_iters": "5", "iters": "50"})
     gemm = f["gemm"].fields("GEMM settings", required={"n": "8192", "warmup_iters": "10", "iters": "50",
-                                                         "compare_iters": "20", "seed": "20"})
+                                                         "compare_iters": "20", "seed": "20"},
+                            optional={"quick": "{warmup_iters: 200, iters: 200}  (the quick level's, shorter)"})
+    quick = gemm["quick"].fields("the quick level's GEMM settings", required={"warmup_iters": "200", "iters": "200"}) \
+        if "quick" in gemm else None
     mem = f["memory_pattern"].fields(
         "memory pattern test settings",
         required={"coverage": '"90 %"', "chunk": '"2 GiB"', "passes": "{quick: 1, acceptance: 1, burn_in: 10}"},
@@ -230,6 +243,7 @@ def _settings(at: _At, simulated: bool) -> GpuHealthSettings:
         gemm_warmup_iters=gemm["warmup_iters"].count(),
         gemm_iters=gemm["iters"].count(minimum=1),
         gemm_compare_iters=gemm["compare_iters"].count(minimum=1),
+        gemm_quick=(quick["warmup_iters"].count(), quick["iters"].count(minimum=1)) if quick else None,
         seed=gemm["seed"].count(),
         memory_coverage=_fraction(mem["coverage"], '"90 %"'),
         memory_chunk=chunk,
