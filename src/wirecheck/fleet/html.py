@@ -313,7 +313,8 @@ def _headline(result: FleetResult) -> str:
     return verdict
 
 
-def render_page(result: FleetResult) -> str:
+def render_page(result: FleetResult, diagnosis: str | None = None) -> str:
+    """The page; `diagnosis`: a fleet diagnosis record's section (fleet.diagnosis_view), after the failures."""
     failures = result.failures
     parts = [
         # The node report's policy: no script runs and nothing is fetched, whatever a record carried.
@@ -343,6 +344,8 @@ def render_page(result: FleetResult) -> str:
             f"<li><b>{html.escape(who)}</b> [{html.escape(v.check)}] {html.escape(v.message)}</li>"
             for who, v in failures[:MAX_LISTED])
             + (f"<li>... and {more} more: every one in the --json file</li>" if more > 0 else "") + "</ul>")
+    if diagnosis:
+        parts.append(diagnosis)
     parts.append(_summary(result))
     overview = _overview(result)
     if overview is not None:
