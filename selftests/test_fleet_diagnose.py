@@ -238,3 +238,67 @@ def test_the_command_says_what_is_wrong_with_its_input(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == exit_codes.BAD_INPUT and "inside a Slurm allocation holding gpu00, gpu01, gpu02, gpu04" in err, err
     assert "--pair-list gpu00~gpu01," in err and "--pairs-record" in err
+
+
+def test_under_slurm_the_pairs_run_as_one_srun_step_of_the_fleet_s_multinode_launcher(tmp_path):
+    from wirecheck.fleet.diagnose import launch_commands
+
+    plan = _plan()
+    (cmd,) = launch_commands(plan, tmp_path / "p.jsonl", False, {"SLURM_JOB_ID": "77"}, {}, "/usr/bin/srun")
+    assert cmd[:5] == ["/usr/bin/srun", "--nodes=4", "--nodelist=g1,g2,g3,s1", "--ntasks-per-node=1",
+                       "--kill-on-bad-exit=0"]
+    launcher = cmd[cmd.index("-m") + 1:]
+    assert launcher[:2] == ["wirecheck.fleet.cli", "multinode"]  # `wirecheck fleet multinode`, as the sbatch's step 2
+    assert launcher[launcher.index("--rdzv-endpoint") + 1] == "g1:29400"
+    assert launcher[launcher.index("--rdzv-id") + 1] == "77-diagnose"
+    assert launcher[launcher.index("--pair-list") + 1] == "g1~g2,g2~g3,g3~g1,s1~g1,s1~g2,s1~g3"
+    with pytest.raises(PlanError, match="only for a simulated run on this machine"):
+        launch_commands(plan, tmp_path / "p.jsonl", False, {"SLURM_JOB_ID": "77"}, {"s1": "m:f"}, "/usr/bin/srun")
+    # a simulated fleet outside Slurm: one agent per node here, each named
+    local = launch_commands(plan, tmp_path / "p.jsonl", True, {}, {"s1": "m:f"}, None)
+    assert [c[c.index("--node-name") + 1] for c in local] == plan.nodes
+    assert ["--pair-worker", "m:f"] == local[-1][-2:]
+
+
+def test_run_on_this_machine_names_a_node_made_slow_in_a_simulated_fleet(tmp_path, capsys, monkeypatch):
+    """--run for a simulated fleet: one `wirecheck fleet multinode` agent per planned node on this machine (CPU
+    ranks, gloo), gpu04's pair worker the test-only slow one (0.3 s before each call, as test_fleet_e2e's)."""
+    from e2e import pythonpath
+    from test_fleet_report import fleet as fake_fleet
+
+    from wirecheck.fleet.cli import main as fleet
+    from wirecheck.records.file import read_run
+
+    d = fake_fleet(tmp_path, slow={"gpu04": {"all_reduce": 0.1}}, simulated=True)  # below its peers: the suspect
+    monkeypatch.setenv("PYTHONPATH", pythonpath())  # the agents import fleet_faults from selftests/
+    monkeypatch.chdir(tmp_path)
+    for var in [v for v in __import__("os").environ if v.startswith("SLURM_")]:
+        monkeypatch.delenv(var)
+    out_record = tmp_path / "diagnosis.jsonl"
+    code = fleet(["diagnose", str(d), "--good", "gpu00,gpu01", "--run", "--json", str(out_record),
+                  "--pair-worker", "gpu04=fleet_faults:slow_pair"])
+    out = capsys.readouterr().out
+    assert code == exit_codes.DIAGNOSIS_FOUND, out
+    assert "  gpu04: failed (below peers)" in out
+    assert "pairs measured: 3 of 3" in out
+    assert ("culprit gpu04: node gpu04: slow with 2 of 2 good partners: the node (its NICs, its PCIe path to them, "
+            "or its GPUs)") in out
+    assert "SIMULATION" in out.splitlines()[-1]
+    pairs = read_run(tmp_path / "diagnosis.pairs.jsonl")
+    assert sorted(m["placement"] for m in pairs.measurements if m["kind"] == "pair") == \
+        ["gpu00~gpu01", "gpu00~gpu04", "gpu01~gpu04"]
+    assert pairs.run["multinode"]["ops"] == []  # the listed pairs only, no collective across the job
+    assert read_run(out_record).end["exit_status"] == exit_codes.DIAGNOSIS_FOUND
+
+
+def test_listed_pairs_run_in_matchings_of_disjoint_pairs_and_bad_lists_are_refused():
+    from wirecheck.core.pair_schedule import listed_rounds
+    from wirecheck.fleet.multinode import UsageError, _pair_list
+
+    (r,) = listed_rounds([("a", "b"), ("c", "d"), ("a", "c"), ("b", "a")])
+    assert r.pairs == (("a", "b"), ("c", "d"), ("a", "c")) and r.matchings == ((("a", "b"), ("c", "d")), (("a", "c"),))
+    assert _pair_list("a~b, c~d", ["a", "b", "c", "d"]) == [("a", "b"), ("c", "d")]
+    with pytest.raises(UsageError, match="--pair-list: x not in this job"):
+        _pair_list("a~x", ["a", "b"])
+    with pytest.raises(UsageError, match="'a-b' is not a pair of two nodes"):
+        _pair_list("a-b", ["a", "b"])

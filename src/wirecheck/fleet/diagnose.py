@@ -117,17 +117,18 @@ def _multinode(nnodes: int, endpoint: str, rdzv_id: str, plan: Plan, record: Pat
             "--pair-list", ",".join(f"{a}~{b}" for a, b in plan.pairs), f"--wirecheck-json={record}", *extra]
 
 
-def launch_commands(plan: Plan, record: Path, simulated: bool, env: dict, workers: dict[str, str]) -> list[list[str]]:
-    """The commands that measure the plan's pairs: one srun over its nodes under Slurm (each node runs
-    `wirecheck fleet multinode`, as the acceptance job's step 2), or, for a simulated fleet outside Slurm,
-    one agent per node on this machine. Raises PlanError where neither can run."""
+def launch_commands(plan: Plan, record: Path, simulated: bool, env: dict, workers: dict[str, str],
+                    srun: str | None) -> list[list[str]]:
+    """The commands that measure the plan's pairs: one srun over its nodes under Slurm (`srun`: its path;
+    each node runs `wirecheck fleet multinode`, as the acceptance job's step 2), or, for a simulated fleet
+    outside Slurm, one agent per node on this machine. Raises PlanError where neither can run."""
     nodes = plan.nodes
-    if env.get("SLURM_JOB_ID") and shutil.which("srun"):
+    if env.get("SLURM_JOB_ID") and srun:
         if workers:
             raise PlanError("--pair-worker: only for a simulated run on this machine, not under srun")
         step = _multinode(len(nodes), f"{nodes[0]}:{DEFAULT_PORT}", f"{env['SLURM_JOB_ID']}-diagnose", plan, record,
                           ["--simulate"] if simulated else [])
-        return [["srun", f"--nodes={len(nodes)}", f"--nodelist={','.join(nodes)}", "--ntasks-per-node=1",
+        return [[srun, f"--nodes={len(nodes)}", f"--nodelist={','.join(nodes)}", "--ntasks-per-node=1",
                  "--kill-on-bad-exit=0", *step]]
     if not simulated:
         by_hand = " ".join(_multinode(len(nodes), f"{nodes[0]}:{DEFAULT_PORT}", "diagnose", plan, record, []))
@@ -216,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     record = Path(args.pairs_record) if args.pairs_record else _pairs_record_path(args.out)
     if not args.pairs_record:
         try:
-            commands = launch_commands(plan, record, simulated, dict(os.environ), workers)
+            commands = launch_commands(plan, record, simulated, dict(os.environ), workers, shutil.which("srun"))
         except PlanError as exc:
             _say(str(exc))
             return codes.BAD_INPUT
