@@ -16,7 +16,8 @@ from wirecheck.core import exit_codes
 from wirecheck.core.pair_schedule import pair_key
 from wirecheck.fleet import diagnose_plan
 from wirecheck.fleet.diagnose_plan import PlanError, make_plan
-from wirecheck.fleet.diagnosis import culprits_by_node, exit_code, judge
+from wirecheck.fleet.diagnosis import exit_code, judge
+from wirecheck.records.culprit import diagnosed_culprits
 from wirecheck.thresholds.file import load_thresholds
 
 TH = load_thresholds(PROJECT / "thresholds.yaml")
@@ -37,6 +38,13 @@ def _report(states: dict[str, str], slow_links=(), pair_slow=()) -> dict:
 def _plan(suspects=("s1",), good=("g1", "g2", "g3", "g4")):
     states = {**{s: "slow in pairs" for s in suspects}, **{g: "PASS" for g in good}}
     return make_plan(_report(states, pair_slow=suspects))
+
+
+def culprits_by_node(findings) -> dict:
+    """What a drain hook reads back of these findings' verdicts (records.culprit)."""
+    from types import SimpleNamespace
+
+    return diagnosed_culprits(SimpleNamespace(verdicts=[f.verdict().as_record() for f in findings]))
 
 
 def _measure(plan, slow_pairs=(), factor=0.6, noise=(1.0, 0.99, 1.01, 0.995, 1.005)):
@@ -210,6 +218,8 @@ def test_the_command_plans_from_a_records_directory_and_a_report_then_judges_a_p
     run = read_run(out_record)
     assert run.run["kind"] == "diagnosis" and run.run["fleet"] and run.end["exit_status"] == exit_codes.DIAGNOSIS_FOUND
     assert diagnosed_culprit(run) == line  # the drain reason's culprit, as for `wirecheck diagnose`
+    assert diagnosed_culprits(run) == {"gpu04": line}  # per node, for the hook that drains it
+    assert f"  drain reason: wirecheck: {line}" in out
     # and the fleet report shows it, in its text and its page
     page = tmp_path / "fleet.html"
     assert report([str(d), "--diagnosis", str(out_record), "--html", str(page)]) == 1

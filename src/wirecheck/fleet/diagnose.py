@@ -34,9 +34,11 @@ from wirecheck.core import exit_codes as codes
 from wirecheck.core.pair_schedule import pair_key
 from wirecheck.core.paths import suite_paths
 from wirecheck.fleet.diagnose_plan import Plan, PlanError, make_plan, read_leaves, render
-from wirecheck.fleet.diagnosis import culprits_by_node, exit_code, judge
+from wirecheck.fleet.diagnosis import exit_code, judge
 from wirecheck.fleet.launch import DEFAULT_PORT
 from wirecheck.fleet.records import FleetInputError, read_node_list
+from wirecheck.records import reason
+from wirecheck.records.culprit import diagnosed_culprits
 from wirecheck.records.file import RecordFileError, read_run
 from wirecheck.records.run import COMPLETE, RunWriter, thresholds_fields
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
@@ -45,6 +47,7 @@ from wirecheck.vocab import records as kinds
 PROG = "wirecheck fleet diagnose"
 KIND = "diagnosis"  # the header's kind, as `wirecheck diagnose`'s records
 LOCAL_TIMEOUT_S = 300  # a simulated pair run on this machine: a few pairs of CPU ranks
+SLURM_REASON_MAX = 255  # a Slurm reason as slurmdbd keeps it (as `wirecheck node-state`, a layer above, says)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -241,9 +244,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f.verdict().message)
     path = write_record(args.out, plan, findings, figures, str(args.source), record, simulated, th_path, code)
     print(f"\ndiagnosis record: {path}")
-    culprits = culprits_by_node(findings)
+    culprits = diagnosed_culprits(read_run(path))  # as a drain hook reads them back
     for node, line in culprits.items():
         print(f"culprit {node}: {line}")
+        print(f"  drain reason: {reason.line(line, SLURM_REASON_MAX)}")
     if not culprits:
         print("no node or path named")
     if simulated:

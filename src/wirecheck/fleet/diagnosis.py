@@ -160,12 +160,3 @@ def judge(plan: Plan, measured: dict[str, dict], rule) -> tuple[list[PairFinding
                 findings[end].summary += f"; slow only with {_other(f, end)}: the path {pair_key(a, b)}"
     return [findings[s] for s in plan.suspect_names] + paths, figures
 
-
-def culprits_by_node(findings: list[PairFinding]) -> dict[str, str]:
-    """Each node a found finding names, with its one-line culprit (a node's own first, then a path's)."""
-    out: dict[str, str] = {}
-    for f in sorted(findings, key=lambda f: f.kind != NODE):
-        if f.result == FOUND:
-            for node in f.nodes:
-                out.setdefault(node, f.summary)
-    return out
