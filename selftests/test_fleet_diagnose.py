@@ -243,6 +243,8 @@ def test_the_command_says_what_is_wrong_with_its_input(tmp_path, capsys):
     d = _fake_fleet(tmp_path)
     assert fleet(["diagnose", str(d), "--good", "gpu04"]) == exit_codes.BAD_INPUT
     assert "--good gpu04: it is a suspect" in capsys.readouterr().err
+    assert fleet(["diagnose", str(d), "--json", str(d / "diagnosis.jsonl"), "--run"]) == exit_codes.BAD_INPUT
+    assert "inside the records directory" in capsys.readouterr().err
     # a hardware fleet outside Slurm: --run says how to run the pairs by hand
     code = fleet(["diagnose", str(d), "--run"])
     err = capsys.readouterr().err

@@ -211,6 +211,14 @@ def main(argv: list[str] | None = None) -> int:
         _say(str(exc))
         return codes.BAD_INPUT
     simulated = bool(data.get("simulated"))
+    source = Path(args.source)
+    records_dir = source if source.is_dir() else Path(data["directory"]) if data.get("directory") else None
+    if args.out and records_dir is not None and Path(args.out).resolve().parent == records_dir.resolve():
+        # the pair run's record goes beside it: both would be read back as records of the fleet
+        _say(f"--json {args.out}: inside the records directory {records_dir}, where `wirecheck fleet report` would read "
+             f"it as a node's record; give a path in a folder of its own (e.g. {records_dir}/diagnosis/"
+             "fleet-diagnosis.jsonl)")
+        return codes.BAD_INPUT
     print(render(plan))
     if not plan.suspects:
         return codes.NOTHING_TO_LOCALIZE
