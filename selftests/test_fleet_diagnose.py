@@ -222,8 +222,9 @@ def test_the_command_plans_from_a_records_directory_and_a_report_then_judges_a_p
     assert f"  drain reason: wirecheck: {line}" in out
     # and the fleet report shows it, in its text and its page
     page = tmp_path / "fleet.html"
-    assert report([str(d), "--diagnosis", str(out_record), "--html", str(page)]) == 1
+    assert report([str(d), "--diagnosis", str(out_record), "--html", str(page), "--json", str(tmp_path / "f2.json")]) == 1
     text = capsys.readouterr().out
+    assert json.loads((tmp_path / "f2.json").read_text())["diagnosis"]["result"] == "found"
     assert f"fleet diagnosis {out_record.name}: found (exit 20)" in text and f"  {line}" in text
     assert "Fleet diagnosis" in page.read_text() and line in page.read_text()
     # a healthy pair run: not reproduced
