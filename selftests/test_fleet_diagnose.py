@@ -83,6 +83,21 @@ def test_partners_on_another_leaf_come_first_where_the_leaves_are_known():
     assert partners == {"s1": ["g3", "g4", "g1"]}
 
 
+def test_a_leaves_file_is_read_and_the_plan_says_where_the_partners_are(tmp_path):
+    leaves = tmp_path / "leaves.txt"
+    leaves.write_text("# from ibnetdiscover\ns1 leaf1\ng1 leaf1\ng2 leaf2  # spine A\ng3 leaf2\ng4 leaf2\n")
+    report = _report({"s1": "slow in pairs", **{g: "PASS" for g in ("g1", "g2", "g3", "g4")}}, pair_slow=["s1"])
+    plan = make_plan(report, leaves=diagnose_plan.read_leaves(str(leaves)))
+    assert plan.partners == {"s1": ["g2", "g3", "g4"]}
+    assert "s1 with 3 good partner(s): g2, g3, g4; leaf switch: every partner on another leaf than its leaf1" in \
+        diagnose_plan.render(plan)
+    plan = make_plan(report, good=["g1", "g2"], leaves=diagnose_plan.read_leaves(str(leaves)))
+    assert "g1 share(s) its leaf leaf1 (no other good node to take)" in diagnose_plan.render(plan)
+    leaves.write_text("s1\n")
+    with pytest.raises(PlanError, match="line 1: 's1'; write 'NODE LEAF'"):
+        diagnose_plan.read_leaves(str(leaves))
+
+
 def test_good_nodes_given_must_have_passed():
     report = _report({"s1": "slow in pairs", "g1": "PASS", "g2": "PASS"}, pair_slow=["s1"])
     assert make_plan(report, good=["g2"]).partners == {"s1": ["g2"]}

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations
+from pathlib import Path
 
 PARTNERS = 3  # good partners per suspect: 3 of 3 slow is the node; fewer than 2 cannot tell node from path
 MIN_PARTNERS = 2
@@ -234,7 +235,7 @@ def _leaf_note(plan: Plan, suspect: str) -> str:
 def read_leaves(path: str) -> dict[str, str]:
     """`--leaves FILE`: "NODE LEAF" per line (# comments), e.g. from ibnetdiscover or the site's inventory."""
     try:
-        lines = open(path, encoding="utf-8").read().splitlines()
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise PlanError(f"--leaves {path}: cannot read it ({exc}); give a file of 'NODE LEAF' lines") from None
     out = {}
