@@ -323,6 +323,7 @@ def render_page(result: FleetResult, diagnosis: str | None = None) -> str:
         "body{font-family:sans-serif;margin:2em;max-width:1100px} table{border-collapse:collapse}",
         "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px} tr.bad td{background:#fde0dc}",
         "tr.ok td{background:#e8f5e9} .banner{padding:8px;background:#fff3cd} li{font-size:13px;margin:4px 0}",
+        "li.bad>b{color:#b3261e} li.ok>b{color:#1b5e20}",  # a fleet diagnosis' findings
         # A simulated fleet is headlined as loudly as a failed one (the node report's banner).
         ".banner.sim{font-size:2.2em;font-weight:800;padding:0.3em 0.5em;color:#7a5200;border:4px dashed #e0a800}",
         "</style></head><body>",
