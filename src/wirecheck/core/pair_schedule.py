@@ -66,5 +66,20 @@ def pair_rounds(nodes: list[str]) -> list[Round]:
     return rounds
 
 
+def listed_rounds(pairs: list[tuple[str, str]]) -> list[Round]:
+    """The given pairs instead of the ring schedule (`wirecheck fleet diagnose` picks them: each suspect with
+    known-good partners), as one round (shift 0) in matchings of disjoint pairs; a pair listed twice is
+    measured once."""
+    seen: set[str] = set()
+    unique = []
+    for a, b in pairs:
+        if a == b:
+            raise ValueError(f"pair {a}~{b}: a node cannot be paired with itself")
+        if pair_key(a, b) not in seen:
+            seen.add(pair_key(a, b))
+            unique.append((a, b))
+    return [Round(0, tuple(unique), tuple(_matchings(unique)))] if unique else []
+
+
 def all_pairs(rounds: list[Round]) -> list[tuple[str, str]]:
     return [p for r in rounds for p in r.pairs]

@@ -1,5 +1,5 @@
 """`wirecheck fleet COMMAND`: report (judge a fleet's records), inventory (this node's network),
-multinode (torchrun on wirecheck.fleet.multinode, run on every node)."""
+multinode (torchrun on wirecheck.fleet.multinode, run on every node), diagnose (which node or path is slow)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ COMMANDS = {
     "report": ("wirecheck.fleet.report", "judge every node's record together: own verdicts, the fleet rule, pairs"),
     "inventory": ("wirecheck.fleet.inventory", "this node's NICs, GPU-to-NIC paths and line rate"),
     "multinode": ("wirecheck.fleet.launch", "torchrun (c10d) on wirecheck.fleet.multinode: collectives across nodes and pairs"),
+    "diagnose": ("wirecheck.fleet.diagnose", "which node or which path is slow: each suspect paired with good nodes"),
 }
 
 

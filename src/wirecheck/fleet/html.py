@@ -313,7 +313,8 @@ def _headline(result: FleetResult) -> str:
     return verdict
 
 
-def render_page(result: FleetResult) -> str:
+def render_page(result: FleetResult, diagnosis: str | None = None) -> str:
+    """The page; `diagnosis`: a fleet diagnosis record's section (fleet.diagnosis_view), after the failures."""
     failures = result.failures
     parts = [
         # The node report's policy: no script runs and nothing is fetched, whatever a record carried.
@@ -322,6 +323,7 @@ def render_page(result: FleetResult) -> str:
         "body{font-family:sans-serif;margin:2em;max-width:1100px} table{border-collapse:collapse}",
         "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px} tr.bad td{background:#fde0dc}",
         "tr.ok td{background:#e8f5e9} .banner{padding:8px;background:#fff3cd} li{font-size:13px;margin:4px 0}",
+        "li.bad>b{color:#b3261e} li.ok>b{color:#1b5e20}",  # a fleet diagnosis' findings
         # A simulated fleet is headlined as loudly as a failed one (the node report's banner).
         ".banner.sim{font-size:2.2em;font-weight:800;padding:0.3em 0.5em;color:#7a5200;border:4px dashed #e0a800}",
         "</style></head><body>",
@@ -343,6 +345,8 @@ def render_page(result: FleetResult) -> str:
             f"<li><b>{html.escape(who)}</b> [{html.escape(v.check)}] {html.escape(v.message)}</li>"
             for who, v in failures[:MAX_LISTED])
             + (f"<li>... and {more} more: every one in the --json file</li>" if more > 0 else "") + "</ul>")
+    if diagnosis:
+        parts.append(diagnosis)
     parts.append(_summary(result))
     overview = _overview(result)
     if overview is not None:

@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CPU processes and gloo instead of GPUs and NCCL (nothing about the nodes is validated)")
     p.add_argument("--ops", default=",".join(DEFAULT_OPS), help=f"collectives, comma separated (default {','.join(DEFAULT_OPS)})")
     p.add_argument("--no-pairs", dest="pairs", action="store_false", help="skip the node-pair schedule")
+    p.add_argument("--pair-list", metavar="A~B,C~D", help="measure these node pairs only, instead of the collectives "
+                   "across the job and the ring schedule (`wirecheck fleet diagnose --run` passes it: each suspect "
+                   "with known-good partners); every node named must be in the job")
     p.add_argument("--sizes", help='sizes instead of the thresholds file\'s, e.g. "64 MiB,1 GiB" (busbw is judged at '
                                    "floor_size only: keep it in the list)")
     p.add_argument("--thresholds", metavar="FILE", help="thresholds file (default: the one shipped with wirecheck)")
@@ -192,11 +195,11 @@ class Job:
         self.dist.all_gather_object(gathered, rec)
         return gathered
 
-    def pairs(self):
-        """Run the pair schedule; every rank gets every rank's pair results."""
-        from wirecheck.core.pair_schedule import pair_key, pair_rounds
+    def pairs(self, listed: list[tuple[str, str]] | None = None):
+        """Run the pair schedule (or the `listed` pairs); every rank gets every rank's pair results."""
+        from wirecheck.core.pair_schedule import listed_rounds, pair_key, pair_rounds
 
-        rounds = pair_rounds(self.nodes)
+        rounds = pair_rounds(self.nodes) if listed is None else listed_rounds(listed)
         groups = {}
         for r in rounds:  # every rank creates every group, in the same order (torch.distributed's rule)
             for a, b in r.pairs:
@@ -347,7 +350,8 @@ class Judge:
         for key, _a, _b, _shift, res in results:
             by_pair.setdefault(key, []).append(res)
         measured = []
-        print(f"# node pairs: ring (shift 1) then shift 2; all_reduce at {format_bytes(job.settings.floor_size)}", flush=True)
+        schedule = "the listed pairs" if job.args.pair_list else "ring (shift 1) then shift 2"
+        print(f"# node pairs: {schedule}; all_reduce at {format_bytes(job.settings.floor_size)}", flush=True)
         for r in rounds:
             for a, b in r.pairs:
                 key = pair_key(a, b)
@@ -380,6 +384,8 @@ class Judge:
                     simulated=job.simulated, busbw_bytes_per_s=pair.busbw, size_bytes=pair.bytes,
                     link_ceiling_bytes_per_s=rate), f"multinode::pair::{key}::busbw")
                 measured.append({"a": a, "b": b, "busbw_bytes_per_s": pair.busbw})
+        if job.args.pair_list:
+            return  # listed pairs are not a ring: `wirecheck fleet diagnose` judges them (fleet.diagnosis_verdicts)
         for node in job.nodes:
             self.verdict(checks.fleet.pair_node(job.thresholds, node=node, pairs=measured, simulated=job.simulated),
                          f"multinode::pair_node::{node}")
@@ -416,8 +422,15 @@ def run(args, stopper: EndOnSignal | None = None) -> int:
     env = _torchrun_env()
     simulated = bool(args.simulate)
     thresholds, settings, sizes, ops = _settings(args, simulated)
+    if args.pair_list:
+        ops = []  # the listed pairs only: no collective across the job
     job = Job(args, env, thresholds, settings, sizes, ops, simulated)
     job.join()
+    try:
+        listed = _pair_list(args.pair_list, job.nodes) if args.pair_list else None
+    except UsageError:
+        job.dist.destroy_process_group()
+        raise
     judge, problem = None, None
     if job.rank == 0:
         try:
@@ -437,12 +450,17 @@ def run(args, stopper: EndOnSignal | None = None) -> int:
               f"{job.ctx.backend}", flush=True)
     what = "setup"
     try:
+        if listed is not None:
+            what = "the listed pairs"
+            rounds, groups, results = job.pairs(listed)
+            if judge:
+                judge.pairs(rounds, groups, results)
         for op in ops:
             what = f"{op} across {len(job.nodes)} nodes"
             gathered = job.collective(op)
             if judge:
                 judge.collective(op, gathered)
-        if args.pairs and len(job.nodes) >= 2:
+        if listed is None and args.pairs and len(job.nodes) >= 2:
             what = "the pair schedule"
             rounds, groups, results = job.pairs()
             if judge:
@@ -459,6 +477,21 @@ def run(args, stopper: EndOnSignal | None = None) -> int:
         os._exit(code or exit_codes.FAILED)
     code = judge.end() if judge else exit_codes.OK
     return job.finish(code)
+
+
+def _pair_list(text: str, nodes: list[str]) -> list[tuple[str, str]]:
+    """--pair-list A~B,C~D as pairs of the job's nodes (every rank reads the same, so every rank refuses alike)."""
+    pairs = []
+    for item in (t.strip() for t in text.split(",")):
+        a, sep, b = item.partition("~")
+        if not item or not sep or not a or not b or a == b:
+            raise UsageError(f"--pair-list {text}: {item!r} is not a pair of two nodes; write A~B,C~D")
+        unknown = [n for n in (a, b) if n not in nodes]
+        if unknown:
+            raise UsageError(f"--pair-list: {', '.join(unknown)} not in this job (its nodes: {', '.join(nodes)}); "
+                             "start the job on every node the list names, with its --node-name")
+        pairs.append((a, b))
+    return pairs
 
 
 def _record_for_torchrun(exc: BaseException) -> None:

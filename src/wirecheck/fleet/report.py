@@ -1,5 +1,5 @@
 """`wirecheck fleet report DIR [--thresholds FILE] [--nodes FILE | --expect N] [--expect-network] [--json FILE] [--html FILE]
-[-q] [--full] [--jobs N]`
+[--diagnosis FILE] [-q] [--full] [--jobs N]`
 
 Judges a fleet's records together: one record per node in DIR (each node ran
 `wirecheck validate ... --wirecheck-json DIR/$(hostname).jsonl`), plus any multi-node records
@@ -33,6 +33,8 @@ from wirecheck.core import exit_codes
 from wirecheck.fleet.judging import (FleetResult, digest, gpus_below_fleet, judge_fleet, named_by_fleet_rule, named_by_pairs,
                                      slow_links)
 from wirecheck.fleet import summary
+from wirecheck.fleet.diagnosis_view import DiagnosisView, html_section, read_diagnosis, text_lines
+from wirecheck.records.file import RecordFileError
 from wirecheck.fleet.records import PARALLEL_FROM, FleetInputError, collect, default_jobs, read_node_list
 from wirecheck.core.paths import suite_paths
 from wirecheck.core.safefs import umask, write_atomically
@@ -57,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, metavar="N",
                    help="processes that read and judge the records at once (default: one per CPU; a directory of "
                         f"fewer than {PARALLEL_FROM} records is read by one)")
+    p.add_argument("--diagnosis", metavar="FILE", help="a `wirecheck fleet diagnose --run` record: its findings as a "
+                                                       "section of the report and the page")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="failures, counts and the figures a node was named in only (no warnings)")
     p.add_argument("--full", action="store_true",
@@ -245,21 +249,28 @@ def main(argv: list[str] | None = None) -> int:
         fleet = collect(args.directory, expected, args.expect, digest=digest(thresholds),
                         jobs=args.jobs or default_jobs())
         result = judge_fleet(fleet, thresholds, expect_network=args.expect_network)
-    except FileNotFoundError:
+        diagnosis = read_diagnosis(args.diagnosis) if args.diagnosis else None
+    except FileNotFoundError as exc:
+        if args.diagnosis and exc.filename == args.diagnosis:
+            print(f"wirecheck fleet report: --diagnosis {args.diagnosis}: no such file; pass the record `wirecheck "
+                  "fleet diagnose --run` wrote", file=sys.stderr)
+            return exit_codes.BAD_INPUT
         print(f"wirecheck fleet report: --thresholds: {th_path} does not exist; pass the path of a thresholds file",
               file=sys.stderr)
         return exit_codes.BAD_INPUT
-    except (ThresholdsError, FleetInputError, ValueError) as exc:
+    except (ThresholdsError, FleetInputError, RecordFileError, ValueError) as exc:
         print(f"wirecheck fleet report: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT
     print(f"wirecheck fleet report: {fleet.directory}: {len(fleet.nodes)} node(s), {len(fleet.network)} multi-node "
           f"run(s); thresholds {th_path}")
     print(render(result, args.quiet, args.full))
+    if diagnosis is not None:
+        print("\n".join(["", *text_lines(diagnosis)]))
     for option, write in (("--json", _write_json), ("--html", _write_html)):
         target = getattr(args, option.lstrip("-"))
         if target:
             try:
-                write(result, Path(target))
+                write(result, Path(target), diagnosis)
             except (OSError, ImportError) as exc:
                 why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
                 print(f"wirecheck fleet report: {option} {target}: cannot write it ({why}); pass a writable path",
@@ -271,12 +282,15 @@ def main(argv: list[str] | None = None) -> int:
 
 # Written beside the target and renamed over it: a link planted at the name is replaced, never followed.
 # Without indentation: at 10,000 nodes the spaces alone would be a third of the file (jq shows it indented).
-def _write_json(result: FleetResult, path: Path) -> None:
-    write_atomically(path, json.dumps(as_json(result), separators=(",", ":"), default=str) + "\n",
-                     mode=0o666 & ~umask())
+def _write_json(result: FleetResult, path: Path, diagnosis: DiagnosisView | None = None) -> None:
+    data = as_json(result)
+    if diagnosis is not None:
+        data["diagnosis"] = {"path": str(diagnosis.path), "exit_status": diagnosis.exit_status,
+                             "result": diagnosis.result, "verdicts": diagnosis.verdicts}
+    write_atomically(path, json.dumps(data, separators=(",", ":"), default=str) + "\n", mode=0o666 & ~umask())
 
 
-def _write_html(result: FleetResult, path: Path) -> None:
+def _write_html(result: FleetResult, path: Path, diagnosis: DiagnosisView | None = None) -> None:
     from wirecheck.fleet.html import render_page
 
-    write_atomically(path, render_page(result), mode=0o666 & ~umask())
+    write_atomically(path, render_page(result, html_section(diagnosis) if diagnosis else None), mode=0o666 & ~umask())

@@ -22,3 +22,16 @@ def diagnosed_culprit(run: RunRecord) -> str | None:
         return None
     more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
     return str(found[0]["details"]["culprit"]) + more
+
+
+def diagnosed_culprits(run: RunRecord) -> dict[str, str]:
+    """Per node, the culprit of the first found diagnosis that names it: `wirecheck fleet diagnose` lists the
+    nodes a finding is about in details["nodes"] (a node slow with every good partner; both ends of a slow
+    path). A node's own `wirecheck diagnose` record names none: {}."""
+    out: dict[str, str] = {}
+    for v in run.verdicts:
+        d = v.get("details") if v.get("check") == DIAGNOSIS else None
+        if isinstance(d, dict) and d.get("result") == FOUND and d.get("culprit") and isinstance(d.get("nodes"), list):
+            for node in d["nodes"]:
+                out.setdefault(str(node), str(d["culprit"]))
+    return out
