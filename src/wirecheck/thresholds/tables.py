@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from wirecheck.vocab.placements import CLASSES, CLASS_SINGLE
-from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
+from wirecheck.thresholds.yaml_reader import SOURCE_HINT, STAR, _At, _trace
 
 ANY = "any"  # a GPU-count (or placement-class) key that matches whatever has no entry of its own
 
@@ -91,8 +91,8 @@ def _check_name(value: str, known: tuple[str, ...], what: str) -> None:
 
 
 def _count_key(at: _At, key: Any) -> int | str:
-    """A GPU-count key: 2, 4, 8 ... or `any`."""
-    if key == ANY:
+    """A GPU-count key: 2, 4, 8 ... or `any` (`"*"`: the same, every count not named)."""
+    if key in (ANY, STAR):
         return ANY
     if isinstance(key, int) and not isinstance(key, bool) and key >= 1:
         return key
@@ -100,18 +100,21 @@ def _count_key(at: _At, key: Any) -> int | str:
         return int(key)
     raise at.child(key).error(
         f"GPU count key {str(key)!r} is not a whole number of GPUs",
-        "key the entries by GPU count (2, 4, 8, ...) or `any`",
+        'key the entries by GPU count (2, 4, 8, ...) or `any` (or "*": every count not named)',
     )
 
 
 def _count_table(at: _At, what: str, entry: Callable[[_At], Limit]) -> dict[int | str, Limit]:
     at.mapping(f"GPU count -> {what}", allow_empty=False)
+    _trace(at.path, "counts", None)
     table: dict[int | str, Limit] = {}
     for key in at.value:
         n = _count_key(at, key)
         if n in table:
-            raise at.child(key).error(f"GPU count {n} appears twice (as {key!r} and as another spelling)", "keep one")
-        table[n] = entry(at.child(key))
+            raise at.child(key).error(f"GPU count {n} appears twice (as {key!r} and as another spelling: `any` and "
+                                      '"*" are the same entry)', "keep one")
+        # `"*"` lies under the counts written beside it, as in a section keyed by op.
+        table[n] = entry(at.star(ANY) if key == STAR else at._member(key, star=True))
     return MappingProxyType(table)
 
 
