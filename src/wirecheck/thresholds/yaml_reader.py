@@ -213,7 +213,8 @@ class _At:
         """`value` (the block under `key`, which says `inherit: OTHER`) laid over its sibling OTHER,
         itself resolved first (it may inherit too; a circle is refused)."""
         own = _At(self.file, self.path + (str(key),), value, getattr(self.value, "key_lines", {}).get(key, self.line))
-        target_at = own.child(INHERIT)
+        target_at = _At(own.file, own.path + (INHERIT,), value[INHERIT],
+                        getattr(value, "key_lines", {}).get(INHERIT, own.line))
         target = target_at.value
         siblings = [str(k) for k in self.value if k != key and k != STAR]
         if isinstance(target, int) and not isinstance(target, bool):
