@@ -19,6 +19,7 @@ class BuildWithSuite(build_py):
         super().run()
         target = Path(self.build_lib) / "pytest_wirecheck"
         shutil.copy(HERE / "thresholds.yaml", target / "thresholds.yaml")
+        shutil.copy(HERE / "thresholds.schema.json", target / "thresholds.schema.json")  # its first line names it
         tests = target / "tests"
         shutil.rmtree(tests, ignore_errors=True)
         shutil.copytree(HERE / "tests", tests, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))

@@ -249,10 +249,10 @@ def test_limits_of_a_recorded_topology_and_of_a_record(capsys):
 
 
 @pytest.mark.parametrize("old, new, words", [
-    ('    compute_capability: "8.0"\n', '    compute_capability: "eight"\n', ["profiles.a100-sxm-8.compute_capability",
-                                                                             "'eight' is not a compute capability"]),
-    ('    sm_clock_max: "1410 MHz"\n', '    sm_clock_max: "1410"\n', ["profiles.a100-sxm-8.sm_clock_max", "MHz"]),
-    ('    topology: l40s-8.synthetic\n', '    topology: l40s-8.synthetic\n    nvlink_gen: 4\n',
+    ('compute_capability: "8.0",', 'compute_capability: "eight",', ["profiles.a100-sxm-8.compute_capability",
+                                                                     "'eight' is not a compute capability"]),
+    ('sm_clock_max: "1410 MHz",', 'sm_clock_max: "1410",', ["profiles.a100-sxm-8.sm_clock_max", "MHz"]),
+    ('topology: l40s-8.synthetic,', 'topology: l40s-8.synthetic, nvlink_gen: 4,',
      ["profiles.l40s-8.nvlink_gen", "without NVLink"]),
     ('{nvlink: 4, links: 18}}', '{nvlink: 4, lnks: 18}}', ["unknown key 'lnks'", "did you mean"]),
 ])

@@ -113,12 +113,14 @@ def _thresholds_for_toys() -> str:
     c["floors"][TOY_CLASS] = dict(c["floors"]["pcie"])  # the class: judged on hardware as PCIe is
     for section in (c["latency"]["ceilings"], c["half_peak"]["ceilings"]):
         section[TOY_CLASS] = {}  # curve ceilings: none yet
-    c["simulated_floors"][TOY_OP] = dict(c["simulated_floors"]["all_reduce"])
+    sim = c["simulated_floors"]  # (where "*" stands for every op, the new op is one of them)
+    sim[TOY_OP] = dict(sim.get("all_reduce") or sim["*"])
     t = data["training"]  # the strategy: the slowdown the loader asks for, and ddp's throughput floors
     t["slow_wire"]["min_slowdown"][TOY_STRATEGY] = t["slow_wire"]["min_slowdown"]["ddp"]
     for strategies in t["throughput_floors"].values():
         strategies[TOY_STRATEGY] = strategies["ddp"]
-    t["simulated_throughput_floors"][TOY_STRATEGY] = t["simulated_throughput_floors"]["ddp"]
+    sim = t["simulated_throughput_floors"]
+    sim[TOY_STRATEGY] = sim.get("ddp") or sim["*"]
     return yaml.safe_dump(data, sort_keys=False)
 
 

@@ -37,7 +37,7 @@ def test_judge_gives_the_runs_verdicts_and_fails_a_raised_floor(pytester, capsys
     assert "0 failed, 5 passed" in text and "0 changed since recorded" in text and "SIMULATION" in text
 
     def raise_all_reduce(data):
-        data["collectives"]["simulated_floors"]["all_reduce"]["any"] = {"min": "5000 GB/s", "source": "selftest: raised"}
+        data["collectives"]["simulated_floors"]["all_reduce"] = {"any": {"min": "5000 GB/s", "source": "selftest: raised"}}
 
     raised = root / "raised.yaml"
     raised.write_text(thresholds_with(raise_all_reduce))

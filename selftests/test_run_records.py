@@ -135,8 +135,8 @@ def _record_with_own_thresholds(tmp_path, thresholds_path: Path) -> Path:
 
 def test_judge_uses_the_runs_own_thresholds_and_says_why_skips_differ(tmp_path, capsys):
     raised = tmp_path / "raised.yaml"
-    raised.write_text(thresholds_with(lambda d: d["collectives"]["simulated_floors"]["all_reduce"].update(
-        any={"min": "5000 GB/s", "source": "selftest: raised"})))
+    raised.write_text(thresholds_with(lambda d: d["collectives"]["simulated_floors"].update(
+        all_reduce={"any": {"min": "5000 GB/s", "source": "selftest: raised"}})))
     record = _record_with_own_thresholds(tmp_path, raised)
     raised.unlink()  # gone from this machine: the record keeps what the run read
     assert judge([str(record)]) == 1
@@ -174,8 +174,8 @@ def _edit_records_copy(record: Path, update_sha: bool) -> None:
 def test_judge_says_whether_the_file_or_the_records_copy_changed(tmp_path, capsys):
     """An edited copy in the record read as "thresholds.yaml has changed since", the file on disk untouched."""
     own = tmp_path / "thresholds.yaml"
-    own.write_text(thresholds_with(lambda d: d["collectives"]["simulated_floors"]["all_reduce"].update(
-        any={"min": "5000 GB/s", "source": "selftest: raised"})))
+    own.write_text(thresholds_with(lambda d: d["collectives"]["simulated_floors"].update(
+        all_reduce={"any": {"min": "5000 GB/s", "source": "selftest: raised"}})))
     os.utime(own, (time.time() - 3600, time.time() - 3600))  # written an hour before the run
     record = _record_with_own_thresholds(tmp_path, own)
     judge([str(record)])

@@ -114,7 +114,7 @@ def test_all_reduce_on_quads_runs_and_records_every_size(pytester):
 
 def test_floor_failure_names_everything(pytester):
     def impossible_floor(data):
-        data["collectives"]["simulated_floors"]["all_reduce"]["any"]["min"] = "9999 GB/s"
+        data["collectives"]["simulated_floors"]["all_reduce"] = {"any": {"min": "9999 GB/s"}}  # over "*"
 
     make_project(pytester, thresholds_text=thresholds_with(impossible_floor))
     result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_busbw and all_reduce and nvswitch", "--benchmark-disable")
@@ -184,7 +184,7 @@ def test_wrong_gradient_fails_the_agreement_check(pytester):
 
 def test_slow_small_messages_fail_by_name(pytester):
     def impossible_ceilings(data):
-        data["collectives"]["latency"]["simulated_ceilings"]["all_reduce"]["any"]["max"] = "1 us"
+        data["collectives"]["latency"]["simulated_ceilings"]["all_reduce"] = {"any": {"max": "1 us"}}  # over "*"
         data["collectives"]["half_peak"]["simulated_ceilings"] = {
             "all_reduce": {"any": {"max": "1 KiB", "source": "test: impossible"}}}
 

@@ -497,8 +497,8 @@ def test_not_a_mapping_at_top(tmp_path):
 
 def test_yaml_syntax_error_gives_the_line(tmp_path):
     text = SHIPPED.read_text().splitlines()
-    line = next(i for i, t in enumerate(text) if t.strip() == "benchmark_rounds: 3")
-    text[line] = text[line].replace("benchmark_rounds: 3", "benchmark_rounds: 3: 4")
+    line = next(i for i, t in enumerate(text) if t.strip() == "check_every: 8")
+    text[line] = text[line].replace("check_every: 8", "check_every: 8: 4")
     message = _error(_write(tmp_path, "\n".join(text) + "\n"))
     assert f"not valid YAML at line {line + 1}, column" in message
     assert "mapping values are not allowed" in message and "fix the file there" in message
@@ -511,9 +511,9 @@ def test_bad_indentation_gives_the_line(tmp_path):
 
 def test_duplicate_key_is_refused_with_both_lines(tmp_path):
     text = SHIPPED.read_text()
-    entry = '        2: {min: "295 GB/s"'
+    entry = '      all_reduce: {2: {min: "295 GB/s"'
     assert entry in text
-    text = text.replace(entry, '        2: {min: "1 GB/s", source: "x"}\n' + entry, 1)
+    text = text.replace(entry, '      all_reduce: {2: {min: "1 GB/s", source: "x"},\n        2: {min: "295 GB/s"', 1)
     message = _error(_write(tmp_path, text))
     assert "duplicate key 2 (first at line" in message and "remove one of them" in message
 

@@ -6,6 +6,7 @@ peaks; peers; simulated) and its source, so a wrong number is visible at a glanc
 one (NVML), the one a profile describes (--profile NAME: its hardware and recorded topology), a
 recorded topology (--simulate TOPO: a `wirecheck topo --save` snapshot carries the hardware, a
 `topo -m` text only the links) or the node a run's record was taken on (--record RUN.jsonl).
+--schema prints the JSON Schema of the thresholds file instead (thresholds.schema.json, for editors).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from wirecheck.node.topology import Gpu, NvLink, Topology
 from wirecheck.records.file import RecordFileError, read_run
 from wirecheck.thresholds import listing
 from wirecheck.thresholds.file import load_thresholds
+from wirecheck.thresholds.schema import schema_of
 
 NAME = "limits"
 PROG = f"wirecheck {NAME}"
@@ -44,6 +46,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help=f"the checks of this level (default {DEFAULT_LEVEL})")
     parser.add_argument("--thresholds", metavar="PATH", help="thresholds file; default: the suite's")
     parser.add_argument("--json", action="store_true", help="print JSON: one object per limit")
+    parser.add_argument("--schema", action="store_true",
+                        help="print the JSON Schema of thresholds.yaml (what thresholds.schema.json holds, for editors) "
+                             "and nothing else")
     return parser
 
 
@@ -94,7 +99,19 @@ def _node(args, thresholds) -> tuple[Topology, node_hardware.Hardware | None, bo
     return topology, node_hardware.from_topology(topology), False, "this node (NVML)"
 
 
+def schema_text() -> str:
+    """The JSON Schema as thresholds.schema.json holds it (a self-test keeps the two equal)."""
+    return json.dumps(schema_of(suite_paths().thresholds), indent=1, ensure_ascii=False)
+
+
 def run(args: argparse.Namespace, extra: list[str]) -> int:
+    if args.schema:
+        if args.profile or args.simulate or args.record or args.thresholds:
+            print(f"{PROG}: --schema prints the schema of the thresholds file format, made from the shipped "
+                  "file; drop --profile, --simulate, --record and --thresholds", file=sys.stderr)
+            return exit_codes.BAD_INPUT
+        print(schema_text())
+        return exit_codes.OK
     try:
         thresholds = load_thresholds(args.thresholds or suite_paths().thresholds)
         topology, hardware, simulated, what = _node(args, thresholds)

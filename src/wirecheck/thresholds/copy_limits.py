@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from wirecheck.core.quantity import format_bw
-from wirecheck.thresholds.tables import ENTRY_EXTRAS, HARDWARE_HINT, applies, entry_rule, hardware_spec
+from wirecheck.thresholds.tables import _bounds_entry, applies, efficiency
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
 from wirecheck.node.topology import FABRICS
 
@@ -114,20 +114,12 @@ def parse_copy_bandwidth(at: _At) -> CopyBandwidth:
     floors: dict[tuple[str, str], CopyLimit] = {}
     for fabric, fabric_at in f["floors"].keyed(FABRICS, "fabric", "copy floors are keyed by fabric").items():
         for direction, entry_at in fabric_at.keyed(DIRECTIONS, "copy direction", "directions are").items():
-            e = entry_at.fields("a copy floor", required={"min": '"48 GB/s"', "source": SOURCE_HINT},
-                                optional=ENTRY_EXTRAS | {"hardware": HARDWARE_HINT})
-            floors[(fabric, direction)] = CopyLimit(e["min"].quantity("bandwidth", positive=True), e["source"].source(),
-                                                    entry_at.cite, rule=entry_rule(e, entry_at),
-                                                    hardware=hardware_spec(e["hardware"]) if "hardware" in e else None)
+            e = _bounds_entry(entry_at, "bandwidth", ("min",), required=("min",), what="a copy floor", positive=True)
+            floors[(fabric, direction)] = CopyLimit(e.min, e.source, e.yaml_path, rule=e.rule, hardware=e.hardware)
     d = f["derived_floor"].fields(
         "derived copy floor",
         required={"host_efficiency": '"70 %"', "peer_efficiency": '"60 %"', "source": SOURCE_HINT},
     )
-    efficiencies = []
-    for key in ("host_efficiency", "peer_efficiency"):
-        value = d[key].quantity("percent", positive=True)
-        if value > 1:
-            raise d[key].error("is above 100 %", "a floor cannot exceed the link it rides; write at most 100 %")
-        efficiencies.append(value)
+    efficiencies = [efficiency(d[key], "the link it rides") for key in ("host_efficiency", "peer_efficiency")]
     return CopyBandwidth(settings, MappingProxyType(floors), efficiencies[0], efficiencies[1], d["source"].source(),
                          f["derived_floor"].cite)

@@ -28,7 +28,8 @@ from wirecheck.thresholds.copy_limits import CopyBandwidth, parse_copy_bandwidth
 from wirecheck.thresholds.baselines import CalibrationRule, HistoryRule, missing, parse_calibration, parse_history
 from wirecheck.thresholds.burn_in import BurnInLimits, parse_burn_in
 from wirecheck.thresholds.gpu_health import GpuHealthLimits, parse_gpu_health
-from wirecheck.thresholds.tables import COLLECTIVE_FLOOR_CLASSES, CountTable, Limit, _ratio_section
+from wirecheck.thresholds.tables import COLLECTIVE_FLOOR_CLASSES, CountTable, Limit, _ratio_section, median_rule
+from wirecheck.thresholds.tables import efficiency as tables_efficiency
 from wirecheck.thresholds.tables import _bounds_entry, _by_count, _check_name, _count_table, as_rule, lookup
 from wirecheck.thresholds.training import TrainingLimits, TrainingSettings, parse_training
 from wirecheck.thresholds.extends import read_layered
@@ -661,11 +662,7 @@ def _half_peak(at: _At) -> tuple[HalfPeakRule, Mapping[bool, Mapping]]:
 
 
 def _efficiency(at: _At, what: str) -> tuple[float, str]:
-    f = at.fields(f"{what} efficiency and source", required={"efficiency": '"60 %"', "source": SOURCE_HINT})
-    value = f["efficiency"].quantity("percent", positive=True)
-    if value > 1:
-        raise f["efficiency"].error("is above 100 %", f"a floor cannot exceed {what}; write at most 100 %")
-    return value, f["source"].source()
+    return _ratio_section(at, "efficiency", "percent", '"60 %"', of=what)
 
 
 def _derived_floor(at: _At) -> DerivedFloor:
@@ -673,9 +670,7 @@ def _derived_floor(at: _At) -> DerivedFloor:
     f = at.fields("the derived busbw floor", required={"efficiency": '"50 %"', "source": SOURCE_HINT},
                   optional={"ops": '{all_reduce: {efficiency: "60 %", source: ...}}',
                             "pcie": '{efficiency: "30 %", source: ...}  (of the GPU\'s PCIe link, one way)'})
-    efficiency = f["efficiency"].quantity("percent", positive=True)
-    if efficiency > 1:
-        raise f["efficiency"].error("is above 100 %", "a floor cannot exceed the link ceiling; write at most 100 %")
+    efficiency = tables_efficiency(f["efficiency"], "the link ceiling")
     ops = {}
     if "ops" in f:
         for op, op_at in f["ops"].keyed(OPS, "op", "ops are").items():
@@ -802,11 +797,7 @@ def _network(at: _At) -> NetworkLimits:
 
 
 def _fleet_rule(at: _At) -> FleetRule:
-    f = at.fields("fleet rule", required={"max_below_median": '"5 %"', "mad_k": '"3 x"', "source": SOURCE_HINT})
-    below = f["max_below_median"].quantity("percent")
-    if below >= 1:
-        raise f["max_below_median"].error("is 100 % or more", "no node could ever be named; write less than 100 %")
-    return FleetRule(below, f["mad_k"].quantity("ratio"), f["source"].source(), at.cite)
+    return FleetRule(*median_rule(at, "fleet rule", '"5 %"', "node"), at.cite)
 
 
 def _fleet(at: _At) -> dict[bool, FleetLimits]:

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from wirecheck.vocab.placements import CLASSES, CLASS_SINGLE
-from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
+from wirecheck.thresholds.yaml_reader import SOURCE_HINT, STAR, _At, _trace
 
 ANY = "any"  # a GPU-count (or placement-class) key that matches whatever has no entry of its own
 
@@ -91,8 +91,8 @@ def _check_name(value: str, known: tuple[str, ...], what: str) -> None:
 
 
 def _count_key(at: _At, key: Any) -> int | str:
-    """A GPU-count key: 2, 4, 8 ... or `any`."""
-    if key == ANY:
+    """A GPU-count key: 2, 4, 8 ... or `any` (`"*"`: the same, every count not named)."""
+    if key in (ANY, STAR):
         return ANY
     if isinstance(key, int) and not isinstance(key, bool) and key >= 1:
         return key
@@ -100,18 +100,21 @@ def _count_key(at: _At, key: Any) -> int | str:
         return int(key)
     raise at.child(key).error(
         f"GPU count key {str(key)!r} is not a whole number of GPUs",
-        "key the entries by GPU count (2, 4, 8, ...) or `any`",
+        'key the entries by GPU count (2, 4, 8, ...) or `any` (or "*": every count not named)',
     )
 
 
 def _count_table(at: _At, what: str, entry: Callable[[_At], Limit]) -> dict[int | str, Limit]:
     at.mapping(f"GPU count -> {what}", allow_empty=False)
+    _trace(at.path, "counts", None)
     table: dict[int | str, Limit] = {}
     for key in at.value:
         n = _count_key(at, key)
         if n in table:
-            raise at.child(key).error(f"GPU count {n} appears twice (as {key!r} and as another spelling)", "keep one")
-        table[n] = entry(at.child(key))
+            raise at.child(key).error(f"GPU count {n} appears twice (as {key!r} and as another spelling: `any` and "
+                                      '"*" are the same entry)', "keep one")
+        # `"*"` lies under the counts written beside it, as in a section keyed by op.
+        table[n] = entry(at.star(ANY) if key == STAR else at._member(key, star=True))
     return MappingProxyType(table)
 
 
@@ -155,16 +158,23 @@ def hardware_spec(at: _At) -> Mapping[str, Any]:
     return out
 
 
-def _bounds_entry(at: _At, kind: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> Limit:
+# The kinds of limit the sections share, each read in one place: a bounds entry (a floor and/or
+# ceiling with its unit, source, rule and hardware: every table of busbw, latency, n½, copies and
+# tokens/s), one figure with its source (an efficiency, a ratio, a tolerance) and the below-the-median
+# rule (fleet figures, a GPU against its peers).
+
+
+def _bounds_entry(at: _At, kind: str, allowed: tuple[str, ...], required: tuple[str, ...] = (),
+                  what: str = "a limit entry", positive: bool = False) -> Limit:
     """{min: ..., max: ..., source: ..., hardware: ...} -> Limit. At least one bound; min <= max."""
     example = {"bandwidth": '"290 GB/s"', "size": '"40 GiB"', "throughput": '"20000 tokens/s"', "time": '"30 µs"'}[kind]
     spec_required = {"source": SOURCE_HINT} | {k: example for k in required}
     spec_optional = {k: example for k in allowed if k not in required} | ENTRY_EXTRAS | {"hardware": HARDWARE_HINT}
-    f = at.fields("a limit entry", spec_required, spec_optional)
+    f = at.fields(what, spec_required, spec_optional)
     if not any(k in f for k in ("min", "max")):
         raise at.error("has neither min nor max", f"add min: {example} (a floor) or max: {example} (a ceiling)")
-    low = f["min"].quantity(kind) if "min" in f else None
-    high = f["max"].quantity(kind) if "max" in f else None
+    low = f["min"].quantity(kind, positive=positive) if "min" in f else None
+    high = f["max"].quantity(kind, positive=positive) if "max" in f else None
     if low is not None and high is not None and low > high:
         raise at.error(
             f"min {f['min'].value} is above max {f['max'].value}", "no value could pass; swap them or fix one"
@@ -182,6 +192,26 @@ def as_rule(table: Mapping, rule: str) -> Mapping:
     return MappingProxyType(out)
 
 
-def _ratio_section(at: _At, key: str, kind: str, example: str) -> tuple[float, str]:
+def _ratio_section(at: _At, key: str, kind: str, example: str, of: str | None = None) -> tuple[float, str]:
+    """{KEY: "8 x", source: ...} -> (the value in base units, its source): one figure and where it came
+    from. `of`: the figure is an efficiency, a share of `of` (above 0, at most 100 %)."""
     f = at.fields(f"{key} and source", required={key: example, "source": SOURCE_HINT})
-    return f[key].quantity(kind), f["source"].source()
+    return (efficiency(f[key], of) if of else f[key].quantity(kind)), f["source"].source()
+
+
+def efficiency(at: _At, of: str) -> float:
+    """A share of a peak or link ("60 %" -> 0.6): above 0 and at most 100 %, as no floor can exceed `of`."""
+    value = at.quantity("percent", positive=True)
+    if value > 1:
+        raise at.error("is above 100 %", f"a floor cannot exceed {of}; write at most 100 %")
+    return value
+
+
+def median_rule(at: _At, what: str, example: str, named: str) -> tuple[float, float, str]:
+    """{max_below_median: "5 %", mad_k: "3 x", source: ...} -> (share, k, source): a `named` (node, GPU)
+    is named below its peers' median by more than the share AND k scaled MADs."""
+    f = at.fields(what, required={"max_below_median": example, "mad_k": '"3 x"', "source": SOURCE_HINT})
+    below = f["max_below_median"].quantity("percent")
+    if below >= 1:
+        raise f["max_below_median"].error("is 100 % or more", f"no {named} could ever be named; write less than 100 %")
+    return below, f["mad_k"].quantity("ratio"), f["source"].source()

@@ -129,6 +129,22 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> _Map:
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+# A block's keys shared with its siblings: `"*"` (in a section keyed by class, op or strategy) stands for
+# every name not written and lies under those written; `inherit: OTHER` takes the sibling OTHER and lays
+# the block's own keys over it. Both are resolved as the value is read (_At.child, _At.keyed).
+STAR = "*"
+INHERIT = "inherit"
+
+# What the readers ask of each place in the file, while wirecheck.thresholds.schema records it (None:
+# not recording): the JSON Schema is made from the loader's own reads, not from a second description.
+_TRACE: list | None = None
+
+
+def _trace(path: tuple[str, ...], what: str, detail: Any) -> None:
+    if _TRACE is not None:
+        _TRACE.append((path, what, detail))
+
+
 def _describe(value: Any) -> str:
     if value is None:
         return "nothing"
@@ -177,11 +193,64 @@ class _At:
         return ThresholdsError(message)
 
     def child(self, key: Any) -> _At:
+        """The value under `key`; a block saying `inherit: SIBLING` comes back as that sibling with
+        its own keys laid over it (so every section can inherit, whoever reads it)."""
+        return self._member(key, star=False)
+
+    def _member(self, key: Any, star: bool, chain: tuple = ()) -> _At:
         lines = getattr(self.value, "key_lines", {})
         files = getattr(self.value, "key_files", {})
-        return _At(files.get(key, self.file), self.path + (str(key),), self.value[key], lines.get(key, self.line))
+        value = self.value[key]
+        where = files.get(key, self.file)
+        if isinstance(value, dict) and INHERIT in value:
+            value = self._inherited(key, value, star, chain + (key,))
+        elif star and STAR in self.value and key != STAR:
+            value = overlay(self.value[STAR], value, files.get(STAR, self.file), where)
+        _trace(self.path, "child", key)
+        return _At(where, self.path + (str(key),), value, lines.get(key, self.line))
+
+    def _inherited(self, key: Any, value: dict, star: bool, chain: tuple) -> Any:
+        """`value` (the block under `key`, which says `inherit: OTHER`) laid over its sibling OTHER,
+        itself resolved first (it may inherit too; a circle is refused)."""
+        own = _At(self.file, self.path + (str(key),), value, getattr(self.value, "key_lines", {}).get(key, self.line))
+        target_at = _At(own.file, own.path + (INHERIT,), value[INHERIT],
+                        getattr(value, "key_lines", {}).get(INHERIT, own.line))
+        target = target_at.value
+        siblings = [str(k) for k in self.value if k != key and k != STAR]
+        if isinstance(target, int) and not isinstance(target, bool):
+            target = target if target in self.value else str(target)
+        if not isinstance(target, (str, int)) or isinstance(target, bool) or target == key or target not in self.value:
+            if target == key:
+                raise target_at.error(f"{key} inherits from itself", f"name a sibling block: {', '.join(siblings)}")
+            raise target_at.error(f"names no sibling block {str(target)!r}{_suggest(target, siblings)}",
+                                  f"inherit names a block beside {key} under {self.yaml_path}: "
+                                  f"{', '.join(siblings) or '(there is none)'}")
+        if target in chain:
+            circle = " -> ".join(str(k) for k in chain + (target,))
+            raise target_at.error(f"the blocks inherit from each other in a circle ({circle})",
+                                  "write one of them out in full")
+        base = self._member(target, star, chain)
+        if not isinstance(base.value, dict):
+            raise target_at.error(f"{target} is {_describe(base.value)}, not a block to inherit from",
+                                  "inherit from a sibling mapping")
+        mine = _Map({k: v for k, v in value.items() if k != INHERIT})
+        mine.key_lines = {k: v for k, v in getattr(value, "key_lines", {}).items() if k != INHERIT}
+        mine.key_files = {k: v for k, v in getattr(value, "key_files", {}).items() if k != INHERIT}
+        files = getattr(self.value, "key_files", {})
+        return overlay(base.value, mine, files.get(target, self.file), files.get(key, self.file))
+
+    def star(self, key: Any) -> _At:
+        """The `"*"` block standing for `key`, a name the section knows but the file does not write."""
+        lines = getattr(self.value, "key_lines", {})
+        files = getattr(self.value, "key_files", {})
+        value = self.value[STAR]
+        if isinstance(value, dict) and INHERIT in value:
+            value = self._inherited(STAR, value, False, (STAR,))
+        _trace(self.path, "child", key)
+        return _At(files.get(STAR, self.file), self.path + (str(key),), value, lines.get(STAR, self.line))
 
     def mapping(self, what: str, allow_empty: bool = True) -> _Map:
+        _trace(self.path, "mapping", allow_empty)
         if not isinstance(self.value, dict):
             name = self.path[-1] if self.path else None
             fix = f"write {what} as indented `key: value` lines"
@@ -195,6 +264,7 @@ class _At:
     def fields(self, what: str, required: dict[str, str], optional: dict[str, str] | None = None) -> dict[str, _At]:
         """The children of a fixed-key mapping. `required`/`optional`: key -> example value."""
         optional = optional or {}
+        _trace(self.path, "fields", (dict(required), dict(optional)))
         self.mapping(what)
         known = tuple(required) + tuple(optional)
         for key in self.value:
@@ -209,6 +279,7 @@ class _At:
         return {key: self.child(key) for key in self.value}
 
     def count(self, minimum: int = 0) -> int:
+        _trace(self.path, "count", minimum)
         value = self.value
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, str) and value.strip().lstrip("-").isdigit():
@@ -224,11 +295,13 @@ class _At:
         return value
 
     def text(self) -> str:
+        _trace(self.path, "text", None)
         if not isinstance(self.value, str) or not self.value.strip():
             raise self.error(f"expected a non-empty string, got {_describe(self.value)}", 'write it as text, e.g. "..."')
         return self.value.strip()
 
     def choice(self, choices: tuple[str, ...]) -> str:
+        _trace(self.path, "choice", tuple(choices))
         if self.value not in choices:
             raise self.error(
                 f"{_describe(self.value)} is not allowed{_suggest(self.value, choices)}",
@@ -237,11 +310,13 @@ class _At:
         return self.value
 
     def source(self) -> str:
+        _trace(self.path, "source", None)
         if not isinstance(self.value, str) or not self.value.strip():
             raise self.error(f"expected where the number came from, got {_describe(self.value)}", f"write source: {SOURCE_HINT}")
         return self.value.strip()
 
     def quantity(self, kind: str, positive: bool = False) -> float:
+        _trace(self.path, "quantity", kind)
         try:
             value = parse_quantity(self.value, kind, where=f"{self.file}: {self.yaml_path}")
         except QuantityError as exc:
@@ -251,14 +326,24 @@ class _At:
         return value
 
     def keyed(self, known: tuple[str, ...], what: str, fix: str) -> dict[str, _At]:
-        """Children of an open mapping whose keys must come from `known` (classes, ops, strategies)."""
+        """Children of an open mapping whose keys must come from `known` (classes, ops, strategies).
+        A `"*"` key stands for every known key the mapping does not name, and lies under each one it
+        names (their own keys laid over it): `"*": {any: ...}` once instead of the same block per op."""
         self.mapping(f"{what} entries")
+        _trace(self.path, "keyed", tuple(known))
         for key in self.value:
-            if key not in known:
+            if key not in known and key != STAR:
                 raise self.child(key).error(
-                    f"unknown {what} {str(key)!r}{_suggest(key, known)}", f"{fix}: {', '.join(known)}"
+                    f"unknown {what} {str(key)!r}{_suggest(key, known)}",
+                    f'{fix}: {", ".join(known)} (or "*" for every {what} not named)',
                 )
-        return {key: self.child(key) for key in self.value}
+        out: dict[str, _At] = {}
+        for key in self.value:
+            if key == STAR:  # where "*" is written: the names it stands for, in the section's order
+                out.update({k: self.star(k) for k in known if k not in self.value})
+            else:
+                out[key] = self._member(key, star=True)
+        return out
 
 
 def _likely_cause(problem: str, text: str, mark) -> str:

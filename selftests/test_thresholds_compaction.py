@@ -1,0 +1,142 @@
+"""The compact thresholds.yaml (`"*"` defaults, `inherit:`, short comments) holds every limit the
+longer file before it held: both are loaded and the loaded objects walked generically (every dataclass
+field, mapping entry and sequence item: values, units, rules, sources, YAML paths, hardware), so a limit
+dropped or changed anywhere fails here, whichever section it sits in. Then every limit `wirecheck limits`
+lists for every profile at every level is compared too. The only differences allowed are the ones
+named below: the entries measured or guessed on one GPU model that now say so (`hardware:`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from pathlib import Path
+from typing import Any, Mapping
+
+import pytest
+
+from wirecheck.core.paths import suite_paths
+from wirecheck.node import hardware as node_hardware
+from wirecheck.node import profile_topology
+from wirecheck.node.topo_text import load_recorded
+from wirecheck.thresholds import listing
+from wirecheck.thresholds.file import load_thresholds
+
+SHIPPED = suite_paths().thresholds
+BEFORE = Path(__file__).parent / "data" / "thresholds-before-compaction.yaml"
+STRATEGIES = ("ddp", "zero1", "zero2", "zero3", "fsdp")
+# The training throughput guesses made from an H200 (or H200 NVL) node's figures now judge that GPU model
+# only: YAML path -> the `hardware:` added. Nothing else may differ.
+TAGGED = {
+    **{f"training.throughput_floors.{klass}.{s}.any": {"gpu_model": "NVIDIA H200"}
+       for klass in ("nvswitch", "forced_pcie") for s in STRATEGIES},
+    **{f"training.throughput_floors.{klass}.{s}.any": {"gpu_model": "NVIDIA H200 NVL"}
+       for klass in ("nvl_pair", "nvl_quad", "nvl_group", "cross_quad") for s in STRATEGIES},
+}
+
+
+def _plain(value: Any, name: str) -> Any:
+    """A loaded object as nested dicts, lists and scalars, every field included; the file's own name
+    (in each limit's YAML path) written as the shipped file's."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"<type>": type(value).__name__,
+                **{f.name: _plain(getattr(value, f.name), name) for f in dataclasses.fields(value) if f.name != "path"}}
+    if isinstance(value, Mapping):
+        return {repr(k): _plain(v, name) for k, v in value.items()}
+    if isinstance(value, (list, tuple, frozenset, set)):
+        items = [_plain(v, name) for v in value]
+        return sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items
+    if isinstance(value, str):
+        return value.replace(name, SHIPPED.name)
+    if value is None or isinstance(value, (bool, int, float, enum.Enum)):
+        return value
+    if isinstance(value, Path):
+        return value.name
+    return {"<type>": type(value).__name__, **{k: _plain(v, name) for k, v in vars(value).items() if k != "path"}}
+
+
+def _differences(before: Any, after: Any, where: str = "") -> list[str]:
+    if isinstance(before, dict) and isinstance(after, dict):
+        out = [f"{where}: {k} only before" for k in before.keys() - after.keys()]
+        out += [f"{where}: {k} only after" for k in after.keys() - before.keys()]
+        for k in before.keys() & after.keys():
+            out += _differences(before[k], after[k], f"{where}/{k}")
+        return out
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        return [d for i, (b, a) in enumerate(zip(before, after)) for d in _differences(b, a, f"{where}[{i}]")]
+    return [] if before == after else [f"{where}: {before!r} -> {after!r}"]
+
+
+def _limits_of(plain: Any) -> list[dict]:
+    if isinstance(plain, dict):
+        mine = [plain] if plain.get("<type>") == "Limit" else []
+        return mine + [x for v in plain.values() for x in _limits_of(v)]
+    if isinstance(plain, list):
+        return [x for v in plain for x in _limits_of(v)]
+    return []
+
+
+def _untagged(plain: Any) -> Any:
+    """`plain` with the hardware the compact file adds on purpose taken back off."""
+    if isinstance(plain, dict):
+        out = {k: _untagged(v) for k, v in plain.items()}
+        if out.get("<type>") == "Limit":
+            path = str(out["yaml_path"]).split(": ", 1)[-1]
+            if path in TAGGED:
+                assert out["hardware"] == {repr(k): v for k, v in TAGGED[path].items()}, path
+                out["hardware"] = None
+        return out
+    if isinstance(plain, list):
+        return [_untagged(v) for v in plain]
+    return plain
+
+
+@pytest.fixture(scope="module")
+def both():
+    return load_thresholds(BEFORE), load_thresholds(SHIPPED)
+
+
+def test_every_loaded_value_is_the_same_as_before_the_compaction(both):
+    before, after = (_plain(t, Path(t.path).name) for t in both)
+    assert len(_limits_of(before)) > 200  # the walk reaches the limit tables, not only the settings
+    assert _differences(before, _untagged(after)) == []
+    tagged = {str(x["yaml_path"]).split(": ", 1)[-1] for x in _limits_of(after) if x["hardware"]}
+    assert set(TAGGED) <= tagged
+
+
+def test_the_walk_sees_a_changed_source_unit_or_rule(both, tmp_path):
+    # The comparison can fail: one source changed under a "*" block, one bound through an inherit.
+    text = SHIPPED.read_text()
+    broken = text.replace('"CPU gloo sanity floor: catches a broken path, not speed"', '"CPU gloo: changed"', 1)
+    assert broken != text
+    (tmp_path / "t.yaml").write_text(broken)
+    diff = _differences(_plain(both[0], BEFORE.name), _untagged(_plain(load_thresholds(tmp_path / "t.yaml"), "t.yaml")))
+    assert diff and all("_simulated_floors" in d and "changed" in d for d in diff), diff
+    assert len(diff) == 5  # the "*" block stands for all five ops
+
+
+def _profile_node(thresholds, name):
+    profile = thresholds.profile(name)
+    topology = (load_recorded(profile.topology, suite_paths().topologies) if profile.topology
+                else profile_topology.from_profile(profile, str(thresholds.path)))
+    return topology, node_hardware.from_profile(profile)
+
+
+def test_every_profiles_listing_is_the_same_but_for_the_tagged_entries(both):
+    before, after = both
+    assert before.profile_names == after.profile_names
+    changed = 0
+    for name in after.profile_names:
+        topology, hardware = _profile_node(after, name)
+        for level in ("quick", "acceptance", "burn-in"):
+            old = [r.as_json() for r in listing.node_limits(before, topology, hardware, level)]
+            new = [r.as_json() for r in listing.node_limits(after, topology, hardware, level)]
+            assert len(old) == len(new), (name, level)
+            for o, n in zip(old, new):
+                o = {k: v.replace(BEFORE.name, SHIPPED.name) if isinstance(v, str) else v for k, v in o.items()}
+                if o == n:
+                    continue
+                # Allowed: a tagged entry now said not to apply (or applying, tagged) on this GPU model.
+                path = (o["yaml_path"] or "").split(": ", 1)[-1]
+                assert path in TAGGED and o["check"] == n["check"] and o["where"] == n["where"], (name, level, o, n)
+                changed += 1
+    assert changed > 0
