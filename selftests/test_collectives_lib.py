@@ -37,6 +37,21 @@ def test_a_second_row_or_kernel_of_a_name_is_refused():
         W.register(dataclasses.replace(W.KERNELS["all_reduce"], name="selftest_no_such_op"))
 
 
+def test_an_ordinary_op_gets_its_kernel_from_its_row_and_a_half_named_one_is_refused():
+    """A row naming its torch.distributed function and DATA rule needs no kernel of its own: the
+    worker's kernel is the rule's fill and expected values and a launch of that function."""
+    derived = [name for name, row in V.COLLECTIVES.items() if row.torch is not None]
+    assert {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"} <= set(derived)
+    for name in derived:
+        fill, expected = W.DATA_RULES[V.COLLECTIVES[name].data]
+        assert (W.KERNELS[name].fill, W.KERNELS[name].expected) == (fill, expected), name
+    assert V.COLLECTIVES["broadcast"].torch is None and W.KERNELS["broadcast"].launch is W._launch_broadcast
+    with pytest.raises(ValueError, match="give both .data one of"):
+        dataclasses.replace(V.COLLECTIVES["all_reduce"], data=None)
+    with pytest.raises(ValueError, match="give both"):
+        dataclasses.replace(V.COLLECTIVES["all_reduce"], data="scattered")
+
+
 def test_a_reduction_is_an_axis_and_one_the_op_does_not_list_is_refused():
     with pytest.raises(ValueError, match="all_reduce: reduction 'prod'; all_reduce reduces with"):
         W._reduction("all_reduce", "prod")
