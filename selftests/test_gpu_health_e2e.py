@@ -5,7 +5,7 @@ that fails the test it arrived in and a row remap that becomes pending during th
 from __future__ import annotations
 
 from e2e import make_project, records, run_suite, thresholds_with
-from wirecheck.checks.judge import main as judge
+from wirecheck.cli.judge import main as judge
 from wirecheck.core.exit_codes import FAILED as EXIT_FAILED
 
 WRONG_ON_GPU1 = '''
