@@ -195,8 +195,10 @@ def test_the_verdict_rule(failed, simulated, code):
     assert exit_codes.verdict(failed=failed, simulated=simulated) == code
 
 
-@pytest.mark.parametrize("module", [  # every `wirecheck` subcommand (wirecheck.cli.protocol), and the modules beside them
-    *(m.__name__ for m in commands()), "wirecheck.fleet.judging", "wirecheck.fleet.report", "wirecheck.fleet.launch",
+# Every `wirecheck` subcommand (wirecheck.cli.protocol) and the modules beside them; but node-state, whose
+# codes are node-problem-detector's protocol (0 healthy, 1 unhealthy, 2 unknown), not a run's.
+@pytest.mark.parametrize("module", [
+    *(m.__name__ for m in commands() if m.NAME != "node-state"), "wirecheck.fleet.judging", "wirecheck.fleet.report", "wirecheck.fleet.launch",
     "wirecheck.fleet.inventory", "wirecheck.fleet.multinode", "wirecheck.nccl.tests", "pytest_wirecheck.reporting",
 ])
 def test_every_command_takes_its_exit_codes_from_one_module(module):
