@@ -210,8 +210,9 @@ def _run(toy_tree, *argv: str, timeout: float = 300) -> subprocess.CompletedProc
 def toy_run(toy_tree):
     root, _ = toy_tree
     record = root / "run.jsonl"
+    # a bound on a hang, not the run's time: on a loaded 2-core machine the run takes minutes
     suite = _run(toy_tree, "-m", "pytest", "-p", "no:cacheprovider", "--simulate=h200-sxm-2",
-                 f"--wirecheck-json={record}", "-v", "-rs", "-k", SELECTION)
+                 f"--wirecheck-json={record}", "-v", "-rs", "-k", SELECTION, timeout=900)
     judge = _run(toy_tree, "-m", "wirecheck.cli.main", "judge", str(record), "--thresholds",
                  str(root / "thresholds.yaml"), timeout=120)
     lines = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
