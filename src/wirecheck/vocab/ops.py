@@ -11,6 +11,11 @@ is a value in its `reductions`. A new op is a row here and its floors in thresho
 one torch.distributed function (`torch`) whose data follows one of the DATA rules (`data`), the worker
 derives its kernel from the row; an op that is neither (broadcast: its root) has a kernel of its own
 in wirecheck.measure.collective_worker.
+
+A sum catches an output the collective never wrote on every rank. An in-place max or min does not
+on a rank whose own data is already the extreme at an element (with the rank-shifted pattern, the
+highest rank for most elements of small buffers): keep sum first where a reduction is measured for
+correctness, and max or min as further values.
 """
 
 from __future__ import annotations
