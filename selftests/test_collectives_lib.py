@@ -119,7 +119,7 @@ def simulate(op: str, n: int, count: int) -> list[torch.Tensor]:
 def test_expected_values_match_the_collectives_definition(op, n):
     count = V.buffer_elements(op, 4 * 7 * n, n)
     for rank, out in enumerate(simulate(op, n, count)):
-        expected = W.KERNELS[op].expected(0, out.numel(), rank, n, count, CPU)
+        expected = W.KERNELS[op].expected(0, out.numel(), rank, n, count, CPU, V.COLLECTIVES[op].reduction)
         assert torch.equal(out, expected), (op, n, rank)
 
 
@@ -129,7 +129,7 @@ def test_misplaced_or_stale_data_does_not_pass(op):
     must hold, and (in-place collectives) from the rank's own unreduced input."""
     n, count = 4, 4 * 64
     c, k = V.COLLECTIVES[op], W.KERNELS[op]
-    outs = [k.expected(0, c.output_elements(count, n), r, n, count, CPU) for r in range(n)]
+    outs = [k.expected(0, c.output_elements(count, n), r, n, count, CPU, c.reduction) for r in range(n)]
     chunk = count // n
     for r, out in enumerate(outs):
         for shift in (1, chunk):
