@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from e2e import PROJECT, make_project
-from wirecheck.checks import judge
+from wirecheck.cli import judge
 from wirecheck.cli import main as cli
-from wirecheck.fleet import cli as fleet_cli
-from wirecheck.report import command as report
+from wirecheck.cli import fleet as fleet_cli
+from wirecheck.cli import report
 
 RECORD = PROJECT / "selftests" / "data" / "sim-h200-sxm-2.jsonl"
 THRESHOLDS = PROJECT / "thresholds.yaml"

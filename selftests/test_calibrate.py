@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from calibration_records import CLEAN, FAILED, INTERRUPTED, REFERENCE, edited
-from wirecheck.checks.judge import judge_run, main as judge
+from wirecheck.checks.judge import judge_run
+from wirecheck.cli.judge import main as judge
 from wirecheck.cli.main import main
 from wirecheck.core.paths import suite_paths
 from wirecheck.records.file import read_run

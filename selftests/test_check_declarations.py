@@ -23,10 +23,28 @@ def test_the_report_shows_the_checks_that_declare_its_gpu_section():
 
 
 def test_every_gpu_load_check_declares_how_its_inputs_are_built():
-    for name in ("hbm_bandwidth", "gemm_throughput", "sustained_throughput", "sustained_clocks", "sustained_power",
-                 "sustained_temperature", "memory_pattern"):
-        spec = SPECS[name]
-        assert isinstance(spec.inputs, FromPhase) and callable(spec.inputs.build), name
+    from wirecheck.vocab.work import FIGURES, MEMORY, SUSTAINED
+
+    load = {name: spec for name, spec in SPECS.items() if isinstance(spec.inputs, FromPhase)}
+    assert {"hbm_bandwidth", "sustained_power", "memory_pattern"} <= set(load)
+    for name, spec in load.items():
+        assert spec.inputs.phase in (FIGURES, SUSTAINED, MEMORY) and callable(spec.inputs.build), name
+        assert spec.section == SECTION_GPU, name
+
+
+def test_every_gpu_health_check_declares_its_advice_and_the_limits_it_reads():
+    """One advice table: a declared check's advice is its entry there, and the gpu_health sections
+    and floors the loader reads are the ones the declarations name."""
+    from wirecheck.checks.advice import ADVICE
+    from wirecheck.thresholds import declared
+
+    gpu = {name: spec for name, spec in SPECS.items() if spec.section == SECTION_GPU}
+    for name, spec in gpu.items():
+        assert spec.advice is not None and ADVICE[name] is spec.advice, name
+    assert set(declared.floors()) >= {"hbm_copy", "hbm_read", "gemm_bf16", "gemm_fp8", "sustained_bf16"}
+    assert set(declared.sections()) >= {"clocks", "power", "temperature", "memory_errors", "xid"}
+    owners = declared.floor_checks()
+    assert all(figure in [lim.key.rsplit(".", 1)[1] for lim in SPECS[owners[figure]].limits] for figure in owners)
 
 
 def test_a_declared_gpu_check_reaches_the_report_without_another_edit():
@@ -43,7 +61,7 @@ def test_a_declared_gpu_check_reaches_the_report_without_another_edit():
         gpus.add_verdict(points := {}, {**verdict, "check": "busbw"})  # not declared in the GPU section
         assert points == {}
     finally:
-        del checks.CHECKS["selftest_declared_gpu_figure"], SPECS["selftest_declared_gpu_figure"]
+        checks.forget("selftest_declared_gpu_figure")
 
 
 def test_a_declaration_the_suite_cannot_use_is_refused():

@@ -1,5 +1,6 @@
-"""The `wirecheck` dispatcher: every command registered the same way; no traceback when the
-reader of its output goes away."""
+"""The `wirecheck` dispatcher: every command a module of wirecheck/cli/ under one protocol
+(wirecheck.cli.protocol), each listed by `wirecheck --help` and the README and answering its own
+`--help`; no traceback when the reader of its output goes away."""
 
 from __future__ import annotations
 
@@ -7,17 +8,54 @@ import os
 import subprocess
 import sys
 
+import re
+import types
+from pathlib import Path
+
 import pytest
 
-from wirecheck.cli.main import COMMANDS, main
+from wirecheck.cli import protocol
+from wirecheck.cli.main import main
+
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_every_command_has_a_name_a_parser_and_a_run():
-    assert [c.NAME for c in COMMANDS] == ["topo", "limits", "memory", "advise", "validate", "plan", "node-state", "judge",
-                                          "calibrate", "report", "diagnose", "fleet",
-                                          "nccl-tests"]
-    for command in COMMANDS:
-        assert callable(command.add_parser) and callable(command.run)
+def test_every_command_is_a_module_of_the_cli_package_under_one_protocol(capsys):
+    found = protocol.commands()
+    names = [c.NAME for c in found]
+    assert all(c.__name__.startswith("wirecheck.cli.") for c in found)
+    assert all(callable(c.add_parser) and callable(c.run) and callable(c.main) for c in found), names
+    # the README's command table lists the same commands
+    listed = set(re.findall(r"^\| `wirecheck ([a-z-]+)", README.read_text(), re.M))
+    assert listed == set(names), (sorted(listed), names)
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    top = capsys.readouterr().out
+    assert all(f"    {name} " in top for name in names), top
+
+
+@pytest.mark.parametrize("name", [c.NAME for c in protocol.commands()])
+def test_every_command_answers_its_own_help(name, capsys):
+    """In-process, as the entry point runs it: exit 0 and the command's usage line (fleet lists its own)."""
+    try:
+        code = main([name, "--help"])
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr().out
+    assert code == 0 and f"usage: wirecheck {name}" in out, out
+
+
+def test_a_module_with_part_of_the_protocol_is_refused(monkeypatch):
+    half = types.ModuleType("wirecheck.cli.selftest_half")
+    half.NAME, half.add_parser = "selftest-half", lambda subparsers: None
+    real = protocol.importlib.import_module
+    monkeypatch.setattr(protocol.pkgutil, "iter_modules",
+                        lambda path: [types.SimpleNamespace(name="selftest_half"), types.SimpleNamespace(name="topo")])
+    monkeypatch.setattr(protocol.importlib, "import_module",
+                        lambda name: half if name.endswith("selftest_half") else real(name))
+    with pytest.raises(TypeError, match="NAME = 'selftest-half'.* without run; see wirecheck.cli.protocol"):
+        protocol.commands()
 
 
 def test_unknown_command_is_a_usage_error(capsys):

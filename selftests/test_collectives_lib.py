@@ -14,7 +14,7 @@ from wirecheck.vocab import ops as V
 from wirecheck.workers.launcher import WorkerCallError, WorkerGroup
 
 FAULTY = "selftests.faulty_workers"
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
+OPS = V.OPS  # every op of the table: a new row is tested as the others are
 SMALL_SIZES = [1024, 65536]
 CPU = torch.device("cpu")
 
@@ -23,7 +23,8 @@ CPU = torch.device("cpu")
 
 
 def test_every_op_of_the_vocabulary_has_its_kernel():
-    assert set(OPS) <= set(V.OPS) and set(W.KERNELS) == set(V.OPS)
+    assert {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"} <= set(OPS)
+    assert set(W.KERNELS) == set(V.OPS)
 
 
 def test_a_second_row_or_kernel_of_a_name_is_refused():
@@ -35,6 +36,21 @@ def test_a_second_row_or_kernel_of_a_name_is_refused():
         W.register(W.KERNELS["all_reduce"])
     with pytest.raises(ValueError, match="unknown collective 'selftest_no_such_op'"):
         W.register(dataclasses.replace(W.KERNELS["all_reduce"], name="selftest_no_such_op"))
+
+
+def test_an_ordinary_op_gets_its_kernel_from_its_row_and_a_half_named_one_is_refused():
+    """A row naming its torch.distributed function and DATA rule needs no kernel of its own: the
+    worker's kernel is the rule's fill and expected values and a launch of that function."""
+    derived = [name for name, row in V.COLLECTIVES.items() if row.torch is not None]
+    assert {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"} <= set(derived)
+    for name in derived:
+        fill, expected = W.DATA_RULES[V.COLLECTIVES[name].data]
+        assert (W.KERNELS[name].fill, W.KERNELS[name].expected) == (fill, expected), name
+    assert V.COLLECTIVES["broadcast"].torch is None and W.KERNELS["broadcast"].launch is W._launch_broadcast
+    with pytest.raises(ValueError, match="give both .data one of"):
+        dataclasses.replace(V.COLLECTIVES["all_reduce"], data=None)
+    with pytest.raises(ValueError, match="give both"):
+        dataclasses.replace(V.COLLECTIVES["all_reduce"], data="scattered")
 
 
 def test_a_reduction_is_an_axis_and_one_the_op_does_not_list_is_refused():
@@ -82,18 +98,20 @@ def simulate(op: str, n: int, count: int) -> list[torch.Tensor]:
         k.fill(t, rank, n)
         inputs.append(t)
     chunk = count // n
-    if op == "all_reduce":
-        return [sum(inputs)] * n
-    if op == "all_gather":
+    if c.reductions:  # by the row's first reduction: what the suite measures
+        stack = torch.stack(inputs)
+        total = {"sum": stack.sum(0), "max": stack.amax(0), "min": stack.amin(0)}[c.reduction]
+    if c.data == "reduced":
+        return [total] * n
+    if c.data == "gathered":
         return [torch.cat(inputs)] * n
-    if op == "reduce_scatter":
-        total = sum(inputs)
+    if c.data == "reduced_chunk":
         return [total[r * chunk:(r + 1) * chunk] for r in range(n)]
     if op == "broadcast":
         return [inputs[0]] * n
-    if op == "all_to_all":
+    if c.data == "transposed":
         return [torch.cat([inputs[s][r * chunk:(r + 1) * chunk] for s in range(n)]) for r in range(n)]
-    raise AssertionError(op)
+    raise AssertionError(f"{op}: no definition here for data {c.data!r}")
 
 
 @pytest.mark.parametrize("n", [2, 3, 8])
@@ -101,7 +119,7 @@ def simulate(op: str, n: int, count: int) -> list[torch.Tensor]:
 def test_expected_values_match_the_collectives_definition(op, n):
     count = V.buffer_elements(op, 4 * 7 * n, n)
     for rank, out in enumerate(simulate(op, n, count)):
-        expected = W.KERNELS[op].expected(0, out.numel(), rank, n, count, CPU)
+        expected = W.KERNELS[op].expected(0, out.numel(), rank, n, count, CPU, V.COLLECTIVES[op].reduction)
         assert torch.equal(out, expected), (op, n, rank)
 
 
@@ -111,13 +129,13 @@ def test_misplaced_or_stale_data_does_not_pass(op):
     must hold, and (in-place collectives) from the rank's own unreduced input."""
     n, count = 4, 4 * 64
     c, k = V.COLLECTIVES[op], W.KERNELS[op]
-    outs = [k.expected(0, c.output_elements(count, n), r, n, count, CPU) for r in range(n)]
+    outs = [k.expected(0, c.output_elements(count, n), r, n, count, CPU, c.reduction) for r in range(n)]
     chunk = count // n
     for r, out in enumerate(outs):
         for shift in (1, chunk):
             if shift < out.numel():
                 assert (torch.roll(out, shift) != out).all(), (op, r, shift)
-        if c.in_place and not (op == "broadcast" and r == W.BROADCAST_ROOT):
+        if c.in_place and c.reduction in (None, "sum") and not (op == "broadcast" and r == W.BROADCAST_ROOT):
             own_input = torch.empty(c.input_elements(count, n))
             k.fill(own_input, r, n)
             assert (own_input != out).all(), (op, r)
@@ -207,10 +225,19 @@ def test_a_flipped_element_is_caught_and_located(pair, op):
 
 @pytest.mark.parametrize("op", OPS)
 def test_an_output_never_written_is_caught(pair, op):
+    """Every element of an output the collective never wrote is wrong; but an in-place max or min
+    leaves the rank whose own data is the extreme holding the right values (ops.py says so): there
+    the stale elements caught are exactly those that differ from the definition's."""
     results = measure(pair, op, fn=f"{FAULTY}:measure_stale", stale_rank=1)
     c = V.COLLECTIVES[op]
     for r in results:
         count = r.bytes // V.ELEMENT_BYTES
+        if c.in_place and c.reduction in ("max", "min"):
+            own = torch.empty(c.input_elements(count, 2))
+            W.KERNELS[op].fill(own, 1, 2)
+            differ = int((own != simulate(op, 2, count)[1]).sum())
+            assert r.wrong_by_rank == {0: 0, 1: differ}
+            continue
         assert r.wrong_by_rank == {0: 0, 1: c.output_elements(count, 2)}
         assert r.first_bad_by_rank == {1: 0}
 

@@ -1,15 +1,19 @@
 """One place per extension, as docs/extending.md lists them: a copy of the tree gets a toy collective
-(one row of the vocabulary's ops and its kernel), a toy strategy (one row of the strategies table and
-its trainer module), a toy placement class (one row of the class table and its subsets rule), a toy
-check (one new module in wirecheck/checks/) and a toy test file (one new file in tests/, its work
-marker on its test), and nothing else: no list, no other module is edited. Only thresholds.yaml,
-which is data, gains the toys' entries: floors for the op and the class, the strategy's slowdown
-(a row left out of it by accident must not go unjudged).
+(one row of the vocabulary's ops: its kernel is derived from the row), a toy strategy (one row of the
+strategies table, reusing the ddp trainer), a toy placement class (one row of the class table and its
+subsets rule), a toy check (one new module in wirecheck/checks/), a toy GPU check (its declaration,
+with its inputs builder, limit, advice and figure, in one new module, and its test file) and a toy
+test file (one new file in tests/, its work marker on its test), and nothing else: no list, no other
+module is edited (`ROWS` and `NEW_MODULES` are every edit). Only thresholds.yaml, which is data, gains
+the toys' entries: floors for the op, the class and the GPU figure, the strategy's slowdown and
+throughput floors (a row left out of it by accident must not go unjudged).
 
 On that copy, the suite runs in simulation and collects, measures, judges and records each toy;
-`wirecheck judge` judges the record again, `wirecheck report` draws it, `wirecheck plan` prices a
-node with the toys on it, and the self-tests that read the tables (thresholds, strategies, the
-plan's every-test-declares-its-work) pass: a row that breaks any of them fails here.
+`wirecheck judge` judges the record again, `wirecheck report` draws it (the toy GPU figure in the
+GPU section, by its declared label), `wirecheck plan` prices a node with the toys on it, `wirecheck
+limits` lists the toy GPU floor, and the self-tests that read the tables (thresholds, the gpu_health
+loader, strategies, the plan's every-test-declares-its-work) pass: a row that breaks any of them
+fails here.
 """
 
 from __future__ import annotations
@@ -27,19 +31,19 @@ import yaml
 from e2e import PROJECT, make_project, run_suite
 
 TOY_OP, TOY_STRATEGY, TOY_CLASS, TOY_CHECK = "all_reduce_max", "ddp_foreach", "whole_node", "toy_gpus_on_node"
+TOY_GPU_CHECK, TOY_FIGURE, TOY_LABEL = "toy_copy_share", "toy_copy_share", "HBM copy per read (toy)"
 
 # (file under src/wirecheck, the existing text the toy goes right after, the toy)
 ROWS = (
-    # a collective: its row (a reduction the kernels launch: max) and its kernel, all_reduce's own
-    ("vocab/ops.py", '    Op("all_to_all", "alltoall_perf", True, False, lambda n: (n - 1) / n, _whole, _whole),\n',
+    # a collective: its row (a reduction the kernels launch: max; one torch.distributed function and a
+    # data rule, so the worker derives its kernel)
+    ("vocab/ops.py", '       torch="all_to_all_single", data="transposed"),\n',
      '''    Op("all_reduce_max", "all_reduce_perf", False, True, lambda n: 2 * (n - 1) / n, _whole, _whole,
-       reductions=("max",)),
+       reductions=("max",), torch="all_reduce", data="reduced"),
 '''),
-    ("measure/collective_worker.py",
-     'register(Kernel("all_to_all", _fill_own, _expect_all_to_all, _launch_all_to_all))\n',
-     'register(Kernel("all_reduce_max", _fill_own, _expect_all_reduce, _launch_all_reduce))\n'),
+    # a strategy: its row, the ddp trainer run with its settings
     ("vocab/strategies.py", '    Strategy("fsdp", "PyTorch FSDP2 (fully_shard)", _FSDP2, STATE_PARTS, TORCH_HOLDS, _FSDP),\n',
-     '''    Strategy("ddp_foreach", "PyTorch DDP, foreach AdamW", "wirecheck.training.ddp_foreach:ForeachDDPTrainer", (),
+     '''    Strategy("ddp_foreach", "PyTorch DDP, foreach AdamW", "wirecheck.training.ddp:DDPTrainer", (),
              TORCH_HOLDS, (Setting("optimizer", "foreach", "torch AdamW's foreach kernels: a toy variant of ddp"),
                            Setting("bucket_cap_mb", 25, "DDP's default bucket size, as the ddp row has it"),
                            Setting("gradient_as_bucket_view", True, "as the ddp row: .grad are views into the buckets"))),
@@ -52,12 +56,38 @@ ROWS = (
 '''),
 )
 NEW_MODULES = {
-    "training/ddp_foreach.py": '''"""A toy strategy's trainer: DDP as the ddp trainer runs it."""
-from wirecheck.training.ddp import DDPTrainer
+    "checks/toy_gpu.py": '''"""A toy GPU check: each GPU's HBM copy figure (read+write counted) as a share of its read figure,
+against a floor per GPU model; declared in one place, its inputs' builder beside it."""
+from wirecheck.checks import SECTION_GPU, check
+from wirecheck.checks.advice import Advice
+from wirecheck.core.verdict import FAIL, PASS, Verdict, not_measured, skip
+from wirecheck.gpu.inputs import FromPhase, phase_error, where
+from wirecheck.thresholds.declared import Floor
+from wirecheck.vocab.work import FIGURES
 
 
-class ForeachDDPTrainer(DDPTrainer):
-    pass
+def copy_share_inputs(run, phase, gpu):
+    part = (phase.of(gpu) or {}).get("hbm")
+    error = phase_error(phase, gpu, part)
+    return {**where(run, gpu), "gpu_model": run.names.get(gpu), "simulated": run.simulated,
+            "copy": None if error else part["copy"]["per_s"], "read": None if error else part["read"]["per_s"],
+            "error": error}
+
+
+@check("toy_copy_share", inputs=FromPhase(FIGURES, copy_share_inputs), section=SECTION_GPU,
+       figure=lambda inputs: "toy_copy_share",
+       limits=(Floor("gpu_health.floors.<model>.toy_copy_share", unit="%", label="HBM copy per read (toy)"),),
+       advice=Advice("the GPU copies far slower than it reads", "compare the HBM copy and read figures"))
+def copy_share(thresholds, *, gpu, bus_id, gpu_model, simulated, copy, read, error=None):
+    what, where_ = "HBM copy per read", f"GPU{gpu}"
+    if error or not read:
+        return not_measured(what, where_, error)
+    floor = thresholds.gpu_health.floor("toy_copy_share", gpu_model, simulated)
+    if floor is None:
+        return skip(what, where_, f"no toy_copy_share floor for {gpu_model!r}")
+    share = copy / read
+    return Verdict("", what, where_, PASS if share >= floor.min else FAIL, measured=share * 100, unit="%",
+                   limit={"min": floor.min * 100}, bound="floor", source=floor.source, yaml_path=floor.yaml_path)
 ''',
     "checks/toy.py": '''"""A toy check: every GPU of a placement is one of the node's."""
 from wirecheck.checks import check
@@ -81,6 +111,21 @@ from wirecheck import checks
 def test_toy_gpus_on_node(node, topology, placement, record):
     verdict = record(checks.toy.gpus_on_node(node.thresholds, placement=placement.id, gpus=list(placement.gpus),
                                              node_gpus=[g.index for g in topology.gpus]))
+    assert verdict.ok, verdict.message
+'''
+TOY_GPU_TEST_FILE = '''"""A toy GPU check's test: its inputs as its declaration builds them."""
+import pytest
+
+from wirecheck import checks
+from wirecheck.vocab.work import FIGURES
+
+pytestmark = pytest.mark.health
+
+
+@pytest.mark.work(FIGURES)
+def test_toy_copy_share(node, gpu, gpu_load, gpu_health_workers, record):
+    verdict = record(checks.toy_gpu.copy_share(
+        node.thresholds, **gpu_load.inputs("toy_copy_share", gpu, gpu_health_workers)))
     assert verdict.ok, verdict.message
 '''
 SELECTION = " or ".join((
@@ -121,13 +166,17 @@ def _thresholds_for_toys() -> str:
         strategies[TOY_STRATEGY] = strategies["ddp"]
     sim = t["simulated_throughput_floors"]
     sim[TOY_STRATEGY] = sim.get("ddp") or sim["*"]
-    return yaml.safe_dump(data, sort_keys=False)
+    g = data["gpu_health"]  # the GPU check's floor: for one model, and for CPU ranks
+    g["floors"]["NVIDIA H200"][TOY_FIGURE] = {"min": "50 %", "source": "a toy floor"}
+    g["simulated_floors"][TOY_FIGURE] = {"min": "1 %", "source": "a toy floor: CPU ranks"}
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
 # The self-tests that read the tables, run on the toy tree: every op and class judged on hardware,
 # every strategy with its limits, the strategies table, every suite test declaring its work.
 # (Not the one that edits the shipped file's text: the toy's file is written back through YAML.)
-TABLE_SELFTESTS = ("selftests/test_thresholds.py", "selftests/test_strategies_table.py",
+TABLE_SELFTESTS = ("selftests/test_thresholds.py", "selftests/test_thresholds_gpu_health.py",
+                   "selftests/test_strategies_table.py", "selftests/test_check_declarations.py",
                    "selftests/test_plan.py::test_the_plans_groups_hold_exactly_the_collected_tests",
                    "-k", "not test_duplicate_key_is_refused_with_both_lines")
 
@@ -146,6 +195,7 @@ def toy_tree(tmp_path_factory):
     shutil.copytree(PROJECT / "tests", root / "tests", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(PROJECT / "selftests", root / "selftests", ignore=shutil.ignore_patterns("__pycache__", "data"))
     (root / "tests" / "test_toy.py").write_text(TOY_TEST_FILE)
+    (root / "tests" / "test_toy_gpu.py").write_text(TOY_GPU_TEST_FILE)
     (root / "thresholds.yaml").write_text(_thresholds_for_toys())
     (root / "pytest.ini").write_text("[pytest]\ntestpaths = tests\naddopts = --strict-markers\n")
     paths = [root / "src", root / "packages", root, root / "selftests"]
@@ -162,8 +212,9 @@ def _run(toy_tree, *argv: str, timeout: float = 300) -> subprocess.CompletedProc
 def toy_run(toy_tree):
     root, _ = toy_tree
     record = root / "run.jsonl"
+    # a bound on a hang, not the run's time: on a loaded 2-core machine the run takes minutes
     suite = _run(toy_tree, "-m", "pytest", "-p", "no:cacheprovider", "--simulate=h200-sxm-2",
-                 f"--wirecheck-json={record}", "-v", "-rs", "-k", SELECTION)
+                 f"--wirecheck-json={record}", "-v", "-rs", "-k", SELECTION, timeout=900)
     judge = _run(toy_tree, "-m", "wirecheck.cli.main", "judge", str(record), "--thresholds",
                  str(root / "thresholds.yaml"), timeout=120)
     lines = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
@@ -222,12 +273,23 @@ def test_a_check_is_one_module_and_a_test_file_one_file(toy_run):
         < order.index("tests/test_link_health.py"), ran
 
 
+def test_a_gpu_check_is_its_declaration_and_its_test(toy_run):
+    """Its inputs built by its own builder from the GPU load, its floor read from thresholds.yaml by
+    its declaration (the CPU ranks' floor in simulation), on every GPU."""
+    _, _, lines = toy_run
+    for gpu in ("GPU0", "GPU1"):
+        (verdict,) = _verdicts(lines, TOY_GPU_CHECK, gpu)
+        assert verdict["outcome"] == "pass" and verdict["limit"] == {"min": 1.0}, verdict
+        assert verdict["yaml_path"].endswith(f"gpu_health.simulated_floors.{TOY_FIGURE}"), verdict
+        assert verdict["inputs"]["copy"] > 0 and verdict["inputs"]["read"] > 0, verdict
+
+
 def test_judge_knows_every_toy(toy_run):
     _, judge, lines = toy_run
     out = judge.stdout + judge.stderr
     assert judge.returncode == 10, out  # passed, and says the run was a simulation
     judged = {(v["check"], v["where"]) for v in lines if v["type"] == "verdict"}
-    assert {(TOY_CHECK, "pair-0.1"), ("busbw", f"{TOY_CLASS}-2gpu-0.1")} <= judged
+    assert {(TOY_CHECK, "pair-0.1"), ("busbw", f"{TOY_CLASS}-2gpu-0.1"), (TOY_GPU_CHECK, "GPU0")} <= judged
     assert " 0 failed" in out and "0 changed since recorded" in out, out
 
 
@@ -237,7 +299,8 @@ def test_the_report_draws_every_toy(toy_tree, toy_run):
                   timeout=120)
     assert report.returncode == 0, report.stdout + report.stderr
     page = (root / "run.html").read_text()
-    assert all(toy in page for toy in (TOY_OP, TOY_CHECK, f"{TOY_CLASS}-2gpu-0.1", TOY_STRATEGY)), report.stdout
+    # the GPU figure in the GPU section, named as its declaration's Floor labels it
+    assert all(toy in page for toy in (TOY_OP, TOY_CHECK, f"{TOY_CLASS}-2gpu-0.1", TOY_STRATEGY, TOY_LABEL)), report.stdout
 
 
 def test_the_plan_prices_a_node_with_every_toy(toy_tree):
@@ -251,6 +314,15 @@ def test_the_plan_prices_a_node_with_every_toy(toy_tree):
     assert any(TOY_OP in g["params"].get("ops", []) and g["seconds"] > 0 for g in groups), groups
     assert any(g["class"] == TOY_CLASS for g in groups)
     assert any(TOY_STRATEGY in g["params"].get("strategies", []) for g in groups)
+    assert any(g["function"] == "test_toy_copy_share" for g in groups), [g["function"] for g in groups]
+
+
+def test_the_limits_list_the_toy_gpu_floor(toy_tree):
+    """`wirecheck limits` lists the floor the toy GPU check declares, for the model that has one."""
+    done = _run(toy_tree, "-m", "wirecheck.cli.main", "limits", "--profile", "h200-sxm-8", "--json", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [r for r in json.loads(done.stdout)["limits"] if r["check"] == TOY_GPU_CHECK]
+    assert rows and rows[0]["yaml_path"].endswith(f"NVIDIA H200.{TOY_FIGURE}"), rows
 
 
 def test_the_self_tests_that_read_the_tables_pass_on_the_toys(toy_tree):

@@ -204,7 +204,7 @@ def _pairs_record(path: Path, plan, slow: str) -> None:
 
 
 def test_the_command_plans_from_a_records_directory_and_a_report_then_judges_a_pair_run(tmp_path, capsys):
-    from wirecheck.fleet.cli import main as fleet
+    from wirecheck.cli.fleet import main as fleet
     from wirecheck.fleet.report import main as report
     from wirecheck.records.culprit import diagnosed_culprit
     from wirecheck.records.file import read_run
@@ -249,7 +249,7 @@ def test_the_command_plans_from_a_records_directory_and_a_report_then_judges_a_p
 
 
 def test_the_command_says_what_is_wrong_with_its_input(tmp_path, capsys):
-    from wirecheck.fleet.cli import main as fleet
+    from wirecheck.cli.fleet import main as fleet
 
     assert fleet(["diagnose", str(tmp_path / "nothing")]) == exit_codes.BAD_INPUT
     assert "nothing: no such file or directory; pass a fleet report" in capsys.readouterr().err
@@ -276,7 +276,7 @@ def test_under_slurm_the_pairs_run_as_one_srun_step_of_the_fleet_s_multinode_lau
     assert cmd[:5] == ["/usr/bin/srun", "--nodes=4", "--nodelist=g1,g2,g3,s1", "--ntasks-per-node=1",
                        "--kill-on-bad-exit=0"]
     launcher = cmd[cmd.index("-m") + 1:]
-    assert launcher[:2] == ["wirecheck.fleet.cli", "multinode"]  # `wirecheck fleet multinode`, as the sbatch's step 2
+    assert launcher[:3] == ["wirecheck.cli.main", "fleet", "multinode"]  # `wirecheck fleet multinode`, as the sbatch's step 2
     assert launcher[launcher.index("--rdzv-endpoint") + 1] == "g1:29400"
     assert launcher[launcher.index("--rdzv-id") + 1] == "77-diagnose"
     assert launcher[launcher.index("--pair-list") + 1] == "g1~g2,g2~g3,g3~g1,s1~g1,s1~g2,s1~g3"
@@ -294,7 +294,7 @@ def test_run_on_this_machine_names_a_node_made_slow_in_a_simulated_fleet(tmp_pat
     from e2e import pythonpath
     from test_fleet_report import fleet as fake_fleet
 
-    from wirecheck.fleet.cli import main as fleet
+    from wirecheck.cli.fleet import main as fleet
     from wirecheck.records.file import read_run
 
     d = fake_fleet(tmp_path, slow={"gpu04": {"all_reduce": 0.1}}, simulated=True)  # below its peers: the suspect

@@ -87,7 +87,7 @@ def _multinode(results: Path) -> dict[str, subprocess.CompletedProcess]:
     for k in range(N):
         name = f"node{k}"
         slow = ["--collective-worker", "fleet_faults:slow_collective", "--pair-worker", "fleet_faults:slow_pair"]
-        cmd = [sys.executable, "-m", "wirecheck.fleet.cli", "multinode", "--nnodes", str(N), "--nproc-per-node", "1",
+        cmd = [sys.executable, "-m", "wirecheck.cli.main", "fleet", "multinode", "--nnodes", str(N), "--nproc-per-node", "1",
                "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "ci-fleet", "--join-timeout", "120", "--",
                "--simulate", "--node-name", name, "--ops", "all_reduce",
                f"--wirecheck-json={results / 'network-ci.jsonl'}", *(slow if name == SLOW else [])]
@@ -158,7 +158,7 @@ def test_the_slow_node_is_named_by_the_fleet_rule_and_the_pair_schedule(simulate
 
 def test_a_rendezvous_nobody_else_joins_is_explained(tmp_path):
     port = _free_port()
-    run = subprocess.run([sys.executable, "-m", "wirecheck.fleet.cli", "multinode", "--nnodes", "2", "--rdzv-endpoint",
+    run = subprocess.run([sys.executable, "-m", "wirecheck.cli.main", "fleet", "multinode", "--nnodes", "2", "--rdzv-endpoint",
                           f"127.0.0.1:{port}", "--rdzv-id", "alone", "--join-timeout", "3", "--", "--simulate"],
                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=TIMEOUT_S)
     assert run.returncode == 2
@@ -210,7 +210,7 @@ def test_outside_torchrun_the_fix_is_named(tmp_path):
                          capture_output=True, text=True, timeout=TIMEOUT_S)
     assert run.returncode == 2
     assert "not set: run this under torchrun" in run.stderr and "--rdzv-backend c10d" in run.stderr
-    bare = subprocess.run([sys.executable, "-m", "wirecheck.fleet.cli", "multinode", "--rdzv-id", "x"], cwd=tmp_path,
+    bare = subprocess.run([sys.executable, "-m", "wirecheck.cli.main", "fleet", "multinode", "--rdzv-id", "x"], cwd=tmp_path,
                           env={k: v for k, v in _env().items() if not k.startswith("SLURM_")}, capture_output=True,
                           text=True, timeout=TIMEOUT_S)
     assert bare.returncode == 2 and "--nnodes: not given and $SLURM_JOB_NUM_NODES is not set" in bare.stderr
@@ -259,7 +259,7 @@ def test_sigterm_mid_job_ends_the_record_naming_the_signal(tmp_path, capsys):
     for k in range(2):
         slow = ["--collective-worker", "fleet_faults:slow_collective"] if k == 1 else []
         procs.append(subprocess.Popen(
-            [sys.executable, "-m", "wirecheck.fleet.cli", "multinode", "--nnodes", "2", "--nproc-per-node", "1",
+            [sys.executable, "-m", "wirecheck.cli.main", "fleet", "multinode", "--nnodes", "2", "--nproc-per-node", "1",
              "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "stopped", "--", "--simulate", "--node-name", f"node{k}",
              f"--wirecheck-json={record}", *slow],
             cwd=PROJECT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from e2e import make_project, records, run_suite, thresholds_with
 from selftests import fake_pynvml
-from wirecheck.checks.judge import main as judge
+from wirecheck.cli.judge import main as judge
 from wirecheck.core.exit_codes import FAILED as EXIT_FAILED
 
 WRONG_ON_GPU1 = '''

@@ -18,8 +18,8 @@ from e2e import PROJECT, pythonpath
 from test_fleet_report import JITTER, write_node
 
 from wirecheck.fleet.report import main as fleet_report
-from wirecheck.checks.judge import main as judge
-from wirecheck.report.command import main as report
+from wirecheck.cli.judge import main as judge
+from wirecheck.cli.report import main as report
 from wirecheck.report.html import CSP
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
 from wirecheck.node.topo_text import load_recorded

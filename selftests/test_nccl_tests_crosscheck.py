@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from wirecheck.cli.nccl_tests import main as nccl_tests_main
 from wirecheck.nccl import crosscheck, tests as nccl_tests
 from wirecheck.measure.collectives import combine
 from wirecheck.measure.curve import SweepSpec
@@ -183,9 +184,9 @@ def test_missing_binaries_are_a_usage_error(tmp_path, settings, placements):
 
 
 def test_main_refuses_bad_arguments(capsys):
-    assert nccl_tests.main(["--build-dir", "/nowhere", "--ops", "allreduce"]) == 2
+    assert nccl_tests_main(["--build-dir", "/nowhere", "--ops", "allreduce"]) == 2
     assert "--ops allreduce: unknown allreduce" in capsys.readouterr().err
-    assert nccl_tests.main(["--build-dir", "/nowhere", "--sizes", "8B:1000MiB:2"]) == 2
+    assert nccl_tests_main(["--build-dir", "/nowhere", "--sizes", "8B:1000MiB:2"]) == 2
     assert "TO is not FROM x STEP^k" in capsys.readouterr().err
 
 

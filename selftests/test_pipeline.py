@@ -11,6 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from wirecheck.cli.protocol import commands
+
 from wirecheck.core import exit_codes
 from wirecheck.core import failures as F
 from wirecheck.core.verdict import Verdict
@@ -193,11 +195,11 @@ def test_the_verdict_rule(failed, simulated, code):
     assert exit_codes.verdict(failed=failed, simulated=simulated) == code
 
 
+# Every `wirecheck` subcommand (wirecheck.cli.protocol) and the modules beside them; but node-state, whose
+# codes are node-problem-detector's protocol (0 healthy, 1 unhealthy, 2 unknown), not a run's.
 @pytest.mark.parametrize("module", [
-    "wirecheck.checks.judge", "wirecheck.cli.validate", "wirecheck.cli.topo", "wirecheck.cli.memory",
-    "wirecheck.fleet.judging", "wirecheck.fleet.report", "wirecheck.fleet.launch", "wirecheck.fleet.inventory",
-    "wirecheck.fleet.cli", "wirecheck.fleet.multinode", "wirecheck.nccl.tests", "wirecheck.report.command",
-    "pytest_wirecheck.reporting",
+    *(m.__name__ for m in commands() if m.NAME != "node-state"), "wirecheck.fleet.judging", "wirecheck.fleet.report", "wirecheck.fleet.launch",
+    "wirecheck.fleet.inventory", "wirecheck.fleet.multinode", "wirecheck.nccl.tests", "pytest_wirecheck.reporting",
 ])
 def test_every_command_takes_its_exit_codes_from_one_module(module):
     mod = importlib.import_module(module)

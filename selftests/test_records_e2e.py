@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from e2e import PROJECT, make_project, records, run_suite, thresholds_with
-from wirecheck.checks.judge import main as judge
+from wirecheck.cli.judge import main as judge
 from wirecheck.core.exit_codes import FAILED as EXIT_FAILED, SIMULATED as EXIT_SIMULATION
 
 BUSBW = ("-k", "test_busbw and nvswitch")

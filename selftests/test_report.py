@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from reference_record import convert
-from wirecheck.report.command import main as report
+from wirecheck.cli.report import main as report
 from wirecheck.report.figures import mad_band
 from wirecheck.report.sections import SECTION_IDS
 
@@ -263,7 +263,7 @@ def test_a_simulated_trend_keeps_to_one_simulated_topology(tmp_path, capsys):
 def test_a_run_that_read_no_gpu_is_not_called_a_hardware_run(tmp_path, capsys):
     """Bare `pytest --profile NAME` on a machine without a driver: not simulated, and no GPU measured. A
     simulated page called it "a hardware run" when it left it out of its trend."""
-    from wirecheck.report.command import _trend_runs
+    from wirecheck.report.command import trend_runs
     from wirecheck.report.model import load_runs
 
     objs = lines(SIM)
@@ -276,12 +276,12 @@ def test_a_run_that_read_no_gpu_is_not_called_a_hardware_run(tmp_path, capsys):
     runs = load_runs([str(write(tmp_path / "nogpu.jsonl", no_gpu)), str(write(tmp_path / "hw.jsonl", hardware))])
     assert [view.kind for view in (tonight, *runs)] == ["simulation", "no GPU", "hardware"]
     skipped = []
-    assert _trend_runs(tonight, [], runs, skipped) == []
+    assert trend_runs(tonight, [], runs, skipped) == []
     assert [why for _, why in skipped] == [
         "a run that read no GPU (not simulated, and NVML saw none: nothing was measured); this one is a simulation",
         "a hardware run; this one is a simulation"]
     skipped = []
-    assert _trend_runs(runs[1], [], [runs[0], tonight], skipped) == []
+    assert trend_runs(runs[1], [], [runs[0], tonight], skipped) == []
     assert [why for _, why in skipped] == [
         "a run that read no GPU (not simulated, and NVML saw none: nothing was measured); this one is a hardware run",
         "a simulation; this one is a hardware run"]
@@ -375,7 +375,7 @@ def test_the_command_module_plugs_into_a_subcommand_parser(tmp_path):
     """`wirecheck report` as a subcommand: NAME, add_parser(subparsers), run(args, extra)."""
     import argparse
 
-    from wirecheck.report import command
+    from wirecheck.cli import report as command
 
     parser = argparse.ArgumentParser(prog="wirecheck")
     sub = parser.add_subparsers(dest="command")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from e2e import make_project, run_suite
-from wirecheck.report.command import main as report
+from wirecheck.cli.report import main as report
 
 SELECTION = ("-k", "test_busbw and nvswitch and all_reduce", "--benchmark-disable")
 

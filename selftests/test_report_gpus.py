@@ -81,7 +81,7 @@ def test_judge_rejudges_the_gpu_health_verdicts(record, tmp_path, capsys):
     import yaml
 
     from gpu_health_record import PROJECT
-    from wirecheck.checks.judge import main as judge
+    from wirecheck.cli.judge import main as judge
 
     assert judge([str(record), "-q"]) == 1  # as recorded: GPU2's HBM copy, GPU1's XID, GPU3's memory test
     assert "3 failed" in capsys.readouterr().out

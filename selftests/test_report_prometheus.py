@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from gpu_health_record import write_node
 from reference_record import convert
 from test_report import SIM, lines, write
-from wirecheck.report.command import main as report
+from wirecheck.cli.report import main as report
 from wirecheck.report.model import RunView
 from wirecheck.report.prometheus import exposition
 from wirecheck.core.safefs import write_atomically

@@ -17,7 +17,7 @@ import pytest
 
 from e2e import PROJECT, make_project, pythonpath, records, run_suite, thresholds_with
 from wirecheck import checks
-from wirecheck.checks.judge import main as judge
+from wirecheck.cli.judge import main as judge
 from wirecheck.records.file import read_run
 from wirecheck.records.run import RunWriter, run_header
 from wirecheck.thresholds.file import load_thresholds

@@ -82,3 +82,45 @@ def test_a_broken_gpu_health_section_names_path_and_fix(tmp_path, shipped_data, 
     assert str(tmp_path / "thresholds.yaml") in message
     for fragment in fragments:
         assert fragment in message, message
+
+
+def test_a_limit_a_check_declares_is_data_and_an_undeclared_key_is_refused_naming_the_declared(tmp_path, shipped_data):
+    """A check's `limits=` is what the gpu_health loader reads: its Floor a figure of the floors
+    tables, its Value a section of its own; before the declaration the same keys are refused, the
+    message naming file, path, line and the sections the checks declare."""
+    from wirecheck import checks
+    from wirecheck.core.verdict import no_problems
+    from wirecheck.thresholds.declared import Floor, Value
+
+    data = copy.deepcopy(shipped_data)
+    _g(data)["floors"]["NVIDIA H200"]["selftest_util"] = {"min": "90 %", "source": "a self-test's floor"}
+    _g(data)["selftest_idle"] = {"max_share": "5 %", "source": "a self-test's ceiling"}
+    text = _error(tmp_path, data)
+    assert "gpu_health.selftest_idle: unknown key 'selftest_idle' in gpu_health sections" in text, text
+    assert "or a section a check declares: " in text and "power (sustained_power)" in text and "(line " in text, text
+    del _g(data)["selftest_idle"]
+    text = _error(tmp_path, data)
+    assert "unknown GPU figure 'selftest_util'" in text and "the figures the checks declare" in text, text
+
+    @checks.check("selftest_util_check", limits=(Floor("gpu_health.floors.<model>.selftest_util", unit="%"),
+                                                 Value("gpu_health.selftest_idle.max_share", unit="%")))
+    def declared_check(thresholds, *, gpu: int):
+        return no_problems("a declared limit", f"GPU{gpu}", [])
+
+    try:
+        _g(data)["selftest_idle"] = {"max_share": "5 %", "source": "a self-test's ceiling"}
+        path = tmp_path / "declared.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+        g = load_thresholds(path).gpu_health
+        floor = g.floor("selftest_util", "NVIDIA H200", simulated=False)
+        assert (floor.min, floor.kind, floor.source) == (0.9, "percent", "a self-test's floor")
+        assert g.floor("selftest_util", "NVIDIA H100 80GB HBM3", simulated=False) is None  # no peak to derive from
+        assert (g.selftest_idle.value, g.selftest_idle.yaml_path) == (0.05, "declared.yaml: gpu_health.selftest_idle")
+        del _g(data)["selftest_idle"]  # a declared section is required, as every limit a check reads
+        assert "missing required key 'selftest_idle' in gpu_health sections" in _error(tmp_path, data)
+    finally:
+        checks.forget("selftest_util_check")
+    with pytest.raises(ValueError, match="declares gpu_health.power.min_share_of_limit as"):
+        checks.check("selftest_clash", limits=(Value("gpu_health.power.min_share_of_limit", unit="°C"),))(
+            lambda thresholds: None)
+    assert "selftest_clash" not in checks.SPECS

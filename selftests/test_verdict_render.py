@@ -15,7 +15,7 @@ import pytest
 from wirecheck.checks import gpu_health, network
 from wirecheck.checks.failure_block import reason as summary_line
 from wirecheck.checks.failure_block import render as block
-from wirecheck.checks.judge import main as judge_main
+from wirecheck.cli.judge import main as judge_main
 from wirecheck.core import render
 from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, WARN, Verdict
 from wirecheck.records import reason

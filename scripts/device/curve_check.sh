@@ -121,7 +121,7 @@ step_crosscheck() {
   export LD_LIBRARY_PATH=$(cat "$BUILD/ld_library_path")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   t=$(allow 150)
   rm -rf "$BUILD/raw"
-  timeout "$t" "$PY" -m wirecheck.nccl.tests --build-dir "$BUILD" --placement "$PLACEMENT" --ops "$OPS" \
+  timeout "$t" "$PY" -m wirecheck.cli.main nccl-tests --build-dir "$BUILD" --placement "$PLACEMENT" --ops "$OPS" \
     --sizes 8B:1GiB:2 --out "$OUT/crosscheck.jsonl" --raw-dir "$BUILD/raw" --binary-timeout 90 2>&1 | tee "$OUT/crosscheck.log"
   rc=${PIPESTATUS[0]}
   cat "$BUILD"/raw/*.txt >"$OUT/nccl-tests-raw.txt" 2>/dev/null

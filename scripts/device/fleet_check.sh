@@ -68,9 +68,9 @@ log "/sys/class/infiniband: $(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' '
 log "/sys/class/net: $(for i in /sys/class/net/*; do n=${i##*/}; printf '%s(%s,%s,%sMb/s) ' "$n" "$(cat "$i/operstate" 2>/dev/null)" "$([ -e "$i/device" ] && basename "$(readlink -f "$i/device")" || echo virtual)" "$(cat "$i/speed" 2>/dev/null || echo '?')"; done)"
 
 step_inventory() {
-  "$PY" -m wirecheck.fleet.cli inventory --thresholds "$ROOT/thresholds.yaml"
+  "$PY" -m wirecheck.cli.main fleet inventory --thresholds "$ROOT/thresholds.yaml"
   local rc=$?
-  "$PY" -m wirecheck.fleet.cli inventory --thresholds "$ROOT/thresholds.yaml" --json >"$OUT/inventory.json" 2>&1
+  "$PY" -m wirecheck.cli.main fleet inventory --thresholds "$ROOT/thresholds.yaml" --json >"$OUT/inventory.json" 2>&1
   log "inventory: exit $rc (0: no network check failed)"
   return 0
 }
@@ -140,7 +140,7 @@ step_report() {
   for f in same-host net-transport; do [ -f "$OUT/$f.jsonl" ] && cp "$OUT/$f.jsonl" "$dir/"; done
   # This node's own record (tests/test_network.py) is a hardware record: not beside a rehearsal's.
   [ -z "$SIMULATE" ] && [ -f "$OUT/network.jsonl" ] && cp "$OUT/network.jsonl" "$dir/$(hostname).jsonl"
-  "$PY" -m wirecheck.fleet.cli report "$dir" --thresholds "$ROOT/thresholds.yaml" --expect 1 >"$OUT/report.txt" 2>&1
+  "$PY" -m wirecheck.cli.main fleet report "$dir" --thresholds "$ROOT/thresholds.yaml" --expect 1 >"$OUT/report.txt" 2>&1
   local rc=$?
   sed 's/^/  /' "$OUT/report.txt" | cut -c1-300
   rm -rf "$dir"
@@ -156,7 +156,7 @@ step_launcher() {
     start=$SECONDS
     (
       [ "$label" = off ] && export WIRECHECK_PYCACHE=off
-      exec timeout "$(allow 90)" "$PY" -m wirecheck.fleet.cli multinode --nnodes 1 --nproc-per-node "$n" \
+      exec timeout "$(allow 90)" "$PY" -m wirecheck.cli.main fleet multinode --nnodes 1 --nproc-per-node "$n" \
         --rdzv-endpoint "127.0.0.1:$port" --rdzv-id "fleet-check-launcher-$label" -- \
         --thresholds "$ROOT/thresholds.yaml" --node-name launcher "${SIM_ARGS[@]}" --sizes "64 MiB" \
         --ops all_reduce --no-pairs --wirecheck-json "$OUT/launcher-$label.jsonl"

@@ -71,7 +71,7 @@ agents() {
     [ -n "$SIMULATE" ] && extra+=(--simulate)
     (
       export CUDA_VISIBLE_DEVICES=$k NCCL_HOSTID=n$k
-      exec timeout "$t" "$PY" -m wirecheck.fleet.cli multinode --nnodes "$N" --nproc-per-node 1 \
+      exec timeout "$t" "$PY" -m wirecheck.cli.main fleet multinode --nnodes "$N" --nproc-per-node 1 \
         --rdzv-endpoint "127.0.0.1:$port" --rdzv-id "fleet-diagnose-$name" --join-timeout 60 -- \
         --thresholds "$ROOT/thresholds.yaml" --node-name "n$k" --pair-list "$PAIRS" \
         --wirecheck-json "$OUT/$name.pairs.jsonl" "${extra[@]}"
@@ -91,9 +91,9 @@ agents() {
 # $1: step; $2: the exit expected of fleet diagnose; $3: the suspect's pair worker (empty: the suite's).
 diagnose_step() {
   local name=$1 want=$2 rc
-  "$PY" -m wirecheck.fleet.cli diagnose "$OUT/fleet.json" >"$OUT/$name.plan.txt" 2>&1
+  "$PY" -m wirecheck.cli.main fleet diagnose "$OUT/fleet.json" >"$OUT/$name.plan.txt" 2>&1
   agents "$name" "$3"
-  "$PY" -m wirecheck.fleet.cli diagnose "$OUT/fleet.json" --thresholds "$ROOT/thresholds.yaml" \
+  "$PY" -m wirecheck.cli.main fleet diagnose "$OUT/fleet.json" --thresholds "$ROOT/thresholds.yaml" \
     --pairs-record "$OUT/$name.pairs.jsonl" --json "$OUT/$name-diagnosis.jsonl" >"$OUT/$name.txt" 2>&1
   rc=$?
   sed -n '/^pairs measured/,$p' "$OUT/$name.txt" | sed 's/^/  /'

@@ -78,7 +78,7 @@ step_report() {
   local record=$WORK/suite.jsonl rc
   [ -s "$record" ] || record=$WORK/evidence.jsonl
   [ -s "$record" ] || { log "report: no record to report on"; return 1; }
-  timeout "$(allow 60)" "$PY" -m wirecheck.report.command "$record" -o "$OUT/report.html" --prometheus "$OUT/wirecheck.prom"
+  timeout "$(allow 60)" "$PY" -m wirecheck.cli.main report "$record" -o "$OUT/report.html" --prometheus "$OUT/wirecheck.prom"
   rc=$?
   log "report: exit $rc, $(stat -c %s "$OUT/report.html" 2>/dev/null) bytes, from $(basename "$record")"
   grep -c '^wirecheck_' "$OUT/wirecheck.prom" 2>/dev/null | sed 's/^/  Prometheus samples: /'

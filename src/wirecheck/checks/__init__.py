@@ -9,11 +9,14 @@ version of the suite as long as the check keeps its arguments.
 Register a check with `@check("name", ...)`; its keyword arguments are its inputs. Every module of
 this package is imported when the package is (so `judge` knows every check too): a new check
 is one new module here, registered without a list to edit. The declaration (`SPECS[name]`) is where
-the rest of the suite reads what a check is: what a failure means and what to do (`advice=`, else
-its entry in advice.py), how the plugin builds its inputs (`inputs=`, e.g. a GPU load phase and its
+the rest of the suite reads what a check is: what a failure means and what to do (`advice=`; the
+checks that predate declarations keep theirs in advice.py, the one table both land in), the limits
+it reads (`limits=`: Floor, Value, Section of wirecheck.thresholds.declared, which the thresholds
+loader reads as data), how the plugin builds its inputs (`inputs=`, e.g. a GPU load phase and its
 builder, wirecheck.gpu.inputs.FromPhase), and how the report shows it (`section=`: the report
 section that lists its verdicts, `figure=`: which figure of that section a verdict is about, from
-its inputs). What a test costs the time model is the test's own `work` marker.
+its inputs; a Floor's `label` and `unit` say how that figure shows). What a test costs the time
+model, and at which levels it runs, are the test's own `work` and `levels` markers.
 
 May import: core, vocab, records, node, workers, measure, gpu (the GPU load's input builders, parent
 side), training, thresholds, nccl (its log parser). Never torch.
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from wirecheck.core.verdict import Verdict
+from wirecheck.thresholds import declared
 
 # The report sections a check's declaration may name (`section=`).
 SECTION_GPU = "gpu"  # the per-GPU section, Prometheus' per-GPU gauges, the fleet's GPU comparison (report/gpus.py)
@@ -43,6 +47,8 @@ class CheckSpec:
     inputs: Any = None  # how the plugin builds its inputs (wirecheck.gpu.inputs.FromPhase); None: the test does
     section: str | None = None  # the report section that shows its verdicts (SECTIONS); None: the checks table only
     figure: Callable[[dict], str] | None = None  # the section's figure a verdict is about, from its inputs
+    limits: tuple = ()  # what it reads in thresholds.yaml (wirecheck.thresholds.declared's Floor, Value, Section)
+    advice: Any = None  # advice.Advice: what a failure means, what to do (None: its entry in advice.ADVICE)
 
 
 CHECKS: dict[str, Callable[..., Verdict]] = {}
@@ -50,10 +56,10 @@ SPECS: dict[str, CheckSpec] = {}
 
 
 def check(name: str, advice=None, *, inputs=None, section: str | None = None,
-          figure: Callable[[dict], str] | None = None):
+          figure: Callable[[dict], str] | None = None, limits=()):
     """Register `fn(thresholds, **inputs) -> Verdict` under `name`; its verdicts carry the name and inputs.
     `advice` (advice.Advice): what a failure means and what to do, for a check advice.py does not list;
-    `inputs`, `section`, `figure`: see CheckSpec."""
+    `inputs`, `section`, `figure`, `limits`: see CheckSpec."""
     if section is not None and section not in SECTIONS:
         raise ValueError(f"check {name!r}: section {section!r}; report sections are {SECTIONS}")
     if figure is not None and section is None:
@@ -62,9 +68,12 @@ def check(name: str, advice=None, *, inputs=None, section: str | None = None,
     def register(fn):
         if name in CHECKS:
             raise ValueError(f"check {name!r} is registered twice")
-        if advice is not None:
-            from wirecheck.checks.advice import ADVICE
+        from wirecheck.checks.advice import ADVICE
 
+        if advice is not None and name in ADVICE:
+            raise ValueError(f"check {name!r}: advice declared and in advice.py; keep one")
+        declared.declare(name, limits)
+        if advice is not None:
             ADVICE[name] = advice
 
         @functools.wraps(fn)
@@ -72,10 +81,21 @@ def check(name: str, advice=None, *, inputs=None, section: str | None = None,
             return fn(thresholds, **inputs).with_inputs(name, inputs)
 
         CHECKS[name] = run
-        SPECS[name] = CheckSpec(name, run, inputs, section, figure)
+        SPECS[name] = CheckSpec(name, run, inputs, section, figure, tuple(limits), advice)
         return run
 
     return register
+
+
+def forget(name: str) -> None:
+    """Unregister `name` (a self-test's own check, when the test ends)."""
+    from wirecheck.checks.advice import ADVICE
+
+    CHECKS.pop(name, None)
+    spec = SPECS.pop(name, None)
+    if spec is not None and spec.advice is not None:
+        ADVICE.pop(name, None)
+    declared.undeclare(name)
 
 
 def rejudge(verdict: Verdict, thresholds) -> Verdict:

@@ -1,8 +1,9 @@
 """What a failed check means and what to do about it, by check name: two lines of the failure
 block (wirecheck.checks.failure_block) that a failing test prints.
 
-The suite's own checks are in ADVICE; a check registered elsewhere (a site's, through
-`@check("name", advice=Advice(...))`) adds its own entry there. A check without one gets GENERIC,
+ADVICE is the one table: the entries below, and those a check declares with
+`@check("name", advice=Advice(...))` (the GPU health checks, a site's check), added when it
+registers; a check may not have both. A check without one gets GENERIC,
 which points at the message and the README: the block still shows measured, limit and source.
 """
 
@@ -163,34 +164,6 @@ ADVICE: dict[str, Advice] = {
                         "`wirecheck fleet inventory` and `ibstat` on that node"),
     "pair_link": Advice("one node pair is slow while both nodes are fine with others: the link or switch path "
                         "between them", "check the cables and switch ports between the two nodes"),
-    # GPU health (the README's GPU health table)
-    "hbm_bandwidth": Advice("the GPU's memory is slow",
-                            "compare `nvidia-smi -q -d CLOCK,PERFORMANCE` with its peers (memory clock held?); check "
-                            "`nvidia-smi -q -d ECC,ROW_REMAPPER`; reseat or replace the GPU"),
-    "gemm_throughput": Advice("the GPU computes slower than its floor or its peers",
-                              "`nvidia-smi -q -d CLOCK,PERFORMANCE,POWER` (clocks locked, power limit lowered, another "
-                              "process), then reseat or replace the GPU"),
-    "sustained_throughput": Advice("the GPU cannot hold its throughput under a long load",
-                                   "check cooling (fans, airflow, inlet temperature) and power delivery; "
-                                   "`nvidia-smi -q -d PERFORMANCE` says which limit held it"),
-    "sustained_clocks": Advice("the GPU throttled under load (thermal, HW slowdown or power brake)",
-                               "thermal: cooling; HW slowdown or power brake: the power supply or the board "
-                               "(`nvidia-smi -q -d PERFORMANCE`, dmesg)"),
-    "sustained_power": Advice("the GPU never drew its power under load: it is held back",
-                              "`nvidia-smi -q -d POWER` (limit lowered, clocks locked, power brake)"),
-    "sustained_temperature": Advice("the GPU ran close to its slowdown temperature: it will throttle under a longer "
-                                    "load", "check its cooling and the heatsink's contact"),
-    "gemm_matches_reference": Advice("the GPU computed a wrong product: silent data corruption",
-                                     "drain the node and replace the GPU"),
-    "memory_pattern": Advice("the GPU's memory read back wrong (or too little of it could be tested)",
-                             "drain the node, `nvidia-smi -q -d ECC,ROW_REMAPPER`, reset the GPU and test again; "
-                             "replace it if errors repeat"),
-    "no_xid": Advice("the driver reported a critical XID during the run",
-                     "drain the node; `dmesg | grep -i xid`; XIDs 48, 63, 64, 79, 94, 95 need a GPU reset or "
-                     "replacement"),
-    "ecc_row_remap_growth": Advice("memory errors or remapped rows grew during the run",
-                                   "a pending remap needs a GPU reset (`nvidia-smi -r`); errors that keep coming or a "
-                                   "failed remap mean replacing the GPU"),
 }
 
 

@@ -7,6 +7,10 @@ GPU is below its node's other GPUs of the same model by more than the peer rule 
 (wirecheck.core.peer_stats, the fleet's rule inside a node), whatever the floor: on an 8-GPU
 node that GPU is the straggler every data-parallel step waits for. Every failure says what to
 do. Inputs come from wirecheck.gpu.inputs, as plain data.
+
+Each check's declaration carries the rest of what it is: its inputs (the GPU load's phase and
+builder), the limits it reads (Floor, Value, Section: read from thresholds.yaml as data by the
+gpu_health loader), what a failure means and what to do, and its report section and figure.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from wirecheck.checks import SECTION_GPU, check
+from wirecheck.checks.advice import Advice
 from wirecheck.gpu import inputs as gpu_inputs
 from wirecheck.gpu.inputs import FromPhase
 from wirecheck.vocab.work import FIGURES, MEMORY, SUSTAINED
@@ -24,19 +29,22 @@ from wirecheck.core.verdict import FAIL, PASS, Verdict, no_problems, not_measure
 from wirecheck.node.gpu_sampling import CLOCK_EVENT_REASONS, REASON_TEXT, decode_reasons
 from wirecheck.node.hardware import Hardware
 from wirecheck.node.xid_events import describe as describe_event
+from wirecheck.thresholds.declared import Floor, Section, Value
+from wirecheck.thresholds.gpu_health import parse_clocks, parse_memory_errors, parse_xid
 
 SIMULATION = "simulation: no NVML on CPU ranks"
 BITWISE = ("exact: a bf16 GEMM repeated on one H200 gave bitwise-identical results (the GPU health probe, "
            "scripts/device/gpu_health_probe.py, on a 1x H200 node, 2026-12-01)")
 
-ADVICE = {
-    "hbm": "HBM slow: reseat or replace the GPU; compare `nvidia-smi -q -d CLOCK,PERFORMANCE` with its peers "
-           "(memory clock held down?) and check `nvidia-smi -q -d ECC,ROW_REMAPPER`",
-    "gemm": "Compute slow: check `nvidia-smi -q -d CLOCK,PERFORMANCE,POWER` (clocks held, power limit lowered, "
-            "another process?), then reseat or replace the GPU",
-    "sustained": "Cannot hold its throughput under load: check its cooling (fans, airflow, inlet temperature) and "
-                 "power delivery; `nvidia-smi -q -d PERFORMANCE` shows which limit held it",
-}
+_HBM_BANDWIDTH = Advice("the GPU's memory is slow",
+        "compare `nvidia-smi -q -d CLOCK,PERFORMANCE` with its peers (memory clock held?); check "
+        "`nvidia-smi -q -d ECC,ROW_REMAPPER`; reseat or replace the GPU")
+_GEMM_THROUGHPUT = Advice("the GPU computes slower than its floor or its peers",
+        "`nvidia-smi -q -d CLOCK,PERFORMANCE,POWER` (clocks locked, power limit lowered, another "
+        "process), then reseat or replace the GPU")
+_SUSTAINED_THROUGHPUT = Advice("the GPU cannot hold its throughput under a long load",
+        "check cooling (fans, airflow, inlet temperature) and power delivery; "
+        "`nvidia-smi -q -d PERFORMANCE` says which limit held it")
 
 
 def _loc(gpu: int, bus_id: str | None) -> str:
@@ -47,7 +55,7 @@ def _foreign(processes: list) -> str:
     return ", ".join(f"pid {p[0]}" + (f" ({p[1]})" if len(p) > 1 and p[1] else "") for p in processes)
 
 
-def _figure(thresholds, *, figure: str, what: str, advice: str, gpu: int, bus_id: str | None, gpu_model: str | None,
+def _figure(thresholds, *, figure: str, what: str, advice: Advice, gpu: int, bus_id: str | None, gpu_model: str | None,
             value: float | None, peers: dict, simulated: bool, foreign_processes: list | None, error: str | None,
             fmt: str, unit: str, scale: float, hardware: dict | None = None) -> Verdict:
     """A figure against its model's floor (the table's, else derived from the GPU's own peak: `hardware`,
@@ -89,24 +97,28 @@ def _figure(thresholds, *, figure: str, what: str, advice: str, gpu: int, bus_id
                 source, yaml_path, made_by = rule.source, rule.yaml_path, PEERS_RULE
     return Verdict("", what, where, FAIL if failed else PASS, measured=value * scale, unit=unit, fmt=fmt, limit=limit,
                    bound="peers" if peer is not None else "floor", source=source, yaml_path=yaml_path, place=loc,
-                   rule=made_by or PEERS_RULE, note=note, hint=advice, details={**details, "failed_by": failed})
+                   rule=made_by or PEERS_RULE, note=note, hint=f"{advice.means[0].upper()}{advice.means[1:]}: {advice.todo}", details={**details, "failed_by": failed})
 
 
 @check("hbm_bandwidth", inputs=FromPhase(FIGURES, gpu_inputs.hbm), section=SECTION_GPU,
-       figure=lambda inputs: f"hbm_{inputs.get('kind')}")
+       figure=lambda inputs: f"hbm_{inputs.get('kind')}", advice=_HBM_BANDWIDTH,
+       limits=(Floor("gpu_health.floors.<model>.hbm_copy", unit="GB/s", label="HBM copy (read+write)", peak="memory"),
+               Floor("gpu_health.floors.<model>.hbm_read", unit="GB/s", label="HBM read", peak="memory")))
 def hbm_bandwidth(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | None, kind: str,
                   bytes_per_s: float | None, peers: dict, simulated: bool, foreign_processes: list | None = None,
                   error: str | None = None, hardware: dict | None = None) -> Verdict:
     """HBM bandwidth of one GPU: `kind` copy (device to device, read+write counted) or read (a sum)."""
     what = {"copy": "HBM copy bandwidth (read+write)", "read": "HBM read bandwidth"}[kind]
-    return _figure(thresholds, figure=f"hbm_{kind}", what=what, advice=ADVICE["hbm"], gpu=gpu, bus_id=bus_id,
+    return _figure(thresholds, figure=f"hbm_{kind}", what=what, advice=_HBM_BANDWIDTH, gpu=gpu, bus_id=bus_id,
                    gpu_model=gpu_model, value=bytes_per_s, peers=peers, simulated=simulated,
                    foreign_processes=foreign_processes, error=error, fmt="bandwidth", unit="GB/s", scale=1e-9,
                    hardware=hardware)
 
 
 @check("gemm_throughput", inputs=FromPhase(FIGURES, gpu_inputs.gemm), section=SECTION_GPU,
-       figure=lambda inputs: f"gemm_{inputs.get('dtype')}")
+       figure=lambda inputs: f"gemm_{inputs.get('dtype')}", advice=_GEMM_THROUGHPUT,
+       limits=(Floor("gpu_health.floors.<model>.gemm_bf16", unit="TFLOP/s", label="GEMM bf16", peak="bf16"),
+               Floor("gpu_health.floors.<model>.gemm_fp8", unit="TFLOP/s", label="GEMM fp8", peak="fp8")))
 def gemm_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | None, dtype: str,
                     flops_per_s: float | None, peers: dict, simulated: bool, foreign_processes: list | None = None,
                     unsupported: str | None = None, error: str | None = None, hardware: dict | None = None) -> Verdict:
@@ -114,14 +126,16 @@ def gemm_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str 
     what = f"dense GEMM {dtype} throughput"
     if unsupported and not error:
         return skip(what, f"GPU{gpu}", unsupported)
-    return _figure(thresholds, figure=f"gemm_{dtype}", what=what, advice=ADVICE["gemm"], gpu=gpu, bus_id=bus_id,
+    return _figure(thresholds, figure=f"gemm_{dtype}", what=what, advice=_GEMM_THROUGHPUT, gpu=gpu, bus_id=bus_id,
                    gpu_model=gpu_model, value=flops_per_s, peers=peers, simulated=simulated,
                    foreign_processes=foreign_processes, error=error, fmt="compute", unit="TFLOP/s", scale=1e-12,
                    hardware=hardware)
 
 
 @check("sustained_throughput", inputs=FromPhase(SUSTAINED, gpu_inputs.sustained), section=SECTION_GPU,
-       figure=lambda inputs: "sustained_bf16")
+       figure=lambda inputs: "sustained_bf16", advice=_SUSTAINED_THROUGHPUT,
+       limits=(Floor("gpu_health.floors.<model>.sustained_bf16", unit="TFLOP/s", label="sustained bf16 (median window)",
+                     peak="bf16"),))
 def sustained_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | None,
                          flops_per_s: float | None, windows: dict | None, peers: dict, simulated: bool,
                          foreign_processes: list | None = None, error: str | None = None,
@@ -129,7 +143,7 @@ def sustained_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model:
     """The median window's bf16 TFLOP/s while every GPU of the node is loaded at once.
     `windows`: {"windows", "seconds", "first", "last", "min", "max"} of the load proper."""
     v = _figure(thresholds, figure="sustained_bf16", what="sustained bf16 GEMM throughput (median window)",
-                advice=ADVICE["sustained"], gpu=gpu, bus_id=bus_id, gpu_model=gpu_model, value=flops_per_s,
+                advice=_SUSTAINED_THROUGHPUT, gpu=gpu, bus_id=bus_id, gpu_model=gpu_model, value=flops_per_s,
                 peers=peers, simulated=simulated, foreign_processes=foreign_processes, error=error, fmt="compute",
                 unit="TFLOP/s", scale=1e-12, hardware=hardware)
     if windows and windows.get("windows") and not v.skipped:
@@ -140,7 +154,8 @@ def sustained_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model:
     return v
 
 
-@check("gemm_matches_reference", section=SECTION_GPU)  # inputs from two phases: the plugin's math_inputs
+@check("gemm_matches_reference", section=SECTION_GPU, advice=Advice("the GPU computed a wrong product: silent data corruption",
+        "drain the node and replace the GPU"))  # inputs from two phases: the plugin's math_inputs
 def gemm_matches_reference(thresholds, *, gpu: int, bus_id: str | None, phases: dict, error: str | None = None) -> Verdict:
     """Every compared product bit-identical to the reference, in every phase that ran
     (`phases`: {"figures"|"sustained": {"checked", "mismatched_results", "mismatched_elements",
@@ -178,7 +193,12 @@ def gemm_matches_reference(thresholds, *, gpu: int, bus_id: str | None, phases: 
                    measured=measured, source=BITWISE, place=_loc(gpu, bus_id), details={"checked": checked})
 
 
-@check("sustained_clocks", inputs=FromPhase(SUSTAINED, gpu_inputs.clocks), section=SECTION_GPU)
+@check("sustained_clocks", inputs=FromPhase(SUSTAINED, gpu_inputs.clocks), section=SECTION_GPU,
+       limits=(Section("gpu_health.clocks", parse_clocks, '{fail_on: [hw_slowdown, sw_thermal, hw_thermal, '
+                       'hw_power_brake], max_thermal_violation: "0 ms", source: ...}'),),
+       advice=Advice("the GPU throttled under load (thermal, HW slowdown or power brake)",
+        "thermal: cooling; HW slowdown or power brake: the power supply or the board "
+        "(`nvidia-smi -q -d PERFORMANCE`, dmesg)"))
 def sustained_clocks(thresholds, *, gpu: int, bus_id: str | None, reason_counts: dict, samples: int,
                      violations_ns: dict, simulated: bool, unsupported: str | None = None,
                      error: str | None = None) -> Verdict:
@@ -219,7 +239,10 @@ def sustained_clocks(thresholds, *, gpu: int, bus_id: str | None, reason_counts:
                    place=_loc(gpu, bus_id))
 
 
-@check("sustained_power", inputs=FromPhase(SUSTAINED, gpu_inputs.power), section=SECTION_GPU)
+@check("sustained_power", inputs=FromPhase(SUSTAINED, gpu_inputs.power), section=SECTION_GPU,
+       limits=(Value("gpu_health.power.min_share_of_limit", unit="%"),),
+       advice=Advice("the GPU never drew its power under load: it is held back",
+        "`nvidia-smi -q -d POWER` (limit lowered, clocks locked, power brake)"))
 def sustained_power(thresholds, *, gpu: int, bus_id: str | None, peak_w: float | None, limit_w: float | None,
                     default_limit_w: float | None, samples: int, simulated: bool, unsupported: str | None = None,
                     error: str | None = None) -> Verdict:
@@ -245,7 +268,10 @@ def sustained_power(thresholds, *, gpu: int, bus_id: str | None, peak_w: float |
                    details={"peak_w": peak_w, "limit_w": limit_w, "default_limit_w": default_limit_w})
 
 
-@check("sustained_temperature", inputs=FromPhase(SUSTAINED, gpu_inputs.temperature), section=SECTION_GPU)
+@check("sustained_temperature", inputs=FromPhase(SUSTAINED, gpu_inputs.temperature), section=SECTION_GPU,
+       limits=(Value("gpu_health.temperature.margin_to_slowdown", unit=DEGREES_C),),
+       advice=Advice("the GPU ran close to its slowdown temperature: it will throttle under a longer "
+        "load", "check its cooling and the heatsink's contact"))
 def sustained_temperature(thresholds, *, gpu: int, bus_id: str | None, max_c: float | None, slowdown_c: float | None,
                           samples: int, simulated: bool, unsupported: str | None = None,
                           error: str | None = None) -> Verdict:
@@ -269,7 +295,10 @@ def sustained_temperature(thresholds, *, gpu: int, bus_id: str | None, max_c: fl
                         "the heatsink's contact)", details={"slowdown_c": slowdown_c})
 
 
-@check("memory_pattern", inputs=FromPhase(MEMORY, gpu_inputs.memory), section=SECTION_GPU)
+@check("memory_pattern", inputs=FromPhase(MEMORY, gpu_inputs.memory), section=SECTION_GPU,
+       advice=Advice("the GPU's memory read back wrong (or too little of it could be tested)",
+        "drain the node, `nvidia-smi -q -d ECC,ROW_REMAPPER`, reset the GPU and test again; "
+        "replace it if errors repeat"))
 def memory_pattern(thresholds, *, gpu: int, bus_id: str | None, result: dict | None, simulated: bool,
                    error: str | None = None) -> Verdict:
     """Every pattern read back as written, over at least `memory_pattern.coverage` of the free memory.
@@ -313,7 +342,11 @@ def failing_event(event: dict, allowed: tuple[int, ...]) -> bool:
     return event["kind"] != "ecc_sbe"  # a corrected error is counted by the ECC growth check instead
 
 
-@check("no_xid", section=SECTION_GPU)
+@check("no_xid", section=SECTION_GPU,
+       limits=(Section("gpu_health.xid", parse_xid, '{allowed: [], wait: "0.5 s", source: ...}'),),
+       advice=Advice("the driver reported a critical XID during the run",
+        "drain the node; `dmesg | grep -i xid`; XIDs 48, 63, 64, 79, 94, 95 need a GPU reset or "
+        "replacement"))
 def no_xid(thresholds, *, events: list, watched: list, unwatched: dict, error: str | None, simulated: bool,
            during: str | None = None) -> Verdict:
     """No critical XID (nor uncorrectable ECC or row-remap failure event) while the suite ran
@@ -358,7 +391,12 @@ def _grew(before: Any, after: Any) -> int | None:
     return after - before
 
 
-@check("ecc_row_remap_growth", section=SECTION_GPU)
+@check("ecc_row_remap_growth", section=SECTION_GPU,
+       limits=(Section("gpu_health.memory_errors", parse_memory_errors,
+                       "{volatile_sbe: 0, volatile_dbe: 0, remapped_rows: 0, source: ...}"),),
+       advice=Advice("memory errors or remapped rows grew during the run",
+        "a pending remap needs a GPU reset (`nvidia-smi -r`); errors that keep coming or a "
+        "failed remap mean replacing the GPU"))
 def ecc_row_remap_growth(thresholds, *, gpu: int, bus_id: str | None, before: dict, after: dict, seconds: float,
                          simulated: bool) -> Verdict:
     """Volatile ECC errors and remapped rows grew no more than `gpu_health.memory_errors` allows

@@ -1,40 +1,27 @@
-"""`wirecheck judge RESULTS.jsonl [MORE.jsonl ...] [--thresholds FILE]`: judge recorded runs again.
+"""Judge recorded runs again (the library of `wirecheck judge`, wirecheck.cli.judge).
 
 Each verdict in a record file carries the inputs its check was computed from; the same check
-functions (wirecheck.checks) run on them again against a thresholds file — retuned floors,
-another node's limits — without GPUs. Without --thresholds each run is judged against its own
-thresholds, as it read them (the record's header keeps the file's bytes); say --thresholds FILE to
-judge against another. Failures are printed first, each with what was measured, the limit, where
-it is written and its source. pytest counts tests, judge counts verdicts: where their skips
-differ, judge says why (a test skipped before its check ran records no verdict).
-
-A warn verdict (nothing failed, something to say) is printed with the failures, even with -q, and
-counted apart; it does not fail the judgement.
-
-Exit codes: 0 every verdict passes (or warns) on a complete hardware run; 1 a verdict fails (FAILED), or a run
-was cut short (no end record) or interrupted with nothing failed (INCOMPLETE; a torn last line is
-named and skipped); 2 bad input (a file that is not a record, a
-malformed thresholds file); 10 the runs passed but one of them was a simulation (no node
-was validated).
+functions (wirecheck.checks) run on them again against a thresholds file, without GPUs: a run's
+own thresholds (the record's header keeps the file's bytes, `own_thresholds`) or another file.
+`judge_run` gives each verdict again beside the recorded one; `skips_explained` says where pytest's
+skips and judge's differ, `run_status` what a run that did not end leaves unjudged. The fleet
+report judges its nodes' records with `rejudge_run`.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import hashlib
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from wirecheck.core import exit_codes, render
+from wirecheck.core import render
 from wirecheck.checks import rejudge
 from wirecheck.training.strategy_run import workload_of
-from wirecheck.core.paths import suite_paths
-from wirecheck.records.file import RecordFileError, RunRecord, read_run
+from wirecheck.records.file import RecordFileError, RunRecord
 from wirecheck.records.run import recorded_bases, recorded_thresholds
 from wirecheck.thresholds.file import Thresholds, ThresholdsError, load_thresholds
-from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, WARN, Verdict
+from wirecheck.core.verdict import SKIP, Verdict
 from wirecheck.vocab import records as kinds
 
 
@@ -120,7 +107,7 @@ def format_verdict(j: Judged) -> str:
     return "\n".join(lines)
 
 
-def _run_status(run: RunRecord) -> str | None:
+def run_status(run: RunRecord) -> str | None:
     if run.end is None:
         return f"{run.path}: the run was cut short (no end record): whatever it did not reach was never judged"
     if run.end.get("status") != "complete":
@@ -128,7 +115,7 @@ def _run_status(run: RunRecord) -> str | None:
     return None
 
 
-def _own_thresholds(run: RunRecord, shipped: Path) -> tuple[Thresholds, str]:
+def own_thresholds(run: RunRecord, shipped: Path) -> tuple[Thresholds, str]:
     """The thresholds a run was judged against when it ran (its header keeps their bytes), with the line
     that says so; a record from before that judges against the shipped file, and says that."""
     recorded_path = run.run.get("thresholds")
@@ -182,7 +169,7 @@ def _file_digest(path: str | None) -> str | None:
         return None
 
 
-def _skips_explained(runs: list[RunRecord], judged: list[Judged]) -> list[str]:
+def skips_explained(runs: list[RunRecord], judged: list[Judged]) -> list[str]:
     """pytest counts tests, judge counts verdicts: a test skipped before its check ran (simulation, no
     --profile, a placement it does not apply to) recorded no verdict. Said when the counts differ."""
     lines = []
@@ -200,91 +187,3 @@ def _skips_explained(runs: list[RunRecord], judged: list[Judged]) -> list[str]:
             line += "; most often: " + "; ".join(f"{n} x {reason}" for reason, n in top)
         lines.append(line)
     return lines
-
-
-def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="wirecheck judge", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("records", nargs="+", metavar="RESULTS.jsonl", help="record files written by a run (--wirecheck-json)")
-    parser.add_argument("--thresholds", metavar="FILE",
-                        help="thresholds file to judge against (default: each run's own, kept in its record; a record "
-                             "written before 2026-12-02 keeps none and is judged against the shipped thresholds.yaml)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="print failures and the summary only")
-    return parser.parse_args(argv)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = _parse(argv)
-    notes = []
-    try:
-        runs = [read_run(p) for p in args.records]
-        for run in runs:
-            if run.run.get("kind") == "diagnosis":  # wirecheck diagnose's findings: probes, not inputs
-                raise RecordFileError(f"{run.path}: a diagnosis record (wirecheck diagnose --run): its findings come "
-                                      "from probes run on the node, not from inputs a check can judge again; read it "
-                                      f"with `wirecheck report {run.path}`, or judge the record it diagnosed "
-                                      f"({run.run.get('diagnosed')})")
-        if args.thresholds:
-            try:
-                given = load_thresholds(Path(args.thresholds))
-            except FileNotFoundError:
-                raise ThresholdsError(f"--thresholds {args.thresholds}: no such file") from None
-            judged = [j for run in runs for j in judge_run(run, given)]
-            notes.append(f"against {args.thresholds}")
-        else:
-            judged = []
-            for run in runs:
-                own, note = _own_thresholds(run, suite_paths().thresholds)
-                judged += judge_run(run, own)
-                notes.append(note)
-    except (ThresholdsError, RecordFileError, ValueError) as exc:
-        print(f"wirecheck judge: {exc}", file=sys.stderr)
-        return exit_codes.BAD_INPUT
-    except FileNotFoundError as exc:
-        print(f"wirecheck judge: {exc.filename}: no such file", file=sys.stderr)
-        return exit_codes.BAD_INPUT
-
-    print(f"wirecheck judge: {len(judged)} verdicts from {len(runs)} run(s)" + (f" {notes[0]}" if args.thresholds else ""))
-    if not args.thresholds:
-        for note in notes:
-            print(f"wirecheck judge: {note}")
-    for run in runs:
-        if run.torn_line is not None:
-            print(f"wirecheck judge: {run.path}:{run.torn_line}: a torn last line (not JSON: the run was killed or "
-                  "its disk filled while writing it): skipped")
-        if run.earlier_runs:
-            print(f"wirecheck judge: {run.path} holds {run.earlier_runs + 1} runs; judging the last one "
-                  f"(started {run.run.get('started')})")
-    order = {FAIL: 0, WARN: 1, PASS: 2, SKIP: 3}
-    for j in sorted(judged, key=lambda j: order.get(j.now.outcome, 4)):
-        if j.now.outcome in (FAIL, WARN) or not args.quiet:
-            print(format_verdict(j))
-    for line in _skips_explained(runs, judged):
-        print(f"wirecheck judge: {line}")
-    counts = {o: sum(j.now.outcome == o for j in judged) for o in OUTCOMES}
-    changed = sum(j.changed for j in judged)
-    problems = [p for p in (_run_status(run) for run in runs) if p]
-    for p in problems:
-        print(f"wirecheck judge: {p}")
-    simulated = [str(run.path) for run in runs if run.simulated]
-    summary = (f"{counts[FAIL]} failed, {counts[PASS]} passed, " + (f"{counts[WARN]} warned, " if counts[WARN] else "")
-               + f"{counts[SKIP]} skipped; {changed} changed since recorded")
-    # Said in every outcome, failed or cut short too: a dry run's verdicts never stand for a node.
-    simulation = (f"; SIMULATION: {', '.join(simulated)} judged a simulated run, no node was validated"
-                  if simulated else "")
-    if counts[FAIL]:
-        print(f"wirecheck judge: FAILED: {summary}{simulation}")
-        return exit_codes.FAILED
-    if problems:  # nothing failed, but not every check was judged: no verdict on the run as a whole
-        print(f"wirecheck judge: INCOMPLETE: a run did not end (see above), so not every check was judged: "
-              f"{summary}{simulation}")
-        return exit_codes.FAILED
-    if simulated:
-        print(f"wirecheck judge: {summary}{simulation}")
-        return exit_codes.SIMULATED
-    print(f"wirecheck judge: PASSED: {summary}")
-    return exit_codes.OK
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,7 @@
-"""The `wirecheck` command: the command table (`main`), one module per command (`validate`,
-`topo`, `memory`, `plan`, `calibrate`, `report`, `fleet`; `passthrough` for commands whose module parses its own
-arguments) and running pytest as a foreground child (`foreground`).
+"""The `wirecheck` command: the dispatcher (`main`), the one protocol every subcommand follows and
+how they are found (`protocol`), one module per subcommand (`validate`, `topo`, `limits`, `memory`,
+`advise`, `plan`, `node-state` in `node_state`, `judge`, `calibrate`, `report`, `diagnose`, `fleet`,
+`nccl-tests` in `nccl_tests`), and running pytest as a foreground child (`foreground`).
 
 May import: everything. Nothing imports cli.
 """

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from wirecheck.cli.protocol import entry
 from wirecheck.advise.advice import advise, format_advice
 from wirecheck.advise.figures import FiguresError, from_profile, from_records, profile_names
 from wirecheck.advise.fits import fit_strategies, shipped_fits
@@ -130,3 +131,6 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         return exit_codes.USAGE_ERROR
     print(format_advice(advice))
     return exit_codes.OK
+
+
+main = entry(NAME)

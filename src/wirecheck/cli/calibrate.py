@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from wirecheck.cli.protocol import entry
 from wirecheck.checks.calibration import Calibrated, CalibrationError, calibrate
 from wirecheck.core import exit_codes
 from wirecheck.core.paths import SHIPPED_THRESHOLDS, suite_paths
@@ -164,3 +165,6 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     print(f"wirecheck calibrate: wrote {output} ({len(result.entries)} limits, extends: {extends}); use it with "
           f"--thresholds {output}")
     return exit_codes.OK
+
+
+main = entry(NAME)

@@ -13,6 +13,7 @@ import argparse
 import platform
 import sys
 
+from wirecheck.cli.protocol import entry
 from wirecheck.core import exit_codes as codes
 from wirecheck.core.paths import suite_paths
 from wirecheck.diagnose import plan
@@ -105,3 +106,6 @@ def run(args, extra_args) -> int:
     print(f"\ndiagnosis record: {path}")
     print(f"culprit: {culprit}" if culprit else f"no part named ({results})")
     return code
+
+
+main = entry(NAME)

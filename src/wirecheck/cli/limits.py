@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 
+from wirecheck.cli.protocol import entry
 from wirecheck.core import exit_codes
 from wirecheck.core.levels import DEFAULT_LEVEL, LEVELS
 from wirecheck.core.paths import suite_paths
@@ -132,3 +133,6 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
              + (" (a simulated run: CPU sanity limits)" if simulated else "") + f"; {thresholds.path}")
     print("\n".join(listing.text(rows, title)))
     return exit_codes.OK
+
+
+main = entry(NAME)

@@ -6,9 +6,9 @@ judge (judge recorded runs again), calibrate (floors from the site's clean runs)
 diagnose (localize a record's failures: which GPU, pair or link), fleet (report,
 inventory, multinode: beyond one node), nccl-tests (the reference tool beside the suite).
 
-Each command is a module with NAME, add_parser(subparsers) and run(args, extra_args) -> exit
-code; this module only parses and dispatches. A new command is one module and one line in
-COMMANDS.
+Each command is a module of this package that follows wirecheck.cli.protocol (NAME,
+add_parser(subparsers), run(args, extra) -> exit code); this module only finds them, parses and
+dispatches. A new command is one module.
 """
 
 from __future__ import annotations
@@ -18,20 +18,14 @@ import os
 import signal
 import sys
 
-from wirecheck.cli import advise as cli_advise, calibrate as cli_calibrate, diagnose as cli_diagnose, fleet as cli_fleet, limits as cli_limits, \
-    memory as cli_memory
-from wirecheck.cli import node_state as cli_node_state, plan as cli_plan
-from wirecheck.cli import report as cli_report, topo as cli_topo, validate as cli_validate
-from wirecheck.cli.passthrough import judge, nccl_tests
-
-COMMANDS = (cli_topo, cli_limits, cli_memory, cli_advise, cli_validate, cli_plan, cli_node_state, judge, cli_calibrate,
-            cli_report, cli_diagnose, cli_fleet, nccl_tests)
+from wirecheck.cli.protocol import commands
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wirecheck", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(c.NAME for c in COMMANDS) + "}")
-    for command in COMMANDS:
+    found = commands()
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(c.NAME for c in found) + "}")
+    for command in found:
         command_parser = command.add_parser(sub)
         # Kept so that arguments a command does not take are refused with its own usage line.
         command_parser.set_defaults(run=command.run, command_parser=command_parser)

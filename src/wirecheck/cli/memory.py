@@ -6,6 +6,7 @@ import argparse
 import decimal
 import math
 
+from wirecheck.cli.protocol import entry
 from wirecheck.core import exit_codes
 from wirecheck.training.memory_model import ACCOUNTINGS, ARTICLE, format_memory_table
 from wirecheck.core.precision import DEFAULT as DEFAULT_PRECISION
@@ -86,3 +87,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace, extra: list[str]) -> int:
     print(format_memory_table(args.params, args.gpus, args.accounting, args.precision))
     return exit_codes.OK
+
+
+main = entry(NAME)

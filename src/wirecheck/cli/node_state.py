@@ -27,6 +27,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from wirecheck.cli.protocol import entry
 from wirecheck.cli.validate import EXIT_CODES
 from wirecheck.core.exit_codes import FAILED, HARNESS_CRASH, HARNESS_FAULT, NODE_BUSY, NVML_BROKEN, OK, SIMULATED
 from wirecheck.records import reason
@@ -198,3 +199,6 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     state = decide(args.exit_code, record, _tail(args.output), args.max_length, note)
     print(state.line, flush=True)
     return state.state
+
+
+main = entry(NAME)

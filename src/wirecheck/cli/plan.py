@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 
+from wirecheck.cli.protocol import entry
 from wirecheck.cli.validate import choose_mode
 from wirecheck.core import exit_codes as codes
 from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL, LEVELS
@@ -142,3 +143,6 @@ def _records(args, thresholds, costs) -> int:
                     else "no wall time recorded (the run was cut short)")
         print(f"{row['record']}: {row['tests']} tests at {row['level']}: predicted {row['predicted_s']:.1f} s, {measured}")
     return codes.OK
+
+
+main = entry(NAME)

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from wirecheck.cli.protocol import entry
 from wirecheck.core import exit_codes
 from wirecheck.node import nvml, visible
 from wirecheck.core.paths import suite_paths
@@ -86,3 +87,6 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         print(f"saved the topology snapshot to {args.save}", file=sys.stderr)
     print(json.dumps(topo_json(topo), indent=1) if args.json else topo_text(topo))
     return exit_codes.OK
+
+
+main = entry(NAME)

@@ -15,6 +15,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from wirecheck.cli.protocol import entry
 from wirecheck.core import exit_codes as codes
 from wirecheck.core.harness import WRAPPER_FD_ENV
 from wirecheck.node import driver, nvml
@@ -373,3 +374,6 @@ class FaultLine:
         os.close(self._read)
         self.line = text.strip().splitlines()[0] if text.strip() else None
 
+
+
+main = entry(NAME)

@@ -115,7 +115,7 @@ def _free_port() -> int:
 
 def _multinode(nnodes: int, endpoint: str, rdzv_id: str, plan: Plan, record: Path, extra: list[str]) -> list[str]:
     """`wirecheck fleet multinode` (the fleet's one launcher) for the plan's pairs."""
-    return [sys.executable, "-m", "wirecheck.fleet.cli", "multinode", "--nnodes", str(nnodes),
+    return [sys.executable, "-m", "wirecheck.cli.main", "fleet", "multinode", "--nnodes", str(nnodes),
             "--rdzv-endpoint", endpoint, "--rdzv-id", rdzv_id, "--",
             "--pair-list", ",".join(f"{a}~{b}" for a, b in plan.pairs), f"--wirecheck-json={record}", *extra]
 

@@ -3,7 +3,9 @@
 The checks (wirecheck.checks.gpu_health) take only numbers, strings, lists and dicts so that a
 recorded run can be judged again; this module picks them out of the workers' results and the
 NVML samples, per GPU: its figure, its peers' figures (the other GPUs of the same model), the
-samples that fell inside its load, and whatever went wrong on the way.
+samples that fell inside its load, and whatever went wrong on the way. A new GPU check's builder may
+live in its own check module instead, beside its declaration, from the helpers here (`where`,
+`phase_error`, `load_span`, the NVML sampling of a phase).
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ class FromPhase:
     build: Callable[..., dict[str, Any]]
 
 
-def _where(run: GpuRun, gpu: int) -> dict[str, Any]:
+def where(run: GpuRun, gpu: int) -> dict[str, Any]:
     return {"gpu": gpu, "bus_id": run.bus_ids.get(gpu)}
 
 
-def _error(phase: Phase, gpu: int, part: dict | None) -> str | None:
+def phase_error(phase: Phase, gpu: int, part: dict | None) -> str | None:
     if phase.error:
         return phase.error
     if phase.of(gpu) is None:
@@ -64,7 +66,7 @@ def _peers(run: GpuRun, phase: Phase, gpu: int, pick) -> dict[str, float]:
 
 
 def _common(run: GpuRun, gpu: int) -> dict[str, Any]:
-    return {**_where(run, gpu), "gpu_model": run.names.get(gpu), "simulated": run.simulated,
+    return {**where(run, gpu), "gpu_model": run.names.get(gpu), "simulated": run.simulated,
             "foreign_processes": run.foreign_processes.get(gpu, []), "hardware": run.hardware.get(gpu)}
 
 
@@ -77,7 +79,7 @@ def hbm(run: GpuRun, phase: Phase, gpu: int, kind: str) -> dict[str, Any]:
         return result["hbm"][kind]["per_s"]
 
     part = (phase.of(gpu) or {}).get("hbm")
-    error = _error(phase, gpu, part)
+    error = phase_error(phase, gpu, part)
     value = None if error else pick(phase.of(gpu))
     return {**_common(run, gpu), "kind": kind, "bytes_per_s": value, "peers": _peers(run, phase, gpu, pick),
             "error": error}
@@ -90,7 +92,7 @@ def gemm(run: GpuRun, phase: Phase, gpu: int, dtype: str) -> dict[str, Any]:
         return result[key]["throughput"]["per_s"]
 
     part = (phase.of(gpu) or {}).get(key)
-    error = _error(phase, gpu, part)
+    error = phase_error(phase, gpu, part)
     unsupported = None if error else part.get("unsupported")
     value = None if error or unsupported else pick(phase.of(gpu))
     return {**_common(run, gpu), "dtype": dtype, "flops_per_s": value, "peers": _peers(run, phase, gpu, pick),
@@ -106,12 +108,12 @@ def math_check(run: GpuRun, phases: dict[str, Phase], gpu: int) -> dict[str, Any
             continue
         result = phase.of(gpu) or {}
         part = result.get(key) if key else result
-        error = _error(phase, gpu, part if part else None)
+        error = phase_error(phase, gpu, part if part else None)
         if error:
             errors.append(f"{name}: {error}")
         else:
             found[name] = part["math"]
-    return {**_where(run, gpu), "phases": found, "error": "; ".join(errors) or None}
+    return {**where(run, gpu), "phases": found, "error": "; ".join(errors) or None}
 
 
 # -- sustained load ---------------------------------------------------------------------------
@@ -141,7 +143,7 @@ def _summary(result: dict) -> dict[str, Any]:
 
 def sustained(run: GpuRun, phase: Phase, gpu: int) -> dict[str, Any]:
     part = phase.of(gpu)
-    error = _error(phase, gpu, part)
+    error = phase_error(phase, gpu, part)
     value = None if error else _sustained_figure(part)
     return {**_common(run, gpu), "flops_per_s": value, "windows": None if error else _summary(part),
             "peers": _peers(run, phase, gpu, _sustained_figure), "error": error}
@@ -164,7 +166,7 @@ def _nvml(run: GpuRun, phase: Phase, gpu: int) -> tuple[Sampling | None, str | N
     """The sampling and why the NVML checks cannot judge this GPU (None: they can)."""
     if run.simulated:
         return None, SIMULATED_NVML
-    error = _error(phase, gpu, phase.of(gpu))
+    error = phase_error(phase, gpu, phase.of(gpu))
     if error:
         return None, error
     if phase.sampling is None:
@@ -188,7 +190,7 @@ def _unreadable(sampling: Sampling, gpu: int, values: list, *readings: str) -> t
 def clocks(run: GpuRun, phase: Phase, gpu: int) -> dict[str, Any]:
     """sustained_clocks' inputs: how often each reasons mask was seen under load, and NVML's throttle time."""
     sampling, problem = _nvml(run, phase, gpu)
-    base = {**_where(run, gpu), "simulated": run.simulated}
+    base = {**where(run, gpu), "simulated": run.simulated}
     if problem:
         return {**base, "reason_counts": {}, "samples": 0, "violations_ns": {}, "unsupported": None,
                 "error": None if run.simulated else problem}
@@ -203,7 +205,7 @@ def clocks(run: GpuRun, phase: Phase, gpu: int) -> dict[str, Any]:
 
 def power(run: GpuRun, phase: Phase, gpu: int) -> dict[str, Any]:
     sampling, problem = _nvml(run, phase, gpu)
-    base = {**_where(run, gpu), "simulated": run.simulated}
+    base = {**where(run, gpu), "simulated": run.simulated}
     if problem:
         return {**base, "peak_w": None, "limit_w": None, "default_limit_w": None, "samples": 0, "unsupported": None,
                 "error": None if run.simulated else problem}
@@ -218,7 +220,7 @@ def power(run: GpuRun, phase: Phase, gpu: int) -> dict[str, Any]:
 
 def temperature(run: GpuRun, phase: Phase, gpu: int) -> dict[str, Any]:
     sampling, problem = _nvml(run, phase, gpu)
-    base = {**_where(run, gpu), "simulated": run.simulated}
+    base = {**where(run, gpu), "simulated": run.simulated}
     if problem:
         return {**base, "max_c": None, "slowdown_c": None, "samples": 0, "unsupported": None,
                 "error": None if run.simulated else problem}
@@ -235,8 +237,8 @@ def temperature(run: GpuRun, phase: Phase, gpu: int) -> dict[str, Any]:
 
 def memory(run: GpuRun, phase: Phase, gpu: int) -> dict[str, Any]:
     part = phase.of(gpu)
-    error = _error(phase, gpu, part)
+    error = phase_error(phase, gpu, part)
     keep = ("free_bytes", "total_bytes", "target_bytes", "bytes_covered", "passes", "patterns", "allocation_error",
             "wall_s")
-    return {**_where(run, gpu), "simulated": run.simulated,
+    return {**where(run, gpu), "simulated": run.simulated,
             "result": None if error else {k: part.get(k) for k in keep}, "error": error}

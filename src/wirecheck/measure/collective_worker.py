@@ -15,8 +15,10 @@ replayed from a CUDA graph (see wirecheck.measure.collective_timing); the parent
 path per size and records both. Each timed path is checked element by element. gloo/CPU has eager
 calls only.
 
-A new op's kernel is one `register(Kernel(...))` here; importing this module fails for an op of the
-vocabulary without a kernel, or a kernel for an op the vocabulary does not have.
+An op whose row names its torch.distributed function and DATA rule (`torch=`, `data=`) gets its kernel
+derived from the row (`derived`): no edit here. An op that is neither (broadcast, from its root) has
+its own `register(Kernel(...))` here; importing this module fails for an op of the vocabulary without
+a kernel, a kernel for an op the vocabulary does not have, or a second kernel of a name.
 """
 
 from __future__ import annotations
@@ -147,25 +149,13 @@ def _expect_all_to_all(start: int, stop: int, rank: int, n: int, count: int, dev
 # function) in a worker process. `group`: a process group of some of the job's ranks (measure_group);
 # None, the whole job's. `reduction`: the reduce ops' (vocab.REDUCTIONS name); given only to them.
 
-def _launch_all_reduce(inp: torch.Tensor, out: torch.Tensor, group=None, reduction: str = "sum") -> None:
-    dist.all_reduce(out, op=REDUCE_OPS[reduction], group=group)
 
-
-def _launch_all_gather(inp: torch.Tensor, out: torch.Tensor, group=None) -> None:
-    dist.all_gather_into_tensor(out, inp, group=group)
-
-
-def _launch_reduce_scatter(inp: torch.Tensor, out: torch.Tensor, group=None, reduction: str = "sum") -> None:
-    dist.reduce_scatter_tensor(out, inp, op=REDUCE_OPS[reduction], group=group)
 
 
 def _launch_broadcast(inp: torch.Tensor, out: torch.Tensor, group=None) -> None:
     root = BROADCAST_ROOT if group is None else dist.get_global_rank(group, BROADCAST_ROOT)  # src is a job rank
     dist.broadcast(out, src=root, group=group)
 
-
-def _launch_all_to_all(inp: torch.Tensor, out: torch.Tensor, group=None) -> None:
-    dist.all_to_all_single(out, inp, group=group)
 
 
 # ---- the kernels, by op name ---------------------------------------------------------------------
@@ -197,11 +187,35 @@ def register(kernel: Kernel) -> Kernel:
     return kernel
 
 
-register(Kernel("all_reduce", _fill_own, _expect_all_reduce, _launch_all_reduce))
-register(Kernel("all_gather", _fill_own_chunk, _expect_all_gather, _launch_all_gather))
-register(Kernel("reduce_scatter", _fill_own, _expect_reduce_scatter, _launch_reduce_scatter))
+# A row's DATA rule (wirecheck.vocab.ops.DATA) -> (fill, expected).
+DATA_RULES = {"reduced": (_fill_own, _expect_all_reduce), "reduced_chunk": (_fill_own, _expect_reduce_scatter),
+              "gathered": (_fill_own_chunk, _expect_all_gather), "transposed": (_fill_own, _expect_all_to_all)}
+assert set(DATA_RULES) == set(vocab.DATA), "every DATA rule of the vocabulary has its fill and expected values here"
+
+
+def _derived_launch(row: vocab.Op) -> Callable[..., None]:
+    """fn(output[, input], [op=], group=) for the row's torch.distributed function, looked up when called
+    (a test may swap torch's own function in a worker process)."""
+    def launch(inp: torch.Tensor, out: torch.Tensor, group=None, reduction: str = "sum") -> None:
+        kwargs: dict[str, Any] = {"group": group}
+        if row.reductions:
+            kwargs["op"] = REDUCE_OPS[reduction]
+        getattr(dist, row.torch)(*((out,) if row.in_place else (out, inp)), **kwargs)
+
+    return launch
+
+
+def derived(row: vocab.Op) -> Kernel:
+    """The kernel a row names (`torch=`, `data=`)."""
+    fill, expected = DATA_RULES[row.data]
+    return Kernel(row.name, fill, expected, _derived_launch(row))
+
+
+# The special ones: broadcast sends from its root.
 register(Kernel("broadcast", _fill_broadcast, _expect_broadcast, _launch_broadcast))
-register(Kernel("all_to_all", _fill_own, _expect_all_to_all, _launch_all_to_all))
+for _row in vocab.COLLECTIVES.values():
+    if _row.torch is not None:
+        register(derived(_row))
 
 _WITHOUT = [op for op in vocab.OPS if op not in KERNELS]
 if _WITHOUT:

@@ -1,41 +1,25 @@
-"""`wirecheck nccl-tests`: NVIDIA nccl-tests, built on this node, run on the suite's placements and
-sizes, next to the suite's own curve.
-
-    wirecheck nccl-tests --build-dir DIR [--placement ID|CLASS ...] [--sizes quick|full|FROM:TO:STEP]
-                         [--ops all_reduce,all_gather,reduce_scatter] [--out FILE.jsonl] [--raw-dir DIR]
-
-Per placement: the suite's workers measure each op over the sweep (the same worker function, timing
-paths and checks as tests/test_collectives.py), then each nccl-tests binary runs on the same GPUs
-(CUDA_VISIBLE_DEVICES, -g N, the placement's environment such as NCCL_P2P_DISABLE=1, the parent's
-environment passed through) with -b/-e/-f from the sweep and the suite's warm-up and iteration counts.
-Both curves go side by side to stdout and, one JSON line per op and size, to the record file.
-
-Exit status: 0 when both sides ran and every checked element was right, 1 otherwise, 2 for a usage
-error. The ratios are reported, not judged: the suite's own checks judge the node.
-"""
+"""NVIDIA nccl-tests beside the suite (the library of `wirecheck nccl-tests`, wirecheck.cli.nccl_tests):
+the binaries' arguments and environment per placement, the suite's own sweep on the same GPUs, both
+curves side by side and recorded."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 from wirecheck.core import exit_codes
 from wirecheck.nccl import crosscheck
-from wirecheck.node import visible
 from wirecheck.measure.curve import SWEEP_NAMES, SweepSpec, parse_sweep
 from wirecheck.measure.sweep import run_sweep
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
 from wirecheck.nccl.tests_output import Run, parse
-from wirecheck.node.placement import CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements, split_requested
-from wirecheck.records.file import Measurement, RecordFileError, env_switches
-from wirecheck.core.harness import HarnessFault
-from wirecheck.records.run import COMPLETE, RunWriter, cannot_write, fault_lines
-from wirecheck.core.safefs import UnsafePath, is_root, make_dirs, path_problem, umask, write_atomically
+from wirecheck.node.placement import CLASS_PAIR, CLASS_SINGLE, Placement, split_requested
+from wirecheck.records.file import Measurement, env_switches
+from wirecheck.records.run import COMPLETE, RunWriter, fault_lines
+from wirecheck.core.safefs import is_root, make_dirs, path_problem, umask, write_atomically
 from wirecheck.thresholds.file import CollectiveSettings
 from wirecheck.vocab import ops as vocab
 from wirecheck.vocab import records as kinds
@@ -247,63 +231,5 @@ def select_placements(placements: Sequence[Placement], wanted: Sequence[str]) ->
     return chosen
 
 
-def _sweep(settings: CollectiveSettings, text: str) -> SweepSpec:
+def sweep(settings: CollectiveSettings, text: str) -> SweepSpec:
     return settings.sweep(text) if text in SWEEP_NAMES else parse_sweep(text)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="wirecheck nccl-tests", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--build-dir", required=True, type=Path, help="nccl-tests' build directory (all_reduce_perf, ...)")
-    parser.add_argument("--placement", action="append", default=[], metavar="ID|CLASS",
-                        help="placement id or class to run (repeatable); default: every placement with collectives")
-    parser.add_argument("--sizes", default="quick", metavar="quick|full|FROM:TO:STEP",
-                        help="a sweep of thresholds.yaml (default quick) or e.g. 8B:1GiB:2")
-    parser.add_argument("--ops", default=",".join(DEFAULT_OPS), help=f"comma-separated (default {','.join(DEFAULT_OPS)}; "
-                        f"known: {','.join(vocab.OPS)})")
-    parser.add_argument("--thresholds", type=Path, help="thresholds file for iterations and timeouts (default: the suite's)")
-    parser.add_argument("--out", type=Path, help="JSON-lines record file (default .wirecheck/nccl-tests-<UTC>-<host>-<pid>.jsonl, a new file)")
-    parser.add_argument("--raw-dir", type=Path, help="also keep each binary's stdout there")
-    parser.add_argument("--binary-timeout", type=float, default=300, metavar="S", help="seconds per binary (default 300)")
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    from wirecheck.node import nvml
-    from wirecheck.core.paths import suite_paths
-    from wirecheck.thresholds.file import ThresholdsError, load_thresholds
-
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    ops = [op.strip() for op in args.ops.split(",") if op.strip()]
-    try:
-        unknown = [op for op in ops if op not in vocab.OPS]
-        if unknown or not ops:
-            raise ValueError(f"--ops {args.ops}: unknown {', '.join(unknown) or 'none given'}; known: {', '.join(vocab.OPS)}")
-        thresholds = load_thresholds(args.thresholds or suite_paths().thresholds)
-        settings = thresholds.collective_settings(simulated=False)
-        spec = _sweep(settings, args.sizes)
-        placements = select_placements(enumerate_placements(visible.from_environment(nvml.read_topology())),
-                                       args.placement)
-    except nvml.NvmlUnavailable as exc:
-        print(f"wirecheck nccl-tests: {nvml.without_simulate_hint(exc)}; nccl-tests runs NVIDIA's binaries on this "
-              "node's GPUs, so it needs a GPU node (it has no dry run)", file=sys.stderr)
-        return exit_codes.BAD_INPUT
-    except (ValueError, ThresholdsError, OSError) as exc:
-        print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
-        return exit_codes.BAD_INPUT
-    try:  # without --out: a new .wirecheck/nccl-tests-<UTC>-<host>-<pid>.jsonl (RecordFile.fresh)
-        return crosscheck_placements(args.build_dir, placements, ops, spec, settings, args.out,
-                                     binary_timeout_s=args.binary_timeout, raw_dir=args.raw_dir)
-    except RecordFileError as exc:
-        print(f"wirecheck nccl-tests: {cannot_write(exc, '--out', bool(args.out), '.wirecheck')}", file=sys.stderr)
-        return exit_codes.BAD_INPUT
-    except HarnessFault as fault:  # the disk refused the record (full, read-only): nothing ran
-        print(f"wirecheck nccl-tests: HARNESS FAULT, not a verdict on this node (exit {exit_codes.HARNESS_FAULT}): "
-              f"{fault.line().replace('--wirecheck-json', '--out')}", file=sys.stderr)
-        return exit_codes.HARNESS_FAULT
-    except UnsafePath as exc:
-        print(f"wirecheck nccl-tests: {exc}", file=sys.stderr)
-        return exit_codes.BAD_INPUT
-
-
-if __name__ == "__main__":
-    sys.exit(main())

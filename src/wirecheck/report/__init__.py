@@ -9,7 +9,8 @@ A small package of functions a fleet page can call:
 - `sections`: one section per concern, built from a RunView;
 - `trends`: key figures over runs and their noise band;
 - `prometheus`: the text exposition format, written atomically;
-- `command`: `main(argv)`, the command line.
+- `command`: the page from record files (`build_html`, the trend's runs); the command line is
+  wirecheck.cli.report.
 matplotlib is imported only by `figures` (and what uses it), so `model` and `prometheus`
 load fast where no page is drawn.
 
@@ -17,8 +18,3 @@ May import: core, vocab, records, training (the memory model, the dial), checks 
 show in the GPU section, and their figures), burnin (the names of a round's columns). Never torch.
 """
 
-
-def main(argv=None) -> int:
-    from wirecheck.report.command import main as _main
-
-    return _main(argv)

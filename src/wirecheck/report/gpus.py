@@ -15,16 +15,12 @@ from typing import Any
 
 from wirecheck.checks import SECTION_GPU, SPECS
 from wirecheck.core.verdict import SKIP
+from wirecheck.thresholds import declared
 from wirecheck.vocab import records as kinds
 
-# The per-GPU figures: key -> (label, display unit, display units per base unit).
-GPU_FIGURES = {
-    "hbm_copy": ("HBM copy (read+write)", "GB/s", 1e-9),
-    "hbm_read": ("HBM read", "GB/s", 1e-9),
-    "gemm_bf16": ("GEMM bf16", "TFLOP/s", 1e-12),
-    "gemm_fp8": ("GEMM fp8", "TFLOP/s", 1e-12),
-    "sustained_bf16": ("sustained bf16 (median window)", "TFLOP/s", 1e-12),
-}
+# The per-GPU figures: key -> (label, display unit, display units per base unit), as the checks
+# declare their floors (`@check(..., limits=(Floor(key, unit=, label=),))`).
+GPU_FIGURES = {figure: (floor.label or figure, floor.unit, floor.scale) for figure, floor in declared.floors().items()}
 # The checks that judge them: those whose declaration puts them in the GPU section (`@check(...,
 # section=SECTION_GPU, figure=...)`); the figure a verdict is about comes from its inputs.
 GPU_HEALTH_CHECKS = tuple(name for name, spec in SPECS.items() if spec.section == SECTION_GPU)

@@ -13,13 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wirecheck.thresholds.gpu_health import FIGURES as GPU_FIGURES
+from wirecheck.thresholds import declared
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, ThresholdsError, _At
 
 # The short names a history figures list may hold (as wirecheck.records.figures names them): the GPU figures,
 # host copies, a collective op (busbw at the floor size), a strategy, one GPU alone.
-HISTORY_FIGURES = tuple(GPU_FIGURES) + ("h2d", "d2h", "all_reduce", "all_gather", "reduce_scatter", "broadcast",
-                                        "all_to_all", "ddp", "zero1", "zero2", "zero3", "fsdp", "single_gpu_throughput")
+# (The GPU figures are those the checks declare floors for: read when a file is, after they registered.)
+OTHER_HISTORY_FIGURES = ("h2d", "d2h", "all_reduce", "all_gather", "reduce_scatter", "broadcast",
+                         "all_to_all", "ddp", "zero1", "zero2", "zero3", "fsdp", "single_gpu_throughput")
+
+
+def history_figures() -> tuple[str, ...]:
+    return tuple(declared.floors()) + OTHER_HISTORY_FIGURES
 
 
 @dataclass(frozen=True)
@@ -80,10 +85,10 @@ def parse_history(at: _At) -> HistoryRule:
     names = f["figures"].value
     if not isinstance(names, list) or not names:
         raise f["figures"].error("expected a list of figure names", f"write e.g. [hbm_copy, sustained_bf16]; known: "
-                                                                     f"{', '.join(HISTORY_FIGURES)}")
+                                                                     f"{', '.join(history_figures())}")
     for i, name in enumerate(names):
         _At(f["figures"].file, f["figures"].path[:-1] + (f"figures[{i}]",), name, f["figures"].line).choice(
-            HISTORY_FIGURES)
+            history_figures())
     low, high = _fraction(f["min_margin"], '"3 %"'), _fraction(f["max_margin"], '"10 %"')
     if low > high:
         raise f["min_margin"].error("is above max_margin", "no figure could be judged; lower min_margin")

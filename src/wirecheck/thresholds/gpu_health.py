@@ -8,6 +8,11 @@ bf16), CPU sanity floors for simulation, the below-its-peers rule, which clock-e
 fail, the power share of the limit, the temperature margin below NVML's slowdown threshold,
 the growth of memory-error counters allowed over a run, and XIDs allowed (none by default).
 Kept apart from wirecheck.thresholds.file, which holds one field of this type.
+
+Which figures have floors and which limit sections there are beside the run settings and the peer
+rule is what the checks declare (`@check(..., limits=(Floor(...), Value(...), Section(...)))`,
+wirecheck.thresholds.declared): a new check's limit is read here without an edit, and a key no check
+declares is refused, naming the keys that are.
 """
 
 from __future__ import annotations
@@ -18,15 +23,26 @@ from typing import Any, Mapping
 
 from wirecheck.core.quantity import EXAMPLES
 from wirecheck.node.gpu_sampling import CLOCK_EVENT_REASONS
+from wirecheck.thresholds import declared
+from wirecheck.thresholds.declared import Value
 from wirecheck.thresholds.tables import ENTRY_EXTRAS, Limit, as_rule, entry_rule
-from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
+from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At, _suggest
 
 LEVELS = ("quick", "acceptance", "burn_in")
 LEVEL = "acceptance"  # the default level (--level picks the run's: wirecheck.core.levels.thresholds_key)
-# figure -> its quantity kind in the file
-FIGURES = {"hbm_copy": "bandwidth", "hbm_read": "bandwidth", "gemm_bf16": "compute", "gemm_fp8": "compute",
-           "sustained_bf16": "compute"}
-PEAK_DTYPE = {"gemm_bf16": "bf16", "gemm_fp8": "fp8", "sustained_bf16": "bf16"}  # the math peak a figure is held to
+# The sections of gpu_health that are not a check's: the run settings, the floor tables, the peer rule.
+FIXED = {
+    "hardware": "{hbm: {...}, gemm: {...}, memory_pattern: {...}, sustained: {...}, timeout: ...}",
+    "simulated": "{hbm: {...}, gemm: {...}, memory_pattern: {...}, sustained: {...}, timeout: ...}",
+    "floors": '{"NVIDIA H200": {hbm_copy: {min: "3840 GB/s", source: ...}, ...}}',
+    "simulated_floors": '{hbm_copy: {min: "0.01 GB/s", source: ...}, ...}',
+    "peers": '{hardware: {max_below_median: "10 %", mad_k: "3 x", source: ...}, simulated: {...}}',
+}
+
+
+def figures() -> dict[str, str]:
+    """figure -> its quantity kind in the file: the checks' declared floors (Floor)."""
+    return {figure: floor.kind for figure, floor in declared.floors().items()}
 
 
 @dataclass(frozen=True)
@@ -135,15 +151,21 @@ class GpuHealthLimits:
     _floors: Mapping[tuple[str, str], Limit]  # (GPU model, figure)
     _simulated_floors: Mapping[str, Limit]  # figure
     _peers: Mapping[bool, PeerRule]
-    clocks: ClockRule
-    power: ShareRule  # peak power at least this share of the enforced limit
-    temperature: ShareRule  # value: the margin in °C below NVML's slowdown threshold
-    memory_errors: MemoryErrorGrowth
-    xid: XidRule
+    # The sections the checks declare, read by their declaration: `clocks` (ClockRule), `power`
+    # (ShareRule: the share of the enforced limit), `temperature` (ShareRule: the margin in °C below
+    # NVML's slowdown threshold), `memory_errors` (MemoryErrorGrowth), `xid` (XidRule), ...; an
+    # attribute of this object each.
+    _sections: Mapping[str, Any]
     floors_yaml_path: str
     # figure -> (efficiency of the GPU's own peak, source, YAML path): the derived floor of a model
     # without a table entry (wirecheck.node.hardware's peaks from NVML). Empty: no derived rule.
     _derived: Mapping[str, tuple[float, str, str]] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        sections = self.__dict__.get("_sections", {})
+        if name in sections:
+            return sections[name]
+        raise AttributeError(f"gpu_health has no {name!r}: no check declares it (sections: {', '.join(sections)})")
 
     def settings(self, simulated: bool) -> GpuHealthSettings:
         return self._settings[bool(simulated)]
@@ -156,8 +178,9 @@ class GpuHealthLimits:
 
     def floor_rule(self, figure: str, gpu_model: str | None, simulated: bool, hardware=None) -> tuple[Limit | None, str]:
         """(the floor, "") or (None, why there is none: no entry and which peak NVML could not give)."""
-        if figure not in FIGURES:
-            raise ValueError(f"unknown GPU figure {figure!r}; known: {', '.join(FIGURES)}")
+        floors = declared.floors()
+        if figure not in floors:
+            raise ValueError(f"unknown GPU figure {figure!r}; known: {', '.join(floors)}")
         if simulated:
             found = self._simulated_floors.get(figure)
             return found, "" if found else f"no simulated {figure} floor"
@@ -169,11 +192,12 @@ class GpuHealthLimits:
             return None, f"{none} and no gpu_health.derived_floors.{figure} to derive one"
         if hardware is None:
             return None, f"{none} and the GPU's hardware is unknown (no peak to derive one from)"
-        peak, how = hardware.memory_peak() if FIGURES[figure] == "bandwidth" else hardware.math_peak(PEAK_DTYPE[figure])
+        wanted = floors[figure].peak
+        peak, how = hardware.memory_peak() if wanted == "memory" else hardware.math_peak(wanted)
         if peak is None:
             return None, f"{none}; {how}"
         eff, why, cited = self._derived[figure]
-        return Limit(min=peak * eff, max=None, kind=FIGURES[figure], rule="derived", yaml_path=cited,
+        return Limit(min=peak * eff, max=None, kind=floors[figure].kind, rule="derived", yaml_path=cited,
                      source=f"derived: {eff * 100:g} % of the peak {how} (no entry for {gpu_model!r}; efficiency: {why})"), ""
 
     def peers(self, simulated: bool) -> PeerRule:
@@ -259,16 +283,20 @@ def _settings(at: _At, simulated: bool) -> GpuHealthSettings:
 
 
 def _floor(at: _At, figure: str) -> Limit:
-    kind = FIGURES[figure]
+    kind = declared.floors()[figure].kind
     e = at.fields(f"a {figure} floor", required={"min": f'"{EXAMPLES[kind]}"', "source": SOURCE_HINT},
                   optional=ENTRY_EXTRAS)
     return Limit(min=e["min"].quantity(kind, positive=True), max=None, source=e["source"].source(), yaml_path=at.cite,
                  kind=kind, rule=entry_rule(e, at))
 
 
+def _declared_fix(kind: str) -> str:
+    return f"{kind} are keyed by the figures the checks declare (@check(..., limits=(Floor(...),)))"
+
+
 def _figures(at: _At) -> dict[str, Limit]:
     return {figure: _floor(entry, figure)
-            for figure, entry in at.keyed(tuple(FIGURES), "GPU figure", "floors are keyed by figure").items()}
+            for figure, entry in at.keyed(tuple(declared.floors()), "GPU figure", _declared_fix("floors")).items()}
 
 
 def _model_floors(at: _At) -> Mapping[tuple[str, str], Limit]:
@@ -286,7 +314,8 @@ def _model_floors(at: _At) -> Mapping[tuple[str, str], Limit]:
 def _derived_floors(at: _At) -> Mapping[str, tuple[float, str, str]]:
     """figure -> {efficiency: "78 %", source: ...}: the floor is that share of the GPU's own peak."""
     out = {}
-    for figure, entry in at.keyed(tuple(FIGURES), "GPU figure", "derived floors are keyed by figure").items():
+    peaked = tuple(f for f, floor in declared.floors().items() if floor.peak)
+    for figure, entry in at.keyed(peaked, "GPU figure", _declared_fix("derived floors") + " with a peak").items():
         e = entry.fields(f"a derived {figure} floor", required={"efficiency": '"78 %"', "source": SOURCE_HINT})
         out[figure] = (_fraction(e["efficiency"], '"78 %"'), e["source"].source(), entry.cite)
     return MappingProxyType(out)
@@ -300,7 +329,7 @@ def _peer_rule(at: _At) -> PeerRule:
     return PeerRule(below, f["mad_k"].quantity("ratio"), f["source"].source(), at.cite)
 
 
-def _clocks(at: _At) -> ClockRule:
+def parse_clocks(at: _At) -> ClockRule:
     f = at.fields("clock-event reasons that fail", required={
         "fail_on": "[hw_slowdown, sw_thermal, hw_thermal, hw_power_brake]", "max_thermal_violation": '"0 ms"',
         "source": SOURCE_HINT})
@@ -315,20 +344,22 @@ def _clocks(at: _At) -> ClockRule:
     return ClockRule(tuple(names), f["max_thermal_violation"].quantity("time"), f["source"].source(), at.cite)
 
 
-def _share(at: _At, key: str, kind: str, example: str) -> ShareRule:
-    f = at.fields(f"{key} and source", required={key: example, "source": SOURCE_HINT})
-    value = _fraction(f[key], example) if kind == "percent" else f[key].quantity(kind)
+def _value(at: _At, limit: Value) -> ShareRule:
+    """A declared Value: `{FIELD: value, source: ...}`."""
+    example = f'"{EXAMPLES.get(limit.kind, "1")}"'
+    f = at.fields(f"{limit.field} and source", required={limit.field: example, "source": SOURCE_HINT})
+    value = _fraction(f[limit.field], example) if limit.kind == "percent" else f[limit.field].quantity(limit.kind)
     return ShareRule(value, f["source"].source(), at.cite)
 
 
-def _memory_errors(at: _At) -> MemoryErrorGrowth:
+def parse_memory_errors(at: _At) -> MemoryErrorGrowth:
     f = at.fields("memory-error growth allowed over a run", required={
         "volatile_sbe": "0", "volatile_dbe": "0", "remapped_rows": "0", "source": SOURCE_HINT})
     return MemoryErrorGrowth(f["volatile_sbe"].count(), f["volatile_dbe"].count(), f["remapped_rows"].count(),
                              f["source"].source(), at.cite)
 
 
-def _xid(at: _At) -> XidRule:
+def parse_xid(at: _At) -> XidRule:
     f = at.fields("XID rule", required={"allowed": "[]", "wait": '"0.5 s"', "source": SOURCE_HINT})
     allowed = f["allowed"].value
     if not isinstance(allowed, list):
@@ -338,21 +369,26 @@ def _xid(at: _At) -> XidRule:
     return XidRule(xids, f["wait"].quantity("time", positive=True), f["source"].source(), at.cite)
 
 
+def _example(limit) -> str:
+    if isinstance(limit, Value):
+        return f'{{{limit.field}: "{EXAMPLES.get(limit.kind, "1")}", source: ...}}'
+    return limit.example
+
+
 def parse_gpu_health(at: _At) -> GpuHealthLimits:
-    f = at.fields("gpu_health sections", required={
-        "hardware": "{hbm: {...}, gemm: {...}, memory_pattern: {...}, sustained: {...}, timeout: ...}",
-        "simulated": "{hbm: {...}, gemm: {...}, memory_pattern: {...}, sustained: {...}, timeout: ...}",
-        "floors": '{"NVIDIA H200": {hbm_copy: {min: "3840 GB/s", source: ...}, ...}}',
-        "simulated_floors": '{hbm_copy: {min: "0.01 GB/s", source: ...}, ...}',
-        "peers": '{hardware: {max_below_median: "10 %", mad_k: "3 x", source: ...}, simulated: {...}}',
-        "clocks": '{fail_on: [hw_slowdown, sw_thermal, hw_thermal, hw_power_brake], max_thermal_violation: "0 ms", '
-                  'source: ...}',
-        "power": '{min_share_of_limit: "75 %", source: ...}',
-        "temperature": f'{{margin_to_slowdown: "{EXAMPLES["temperature"]}", source: ...}}',
-        "memory_errors": "{volatile_sbe: 0, volatile_dbe: 0, remapped_rows: 0, source: ...}",
-        "xid": '{allowed: [], wait: "0.5 s", source: ...}',
-    }, optional={"derived_floors": '{hbm_copy: {efficiency: "78 %", source: ...}, ...}  (of the GPU\'s own peak, '
-                                   'for models without floors)'})
+    sections = declared.sections()
+    owners = {d.section: owner for owner, d in declared.declarations().values() if hasattr(d, "section")}
+    optional = {"derived_floors": '{hbm_copy: {efficiency: "78 %", source: ...}, ...}  (of the GPU\'s own peak, '
+                                  'for models without floors)'}
+    known = (*FIXED, *optional, *sections)
+    for key in at.mapping("gpu_health sections"):
+        if key not in known:
+            raise at.child(key).error(
+                f"unknown key {str(key)!r} in gpu_health sections{_suggest(key, known)}",
+                f"expected one of: {', '.join((*FIXED, *optional))} or a section a check declares: "
+                + ", ".join(f"{name} ({owners[name]})" for name in sections))
+    f = at.fields("gpu_health sections", required={**FIXED, **{name: _example(d) for name, d in sections.items()}},
+                  optional=optional)
     peers = f["peers"].fields("peer rules", required={"hardware": "{...}", "simulated": "{...}"})
     return GpuHealthLimits(
         _settings=MappingProxyType({False: _settings(f["hardware"], simulated=False),
@@ -360,11 +396,8 @@ def parse_gpu_health(at: _At) -> GpuHealthLimits:
         _floors=_model_floors(f["floors"]),
         _simulated_floors=as_rule(_figures(f["simulated_floors"]), "simulated"),
         _peers=MappingProxyType({False: _peer_rule(peers["hardware"]), True: _peer_rule(peers["simulated"])}),
-        clocks=_clocks(f["clocks"]),
-        power=_share(f["power"], "min_share_of_limit", "percent", '"75 %"'),
-        temperature=_share(f["temperature"], "margin_to_slowdown", "temperature", f'"{EXAMPLES["temperature"]}"'),
-        memory_errors=_memory_errors(f["memory_errors"]),
-        xid=_xid(f["xid"]),
+        _sections=MappingProxyType({name: _value(f[name], d) if isinstance(d, Value) else d.parse(f[name])
+                                    for name, d in sections.items()}),
         floors_yaml_path=f["floors"].cite,
         _derived=_derived_floors(f["derived_floors"]) if "derived_floors" in f else MappingProxyType({}),
     )

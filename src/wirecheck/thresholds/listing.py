@@ -16,14 +16,24 @@ from wirecheck.vocab.ops import OPS
 from wirecheck.node.hardware import Hardware
 from wirecheck.node.placement import CLASS_PAIR, COLLECTIVE_CLASSES, TRAINING_CLASSES, enumerate_placements, link_ceiling
 from wirecheck.node.topology import Topology
-from wirecheck.thresholds.gpu_health import FIGURES
+from wirecheck.thresholds import declared
 from wirecheck.vocab import strategies
 
 # The recorded unit per quantity kind and its factor from base units (as the verdicts record them).
 UNITS = {"bandwidth": ("GB/s", 1e-9), "compute": ("TFLOP/s", 1e-12), "time": ("µs", 1e6), "size": ("MiB", 2.0**-20),
-         "throughput": ("tokens/s", 1.0)}
-FIGURE_CHECKS = {"hbm_copy": "hbm_bandwidth (copy)", "hbm_read": "hbm_bandwidth (read)", "gemm_bf16": "gemm_throughput (bf16)",
-                 "gemm_fp8": "gemm_throughput (fp8)", "sustained_bf16": "sustained_throughput"}
+         "throughput": ("tokens/s", 1.0), "percent": ("%", 100.0)}
+
+
+def figure_checks() -> dict[str, tuple[str, str]]:
+    """GPU figure -> (the check that declares its floor, as the listing names it: "gemm_throughput (fp8)"
+    where a check declares several, its quantity kind)."""
+    owners = declared.floor_checks()
+    out = {}
+    for figure, floor in declared.floors().items():
+        owner = owners[figure]
+        several = sum(1 for o in owners.values() if o == owner) > 1
+        out[figure] = (f"{owner} ({figure.split('_', 1)[-1]})" if several else owner, floor.kind)
+    return out
 # What each level runs (the tests' levels markers): quick one large all_reduce per class and the GPU
 # figures; acceptance everything; a burn-in the GPU figures and busbw of every placement, under load.
 LEVEL_CHECKS = {
@@ -99,9 +109,9 @@ def node_limits(thresholds, topology: Topology, hardware: Hardware | None, level
         rows += _copies(thresholds, topology, hardware, placements)
     if "gpu" in wanted:
         health = thresholds.gpu_health
-        for figure, kind in FIGURES.items():
+        for figure, (name, kind) in figure_checks().items():
             limit, why = health.floor_rule(figure, model, simulated, hardware)
-            rows.append(_row(FIGURE_CHECKS[figure], "every GPU", limit, kind, why))
+            rows.append(_row(name, "every GPU", limit, kind, why))
         peers = health.peers(simulated)
         rows.append(Row("GPU figures below their peers", "every GPU", None, None, "%", "peers",
                         f"more than {peers.max_below_median * 100:g} % and {peers.mad_k:g} scaled MADs below the median of "

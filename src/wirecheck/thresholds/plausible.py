@@ -17,6 +17,7 @@ from wirecheck.core import gpu_arch
 from wirecheck.core.quantity import format_quantity
 from wirecheck.node.hardware import PCIE_LANE_BYTES_PER_S, Hardware
 from wirecheck.node.placement import CLASS_CROSS_QUAD, CLASS_FORCED_PCIE, CLASS_NETWORK, CLASS_NVSWITCH, CLASS_PAIR, CLASS_PCIE
+from wirecheck.thresholds import declared
 from wirecheck.thresholds.tables import describe_hardware
 from wirecheck.thresholds.yaml_reader import _At
 
@@ -120,10 +121,14 @@ def check_copies(at: _At, floors: Mapping[tuple[str, str], Any]) -> None:
 
 
 def check_gpu_floors(at: _At, floors: Mapping[tuple[str, str], Any], models: Mapping[str, Hardware]) -> None:
-    """gpu_health.floors: against the model's own peaks where a profile describes it, else the largest."""
+    """gpu_health.floors: against the model's own peaks where a profile describes it, else the largest
+    (the figures whose declared floor names a peak: a share such as a utilization has none)."""
+    peaks = {figure: floor.peak for figure, floor in declared.floors().items()}
     for (model, figure), limit in floors.items():
+        if not peaks.get(figure):
+            continue
         hardware = models.get(model)
-        dtype = "fp8" if figure == "gemm_fp8" else "bf16"
+        dtype = "bf16" if peaks[figure] == "memory" else peaks[figure]
         peak, what = (None, "")
         if hardware is not None:
             peak, what = hardware.memory_peak() if limit.kind == "bandwidth" else hardware.math_peak(dtype)

@@ -7,8 +7,15 @@ slowest rank; busbw = algbw x the op's factor, which makes it comparable with th
 
 `dtypes` and `reductions` list what the worker kernels (wirecheck.measure.collective_worker) can
 measure and check exactly; the first of each is what the suite measures. A new reduction of an op
-is a value in its `reductions` (and its expected values in the kernel); a new op is a row here, its
-kernel, and its floors in thresholds.yaml.
+is a value in its `reductions`. A new op is a row here and its floors in thresholds.yaml: where it is
+one torch.distributed function (`torch`) whose data follows one of the DATA rules (`data`), the worker
+derives its kernel from the row; an op that is neither (broadcast: its root) has a kernel of its own
+in wirecheck.measure.collective_worker.
+
+A sum catches an output the collective never wrote on every rank. An in-place max or min does not
+on a rank whose own data is already the extreme at an element (with the rank-shifted pattern, the
+highest rank for most elements of small buffers): keep sum first where a reduction is measured for
+correctness, and max or min as further values.
 """
 
 from __future__ import annotations
@@ -28,6 +35,13 @@ ELEMENT_BYTES = DTYPE_BYTES[DTYPE]
 # Exact sums: every element a rank sends is below 2^16, so a sum over up to MAX_RANKS ranks stays
 # below 2^24 and is exact in float32 whatever order NCCL adds in.
 MAX_RANKS = 256
+
+# What each rank puts in and what a correct output holds (wirecheck.measure.collective_worker
+# implements each): an op's `data`. "reduced": every rank fills its own pattern, every output
+# element is the reduction over ranks; "reduced_chunk": as reduced, rank r keeps chunk r of it;
+# "gathered": rank r fills chunk r of the output's numbering, the output is every rank's chunk in
+# rank order; "transposed": output chunk s on rank r is chunk r of rank s's input.
+DATA = ("reduced", "reduced_chunk", "gathered", "transposed")
 
 
 def _whole(count: int, n: int) -> int:
@@ -52,12 +66,20 @@ class Op:
     output_elements: Callable[[int, int], int]
     dtypes: tuple[str, ...] = (DTYPE,)
     reductions: tuple[str, ...] = ()  # empty: the op moves data and reduces nothing
+    # Its kernel, derived by the worker: the torch.distributed function that runs it, called as
+    # fn(output[, input], [op=reduction], group=) (one buffer when in_place), and its DATA rule.
+    # None: the op has a kernel of its own in wirecheck.measure.collective_worker.
+    torch: str | None = None
+    data: str | None = None
 
     def __post_init__(self):
         unknown = [d for d in self.dtypes if d not in DTYPE_BYTES] + [r for r in self.reductions if r not in REDUCTIONS]
         if unknown or not self.dtypes:
             raise ValueError(f"collective {self.name}: dtypes {self.dtypes}, reductions {self.reductions}; "
                              f"known dtypes {tuple(DTYPE_BYTES)}, reductions {REDUCTIONS}")
+        if (self.torch is None) != (self.data is None) or (self.data is not None and self.data not in DATA):
+            raise ValueError(f"collective {self.name}: torch={self.torch!r}, data={self.data!r}; give both (data one "
+                             f"of {DATA}) for a derived kernel, or neither for a kernel of its own")
 
     @property
     def reduction(self) -> str | None:
@@ -67,12 +89,14 @@ class Op:
 
 _TABLE = (
     Op("all_reduce", "all_reduce_perf", False, True, lambda n: 2 * (n - 1) / n, _whole, _whole,
-       reductions=("sum",)),
-    Op("all_gather", "all_gather_perf", True, False, lambda n: (n - 1) / n, _chunk, _whole),
+       reductions=("sum",), torch="all_reduce", data="reduced"),
+    Op("all_gather", "all_gather_perf", True, False, lambda n: (n - 1) / n, _chunk, _whole,
+       torch="all_gather_into_tensor", data="gathered"),
     Op("reduce_scatter", "reduce_scatter_perf", True, False, lambda n: (n - 1) / n, _whole, _chunk,
-       reductions=("sum",)),
-    Op("broadcast", "broadcast_perf", False, True, lambda n: 1.0, _whole, _whole),
-    Op("all_to_all", "alltoall_perf", True, False, lambda n: (n - 1) / n, _whole, _whole),
+       reductions=("sum",), torch="reduce_scatter_tensor", data="reduced_chunk"),
+    Op("broadcast", "broadcast_perf", False, True, lambda n: 1.0, _whole, _whole),  # its root: a kernel of its own
+    Op("all_to_all", "alltoall_perf", True, False, lambda n: (n - 1) / n, _whole, _whole,
+       torch="all_to_all_single", data="transposed"),
 )
 
 COLLECTIVES: Mapping[str, Op] = by_name(_TABLE, "collective")

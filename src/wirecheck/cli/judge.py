@@ -1,0 +1,122 @@
+"""`wirecheck judge RESULTS.jsonl [MORE.jsonl ...] [--thresholds FILE]`: judge recorded runs again.
+
+Each verdict in a record file carries the inputs its check was computed from; the same check
+functions (wirecheck.checks) run on them again against a thresholds file — retuned floors,
+another node's limits — without GPUs. Without --thresholds each run is judged against its own
+thresholds, as it read them (the record's header keeps the file's bytes); say --thresholds FILE to
+judge against another. Failures are printed first, each with what was measured, the limit, where
+it is written and its source. pytest counts tests, judge counts verdicts: where their skips
+differ, judge says why (a test skipped before its check ran records no verdict).
+
+A warn verdict (nothing failed, something to say) is printed with the failures, even with -q, and
+counted apart; it does not fail the judgement.
+
+Exit codes: 0 every verdict passes (or warns) on a complete hardware run; 1 a verdict fails (FAILED), or a run
+was cut short (no end record) or interrupted with nothing failed (INCOMPLETE; a torn last line is
+named and skipped); 2 bad input (a file that is not a record, a
+malformed thresholds file); 10 the runs passed but one of them was a simulation (no node
+was validated).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from wirecheck.cli.protocol import entry
+from wirecheck.core import exit_codes
+
+NAME = "judge"
+HELP = "judge recorded runs again against a thresholds file, without GPUs"
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(NAME, help=HELP, description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("records", nargs="+", metavar="RESULTS.jsonl", help="record files written by a run (--wirecheck-json)")
+    parser.add_argument("--thresholds", metavar="FILE",
+                        help="thresholds file to judge against (default: each run's own, kept in its record; a record "
+                             "written before 2026-12-02 keeps none and is judged against the shipped thresholds.yaml)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print failures and the summary only")
+    return parser
+
+
+def run(args: argparse.Namespace, extra: list[str]) -> int:
+    from wirecheck.checks.judge import format_verdict, judge_run, own_thresholds, run_status, skips_explained
+    from wirecheck.core.paths import suite_paths
+    from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, WARN
+    from wirecheck.records.file import RecordFileError, read_run
+    from wirecheck.thresholds.file import ThresholdsError, load_thresholds
+
+    notes = []
+    try:
+        runs = [read_run(p) for p in args.records]
+        for run in runs:
+            if run.run.get("kind") == "diagnosis":  # wirecheck diagnose's findings: probes, not inputs
+                raise RecordFileError(f"{run.path}: a diagnosis record (wirecheck diagnose --run): its findings come "
+                                      "from probes run on the node, not from inputs a check can judge again; read it "
+                                      f"with `wirecheck report {run.path}`, or judge the record it diagnosed "
+                                      f"({run.run.get('diagnosed')})")
+        if args.thresholds:
+            try:
+                given = load_thresholds(Path(args.thresholds))
+            except FileNotFoundError:
+                raise ThresholdsError(f"--thresholds {args.thresholds}: no such file") from None
+            judged = [j for run in runs for j in judge_run(run, given)]
+            notes.append(f"against {args.thresholds}")
+        else:
+            judged = []
+            for run in runs:
+                own, note = own_thresholds(run, suite_paths().thresholds)
+                judged += judge_run(run, own)
+                notes.append(note)
+    except (ThresholdsError, RecordFileError, ValueError) as exc:
+        print(f"wirecheck judge: {exc}", file=sys.stderr)
+        return exit_codes.BAD_INPUT
+    except FileNotFoundError as exc:
+        print(f"wirecheck judge: {exc.filename}: no such file", file=sys.stderr)
+        return exit_codes.BAD_INPUT
+
+    print(f"wirecheck judge: {len(judged)} verdicts from {len(runs)} run(s)" + (f" {notes[0]}" if args.thresholds else ""))
+    if not args.thresholds:
+        for note in notes:
+            print(f"wirecheck judge: {note}")
+    for run in runs:
+        if run.torn_line is not None:
+            print(f"wirecheck judge: {run.path}:{run.torn_line}: a torn last line (not JSON: the run was killed or "
+                  "its disk filled while writing it): skipped")
+        if run.earlier_runs:
+            print(f"wirecheck judge: {run.path} holds {run.earlier_runs + 1} runs; judging the last one "
+                  f"(started {run.run.get('started')})")
+    order = {FAIL: 0, WARN: 1, PASS: 2, SKIP: 3}
+    for j in sorted(judged, key=lambda j: order.get(j.now.outcome, 4)):
+        if j.now.outcome in (FAIL, WARN) or not args.quiet:
+            print(format_verdict(j))
+    for line in skips_explained(runs, judged):
+        print(f"wirecheck judge: {line}")
+    counts = {o: sum(j.now.outcome == o for j in judged) for o in OUTCOMES}
+    changed = sum(j.changed for j in judged)
+    problems = [p for p in (run_status(run) for run in runs) if p]
+    for p in problems:
+        print(f"wirecheck judge: {p}")
+    simulated = [str(run.path) for run in runs if run.simulated]
+    summary = (f"{counts[FAIL]} failed, {counts[PASS]} passed, " + (f"{counts[WARN]} warned, " if counts[WARN] else "")
+               + f"{counts[SKIP]} skipped; {changed} changed since recorded")
+    # Said in every outcome, failed or cut short too: a dry run's verdicts never stand for a node.
+    simulation = (f"; SIMULATION: {', '.join(simulated)} judged a simulated run, no node was validated"
+                  if simulated else "")
+    if counts[FAIL]:
+        print(f"wirecheck judge: FAILED: {summary}{simulation}")
+        return exit_codes.FAILED
+    if problems:  # nothing failed, but not every check was judged: no verdict on the run as a whole
+        print(f"wirecheck judge: INCOMPLETE: a run did not end (see above), so not every check was judged: "
+              f"{summary}{simulation}")
+        return exit_codes.FAILED
+    if simulated:
+        print(f"wirecheck judge: {summary}{simulation}")
+        return exit_codes.SIMULATED
+    print(f"wirecheck judge: PASSED: {summary}")
+    return exit_codes.OK
+
+main = entry(NAME)

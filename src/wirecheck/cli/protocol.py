@@ -1,0 +1,53 @@
+"""The one protocol every `wirecheck` subcommand follows, and how `wirecheck` finds them.
+
+A subcommand is one module in wirecheck/cli/ (nothing else lists it) with:
+- `NAME`: the word after `wirecheck` (`"nccl-tests"`);
+- `add_parser(subparsers) -> argparse.ArgumentParser`: `subparsers.add_parser(NAME, help=..., ...)`
+  with its options; a command that hands the arguments it does not know on (validate's to pytest,
+  fleet's to its own subcommand) sets `parser.set_defaults(passes_extra_args=True)`, every other
+  command refuses them with its own usage line;
+- `run(args, extra) -> int`: the work, through the library, mapped to an exit code of
+  wirecheck.core.exit_codes (the module is thin: parse, call the library, map the outcome);
+- `main = entry(NAME)`: the same command called from Python, `main(argv) -> exit code` (self-tests,
+  scripts that run `python -m wirecheck.cli.main NAME`).
+A module imports its library inside `run`: `wirecheck topo` must not pay for thresholds or torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+from types import ModuleType
+from typing import Callable
+
+PROTOCOL = ("NAME", "add_parser", "run")
+
+
+def commands() -> list[ModuleType]:
+    """Every module of wirecheck.cli that is a subcommand, by NAME; a module with part of the
+    protocol is an error that names what it lacks."""
+    import wirecheck.cli as package
+
+    found = []
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        has = [name for name in PROTOCOL if hasattr(module, name)]
+        if "NAME" in has:
+            missing = [name for name in PROTOCOL if name not in has]
+            if missing:
+                raise TypeError(f"{module.__name__}: a wirecheck subcommand (NAME = {module.NAME!r}) without "
+                                f"{', '.join(missing)}; see wirecheck.cli.protocol")
+            found.append(module)
+    return sorted(found, key=lambda m: m.NAME)
+
+
+def entry(name: str) -> Callable[[list[str] | None], int]:
+    """`main(argv) -> exit code` of the subcommand `name`, as `wirecheck name argv...` runs it."""
+    def main(argv: list[str] | None = None) -> int:
+        from wirecheck.cli.main import main as wirecheck
+
+        return wirecheck([name, *(sys.argv[1:] if argv is None else argv)])
+
+    main.__doc__ = f"`wirecheck {name} ARGV...` from Python: the exit code."
+    return main
