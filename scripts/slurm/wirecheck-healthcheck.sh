@@ -40,9 +40,5 @@ esac
 in_use=$(hook_gpus_in_use)
 [ "${in_use:-0}" = 0 ] || { hook_log "$node: $in_use process(es) on the GPUs: not checked"; exit 0; }
 hook_check
-case $HOOK_STATE in
-  1) hook_drain "$node" "$HOOK_LINE"; exit 1 ;;
-  0) hook_log "$node $HOOK_LINE" ;;
-  *) hook_log "$node not checked: $HOOK_LINE" ;;
-esac
+hook_act "$node" || exit 1
 exit 0

@@ -39,9 +39,5 @@ done
 hook_setup "$here/wirecheck-drain.conf" prolog 60s 120 || { hook_log "$HOOK_LINE; the job runs"; exit 0; }
 node=$(hook_node)
 hook_check
-case $HOOK_STATE in
-  1) hook_drain "$node" "$HOOK_LINE"; exit 1 ;;
-  0) hook_log "$node $HOOK_LINE" ;;
-  *) hook_log "$node not checked, the job runs: $HOOK_LINE" ;;
-esac
+hook_act "$node" || exit 1
 exit 0

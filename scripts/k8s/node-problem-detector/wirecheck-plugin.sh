@@ -36,4 +36,11 @@ hook_setup "$here/wirecheck-plugin.conf" plugin 0s 75 || say 2 "$HOOK_LINE"
 in_use=$(hook_gpus_in_use)
 [ "${in_use:-0}" = 0 ] || say 2 "wirecheck: not checked: $in_use process(es) on the GPUs"
 hook_check
-say "$HOOK_STATE" "$HOOK_LINE"
+# NPD's three states: flaky is OK (recorded, not a condition), the guard's hold is Unknown (no controller
+# drains on it), a GPU to replace is NonOK.
+case $HOOK_STATE in
+  30) say 0 "$HOOK_LINE" ;;
+  31) say 2 "$HOOK_LINE" ;;
+  32) say 1 "$HOOK_LINE" ;;
+  *) say "$HOOK_STATE" "$HOOK_LINE" ;;
+esac

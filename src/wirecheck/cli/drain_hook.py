@@ -138,7 +138,7 @@ def retest_once(hook: Hook, first: RunRecord) -> Retested:
     """The first run's failed tests once more, with its arguments, selected by -k."""
     selection = retest.selection(retest.failed_tests(first))
     if selection is None:
-        return Retested(None, "not re-tested: no failed test named in the record", None)
+        return Retested(None, "", None)  # nothing to re-run (NVML broken, a worker group without a verdict)
     left = hook.left()
     if left < MIN_RETEST_S:
         return Retested(None, f"not re-tested: {max(left, 0):.0f} s of the hook's time left", None)
@@ -238,7 +238,7 @@ def decide_after_failure(hook: Hook, first_path: Path, first: RunRecord | None, 
     events_file = hook.records / EVENTS
     events = dp.read_events(events_file)
     first_reason = first_line.removeprefix(reason.PREFIX)
-    tried = retest_once(hook, first) if first is not None else Retested(None, "not re-tested: no record", None)
+    tried = retest_once(hook, first) if first is not None else Retested(None, "", None)
     culprit, diagnosis = diagnosed(hook, tried.record) if tried.failed else (None, None)
     decision = dp.after_retest(first_reason, tried.failed is not False, events, now, policy, culprit)
     base = {"at": now, "node": hook.node, "hook": hook.mode, "record": str(first_path), "first": first_reason}
@@ -246,7 +246,7 @@ def decide_after_failure(hook: Hook, first_path: Path, first: RunRecord | None, 
         dp.append_event(events_file, {**base, "event": dp.FLAKY, "line": decision.line})
         if not decision.drain:
             return codes.NODE_FLAKY, reason.line(decision.line, hook.limit), None
-    line = decision.line if tried.failed is not None else f"{decision.line} ({tried.why})"
+    line = f"{decision.line} ({tried.why})" if tried.failed is None and tried.why else decision.line
     again = _read(tried.record) if tried.failed and tried.record else None
     verdicts = (first.verdicts if first else []) + (again.verdicts if again else [])
     gpus = dp.failed_gpus(verdicts, first.run) if first is not None else []
@@ -266,8 +266,9 @@ def decide_after_failure(hook: Hook, first_path: Path, first: RunRecord | None, 
     return codes.NODE_UNHEALTHY, reason.line(line, hook.limit), held
 
 
-def write_figures(hook: Hook, code: int, now: float, policy: dp.Policy, held: Held | None) -> None:
-    """The decision and the guard as Prometheus gauges, for node_exporter's textfile collector."""
+def write_figures(hook: Hook, code: int, now: float, policy: dp.Policy | None, held: Held | None) -> None:
+    """The decision and the guard as Prometheus gauges, for node_exporter's textfile collector (the flaky count
+    where the drain rules were read: after a failure)."""
     node = {"node": hook.node}
     guarded = Family("wirecheck_drain_guard_held", "1 while the fleet guard holds this node's drains (until a "
                                                    "person removes the guard file), else 0")
@@ -276,9 +277,11 @@ def write_figures(hook: Hook, code: int, now: float, policy: dp.Policy, held: He
     decision.add(1, decision=DECISIONS.get(code, str(code)), **node)
     at = Family("wirecheck_drain_decision_timestamp_seconds", "When the drain hook last decided, Unix time")
     at.add(now, **node)
-    flaky = Family("wirecheck_drain_flaky_events", "Flaky re-tests on this node within the drain policy's flaky_window")
-    flaky.add(dp.flaky_count(dp.read_events(hook.records / EVENTS), now, policy), **node)
-    families = [guarded, decision, at, flaky]
+    families = [guarded, decision, at]
+    if policy is not None:
+        flaky = Family("wirecheck_drain_flaky_events", "Flaky re-tests on this node within the drain policy's flaky_window")
+        flaky.add(dp.flaky_count(dp.read_events(hook.records / EVENTS), now, policy), **node)
+        families.append(flaky)
     if held is not None and held.figures is not None:
         where, drained, size = held.figures
         recent = Family("wirecheck_drain_guard_recent_drains", "Other nodes drained by wirecheck within the guard's window")
@@ -297,17 +300,16 @@ def run_hook(hook: Hook, exit_code: int, record: str | None, output: str | None)
     now = time.time()
     first, note = ns._read(record)
     state = ns.decide(exit_code, first, ns._tail(output), hook.limit, note)
+    if state.state != ns.UNHEALTHY:  # nothing to re-test: the thresholds file is not even read (a prolog's second)
+        if read_guard(hook) is not None:
+            hook.warnings.append(f"the fleet guard holds drains on {hook.node} until {hook.guard_file} is removed")
+        write_figures(hook, state.state, now, None, None)
+        return state.state, state.line
     try:
         policy = policy_for(hook.validate_args)
     except (ThresholdsError, dp.DrainPolicyError, OSError) as exc:
         return codes.NODE_UNKNOWN, reason.line(f"cannot apply the drain rules: {' '.join(str(exc).split())}", hook.limit)
-    held = None
-    if state.state == ns.UNHEALTHY:
-        code, line, held = decide_after_failure(hook, Path(record or ""), first, state.line, now, policy)
-    else:
-        code, line = state.state, state.line
-        if read_guard(hook) is not None:
-            hook.warnings.append(f"the fleet guard holds drains on {hook.node} until {hook.guard_file} is removed")
+    code, line, held = decide_after_failure(hook, Path(record or ""), first, state.line, now, policy)
     write_figures(hook, code, now, policy, held)
     return code, line
 
