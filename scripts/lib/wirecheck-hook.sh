@@ -179,7 +179,7 @@ hook_check() {
   left=$((HOOK_TIMEOUT - SECONDS))
   [ "$left" -gt 0 ] || left=0
   said=$RECORDS/$HOOK_MODE-decision.err
-  HOOK_LINE=$(env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 "${env_vars[@]}" \
+  HOOK_LINE=$(env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 ${SLURM_CONF:+SLURM_CONF="$SLURM_CONF"} "${env_vars[@]}" \
     timeout --kill-after=10 "$((left + 30))" "$WIRECHECK" node-state --exit-code "$code" --record "$record" \
     --output "$output" --max-length "$HOOK_MAX_LENGTH" "${HOOK_RULES[@]}" --time-left "$left" \
     -- "${validate_args[@]}" </dev/null 2>"$said")
