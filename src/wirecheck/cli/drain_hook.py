@@ -243,7 +243,7 @@ def decide_after_failure(hook: Hook, first_path: Path, first: RunRecord | None, 
     decision = dp.after_retest(first_reason, tried.failed is not False, events, now, policy, culprit)
     base = {"at": now, "node": hook.node, "hook": hook.mode, "record": str(first_path), "first": first_reason}
     if decision.flaky:
-        dp.append_event(events_file, {**base, "event": dp.FLAKY, "line": decision.line})
+        dp.append_event(events_file, {**base, "event": dp.FLAKY, "drained": decision.drain, "line": decision.line})
         if not decision.drain:
             return codes.NODE_FLAKY, reason.line(decision.line, hook.limit), None
     line = f"{decision.line} ({tried.why})" if tried.failed is None and tried.why else decision.line
