@@ -196,8 +196,10 @@ hook_check() {
   return 0
 }
 
-hook_node() {  # this node's Slurm name
-  if [ -n "${SLURMD_NODENAME:-}" ]; then echo "$SLURMD_NODENAME"; else hostname -s; fi
+hook_node() {  # this node's Slurm name (slurmd's), or Kubernetes' (NODE_NAME: daemonset.yaml's downward API)
+  if [ -n "${SLURMD_NODENAME:-}" ]; then echo "$SLURMD_NODENAME"
+  elif [ "$HOOK_MODE" = plugin ] && [ -n "${NODE_NAME:-}" ]; then echo "$NODE_NAME"
+  else hostname -s; fi
 }
 
 hook_node_state() {  # NODE: Slurm's state of the node (IDLE, ALLOCATED, IDLE+DRAIN, ...), empty when unknown

@@ -4,6 +4,8 @@
 #   exit 0  OK       every selected check passed on this node's GPUs;
 #   exit 1  NonOK    a check failed, or NVML failed where a driver is installed (a broken driver): the line is
 #                    the reason, "wirecheck: <check> <where> <measured> < <limit>";
+#   (a failure is re-tested first: flaky is OK with the flaky line; a GPU to replace is NonOK; the fleet
+#   guard holding, too many of the cluster's nodes failed at once, is Unknown with the GUARD line)
 #   exit 2  Unknown  not checked: processes on the GPUs, node busy (another wirecheck run holds them), a
 #                    simulation, a fault of the harness (74: a full disk; 70: a crash of wirecheck), a usage or
 #                    internal error, a timeout without a failed check.
