@@ -272,3 +272,21 @@ def test_the_guard_on_kubernetes_counts_node_conditions(site, capsys):
     kubectl.write_text("#!/bin/bash\necho 'Error from server (Forbidden): nodes is forbidden' >&2; exit 1\n")
     rc, line, err = hook(site, "--kubectl", str(kubectl), hook_kind="k8s", capsys=capsys)
     assert rc == codes.NODE_UNHEALTHY and "GUARD NOT AVAILABLE: `" in err and "Forbidden" in err, err
+
+
+def test_bad_drain_keys_or_folder_never_stop_a_failed_check_from_draining(site, capsys, tmp_path):
+    """A thresholds file whose drain: section is wrong: the rules are not applied, loudly, and the failure
+    drains as it would without them; a missing --records folder is this command's usage error (unknown)."""
+    retest_outcome(site, "pass")  # a re-test would have said flaky
+    bad = tmp_path / "site.yaml"
+    bad.write_text("extends: wirecheck\ndrain:\n  guard_share: 3\n")
+    args = ["node-state", "--exit-code", "1", "--record", str(site / "first.jsonl"), "--hook", "slurm", "--node", "wc2",
+            "--records", str(site / "records"), "--wirecheck", str(site / "wirecheck"), "--sinfo", str(site / "sinfo"),
+            "--", "--thresholds", str(bad)]
+    rc = main(args)
+    out, err = capsys.readouterr()
+    assert (rc, out) == (1, "wirecheck: busbw nvswitch-2gpu-0.1 12.34 < 360 GB/s\n"), (out, err)
+    assert "DRAIN RULES NOT APPLIED (no re-test, no guard): " in err and "guard_share" in err, err
+    assert not (site / "validate-calls").exists()
+    args[args.index("--records") + 1] = str(site / "nowhere")
+    assert main(args) == 2 and "--hook needs --records DIR, an existing folder" in capsys.readouterr().err

@@ -307,8 +307,11 @@ def run_hook(hook: Hook, exit_code: int, record: str | None, output: str | None)
         return state.state, state.line
     try:
         policy = policy_for(hook.validate_args)
-    except (ThresholdsError, dp.DrainPolicyError, OSError) as exc:
-        return codes.NODE_UNKNOWN, reason.line(f"cannot apply the drain rules: {' '.join(str(exc).split())}", hook.limit)
+    except (ThresholdsError, ValueError, OSError) as exc:  # DrainPolicyError, QuantityError: ValueErrors
+        # A failed check is still a failed check: it drains as it did before there were rules.
+        hook.warnings.append(f"DRAIN RULES NOT APPLIED (no re-test, no guard): {' '.join(str(exc).split())}")
+        write_figures(hook, state.state, now, None, None)
+        return state.state, state.line
     code, line, held = decide_after_failure(hook, Path(record or ""), first, state.line, now, policy)
     write_figures(hook, code, now, policy, held)
     return code, line

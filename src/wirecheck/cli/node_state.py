@@ -235,8 +235,9 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     if args.hook:
         from wirecheck.cli import drain_hook  # it reads node-state's decision: imported here, not at the top
 
-        if not args.records:
-            print(f"wirecheck {NAME}: --hook needs --records DIR (the hook's folder)", file=sys.stderr)
+        if not args.records or not Path(args.records).is_dir():
+            print(f"wirecheck {NAME}: --hook needs --records DIR, an existing folder (the hook's: its state file, "
+                  f"guard file and re-test records go there); got {args.records!r}", file=sys.stderr)
             return UNKNOWN
         hook = drain_hook.hook_from_args(args, validate_args or [])
         code, line = drain_hook.run_hook(hook, args.exit_code, args.record, args.output)
