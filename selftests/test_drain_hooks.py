@@ -60,14 +60,21 @@ FAKE_WIRECHECK = """#!/bin/bash
 if [ "$1" != validate ]; then
   PYTHONPATH={src} exec {python} -m wirecheck.cli.main "$@"
 fi
-{{ echo "cwd=$PWD"; echo "args=$*"; env | sort; }} > {root}/validate-call
-outcome=$(cat {root}/outcome)
-record=
-while [ $# -gt 0 ]; do [ "$1" = --wirecheck-json ] && record=$2; shift; done
+record=; for a in "$@"; do [ "$prev" = --wirecheck-json ] && record=$a; prev=$a; done
+call={root}/validate-call; outcome=$(cat {root}/outcome)
+# node-state's re-test of the failed tests: {root}/retest names its outcome (default: the first run's)
+case $record in *-retest.jsonl) call={root}/retest-call; [ -f {root}/retest ] && outcome=$(cat {root}/retest) ;; esac
+{{ echo "cwd=$PWD"; echo "args=$*"; env | sort; }} > $call
 [ -f {root}/$outcome.jsonl ] && cp {root}/$outcome.jsonl "$record"
 [ -f {root}/$outcome.out ] && cat {root}/$outcome.out
 [ "$outcome" = hang ] && exec sleep 60
 exit $(cat {root}/$outcome.code)
+"""
+
+FAKE_SINFO = """#!/bin/bash
+# the guard's view: wc2 and three more nodes in one partition, none drained
+if [ "$1" = -R ]; then exit 0; fi
+printf '%s\\n' 'wc1|gpu*' 'wc2|gpu*' 'wc3|gpu*' 'wc4|gpu*'
 """
 
 FAKE_SCONTROL = """#!/bin/bash
@@ -91,22 +98,25 @@ def install(tmp_path):
         (root / f"{outcome}.out").write_text(output + "\n" if output else "")
         (root / f"{outcome}.code").write_text(str(code))
     fakes = {"wirecheck": FAKE_WIRECHECK.format(root=root, src=PROJECT / "src", python=sys.executable),
-             "scontrol": FAKE_SCONTROL.format(root=root)}
+             "scontrol": FAKE_SCONTROL.format(root=root), "sinfo": FAKE_SINFO}
     for name, text in fakes.items():
         (root / "bin").mkdir(exist_ok=True)
         (root / "bin" / name).write_text(text)
         (root / "bin" / name).chmod(0o755)
-    settings = (f"WIRECHECK={root}/bin/wirecheck\nRECORDS={root}/records\nSCONTROL={root}/bin/scontrol\n"
-                "GPU_NODE=yes\nARGS=--profile h200-sxm-2\nENV=NCCL_NVLS_ENABLE=0\nPROLOG_TIMEOUT=1\nPLUGIN_TIMEOUT=1\n")
+    settings = (f"WIRECHECK={root}/bin/wirecheck\nRECORDS={root}/records\nSCONTROL={root}/bin/scontrol\nSINFO={root}/bin/sinfo\n"
+                "GPU_NODE=yes\nARGS=--profile h200-sxm-2\nENV=NCCL_NVLS_ENABLE=0\nPROLOG_TIMEOUT=30\nPLUGIN_TIMEOUT=30\n")
     (root / "scripts/slurm/wirecheck-drain.conf").write_text(settings)
     (root / "scripts/k8s/node-problem-detector/wirecheck-plugin.conf").write_text(settings + "MAX_LENGTH=80\n")
     return root
 
 
-def run_hook(root: Path, hook: str, outcome: str, node_state: str = "IDLE"):
+def run_hook(root: Path, hook: str, outcome: str, node_state: str = "IDLE", retest: str | None = None):
     (root / "outcome").write_text(outcome)
     (root / "node-state").write_text(node_state)
-    for left in ("validate-call", "scontrol-calls"):
+    (root / "retest").unlink(missing_ok=True)
+    if retest:
+        (root / "retest").write_text(retest)
+    for left in ("validate-call", "retest-call", "scontrol-calls"):
         (root / left).unlink(missing_ok=True)
     script = {"prolog": "scripts/slurm/wirecheck-prolog.sh", "healthcheck": "scripts/slurm/wirecheck-healthcheck.sh",
               "plugin": "scripts/k8s/node-problem-detector/wirecheck-plugin.sh"}[hook]
@@ -135,6 +145,9 @@ DRAIN_NVML = ("update NodeName=wc2 State=DRAIN Reason=wirecheck: NVML failed: NV
     ("crash", 0, []),
 ])
 def test_the_prolog_drains_only_on_a_failed_check_or_a_broken_driver(install, outcome, code, calls):
+    if outcome == "hang":  # a limit it runs past at once
+        conf = install / "scripts/slurm/wirecheck-drain.conf"
+        conf.write_text(conf.read_text().replace("PROLOG_TIMEOUT=30", "PROLOG_TIMEOUT=1"))
     done, made = run_hook(install, "prolog", outcome)
     assert (done.returncode, made) == (code, calls), done.stderr
     assert done.stdout == ""
@@ -145,14 +158,23 @@ def test_the_prolog_runs_the_quick_level_cleanly_and_keeps_the_evidence(install)
     call = (install / "validate-call").read_text().splitlines()
     records = install / "records"
     assert call[0] == f"cwd={records}"  # never the job's folder (python -m imports from the working directory)
-    assert call[1] == (f"args=validate --level quick --trust-recent --wait-for-node 60s --wirecheck-json "
-                       f"{records}/prolog.jsonl --profile h200-sxm-2")
+    assert call[1] == (f"args=validate --wirecheck-json {records}/prolog.jsonl --trust-recent --level quick "
+                       "--wait-for-node 60s --profile h200-sxm-2")
+    # the failed test once more, with the same arguments and environment, by node-state (never --trust-recent)
+    again = (install / "retest-call").read_text().splitlines()
+    assert again[1] == ("args=validate --level quick --wait-for-node 60s --profile h200-sxm-2 -k (test_collectives.py "
+                        f"and test_busbw) --wirecheck-json {records}/prolog-retest.jsonl"), again[1]
+    assert "NCCL_NVLS_ENABLE=0" in again and not [line for line in again if line.startswith("PYTHONPATH=/home")]
     env = dict(line.split("=", 1) for line in call[2:] if "=" in line)
     assert env.get("NCCL_NVLS_ENABLE") == "0" and env["PATH"] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     assert not {"PYTHONPATH", "PYTEST_ADDOPTS", "PYTHONHOME", "SLURM_JOB_ID"} & set(env), env
-    kept = sorted(p.name for p in records.iterdir())
-    assert kept[2:] == ["prolog.jsonl", "prolog.log"] and len(kept) == 4, kept  # this run's, replaced by the next
-    assert kept[0].startswith("prolog-unhealthy-") and kept[0].endswith(".jsonl") and kept[1].endswith(".log")
+    kept = sorted(p.name for p in records.iterdir() if p.name.startswith("prolog"))
+    # this run's, its re-test's and the decision's warnings, replaced by the next; the unhealthy run's stay
+    unhealthy = [name for name in kept if name.startswith("prolog-unhealthy-")]
+    assert sorted(set(kept) - set(unhealthy)) == ["prolog-decision.err", "prolog-retest.jsonl", "prolog-retest.log",
+                                                  "prolog.jsonl", "prolog.log"], kept
+    assert len(unhealthy) == 2 and unhealthy[0].endswith(".jsonl") and unhealthy[1].endswith(".log"), kept
+    assert (records / "drain-events.jsonl").is_file() and (records / "wirecheck-drain.prom").is_file()
     assert "drained wc2: wirecheck: busbw nvswitch-2gpu-0.1 12.34 < 360 GB/s" in done.stderr
     first = (records / "prolog.jsonl").read_bytes()
     run_hook(install, "prolog", "pass")  # the last run's record stays, aside, for validate --trust-recent to read
@@ -175,7 +197,7 @@ def test_the_healthcheck_drains_like_the_prolog_without_waiting(install):
             "record file /var/lib/wirecheck/prolog.jsonl") in done.stderr
     done, made = run_hook(install, "healthcheck", "fail")
     assert (done.returncode, made) == (1, [DRAIN_BUSBW]), done.stderr
-    assert "--wait-for-node 0s --wirecheck-json" in (install / "validate-call").read_text()
+    assert "--level quick --wait-for-node 0s --profile" in (install / "validate-call").read_text()
     assert (install / "records" / "healthcheck.jsonl").is_file()
 
 
@@ -240,3 +262,20 @@ def test_a_node_without_the_nvidia_driver_is_left_alone_unless_it_must_be_a_gpu_
     done, calls = run_hook(install, "prolog", "nvml")
     assert (done.returncode, calls) == (0, []) and not (install / "validate-call").exists(), done.stderr
     assert "no NVIDIA kernel driver here" in done.stderr
+
+
+def test_a_flaky_check_or_the_guard_keeps_the_node_in_service(install):
+    """The drain rules' decisions as each hook acts on them (the rules: test_drain_decision.py): a check that
+    passes its re-test drains nothing and the job runs; the guard holding sets the node's comment instead."""
+    done, calls = run_hook(install, "prolog", "fail", retest="pass")
+    assert (done.returncode, calls) == (0, []), done.stderr
+    assert "wc2 not drained: wirecheck: flaky (1 of 3 in 1 d drains): failed, then passed its re-test: busbw" in done.stderr
+    done, calls = run_hook(install, "plugin", "fail", retest="pass")  # NPD: OK, the line says flaky
+    assert done.returncode == 0 and done.stdout.startswith("wirecheck: flaky (2 of 3"), done.stdout
+    (install / "records" / "guard").write_text('{"since": "2026-12-01T10:00:00+00:00", "line": "3 of 4 drained"}\n')
+    done, calls = run_hook(install, "healthcheck", "fail")
+    assert done.returncode == 0 and len(calls) == 1 and calls[0].startswith(
+        "update NodeName=wc2 Comment=wirecheck: GUARD (held since 2026-12-01T10:00:00+00:00): not draining wc2"), calls
+    assert "NOT DRAINED wc2: wirecheck: GUARD" in done.stderr
+    done, calls = run_hook(install, "plugin", "fail")  # NPD: Unknown, no condition for a controller to drain on
+    assert done.returncode == 2 and done.stdout.startswith("wirecheck: GUARD (held since"), done.stdout

@@ -24,6 +24,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -59,10 +61,10 @@ def _missing() -> str | None:
     return None
 
 
-def _write_cluster(root: Path, extra: tuple[str, ...] = ()) -> None:
+def _write_cluster(root: Path, extra: tuple[str, ...] = (), nodes: tuple[str, ...] = NODES) -> None:
     """slurm.conf (with `extra` lines), the hosts file and the node list for slurm_cluster.sh. Every address
     is inside the network namespaces the test makes; each host has its own stack, so Slurm's default ports do."""
-    addresses = {node: f"10.77.0.{11 + k}" for k, node in enumerate(NODES)}
+    addresses = {node: f"10.77.0.{11 + k}" for k, node in enumerate(nodes)}
     lines = [
         "ClusterName=wirecheck-selftest",
         "SlurmctldHost=wc-ctl(10.77.0.1)",
@@ -80,7 +82,7 @@ def _write_cluster(root: Path, extra: tuple[str, ...] = ()) -> None:
     ]
     lines += [f"NodeName={node} NodeHostname={node} NodeAddr={address} CPUs=2 RealMemory=2000"
               for node, address in addresses.items()]
-    lines.append(f"PartitionName=all Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP")
+    lines.append(f"PartitionName=all Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP")
     lines += extra
     (root / "state").mkdir()
     (root / "spool").mkdir()
@@ -186,33 +188,53 @@ def test_a_node_or_a_network_step_that_leaves_no_record_fails_the_job_by_name(sl
 # ---- the drain hooks under the same Slurm ----------------------------------------------------------------
 # A cluster of their own, as a site configures them: Prolog and HealthCheckProgram set to the hooks of an
 # install (scripts/slurm/ and scripts/lib/ copied into a root-only folder), whose settings point WIRECHECK at a
-# fake `wirecheck validate`: wc2's prolog finds a failed check, wc3's health check (run when slurmd starts) a
-# broken driver, everything else passes. `wirecheck node-state` is the real command, and so is every step after.
+# fake `wirecheck validate` (and `diagnose`) that plays one node's outcome by host and record name; `wirecheck
+# node-state --hook` is the real command, reading the real sinfo for the guard, and so is every step after.
+# Four nodes in one partition, the guard at its 50 %:
+#   wc1  its prolog's check fails, then passes its re-test: flaky, the job runs, the node stays idle;
+#   wc2  its prolog's check fails again on the re-test: diagnosed, drained with the culprit, the job requeued held;
+#   wc3  its health check (when slurmd starts) fails GPU 1 a third time this week: "replace", with the bundle;
+#   wc4  then its prolog's check keeps failing too: 3 of 4 would be drained within 5 minutes, the guard holds.
+DRAIN_NODES = ("wc1", "wc2", "wc3", "wc4")
 DRAIN_HOOKS = ("scripts/lib/wirecheck-hook.sh", "scripts/slurm/wirecheck-prolog.sh", "scripts/slurm/wirecheck-healthcheck.sh")
-DRAIN_RECORD = {"header": {"type": "run", "schema": 2, "simulated": False, "gpus": [{"index": 0}, {"index": 1}]},
-                "failed": {"type": "verdict", "check": "busbw", "what": "all_reduce busbw at 1 GiB",
-                           "where": "nvswitch-2gpu-0.1", "outcome": "fail", "message": "m", "measured": 12.34,
-                           "unit": "GB/s", "limit": {"min": 360.0, "max": None}},
+GPU_SERIALS = ("1650123456789", "1650123456790")
+DRAIN_RECORD = {"header": {"type": "run", "schema": 2, "simulated": False,
+                           "gpus": [{"index": i, "serial": s} for i, s in enumerate(GPU_SERIALS)]},
+                "failed": {"type": "verdict", "test": "tests/test_collectives.py::test_busbw[nvswitch-2gpu-0.1-all_reduce]",
+                           "check": "busbw", "what": "all_reduce busbw at 1 GiB", "where": "nvswitch-2gpu-0.1",
+                           "outcome": "fail", "message": "m", "measured": 12.34, "unit": "GB/s",
+                           "limit": {"min": 360.0, "max": None}, "gpus": [1]},
+                "diagnosis": {"type": "verdict", "check": "diagnosis", "what": "busbw", "where": "nvswitch-2gpu-0.1",
+                              "outcome": "fail", "message": "m",
+                              "details": {"result": "found", "culprit": "GPU1 NVLink 11 CRC +412 under pair load"}},
                 "end": {"type": "end", "status": "complete"}}
 DRAIN_FAKE = """#!/bin/bash
+if [ "$1" = diagnose ]; then
+  out=; prev=; for a in "$@"; do [ "$prev" = --json ] && out=$a; prev=$a; done
+  printf '%s\\n' '{header}' '{diagnosis}' '{end}' >"$out"; exit 20
+fi
 if [ "$1" != validate ]; then PYTHONPATH={src} exec {python} -m wirecheck.cli.main "$@"; fi
-record=; while [ $# -gt 0 ]; do [ "$1" = --wirecheck-json ] && record=$2; shift; done
+record=; prev=; for a in "$@"; do [ "$prev" = --wirecheck-json ] && record=$a; prev=$a; done
 case "$(hostname)/${{record##*/}}" in
-  wc2/prolog.jsonl) printf '%s\\n' '{header}' '{failed}' '{end}' >"$record"; exit 1 ;;
-  wc3/healthcheck.jsonl) echo "wirecheck validate: NVML failed: NVML could not start (NVMLError_DriverNotLoaded)"; exit 11 ;;
+  wc1/prolog.jsonl|wc[24]/prolog*.jsonl|wc3/healthcheck*.jsonl) printf '%s\\n' '{header}' '{failed}' '{end}' >"$record"; exit 1 ;;
   *) printf '%s\\n' '{header}' '{end}' >"$record"; exit 0 ;;
 esac
 """
-# Both jobs at once: the one on wc2 goes back to the queue held, the one on wc1 runs; then every node's state.
+# The flaky and the failing job at once; once wc2 and wc3 are drained, the job on wc4; then every node's state.
 DRAIN_JOBS = """
-bad=$(sbatch --parsable -w wc2 --wrap=true -o /dev/null) && good=$(sbatch --parsable -w wc1 --wrap=true -o /dev/null) || exit 1
+flaky=$(sbatch --parsable -w wc1 --wrap=true -o /dev/null) && bad=$(sbatch --parsable -w wc2 --wrap=true -o /dev/null) || exit 1
 for _ in $(seq 300); do
-  [ -z "$(squeue -h -j "$good" -o %T)" ] && squeue -h -j "$bad" -o %r | grep -q held && break
+  [ -z "$(squeue -h -j "$flaky" -o %T)" ] && squeue -h -j "$bad" -o %r | grep -q held \\
+    && [ "$(sinfo -h -N -n wc2,wc3 -t drained -o %N | sort -u | wc -l)" = 2 ] && break
   sleep 0.2
 done
+guarded=$(sbatch --parsable -w wc4 --wrap=true -o /dev/null) || exit 1
+for _ in $(seq 300); do [ -z "$(squeue -h -j "$guarded" -o %T)" ] && break; sleep 0.2; done
 squeue -h -j "$bad" -o '%T|%r' >{root}/bad-job
-scontrol show job "$good" | grep -o 'JobState=[A-Z]*' >{root}/good-job
+scontrol show job "$flaky" | grep -o 'JobState=[A-Z]*' >{root}/flaky-job
+scontrol show job "$guarded" | grep -o 'JobState=[A-Z]*' >{root}/guarded-job
 sinfo -h -N -o '%N|%T|%E' >{root}/node-states
+scontrol show node wc4 >{root}/wc4-node
 """
 
 
@@ -232,18 +254,23 @@ def drained_cluster(tmp_path_factory):
     fake.write_text(DRAIN_FAKE.format(src=PROJECT / "src", python=sys.executable,
                                       **{k: json.dumps(v) for k, v in DRAIN_RECORD.items()}))
     fake.chmod(0o755)
-    # Root's settings: the fake, one records folder per node (the three share this machine's disk), and
-    # GPU_NODE=yes (no NVIDIA driver here: the hooks would otherwise leave these nodes alone).
+    # GPU 1 of wc3 failed twice this week already: the state file its hook keeps.
+    (root / "records" / "wc3").mkdir(parents=True)
+    now = time.time()
+    (root / "records" / "wc3" / "drain-events.jsonl").write_text("".join(
+        json.dumps({"event": "failed", "at": now - days * 86400, "gpus": [GPU_SERIALS[1]]}) + "\n" for days in (4, 2)))
+    # Root's settings: the fake, one records folder per node (the four share this machine's disk), GPU_NODE=yes
+    # (no NVIDIA driver here: the hooks would otherwise leave these nodes alone), a diagnosis on a second failure.
     (site / "scripts/slurm/wirecheck-drain.conf").write_text(
-        f"WIRECHECK={fake}\nRECORDS={root}/records/%n\nGPU_NODE=yes\nSLURM_CONF={root}/slurm.conf\n")
+        f"WIRECHECK={fake}\nRECORDS={root}/records/%n\nGPU_NODE=yes\nSLURM_CONF={root}/slurm.conf\nDIAGNOSE=yes\n")
     _write_cluster(root, (f"Prolog={site}/scripts/slurm/wirecheck-prolog.sh", "PrologFlags=Alloc",
                           "PrologEpilogTimeout=180", f"HealthCheckProgram={site}/scripts/slurm/wirecheck-healthcheck.sh",
-                          "HealthCheckInterval=3600", "HealthCheckNodeState=IDLE"))
+                          "HealthCheckInterval=3600", "HealthCheckNodeState=IDLE"), nodes=DRAIN_NODES)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
     try:
         done = subprocess.run([*UNSHARE, "bash", str(CLUSTER), str(root), "--", "bash", "-c",
                                DRAIN_JOBS.format(root=root)], env=env, cwd=root, capture_output=True, text=True,
-                              timeout=120)
+                              timeout=180)
     except subprocess.TimeoutExpired as exc:
         _stop_daemons(root)
         pytest.fail(f"the drain jobs took over {exc.timeout} s\n{_logs(root)}")
@@ -252,19 +279,50 @@ def drained_cluster(tmp_path_factory):
     return root, states, done.stderr + _logs(root)
 
 
-def test_a_failed_check_in_the_prolog_drains_the_node_with_its_reason_and_requeues_the_job(drained_cluster):
+def _events(root: Path, node: str) -> list[dict]:
+    path = root / "records" / node / "drain-events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_check_that_fails_then_passes_its_retest_is_flaky_and_the_node_stays_idle(drained_cluster):
     root, states, logs = drained_cluster
-    assert states["wc2"] == ["drained", "wirecheck: busbw nvswitch-2gpu-0.1 12.34 < 360 GB/s"], (states, logs)
+    assert states["wc1"] == ["idle", "none"], (states, logs)  # never drained: its job ran
+    assert (root / "flaky-job").read_text().strip() == "JobState=COMPLETED", logs
+    flaky = [e for e in _events(root, "wc1") if e["event"] == "flaky"]
+    assert len(flaky) == 1 and flaky[0]["node"] == "wc1" and flaky[0]["hook"] == "prolog", (_events(root, "wc1"), logs)
+    assert (root / "records" / "wc1" / "prolog-retest.jsonl").is_file() and (root / "records" / "wc1" / "healthcheck.jsonl").is_file()
+
+
+def test_a_check_that_keeps_failing_drains_with_the_culprit_and_requeues_the_job(drained_cluster):
+    root, states, logs = drained_cluster
+    assert states["wc2"] == ["drained", "wirecheck: GPU1 NVLink 11 CRC +412 under pair load"], (states, logs)
     # Slurm's prolog contract: the batch job goes back to the queue, held; Slurm's "Prolog error" kept our reason.
     assert (root / "bad-job").read_text().strip() == "PENDING|launch failed requeued held", logs
     assert list((root / "records" / "wc2").glob("prolog-unhealthy-*.jsonl")), logs  # the evidence stays
+    assert (root / "records" / "wc2" / "prolog-diagnosis.jsonl").is_file()
 
 
-def test_a_broken_driver_in_the_health_check_drains_and_a_healthy_node_stays_idle(drained_cluster):
+def test_a_gpu_failing_a_third_time_is_to_be_replaced_with_its_bundle(drained_cluster):
     root, states, logs = drained_cluster
-    assert states["wc3"] == ["drained", "wirecheck: NVML failed: NVML could not start (NVMLError_DriverNotLoaded)"], \
-        (states, logs)
-    # wc1 passed its health check and its job's prolog: it ran the job and is idle again, never drained.
-    assert (root / "good-job").read_text().strip() == "JobState=COMPLETED", logs
-    assert states["wc1"] == ["idle", "none"], (states, logs)
-    assert (root / "records" / "wc1" / "prolog.jsonl").is_file() and (root / "records" / "wc1" / "healthcheck.jsonl").is_file()
+    state, reason = states["wc3"]
+    assert state == "drained" and reason.startswith(
+        f"wirecheck: replace the GPU {GPU_SERIALS[1]} (failed 3 times in 7 d): GPU1 NVLink 11 CRC"), (states, logs)
+    bundle = Path(reason.rsplit("; bundle ", 1)[1])
+    assert bundle.parent == root / "records" / "wc3" and bundle.is_file(), reason
+    with tarfile.open(bundle) as tar:
+        names = set(tar.getnames())
+    assert {"healthcheck.jsonl", "healthcheck-retest.jsonl", "healthcheck-diagnosis.jsonl", "decision.txt",
+            "kernel-xid.txt"} <= names, names
+
+
+def test_above_the_guards_share_no_more_nodes_drain_and_the_guard_says_so(drained_cluster):
+    root, states, logs = drained_cluster
+    assert states["wc4"] == ["idle", "none"], (states, logs)  # held: 3 of 4 would be drained within 5 minutes
+    assert (root / "guarded-job").read_text().strip() == "JobState=COMPLETED", logs
+    comment = re.search(r"Comment=(.*)", (root / "wc4-node").read_text()).group(1)
+    assert comment.startswith("wirecheck: GUARD: not draining wc4: 2 of 4 nodes drained by wirecheck in 5 min, 3 "
+                              "would be 75% > 50%"), comment
+    records = root / "records" / "wc4"
+    assert f"remove {records}/guard to drain again" in comment and (records / "guard").is_file()
+    assert 'wirecheck_drain_guard_held{node="wc4"} 1' in (records / "wirecheck-drain.prom").read_text()
+    assert sum(s[0] == "drained" for s in states.values()) == 2, states

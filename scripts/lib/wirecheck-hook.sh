@@ -4,10 +4,15 @@
 #
 #   hook_setup CONF MODE   settings from CONF, root-safety checks; on a problem: HOOK_STATE=2 (unknown)
 #   hook_check             runs `wirecheck validate --level quick` once (with HOOK_VALIDATE_ARGS: the prolog's
-#                          --trust-recent), then `wirecheck node-state`, which
-#                          sets HOOK_STATE (0 healthy, 1 unhealthy, 2 unknown) and HOOK_LINE (one ASCII line;
-#                          when unhealthy, the drain reason `wirecheck: <check> <where> <measured> < <limit>`)
+#                          --trust-recent, for that first run only), then `wirecheck node-state --hook`, which
+#                          re-runs the failed tests once and applies the drain rules; it sets HOOK_STATE and
+#                          HOOK_LINE (one ASCII line; when draining, the reason `wirecheck: <check> <where>
+#                          <measured> < <limit>`, or the diagnosed culprit). HOOK_STATE (wirecheck.core.exit_codes):
+#                            0 healthy, 1 drain, 2 unknown (act on nothing), 30 flaky (failed, passed its re-test:
+#                            not drained), 31 the fleet guard holds (not drained, the line says until when),
+#                            32 drain and replace a GPU (the evidence bundle's path ends the line)
 #   hook_drain NODE LINE   drains a Slurm node with LINE as the reason, unless it is drained already
+#   hook_comment NODE LINE sets a Slurm node's comment (the guard's hold: the node is not drained)
 #   hook_log LINE          syslog (tag wirecheck-MODE) and stderr
 #
 # The decision is Python's (`wirecheck node-state`, tested in selftests/test_node_state.py): these
@@ -16,6 +21,7 @@
 
 HOOK_KEYS=" WIRECHECK RECORDS ARGS ENV GPU_NODE MAX_LENGTH SCONTROL SLURM_CONF PROLOG_WAIT PROLOG_TIMEOUT "
 HOOK_KEYS+="HEALTHCHECK_WAIT HEALTHCHECK_TIMEOUT PLUGIN_WAIT PLUGIN_TIMEOUT "
+HOOK_KEYS+="DIAGNOSE BUG_REPORT GUARD_FILE PROMETHEUS SINFO KUBECTL "
 HOOK_STATE=2
 HOOK_LINE=
 HOOK_VALIDATE_ARGS=()  # the hook's own validate options, set by the hook after sourcing (the prolog: --trust-recent)
@@ -112,6 +118,24 @@ hook_setup() {
   [ -z "$slurm_conf" ] || export SLURM_CONF=$slurm_conf  # scontrol's; HealthCheckProgram gets none from slurmd
   SCONTROL=$(hook_get SCONTROL "$(command -v scontrol)")
   case $SCONTROL in /*|'') ;; *) hook_unknown "cannot run: SCONTROL=$SCONTROL: give an absolute path"; return 1 ;; esac
+  # The drain rules' options (wirecheck node-state --hook): the guard reads sinfo (Slurm) or kubectl (Kubernetes).
+  if [ "$HOOK_MODE" = plugin ]; then HOOK_KIND=k8s; else HOOK_KIND=slurm; fi
+  HOOK_RULES=(--hook "$HOOK_KIND" --node "$(hook_node)" --records "$RECORDS" --mode "$HOOK_MODE" --wirecheck "$WIRECHECK")
+  local key value
+  for key in DIAGNOSE BUG_REPORT; do
+    value=$(hook_get "$key" no)
+    case $value in
+      yes) HOOK_RULES+=("--$(echo "$key" | tr '[:upper:]_' '[:lower:]-')") ;;
+      no) ;;
+      *) hook_unknown "cannot run: $key=$value: give yes or no"; return 1 ;;
+    esac
+  done
+  for key in GUARD_FILE PROMETHEUS SINFO KUBECTL; do
+    value=$(hook_get "$key" "")
+    [ -n "$value" ] || continue
+    case $value in /*) ;; *) hook_unknown "cannot run: $key=$value: give an absolute path"; return 1 ;; esac
+    HOOK_RULES+=("--$(echo "$key" | tr '[:upper:]_' '[:lower:]-')" "$value")
+  done
   return 0
 }
 
@@ -125,8 +149,8 @@ hook_gpus_in_use() {  # the number of compute processes on the GPUs (another wor
 }
 
 hook_check() {
-  local record=$RECORDS/$HOOK_MODE.jsonl output=$RECORDS/$HOOK_MODE.log code home word
-  local -a env_vars=() args=()
+  local record=$RECORDS/$HOOK_MODE.jsonl output=$RECORDS/$HOOK_MODE.log code home word left said
+  local -a env_vars=() args=() validate_args=()
   if [ "$HOOK_GPU_NODE" != yes ] && ! hook_has_driver; then
     hook_unknown "no NVIDIA kernel driver here (/proc/driver/nvidia, /dev/nvidiactl): not a GPU node, not checked (GPU_NODE=yes checks anyway)"
     return 0
@@ -144,18 +168,30 @@ hook_check() {
   # The last run's record is kept aside, not removed: `validate --trust-recent` (the prolog) finds the pass in it.
   [ -e "$record" ] && mv -f -- "$record" "$RECORDS/$HOOK_MODE-previous.jsonl"
   rm -f -- "$record" "$output"
+  # validate's arguments, the first run's and the re-test's alike (node-state re-runs the failed tests with
+  # them, adding -k and its own record): an option every run of this hook should take goes here.
+  validate_args=(--level quick --wait-for-node "$HOOK_WAIT" "${args[@]}")
   # A clean environment: nothing the job or slurmd's caller set (PYTHONPATH, PYTEST_ADDOPTS, LD_PRELOAD)
   # reaches a run as root; only the fixed PATH, HOME, LANG and the settings' ENV.
+  SECONDS=0
   env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 "${env_vars[@]}" \
-    timeout --kill-after=10 "$HOOK_TIMEOUT" "$WIRECHECK" validate --level quick "${HOOK_VALIDATE_ARGS[@]}" \
-    --wait-for-node "$HOOK_WAIT" --wirecheck-json "$record" "${args[@]}" >"$output" 2>&1 </dev/null
+    timeout --kill-after=10 "$HOOK_TIMEOUT" "$WIRECHECK" validate --wirecheck-json "$record" "${HOOK_VALIDATE_ARGS[@]}" \
+    "${validate_args[@]}" >"$output" 2>&1 </dev/null
   code=$?
-  HOOK_LINE=$(env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 "$WIRECHECK" node-state --exit-code "$code" \
-    --record "$record" --output "$output" --max-length "$HOOK_MAX_LENGTH" </dev/null 2>>"$output")
+  # The re-test and a diagnosis share what is left of the hook's time limit (the first run's failure
+  # drains when too little is left); node-state's warnings (the guard not available) go to syslog.
+  left=$((HOOK_TIMEOUT - SECONDS))
+  [ "$left" -gt 0 ] || left=0
+  said=$RECORDS/$HOOK_MODE-decision.err
+  HOOK_LINE=$(env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 ${SLURM_CONF:+SLURM_CONF="$SLURM_CONF"} "${env_vars[@]}" \
+    timeout --kill-after=10 "$((left + 30))" "$WIRECHECK" node-state --exit-code "$code" --record "$record" \
+    --output "$output" --max-length "$HOOK_MAX_LENGTH" "${HOOK_RULES[@]}" --time-left "$left" \
+    -- "${validate_args[@]}" </dev/null 2>"$said")
   HOOK_STATE=$?
-  case $HOOK_STATE in 0|1|2) ;; *) HOOK_STATE=2 ;; esac
-  [ -n "$HOOK_LINE" ] || { HOOK_STATE=2; HOOK_LINE="wirecheck: no verdict: node-state said nothing (validate exit $code; see $output)"; }
-  if [ "$HOOK_STATE" = 1 ]; then  # the evidence stays: the next run replaces $record
+  while IFS= read -r word; do [ -n "$word" ] && hook_log "$word"; done <"$said"
+  case $HOOK_STATE in 0|1|2|30|31|32) ;; *) HOOK_STATE=2 ;; esac
+  [ -n "$HOOK_LINE" ] || { HOOK_STATE=2; HOOK_LINE="wirecheck: no verdict: node-state said nothing (validate exit $code; see $output and $said)"; }
+  if [ "$HOOK_STATE" != 0 ] && [ "$HOOK_STATE" != 2 ]; then  # the evidence stays: the next run replaces $record
     local stamp
     stamp=$(date -u +%Y%m%dT%H%M%SZ)
     cp -p -- "$record" "$RECORDS/$HOOK_MODE-unhealthy-$stamp.jsonl" 2>/dev/null
@@ -164,8 +200,10 @@ hook_check() {
   return 0
 }
 
-hook_node() {  # this node's Slurm name
-  if [ -n "${SLURMD_NODENAME:-}" ]; then echo "$SLURMD_NODENAME"; else hostname -s; fi
+hook_node() {  # this node's Slurm name (slurmd's), or Kubernetes' (NODE_NAME: daemonset.yaml's downward API)
+  if [ -n "${SLURMD_NODENAME:-}" ]; then echo "$SLURMD_NODENAME"
+  elif [ "$HOOK_MODE" = plugin ] && [ -n "${NODE_NAME:-}" ]; then echo "$NODE_NAME"
+  else hostname -s; fi
 }
 
 hook_node_state() {  # NODE: Slurm's state of the node (IDLE, ALLOCATED, IDLE+DRAIN, ...), empty when unknown
@@ -183,4 +221,27 @@ hook_drain() {
   esac
   "$SCONTROL" update NodeName="$node" State=DRAIN Reason="$reason" || { hook_log "scontrol could not drain $node: $reason"; return 1; }
   hook_log "drained $node: $reason"
+}
+
+# hook_comment NODE LINE: the fleet guard held this node's drain: the node stays in service, its comment
+# says why (`scontrol show node`, `sinfo -O comment`), and syslog says it on every run until a person removes
+# the guard file.
+hook_comment() {
+  local node=$1 line=$2
+  hook_log "NOT DRAINED $node: $line"
+  [ -n "$SCONTROL" ] || return 0
+  "$SCONTROL" update NodeName="$node" Comment="$line" || hook_log "scontrol could not set the comment of $node"
+}
+
+# hook_act NODE: what the prolog and the health check do with HOOK_STATE; returns 1 when the node was drained.
+hook_act() {
+  local node=$1
+  case $HOOK_STATE in
+    1|32) hook_drain "$node" "$HOOK_LINE"; return 1 ;;
+    31) hook_comment "$node" "$HOOK_LINE" ;;
+    30) hook_log "$node not drained: $HOOK_LINE" ;;
+    0) hook_log "$node $HOOK_LINE" ;;
+    *) hook_log "$node not checked: $HOOK_LINE" ;;
+  esac
+  return 0
 }

@@ -11,6 +11,10 @@
 #   passed        exit 0.
 #   unhealthy     a check failed on this node's GPUs, or NVML failed where a driver is installed: the node is
 #                 drained, `Reason="wirecheck: <check> <where> <measured> < <limit>"`; exit 1 (slurmd logs it).
+#   flaky         failed, then passed its one re-test: recorded (RECORDS/drain-events.jsonl), exit 0.
+#   guard holds   too many of the partition drained at once (or RECORDS/guard is there): not drained, the
+#                 node's comment says GUARD, exit 0, until a person removes the guard file.
+#   replace a GPU drained, the reason "wirecheck: replace the GPU ...; bundle <archive>", exit 1.
 #   not checked   the node is drained or down already (left as it is, its reason too), processes are on the
 #                 GPUs, node busy (another wirecheck run holds them: HEALTHCHECK_WAIT 0 s), a simulation, a fault
 #                 of the harness (74: a full or read-only disk under RECORDS; 70: a crash of wirecheck), a usage
@@ -40,9 +44,5 @@ esac
 in_use=$(hook_gpus_in_use)
 [ "${in_use:-0}" = 0 ] || { hook_log "$node: $in_use process(es) on the GPUs: not checked"; exit 0; }
 hook_check
-case $HOOK_STATE in
-  1) hook_drain "$node" "$HOOK_LINE"; exit 1 ;;
-  0) hook_log "$node $HOOK_LINE" ;;
-  *) hook_log "$node not checked: $HOOK_LINE" ;;
-esac
+hook_act "$node" || exit 1
 exit 0

@@ -15,11 +15,18 @@
 #                    then exit 1: Slurm requeues a batch job in a held state (`scontrol release JOBID`, or
 #                    SchedulerParameters=nohold_on_prolog_fail to let it go to another node at once) and fails
 #                    an interactive allocation. Slurm's own reason ("Prolog error") does not replace ours.
+#   flaky            a check failed, then passed its one re-test (node-state --hook): recorded in
+#                    RECORDS/drain-events.jsonl, exit 0, the job runs (the third in a day drains).
+#   guard holds      it should drain, but more than the guard's share of the partition was drained by wirecheck
+#                    within its window (or RECORDS/guard is there): not drained, the node's comment and syslog
+#                    say GUARD, exit 0, until a person removes the guard file.
+#   replace a GPU    drained like unhealthy, the reason "wirecheck: replace the GPU ...; bundle <archive>".
 #   not checked      node busy (another wirecheck run held the GPUs past PROLOG_WAIT, 60 s), a simulation, a
 #                    fault of the harness (74: a full or read-only disk under RECORDS; 70: a crash of wirecheck), a
 #                    usage or internal error, a timeout without a failed check, a node without the NVIDIA kernel
 #                    driver: exit 0, the job runs unchecked and the reason goes to syslog (tag wirecheck-prolog).
 #                    Only exit 0 keeps such a node in service: a prolog's non-zero exit always drains it.
+# A failure is re-tested before it drains (docs/fleet.md, "What happens on a failure, step by step").
 # The run's record and output: RECORDS/prolog.jsonl and prolog.log; an unhealthy run's stay as
 # prolog-unhealthy-<UTC>.jsonl/.log. Runs as root: see docs/running-as-root.md.
 set -u
@@ -43,9 +50,5 @@ node=$(hook_node)
 # kernel log show nothing changed since (docs/commands.md, the trusted path): about a second, no pytest.
 HOOK_VALIDATE_ARGS=(--trust-recent)
 hook_check
-case $HOOK_STATE in
-  1) hook_drain "$node" "$HOOK_LINE"; exit 1 ;;
-  0) hook_log "$node $HOOK_LINE" ;;
-  *) hook_log "$node not checked, the job runs: $HOOK_LINE" ;;
-esac
+hook_act "$node" || exit 1
 exit 0

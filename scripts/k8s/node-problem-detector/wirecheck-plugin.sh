@@ -4,6 +4,8 @@
 #   exit 0  OK       every selected check passed on this node's GPUs;
 #   exit 1  NonOK    a check failed, or NVML failed where a driver is installed (a broken driver): the line is
 #                    the reason, "wirecheck: <check> <where> <measured> < <limit>";
+#   (a failure is re-tested first: flaky is OK with the flaky line; a GPU to replace is NonOK; the fleet
+#   guard holding, too many of the cluster's nodes failed at once, is Unknown with the GUARD line)
 #   exit 2  Unknown  not checked: processes on the GPUs, node busy (another wirecheck run holds them), a
 #                    simulation, a fault of the harness (74: a full disk; 70: a crash of wirecheck), a usage or
 #                    internal error, a timeout without a failed check.
@@ -36,4 +38,11 @@ hook_setup "$here/wirecheck-plugin.conf" plugin 0s 75 || say 2 "$HOOK_LINE"
 in_use=$(hook_gpus_in_use)
 [ "${in_use:-0}" = 0 ] || say 2 "wirecheck: not checked: $in_use process(es) on the GPUs"
 hook_check
-say "$HOOK_STATE" "$HOOK_LINE"
+# NPD's three states: flaky is OK (recorded, not a condition), the guard's hold is Unknown (no controller
+# drains on it), a GPU to replace is NonOK.
+case $HOOK_STATE in
+  30) say 0 "$HOOK_LINE" ;;
+  31) say 2 "$HOOK_LINE" ;;
+  32) say 1 "$HOOK_LINE" ;;
+  *) say "$HOOK_STATE" "$HOOK_LINE" ;;
+esac

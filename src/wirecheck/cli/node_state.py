@@ -14,6 +14,14 @@ It prints one line and exits with node-problem-detector's codes:
 An unhealthy line is the drain reason, `wirecheck: <check> <where> <measured> < <limit>`
 (wirecheck.records.reason); every line is printable ASCII, at most --max-length characters.
 
+With --hook slurm|k8s (the hooks call it so), a failure goes through the drain rules first
+(wirecheck.cli.drain_hook): the failed tests re-run once, and three more codes:
+  30 flaky: failed, then passed its re-test: recorded in RECORDS/drain-events.jsonl, not drained;
+  31 the fleet guard holds: too many of the partition drained within its window (or the guard file is
+    there): not drained, the line starts `wirecheck: GUARD`;
+  32 drain and replace a GPU: it failed replace_after times within replace_window, or an uncorrectable
+    memory fault; the evidence bundle's path ends the line.
+
 The decision is `decide()`, a pure function of the exit code, the record and validate's output, so the
 shell hooks only run validate, call this, and act on its exit code.
 """
@@ -21,6 +29,7 @@ shell hooks only run validate, call this, and act on its exit code.
 from __future__ import annotations
 
 import argparse
+import platform
 import re
 import signal
 import sys
@@ -29,13 +38,14 @@ from pathlib import Path
 
 from wirecheck.cli.protocol import entry
 from wirecheck.cli.validate import EXIT_CODES
-from wirecheck.core.exit_codes import FAILED, HARNESS_CRASH, HARNESS_FAULT, NODE_BUSY, NVML_BROKEN, OK, SIMULATED
+from wirecheck.core.exit_codes import (FAILED, HARNESS_CRASH, HARNESS_FAULT, NODE_BUSY, NODE_HEALTHY, NODE_UNHEALTHY,
+                                       NODE_UNKNOWN, NVML_BROKEN, OK, SIMULATED)
 from wirecheck.records import reason
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 
 NAME = "node-state"
 
-HEALTHY, UNHEALTHY, UNKNOWN = 0, 1, 2  # node-problem-detector's OK, NonOK, Unknown
+HEALTHY, UNHEALTHY, UNKNOWN = NODE_HEALTHY, NODE_UNHEALTHY, NODE_UNKNOWN  # node-problem-detector's OK, NonOK, Unknown
 # Slurm keeps a node's reason in its accounting database as MySQL `tinytext` (slurmdbd's event table):
 # 255 bytes. slurmctld itself takes longer ones, but `sacctmgr show event` would not show them whole.
 SLURM_REASON_MAX = 255
@@ -43,6 +53,7 @@ TIMED_OUT = 124  # timeout(1)'s code when the command ran past its limit (the ho
 # The highest signal number (Linux: 64, SIGRTMAX): 128+N up to 192 is a run killed by signal N; codes above
 # are no signal's.
 SIGNAL_MAX = int(getattr(signal, "SIGRTMAX", 64))
+HOOKS = ("slurm", "k8s")  # --hook: whose fleet guard reads the cluster (sinfo, kubectl)
 OUTPUT_TAIL = 64 * 1024  # validate's output is read from its end: the lines that matter are the last ones
 
 
@@ -188,6 +199,28 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--max-length", type=int, default=SLURM_REASON_MAX, metavar="N",
                         help=f"cut the line to N characters (default {SLURM_REASON_MAX}: Slurm's accounting keeps "
                              "that much of a reason; node-problem-detector's max_output_length is 80 by default)")
+    hook = parser.add_argument_group(
+        "the drain rules (--hook): re-test, flaky, guard, escalate; validate's arguments follow a `--`")
+    hook.add_argument("--hook", choices=HOOKS, help="apply the drain rules for this scheduler: re-run "
+                      "the failed tests once, count flaky ones, hold drains above the fleet guard's share, escalate "
+                      "a GPU that keeps failing (exit 30 flaky, 31 guard holds, 32 replace a GPU)")
+    hook.add_argument("--node", default=platform.node().split(".")[0], help="this node's scheduler name")
+    hook.add_argument("--records", metavar="DIR", help="the hook's folder: the state file drain-events.jsonl, the "
+                      "guard file, the re-test's record, bundles")
+    hook.add_argument("--mode", default="hook", help="the hook's name, the prefix of its files (prolog, healthcheck, plugin)")
+    hook.add_argument("--wirecheck", metavar="PATH", help="the wirecheck command that re-runs validate (default: this one)")
+    hook.add_argument("--time-left", type=float, default=60.0, metavar="S",
+                      help="seconds the re-test and a diagnosis may take together (default 60)")
+    hook.add_argument("--diagnose", action="store_true", help="on a re-test that failed again, run `wirecheck "
+                      "diagnose --run` and drain with its culprit")
+    hook.add_argument("--bug-report", action="store_true", help="add nvidia-bug-report.sh's file to a replacement's bundle")
+    hook.add_argument("--guard-file", metavar="FILE", help="the guard's file (default DIR/guard): while it is there, "
+                      "no drain; a person removes it")
+    hook.add_argument("--prometheus", metavar="FILE", help="the decision's gauges for node_exporter's textfile "
+                      "collector (default DIR/wirecheck-drain.prom)")
+    hook.add_argument("--sinfo", default="sinfo", metavar="PATH", help="Slurm's sinfo, for the guard")
+    hook.add_argument("--kubectl", default="kubectl", metavar="PATH", help="kubectl, for the guard on Kubernetes")
+    parser.set_defaults(passes_extra_args=True)
     return parser
 
 
@@ -195,6 +228,24 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     if args.max_length < 20:
         print(f"wirecheck {NAME}: --max-length {args.max_length}: give at least 20 characters", file=sys.stderr)
         return UNKNOWN
+    validate_args = extra[1:] if extra[:1] == ["--"] else None
+    if (extra and validate_args is None) or (validate_args is not None and not args.hook):
+        print(f"wirecheck {NAME}: unrecognized arguments: {' '.join(extra)} (validate's arguments go after `--`, "
+              "with --hook)", file=sys.stderr)
+        return UNKNOWN
+    if args.hook:
+        from wirecheck.cli import drain_hook  # it reads node-state's decision: imported here, not at the top
+
+        if not args.records or not Path(args.records).is_dir():
+            print(f"wirecheck {NAME}: --hook needs --records DIR, an existing folder (the hook's: its state file, "
+                  f"guard file and re-test records go there); got {args.records!r}", file=sys.stderr)
+            return UNKNOWN
+        hook = drain_hook.hook_from_args(args, validate_args or [])
+        code, line = drain_hook.run_hook(hook, args.exit_code, args.record, args.output)
+        for warning in hook.warnings:
+            print(f"wirecheck {NAME}: {warning}", file=sys.stderr, flush=True)
+        print(line, flush=True)
+        return code
     record, note = _read(args.record)
     state = decide(args.exit_code, record, _tail(args.output), args.max_length, note)
     print(state.line, flush=True)

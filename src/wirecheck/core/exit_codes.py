@@ -46,6 +46,14 @@ DIAGNOSIS_NOT_LOCALIZED = 22  # a failure came back (or could not be ruled out) 
 # Without --run (the plan only), diagnose exits NOTHING_TO_LOCALIZE on a clean record, else DIAGNOSIS_PLANNED.
 DIAGNOSIS_PLANNED = 23
 
+# `wirecheck node-state`: node-problem-detector's 0 healthy, 1 unhealthy (drain), 2 unknown (act on nothing);
+# with --hook (the drain rules applied: re-test, guard, escalate, wirecheck.cli.drain_hook) three more, in
+# numbers no other command gives, so that a hook never takes one for a verdict or a diagnosis:
+NODE_HEALTHY, NODE_UNHEALTHY, NODE_UNKNOWN = 0, 1, 2
+NODE_FLAKY = 30  # a check failed, then passed its re-test: recorded as flaky, not drained (the node stays in service)
+NODE_GUARD_HOLD = 31  # the node should drain, but the fleet guard holds: too many drained at once; not drained
+NODE_REPLACE = 32  # drain, and replace a GPU (failed too often, or an uncorrectable memory fault); evidence bundle written
+
 BAD_INPUT = 2  # the commands beside pytest (argparse's code): a bad option, file or value, named with its fix
 
 CTRL_C = 128 + signal.SIGINT  # 130, as a shell reports a job stopped by Ctrl-C

@@ -139,7 +139,7 @@ def _when(text: str) -> float | None:
 
 def recently_drained(sinfo_reasons: str, now: float, policy: Policy) -> list[str]:
     """Nodes drained with a `wirecheck:` reason within the guard's window, from
-    `sinfo -R -h -o '%n|%E|%H'` (node, reason, when)."""
+    `sinfo -R -N -h -o '%N|%E|%H'` (node, reason, when: wirecheck.fleet.cluster_state runs it)."""
     nodes = []
     for raw in sinfo_reasons.splitlines():
         parts = raw.split("|")

@@ -14,6 +14,7 @@ from wirecheck.report.advice import advice_section
 from wirecheck.report import figures
 from wirecheck.report.html import Raw, Section, details, esc, note, outcome, pre, table
 from wirecheck.report.diagnosis import diagnosis_section
+from wirecheck.report.drain import drain_section
 from wirecheck.report.gpus import GPU_FIGURES, GPU_HEALTH_CHECKS
 from wirecheck.report.model import HOST_PATH_CLASS, RunView
 from wirecheck.report.trends import FAMILIES, drifts, gather
@@ -21,7 +22,7 @@ from wirecheck.core import render
 from wirecheck.core.verdict import FAIL, PASS, SKIP, WARN, Verdict
 
 SECTION_IDS = ("verdict", "node", "collectives", "wire", "links", "strategies", "advice", "nccl-path", "copies", "gpus", "burn-in",
-               "health", "diagnosis", "trends")
+               "health", "diagnosis", "drain", "trends")
 
 
 def _num(value, digits: int = 4) -> str:
@@ -571,6 +572,6 @@ def build(view: RunView, history: list[RunView], skipped: list) -> list[Section]
     sections = [verdict_section(view), node_section(view), collectives_section(view), wire_section(view),
                 links_section(view), strategies_section(view), advice_section(view), nccl_section(view), copies_section(view),
                 gpus_section(view), burn_in_section(view), health_section(view), diagnosis_section(view),
-                trends_section(view, history, skipped)]
+                drain_section(view), trends_section(view, history, skipped)]
     assert tuple(s.id for s in sections) == SECTION_IDS
     return sections
