@@ -367,6 +367,7 @@ def test_a_bug_of_ours_in_a_test_is_never_the_nodes_failure(pytester, raising, c
     assert result.ret == code, text
     run = read_run(record)
     assert run.end["exit_status"] == code  # what node-state and the hooks read
+    assert run.run["selection"] == ["tests/test_inventory.py"]  # a part of the level: never a pass to trust
     if code == exit_codes.HARNESS_CRASH:
         assert decide(run.end["exit_status"], run).state == UNKNOWN
     if last is not None:

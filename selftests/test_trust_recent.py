@@ -42,7 +42,7 @@ def _read(monkeypatch, scenario) -> dict:
 def _pass(snap: dict, **changes) -> trust.LastRun:
     fields = dict(path="/var/lib/wirecheck/prolog-previous.jsonl", started="2027-01-15T08:00:00+00:00",
                   ended_at=NOW - HOUR, level="quick", status="complete", exit_status=0, simulated=False, failed=0,
-                  thresholds_digest="abc", snapshot=snap)
+                  thresholds_digest="abc", snapshot=snap, selection=())
     fields.update({key: value(snap) if callable(value) else value for key, value in changes.items()})
     return trust.LastRun(**fields)
 
@@ -70,6 +70,9 @@ CHANGES = {
     "different thresholds": (None, {"thresholds_digest": "def"}, None, "thresholds"),
     "a reboot": (None, {"snapshot": lambda snap: {**snap, "booted_at": snap["booted_at"] - HOUR}}, None, "rebooted"),
     "no snapshot kept": (None, {"snapshot": None}, None, "no_snapshot"),
+    # the drain hook's re-test of one failed check passed: it says nothing of the level's other checks
+    "a re-test's selection": (None, {"selection": ("-k (test_collectives.py and test_busbw)",)}, None, "selection"),
+    "a record that does not say its selection": (None, {"selection": None}, None, "selection"),
 }
 
 
@@ -100,7 +103,7 @@ def _write_pass(path, scenario, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml.build(scenario))
     writer = RunWriter(path)
     writer.header(run_header(simulated=False, simulation_source=None, thresholds=suite_paths().thresholds,
-                             versions={}, placements=[], level="quick"))
+                             versions={}, placements=[], level="quick", selection=[]))
     writer.end(COMPLETE, 0, {"passed": 12}, node_snapshot=snapshot.snapshot_or_reason())
     writer.close()
 

@@ -43,6 +43,9 @@ class LastRun:
     failed: int  # failed verdicts
     thresholds_digest: str | None
     snapshot: dict | None  # the end line's node_snapshot
+    # What narrowed the run below its level (-k, -m, --placement, named tests: the header's `selection`);
+    # None where the header does not say (a record written before runs said it)
+    selection: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ REASONS = {
     "not_passed": "the latest run did not pass ({path}: status {status}, exit {exit_status}, {failed} failed check(s))",
     "simulated": "the latest run was a SIMULATION ({path}): no GPU of this node was validated",
     "level": "the latest run was at level {level}, below the asked {asked}",
+    "selection": "the latest run ran a part of its level's checks ({what}), not all of them",
     "expired": "the pass is {age} old, past the trust window of {window} ({where})",
     "future": "the pass ended {age} in the future: the clock moved back; not trusted",
     "no_snapshot": "the pass's record keeps no node snapshot ({why}): nothing to compare the node with",
@@ -141,7 +145,13 @@ def summary(record) -> LastRun:
         status=(end or {}).get("status"), exit_status=(end or {}).get("exit_status"), simulated=record.simulated,
         failed=sum(v.get("outcome") == "fail" for v in record.verdicts),
         thresholds_digest=thresholds_digest(record.run),
-        snapshot=snapshot if isinstance(snapshot, dict) else None)
+        snapshot=snapshot if isinstance(snapshot, dict) else None,
+        selection=_selection(record.run))
+
+
+def _selection(header: dict) -> tuple[str, ...] | None:
+    given = header.get("selection")
+    return tuple(str(s) for s in given) if isinstance(given, list) else None
 
 
 def _files(folder: Path) -> Iterable[Path]:
@@ -213,6 +223,9 @@ def _run_refusals(run: LastRun, *, now: float, window_s: float, window_where: st
                                           "failed": run.failed}))
     if run.level not in LEVELS or LEVELS.index(run.level) < LEVELS.index(asked_level):
         out.append(Refusal("level", {"level": run.level, "asked": asked_level}))
+    if run.selection is None or run.selection:  # a re-test of one failed check passes, but not for the rest
+        out.append(Refusal("selection", {"what": "; ".join(run.selection) if run.selection
+                                         else "its record does not say which"}))
     if run.ended_at is not None:
         age = now - run.ended_at
         if age < 0:
