@@ -64,13 +64,16 @@ def view(ctx: RankContext, ranks, label: str | None = None) -> RankContext:
                                group_ranks=key, label=label or ctx.label)
 
 
-def call(ctx: RankContext, ranks: list[int], fn: str, kwargs: dict[str, Any], label: str | None = None) -> Any:
-    """Worker function: `fn` on the ranks of one sub-group with the sub-group's context; None elsewhere."""
+def call(ctx: RankContext, ranks: list[int], fn: str, kwargs: dict[str, Any], label: str | None = None,
+         grouped: bool = True) -> Any:
+    """Worker function: `fn` on the ranks of one sub-group with the sub-group's context; None elsewhere.
+    grouped=False: work of each GPU on its own (the GPU load), on the job's context, no sub-group needed."""
     if ctx.rank not in ranks:
         return None
     from wirecheck.workers.worker import resolve
 
-    return resolve(fn)(view(ctx, ranks, label), **kwargs)
+    here = view(ctx, ranks, label) if grouped else dataclasses.replace(ctx, label=label or ctx.label)
+    return resolve(fn)(here, **kwargs)
 
 
 # ---- parent side ----------------------------------------------------------------------------------
@@ -78,10 +81,11 @@ def call(ctx: RankContext, ranks: list[int], fn: str, kwargs: dict[str, Any], la
 class SubGroup:
     """The ranks of one placement inside a pool's WorkerGroup, used as a WorkerGroup of their own."""
 
-    def __init__(self, group: WorkerGroup, ranks: tuple[int, ...], label: str):
+    def __init__(self, group: WorkerGroup, ranks: tuple[int, ...], label: str, grouped: bool = True):
         self.group = group
         self.ranks = tuple(ranks)
         self.label = label
+        self.grouped = grouped  # False: each rank works alone (no sub-group of these ranks need exist)
         self.world_size = len(self.ranks)
 
     @property
@@ -99,7 +103,8 @@ class SubGroup:
         what = what or fn
         protocol.check_function_name(fn, f"{what} on {self.label}")
         values = self.group.run(CALL_WORKER, {"ranks": list(self.ranks), "fn": fn, "kwargs": kwargs or {},
-                                              "label": self.label}, timeout_s, what=what, label=self.label)
+                                              "label": self.label, "grouped": self.grouped},
+                            timeout_s, what=what, label=self.label)
         return [values[r] for r in self.ranks]
 
     def close(self) -> None:
