@@ -352,12 +352,24 @@ def train_hang(ctx: RankContext, **kw: Any) -> dict:
     return {}
 
 
-def nccl_probe_with_a_log(ctx: RankContext, ops: list[str], sizes: list[int], log_lines: list[str]) -> dict[str, Any]:
-    """gloo writes no NCCL log: write this rank's lines where NCCL would (NCCL_DEBUG_FILE, %p the pid),
-    then run the real probe, which runs the collectives and reads the file back."""
+def nccl_pool_with_a_log(ctx: RankContext, groups: list[list[int]], ops: list[str], size: int,
+                          log_lines: dict[str, list[str]]) -> dict[str, Any]:
+    """gloo writes no NCCL log: while the real make_groups connects each sub-group, write this rank's lines of
+    it where NCCL would (NCCL_DEBUG_FILE, %p the pid; `log_lines` by "0.1"-style ranks, the rank's own
+    picked by the composed logs' pid prefix vm:41<rank>), as NCCL writes a communicator's lines then."""
     from wirecheck.nccl import path as nccl_path
 
     path = nccl_path.log_path(os.environ["NCCL_DEBUG_FILE"], os.getpid())
-    with open(path, "w") as f:
-        f.write("".join(line + "\n" for line in log_lines if line.startswith(f"vm:41{ctx.rank}")))
-    return nccl_path.probe(ctx, ops, sizes)
+    real = nccl_path._connect
+
+    def connect_and_log(view: RankContext, ops: list[str], size: int) -> None:
+        lines = log_lines.get(".".join(map(str, view.group_ranks)), [])
+        with open(path, "a") as f:
+            f.write("".join(line + "\n" for line in lines if line.startswith(f"vm:41{view.rank}")))
+        real(view, ops, size)
+
+    nccl_path._connect = connect_and_log
+    try:
+        return nccl_path.make_groups(ctx, groups, ops, size)
+    finally:
+        nccl_path._connect = real

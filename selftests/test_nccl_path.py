@@ -148,20 +148,30 @@ def test_recorded_logs(directory):
     assert summary["collectives"], "no TUNING line: algorithm and protocol were not logged"
 
 
-def test_the_probe_reads_each_ranks_log_through_a_worker_group(tmp_path):
-    """The plumbing on CPU: the debug environment reaches every rank, each runs the collectives
-    (gloo here) and hands back the log NCCL wrote at its own path; summarized, it judges as on a node."""
+def test_the_pool_hands_back_each_communicators_own_log_lines(tmp_path):
+    """The plumbing on CPU: two gloo ranks make the sub-groups 0.1 and 1 in one order; while each is
+    connected its lines land in the ranks' log files (as NCCL writes them); read through the sub-group
+    of 0.1, each rank hands back the lines of that communicator only, which judge as on a node; those
+    of the other communicator are not among them."""
     from wirecheck.nccl import path as nccl_path
     from wirecheck.workers.launcher import WorkerGroup
+    from wirecheck.workers.subgroups import SubGroup
 
-    lines = [x for p in sorted(DATA.glob("composed-nvswitch-2gpu-0.1.rank*.log")) for x in p.read_text().splitlines()]
-    with WorkerGroup("nvswitch-2gpu-0.1", 2, "gloo", env=nccl_path.debug_env(tmp_path)) as group:
-        ranks = group.run("selftests.faulty_workers:nccl_probe_with_a_log",
-                          {"ops": ["all_reduce", "all_to_all"], "sizes": [8, 65536], "log_lines": lines}, timeout_s=60)
+    ours = [x for p in sorted(DATA.glob("composed-nvswitch-2gpu-0.1.rank*.log")) for x in p.read_text().splitlines()]
+    other = ["vm:410:1 [1] NCCL INFO Channel 00/0 : 0[1] -> 0[1] via SHM/direct/direct"]  # rank 0 of group 1
+    with WorkerGroup("pool", 2, "gloo", env=nccl_path.debug_env(tmp_path, nccl_path.POOL_SUBSYS)) as group:
+        group.run("selftests.faulty_workers:nccl_pool_with_a_log",
+                  {"groups": [[0, 1], [1]], "ops": ["all_reduce", "all_to_all"], "size": 64,
+                   "log_lines": {"0.1": ours, "1": other}}, timeout_s=60)
+        ranks = SubGroup(group, (0, 1), "nvswitch-2gpu-0.1").run(nccl_path.POOL_LOG_WORKER, {}, timeout_s=30)
+        (alone,) = SubGroup(group, (1,), "single-1gpu-1").run(nccl_path.POOL_LOG_WORKER, {}, timeout_s=30)
     assert [r["rank"] for r in ranks] == [0, 1]
     for r in ranks:
         assert r["log_path"] == str(tmp_path / f"nccl.{r['pid']}.log")
-        assert r["nccl_env"]["NCCL_DEBUG"] == "INFO" and r["nccl_env"]["NCCL_DEBUG_SUBSYS"] == nccl_path.DEBUG_SUBSYS
+        assert r["nccl_env"]["NCCL_DEBUG_SUBSYS"] == nccl_path.POOL_SUBSYS
+        assert "SHM" not in r["text"]  # the other communicator's lines stay its own
+    assert "SHM/direct/direct" in alone["text"] and "P2P" not in alone["text"]
     summary = nccl_log.summarize(r["text"] for r in ranks)
     assert len(summary["connections"]) == 2 and summary["ranks"].keys() == {"0", "1"}
     assert _judge(summary, p2p_disabled=False).outcome == "pass"
+    assert _judge(summary, p2p_disabled=True).outcome == "fail"  # the same lines on the forced host path

@@ -176,7 +176,11 @@ def test_plan_prints_a_line_per_group_and_the_total(capsys):
     lines = out.splitlines()
     assert re.match(r"wirecheck plan: level quick on --simulate h200-sxm-2 \(nvswitch, 2 GPUs\): \d+ tests in \d+ groups",
                     lines[0]), lines[0]
-    assert re.search(r"^\s+[\d.]+\s+test_large_all_reduce_correct nvswitch 2gpu \(1 test\)\s+1 worker group start, "
+    # One pool for the run: the GPU load started it, nvswitch's all_reduce runs on it; forced_pcie's environment
+    # (NCCL_P2P_DISABLE) needs a pool of its own.
+    assert re.search(r"^\s+[\d.]+\s+test_large_all_reduce_correct nvswitch 2gpu \(1 test\)\s+1 collective size",
+                     out, re.M), out
+    assert re.search(r"^\s+[\d.]+\s+test_large_all_reduce_correct forced_pcie 2gpu \(1 test\)\s+1 worker group start, "
                      r"1 collective size", out, re.M), out
     assert re.search(r"^\s+[\d.]+\s+total \(\d+ s\)$", out, re.M), out
     assert "test_steps_complete" not in out and "most of it: " in out

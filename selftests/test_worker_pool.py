@@ -3,6 +3,7 @@ does not; the skip names the hang. No process is started here."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -57,3 +58,50 @@ def test_calls_per_size_counts_graph_replays():
     assert calls_per_size(eager_only, 8) == 26
     # eager 26, then the warm replay (20), five timed replays (100) and the checked replay (1)
     assert calls_per_size(graphs, 8) == 26 + 20 + 100 + 1 and calls_per_size(graphs, 1 << 30) == 26
+
+
+
+def test_one_pool_serves_every_placement_and_a_fault_in_it_is_named_then_the_pool_is_rebuilt():
+    """Three gloo ranks, one per simulated GPU, sub-groups 0.1.2, 0.1 and 1.2 made once. A rank of 0.1 that
+    hangs and one of 1.2 that dies each fail their call naming placement, op and size (what was measured
+    before stays in the record); the pool is ended and the next call runs on a new one, and passes."""
+    from wirecheck.measure.sweep import run_sweep
+    from wirecheck.thresholds.file import load_thresholds
+    from wirecheck.workers.deadlines import Deadline
+
+    th = load_thresholds(Path(__file__).resolve().parents[1] / "thresholds.yaml")
+    whole, a, b = (Placement(klass="nvswitch", gpus=g) for g in ((0, 1, 2), (0, 1), (1, 2)))
+    pool = WorkerPool(SimpleNamespace(thresholds=th, simulated=True, backend="gloo", placements=[whole, a, b]))
+    pool.collective_deadline = lambda placement, op, size, calls: Deadline(4.0, "the test's")
+    settings = th.collective_settings(True)
+    kept = []
+    record = SimpleNamespace(measurement=kept.append)
+    hang = "selftests.faulty_workers:measure_hang"  # rank 1 of the sub-group never comes to all_reduce
+    try:
+        assert not run_sweep(pool, whole, "all_gather", [64], settings, record=record).error
+        assert not run_sweep(pool, a, "all_gather", [64], settings, worker=hang, record=record).error
+        pids = pool.pids
+        assert len(pids) == 3 and pool.starts == 1  # one pool served both placements
+        hung = run_sweep(pool, a, "all_reduce", [64], settings, worker=hang, record=record)
+        assert hung.failure.label == a.id and hung.failure.kind == F.HUNG
+        assert hung.error.startswith("all_reduce at 64 B on nvswitch-2gpu-0.1 did not finish within 4s")
+        assert hung.failure.replied == (2,)  # GPU 2 is not in 0.1: it answered at once
+        assert pool.pids == [] and wire_key(a) in pool.hung
+        # Every size measured was recorded as it came, and the hang as a size that did not finish.
+        assert [(m.placement, m.details["op"], m.value is None) for m in kept] == [
+            (whole.id, "all_gather", False), (a.id, "all_gather", False), (a.id, "all_reduce", True)]
+
+        died = None
+        try:
+            pool.shared(b).run("selftests.faulty_workers:die", {"rank": 1}, timeout_s=20, what="a death")
+        except WorkerCrash as exc:
+            died = exc.failure
+            pool.failed(b, exc)
+        assert died is not None and died.label == b.id and died.root.rank == 2  # rank 1 of 1.2 is GPU 2
+        assert pool.starts == 2 and wire_key(b) not in pool.hung
+
+        fine = run_sweep(pool, whole, "all_reduce", [64], settings, record=record)
+        assert not fine.error and fine.results[0].wrong == 0 and pool.starts == 3
+        assert set(pool.pids).isdisjoint(pids)
+    finally:
+        pool.close()

@@ -1,37 +1,26 @@
 """NCCL's path as evidence: what NCCL says it connected each pair of GPUs with.
 
-Per placement that runs collectives, a fresh small worker group runs with NCCL's INFO logging
-(one file per rank beside the run's record file), does each collective once at the smallest
-and the floor size, and hands its log back. The record keeps NCCL's transport per pair, path
-type, graphs, channel counts and algorithm/protocol per collective; the check asserts P2P over
+Per placement that runs collectives, the run's pool (one worker per GPU, a sub-group per placement)
+hands back the NCCL INFO lines of the placement's own communicator, logged when the pool made and
+connected it (one file per rank beside the run's record file: `<record>.nccl/pool-<n>/`), the
+communicator every collective of the placement runs on. The record keeps NCCL's transport per pair, path
+type, graphs and channel counts (no algorithm per collective: the pool logs no line per call); the check asserts P2P over
 NVLink between NVLink-connected GPUs and no P2P on the forced host path.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from wirecheck import checks
-from wirecheck.nccl import log as nccl_log, path as nccl_path
-from wirecheck.vocab.ops import OPS
-from wirecheck.workers.launcher import WorkerError, WorkerGroup
+from wirecheck.nccl import log as nccl_log
+from wirecheck.workers.launcher import WorkerError
 from wirecheck.node.placement import COLLECTIVE_CLASSES
 from wirecheck.records.file import Measurement
-from wirecheck.core.safefs import make_dirs
 from wirecheck.vocab import records as kinds
 from wirecheck.vocab.work import PROBE
 
 pytestmark = [pytest.mark.stage("measure", order=3), pytest.mark.levels("quick", "acceptance", "burn-in")]
-
-PROBE_WORKER = "wirecheck.nccl.path:probe"
-
-
-@pytest.fixture(scope="module")
-def nccl_log_dir(reporter) -> Path:
-    """NCCL's logs go beside the record file: `<record>.nccl/<placement>/nccl.<pid>.log`."""
-    return reporter.file.path.with_suffix(".nccl")  # made when a probe runs (never in simulation)
 
 
 def _nv(node, placement) -> dict:
@@ -45,31 +34,23 @@ def _forced_host_path(placement) -> bool:
     return placement.env.get("NCCL_P2P_DISABLE", "0").strip().lower() not in ("", "0", "false", "no")
 
 
-def _probe(node, worker_pool, placement, log_dir: Path) -> tuple[dict | None, list, str | None]:
-    """Run the probe on a fresh group; (summary, per-rank results, error)."""
-    settings = node.thresholds.collective_settings(node.simulated)
-    sizes = sorted({min(settings.sizes), settings.floor_size})
-    worker_pool.close()  # the shared group must not hold the GPUs meanwhile
-    # NCCL writes its logs itself (fopen, following links): as root, only into a folder no other user
-    # can redirect (safefs.make_dirs).
-    log_dir = make_dirs(log_dir / placement.id, what="NCCL's log folder",
-                        fix="pass --wirecheck-json with a path in a folder only root can write (NCCL's logs go beside it)")
+def _read_path(worker_pool, placement) -> tuple[dict | None, list, str | None]:
+    """NCCL's log lines of the placement's communicator in the run's pool; (summary, per-rank results, error)."""
     try:
-        with WorkerGroup(label=placement.id, world_size=placement.n_gpus, backend=node.backend, gpus=placement.gpus,
-                         env={**placement.env, **nccl_path.debug_env(log_dir)}) as group:
-            ranks = group.run(PROBE_WORKER, {"ops": list(OPS), "sizes": sizes}, timeout_s=settings.timeout_s,
-                              what="NCCL path probe")
+        ranks = worker_pool.nccl_log(placement)
     except WorkerError as exc:
+        worker_pool.failed(placement, exc)
         return None, [], str(exc)
     return nccl_log.summarize(r["text"] for r in ranks), ranks, None
 
 
-# Each probe is a fresh worker group (seconds): the quick level probes the largest placement of each class.
+# The path is read from the pool's own communicators (made, connected and logged at the pool's start):
+# the quick level reads the largest placement of each class.
 @pytest.mark.work(PROBE)
 @pytest.mark.placements(*COLLECTIVE_CLASSES, one_per_class=("quick",))
-def test_nccl_path(node, worker_pool, placement, nccl_log_dir, reporter, record):
+def test_nccl_path(node, worker_pool, placement, reporter, record):
     """NVLink-connected GPUs talk over NCCL's P2P transport on an NVLink path; the forced host path uses no P2P."""
-    summary, ranks, error = (None, [], None) if node.simulated else _probe(node, worker_pool, placement, nccl_log_dir)
+    summary, ranks, error = (None, [], None) if node.simulated else _read_path(worker_pool, placement)
     if not node.simulated:
         reporter.measurement(Measurement(
             kinds.NCCL_PATH, placement.id, "NCCL path", None, None,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from wirecheck.core.failures import HUNG
 from wirecheck.node import nvml
@@ -63,7 +63,13 @@ class GpuRun:
 class GpuLoad:
     """The run's GPU load. `settings`: the thresholds' GpuHealthSettings for this mode."""
 
-    def __init__(self, run: GpuRun, settings, level: str, log_dir: str | Path | None = None):
+    def __init__(self, run: GpuRun, settings, level: str, log_dir: str | Path | None = None,
+                 workers: Callable[[], Any] | None = None, own_pids: Callable[[], list[int]] | None = None):
+        """`workers`: where the phases run, one rank per GPU of the run in its order (the plugin's pool,
+        wirecheck.workers.subgroups.SubGroup), or None when it cannot serve them: then a group of its own;
+        `own_pids`: the suite's own worker processes, which are no foreign processes on the GPUs."""
+        self._workers = workers
+        self._own_pids = own_pids
         self.run = run
         self.settings = settings
         self.level = level
@@ -108,14 +114,17 @@ class GpuLoad:
         except nvml.NvmlUnavailable as exc:
             self.run.foreign_error = str(exc)
             return
+        own = set(self._own_pids() if self._own_pids is not None else ())
         for g in self.run.gpus:
             procs = health[g].compute_processes if g in health else ()
             if nvml.is_supported(procs):
-                self.run.foreign_processes[g] = [list(p) for p in procs]
+                self.run.foreign_processes[g] = [list(p) for p in procs if p[0] not in own]
 
     def _group_now(self) -> WorkerGroup:
         if self._group is None or not self._group.alive:
             self.close()
+            self._group = self._workers() if self._workers is not None else None
+        if self._group is None:
             self._group = WorkerGroup(
                 label="gpu-health",
                 world_size=len(self.run.gpus),

@@ -123,7 +123,7 @@ def replay(ctx: RankContext, graph: torch.cuda.CUDAGraph) -> None:
     torch.cuda.synchronize(ctx.device)
 
 
-def time_replay(ctx: RankContext, graph: torch.cuda.CUDAGraph, calls: int, replays: int = 1) -> float:
+def time_replay(ctx: RankContext, graph: torch.cuda.CUDAGraph, calls: int, replays: int = 1, group=None) -> float:
     """Mean seconds per captured call: one warm replay (the first uploads the graph), then `replays`
     back to back between two events. The start event passes before the host has submitted the
     first replay, so that submission is in the time; later replays are queued while the device
@@ -131,7 +131,7 @@ def time_replay(ctx: RankContext, graph: torch.cuda.CUDAGraph, calls: int, repla
     if replays < 1:
         raise ValueError(f"replays must be >= 1, got {replays}")
     replay(ctx, graph)
-    line_up(ctx)
+    line_up(ctx, group)
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     start.record()

@@ -296,18 +296,18 @@ def _check(ctx: RankContext, op: str, k: Kernel, inp: torch.Tensor, out: torch.T
     return _count_wrong(k, out, rank, n, count, reduction)
 
 
-def _all_ranks_agree(ctx: RankContext, ok: bool) -> bool:
-    """True when `ok` holds on every rank (a rank that could not capture must not leave the others
-    replaying a graph it never joins)."""
+def _all_ranks_agree(ctx: RankContext, ok: bool, group=None) -> bool:
+    """True when `ok` holds on every rank of `group` (a rank that could not capture must not leave the
+    others replaying a graph it never joins)."""
     flag = torch.tensor([1 if ok else 0], dtype=torch.int32, device=ctx.device)
-    dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+    dist.all_reduce(flag, op=dist.ReduceOp.MIN, group=group)
     return bool(flag.item())
 
 
 def _measure_size(ctx: RankContext, op: str, size: int, warmup_iters: int, iters: int,
                   check: bool, graph: bool = False, graph_replays: int = 1, group=None,
                   reduction: str | None = None) -> dict[str, Any]:
-    """`ctx` numbers the ranks of `group` (None: the whole job); no graphs on a group."""
+    """`ctx` numbers the ranks of `group` (None: the whole job)."""
     k = KERNELS[op]  # looked up per call: a self-test may have swapped the entry in this process
     reduction = _reduction(op, reduction)
     n = ctx.world_size
@@ -331,11 +331,11 @@ def _measure_size(ctx: RankContext, op: str, size: int, warmup_iters: int, iters
                 check_graph = timing.capture(ctx, launch, 1) if check else None
             except RuntimeError as exc:
                 graph_note = f"capture failed on rank {ctx.rank}: {exc}".splitlines()[0]
-            if not _all_ranks_agree(ctx, graph_note is None):
+            if not _all_ranks_agree(ctx, graph_note is None, group):
                 graph_note = graph_note or CAPTURE_FAILED_ELSEWHERE
                 timed = check_graph = None
         if timed is not None:
-            graph_time_s = timing.time_replay(ctx, timed, iters, graph_replays)
+            graph_time_s = timing.time_replay(ctx, timed, iters, graph_replays, group)
             del timed
         if check:
             runs: list[tuple[str, Callable[[], None]]] = [(EAGER, launch)]
@@ -385,7 +385,8 @@ def measure(ctx: RankContext, op: str, sizes: list[int], warmup_iters: int, iter
     captured calls between the timing events. results[i]["time_s"] is the eager time,
     "wrong" the number of wrong elements in this rank's output over every checked path (None when
     check=False), "wrong_by_path" per path, "first_bad" the first wrong element's index.
-    `reduction`: one of the op's reductions (wirecheck.vocab.ops); None, its first.
+    `reduction`: one of the op's reductions (wirecheck.vocab.ops); None, its first. Inside a pool's
+    sub-group (wirecheck.workers.subgroups) `ctx` numbers the sub-group and `ctx.group` is its process group.
     """
     reduction = _reduction(op, reduction)
     if iters < 1:
@@ -398,7 +399,7 @@ def measure(ctx: RankContext, op: str, sizes: list[int], warmup_iters: int, iter
     for size in sizes:
         wanted = graph_up_to is not None and size <= graph_up_to
         res = _measure_size(ctx, op, size, warmup_iters, iters, check, graph=wanted and unavailable is None,
-                            graph_replays=graph_replays, reduction=reduction)
+                            graph_replays=graph_replays, group=ctx.group, reduction=reduction)
         if wanted and unavailable is not None:
             res["graph_note"] = unavailable
         results.append(res)
@@ -468,7 +469,7 @@ def measure_beside(ctx: RankContext, op: str, size: int, warmup_iters: int, iter
 
 def measure_loop(ctx: RankContext, op: str, size: int, iters: int, warmup_iters: int = 1) -> dict[str, Any]:
     """Worker function for a pytest-benchmark round: `iters` back-to-back calls, no check."""
-    r = _measure_size(ctx, op, size, warmup_iters, iters, check=False)
+    r = _measure_size(ctx, op, size, warmup_iters, iters, check=False, group=ctx.group)
     return {"rank": ctx.rank, "op": op, "world_size": ctx.world_size, "iters": iters,
             "bytes": r["bytes"], "requested_bytes": size, "time_s": r["time_s"]}
 

@@ -1,10 +1,14 @@
 """NCCL's path as evidence: the worker side and the environment that makes NCCL say it.
 
-A small, fresh worker group per placement runs with NCCL's INFO logging on (init, graph
-search, tuning, environment), each rank writing its own file into the run's directory;
-a few collectives make NCCL connect every pair (all_to_all does) and log the algorithm and
-protocol it picked for each. The bandwidth measurements run in other processes, without
-the logging, so this neither slows nor perturbs them. Parsing is wirecheck.nccl.log's.
+The run's pool (one worker per GPU, a sub-group per placement: wirecheck.workers.subgroups) runs with
+NCCL's INFO logging of communicator set-up on (init, graph search, environment; `POOL_SUBSYS`), each
+rank writing its own file beside the run's record. `make_groups` makes every placement's sub-group and
+has each run every collective once at a small size, so NCCL connects every pair (all_to_all does)
+while this process logs nothing else: the lines between two offsets of its file are that
+communicator's, and `pool_log` hands a placement's back. The path is read from the very communicators
+that time the collectives, and nothing is logged per call (no TUNING), so the timed loops are not
+slowed. `debug_env` with the default subsystems (TUNING too) is what `wirecheck diagnose`'s
+probes log with. Parsing is wirecheck.nccl.log's.
 """
 
 from __future__ import annotations
@@ -19,14 +23,22 @@ if TYPE_CHECKING:
 # INIT: connections and ranks; GRAPH: topology paths and searched graphs; TUNING: algorithm,
 # protocol and channels per collective; ENV: the NCCL_* switches NCCL saw.
 DEBUG_SUBSYS = "INIT,GRAPH,TUNING,ENV"
+# The pool's: what NCCL logs while a communicator is set up and connects (the P2P/SHM/NET connection lines
+# are INIT|P2P...), never a line per collective call.
+POOL_SUBSYS = "INIT,GRAPH,ENV"
+MAKE_GROUPS_WORKER = "wirecheck.nccl.path:make_groups"
+POOL_LOG_WORKER = "wirecheck.nccl.path:pool_log"
+
+# Worker side: a sub-group's ranks -> the (start, end) byte ranges of this process's NCCL log that are its.
+_SLICES: dict[tuple[int, ...], list[tuple[int, int]]] = {}
 
 
-def debug_env(log_dir: str | Path) -> dict[str, str]:
+def debug_env(log_dir: str | Path, subsys: str = DEBUG_SUBSYS) -> dict[str, str]:
     """The environment for the probe's workers: NCCL logs at INFO into `log_dir` (one directory
     per placement), one file per process (NCCL expands %p to the pid; each rank returns its path)."""
     return {
         "NCCL_DEBUG": "INFO",
-        "NCCL_DEBUG_SUBSYS": DEBUG_SUBSYS,
+        "NCCL_DEBUG_SUBSYS": subsys,
         "NCCL_DEBUG_FILE": str(Path(log_dir) / "nccl.%p.log"),
     }
 
@@ -35,25 +47,67 @@ def log_path(template: str, pid: int) -> str:
     return template.replace("%p", str(pid))
 
 
-def probe(ctx: RankContext, ops: list[str], sizes: list[int]) -> dict[str, Any]:
-    """Worker function: each op once at each size (no timing, no check), then this rank's NCCL log."""
+def _own_log() -> str | None:
+    template = os.environ.get("NCCL_DEBUG_FILE")
+    return log_path(template, os.getpid()) if template else None
+
+
+def _log_size() -> int:
+    path = _own_log()
+    try:
+        return os.path.getsize(path) if path else 0
+    except OSError:  # NCCL opens it at its first line
+        return 0
+
+
+def _connect(ctx: RankContext, ops: list[str], size: int) -> None:
     import torch
 
     from wirecheck.measure import collective_worker
     from wirecheck.vocab.ops import feasible_sizes
 
     for op in ops:
-        # The smallest sizes of a sweep may be too small for a chunked op on these ranks.
-        feasible = feasible_sizes(op, sizes, ctx.world_size)
-        if feasible:
-            collective_worker.measure(ctx, op, feasible, warmup_iters=0, iters=1, check=False)
+        if feasible_sizes(op, [size], ctx.world_size):
+            collective_worker.measure(ctx, op, [size], warmup_iters=0, iters=1, check=False)
     if ctx.device.type == "cuda":
         torch.cuda.synchronize(ctx.device)
-    template = os.environ.get("NCCL_DEBUG_FILE")
-    path = log_path(template, os.getpid()) if template else None
+
+
+def make_groups(ctx: RankContext, groups: list[list[int]], ops: list[str], size: int) -> dict[str, Any]:
+    """Worker function, at a pool's start: every sub-group of `groups` made in order (every rank takes part
+    in each, wirecheck.workers.subgroups.add), then on each, in the same order, its ranks run every op once
+    at `size` so NCCL connects them. The log lines of each step are kept by offset: with one call at a
+    time in this process, what NCCL wrote between two offsets is that communicator's."""
+    from wirecheck.workers import subgroups
+
+    before_any = _log_size()  # the job's own communicator was made at the worker's start
+    made = {}
+    for ranks in groups:
+        key = tuple(ranks)
+        start = _log_size()
+        subgroups.add(ctx, key)
+        made[key] = (0, before_any) if len(key) == ctx.world_size else (start, _log_size())
+    for ranks in groups:
+        key = tuple(ranks)
+        if ctx.rank not in key:
+            continue
+        start = _log_size()
+        _connect(subgroups.view(ctx, key), ops, size)
+        _SLICES[key] = [made[key], (start, _log_size())]
+    return {"rank": ctx.rank, "groups": len(made), "log_path": _own_log()}
+
+
+def pool_log(ctx: RankContext) -> dict[str, Any]:
+    """Worker function on a pool's sub-group: this rank's NCCL log lines of the sub-group's communicator
+    (what `probe` returns, from the communicator the collectives run on)."""
+    path = _own_log()
     text = ""
     if path and os.path.exists(path):
-        # NCCL line-buffers its debug file, so everything logged so far is on disk.
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        with open(path, "rb") as f:
+            parts = []
+            for start, end in _SLICES.get(tuple(ctx.group_ranks or ()), []):
+                f.seek(start)
+                parts.append(f.read(max(0, end - start)).decode("utf-8", errors="replace"))
+        text = "".join(parts)
     return {"rank": ctx.rank, "pid": os.getpid(), "log_path": path, "text": text,
             "nccl_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")}}

@@ -28,6 +28,7 @@ from wirecheck.core.levels import thresholds_key
 from wirecheck.measure.sweep import calls_per_size
 from wirecheck.node.placement import Placement, nvlink_twin
 from wirecheck.plan.costs import HOST_PATH, NVLINK, UnitCosts
+from wirecheck.records.run import POOL
 from wirecheck.vocab.strategies import NAMES, REFERENCE
 from wirecheck.vocab.ops import OPS, busbw_factor, feasible_sizes
 from wirecheck.vocab.placements import CLASS_BY_NAME, CLASS_PAIR
@@ -148,8 +149,15 @@ class _Walk:
         self.header = header
         self.strategies = NAMES  # every strategy the run holds (predict: those its tests name)
         self.matrix = header.get("matrix") or []
-        self.pool: str | None = None  # the placement id the shared worker group is on
-        self.gpu_module: str | None = None  # the module whose GPU load group is up
+        # How the run's workers live: "pool" (the header says so from the pool on: one worker per GPU for
+        # the run, a sub-group per placement, fixtures/workers.py), else a group per placement, started at
+        # each placement switch, the NCCL probe and the GPU load in groups of their own (the records
+        # before the pool).
+        self.pooled = header.get("workers") == POOL
+        # The live group: the pool's environment (a placement's extra env, sorted), or before the pool the
+        # placement id of the shared group; None while none runs.
+        self.pool: tuple | str | None = None
+        self.gpu_module: str | None = None  # before the pool: the module whose GPU load group is up
         self.gpu_phases: set = set()
         self.group: Group | None = None
         self.made: dict = {}  # a measurement's key -> the group that made it
@@ -201,9 +209,12 @@ class _Walk:
 
     # -- work ---------------------------------------------------------------------------------
     def shared(self, p: Placement) -> None:
-        if self.pool != p.id:
+        """On the run's pool: it starts when none runs or the one running has another environment (before
+        the pool: a group per placement)."""
+        env = tuple(sorted(p.env.items())) if self.pooled else p.id
+        if self.pool != env:
             self.group.add(K_START, self.costs.group_start_s)
-            self.pool = p.id
+            self.pool = env
 
     def sweep(self, p: Placement | None, op: str, floor_only: bool = False) -> None:
         if p is None or not self._first(("sweep", p.id, op, floor_only)):
@@ -220,8 +231,13 @@ class _Walk:
         one = self.costs.benchmark_round_s + self.wire_s(p, op, s.floor_size, s.iters)
         self.group.add(K_ROUND, s.benchmark_rounds * one, s.benchmark_rounds)
 
-    def probe(self) -> None:
-        self.pool = None  # the probe closes the shared group for a fresh one
+    def probe(self, p: Placement | None) -> None:
+        """NCCL's path, read from the pool's own communicators (logged at the pool's start); before the pool,
+        a probe in a fresh group of its own, which closed the shared one."""
+        if self.pooled and p is not None:
+            self.shared(p)
+        elif not self.pooled:
+            self.pool = None
         self.group.add(K_PROBE, self.costs.nccl_probe_s)
 
     def copies(self) -> None:
@@ -251,13 +267,15 @@ class _Walk:
         self.group.add(K_RUN, self.costs.training(NVLINK if single or p.nvlink else HOST_PATH, strategy))
 
     def gpu_phase(self, module: str, phase: str) -> None:
-        if self.gpu_module != module:  # the GPU load is one group per test module
+        """A GPU load phase, on the pool without an environment of its own (started here when not running);
+        before the pool, in a group of its own per test module."""
+        if not self.pooled and self.gpu_module != module:
             self.gpu_module, self.gpu_phases = module, set()
         if not self._first(("gpu", module, phase)):
             return
-        started = bool(self.gpu_phases)
+        started = self.pool == () if self.pooled else bool(self.gpu_phases)
         self.gpu_phases.add(phase)
-        self.pool = None
+        self.pool = () if self.pooled else None
         g, c, level = self.th.gpu_health.settings(False), self.costs, thresholds_key(self.level)
         start = 0.0 if started else c.group_start_s
         if phase == FIGURES:
@@ -305,7 +323,7 @@ class _Walk:
                 inner = [o for o in self.placements if o.klass == "nvl_pair" and set(o.gpus) <= set(p.gpus)]
                 self.sweep(inner[0] if inner else None, "all_reduce")
             elif work == PROBE:
-                self.probe()
+                self.probe(p)
             elif work == COPIES:
                 self.copies()
             elif work == RUN:

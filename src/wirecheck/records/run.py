@@ -144,6 +144,12 @@ def cannot_write(exc: Exception, option: str, named: bool, folder: str | Path) -
             f"or pass {option} PATH")
 
 
+# The header's "workers" when the run's workers are one pool (one worker per GPU for the run, a sub-group per
+# placement: the suite's plugin); records before it have no such key (a group per placement). The plan
+# prices a run by it.
+POOL = "pool"
+
+
 def run_header(*, simulated: bool, simulation_source: str | None, thresholds: str | Path, versions: dict,
                placements: Iterable[dict], topology=None, gpus: list | None = None, unavailable: str | None = None,
                profile: str | None = None, level: str | None = None, duration_s: float | None = None,

@@ -115,6 +115,7 @@ class WorkerGroup:
         self.failure: GroupFailure | None = None  # the latest failed call or start, if any
         self._dead: str | None = None
         self._seq = 0
+        self._call_label = label  # what a failure names: the group's label, or a call's own (run's `label`)
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)[:60]
         if log_dir is not None:  # as root, only a folder no other user can redirect (safefs.make_dirs)
             make_dirs(log_dir, what="the workers' log folder", fix="pass --wirecheck-json with a path in a folder "
@@ -143,22 +144,31 @@ class WorkerGroup:
         return self._ranks.pids
 
     def run(self, fn: str, kwargs: dict[str, Any] | None, timeout_s: float | Deadline,
-            what: str | None = None) -> list[Any]:
+            what: str | None = None, label: str | None = None) -> list[Any]:
         """Call `fn(ctx, **kwargs)` on every rank; return the values in rank order.
 
-        `timeout_s`: seconds, or a `deadlines.Deadline` whose note the failure repeats.
+        `timeout_s`: seconds, or a `deadlines.Deadline` whose note the failure repeats. `label`: what a
+        failure of this call names instead of the group's own label (a placement served by a sub-group
+        of a pool, wirecheck.workers.subgroups).
         Raises WorkerCallError (a rank raised first), WorkerCrash (a rank died first), WorkerTimeout
         (not all replied in time, nobody failed) or WorkerGroupDead (unusable before the call).
         """
         what = what or fn
-        deadline = _as_deadline(timeout_s)
+        self._call_label = label or self.label
+        try:
+            return self._run(fn, kwargs, _as_deadline(timeout_s), what)
+        finally:
+            self._call_label = self.label
+
+    def _run(self, fn: str, kwargs: dict[str, Any] | None, deadline: Deadline, what: str) -> list[Any]:
+        label = self._call_label
         if self._dead is not None:
             raise WorkerGroupDead(
-                f"{what} on {self.label}: this worker group is no longer usable ({self._dead}); "
+                f"{what} on {label}: this worker group is no longer usable ({self._dead}); "
                 "start a new WorkerGroup",
-                label=self.label, what=what, failure=self.failure,
+                label=label, what=what, failure=self.failure,
             )
-        where = f"{what} on {self.label}"
+        where = f"{what} on {label}"
         protocol.check_function_name(fn, where)
         self._raise_if_dead_rank(what)
         self._seq += 1
@@ -169,8 +179,8 @@ class WorkerGroup:
             # A closed socket means a dying rank; some ranks already have the call: unusable.
             self._raise_if_dead_rank(what, wait_s=2.0)
             self._kill(f"could not send {what} to rank {rank}")
-            raise WorkerGroupDead(f"{what} on {self.label}: could not send the call to rank {rank}: {exc}",
-                                  label=self.label, what=what) from exc
+            raise WorkerGroupDead(f"{what} on {label}: could not send the call to rank {rank}: {exc}",
+                                  label=label, what=what) from exc
         return self._collect(self._seq, what, deadline, F.CALL)
 
     def close(self) -> None:
@@ -246,7 +256,7 @@ class WorkerGroup:
             self._kill(f"{what} failed" if call.failed else f"{what} did not finish")
         # else: every rank answered (some with an error): the group is still in step and usable.
         self.failure = failure_report.group_failure(  # also keeps the logs at close, the message names them
-            call, stacks, label=self.label, what=what, phase=phase, deadline=deadline, grace=self._grace(),
+            call, stacks, label=self._call_label, what=what, phase=phase, deadline=deadline, grace=self._grace(),
             log_dir=self.log_dir)
         return error_for(self.failure, call.values)
 

@@ -51,6 +51,10 @@ class RankContext:
     backend: str
     device: "torch.device"
     label: str
+    # Inside a sub-group of the job (wirecheck.workers.subgroups.call): its process group, and the job's ranks
+    # in it (rank and world_size above then number the sub-group). None: the whole job's.
+    group: Any = None
+    group_ranks: tuple | None = None
 
 
 def resolve(fn: str) -> Callable[..., Any]:
