@@ -170,6 +170,23 @@ def render(result: FleetResult, quiet: bool = False, full: bool = False) -> str:
     return "\n".join(lines)
 
 
+def own_verdicts_line(result: FleetResult) -> str:
+    """How the nodes' own verdicts were judged: taken as recorded (the record says it was judged under
+    these very thresholds by this very wirecheck) or judged again with these thresholds. Said once some
+    record is taken as recorded; where none is, every node was judged again, as the report has always done."""
+    recorded = sum(n.as_recorded for n in result.nodes)
+    again = sum(n.judged and not n.as_recorded for n in result.nodes)
+    if not recorded:
+        return ""
+    parts = []
+    if recorded:
+        parts.append(f"{recorded} record(s) as recorded (judged under these thresholds by this wirecheck)")
+    if again:
+        parts.append(f"{again} judged again with these thresholds (their records were judged under other "
+                     "thresholds or by another wirecheck, or do not say)")
+    return "wirecheck fleet report: own verdicts: " + "; ".join(parts)
+
+
 def _gpu_names(result: FleetResult) -> str:
     """"n03/GPU2 (HBM copy bandwidth (read+write))" for every GPU the fleet's GPU rule named."""
     figures: dict[str, list[str]] = {}
@@ -215,6 +232,7 @@ def as_json(result: FleetResult) -> dict:
         },
         "nodes": [{
             "node": n.node, "path": n.path, "ok": n.ok, "state": n.state, "unexpected": n.unexpected,
+            "own_verdicts": "as recorded" if n.as_recorded else "judged again" if n.judged else None,
             "record": _record(n.record),
             "counts": {o: n.count(o) for o in (FAIL, PASS, SKIP)},
             "failed": [_record(v) for v in n.failed],
@@ -254,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
         return exit_codes.BAD_INPUT
     print(f"wirecheck fleet report: {fleet.directory}: {len(fleet.nodes)} node(s), {len(fleet.network)} multi-node "
           f"run(s); thresholds {th_path}")
+    line = own_verdicts_line(result)
+    if line:
+        print(line)
     print(render(result, args.quiet, args.full))
     for option, write in (("--json", _write_json), ("--html", _write_html)):
         target = getattr(args, option.lstrip("-"))
