@@ -6,11 +6,17 @@ The records are copies of one run's record (`--record FILE`; without it one simu
 h200-sxm-2 is made first, a few minutes): each node's figures (busbw, tokens/s) get up to +-1 % of
 noise so the fleet has a spread, and one node in 25 is slowed on a few figures (to 80 %, or to 10 % in
 a simulated record, whose rule names only a gross slowdown), so every
-size has outliers to find. The nodes' own verdicts are left as recorded (they pass): what is named
+size has outliers to find. The nodes' own verdicts are left as judged (they pass): what is named
 is the fleet rule's work.
 
+`--judged now` (the default) makes the copies records as this wirecheck writes them: the record's
+verdicts judged again under the shipped thresholds, and its header saying so (the thresholds' sha256
+and this wirecheck's code digest), so that the report takes them as recorded, as it does a fleet's
+fresh records. `--judged as-is` copies the record as it is: a record of another wirecheck (or without
+those header keys) is judged again node by node, the report's slow path.
+
     .venv/bin/python scripts/bench/fleet_scale.py --workdir /tmp/fleet-bench [--record run.jsonl]
-        [--nodes 100,1000,10000] [--jobs N] [--markdown]
+        [--nodes 100,1000,10000] [--jobs N] [--judged now|as-is] [--markdown]
 
 Peak memory is given twice: the largest single process (getrusage of the children, as
 /usr/bin/time -v gives it) and the peak of the whole process tree's resident memory (the report
@@ -21,6 +27,7 @@ judges nothing; docs/fleet.md quotes its table.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -44,6 +51,42 @@ def simulated_record(workdir: Path) -> Path:
         print(f"making one simulated run's record at {path} (a few minutes)", flush=True)
         subprocess.run([str(ROOT / ".venv/bin/wirecheck"), "validate", "--simulate=h200-sxm-2", "--wirecheck-json",
                         str(path), "-q"], stdout=subprocess.DEVNULL, check=False)
+    return path
+
+
+def judged_now(base: Path, workdir: Path) -> Path:
+    """`base` as this wirecheck would have written it under the shipped thresholds: each verdict judged
+    again (wirecheck judge's functions), the header's thresholds and wirecheck versions this run's."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from wirecheck.checks.judge import rejudge_run
+    from wirecheck.core import code_digest
+    from wirecheck.core.paths import suite_paths
+    from wirecheck.records.file import read_run
+    from wirecheck.records.run import thresholds_fields
+    from wirecheck.thresholds.file import load_thresholds
+
+    shipped = suite_paths().thresholds
+    run = read_run(base)
+    if run.earlier_runs:
+        raise SystemExit(f"--record {base}: holds {run.earlier_runs + 1} runs; give a record of one run")
+    _, now = rejudge_run(run, load_thresholds(shipped))
+    verdicts = iter(now)
+    counts: dict[str, int] = {}
+    out = []
+    for line in base.read_text().splitlines():
+        obj = json.loads(line)
+        if obj.get("type") == "run":
+            obj.update(thresholds_fields(shipped))
+            obj["versions"] = {**obj.get("versions", {}), **code_digest.versions()}
+        elif obj.get("type") == "verdict":
+            v = next(verdicts)
+            counts[v.outcome] = counts.get(v.outcome, 0) + 1
+            obj = {"type": "verdict", "test": obj.get("test"), "time": obj.get("time"), **v.as_record()}
+        elif obj.get("type") == "end":
+            obj["verdicts"] = counts
+        out.append(json.dumps(obj))
+    path = workdir / "base-judged-now.jsonl"
+    path.write_text("\n".join(out) + "\n")
     return path
 
 
@@ -83,6 +126,18 @@ def build(base: Path, directory: Path, n: int) -> int:
             out[i] = _scaled(lines[i], 1 + rng.uniform(-NOISE, NOISE), slow, slow_factor)
         path.write_text("\n".join(out) + "\n")
     return slowed
+
+
+def stale(directory: Path, base: Path) -> None:
+    """Copies made from another base (a record judged by an earlier edit of wirecheck: another code
+    digest) are removed, to be made again."""
+    stamp = directory / ".base-sha256"
+    digest = hashlib.sha256(base.read_bytes()).hexdigest()
+    if directory.exists() and (not stamp.exists() or stamp.read_text() != digest):
+        for old in directory.glob("node*.jsonl"):
+            old.unlink()
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(digest)
 
 
 def _tree_rss(pid: int) -> int:
@@ -140,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--record", type=Path, help="the run record to copy (default: make a simulated one)")
     p.add_argument("--nodes", default="100,1000,10000", help="fleet sizes, comma-separated")
     p.add_argument("--jobs", type=int, help="passed to `fleet report --jobs`")
+    p.add_argument("--judged", choices=("now", "as-is"), default="now",
+                   help="now: the copies are records of this wirecheck under the shipped thresholds (taken as "
+                        "recorded); as-is: the record as it is (judged again node by node when it is another's)")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = p.parse_args(argv)
     sizes = [int(x) for x in args.nodes.split(",")]
@@ -148,9 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     if not base.is_file():
         print(f"--record {base}: no such file; pass a run's record (--wirecheck-json FILE of any run)", file=sys.stderr)
         return 4
+    if args.judged == "now":
+        base = judged_now(base, args.workdir)
     rows = []
     for n in sizes:
-        directory = args.workdir / f"records-{n}"
+        directory = args.workdir / (f"records-{n}" if args.judged == "as-is" else f"records-now-{n}")
+        stale(directory, base)
         slowed = build(base, directory, n)
         row = measure(directory, args.workdir / f"out-{n}", n, args.jobs)
         row["slowed"] = slowed
