@@ -3,8 +3,9 @@
 
 Judges a fleet's records together: one record per node in DIR (each node ran
 `wirecheck validate ... --wirecheck-json DIR/$(hostname).jsonl`), plus any multi-node records
-(`wirecheck.fleet.multinode`). For every node: its record is there and complete, its own verdicts judged
-again, every key figure (busbw per placement and collective at the floor size, tokens/s per
+(`wirecheck.fleet.multinode`). For every node: its record is there and complete, its own verdicts (as
+recorded where the record was judged under these very thresholds by this very wirecheck, else judged
+again with them), every key figure (busbw per placement and collective at the floor size, tokens/s per
 strategy and wire, one GPU's tokens/s, NIC line rate) against the other nodes' median (the fleet rule
 of thresholds.yaml `fleet:`), each GPU's health figures (HBM copy and read, GEMM bf16 and fp8,
 sustained TFLOP/s) against every other GPU of its model in the fleet (`fleet.<mode>.gpus`, naming
