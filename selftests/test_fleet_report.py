@@ -29,21 +29,22 @@ TH = load_thresholds(PROJECT / "thresholds.yaml")
 
 
 def write_node(path: Path, scale: dict | None = None, *, simulated: bool = False, end: bool = True,
-               jitter: float = 0.0) -> Path:
+               jitter: float = 0.0, thresholds=TH, header: dict | None = None) -> Path:
     """One node's record: busbw at the floor size per op (REFERENCE x scale x (1 + jitter)), judged by
-    the busbw check as tests/test_collectives.py does, and a DDP training run."""
+    the busbw check against `thresholds` as tests/test_collectives.py does, and a DDP training run.
+    `header`: keys added to the run header (what a run records of its thresholds and wirecheck)."""
     scale = scale or {}
-    size = TH.collective_settings(simulated).floor_size
+    size = thresholds.collective_settings(simulated).floor_size
     rf = RecordFile(path)
-    rf.header({"simulated": simulated, "profile": "h200-sxm-2", "thresholds": str(TH.path), "versions": {},
+    rf.header({"simulated": simulated, "profile": "h200-sxm-2", "thresholds": str(thresholds.path), "versions": {},
                "env": {}, "fabric": "nvswitch", "gpus": [], "groups": [[0, 1]], "matrix": [],
-               "placements": [{"id": PLACEMENT, "class": "nvswitch", "gpus": [0, 1]}]})
+               "placements": [{"id": PLACEMENT, "class": "nvswitch", "gpus": [0, 1]}], **(header or {})})
     for op, gbps in REFERENCE.items():
         busbw = gbps * scale.get(op, 1.0) * (1 + jitter) * GB / (1000 if simulated else 1)
         rf.measurement(Measurement("collective", PLACEMENT, f"{op} busbw", busbw / GB, "GB/s", {
             "op": op, "placement_class": "nvswitch", "n_gpus": 2, "backend": "gloo" if simulated else "nccl",
             "simulated": simulated, "bytes": size, "requested_bytes": size, "busbw": busbw, "algbw": busbw}))
-        v = checks.collectives.busbw(TH, op=op, placement=PLACEMENT, placement_class="nvswitch", n_gpus=2,
+        v = checks.collectives.busbw(thresholds, op=op, placement=PLACEMENT, placement_class="nvswitch", n_gpus=2,
                                      simulated=simulated, busbw_bytes_per_s=busbw, size_bytes=size,
                                      link_ceiling_bytes_per_s=None)
         rf.verdict(v, f"tests/test_collectives.py::test_busbw[{PLACEMENT}-{op}]")

@@ -15,11 +15,13 @@ from wirecheck.core import exit_codes
 from wirecheck.checks import fleet as fleet_checks
 from wirecheck.fleet.figures import Figure, GpuFigure, gpu_figures, node_figures
 from wirecheck.fleet.records import Fleet, NodeRun
+from wirecheck.checks import CHECKS
 from wirecheck.checks.judge import rejudge_run
 from wirecheck.records.file import RecordFileError, RunRecord
+from wirecheck.records.run import judged_under, judging_under
 from wirecheck.thresholds.file import Thresholds, ThresholdsError
 from wirecheck.core.peer_stats import Reference, leave_one_out
-from wirecheck.core.verdict import FAIL, PASS, SKIP, Verdict
+from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, Verdict
 
 
 @dataclass
@@ -33,6 +35,7 @@ class NodeResult:
     own_failed: list[Verdict] = field(default_factory=list)  # those that failed
     warnings: list[Verdict] = field(default_factory=list)  # those that passed with a warning
     judged: bool = False  # a record was read and its verdicts judged again
+    as_recorded: bool = False  # ... or taken as recorded: judged under the fleet's thresholds by this wirecheck
     outliers: list[Verdict] = field(default_factory=list)  # fleet_outlier, one per figure
     pairs: list[Verdict] = field(default_factory=list)  # pair_node verdicts of multi-node runs
     figures: dict[str, Figure] = field(default_factory=dict)
@@ -141,15 +144,21 @@ class FleetResult:
         return exit_codes.verdict(failed=not self.ok, simulated=self.simulated)
 
 
-def node_result(thresholds: Thresholds, n: NodeRun) -> NodeResult:
-    """A node's record judged on its own: the record there and complete, its verdicts judged again
-    (kept as counts, failures and warnings) and its key figures. collect() calls it as each record is
-    read (its `digest`), so the record itself need not be kept."""
+def node_result(thresholds: Thresholds, n: NodeRun, under: tuple | None = None) -> NodeResult:
+    """A node's record judged on its own: the record there and complete, its verdicts (kept as counts,
+    failures and warnings) and its key figures. collect() calls it as each record is read (its
+    `digest`), so the record itself need not be kept. `under` (records.run.judging_under of the
+    fleet's thresholds): a record whose header says its verdicts were judged under exactly that
+    (the same thresholds bytes, the same wirecheck code) keeps them as recorded; any other is judged
+    again with the fleet's thresholds."""
     path = str(n.path) if n.path else None
     result = NodeResult(n.node, path, fleet_checks.node_record(thresholds, node=n.node, path=path, problem=n.problem),
                         unexpected=n.unexpected)
     if n.run is not None:
-        _, verdicts = _as_data(n.path, rejudge_run, n.run, thresholds)
+        verdicts = _as_recorded(n.path, n.run) if under is not None and judged_under(n.run.run) == under else None
+        result.as_recorded = verdicts is not None
+        if verdicts is None:
+            verdicts = _as_data(n.path, rejudge_run, n.run, thresholds)[1]
         result.judged = True
         result.counts = {o: 0 for o in (FAIL, PASS, SKIP)}
         for v in verdicts:
@@ -162,9 +171,42 @@ def node_result(thresholds: Thresholds, n: NodeRun) -> NodeResult:
     return result
 
 
-def digest(thresholds: Thresholds):
-    """collect()'s `digest` for judge_fleet: each node's record judged as it is read, then dropped."""
-    return functools.partial(node_result, thresholds)
+class _Outcome:
+    """A recorded verdict that passed or skipped without a warning, as node_result counts it: its outcome
+    and details only. Making a Verdict of each of a node's ~150 verdicts was a third of a fleet report's
+    time; only the failures and warnings are kept, and those are made in full."""
+    __slots__ = ("outcome", "details")
+    details: dict
+
+    def __init__(self, outcome: str):
+        self.outcome, self.details = outcome, {}
+
+
+def _as_recorded(path, run: RunRecord) -> list | None:
+    """The run's verdicts as its record has them (failures and warnings as Verdicts), or None where one
+    is not as this wirecheck writes them (an unknown outcome or check, a field that is no verdict's):
+    then it is judged again, which names what is wrong."""
+    out = []
+    for rec in run.verdicts:
+        outcome, details = rec.get("outcome"), rec.get("details")
+        if outcome not in OUTCOMES or rec.get("check") not in CHECKS or not isinstance(details, dict):
+            return None
+        if outcome in (PASS, SKIP) and not details.get("warning"):
+            out.append(_Outcome(outcome))
+            continue
+        try:
+            out.append(Verdict.from_record(rec))
+        except Exception:  # noqa: BLE001 (a damaged verdict: judging it again names the file and the verdict)
+            return None
+    return out
+
+
+def digest(thresholds: Thresholds, trust_recorded: bool = True):
+    """collect()'s `digest` for judge_fleet: each node's record judged as it is read, then dropped.
+    `trust_recorded=False` judges every record again, whatever it was judged under (self-tests compare
+    the two)."""
+    under = judging_under(thresholds.path) if trust_recorded else None
+    return functools.partial(node_result, thresholds, under=under)
 
 
 def _others(values: list[tuple[str, float]]):

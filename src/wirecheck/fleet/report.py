@@ -3,8 +3,9 @@
 
 Judges a fleet's records together: one record per node in DIR (each node ran
 `wirecheck validate ... --wirecheck-json DIR/$(hostname).jsonl`), plus any multi-node records
-(`wirecheck.fleet.multinode`). For every node: its record is there and complete, its own verdicts judged
-again, every key figure (busbw per placement and collective at the floor size, tokens/s per
+(`wirecheck.fleet.multinode`). For every node: its record is there and complete, its own verdicts (as
+recorded where the record was judged under these very thresholds by this very wirecheck, else judged
+again with them), every key figure (busbw per placement and collective at the floor size, tokens/s per
 strategy and wire, one GPU's tokens/s, NIC line rate) against the other nodes' median (the fleet rule
 of thresholds.yaml `fleet:`), each GPU's health figures (HBM copy and read, GEMM bf16 and fp8,
 sustained TFLOP/s) against every other GPU of its model in the fleet (`fleet.<mode>.gpus`, naming
@@ -174,6 +175,23 @@ def render(result: FleetResult, quiet: bool = False, full: bool = False) -> str:
     return "\n".join(lines)
 
 
+def own_verdicts_line(result: FleetResult) -> str:
+    """How the nodes' own verdicts were judged: taken as recorded (the record says it was judged under
+    these very thresholds by this very wirecheck) or judged again with these thresholds. Said once some
+    record is taken as recorded; where none is, every node was judged again, as the report has always done."""
+    recorded = sum(n.as_recorded for n in result.nodes)
+    again = sum(n.judged and not n.as_recorded for n in result.nodes)
+    if not recorded:
+        return ""
+    parts = []
+    if recorded:
+        parts.append(f"{recorded} record(s) as recorded (judged under these thresholds by this wirecheck)")
+    if again:
+        parts.append(f"{again} judged again with these thresholds (their records were judged under other "
+                     "thresholds or by another wirecheck, or do not say)")
+    return "wirecheck fleet report: own verdicts: " + "; ".join(parts)
+
+
 def _gpu_names(result: FleetResult) -> str:
     """"n03/GPU2 (HBM copy bandwidth (read+write))" for every GPU the fleet's GPU rule named."""
     figures: dict[str, list[str]] = {}
@@ -219,6 +237,7 @@ def as_json(result: FleetResult) -> dict:
         },
         "nodes": [{
             "node": n.node, "path": n.path, "ok": n.ok, "state": n.state, "unexpected": n.unexpected,
+            "own_verdicts": "as recorded" if n.as_recorded else "judged again" if n.judged else None,
             "record": _record(n.record),
             "counts": {o: n.count(o) for o in (FAIL, PASS, SKIP)},
             "failed": [_record(v) for v in n.failed],
@@ -263,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
         return exit_codes.BAD_INPUT
     print(f"wirecheck fleet report: {fleet.directory}: {len(fleet.nodes)} node(s), {len(fleet.network)} multi-node "
           f"run(s); thresholds {th_path}")
+    line = own_verdicts_line(result)
+    if line:
+        print(line)
     print(render(result, args.quiet, args.full))
     if diagnosis is not None:
         print("\n".join(["", *text_lines(diagnosis)]))

@@ -260,10 +260,11 @@ class RunRecord:
         return self.end is not None and self.end.get("status") == "complete"
 
 
-def _record_line(line: str) -> dict:
+def _record_line(line: str, guarded: bool = True) -> dict:
     """One line of a record file as data: JSONDecodeError for a line that is not JSON (a torn last
-    line), ValueError for JSON that is no record line (jsondata's limits, or not an object)."""
-    obj = jsondata.loads(line)
+    line), ValueError for JSON that is no record line (jsondata's limits, or not an object).
+    `guarded=False`: the file holds no integer too long (jsondata.no_long_digits)."""
+    obj = jsondata.loads(line, guarded)
     if not isinstance(obj, dict):
         raise ValueError(f"a JSON {type(obj).__name__}, where each line is an object with a `type`")
     return obj
@@ -293,7 +294,9 @@ def read_run(path: str | Path) -> RunRecord:
     kept (`torn_line`), so that readers say what they skipped."""
     path = Path(path)
     try:
-        lines = _read_regular(path).decode("utf-8").splitlines()
+        data = _read_regular(path)
+        guarded = not jsondata.no_long_digits(data)  # a fleet report reads thousands: integers parsed in C
+        lines = data.decode("utf-8").splitlines()
     except OSError as exc:
         raise RecordFileError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -303,7 +306,7 @@ def read_run(path: str | Path) -> RunRecord:
         if not line.strip():
             continue
         try:
-            obj = _record_line(line)
+            obj = _record_line(line, guarded)
         except json.JSONDecodeError as exc:
             torn = (number, exc.msg)
             continue

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from wirecheck.core import exit_codes
+from wirecheck.core import code_digest, exit_codes
 from wirecheck.core.harness import REMOVED, HarnessFault
 from wirecheck.core.paths import extends_target
 from wirecheck.core.verdict import Verdict
@@ -135,6 +135,23 @@ def recorded_thresholds(header: dict) -> tuple[bytes, str] | None:
     return data, digest
 
 
+def judged_under(header: dict) -> tuple | None:
+    """What a run header says its verdicts were judged under: (the thresholds file's sha256, its base
+    files' sha256s in `extends:` order, wirecheck's code digest); None where it does not say all of it
+    (records from before these were kept, a thresholds file the run could not read)."""
+    thresholds = header.get("thresholds_sha256")
+    code = (header.get("versions") or {}).get("wirecheck_code") if isinstance(header.get("versions"), dict) else None
+    bases = header.get("thresholds_bases") or []
+    if not isinstance(thresholds, str) or not isinstance(code, str) or not isinstance(bases, list):
+        return None
+    return thresholds, tuple(b.get("sha256") if isinstance(b, dict) else None for b in bases), code
+
+
+def judging_under(path: str | Path) -> tuple | None:
+    """judged_under for verdicts this process would judge against the thresholds file at `path`."""
+    return judged_under({**thresholds_fields(path), "versions": code_digest.versions()})
+
+
 def cannot_write(exc: Exception, option: str, named: bool, folder: str | Path) -> str:
     """The message for a record file that cannot be made: the option that names it and the fix. A
     run given no path was never asked for one: say where the default went and how to choose."""
@@ -169,7 +186,8 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
         "unavailable": unavailable,
         "profile": profile,
         **thresholds_fields(thresholds),
-        "versions": versions,
+        # wirecheck's own version and code: a fleet report takes verdicts judged by this very code as recorded
+        "versions": {**versions, **code_digest.versions()},
         "env": env_switches(),
         **fields,
         "placements": list(placements),
