@@ -319,7 +319,7 @@ def measure_with_stand_in_graphs(ctx: RankContext, op: str, graph_time_s: float 
             raise RuntimeError("CUDA error: operation not permitted when stream is capturing (stand-in)")
         return _ReplayedCalls(launch, calls)
 
-    def time_replay(ctx_, graph, calls, replays=1):
+    def time_replay(ctx_, graph, calls, replays=1, group=None):
         t0 = time.perf_counter()
         for _ in range(replays):
             graph.replay()
