@@ -170,13 +170,16 @@ POOL = "pool"
 def run_header(*, simulated: bool, simulation_source: str | None, thresholds: str | Path, versions: dict,
                placements: Iterable[dict], topology=None, gpus: list | None = None, unavailable: str | None = None,
                profile: str | None = None, level: str | None = None, duration_s: float | None = None,
-               hardware: dict | None = None, **extra: Any) -> dict:
+               hardware: dict | None = None, selection: list[str] | None = None, workers: str | None = None,
+               **extra: Any) -> dict:
     """The provenance of a run that measures and judges: what was simulated, against which thresholds,
     with which versions and environment, on which GPUs and placements, at which level (the suite's
     --level, a burn-in's duration; None for a run without levels). `gpus` replaces the topology's
     GPU list where there is no topology (the ranks of a multi-node job); `extra` adds keys of its own
     (`multinode`). `hardware`: what the derived limits read of the node (wirecheck.node.hardware; None
-    where there is no one node, as in a multi-node job)."""
+    where there is no one node, as in a multi-node job). `selection`: what narrowed a suite run below its
+    level (-k, -m, ...; None where a run has no levels); `workers`: how the suite ran its workers (POOL).
+    Every header has every key, so that the suite's and the multi-node job's read alike."""
     fields = topology_fields(topology)
     if gpus is not None:
         fields["gpus"] = gpus
@@ -194,6 +197,8 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
         "level": level,
         "duration_s": duration_s,
         "hardware": hardware,
+        "selection": None if selection is None else list(selection),
+        "workers": workers,
         **extra,
     }
 
@@ -274,12 +279,13 @@ class RunWriter:
 
     def end(self, status: str, exit_status: int, tests: dict | None = None, signal: str | None = None,
             skipped_without_verdict: dict | None = None, test_durations_s: dict | None = None,
-            **extra: Any) -> None:
+            node_snapshot: dict | None = None, **extra: Any) -> None:
         """The last line: how the run ended (`signal`: the one that stopped it, None otherwise), its exit
         status (what the process returns), test and verdict counts (`skipped_without_verdict`: reason ->
         tests skipped before any check ran, which pytest counts and the verdicts do not), wall time, each
         test's seconds (setup, call and teardown: the time model's figures; {} where there are no tests),
-        and `extra` keys of its own (a busy run's holder).
+        the node as NVML tells it at the end (`node_snapshot`: what `validate --trust-recent` compares with;
+        None where no one node's GPUs were read), and `extra` keys of its own (a busy run's holder).
 
         After a fault (or when this very line is refused): status FAULT and exit status HARNESS_FAULT,
         whatever was asked (a stop signal's 128+N stays); the end line names the fault and counts the lines
@@ -300,6 +306,7 @@ class RunWriter:
             "verdicts": dict(self.verdicts),
             "wall_s": round(time.monotonic() - self.started, 1),
             "test_durations_s": {test: round(seconds, 3) for test, seconds in (test_durations_s or {}).items()},
+            "node_snapshot": node_snapshot,
             **extra,
         }
         if fault is not None:
