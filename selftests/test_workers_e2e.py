@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 import subprocess
 import sys
 import time
@@ -52,7 +53,8 @@ def test_a_node_where_every_collective_hangs_finishes_in_bounded_time_naming_eve
     # The hung groups' logs are next to the records.
     logs = {d for _, d in skips}
     assert all(d.startswith(str(root / "run-logs")) for d in logs), logs
-    assert all(sorted(p.name for p in (root / "run-logs").glob(f"{pl}-*/rank*.log")) for pl in failed)
+    # (the run's worker pool held the ranks: its logs, named by the pool, are where each skip says)
+    assert logs and all(sorted(Path(d).glob("rank*.log")) for d in logs), logs
     # The records keep each hang as data: kind, deadline, every rank's stack, where the logs are.
     hangs = [r["details"]["failure"] for r in records(out)
              if r.get("type") == "measurement" and (r["details"].get("failure") or {}).get("kind") == "hung"]
