@@ -14,13 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wirecheck.thresholds import declared
+from wirecheck.vocab import ops, strategies
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, ThresholdsError, _At
 
 # The short names a history figures list may hold (as wirecheck.records.figures names them): the GPU figures,
 # host copies, a collective op (busbw at the floor size), a strategy, one GPU alone.
 # (The GPU figures are those the checks declare floors for: read when a file is, after they registered.)
-OTHER_HISTORY_FIGURES = ("h2d", "d2h", "all_reduce", "all_gather", "reduce_scatter", "broadcast",
-                         "all_to_all", "ddp", "zero1", "zero2", "zero3", "fsdp", "single_gpu_throughput")
+# Read from the vocabulary: a new collective or strategy row is a history figure with no edit here.
+OTHER_HISTORY_FIGURES = ("h2d", "d2h") + ops.OPS + strategies.NAMES + ("single_gpu_throughput",)
 
 
 def history_figures() -> tuple[str, ...]:
