@@ -10,9 +10,9 @@ from pathlib import Path
 
 import yaml
 
-from test_fleet_report import TH, write_node
+from test_fleet_report import TH, _network_record, write_node
 from wirecheck.core import code_digest, jsondata
-from wirecheck.fleet import report
+from wirecheck.fleet import judging, report
 from wirecheck.fleet.judging import digest, judge_fleet, node_result
 from wirecheck.fleet.records import NodeRun, collect
 from wirecheck.records.file import read_run
@@ -108,3 +108,66 @@ def test_a_record_without_an_over_long_digit_run_is_read_with_integers_parsed_in
     assert jsondata.no_long_digits(b'{"a": ' + b"9" * jsondata.MAX_INT_DIGITS + b"}")
     assert not jsondata.no_long_digits(b'{"a": ' + b"1" + b"0" * jsondata.MAX_INT_DIGITS + b"}")
     assert jsondata.loads('{"a": [1, 2.5]}', guarded=False) == {"a": [1, 2.5]}
+
+
+REFERENCE_RUN = Path(__file__).resolve().parents[1] / "fixtures/reference/h200-sxm-2/wirecheck-2026-12-01/run1.jsonl"
+
+
+def _as_now(source: Path, dest: Path, drop: str | None = None) -> Path:
+    """`source` with a header that says it was judged under the shipped thresholds by this wirecheck
+    (its verdicts are then taken as recorded); `drop`: leave out the first line holding it."""
+    lines = source.read_text().splitlines()
+    lines[0] = json.dumps({**json.loads(lines[0]), **NOW})
+    if drop is not None:
+        lines.remove(next(line for line in lines if drop in line))
+    dest.write_text("\n".join(lines) + "\n")
+    return dest
+
+
+def test_a_record_taken_as_recorded_is_read_lean_and_judged_as_read_in_full(tmp_path):
+    """Lean reading (verdicts that passed or skipped with nothing to say are counted, not parsed; the
+    measurements the fleet does not compare are skipped) gives the very report a full read gives."""
+    d = _fleet(tmp_path)
+    for k in range(3):  # a real 2x H200 record, 274 lines: most of them passed verdicts and curve sizes
+        _as_now(REFERENCE_RUN, d / f"h200-{k}.jsonl")
+    lean = digest(TH)
+    assert lean.lines is not None and digest(TH, trust_recorded=False).lines is None
+    run = read_run(d / "h200-0.jsonl", lean.lines)
+    full_run = read_run(d / "h200-0.jsonl")
+    assert run.skipped["pass"] > 90 and run.skipped["measurement"] > 90, run.skipped
+    assert len(run.verdicts) + run.skipped["pass"] + run.skipped["skip"] == len(full_run.verdicts)
+    assert all(m["kind"] != "nvlink_crc" for m in run.measurements)
+
+    fast = judge_fleet(collect(d, expect_n=9, digest=lean), TH)
+    full = judge_fleet(collect(d, expect_n=9, digest=digest(TH, lean=False)), TH)
+    assert json.dumps(report.as_json(fast), sort_keys=True) == json.dumps(report.as_json(full), sort_keys=True)
+    assert report.render(fast, full=True) == report.render(full, full=True)
+    h200 = next(n for n in fast.nodes if n.node == "h200-0")
+    assert h200.as_recorded and h200.counts == {"fail": 0, "pass": 134, "skip": 14}
+
+
+def test_a_lean_read_whose_counts_disagree_with_the_end_line_is_read_again_in_full(tmp_path, monkeypatch):
+    path = _as_now(REFERENCE_RUN, tmp_path / "n.jsonl", drop='"check": "gpus_visible"')  # one passed line lost
+    lean = digest(TH).lines
+    run = read_run(path, lean)
+    assert not judging._counts_agree(run), "133 passed lines against the end's 134"
+    assert judging._counts_agree(read_run(_as_now(REFERENCE_RUN, tmp_path / "m.jsonl"), lean))
+    full_reads = []
+    real = judging.read_run
+    monkeypatch.setattr(judging, "read_run", lambda p, *a: full_reads.append(p) or real(p, *a))
+    n = node_result(TH, NodeRun("n", path, run), under=judging_under(TH.path))
+    assert full_reads == [path] and n.as_recorded and n.counts["pass"] == 133
+
+
+def test_a_multinode_record_is_never_kept_lean(tmp_path):
+    d = tmp_path / "results"
+    d.mkdir()
+    write_node(d / "gpu00.jsonl", header=NOW)
+    net = d / "multinode-1.jsonl"
+    _network_record(net, ["gpu00", "gpu01", "gpu02"], slow="gpu02")
+    lines = net.read_text().splitlines()
+    net.write_text("\n".join([json.dumps({**json.loads(lines[0]), **NOW}), *lines[1:]]) + "\n")
+    fleet = collect(d, digest=digest(TH))
+    assert len(fleet.network) == 1
+    kept, whole = fleet.network[0], read_run(net)
+    assert (kept.skipped, kept.verdicts, kept.measurements) == ({}, whole.verdicts, whole.measurements)

@@ -8,7 +8,7 @@ Pure data in, data out: `wirecheck fleet report` prints it, `--json` keeps it, `
 
 from __future__ import annotations
 
-import functools
+import re
 from dataclasses import dataclass, field
 
 from wirecheck.core import exit_codes
@@ -17,11 +17,13 @@ from wirecheck.fleet.figures import Figure, GpuFigure, gpu_figures, node_figures
 from wirecheck.fleet.records import Fleet, NodeRun
 from wirecheck.checks import CHECKS
 from wirecheck.checks.judge import rejudge_run
-from wirecheck.records.file import RecordFileError, RunRecord
+from wirecheck.records.file import RecordFileError, RunRecord, read_run
 from wirecheck.records.run import judged_under, judging_under
 from wirecheck.thresholds.file import Thresholds, ThresholdsError
 from wirecheck.core.peer_stats import Reference, leave_one_out
 from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, Verdict
+from wirecheck.report.gpus import MEASUREMENT_KINDS as GPU_KINDS
+from wirecheck.vocab import records as kinds
 
 
 @dataclass
@@ -155,7 +157,10 @@ def node_result(thresholds: Thresholds, n: NodeRun, under: tuple | None = None) 
     result = NodeResult(n.node, path, fleet_checks.node_record(thresholds, node=n.node, path=path, problem=n.problem),
                         unexpected=n.unexpected)
     if n.run is not None:
-        verdicts = _as_recorded(n.path, n.run) if under is not None and judged_under(n.run.run) == under else None
+        trusted = under is not None and judged_under(n.run.run) == under
+        if n.run.skipped and not (trusted and _counts_agree(n.run)):
+            n.run = read_run(n.path)  # read lean, but it must be judged again, or its counts disagree with its end
+        verdicts = _as_recorded(n.path, n.run) if trusted else None
         result.as_recorded = verdicts is not None
         if verdicts is None:
             verdicts = _as_data(n.path, rejudge_run, n.run, thresholds)[1]
@@ -185,8 +190,8 @@ class _Outcome:
 def _as_recorded(path, run: RunRecord) -> list | None:
     """The run's verdicts as its record has them (failures and warnings as Verdicts), or None where one
     is not as this wirecheck writes them (an unknown outcome or check, a field that is no verdict's):
-    then it is judged again, which names what is wrong."""
-    out = []
+    then it is judged again, which names what is wrong. Lines LeanLines skipped count by outcome."""
+    out = [_Outcome(outcome) for outcome in (PASS, SKIP) for _ in range(run.skipped.get(outcome, 0))]
     for rec in run.verdicts:
         outcome, details = rec.get("outcome"), rec.get("details")
         if outcome not in OUTCOMES or rec.get("check") not in CHECKS or not isinstance(details, dict):
@@ -201,12 +206,78 @@ def _as_recorded(path, run: RunRecord) -> list | None:
     return out
 
 
-def digest(thresholds: Thresholds, trust_recorded: bool = True):
-    """collect()'s `digest` for judge_fleet: each node's record judged as it is read, then dropped.
-    `trust_recorded=False` judges every record again, whatever it was judged under (self-tests compare
-    the two)."""
+# A record taken as recorded is read for what the fleet keeps of it: the counts of the verdicts that
+# passed or skipped, the failures and warnings, and the figures (wirecheck.fleet.figures). Half of its
+# bytes are verdicts that passed, and a third collective sizes the fleet does not compare: parsing
+# them was most of a fleet report's time. These patterns are how this wirecheck writes those lines
+# (json.dumps of the record's dicts, keys in its order); a record of any other wirecheck is judged
+# again and read in full, and a line that does not match them exactly is parsed.
+_PASSED = re.compile(r'\{"type": "verdict", "test": "(?:[^"\\]|\\.)*", "time": "[^"\\]*", "check": "([a-z0-9_]+)", '
+                     r'"what": "(?:[^"\\]|\\.)*", "where": (?:null|"(?:[^"\\]|\\.)*"), "outcome": "(pass|skip)", ')
+_NO_DETAILS = '"details": {}}'  # the verdict's last key: nothing to say (a warning is a detail)
+_MEASUREMENT = re.compile(r'\{"type": "measurement", "kind": "([a-z0-9_]+)", ')
+_FIGURE_KINDS = frozenset((kinds.STRATEGY, kinds.NETWORK, kinds.SINGLE_GPU_TRAINING) + tuple(GPU_KINDS))
+
+
+@dataclass(frozen=True)
+class LeanLines:
+    """read_run's `skip` for a fleet report: "pass" / "skip" for a verdict line that passed or skipped
+    with no details, of a known check; "measurement" for a measurement the fleet does not read (a
+    collective at another size than the floor's, the NVLink and PCIe counters, the NCCL path...)."""
+    floor_sizes: tuple[int, ...]  # the collective sizes the fleet compares (collectives.floor_size, on hardware and simulated)
+
+    def __call__(self, line: str) -> str | None:
+        if not line.endswith("}"):
+            return None  # torn, or not as written: the full parse says what it is
+        if line.endswith(_NO_DETAILS):
+            passed = _PASSED.match(line)
+            if passed is not None and passed.group(1) in CHECKS:
+                return passed.group(2)
+        measured = _MEASUREMENT.match(line)
+        if measured is None:
+            return None
+        kind = measured.group(1)
+        if kind in _FIGURE_KINDS:
+            return None
+        if kind == kinds.COLLECTIVE and any(f'"requested_bytes": {size}' in line for size in self.floor_sizes):
+            return None  # perhaps at the floor size: parsed, and node_figures says
+        return "measurement"
+
+
+def _counts_agree(run: RunRecord) -> bool:
+    """The verdicts read and skipped are as many per outcome as the run's end line says it wrote (a
+    line lost or damaged in the middle of the file would otherwise go unseen): a run cut short has no
+    end to compare with, and is judged on what it holds, as a full read judges it."""
+    said = (run.end or {}).get("verdicts")
+    if run.end is None:
+        return True
+    if not isinstance(said, dict):
+        return False
+    read: dict[str, int] = dict(run.skipped)
+    read.pop("measurement", None)
+    for v in run.verdicts:
+        read[v.get("outcome")] = read.get(v.get("outcome"), 0) + 1
+    return {k: n for k, n in read.items() if n} == {k: n for k, n in said.items() if n}
+
+
+@dataclass(frozen=True)
+class Digest:
+    """collect()'s `digest` for judge_fleet: each node's record judged as it is read, then dropped;
+    `lines`, read_run's `skip` for it (None: every line parsed)."""
+    thresholds: Thresholds
+    under: tuple | None
+    lines: LeanLines | None
+
+    def __call__(self, n: NodeRun) -> NodeResult:
+        return node_result(self.thresholds, n, under=self.under)
+
+
+def digest(thresholds: Thresholds, trust_recorded: bool = True, lean: bool = True) -> Digest:
+    """`trust_recorded=False` judges every record again, whatever it was judged under, and `lean=False`
+    parses every line (self-tests compare them)."""
     under = judging_under(thresholds.path) if trust_recorded else None
-    return functools.partial(node_result, thresholds, under=under)
+    floors = tuple(sorted({thresholds.collective_settings(simulated).floor_size for simulated in (False, True)}))
+    return Digest(thresholds, under, LeanLines(floors) if under is not None and lean else None)
 
 
 def _others(values: list[tuple[str, float]]):

@@ -18,7 +18,7 @@ import re
 import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from wirecheck.core import harness, jsondata
 from wirecheck.core.safefs import UnsafePath, create_new, make_dirs, open_append
@@ -250,6 +250,7 @@ class RunRecord:
     end: dict | None  # None: the run was cut short before it could write its end
     earlier_runs: int = 0  # runs before this one in the same file (runs append)
     torn_line: int | None = None  # the number of a torn last line that was dropped (killed mid-write)
+    skipped: dict[str, int] = field(default_factory=dict)  # read_run's `skip`: this run's lines not parsed, by tag
 
     @property
     def simulated(self) -> bool:
@@ -258,6 +259,11 @@ class RunRecord:
     @property
     def complete(self) -> bool:
         return self.end is not None and self.end.get("status") == "complete"
+
+
+# How every run header line begins (json.dumps of a dict whose first key is "type"): read_run's `skip`
+# never sees one, so that a reader that skips lines still finds every run of the file.
+_RUN_PREFIX = '{"type": "run"'
 
 
 def _record_line(line: str, guarded: bool = True) -> dict:
@@ -284,14 +290,19 @@ def _read_regular(path: Path) -> bytes:
         os.close(fd)
 
 
-def read_run(path: str | Path) -> RunRecord:
+def read_run(path: str | Path, skip: Callable[[str], str | None] | None = None) -> RunRecord:
     """Read the last run of a record file.
 
     Runs append (a second nightly run of a day into the same file keeps the first): the file is
     read as runs, each from its `run` header on, and the last one is returned with the number of
     earlier ones. A torn line (killed mid-write) is dropped where it ends a run; anything else
     that is not a record raises RecordFileError naming the file and line. A torn last line's number is
-    kept (`torn_line`), so that readers say what they skipped."""
+    kept (`torn_line`), so that readers say what they skipped.
+
+    `skip(line)`, for a reader that needs only some lines (a fleet report reads thousands of records):
+    a tag for a line it need not have parsed, counted by tag in the run's `skipped` and never parsed,
+    or None to parse it. A run header never reaches it, nor the last line (a torn last line is dropped,
+    never counted), and a skipped line after a torn one is refused as a full read refuses it."""
     path = Path(path)
     try:
         data = _read_regular(path)
@@ -302,8 +313,16 @@ def read_run(path: str | Path) -> RunRecord:
     except UnicodeDecodeError as exc:
         raise RecordFileError(f"{path}: not UTF-8 text (byte {exc.start}): not a wirecheck record file") from None
     objs, torn = [], None
+    skipped: list[tuple[int, str]] = []  # (how many lines were parsed before it, its tag)
+    last = next((i for i in range(len(lines), 0, -1) if lines[i - 1].strip()), 0)
     for number, line in enumerate(lines, 1):
         if not line.strip():
+            continue
+        tag = skip(line) if skip is not None and number != last and not line.startswith(_RUN_PREFIX) else None
+        if tag is not None:
+            if torn is not None:
+                raise RecordFileError(f"{path}:{torn[0]}: not JSON ({torn[1]}); is this a wirecheck record file?")
+            skipped.append((len(objs), tag))
             continue
         try:
             obj = _record_line(line, guarded)
@@ -327,8 +346,12 @@ def read_run(path: str | Path) -> RunRecord:
     for obj in objs[starts[-1] + 1:]:
         by_type.setdefault(obj.get("type"), []).append(obj)
     ends = by_type["end"]
+    counted: dict[str, int] = {}
+    for parsed_before, tag in skipped:
+        if parsed_before > starts[-1]:  # after the last run's header
+            counted[tag] = counted.get(tag, 0) + 1
     return RunRecord(path, run, by_type["measurement"], by_type["verdict"], ends[-1] if ends else None,
-                     earlier_runs=len(starts) - 1, torn_line=torn[0] if torn else None)
+                     earlier_runs=len(starts) - 1, torn_line=torn[0] if torn else None, skipped=counted)
 
 
 def _jsonable(obj: Any) -> Any:
