@@ -15,6 +15,7 @@ from wirecheck.core import code_digest, jsondata
 from wirecheck.fleet import judging, report
 from wirecheck.fleet.judging import digest, judge_fleet, node_result
 from wirecheck.fleet.records import NodeRun, collect
+from wirecheck.core.verdict import Verdict
 from wirecheck.records.file import read_run
 from wirecheck.records.run import judged_under, judging_under, thresholds_fields
 from wirecheck.thresholds.file import load_thresholds
@@ -118,6 +119,11 @@ def _as_now(source: Path, dest: Path, drop: str | None = None) -> Path:
     (its verdicts are then taken as recorded); `drop`: leave out the first line holding it."""
     lines = source.read_text().splitlines()
     lines[0] = json.dumps({**json.loads(lines[0]), **NOW})
+    for k, line in enumerate(lines):  # each verdict as this wirecheck writes it
+        rec = json.loads(line)
+        if rec["type"] == "verdict":
+            lines[k] = json.dumps({"type": "verdict", "test": rec["test"], "time": rec["time"],
+                                   **Verdict.from_record(rec).as_record()})
     if drop is not None:
         lines.remove(next(line for line in lines if drop in line))
     dest.write_text("\n".join(lines) + "\n")

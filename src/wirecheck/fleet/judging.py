@@ -214,25 +214,32 @@ def _as_recorded(path, run: RunRecord) -> list | None:
 # again and read in full, and a line that does not match them exactly is parsed.
 _PASSED = re.compile(r'\{"type": "verdict", "test": "(?:[^"\\]|\\.)*", "time": "[^"\\]*", "check": "([a-z0-9_]+)", '
                      r'"what": "(?:[^"\\]|\\.)*", "where": (?:null|"(?:[^"\\]|\\.)*"), "outcome": "(pass|skip)", ')
-_NO_DETAILS = '"details": {}}'  # the verdict's last key: nothing to say (a warning is a detail)
+# ... and how it ends: the words' fields (core.verdict.Verdict's last fields, in order), each a plain
+# string or null. No string of the line holds an unescaped '"fmt": ', so its last one is the verdict's
+# own; a line with no '"warning"' anywhere has no warning to keep (the fleet keeps passes with one).
+_WORDS = '"fmt": '
+_ENDS = re.compile(r'"fmt": (?:null|"[^"\\]*"), "bound": (?:null|"[^"\\]*"), "place": (?:null|"(?:[^"\\]|\\.)*"), '
+                   r'"note": "(?:[^"\\]|\\.)*", "hint": "(?:[^"\\]|\\.)*"\}')
 _MEASUREMENT = re.compile(r'\{"type": "measurement", "kind": "([a-z0-9_]+)", ')
 _FIGURE_KINDS = frozenset((kinds.STRATEGY, kinds.NETWORK, kinds.SINGLE_GPU_TRAINING) + tuple(GPU_KINDS))
 
 
 @dataclass(frozen=True)
 class LeanLines:
-    """read_run's `skip` for a fleet report: "pass" / "skip" for a verdict line that passed or skipped
-    with no details, of a known check; "measurement" for a measurement the fleet does not read (a
+    """read_run's `skip` for a fleet report: "pass" / "skip" for a verdict line of a known check that
+    passed or skipped without a warning; "measurement" for a measurement the fleet does not read (a
     collective at another size than the floor's, the NVLink and PCIe counters, the NCCL path...)."""
     floor_sizes: tuple[int, ...]  # the collective sizes the fleet compares (collectives.floor_size, on hardware and simulated)
 
     def __call__(self, line: str) -> str | None:
         if not line.endswith("}"):
             return None  # torn, or not as written: the full parse says what it is
-        if line.endswith(_NO_DETAILS):
+        if line.startswith('{"type": "verdict"'):
             passed = _PASSED.match(line)
-            if passed is not None and passed.group(1) in CHECKS:
+            if (passed is not None and passed.group(1) in CHECKS and '"warning"' not in line
+                    and _ENDS.fullmatch(line, line.rfind(_WORDS)) is not None):
                 return passed.group(2)
+            return None
         measured = _MEASUREMENT.match(line)
         if measured is None:
             return None
