@@ -139,6 +139,7 @@ def test_a_record_taken_as_recorded_is_read_lean_and_judged_as_read_in_full(tmp_
     lean = digest(TH)
     assert lean.lines is not None and digest(TH, trust_recorded=False).lines is None
     run = read_run(d / "h200-0.jsonl", lean.lines)
+    assert read_run(d / "gpu04.jsonl", lean.lines).skipped == {}, "another thresholds file: parsed to be judged again"
     full_run = read_run(d / "h200-0.jsonl")
     assert run.skipped["pass"] > 90 and run.skipped["measurement"] > 90, run.skipped
     assert len(run.verdicts) + run.skipped["pass"] + run.skipped["skip"] == len(full_run.verdicts)

@@ -9,7 +9,8 @@ A verdict is structure: what was judged and where, the measured value with its u
 format, the bound (its kind and values), the rule, source and YAML path of the limit, and the
 problems, note and hint the structure cannot say. Its words come from wirecheck.core.render,
 the one place every face (the message, the failure block, judge, the report, the drain reason)
-is written from; the message is rendered when the verdict is made and recorded with it.
+is written from; the message is rendered when it is first read (a fleet report makes a verdict per
+node and figure, and shows the words of the few that fail) and recorded with the verdict.
 """
 
 from __future__ import annotations
@@ -32,6 +33,23 @@ OUTCOMES = (PASS, WARN, FAIL, SKIP)
 RULES = ("measured", "derived", "calibrated", "history", "peers", "fleet", "simulated")
 
 
+class _Message:
+    """The `message` field: a message given when the verdict is made is kept; an empty one is rendered
+    from the verdict's structure when first read (rendering was half of judging a fleet's figures)."""
+
+    def __get__(self, verdict, owner=None) -> str:
+        if verdict is None:
+            return ""  # the field's default
+        text = verdict.__dict__.get("_message")
+        if not text:
+            text = render.message(verdict)
+            verdict.__dict__["_message"] = text
+        return text
+
+    def __set__(self, verdict, text: str) -> None:
+        verdict.__dict__["_message"] = text
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What was checked, where, what was measured against which limit, and the outcome."""
@@ -40,7 +58,7 @@ class Verdict:
     what: str  # the figure judged: "all_reduce busbw at 1 GiB"
     where: str | None  # a placement id, "GPU3", or None for the node
     outcome: str  # pass | warn | fail | skip
-    message: str = ""  # rendered from the rest when the verdict is made (wirecheck.core.render.message)
+    message: str = _Message()  # rendered from the rest when first read (wirecheck.core.render.message)
     measured: Any = None
     unit: str | None = None
     limit: dict | None = None  # {"min", "max", "expected", ...}: the bounds, in `unit`
@@ -59,8 +77,6 @@ class Verdict:
     def __post_init__(self) -> None:
         if self.bound is None and self.limit:
             object.__setattr__(self, "bound", render.bound_kind(self))
-        if not self.message:
-            object.__setattr__(self, "message", render.message(self))
 
     def __repr__(self) -> str:  # short: pytest prints it under a failed `assert verdict.ok`
         return f"Verdict({self.check} {self.outcome} on {self.where or 'the node'})"

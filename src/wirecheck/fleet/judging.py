@@ -158,8 +158,8 @@ def node_result(thresholds: Thresholds, n: NodeRun, under: tuple | None = None) 
                         unexpected=n.unexpected)
     if n.run is not None:
         trusted = under is not None and judged_under(n.run.run) == under
-        if n.run.skipped and not (trusted and _counts_agree(n.run)):
-            n.run = read_run(n.path)  # read lean, but it must be judged again, or its counts disagree with its end
+        if n.run.skipped and not _counts_agree(n.run):
+            n.run = read_run(n.path)  # read lean, but its counts disagree with its end line: read it all
         verdicts = _as_recorded(n.path, n.run) if trusted else None
         result.as_recorded = verdicts is not None
         if verdicts is None:
@@ -226,12 +226,18 @@ _FIGURE_KINDS = frozenset((kinds.STRATEGY, kinds.NETWORK, kinds.SINGLE_GPU_TRAIN
 
 @dataclass(frozen=True)
 class LeanLines:
-    """read_run's `skip` for a fleet report: "pass" / "skip" for a verdict line of a known check that
-    passed or skipped without a warning; "measurement" for a measurement the fleet does not read (a
-    collective at another size than the floor's, the NVLink and PCIe counters, the NCCL path...)."""
+    """read_run's `lines_of` for a fleet report: a run taken as recorded (judged under `under`, not a
+    multi-node run, whose record is kept whole) is read lean: `skip` tags "pass" / "skip" a verdict line
+    of a known check that passed or skipped without a warning, and "measurement" one the fleet does
+    not read (a collective at another size than the floor's, the NVLink and PCIe counters, the NCCL
+    path...). Any other run is parsed in full, to be judged again."""
+    under: tuple  # records.run.judging_under of the fleet's thresholds
     floor_sizes: tuple[int, ...]  # the collective sizes the fleet compares (collectives.floor_size, on hardware and simulated)
 
-    def __call__(self, line: str) -> str | None:
+    def __call__(self, header: dict):
+        return self.skip if judged_under(header) == self.under and not header.get("multinode") else None
+
+    def skip(self, line: str) -> str | None:
         if not line.endswith("}"):
             return None  # torn, or not as written: the full parse says what it is
         if line.startswith('{"type": "verdict"'):
@@ -284,7 +290,7 @@ def digest(thresholds: Thresholds, trust_recorded: bool = True, lean: bool = Tru
     parses every line (self-tests compare them)."""
     under = judging_under(thresholds.path) if trust_recorded else None
     floors = tuple(sorted({thresholds.collective_settings(simulated).floor_size for simulated in (False, True)}))
-    return Digest(thresholds, under, LeanLines(floors) if under is not None and lean else None)
+    return Digest(thresholds, under, LeanLines(under, floors) if under is not None and lean else None)
 
 
 def _others(values: list[tuple[str, float]]):

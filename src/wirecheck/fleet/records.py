@@ -108,11 +108,8 @@ def _read(path: Path, directory: Path, digest: Callable[[NodeRun], Any] | None) 
     node = path.name[: -len(SUFFIX)]
     if path.stat().st_size == 0:
         return NodeRun(node, path, None, f"record {path.name} is empty: the run died before writing its header")
-    skip = getattr(digest, "lines", None)  # what the digest need not have parsed (fleet.judging.LeanLines)
-    try:
-        run = read_run(path, skip)
-        if run.skipped and run.run.get("multinode"):
-            run = read_run(path)  # a multi-node run's record is kept whole: its pairs are judged later
+    try:  # read for what the digest keeps of it (fleet.judging.LeanLines; a multi-node run is read whole)
+        run = read_run(path, getattr(digest, "lines", None))
     except RecordFileError as exc:
         if not _is_run_header(path) or "schema" in str(exc):
             raise FleetInputError(f"{exc}; move it out of {directory} (the directory must hold only wirecheck "

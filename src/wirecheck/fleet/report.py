@@ -40,7 +40,7 @@ from wirecheck.fleet.records import PARALLEL_FROM, FleetInputError, collect, def
 from wirecheck.core.paths import suite_paths
 from wirecheck.core.safefs import umask, write_atomically
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
-from wirecheck.core.verdict import FAIL, PASS, SKIP
+from wirecheck.core.verdict import FAIL, PASS, SKIP, Verdict
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -205,7 +205,10 @@ def _gpu_names(result: FleetResult) -> str:
 def _record(v) -> dict:
     """Verdict.as_record without dataclasses.asdict's deep copy: a verdict's fields are plain data
     already, and at 10,000 nodes the copies took most of --json's time."""
-    return dict(vars(v))
+    return {name: getattr(v, name) for name in _VERDICT_FIELDS}
+
+
+_VERDICT_FIELDS = tuple(Verdict.__dataclass_fields__)
 
 
 def _figure_row(v) -> dict:

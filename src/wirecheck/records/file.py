@@ -290,7 +290,7 @@ def _read_regular(path: Path) -> bytes:
         os.close(fd)
 
 
-def read_run(path: str | Path, skip: Callable[[str], str | None] | None = None) -> RunRecord:
+def read_run(path: str | Path, lines_of: Callable[[dict], Callable[[str], str | None] | None] | None = None) -> RunRecord:
     """Read the last run of a record file.
 
     Runs append (a second nightly run of a day into the same file keeps the first): the file is
@@ -299,10 +299,12 @@ def read_run(path: str | Path, skip: Callable[[str], str | None] | None = None) 
     that is not a record raises RecordFileError naming the file and line. A torn last line's number is
     kept (`torn_line`), so that readers say what they skipped.
 
-    `skip(line)`, for a reader that needs only some lines (a fleet report reads thousands of records):
-    a tag for a line it need not have parsed, counted by tag in the run's `skipped` and never parsed,
-    or None to parse it. A run header never reaches it, nor the last line (a torn last line is dropped,
-    never counted), and a skipped line after a torn one is refused as a full read refuses it."""
+    `lines_of(header)`, for a reader that needs only some lines of a run (a fleet report reads
+    thousands of records): given each run header, a `skip(line)` for the lines of that run, or None
+    to parse them all. `skip` gives a tag for a line the reader need not have parsed (counted by tag in
+    the run's `skipped`, never parsed), or None to parse it. It never sees a run header nor the last
+    line (a torn last line is dropped, never counted); a skipped line after a torn one is refused as a
+    full read refuses it."""
     path = Path(path)
     try:
         data = _read_regular(path)
@@ -312,13 +314,14 @@ def read_run(path: str | Path, skip: Callable[[str], str | None] | None = None) 
         raise RecordFileError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise RecordFileError(f"{path}: not UTF-8 text (byte {exc.start}): not a wirecheck record file") from None
-    objs, torn = [], None
+    objs, torn, skip = [], None, None
     skipped: list[tuple[int, str]] = []  # (how many lines were parsed before it, its tag)
     last = next((i for i in range(len(lines), 0, -1) if lines[i - 1].strip()), 0)
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        tag = skip(line) if skip is not None and number != last and not line.startswith(_RUN_PREFIX) else None
+        is_header = line.startswith(_RUN_PREFIX)
+        tag = skip(line) if skip is not None and number != last and not is_header else None
         if tag is not None:
             if torn is not None:
                 raise RecordFileError(f"{path}:{torn[0]}: not JSON ({torn[1]}); is this a wirecheck record file?")
@@ -335,6 +338,8 @@ def read_run(path: str | Path, skip: Callable[[str], str | None] | None = None) 
             raise RecordFileError(f"{path}:{torn[0]}: not JSON ({torn[1]}); is this a wirecheck record file?")
         torn = None
         objs.append(obj)
+        if lines_of is not None and obj.get("type") == "run":
+            skip = lines_of(obj)
     if not objs or objs[0].get("type") != "run":
         raise RecordFileError(f"{path}: no `run` header on the first line: not a wirecheck record file "
                               "(pytest --wirecheck-json writes them)")
