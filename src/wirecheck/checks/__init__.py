@@ -15,7 +15,8 @@ it reads (`limits=`: Floor, Value, Section of wirecheck.thresholds.declared, whi
 loader reads as data), how the plugin builds its inputs (`inputs=`, e.g. a GPU load phase and its
 builder, wirecheck.gpu.inputs.FromPhase), and how the report shows it (`section=`: the report
 section that lists its verdicts, `figure=`: which figure of that section a verdict is about, from
-its inputs; a Floor's `label` and `unit` say how that figure shows). What a test costs the time
+its inputs; a Floor's `label` and `unit` say how that figure shows; `gpu_figures()` hands the
+declared GPU figures down to wirecheck.records.figures, for calibrate and history). What a test costs the time
 model, and at which levels it runs, are the test's own `work` and `levels` markers.
 
 May import: core, vocab, records, node, workers, measure, gpu (the GPU load's input builders, parent

@@ -3,9 +3,8 @@ it is: what `wirecheck calibrate` makes floors from and what the history rule co
 
 A figure is read from the inputs of the verdict that judged it (the record keeps them, so nothing
 is measured again): the GPU figures the checks declare floors for (HBM copy and read, GEMM bf16 and
-fp8, the sustained median),
-host copies, busbw at the floor size per placement, small-message latency per placement (judged by a
-ceiling), training throughput (a strategy per placement, one GPU alone). Its subject is what it belongs to: a GPU by its serial or UUID from the run header
+fp8, the sustained median), host copies, busbw at the floor size per placement, small-message latency
+per placement (judged by a ceiling), training throughput (a strategy per placement, one GPU alone). Its subject is what it belongs to: a GPU by its serial or UUID from the run header
 (an index or a bus id names a slot, and a GPU swapped into the slot is another GPU), a placement
 by its id and the identities of its GPUs. Records written before headers kept UUIDs and serials
 name a GPU by host and bus id only (`identified` False).
