@@ -14,7 +14,7 @@ import pytest
 from calibration_records import CLEAN, edited
 from wirecheck import checks
 from wirecheck.checks import rejudge
-from wirecheck.records.figures import history_figures, run_figures
+from wirecheck.checks.history import figures_of, past_figures
 from wirecheck.records.file import read_run
 from wirecheck.thresholds.file import load_thresholds
 from wirecheck.core.paths import suite_paths
@@ -37,8 +37,8 @@ def _nights(folder, serial=SERIAL, n=6):
 
 
 def _judged(thresholds, tonight, folder):
-    past, _ = history_figures(folder, exclude=tonight)
-    figures = [f for f in run_figures(read_run(tonight)) if f.figure in thresholds.history.figures]
+    past, _ = past_figures(folder, exclude=tonight)
+    figures = [f for f in figures_of(read_run(tonight)) if f.figure in thresholds.history.figures]
     return {f.figure: checks.history.history(thresholds, **checks.history.history_inputs(f, past, thresholds.history.runs))
             for f in figures}
 
@@ -106,7 +106,7 @@ def test_a_night_that_failed_stays_out_of_the_history_unless_only_a_table_floor_
         if r.get("check") == "hbm_bandwidth" and r["inputs"]["kind"] == "copy":
             r["outcome"], r["details"]["failed_by"] = "fail", ["floor"]
     floor_only.write_text("".join(json.dumps(r) + "\n" for r in records))
-    past, _ = history_figures(tmp_path)
+    past, _ = past_figures(tmp_path)
     copies = [f for f in past if f.figure == "hbm_copy"]
     assert len(copies) == 4 and str(bad) not in {f.record for f in copies} and str(floor_only) in {f.record for f in copies}
 
@@ -119,7 +119,7 @@ def test_too_noisy_a_history_is_said_not_judged(thresholds):
 
 
 def test_a_gpu_the_record_names_by_slot_only_has_no_history(thresholds, tmp_path):
-    f = next(f for f in run_figures(read_run(CLEAN[6])) if f.figure == "hbm_copy")
+    f = next(f for f in figures_of(read_run(CLEAN[6])) if f.figure == "hbm_copy")
     v = checks.history.history(thresholds, **checks.history.history_inputs(f, [], 10))
     assert v.outcome == "skip" and "names no GPU serial or UUID" in v.message
 

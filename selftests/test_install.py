@@ -162,7 +162,10 @@ def test_wheel_installed_without_the_checkout_validates_from_any_directory(tmp_p
     expected |= {f"pytest_wirecheck/topologies/{p.name}" for p in (PROJECT / "fixtures" / "topologies").iterdir()}
     assert not expected - names, f"missing from the wheel: {sorted(expected - names)}"
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "[pytest11]" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    declared = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "[pytest11]" in declared
+    # the thresholds loader finds the checks' limit declarations through this entry point
+    assert "[wirecheck.checks]\nbuiltin = wirecheck.checks" in declared, declared
 
     venv_dir = tmp_path / "venv"
     layered = run([sys.executable, PROJECT / "scripts" / "layered_venv.py", venv_dir])

@@ -18,7 +18,6 @@ import pytest
 from pytest_wirecheck.reporting import verdicts_key
 from wirecheck import checks
 from wirecheck.core.verdict import FAIL, SKIP
-from wirecheck.records.figures import history_figures, run_figures
 from wirecheck.records.file import RecordFileError, read_run
 
 # After every measuring module, before the error counters read at the very end; with -m health too (a GPU's
@@ -35,12 +34,12 @@ def test_figures_against_history(node, reporter, request):
     this = reporter.file.path
     folder = Path(request.config.option.history or this.parent)  # --history is checked at start (options.py)
     try:
-        figures = [f for f in run_figures(read_run(this)) if f.figure in rule.figures]
+        figures = [f for f in checks.history.figures_of(read_run(this)) if f.figure in rule.figures]
     except RecordFileError as exc:
         pytest.fail(f"this run's record cannot be read back: {exc}")
     if not figures:
         pytest.skip(f"no figure of {rule.yaml_path}.figures was measured in this run (a -k or -m selection?)")
-    past, _ = history_figures(folder, exclude=this)
+    past, _ = checks.history.past_figures(folder, exclude=this)
     verdicts = []
     for fig in figures:
         verdict = checks.history.history(node.thresholds, **checks.history.history_inputs(fig, past, rule.runs))

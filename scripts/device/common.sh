@@ -36,14 +36,26 @@ pick_python() {
   return 1
 }
 
-# wirecheck from this checkout when it is not installed into $PY's environment: the plugin
-# package is the folder fixtures/ (the checkout's layout), reached through a link.
-use_checkout() {
-  "$1" -c "import wirecheck, pytest_wirecheck" 2>/dev/null && return 0
-  local shim
+# checkout_shim TREE: a folder that, after TREE/src on PYTHONPATH, stands in for installing TREE: the
+# plugin package is the folder fixtures/ (the checkout's layout), reached through a link, and the
+# checks' entry point (pyproject.toml's "wirecheck.checks" group, which the thresholds loader reads
+# the checks' limits through) is a metadata folder of its own. Prints the folder.
+checkout_shim() {
+  local shim meta
   shim=$(mktemp -d)
-  ln -s "$ROOT/fixtures" "$shim/pytest_wirecheck"
-  export PYTHONPATH=$ROOT/src:$shim${PYTHONPATH:+:$PYTHONPATH}
+  ln -s "$1/fixtures" "$shim/pytest_wirecheck"
+  meta=$shim/wirecheck_checkout-0.dist-info
+  mkdir "$meta"
+  printf 'Metadata-Version: 2.1\nName: wirecheck-checkout\nVersion: 0\n' > "$meta/METADATA"
+  printf '[wirecheck.checks]\nbuiltin = wirecheck.checks\n' > "$meta/entry_points.txt"
+  echo "$shim"
+}
+
+# wirecheck from this checkout when it is not installed into $PY's environment (checkout_shim).
+use_checkout() {
+  "$1" -c "import sys, wirecheck, pytest_wirecheck, importlib.metadata as m
+sys.exit(not m.entry_points(group='wirecheck.checks'))" 2>/dev/null && return 0
+  export PYTHONPATH=$ROOT/src:$(checkout_shim "$ROOT")${PYTHONPATH:+:$PYTHONPATH}
 }
 
 # run_steps KNOWN... -- STEP...: runs the function step_STEP for each STEP in order while at least

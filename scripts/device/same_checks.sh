@@ -23,8 +23,7 @@ PY=$(pick_python) || { log "no Python whose torch sees a GPU"; exit 2; }
 
 run_tree() {  # TREE LABEL MODULE: validate from TREE (its src/ and fixtures/ first on the import path)
   local tree=$1 label=$2 module=$3 shim t0=$SECONDS rc
-  shim=$(mktemp -d)
-  ln -s "$tree/fixtures" "$shim/pytest_wirecheck"
+  shim=$(checkout_shim "$tree")
   (cd "$tree" && PYTHONPATH="$tree/src:$shim${PYTHONPATH:+:$PYTHONPATH}" \
      timeout -s INT "$(allow 130)" "$PY" -m "$module" validate -p no:cacheprovider --node-lock="$OUT/$label.lock" \
      --wirecheck-json="$OUT/$label.jsonl" "${@:4}" > "$OUT/$label.log" 2>&1)

@@ -15,7 +15,8 @@ it reads (`limits=`: Floor, Value, Section of wirecheck.thresholds.declared, whi
 loader reads as data), how the plugin builds its inputs (`inputs=`, e.g. a GPU load phase and its
 builder, wirecheck.gpu.inputs.FromPhase), and how the report shows it (`section=`: the report
 section that lists its verdicts, `figure=`: which figure of that section a verdict is about, from
-its inputs; a Floor's `label` and `unit` say how that figure shows). What a test costs the time
+its inputs; a Floor's `label` and `unit` say how that figure shows; `gpu_figures()` hands the
+declared GPU figures down to wirecheck.records.figures, for calibrate and history). What a test costs the time
 model, and at which levels it runs, are the test's own `work` and `levels` markers.
 
 May import: core, vocab, records, node, workers, measure, gpu (the GPU load's input builders, parent
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from wirecheck.core.verdict import Verdict
+from wirecheck.records.figures import GpuFigures
 from wirecheck.thresholds import declared
 
 # The report sections a check's declaration may name (`section=`).
@@ -64,6 +66,10 @@ def check(name: str, advice=None, *, inputs=None, section: str | None = None,
         raise ValueError(f"check {name!r}: section {section!r}; report sections are {SECTIONS}")
     if figure is not None and section is None:
         raise ValueError(f"check {name!r}: a figure is shown in a section; add section=")
+    floors = [lim.key.rsplit(".", 1)[1] for lim in limits if isinstance(lim, declared.Floor)]
+    if len(floors) > 1 and figure is None:  # calibrate and history must know which floor a verdict is about
+        raise ValueError(f"check {name!r} declares the floors {', '.join(floors)}: say which one a verdict is "
+                         "about with figure= (and section=)")
 
     def register(fn):
         if name in CHECKS:
@@ -96,6 +102,19 @@ def forget(name: str) -> None:
     if spec is not None and spec.advice is not None:
         ADVICE.pop(name, None)
     declared.undeclare(name)
+
+
+def gpu_figures() -> GpuFigures:
+    """The per-GPU figures as the checks declare them, for wirecheck.records.figures (calibrate, history),
+    which sits below the declarations: every declared Floor, and each check that declares one with the
+    figure a verdict of it is about (its `figure=`, else its only Floor's)."""
+    floors = declared.floors()  # loads every installed package of checks first
+    checks = {}
+    for name, spec in SPECS.items():
+        own = [lim.figure for lim in spec.limits if isinstance(lim, declared.Floor)]
+        if own:
+            checks[name] = spec.figure or (lambda inputs, only=own[0]: only)
+    return GpuFigures(floors, checks)
 
 
 def rejudge(verdict: Verdict, thresholds) -> Verdict:

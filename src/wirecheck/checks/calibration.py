@@ -14,7 +14,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from wirecheck.core.peer_stats import relative_spread
-from wirecheck.records.figures import Figure, limit_only, run_figures
+from wirecheck.checks import gpu_figures
+from wirecheck.records.figures import Figure, GpuFigures, limit_only, run_figures
 from wirecheck.records.file import RunRecord
 from wirecheck.thresholds.baselines import CalibrationRule
 
@@ -23,6 +24,7 @@ NARROWING = {
     "gemm": "more GEMM calls per figure (gpu_health.hardware.gemm.iters) or judge the sustained median instead",
     "hbm": "more copies per figure (gpu_health.hardware.hbm.iters)",
     "sustained": "a longer sustained load (gpu_health.hardware.sustained.duration)",
+    "gpu_health": "more repetitions per figure (its check's settings under gpu_health.hardware)",
     "copy_bandwidth": "more copies per figure (copy_bandwidth.settings.iters)",
     "collectives": "more calls per round (collectives.hardware.iters, benchmark_rounds)",
     "latency": "more calls per size (collectives.hardware.iters, graph_replays)",
@@ -50,6 +52,7 @@ class Calibrated:
     dates: tuple
     identified: bool  # every GPU named by serial or UUID (records written before they were kept: host and bus id)
     bound: str = "min"  # min: a floor; max: a ceiling (latency)
+    unit: str | None = None  # the unit it is written in, where its declaration says it (a GPU figure); None: its kind's
 
     @property
     def yaml_path(self) -> str:
@@ -78,15 +81,15 @@ def ceiling_of(values: list[float], rule: CalibrationRule) -> float:
     return max(max(values) * (1 + rule.min_margin), statistics.median(values) * (1 + rule.mad_k * spread(values)))
 
 
-def run_problem(run: RunRecord) -> str | None:
-    """Why a run is no calibration run, or None."""
+def run_problem(run: RunRecord, gpu: GpuFigures) -> str | None:
+    """Why a run is no calibration run, or None (`gpu`: the declared GPU figures, gpu_figures())."""
     if run.simulated:
         return "a simulated run (CPU figures say nothing about the site's GPUs): calibrate hardware runs only"
     if run.end is None:
         return "cut short (no end line): calibrate runs that completed"
     if run.end.get("status") != "complete":
         return f"{run.end.get('status')} ({run.end.get('signal') or 'not complete'}): calibrate runs that completed"
-    failed = [v for v in run.verdicts if v.get("outcome") == "fail" and not limit_only(v)]
+    failed = [v for v in run.verdicts if v.get("outcome") == "fail" and not limit_only(v, gpu)]
     if failed:
         first = failed[0]
         return (f"failed: {len(failed)} verdict(s) failed (first: {first.get('check')} on {first.get('where') or 'the node'}): "
@@ -96,7 +99,7 @@ def run_problem(run: RunRecord) -> str | None:
     return None
 
 
-def limit_failures(run: RunRecord) -> list[str]:
+def limit_failures(run: RunRecord, gpu: GpuFigures) -> list[str]:
     """The calibrated figures a run failed only by their table limit, said so (their limits are made anew)."""
     def bound(v: dict) -> str:
         limit = v.get("limit") or {}
@@ -105,14 +108,14 @@ def limit_failures(run: RunRecord) -> list[str]:
 
     return [f"{run.path}: {v.get('check')} on {v.get('where') or 'the node'}: {v.get('measured'):.1f} "
             f"{v.get('unit') or ''} failed the {bound(v)} of {v.get('yaml_path')}: its limit is calibrated anew from "
-            "these runs" for v in run.verdicts if v.get("outcome") == "fail" and limit_only(v)]
+            "these runs" for v in run.verdicts if v.get("outcome") == "fail" and limit_only(v, gpu)]
 
 
 def _narrowing(key: tuple, figure: str) -> str:
     if key[:2] == ("collectives", "latency"):
         return NARROWING["latency"]
     if key[0] == "gpu_health":
-        return NARROWING["gemm" if figure.startswith("gemm") else "hbm" if figure.startswith("hbm") else "sustained"]
+        return NARROWING[next((k for k in ("gemm", "hbm", "sustained") if figure.startswith(k)), "gpu_health")]
     return NARROWING[key[0]]
 
 
@@ -121,7 +124,8 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
     """Floors from `runs`; CalibrationError listing every refused run and figure. `workload`: what the
     base file's training limits are for (TrainingSettings.workload()); training figures of another
     workload are left out, as judge skips them."""
-    problems = [f"{run.path}: {why}" for run in runs if (why := run_problem(run))]
+    gpu = gpu_figures()  # which verdicts hold a GPU figure, and its kind and unit: as the checks declare them
+    problems = [f"{run.path}: {why}" for run in runs if (why := run_problem(run, gpu))]
     if problems:
         raise CalibrationError("\n".join(problems))
     if len(runs) < rule.min_runs:
@@ -130,8 +134,8 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
     by_key: dict[tuple, list[Figure]] = {}
     out = Calibration()
     for run in runs:
-        out.notes += limit_failures(run)
-        for fig in run_figures(run):
+        out.notes += limit_failures(run, gpu)
+        for fig in run_figures(run, gpu):
             by_key.setdefault(fig.key, []).append(fig)
     for key, figs in sorted(by_key.items(), key=lambda kv: [str(k) for k in kv[0]]):
         path = ".".join(str(k) for k in key)
@@ -181,7 +185,7 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
             spread=noise,
             n=len(values), runs=len(records), nodes=tuple(sorted({f.host for f in figs})),
             gpus=tuple(sorted({g for f in figs for g in f.gpus})), dates=tuple(sorted({f.started[:10] for f in figs})),
-            identified=all(f.identified for f in figs), bound=figs[0].bound))
+            identified=all(f.identified for f in figs), bound=figs[0].bound, unit=figs[0].unit))
     if problems:
         raise CalibrationError("\n".join(problems))
     return out

@@ -23,7 +23,7 @@ from wirecheck.cli.protocol import entry
 from wirecheck.checks.calibration import Calibrated, CalibrationError, calibrate
 from wirecheck.core import exit_codes
 from wirecheck.core.paths import SHIPPED_THRESHOLDS, suite_paths
-from wirecheck.records.figures import UNITS
+from wirecheck.records.figures import display
 from wirecheck.records.file import RecordFileError, read_run
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
 
@@ -45,9 +45,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _quantity(kind: str, value: float, up: bool = False) -> str:
-    unit, scale = UNITS[kind]
-    digits = 0 if kind == "throughput" else 1
+def _quantity(c: Calibrated, value: float, up: bool = False) -> str:
+    """`value` (base units) in the unit `c` is written in."""
+    unit, scale = display(c.kind, c.unit)
+    digits = 0 if c.kind == "throughput" else 1
     # a floor rounded down, a ceiling up: rounding never makes a limit stricter than the rule made it
     step = math.ceil if up else math.floor
     number = step(value * scale * 10 ** digits) / 10 ** digits
@@ -75,7 +76,7 @@ def _base(runs, given: str | None, output: Path) -> tuple[str, Path, str]:
 
 
 def _entry(c: Calibrated, rule_path: str) -> dict:
-    shown = lambda v: _quantity(c.kind, v)  # noqa: E731
+    shown = lambda v: _quantity(c, v)  # noqa: E731
     gpus = list(c.gpus)
     provenance = {
         "nodes": list(c.nodes),
@@ -98,7 +99,7 @@ def _entry(c: Calibrated, rule_path: str) -> dict:
         edge = f"lowest {shown(c.lowest)}"
     source = (f"calibrated: {c.n} readings in {c.runs} clean runs on {', '.join(c.nodes)} ({', '.join(c.dates)}): "
               f"median {shown(c.median)}, {edge}, spread {c.spread * 100:.2f} %; {rule} ({rule_path})")
-    bound = _quantity(c.kind, c.floor, up=c.bound == "max")
+    bound = _quantity(c, c.floor, up=c.bound == "max")
     return {c.bound: bound, "rule": "calibrated", "source": source, "provenance": provenance}
 
 
@@ -158,8 +159,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         return exit_codes.USAGE_ERROR
     for c in result.entries:
         what = "ceiling" if c.bound == "max" else "floor"
-        print(f"wirecheck calibrate: {c.yaml_path}: {what} {_quantity(c.kind, c.floor, up=c.bound == 'max')} (median "
-              f"{_quantity(c.kind, c.median)}, spread {c.spread * 100:.2f} %, {c.n} readings in {c.runs} runs)")
+        print(f"wirecheck calibrate: {c.yaml_path}: {what} {_quantity(c, c.floor, up=c.bound == 'max')} (median "
+              f"{_quantity(c, c.median)}, spread {c.spread * 100:.2f} %, {c.n} readings in {c.runs} runs)")
     for note in result.notes:
         print(f"wirecheck calibrate: {note}")
     print(f"wirecheck calibrate: wrote {output} ({len(result.entries)} limits, extends: {extends}); use it with "

@@ -19,6 +19,8 @@ import signal
 import sys
 
 from wirecheck.cli.protocol import commands
+from wirecheck.core import exit_codes
+from wirecheck.thresholds.declared import DeclarationsError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,6 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except DeclarationsError as exc:  # the install is broken (no checks to read limits against), whatever the command
+        print(f"wirecheck: {exc}", file=sys.stderr)
+        return exit_codes.INTERNAL_ERROR
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args, extra = build_parser().parse_known_args(argv)
     if extra and not getattr(args, "passes_extra_args", False):

@@ -2,28 +2,55 @@
 it is: what `wirecheck calibrate` makes floors from and what the history rule compares night to night.
 
 A figure is read from the inputs of the verdict that judged it (the record keeps them, so nothing
-is measured again): the GPU figures (HBM copy and read, GEMM bf16 and fp8, the sustained median),
-host copies, busbw at the floor size per placement, small-message latency per placement (judged by a
-ceiling), training throughput (a strategy per placement, one GPU alone). Its subject is what it belongs to: a GPU by its serial or UUID from the run header
+is measured again): the GPU figures the checks declare floors for (HBM copy and read, GEMM bf16 and
+fp8, the sustained median), host copies, busbw at the floor size per placement, small-message latency
+per placement (judged by a ceiling), training throughput (a strategy per placement, one GPU alone). Its subject is what it belongs to: a GPU by its serial or UUID from the run header
 (an index or a bus id names a slot, and a GPU swapped into the slot is another GPU), a placement
 by its id and the identities of its GPUs. Records written before headers kept UUIDs and serials
 name a GPU by host and bus id only (`identified` False).
+
+Which verdicts hold a GPU figure, which figure, and its quantity kind and unit are what the checks
+declare (their Floors, wirecheck.thresholds.declared, and `figure=`): this floor sits below both and
+is handed them (`GpuFigures`, built by wirecheck.checks.gpu_figures() for calibrate and history), so a
+new GPU check's floor is calibrated and held to its history with no edit here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable, Mapping
 
+from wirecheck.core import quantity
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 from wirecheck.vocab import records as kinds
 
-# figure name -> (the check that judged it, the quantity kind of its thresholds entry, its unit in
-# messages, the scale from base units to that unit)
-GPU_FIGURES = {"hbm_copy": "bandwidth", "hbm_read": "bandwidth", "gemm_bf16": "compute", "gemm_fp8": "compute",
-               "sustained_bf16": "compute"}
+# The unit a figure shows in (messages, a calibrated file) by its quantity kind, and the scale from base
+# units to it: every figure but the GPU figures, whose own declared unit says theirs (Figure.unit).
 UNITS = {"bandwidth": ("GB/s", 1e-9), "compute": ("TFLOP/s", 1e-12), "throughput": ("tokens/s", 1.0),
          "time": ("µs", 1e6)}
+# Where a GPU figure's verdict keeps its value in base units at full precision, by quantity kind (the
+# inputs of the shipped GPU checks); a check without one is read from its verdict's `measured`, in the
+# unit it was recorded in (rounded through that unit, as the report reads it).
+BASE_INPUTS = {"bandwidth": "bytes_per_s", "compute": "flops_per_s"}
+
+
+def display(kind: str, unit: str | None = None) -> tuple[str, float]:
+    """(unit, display units per base unit) of a figure of `kind`: its own `unit` (a GPU figure's, as
+    its Floor declares it), else its kind's (UNITS)."""
+    if unit is None:
+        return UNITS[kind]
+    return unit, 1.0 / quantity.UNITS[quantity.KIND_ALIASES.get(kind, kind)][unit]
+
+
+@dataclass(frozen=True)
+class GpuFigures:
+    """The per-GPU figures as the checks declare them, handed in from wirecheck.checks (gpu_figures()).
+    `floors`: figure -> its declared Floor (read for .kind, .unit and .scale); `checks`: the name of each
+    check that declares a Floor -> the figure one of its verdicts is about, from its inputs."""
+
+    floors: Mapping[str, Any]
+    checks: Mapping[str, Callable[[dict], str]]
 
 
 @dataclass(frozen=True)
@@ -46,32 +73,44 @@ class Figure:
     level: str | None = None  # the run's --level (the sustained load's length follows it)
     bound: str = "min"  # min: a floor judges it (higher is better); max: a ceiling (latency)
     trusted: bool = True  # False: its verdict failed for more than its table limit (limit_only)
+    unit: str | None = None  # the unit it shows in, where its declaration says it (a GPU figure); None: its kind's
 
     @property
     def yaml_path(self) -> str:
         return ".".join(str(k) for k in self.key)
 
     def shown(self, value: float | None = None) -> str:
-        unit, scale = UNITS[self.kind]
+        unit, scale = display(self.kind, self.unit)
         number = (self.value if value is None else value) * scale
         return f"{number:,.0f} {unit}" if self.kind == "throughput" else f"{number:.1f} {unit}"
 
 
-# The checks of these figures. One that failed only its table limit (a GPU model or fabric the file had no
-# right limit for: an A100 node against H200 floors) is what calibration is for, and still a reading of the
-# GPU; any other failure (a wrong result, an XID, a foreign process, a GPU below its peers) is not.
-GPU_CHECKS = ("hbm_bandwidth", "gemm_throughput", "sustained_throughput")
-FIGURE_CHECKS = GPU_CHECKS + ("host_copy", "busbw", "small_message_latency", "throughput", "single_gpu_training")
+# The checks of these figures (the GPU checks: those that declare a Floor, GpuFigures.checks). One that
+# failed only its table limit (a GPU model or fabric the file had no right limit for: an A100 node against
+# H200 floors) is what calibration is for, and still a reading of the GPU; any other failure (a wrong result,
+# an XID, a foreign process, a GPU below its peers) is not.
+OTHER_FIGURE_CHECKS = ("host_copy", "busbw", "small_message_latency", "throughput", "single_gpu_training")
 
 
-def limit_only(v: dict) -> bool:
+def limit_only(v: dict, gpu: GpuFigures) -> bool:
     """A failed verdict of a calibrated figure that failed its table limit and nothing else."""
-    if v.get("check") not in FIGURE_CHECKS or not isinstance(v.get("measured"), (int, float)):
+    if not isinstance(v.get("measured"), (int, float)):
         return False
     failed_by = (v.get("details") or {}).get("failed_by")
-    if v.get("check") in GPU_CHECKS:  # they also fail a GPU below its peers, or measured beside another process
+    if v.get("check") in gpu.checks:  # they also fail a GPU below its peers, or measured beside another process
         return failed_by is not None and list(failed_by) == ["floor"]
-    return failed_by is None
+    return v.get("check") in OTHER_FIGURE_CHECKS and failed_by is None
+
+
+def _gpu_value(v: dict, floor) -> float | None:
+    """A GPU figure's value in base units (BASE_INPUTS), None where its verdict holds none."""
+    i = v.get("inputs") or {}
+    key = BASE_INPUTS.get(floor.kind)
+    if key is not None and key in i:
+        return i[key]
+    factor = quantity.UNITS.get(quantity.KIND_ALIASES.get(floor.kind, floor.kind), {}).get(v.get("unit"))
+    measured = v.get("measured")
+    return measured * factor if factor is not None and isinstance(measured, (int, float)) else None
 
 
 def gpu_identity(gpu: dict, host: str) -> tuple[str, bool]:
@@ -83,9 +122,9 @@ def gpu_identity(gpu: dict, host: str) -> tuple[str, bool]:
     return f"{host} {gpu.get('bus_id') or 'GPU' + str(gpu.get('index'))}", False
 
 
-def run_figures(run: RunRecord) -> list[Figure]:
+def run_figures(run: RunRecord, gpu: GpuFigures) -> list[Figure]:
     """Every stable figure the run's verdicts hold (unmeasured ones, and those measured beside a
-    foreign process or with an error, left out)."""
+    foreign process or with an error, left out); the GPU figures those `gpu` declares."""
     header = run.run
     host = str(header.get("host") or "?")
     started = str(header.get("started") or "")
@@ -119,17 +158,17 @@ def run_figures(run: RunRecord) -> list[Figure]:
         if outcome not in ("pass", "fail", "skip") or i.get("simulated"):
             continue
         common = dict(host=host, started=started, record=str(run.path), outcome=outcome, level=header.get("level"),
-                      trusted=outcome != "fail" or limit_only(v))
-        if check in ("hbm_bandwidth", "gemm_throughput", "sustained_throughput"):
-            figure = {"hbm_bandwidth": f"hbm_{i.get('kind')}", "gemm_throughput": f"gemm_{i.get('dtype')}",
-                      "sustained_throughput": "sustained_bf16"}[check]
-            value = i.get("bytes_per_s") if check == "hbm_bandwidth" else i.get("flops_per_s")
-            if figure not in GPU_FIGURES or not value or i.get("foreign_processes") or i.get("error"):
+                      trusted=outcome != "fail" or limit_only(v, gpu))
+        if check in gpu.checks:
+            figure = gpu.checks[check](i)
+            floor = gpu.floors.get(figure)
+            value = _gpu_value(v, floor) if floor is not None else None
+            if not value or i.get("foreign_processes") or i.get("error"):
                 continue
             ident, known, _, slot = gpu_of(i.get("gpu"))
             model = str(i.get("gpu_model") or "?")
-            out.append(Figure(("gpu_health", "floors", model, figure), figure, GPU_FIGURES[figure], float(value), ident,
-                              str(v.get("where")), slot, (model,), (ident,), known, **common))
+            out.append(Figure(("gpu_health", "floors", model, figure), figure, floor.kind, float(value), ident,
+                              str(v.get("where")), slot, (model,), (ident,), known, **common, unit=floor.unit))
         elif check == "host_copy" and i.get("bytes_per_s") and not i.get("error"):
             ident, known, model, slot = gpu_of(i.get("gpu"))
             direction = str(i.get("direction"))
@@ -167,7 +206,8 @@ def run_figures(run: RunRecord) -> list[Figure]:
     return out
 
 
-def history_figures(folder: str | Path, exclude: str | Path | None = None) -> tuple[list[Figure], list[str]]:
+def history_figures(folder: str | Path, gpu: GpuFigures,
+                    exclude: str | Path | None = None) -> tuple[list[Figure], list[str]]:
     """The figures of every hardware run recorded under `folder` (searched recursively), but
     `exclude` (the run being judged), and the files left out with why. A figure its run failed (its
     own check other than by its table limit, or its history check) is left out too: a GPU that degrades
@@ -187,5 +227,5 @@ def history_figures(folder: str | Path, exclude: str | Path | None = None) -> tu
             continue
         failed_history = {((v.get("inputs") or {}).get("subject"), (v.get("inputs") or {}).get("key"))
                           for v in run.verdicts if v.get("check") == "history" and v.get("outcome") == "fail"}
-        figures += [f for f in run_figures(run) if f.trusted and (f.subject, f.yaml_path) not in failed_history]
+        figures += [f for f in run_figures(run, gpu) if f.trusted and (f.subject, f.yaml_path) not in failed_history]
     return figures, skipped

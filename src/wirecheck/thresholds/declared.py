@@ -11,18 +11,27 @@ Kinds (each names its key in the file as a dotted path):
   read as a `ShareRule(value, source, yaml_path)` at `thresholds.gpu_health.SECTION`.
 - `Section("gpu_health.SECTION", parse=fn, example=...)`: a section of a shape of its own, read by `fn(at)`.
 
-The checks register their declarations when the checks package is imported; a thresholds file can
-only be read against them, so `declarations()` imports the package once before the loader reads
-(the registry, not the loader, knows the checks: the loader imports nothing above its floor).
+The checks register their declarations when their package is imported; a thresholds file can
+only be read against them, so `declarations()` loads, once, every package of checks installed under
+the entry-point group `wirecheck.checks` before the loader reads. wirecheck's own checks are its
+entry point `builtin = "wirecheck.checks"` (pyproject.toml); a site's own package of checks adds
+one of its own and its limits are read like the shipped ones. Found by entry point, not by name:
+the thresholds floor imports nothing above it, and knows no package of checks.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import Any, Callable
 
 from wirecheck.core.quantity import UNITS
+from wirecheck.thresholds.yaml_reader import ThresholdsError
+
+# The entry-point group a package of checks registers under (pyproject.toml
+# `[project.entry-points."wirecheck.checks"]`); each entry point names the package to import.
+GROUP = "wirecheck.checks"
+INSTALL_FIX = "install wirecheck into this Python's environment: `bash install.sh` (or `pip install -e .`) in the checkout"
 
 _MODEL = "<model>"
 
@@ -129,9 +138,47 @@ def undeclare(check: str) -> None:
         del DECLARED[key]
 
 
+class DeclarationsError(ThresholdsError):
+    """The checks a thresholds file is read against cannot be found or loaded (an install problem, not
+    the file's): the message says which entry point, and the fix."""
+
+
+# The entry points loaded so far ("name = value"); None until the first discovery.
+_LOADED: tuple[str, ...] | None = None
+
+
+def _discover() -> tuple[str, ...]:
+    """Import every package of checks of GROUP; each registers its limits as it is imported."""
+    found = sorted(entry_points(group=GROUP), key=lambda ep: (ep.name != "builtin", ep.name))
+    if not found:
+        # Never an empty registry: every limit of every file would then be refused as unknown.
+        raise DeclarationsError(f"no package of checks is registered under the entry-point group {GROUP!r}: "
+                                "wirecheck is not installed in this Python's environment (only on PYTHONPATH?), "
+                                f"so no check has declared the limits a thresholds file holds; {INSTALL_FIX}")
+    loaded = []
+    for ep in found:
+        try:
+            ep.load()
+        except Exception as exc:  # whatever the package raises on import, said with the entry point that named it
+            dist = getattr(ep, "dist", None)
+            by = f" (from the distribution {dist.name})" if dist is not None and getattr(dist, "name", None) else ""
+            raise DeclarationsError(f"entry point {ep.name} = {ep.value} of the group {GROUP!r}{by} failed to load: "
+                                    f"{type(exc).__name__}: {exc}; fix that package, or uninstall it "
+                                    f"(for wirecheck's own, {INSTALL_FIX})") from exc
+        loaded.append(f"{ep.name} = {ep.value}")
+    return tuple(loaded)
+
+
 def declarations() -> dict[str, tuple[str, Any]]:
-    """Every declared limit, the package's checks imported first."""
-    importlib.import_module("wirecheck.checks")
+    """Every declared limit, the installed packages of checks loaded first."""
+    global _LOADED
+    if _LOADED is None:
+        _LOADED = ()  # a package that reads the declarations as it is imported sees those made so far
+        try:
+            _LOADED = _discover()
+        except BaseException:
+            _LOADED = None  # said again on the next read, never an empty registry taken for the checks'
+            raise
     return DECLARED
 
 
