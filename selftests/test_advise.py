@@ -511,3 +511,21 @@ def test_a_strategys_overhead_is_paid_per_byte_of_its_collectives_not_per_token(
     # The fit reproduces the recorded excess in seconds: 2.8 ms per GB of DDP's 4.56 GB of fp32 gradients.
     fit = fit_strategies(node, fallback={})["ddp"]
     assert fit.overhead * 4 * 1_139_970_048 == pytest.approx(0.0128, abs=0.0005)
+
+
+def test_the_output_says_where_ddps_shortfall_comes_from():
+    """At the article's job FSDP runs ahead of DDP inside the quad by the optimizer step it shards (3/4 of DDP's
+    48 ms) and by DDP's overhead on its gradients; the parts add up to the difference of the steps."""
+    from wirecheck.advise import shortfall
+
+    a = _article()
+    pick = {o.strategy: o for o in a.options if o.placement.klass == "nvl_quad"}
+    ddp, fsdp = pick["ddp"].prediction, pick["fsdp"].prediction
+    p = shortfall.parts(ddp, fsdp)
+    assert sum(p.values()) == pytest.approx(ddp.step_s - fsdp.step_s)
+    optimizer = _profile("h200-nvl-8").compute.optimizer_s(ARTICLE_JOB["n_params"])
+    assert p["compute"] == pytest.approx(optimizer * 3 / 4)
+    assert p["overhead"] > 0 and abs(p["exposed"]) < 0.1 * (ddp.step_s - fsdp.step_s), p
+    c = a.choice()
+    assert c.best.strategy == "fsdp" and c.shortfall and "fsdp over 1/4" in c.shortfall
+    assert f"where DDP's shortfall comes from: {c.shortfall}" in format_advice(a)
