@@ -529,3 +529,16 @@ def test_the_output_says_where_ddps_shortfall_comes_from():
     c = a.choice()
     assert c.best.strategy == "fsdp" and c.shortfall and "fsdp over 1/4" in c.shortfall
     assert f"where DDP's shortfall comes from: {c.shortfall}" in format_advice(a)
+
+
+def test_shipped_fits_in_the_former_units_are_refused_by_name(tmp_path):
+    """A profiles.yaml that still writes `overhead:` (a share of the compute) is not read as ms per GB."""
+    from wirecheck.advise.figures import FiguresError
+
+    old = tmp_path / "profiles.yaml"
+    old.write_text("defaults:\n  fits:\n    ddp: {overhead: 0.110, overlap: 0.71}\n    source: t\n")
+    with pytest.raises(FiguresError, match=r"defaults.fits: each strategy needs overhead_ms_per_gb and overlap"):
+        shipped_fits(old)
+    new = tmp_path / "new.yaml"
+    new.write_text("defaults:\n  fits:\n    ddp: {overhead_ms_per_gb: 2.8, overlap: 0.71}\n    source: t\n")
+    assert shipped_fits(new)["ddp"].overhead == pytest.approx(2.8e-12)
