@@ -200,17 +200,21 @@ def test_nvl_profile_reproduces_the_article():
     assert all(3 * (1 - error) <= x <= 5 * (1 + error) for x in slow.values()), slow
     assert min(slow["zero3"], slow["fsdp"]) > max(slow["ddp"], slow["zero1"], slow["zero2"]), slow
     assert max(slow, key=slow.get) == "fsdp" and min(slow, key=slow.get) == "ddp", slow
-    # At micro-batch 1 (less compute to hide under) every strategy falls over 3x, ZeRO-3 and FSDP still hardest.
+    # At micro-batch 1 (less compute to hide under) every strategy falls over 3x, FSDP hardest. ZeRO-3 no longer
+    # falls harder than DDP there: its overhead (its hooks, paid per byte of its collectives, 175 ms a step at
+    # 7.24B) does not shrink with the tokens and weighs on both placements alike.
     one = _slowdowns(_article(micro_batch=1))
-    assert min(one["zero3"], one["fsdp"]) > max(one["ddp"], one["zero1"], one["zero2"]) and min(one.values()) > 3, one
+    assert max(one, key=one.get) == "fsdp" and min(one.values()) > 3, one
 
 
 def test_this_suites_ddp_falls_hardest_across_quads_by_its_fp32_gradients():
     """The conclusion turns on DDP's gradient bytes: this suite's DDP all-reduces fp32 gradients (4 units against
-    the sharded strategies' 3), so by the implementation accounting DDP falls hardest, as the 2x H200 host path
-    measured it (DDP lost 42 %, FSDP 30 %, ZeRO-3 26 %)."""
+    the ZeRO strategies' 3), so by the implementation accounting DDP falls harder than every ZeRO stage, as the
+    2x H200 host path measured it (DDP lost 42 %, FSDP 30 %, ZeRO-3 26 %). FSDP (4.5x) falls harder still at
+    the article's micro-batch 2: DDP's own overhead (81 ms a step on its 29 GB of fp32 gradients, on either
+    placement) dilutes its ratio (4.2x)."""
     slow = _slowdowns(_article(accounting="implementation"))
-    assert max(slow, key=slow.get) == "ddp", slow
+    assert slow["ddp"] > max(slow["zero1"], slow["zero2"], slow["zero3"]), slow
     runs = {(s, k): step for (s, k, _), (step, _l, _r) in grouped(from_records(RUNS).runs).items()}
     lost = {s: 1 - runs[(s, "nvswitch")] / runs[(s, "forced_pcie")] for s in ("ddp", "fsdp", "zero3")}
     assert lost["ddp"] > lost["fsdp"] > lost["zero3"], lost
@@ -231,7 +235,7 @@ def test_ddp_is_recommended_when_it_fits_and_is_within_the_error_of_the_fastest(
     # The output says how the recommendation moves with the micro-batch.
     text = format_advice(_article())
     assert "  2 (asked): fsdp on nvl_quad (DDP 21% slower, beyond the 16% error)" in text
-    assert "  4: ddp on nvl_quad (DDP 15% slower than fsdp, within the 16% error)" in text
+    assert "  4: ddp on nvl_quad (DDP 12% slower than fsdp, within the 16% error)" in text
 
 
 def test_on_nvswitch_fsdp_keeps_pace_with_ddp_and_placement_does_not_matter():
@@ -334,13 +338,16 @@ def test_advise_prices_a_slow_gpu_of_the_record(tmp_path, capsys):
 
 
 def test_other_workload_is_off_where_the_docs_say():
-    """Fitted at micro-batch 8, the micro-batch 4 runs: the host path within 10 %, NVLink optimistic (one GPU's
-    rate falls at the smaller micro-batch; FSDP and ZeRO-3 turn host-bound): docs/commands.md says so."""
+    """Fitted at micro-batch 8, the micro-batch 4 runs: the host path within 10 %, DDP on NVLink within 5 % (its
+    overhead paid per byte of its gradients, not as a share of the compute: as a share it was +10.7 %), the
+    others on NVLink optimistic (FSDP and ZeRO-3 turn host-bound, ZeRO-1/2 +13 %): docs/commands.md says so."""
     mb4 = sorted(glob.glob(str(ROOT / "fixtures/reference/h200-sxm-2/wirecheck-2026-12-01/run*.jsonl")))
     rows = validation.other_workload(RUNS, mb4)
     host = [r for r in rows if r.klass == "forced_pcie"]
     assert len(host) == 5 and all(abs(r.error) <= 0.10 for r in host), validation.table(rows, "other workload")
-    assert all(r.error > 0.10 for r in rows if r.klass == "nvswitch")
+    nvlink = {r.strategy: r.error for r in rows if r.klass == "nvswitch"}
+    assert abs(nvlink.pop("ddp")) <= 0.05, validation.table(rows, "other workload")
+    assert all(e > 0.10 for e in nvlink.values()), validation.table(rows, "other workload")
 
 
 def test_a_rate_of_another_precision_predicts_nothing(node):
@@ -422,7 +429,10 @@ def test_a_step_is_never_shorter_than_its_compute(node):
     node2 = from_records(RUNS)
     node2.compute = unshared
     assert fit_strategies(node2, fallback={})["fsdp"].overhead == 0.0
-    assert model.fit_overhead(0.100, 0.110, (), 0.5) == 0.0 and model.fit_overhead(0.120, 0.100, (), 0.5) > 0
+    one = model.comm_times(schedule("ddp", 1e9, {"n_layer": 20, "n_head": 16, "d_model": 2048, "vocab_size": 32000,
+                                                 "seq_len": 1024}, "bf16"), 2, lambda op: (Curve(op, "t", 2, ((1, 1e12),), "t"), ""))
+    assert model.fit_overhead(0.100, 0.110, one, 0.5) == 0.0 and model.fit_overhead(0.120, 0.100, one, 0.5) > 0
+    assert model.fit_overhead(0.120, 0.100, (), 0.5) == 0.0  # no collective: nothing to pay an overhead on
 
 
 def test_ddp_when_it_fits_within_the_models_error_else_the_faster_with_its_margin(node):
@@ -476,3 +486,59 @@ def test_the_optimizer_step_does_not_shrink_with_the_micro_batch(node):
 
     p = advise(node, n, 2, 1024, 8, "bf16", fit_strategies(node)).options[0].prediction
     assert replace(p, overhead_s=-0.05).step_s == pytest.approx(p.compute_s + p.comm_s - p.hidden_s)
+
+
+def test_a_strategys_overhead_is_paid_per_byte_of_its_collectives_not_per_token(node):
+    """The records: DDP's NVLink step exceeds its compute by 12.9 ms at micro-batch 8 and 10.6 ms at 4, while the
+    compute falls to 57 % (a share of it, the former model, said 6.5 ms). So the overhead is paid on the bytes
+    its collectives move: the same at every micro-batch, and half for the article's DDP (bf16 gradients) what it
+    is for this suite's (fp32). As a share of the compute both of these failed."""
+    from wirecheck.advise.fits import _compute_of
+
+    mb4 = from_records(sorted(glob.glob(str(ROOT / "fixtures/reference/h200-sxm-2/wirecheck-2026-12-01/run*.jsonl"))))
+    excess, compute = {}, {}
+    for figures, mb in ((node, 8), (mb4, 4)):
+        step, local, run = grouped(figures.runs)[("ddp", "nvswitch", 2)]
+        excess[mb], compute[mb] = step - local, _compute_of(figures, run, local)
+    assert compute[4] / compute[8] < 0.6 and excess[4] / excess[8] > 0.75, (excess, compute)
+
+    def ddp_overhead(**change):
+        a = _article(**change)
+        return next(o for o in a.options if o.strategy == "ddp" and o.placement.klass == "nvl_quad").prediction.overhead_s
+
+    assert ddp_overhead(micro_batch=1) == pytest.approx(ddp_overhead(micro_batch=8))
+    assert ddp_overhead() == pytest.approx(ddp_overhead(accounting="implementation") / 2)
+    # The fit reproduces the recorded excess in seconds: 2.8 ms per GB of DDP's 4.56 GB of fp32 gradients.
+    fit = fit_strategies(node, fallback={})["ddp"]
+    assert fit.overhead * 4 * 1_139_970_048 == pytest.approx(0.0128, abs=0.0005)
+
+
+def test_the_output_says_where_ddps_shortfall_comes_from():
+    """At the article's job FSDP runs ahead of DDP inside the quad by the optimizer step it shards (3/4 of DDP's
+    48 ms) and by DDP's overhead on its gradients; the parts add up to the difference of the steps."""
+    from wirecheck.advise import shortfall
+
+    a = _article()
+    pick = {o.strategy: o for o in a.options if o.placement.klass == "nvl_quad"}
+    ddp, fsdp = pick["ddp"].prediction, pick["fsdp"].prediction
+    p = shortfall.parts(ddp, fsdp)
+    assert sum(p.values()) == pytest.approx(ddp.step_s - fsdp.step_s)
+    optimizer = _profile("h200-nvl-8").compute.optimizer_s(ARTICLE_JOB["n_params"])
+    assert p["compute"] == pytest.approx(optimizer * 3 / 4)
+    assert p["overhead"] > 0 and abs(p["exposed"]) < 0.1 * (ddp.step_s - fsdp.step_s), p
+    c = a.choice()
+    assert c.best.strategy == "fsdp" and c.shortfall and "fsdp over 1/4" in c.shortfall
+    assert f"where DDP's shortfall comes from: {c.shortfall}" in format_advice(a)
+
+
+def test_shipped_fits_in_the_former_units_are_refused_by_name(tmp_path):
+    """A profiles.yaml that still writes `overhead:` (a share of the compute) is not read as ms per GB."""
+    from wirecheck.advise.figures import FiguresError
+
+    old = tmp_path / "profiles.yaml"
+    old.write_text("defaults:\n  fits:\n    ddp: {overhead: 0.110, overlap: 0.71}\n    source: t\n")
+    with pytest.raises(FiguresError, match=r"defaults.fits: each strategy needs overhead_ms_per_gb and overlap"):
+        shipped_fits(old)
+    new = tmp_path / "new.yaml"
+    new.write_text("defaults:\n  fits:\n    ddp: {overhead_ms_per_gb: 2.8, overlap: 0.71}\n    source: t\n")
+    assert shipped_fits(new)["ddp"].overhead == pytest.approx(2.8e-12)

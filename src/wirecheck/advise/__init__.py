@@ -8,6 +8,7 @@
 - `model`: the step-time model, its per-strategy fit and the prediction;
 - `validation`: the model against the recorded runs, with its error per strategy;
 - `slow_part`: what a slow GPU or link costs every synchronous data-parallel step;
+- `shortfall`: where DDP's step falls behind the fastest strategy's, term by term of the model;
 - `advice`: every strategy on every placement of G GPUs, the recommendation, the text.
 
 No torch. May import core, vocab, records, node, measure, training, thresholds; report and cli import it.

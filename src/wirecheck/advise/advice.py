@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wirecheck.advise.figures import tie_errors
+from wirecheck.advise import shortfall
 from wirecheck.advise.model import Prediction, predict_strategy
 from wirecheck.advise.sizes import short
 from wirecheck.advise.slow_part import cost_line, slow_parts
@@ -100,12 +101,14 @@ class Advice:
         tie = ties["own_runs" if own else "shipped_fits"]
         margin = 1 - ddp.prediction.tokens_per_s / fastest.prediction.tokens_per_s  # DDP's shortfall
         whose = "the fits of this node's own runs" if own else "fits shipped from another node's runs"
+        parts = shortfall.words(ddp, fastest)
         if margin <= tie.error:
             return Choice(ddp, fastest, f"within the model's error of {fastest.strategy} (DDP predicted {margin:.0%} "
-                                        f"slower, the error {tie.error:.0%} with {whose}); DDP is simpler", tie, margin)
+                                        f"slower, the error {tie.error:.0%} with {whose}); DDP is simpler", tie, margin,
+                          parts)
         return Choice(fastest, others[0],
                       f"DDP predicted {margin:.0%} slower, beyond the model's {tie.error:.0%} error with {whose}", tie,
-                      margin)
+                      margin, parts)
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,7 @@ class Choice:
     why: str  # "" when the fastest is DDP or DDP does not fit
     tie: object  # figures.Tie, or None
     margin: float | None = None  # DDP's shortfall against the fastest, where the rule weighed it
+    shortfall: str = ""  # where that shortfall comes from (advise/shortfall.py), where the rule weighed it
 
 
 def _on_top(name: str, n_params: int, shape: dict, micro_batch: int, precision: str, accounting: str) -> int:
@@ -227,6 +231,8 @@ def format_advice(a: Advice) -> str:
                      f"({best.prediction.tokens_per_s:,.0f} tokens/s predicted; {where})")
         if choice.why:
             lines.append(f"why {best.strategy}: {choice.why}")
+        if choice.shortfall:
+            lines.append(f"where DDP's shortfall comes from: {choice.shortfall}")
         second = choice.runner_up
         if second is not None:
             ratio = second.prediction.tokens_per_s / best.prediction.tokens_per_s
@@ -236,7 +242,8 @@ def format_advice(a: Advice) -> str:
         for part in slow_parts(f.verdicts):
             lines.append("slow part: " + cost_line(part, best.strategy.upper() if best.strategy == "ddp" else best.strategy,
                                                    best.prediction))
-    lines.append("model: step = compute x (1 + overhead) + communication - what hides under overlap x forward and backward; "
+    lines.append("model: step = compute + overhead x collective bytes + communication - what hides under overlap x forward and "
+                 "backward; "
                  "error on the 2x H200 runs: docs/commands.md#wirecheck-advise")
     return "\n".join(lines)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 
-from wirecheck.advise.figures import PROFILES_FILE, load_profiles
+from wirecheck.advise.figures import PROFILES_FILE, FiguresError, load_profiles
 from wirecheck.advise.model import Fit, comm_times, fit_overhead, fit_overlap
 from wirecheck.advise.schedule import schedule
 from wirecheck.node.placement import CLASS_CROSS_QUAD, CLASS_FORCED_PCIE, CLASS_PCIE, NVLINK_CLASSES
@@ -20,11 +20,18 @@ from wirecheck.vocab.strategies import NAMES
 SLOW_CLASSES = (CLASS_FORCED_PCIE, CLASS_PCIE, CLASS_CROSS_QUAD)
 
 
+MS_PER_GB = 1e-3 / 1e9  # profiles.yaml writes the overhead in ms per GB of collective buffers; the model, s per byte
+
+
 def shipped_fits(path=PROFILES_FILE) -> dict[str, Fit]:
     data = (load_profiles(path).get("defaults") or {}).get("fits") or {}
     source = data.get("source", "")
-    return {name: Fit(float(v["overhead"]), float(v["overlap"]), f"shipped: {source}")
-            for name, v in data.items() if name in NAMES}
+    try:
+        return {name: Fit(float(v["overhead_ms_per_gb"]) * MS_PER_GB, float(v["overlap"]), f"shipped: {source}")
+                for name, v in data.items() if name in NAMES}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FiguresError(f"{path}: defaults.fits: each strategy needs overhead_ms_per_gb and overlap ({exc!r}); "
+                           "write e.g. ddp: {overhead_ms_per_gb: 2.8, overlap: 0.71}") from None
 
 
 def grouped(runs) -> dict:
