@@ -12,9 +12,9 @@ from pathlib import Path
 from e2e import PROJECT
 
 SRC = PROJECT / "src"
-FLOORS = {"core": 0, "vocab": 0, "node": 1, "records": 1, "workers": 1, "gpu": 2, "measure": 2, "training": 2,
-          "thresholds": 3, "advise": 3, "nccl": 4, "plan": 4, "checks": 5, "burnin": 6, "diagnose": 6, "report": 7,
-          "fleet": 8, "cli": 9, "multinode": 9}
+FLOORS = {"core": 0, "vocab": 1, "node": 2, "records": 2, "workers": 2, "gpu": 3, "measure": 3, "training": 3,
+          "thresholds": 4, "advise": 4, "nccl": 5, "plan": 5, "checks": 6, "burnin": 7, "diagnose": 7, "report": 8,
+          "fleet": 9, "cli": 10, "multinode": 10}
 # Arrows known to run up, each to be removed; a listed arrow that is gone fails too, so the list only shrinks.
 # (Empty: the thresholds loader finds the checks by entry point, wirecheck.thresholds.declared.)
 KNOWN_UP: dict[tuple[str, str], str] = {}
@@ -125,3 +125,40 @@ def named(name):
     assert dynamic
     clean, computed = _imports_in("wirecheck.thresholds.synthetic", "import os\nfrom wirecheck.core import quantity\n")
     assert not _up(clean) and not computed and {o for _, _, o, _ in clean} == {"core"}
+
+
+ARCHITECTURE = PROJECT / "docs/architecture.md"
+
+
+def _documented() -> dict[str, set[str]]:
+    """docs/architecture.md's package table: package -> the packages its "may import" column names
+    ("core, vocab, ..."; "nothing of wirecheck"; "everything"; "everything above but X and Y": the rows
+    above it, less those)."""
+    out: dict[str, set[str]] = {}
+    for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        name = cells[0].strip("`").rstrip("/") if cells and cells[0].startswith("`") else None
+        if len(cells) != 3 or name not in FLOORS:
+            continue
+        may = cells[2]
+        if may == "nothing of wirecheck":
+            out[name] = set()
+        elif may == "everything":
+            out[name] = set(FLOORS) - {name}
+        elif may.startswith("everything above but "):
+            out[name] = set(out) - {w.strip() for w in may[len("everything above but "):].replace(" and ", ",").split(",")}
+        else:
+            out[name] = {w.split()[0].strip("`") for w in may.split(",") if w.strip()}
+    return out
+
+
+def test_every_import_is_one_the_architecture_page_allows():
+    """What each package may import is written once, in docs/architecture.md; an import it does not
+    list fails here, so the page stays the map of the code."""
+    allowed = _documented()
+    assert set(allowed) == set(FLOORS) - {"multinode"}, set(FLOORS) ^ set(allowed)
+    found, _ = _imports()
+    unlisted = sorted({(me, other) for _, me, other, _ in found if me in allowed and other not in allowed[me]
+                       and (_, other) not in KNOWN_UP})
+    assert not unlisted, "imports docs/architecture.md does not list for the package: " + ", ".join(
+        f"{me} -> {other}" for me, other in unlisted)
