@@ -51,8 +51,9 @@ t.append(time.time())
 torch.cuda.set_device(0); torch.empty(1, device="cuda"); torch.cuda.synchronize()
 t.append(time.time())
 import torch.distributed as dist
-os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29531", RANK="0", WORLD_SIZE="1")
-dist.init_process_group("nccl", device_id=torch.device("cuda", 0))
+import tempfile  # a file store: no TCP port to pick, so a port another process holds cannot fail it
+store = os.path.join(tempfile.mkdtemp(prefix="start-costs-"), "store")
+dist.init_process_group("nccl", init_method=f"file://{store}", rank=0, world_size=1, device_id=torch.device("cuda", 0))
 t.append(time.time())
 a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16); (a @ a).sum().item()
 t.append(time.time())
