@@ -162,3 +162,33 @@ def test_every_import_is_one_the_architecture_page_allows():
                        and (_, other) not in KNOWN_UP})
     assert not unlisted, "imports docs/architecture.md does not list for the package: " + ", ".join(
         f"{me} -> {other}" for me, other in unlisted)
+
+
+def _privates_used(source: str, filename: str = "<source>") -> list[tuple[int, str]]:
+    """(line, `alias._name`) for each private name of another wirecheck module that `source` reads: through
+    a module it imported (`ns._tail`) or imported by name (`from wirecheck.x import _y`)."""
+    tree = ast.parse(source, filename)
+    modules, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.startswith("wirecheck")}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("wirecheck"):
+            modules |= {a.asname or a.name for a in node.names}
+            found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules \
+                and node.attr.startswith("_") and not node.attr.startswith("__"):
+            found.append((node.lineno, f"{node.value.id}.{node.attr}"))
+    return sorted(found)
+
+
+def test_a_command_uses_only_the_public_names_of_another():
+    """A cli module calls another through its public API (the drain hook reads node-state's decision through
+    read_record, output_tail and decide), so that a command's privates can change without breaking another."""
+    used = {path.name: _privates_used(path.read_text(), str(path)) for path in sorted((SRC / "wirecheck" / "cli").rglob("*.py"))}
+    assert not {k: v for k, v in used.items() if v}, used
+    # the scan sees both ways of reaching a private name
+    planted = ("from wirecheck.cli import node_state as ns\nfrom wirecheck.cli.node_state import _hidden\n"
+               "state = ns.decide(0, None, ns._tail('out'))\n")
+    assert _privates_used(planted) == [(2, "wirecheck.cli.node_state._hidden"), (3, "ns._tail")]

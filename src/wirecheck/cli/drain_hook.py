@@ -39,7 +39,7 @@ from wirecheck.node import evidence
 from wirecheck.records import drain_policy as dp
 from wirecheck.records import reason, retest
 from wirecheck.records.culprit import diagnosed_culprit
-from wirecheck.records.file import RecordFileError, RunRecord, read_run
+from wirecheck.records.file import RunRecord
 from wirecheck.report.prometheus import Family
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
 
@@ -120,13 +120,6 @@ def _run(cmd: list[str], timeout: float, output: Path) -> int:
             return ns.TIMED_OUT
 
 
-def _read(path: Path) -> RunRecord | None:
-    try:
-        return read_run(path)
-    except (FileNotFoundError, RecordFileError, OSError, ValueError):
-        return None
-
-
 @dataclass(frozen=True)
 class Retested:
     failed: bool | None  # None: no verdict (not re-run, no time, busy, a fault of the harness)
@@ -147,8 +140,8 @@ def retest_once(hook: Hook, first: RunRecord) -> Retested:
     record.unlink(missing_ok=True)
     code = _run([*hook.wirecheck, "validate", *hook.validate_args, "-k", selection, "--wirecheck-json", str(record)],
                 left, output)
-    run = _read(record)
-    state = ns.decide(code, run, ns._tail(str(output)), hook.limit)
+    run = ns.read_record(str(record))[0]
+    state = ns.decide(code, run, ns.output_tail(str(output)), hook.limit)
     if state.state == ns.HEALTHY:
         return Retested(False, "passed its re-test", record)
     if state.state == ns.UNHEALTHY:
@@ -164,7 +157,7 @@ def diagnosed(hook: Hook, record: Path | None) -> tuple[str | None, Path | None]
     out.unlink(missing_ok=True)
     _run([*hook.wirecheck, "diagnose", str(record), "--run", "--json", str(out)], hook.left(),
          hook.records / f"{hook.mode}-diagnosis.log")
-    run = _read(out)
+    run = ns.read_record(str(out))[0]
     return (diagnosed_culprit(run) if run is not None else None), (out if out.is_file() else None)
 
 
@@ -247,7 +240,7 @@ def decide_after_failure(hook: Hook, first_path: Path, first: RunRecord | None, 
         if not decision.drain:
             return codes.NODE_FLAKY, reason.line(decision.line, hook.limit), None
     line = f"{decision.line} ({tried.why})" if tried.failed is None and tried.why else decision.line
-    again = _read(tried.record) if tried.failed and tried.record else None
+    again = ns.read_record(str(tried.record))[0] if tried.failed and tried.record else None
     verdicts = (first.verdicts if first else []) + (again.verdicts if again else [])
     gpus = dp.failed_gpus(verdicts, first.run) if first is not None else []
     escalation = dp.escalate(events, gpus, verdicts, now, policy)
@@ -298,8 +291,8 @@ def write_figures(hook: Hook, code: int, now: float, policy: dp.Policy | None, h
 def run_hook(hook: Hook, exit_code: int, record: str | None, output: str | None) -> tuple[int, str]:
     """The whole hook decision: node-state's on the first run, then the drain rules on a failure."""
     now = time.time()
-    first, note = ns._read(record)
-    state = ns.decide(exit_code, first, ns._tail(output), hook.limit, note)
+    first, note = ns.read_record(record)
+    state = ns.decide(exit_code, first, ns.output_tail(output), hook.limit, note)
     if state.state != ns.UNHEALTHY:  # nothing to re-test: the thresholds file is not even read (a prolog's second)
         if read_guard(hook) is not None:
             hook.warnings.append(f"the fleet guard holds drains on {hook.node} until {hook.guard_file} is removed")

@@ -161,8 +161,10 @@ def exit_code(text: str) -> int:
     return code
 
 
-def _read(path: str | None) -> tuple[RunRecord | None, str | None]:
-    """The record, or None with why (validate exited before pytest wrote one: NVML, usage)."""
+def read_record(path: str | None) -> tuple[RunRecord | None, str | None]:
+    """The record at `path` (--record), or None with why, for decide()'s `record_note` (validate exited
+    before pytest wrote one: NVML, usage; or it is unreadable). Never raises for a missing or bad file:
+    a hook must always get a state."""
     if not path:
         return None, "no record given"
     try:
@@ -173,7 +175,9 @@ def _read(path: str | None) -> tuple[RunRecord | None, str | None]:
         return None, f"record {Path(path).name} unreadable: {exc}"
 
 
-def _tail(path: str | None) -> str:
+def output_tail(path: str | None) -> str:
+    """The last OUTPUT_TAIL bytes of validate's output file (--output), as decide()'s `output`: "" when
+    there is none or it cannot be read (the lines that name NVML's error or a lock holder are the last)."""
     if not path:
         return ""
     try:
@@ -246,8 +250,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
             print(f"wirecheck {NAME}: {warning}", file=sys.stderr, flush=True)
         print(line, flush=True)
         return code
-    record, note = _read(args.record)
-    state = decide(args.exit_code, record, _tail(args.output), args.max_length, note)
+    record, note = read_record(args.record)
+    state = decide(args.exit_code, record, output_tail(args.output), args.max_length, note)
     print(state.line, flush=True)
     return state.state
 
