@@ -248,6 +248,51 @@ def test_the_command_plans_from_a_records_directory_and_a_report_then_judges_a_p
                   str(tmp_path / "clean-diagnosis.jsonl")]) == exit_codes.DIAGNOSIS_NOT_REPRODUCED
 
 
+def test_a_diagnosis_phrase_reworded_in_the_renderer_changes_every_face_of_it(tmp_path, capsys, monkeypatch):
+    """The words are wirecheck.core.render's alone: reword what a found node names there and the verdict's
+    message, the command's culprit and drain reason, and the fleet report's text and page all say the new words
+    (none of them builds the line itself or reads it back out of a message)."""
+    from wirecheck.cli.fleet import main as fleet
+    from wirecheck.core import render
+
+    old = "the node (its NICs, its PCIe path to them, or its GPUs)"
+    assert render.DIAGNOSIS_PARTS["fleet_node"] == old
+    monkeypatch.setitem(render.DIAGNOSIS_PARTS, "fleet_node", "this node's network side")
+    monkeypatch.setitem(render.DIAGNOSIS_PAIRS, "measured", "against {partner} {busbw} ({side} {median}){floor}, {status}")
+    plan = _plan()
+    (f,), _ = judge(plan, _measure(plan, [("s1", "g1"), ("s1", "g2"), ("s1", "g3")]), RULE)
+    message = f.verdict().message
+    assert message.startswith("node s1: slow with 3 of 3 good partners: this node's network side\n"), message
+    assert "  against g1 28.7 GB/s (40 % below 48 GB/s), slow" in message and old not in message
+    assert culprits_by_node([f]) == {"s1": "node s1: slow with 3 of 3 good partners: this node's network side"}
+
+    d = _fake_fleet(tmp_path)
+    assert fleet(["report", str(d), "--json", str(tmp_path / "fleet.json")]) == 1
+    _pairs_record(tmp_path / "pairs.jsonl", make_plan(json.loads((tmp_path / "fleet.json").read_text())), slow="gpu04")
+    out_record = tmp_path / "diagnosis" / "diagnosis.jsonl"
+    capsys.readouterr()
+    assert fleet(["diagnose", str(d), "--pairs-record", str(tmp_path / "pairs.jsonl"), "--json", str(out_record)]) == \
+        exit_codes.DIAGNOSIS_FOUND
+    line = "node gpu04: slow with 3 of 3 good partners: this node's network side"
+    evidence = "against gpu00 28.8 GB/s (40 % below 48 GB/s), slow"
+    terminal = capsys.readouterr().out
+    assert f"{line}\n  {evidence}" in terminal and f"culprit gpu04: {line}" in terminal, terminal
+    assert f"  drain reason: wirecheck: {line}" in terminal and old not in terminal
+    page = tmp_path / "fleet.html"
+    assert fleet(["report", str(d), "--diagnosis", str(out_record), "--html", str(page)]) == 1
+    text = capsys.readouterr().out
+    assert f"\n  {line}\n    {evidence}\n" in text and old not in text, text
+    html = page.read_text()
+    assert f"<b>{line.replace(chr(39), '&#x27;')}</b><ul><li>{evidence}</li>" in html and old not in html
+    # and the old words come back with the renderer's own, on every face at once
+    monkeypatch.undo()
+    assert fleet(["report", str(d), "--diagnosis", str(out_record)]) == 1
+    assert "this node's network side" in capsys.readouterr().out  # the record keeps the words it was written with
+    (f,), _ = judge(plan, _measure(plan, [("s1", "g1"), ("s1", "g2"), ("s1", "g3")]), RULE)
+    assert f.verdict().message.startswith(f"node s1: slow with 3 of 3 good partners: {old}\n  with g1: 28.7 GB/s, "
+                                          "40 % below the reference 48 GB/s: slow")
+
+
 def test_the_command_says_what_is_wrong_with_its_input(tmp_path, capsys):
     from wirecheck.cli.fleet import main as fleet
 

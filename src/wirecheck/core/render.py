@@ -12,7 +12,10 @@ or warns). The faces are all here:
   cells (and what a fleet page shows of a node's figure);
 - `relation(v)`: "40 % < 90 % of the power limit", the short form: pytest's short summary line
   (`summary(v)`), judge's figures line and the drain reason (`drain_reason(v)`), which a Slurm
-  node's Reason and the Kubernetes node condition carry.
+  node's Reason and the Kubernetes node condition carry;
+- `diagnosis_node(...)`, `diagnosis_path(...)`, `diagnosis_pair(...)`: a fleet diagnosis' line and evidence
+  from what its pairs showed (result, the good partners slow and fine, busbw against the reference), which
+  its verdict's message, its culprit (the drain reason) and the fleet report's text and page show.
 
 Nothing reads a message back to find its parts: change a word here and every face changes with it.
 This module reads verdicts by their attributes only, so that core/verdict.py can call it when a
@@ -376,3 +379,107 @@ def judge_lines(v) -> list[str]:
         cited = citation(v)
         lines.append(f"     measured {measured_text(v)}; limit {bound_text(v)}" + (f"; {cited}" if cited else ""))
     return lines
+
+
+# ---- a fleet diagnosis (`wirecheck fleet diagnose`): each suspect's pairs with known-good partners ----------
+# The finding's one line by what the pairs showed ({s} the node; {n} good partners measured, {k} of them slow,
+# {slow} and {fine} their names; a path's {a}, {b}, its {busbw} and the reference {median}), then the part
+# it names. wirecheck.fleet.diagnosis decides which; the words are only here.
+DIAGNOSIS_PARTS = {"fleet_node": "the node (its NICs, its PCIe path to them, or its GPUs)",
+                   "fleet_path": "the switch or cables between their leaves"}
+DIAGNOSIS = {
+    "no_reference": "node {s}: not localized: no pair of two known-good nodes was measured, so nothing says what a "
+                    "pair should reach; run again with at least 2 good partners (--good)",
+    "found": "node {s}: slow with {n} of {n} good partners: {part}",
+    "some_slow": "node {s}: not localized: slow with {slow} ({k} of {n} good partners), fine with {fine}: those "
+                 "partners' paths, or a node slow only at times",
+    "only_partner_slow": "node {s}: not localized: slow with its only measured good partner {slow}: the node or the "
+                         "path to it; pass more partners with --good",
+    "none_measured": "node {s}: not localized: no pair with a good partner was measured",
+    "not_reproduced": "node {s}: not reproduced: fine with {n} of {n} good partners",
+    "path": "path {a}~{b}: slow only together ({busbw} against the reference {median}), each fine with its good "
+            "partners: {part}",
+    "also_path": "; slow only with {other}: the path {path}",  # a node's line, when a path of it was found
+}
+# One pair of a suspect as evidence: {partner}, its {busbw}, {side} ("12 % below") the reference {median}.
+DIAGNOSIS_PAIRS = {
+    "not measured": "with {partner}: not measured (the pair run broke before it, or it was not planned)",
+    "measured": "with {partner}: {busbw}, {side} the reference {median}{floor}: {status}",
+    "no_reference": "with {partner}: {busbw}, no reference measured to hold it against{floor}",
+    "below_floor": "; below the pair floor",
+    "suspect": "suspect {text}",  # a pair of two suspects, in each one's evidence
+    "path": "{a}-{b}: {busbw}, {below} % below the reference",
+}
+
+
+def pair_bw(bytes_per_s: float | None) -> str:
+    """A pair's busbw with three significant digits (simulated pairs run at a few hundredths of a GB/s)."""
+    return "-" if bytes_per_s is None else f"{bytes_per_s / 1e9:.3g} GB/s"
+
+
+def diagnosis_pair(partner: str, status: str, busbw: float | None, below: float | None, below_floor: bool,
+                   median: float | None, between_suspects: bool = False) -> str:
+    """One evidence line: the suspect's pair with `partner` (busbw and the reference median in bytes/s, `below`
+    the fraction under the median, negative above it; `status` slow, fine or not measured)."""
+    floor = DIAGNOSIS_PAIRS["below_floor"] if below_floor else ""
+    if busbw is None:
+        text = DIAGNOSIS_PAIRS["not measured"].format(partner=partner)
+    elif below is None or median is None:
+        text = DIAGNOSIS_PAIRS["no_reference"].format(partner=partner, busbw=pair_bw(busbw), floor=floor)
+    else:
+        side = f"{abs(below) * 100:.0f} % {'below' if below >= 0 else 'above'}"
+        text = DIAGNOSIS_PAIRS["measured"].format(partner=partner, busbw=pair_bw(busbw), side=side,
+                                                  median=pair_bw(median), floor=floor, status=status)
+    return DIAGNOSIS_PAIRS["suspect"].format(text=text) if between_suspects else text
+
+
+def diagnosis_node(node: str, result: str, slow: list[str], fine: list[str], reference: bool,
+                   paths: list[tuple[str, str]] = ()) -> str:
+    """A suspect node's line, from its result ("found", "not localized", "not reproduced"), the good partners it
+    was slow and fine with, whether a reference was measured, and the paths of it found ((other end, pair key))."""
+    n, k = len(slow) + len(fine), len(slow)
+    words = dict(s=node, n=n, k=k, slow=", ".join(slow), fine=", ".join(fine), part=DIAGNOSIS_PARTS["fleet_node"])
+    if not reference:
+        case = "no_reference"
+    elif result == "found":
+        case = "found"
+    elif result == "not reproduced":
+        case = "not_reproduced"
+    elif slow and fine:
+        case = "some_slow"
+    elif slow:
+        case = "only_partner_slow"
+    else:
+        case = "none_measured"
+    return DIAGNOSIS[case].format(**words) + "".join(DIAGNOSIS["also_path"].format(other=o, path=p) for o, p in paths)
+
+
+def diagnosis_path(a: str, b: str, busbw: float, median: float) -> str:
+    """A found path's line: the two suspects slow only together."""
+    return DIAGNOSIS["path"].format(a=a, b=b, busbw=pair_bw(busbw), median=pair_bw(median),
+                                    part=DIAGNOSIS_PARTS["fleet_path"])
+
+
+def diagnosis_path_evidence(a: str, b: str, busbw: float, below: float) -> str:
+    return DIAGNOSIS_PAIRS["path"].format(a=a, b=b, busbw=pair_bw(busbw), below=f"{below * 100:.0f}")
+
+
+def diagnosis_finding(label: str, result: str, culprit: str | None) -> str:
+    """One suspect of a node's own diagnosis (`wirecheck diagnose`): "busbw on pair-0.1: found: <culprit>"."""
+    return f"{label}: {result}" + (f": {culprit}" if culprit else "")
+
+
+def diagnosis_what(kind: str, subject: str) -> str:
+    """What a fleet diagnosis verdict judged: "diagnosis of node gpu04 across nodes"."""
+    return f"diagnosis of {'node' if kind == 'fleet_node' else 'the path'} {subject} across nodes"
+
+
+def diagnosis_part(kind: str, subject: str) -> str:
+    """The part a found fleet diagnosis names: the node itself, or "the path a~b"."""
+    return subject if kind == "fleet_node" else f"the path {subject}"
+
+
+def diagnosis_lines(line: str, evidence: list[str]) -> list[str]:
+    """A diagnosis as lines: its one line, then each piece of evidence indented (the verdict's message, the
+    fleet report's text and page)."""
+    return [line] + [f"  {e}" for e in evidence]

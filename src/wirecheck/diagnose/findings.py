@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from wirecheck.core import exit_codes
+from wirecheck.core import exit_codes, render
 from wirecheck.core.verdict import FAIL, PASS, Verdict
 from wirecheck.diagnose.suspects import Suspect
 
@@ -37,10 +37,8 @@ class Finding:
     def verdict(self) -> Verdict:
         """Found and not localized fail (the failure is real); not reproduced passes (it did not come back)."""
         s = self.suspect
-        head = f"{s.label}: {self.result}"
-        if self.result == FOUND:
-            head += f": {self.culprit}"
-        message = "\n".join([head] + [f"  {line}" for line in self.evidence])
+        head = render.diagnosis_finding(s.label, self.result, self.culprit if self.result == FOUND else None)
+        message = "\n".join(render.diagnosis_lines(head, self.evidence))
         return Verdict(CHECK, f"diagnosis of {s.label}", self.part or s.where,
                        PASS if self.result == NOT_REPRODUCED else FAIL, message, measured=self.result,
                        inputs={"kind": s.kind, "check": s.check, "where": s.where, "gpus": list(s.gpus), "op": s.op,

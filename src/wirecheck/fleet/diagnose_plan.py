@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 
+from wirecheck.core import render as words
+
 PARTNERS = 3  # good partners per suspect: 3 of 3 slow is the node; fewer than 2 cannot tell node from path
 MIN_PARTNERS = 2
 CONTROLS = 3  # pairs of two known-good nodes: the reference measured in the same run
@@ -208,10 +210,10 @@ def render(plan: Plan) -> str:
                      + _leaf_note(plan, s))
     if plan.between:
         lines.append(f"  suspects with each other: {_pairs(plan.between)}")
-    lines.append("what each outcome points at: slow with every good partner: the node (its NICs, its PCIe path to "
-                 "them, or its GPUs); two suspects slow only together, each fine with its good partners: the path "
-                 "between them (the switch or cables between their leaves); slow with some partners only: not "
-                 "localized (named); fine with all: not reproduced")
+    parts = words.DIAGNOSIS_PARTS  # the parts as the findings will name them
+    lines.append(f"what each outcome points at: slow with every good partner: {parts['fleet_node']}; two suspects "
+                 f"slow only together, each fine with its good partners: the path between them ({parts['fleet_path']}); "
+                 "slow with some partners only: not localized (named); fine with all: not reproduced")
     short = [s for s in plan.suspect_names if len(plan.partners.get(s, [])) < MIN_PARTNERS]
     if short:
         lines.append(f"note: {', '.join(short)} get(s) fewer than {MIN_PARTNERS} good partners: the node cannot be "

@@ -13,14 +13,16 @@ rate). A pair below either is slow. Then, per suspect:
 - fine with every partner: not reproduced.
 
 Findings are verdicts of check `diagnosis`, shaped as `wirecheck diagnose` writes them (details: result,
-part, culprit, evidence, figures), so records.culprit and the drain reason read them alike.
+part, culprit, evidence, figures), so records.culprit and the drain reason read them alike. This module
+decides what the pairs say (which result, which partners were slow); every word of it, the finding's line
+and its evidence, is written by wirecheck.core.render from that structure.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from wirecheck.checks.fleet import format_bw
+from wirecheck.core import render
 from wirecheck.core.pair_schedule import pair_key
 from wirecheck.core.peer_stats import Reference, below_reference, reference_of
 from wirecheck.core.verdict import FAIL, PASS, Verdict
@@ -29,8 +31,6 @@ from wirecheck.fleet.diagnose_plan import MIN_PARTNERS, Plan
 
 NODE, PATH = "fleet_node", "fleet_path"  # a finding about one node, or about the path between two
 SLOW, FINE, UNMEASURED = "slow", "fine", "not measured"
-NODE_PART = "the node (its NICs, its PCIe path to them, or its GPUs)"
-PATH_PART = "the switch or cables between their leaves"
 
 __all__ = ["judge", "exit_code", "PairFinding", "PairFigure", "NODE", "PATH"]
 
@@ -45,23 +45,42 @@ class PairFigure:
     below_floor: bool
     status: str  # SLOW | FINE | UNMEASURED
 
-    def text(self, partner: str, median: float | None) -> str:
-        if self.status == UNMEASURED:
-            return f"with {partner}: not measured (the pair run broke before it, or it was not planned)"
-        side = f"{abs(self.below) * 100:.0f} % {'below' if self.below >= 0 else 'above'}"
-        floor = "; below the pair floor" if self.below_floor else ""
-        return f"with {partner}: {format_bw(self.busbw)}, {side} the reference {format_bw(median)}{floor}: {self.status}"
+    def other(self, node: str) -> str:
+        return self.b if self.a == node else self.a
 
 
 @dataclass
 class PairFinding:
+    """What the pairs say about one suspect (NODE) or the path between two (PATH): the structure its words
+    are made from."""
     kind: str  # NODE | PATH
     subject: str  # the node, or "a~b"
     result: str  # diagnose.findings.RESULTS
-    summary: str  # one line: the culprit when found
     nodes: tuple[str, ...]
-    evidence: list[str] = field(default_factory=list)
+    median: float | None  # the reference's median busbw, bytes/s; None: no pair of two good nodes measured
+    pairs: list[tuple[PairFigure, bool]] = field(default_factory=list)  # its pairs, and whether with a suspect
+    slow: list[str] = field(default_factory=list)  # a node's good partners it was slow with
+    fine: list[str] = field(default_factory=list)  # and fine with
+    paths: list[tuple[str, str]] = field(default_factory=list)  # a node's paths found: (the other end, pair key)
     figures: dict = field(default_factory=dict)
+
+    @property
+    def summary(self) -> str:
+        """The finding's one line (the culprit when found)."""
+        if self.kind == PATH:
+            (f, _), = self.pairs
+            return render.diagnosis_path(f.a, f.b, f.busbw, self.median)
+        return render.diagnosis_node(self.subject, self.result, self.slow, self.fine, self.median is not None,
+                                     self.paths)
+
+    @property
+    def evidence(self) -> list[str]:
+        """What each of its pairs measured, one line each."""
+        if self.kind == PATH:
+            (f, _), = self.pairs
+            return [render.diagnosis_path_evidence(f.a, f.b, f.busbw, f.below)]
+        return [render.diagnosis_pair(f.other(self.subject), f.status, f.busbw, f.below, f.below_floor, self.median,
+                                      between) for f, between in self.pairs]
 
     @property
     def culprit(self) -> str | None:
@@ -69,18 +88,16 @@ class PairFinding:
 
     @property
     def part(self) -> str | None:
-        if self.result != FOUND:
-            return None
-        return self.subject if self.kind == NODE else f"the path {self.subject}"
+        return render.diagnosis_part(self.kind, self.subject) if self.result == FOUND else None
 
     def verdict(self) -> Verdict:
         """Found and not localized fail (the slowness is real); not reproduced passes, as `diagnose`'s do."""
-        message = "\n".join([self.summary] + [f"  {line}" for line in self.evidence])
-        what = f"diagnosis of {'node' if self.kind == NODE else 'the path'} {self.subject} across nodes"
-        return Verdict(CHECK, what, self.subject, PASS if self.result == NOT_REPRODUCED else FAIL, message,
+        summary, evidence = self.summary, self.evidence
+        return Verdict(CHECK, render.diagnosis_what(self.kind, self.subject), self.subject,
+                       PASS if self.result == NOT_REPRODUCED else FAIL, "\n".join(render.diagnosis_lines(summary, evidence)),
                        measured=self.result, inputs={"kind": self.kind, "nodes": list(self.nodes)},
-                       details={"result": self.result, "part": self.part, "culprit": self.culprit,
-                                "evidence": list(self.evidence), "figures": self.figures, "nodes": list(self.nodes)})
+                       details={"result": self.result, "part": self.part, "culprit": self.culprit, "summary": summary,
+                                "evidence": evidence, "figures": self.figures, "nodes": list(self.nodes)})
 
 
 def _figure(a: str, b: str, got: dict | None, ref: Reference | None, rule) -> PairFigure:
@@ -91,10 +108,6 @@ def _figure(a: str, b: str, got: dict | None, ref: Reference | None, rule) -> Pa
         return PairFigure(a, b, busbw, None, floor, SLOW if floor else UNMEASURED)
     bl = below_reference(busbw, ref, rule.max_below_median, rule.mad_k)
     return PairFigure(a, b, busbw, bl.below, floor, SLOW if bl.named or floor else FINE)
-
-
-def _other(fig: PairFigure, node: str) -> str:
-    return fig.b if fig.a == node else fig.a
 
 
 def judge(plan: Plan, measured: dict[str, dict], rule) -> tuple[list[PairFinding], dict]:
@@ -117,46 +130,31 @@ def judge(plan: Plan, measured: dict[str, dict], rule) -> tuple[list[PairFinding
     clean: set[str] = set()  # suspects fine with every good partner measured
     for s in plan.suspect_names:
         mine = [figs[pair_key(s, g)] for g in plan.partners.get(s, [])]
-        slow = [_other(f, s) for f in mine if f.status == SLOW]
-        fine = [_other(f, s) for f in mine if f.status == FINE]
+        slow = [f.other(s) for f in mine if f.status == SLOW]
+        fine = [f.other(s) for f in mine if f.status == FINE]
         n = len(slow) + len(fine)
-        evidence = [f.text(_other(f, s), median) for f in mine]
         if ref is None:
-            summary = (f"node {s}: not localized: no pair of two known-good nodes was measured, so nothing says what a "
-                       "pair should reach; run again with at least 2 good partners (--good)")
             result = NOT_LOCALIZED
         elif n >= MIN_PARTNERS and len(slow) == n:
-            summary, result = f"node {s}: slow with {n} of {n} good partners: {NODE_PART}", FOUND
-        elif slow and fine:
-            summary = (f"node {s}: not localized: slow with {', '.join(slow)} ({len(slow)} of {n} good partners), fine "
-                       f"with {', '.join(fine)}: those partners' paths, or a node slow only at times")
+            result = FOUND
+        elif slow or n == 0:
             result = NOT_LOCALIZED
-        elif slow:
-            summary = (f"node {s}: not localized: slow with its only measured good partner {slow[0]}: the node or the "
-                       "path to it; pass more partners with --good")
-            result = NOT_LOCALIZED
-        elif n == 0:
-            summary, result = f"node {s}: not localized: no pair with a good partner was measured", NOT_LOCALIZED
         else:
             clean.add(s)
-            summary, result = f"node {s}: not reproduced: fine with {n} of {n} good partners", NOT_REPRODUCED
-        findings[s] = PairFinding(NODE, s, result, summary, (s,), evidence,
-                                  {"good_partners": {"slow": slow, "fine": fine}})
+            result = NOT_REPRODUCED
+        findings[s] = PairFinding(NODE, s, result, (s,), median, [(f, False) for f in mine], slow, fine,
+                                  figures={"good_partners": {"slow": slow, "fine": fine}})
 
     paths = []
     for a, b in plan.between:
         f = figs[pair_key(a, b)]
         for end in (a, b):
-            findings[end].evidence.append("suspect " + f.text(_other(f, end), median))
+            findings[end].pairs.append((f, True))
         if f.status != SLOW:
             continue
         if a in clean and b in clean:
-            summary = (f"path {a}~{b}: slow only together ({format_bw(f.busbw)} against the reference "
-                       f"{format_bw(median)}), each fine with its good partners: {PATH_PART}")
-            paths.append(PairFinding(PATH, pair_key(a, b), FOUND, summary, (a, b),
-                                     [f"{a}-{b}: {format_bw(f.busbw)}, {f.below * 100:.0f} % below the reference"],
-                                     {"busbw": f.busbw / 1e9, "below": f.below}))
+            paths.append(PairFinding(PATH, pair_key(a, b), FOUND, (a, b), median, [(f, True)],
+                                     figures={"busbw": f.busbw / 1e9, "below": f.below}))
             for end in (a, b):
-                findings[end].summary += f"; slow only with {_other(f, end)}: the path {pair_key(a, b)}"
+                findings[end].paths.append((f.other(end), pair_key(a, b)))
     return [findings[s] for s in plan.suspect_names] + paths, figures
-
