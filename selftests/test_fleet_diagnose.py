@@ -169,6 +169,15 @@ def test_without_a_reference_or_partners_nothing_is_named():
     (f,), _ = judge(plan, {}, RULE)
     assert f.result == "not localized"
     assert "with g1: not measured" in f.verdict().message
+    # measured, but with nothing to hold it against (one good node: no reference pair): said so, not "not measured"
+    plan = _plan(good=("g1",))
+    measured = _measure(plan)
+    (f,), _ = judge(plan, measured, RULE)
+    assert f.result == "not localized" and "  with g1: 48 GB/s, no reference measured to hold it against" in \
+        f.verdict().message.splitlines()
+    measured[pair_key("s1", "g1")]["below_floor"] = True  # slow by the floor alone
+    (f,), _ = judge(plan, measured, RULE)
+    assert f.evidence == ["with g1: 48 GB/s, no reference measured to hold it against; below the pair floor"]
 
 
 # ---- the command over a fake fleet directory (records as test_fleet_report writes them) -------------------
