@@ -115,6 +115,7 @@ def test_the_launcher_gives_workers_the_cache(monkeypatch, tmp_path):
 def test_fleet_multinode_gives_torchrun_ranks_the_cache(monkeypatch, tmp_path, capsys):
     """torchrun's workers import torch like the suite's: `wirecheck fleet multinode` builds the cache
     first and hands the prefix to torchrun, whose workers inherit its environment."""
+    from wirecheck.cli.fleet.multinode import main as multinode
     from wirecheck.fleet import launch
 
     built = bytecode.Prepared(tmp_path, "test", True, 1.0, ())
@@ -131,15 +132,15 @@ def test_fleet_multinode_gives_torchrun_ranks_the_cache(monkeypatch, tmp_path, c
             return 0
 
     monkeypatch.setattr(launch.subprocess, "Popen", Torchrun)
-    code = launch.main(["--nnodes", "2", "--nproc-per-node", "1", "--rdzv-endpoint", "node1:29400",
-                        "--rdzv-id", "7", "--", "--simulate"])
+    code = multinode(["--nnodes", "2", "--nproc-per-node", "1", "--rdzv-endpoint", "node1:29400",
+                      "--rdzv-id", "7", "--", "--simulate"])
     assert code == 0 and seen["env"]["PYTHONPYCACHEPREFIX"] == str(tmp_path)
     assert "wirecheck.fleet.multinode" in seen["cmd"] and "bytecode cache" in capsys.readouterr().err
     # Where no cache is needed, torchrun gets the environment as it is.
     monkeypatch.setattr(bytecode, "prepare", lambda: None)
     monkeypatch.setattr(bytecode, "ready", lambda env, package=bytecode.PROBE_PACKAGE: None)
     monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
-    launch.main(["--nnodes", "2", "--nproc-per-node", "1", "--rdzv-endpoint", "node1:29400", "--rdzv-id", "7"])
+    multinode(["--nnodes", "2", "--nproc-per-node", "1", "--rdzv-endpoint", "node1:29400", "--rdzv-id", "7"])
     assert "PYTHONPYCACHEPREFIX" not in seen["env"]
 
 

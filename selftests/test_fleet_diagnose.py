@@ -214,7 +214,7 @@ def _pairs_record(path: Path, plan, slow: str) -> None:
 
 def test_the_command_plans_from_a_records_directory_and_a_report_then_judges_a_pair_run(tmp_path, capsys):
     from wirecheck.cli.fleet import main as fleet
-    from wirecheck.fleet.report import main as report
+    from wirecheck.cli.fleet.report import main as report
     from wirecheck.records.culprit import diagnosed_culprit
     from wirecheck.records.file import read_run
 

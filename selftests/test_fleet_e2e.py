@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from e2e import PROJECT, pythonpath, records
-from wirecheck.fleet.report import main as report
+from wirecheck.cli.fleet.report import main as report
 
 N = 4
 SLOW = "node2"

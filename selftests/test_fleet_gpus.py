@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from gpu_health_record import write_node
-from wirecheck.fleet.report import main as report
+from wirecheck.cli.fleet.report import main as report
 
 
 def _fleet(tmp_path, n: int = 3, slow: dict | None = None):

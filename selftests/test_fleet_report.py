@@ -5,7 +5,6 @@ node looks like, bad input, the JSON and the HTML page.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import replace
 import json
 from pathlib import Path
@@ -15,7 +14,7 @@ import yaml
 
 from e2e import PROJECT
 from wirecheck import checks
-from wirecheck.fleet.report import main as report
+from wirecheck.cli.fleet.report import main as report
 from wirecheck.core.pair_schedule import all_pairs, pair_rounds
 from wirecheck.records.file import Measurement, RecordFile
 from wirecheck.thresholds.file import load_thresholds
@@ -224,18 +223,52 @@ def test_expect_network_fails_a_fleet_whose_multinode_step_left_no_record(tmp_pa
     assert json.loads((tmp_path / "b.json").read_text())["network_record"]["outcome"] == "pass"
 
 
-def test_the_wirecheck_fleet_command_module(tmp_path, capsys):
-    """`wirecheck fleet ...` as the CLI dispatches it (cli.py: one line in COMMANDS)."""
-    from wirecheck.cli import fleet as cli_fleet
+def test_the_wirecheck_fleet_commands_are_subcommands_under_the_one_protocol(tmp_path, capsys):
+    """`wirecheck fleet report|inventory|multinode|diagnose`: argparse subcommands of `wirecheck fleet`, each a
+    module of wirecheck.cli.fleet under wirecheck.cli.protocol (NAME, add_parser, run, main), as every command."""
+    from wirecheck.cli import fleet as cli_fleet, protocol
+    from wirecheck.cli.main import main as wirecheck
+    from wirecheck.core import exit_codes
 
-    parser = argparse.ArgumentParser(prog="wirecheck")
-    sub = parser.add_subparsers(dest="command")
-    cli_fleet.add_parser(sub).set_defaults(run=cli_fleet.run)
-    args, extra = parser.parse_known_args(["fleet", "report", str(fleet(tmp_path)), "--expect", "6"])
-    assert args.passes_extra_args and args.run(args, extra) == 0
+    found = protocol.commands(cli_fleet)
+    assert [c.NAME for c in found] == ["diagnose", "inventory", "multinode", "report"]
+    assert all(c.__name__ == f"wirecheck.cli.fleet.{c.NAME}" and callable(c.main) for c in found)
+    assert cli_fleet.main(["report", str(fleet(tmp_path)), "--expect", "6"]) == 0
     assert "PASSED: 0 of 6 node(s) failed" in capsys.readouterr().out
-    args, extra = parser.parse_known_args(["fleet", "nonsense"])
-    assert args.run(args, extra) == 2 and "unknown command 'nonsense'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        wirecheck(["fleet", "--help"])
+    listed = capsys.readouterr().out
+    assert info.value.code == 0 and "usage: wirecheck fleet" in listed
+    assert all(f"    {c.NAME} " in listed for c in found), listed
+    with pytest.raises(SystemExit) as info:
+        wirecheck(["fleet", "report", "--help"])
+    shown = capsys.readouterr().out
+    assert info.value.code == 0 and "usage: wirecheck fleet report" in shown and "--expect-network" in shown, shown
+    for argv, said in ((["fleet", "nonsense"], "invalid choice: 'nonsense'"),
+                       (["fleet"], "the following arguments are required"),
+                       (["fleet", "inventory", "--expect", "3"], "unrecognized arguments: --expect 3")):
+        with pytest.raises(SystemExit) as info:
+            wirecheck(argv)
+        err = capsys.readouterr().err
+        assert info.value.code == exit_codes.BAD_INPUT and said in err, (argv, err)
+    assert "usage: wirecheck fleet inventory" in err  # refused with the subcommand's own usage line
+
+
+def test_wirecheck_fleet_inventory_imports_none_of_the_report_s_modules(tmp_path):
+    """Each fleet subcommand imports its library when it runs: building `wirecheck`'s parser, or running the
+    inventory, reads no record module of the fleet report."""
+    import subprocess
+    import sys
+
+    script = ("import sys; from wirecheck.cli.main import main; code = main(['fleet', 'inventory', '--sysfs-root', "
+              f"{str(tmp_path)!r}, '--simulate', 'h200-nvl-8']); "
+              "print(code, ' '.join(sorted(m for m in sys.modules if m.startswith('wirecheck.fleet.'))))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    _, _, modules = done.stdout.strip().splitlines()[-1].partition(" ")  # the exit code, then the modules
+    loaded = set(modules.split())
+    assert "wirecheck.fleet.inventory" in loaded, done.stdout + done.stderr
+    assert not loaded & {"wirecheck.fleet.report", "wirecheck.fleet.judging", "wirecheck.fleet.records",
+                         "wirecheck.fleet.html", "wirecheck.fleet.diagnose", "wirecheck.fleet.launch"}, loaded
 
 
 # ---- at cluster scale: statistics in the verdict, failures first ----------------------------------

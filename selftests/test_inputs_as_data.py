@@ -17,7 +17,7 @@ import pytest
 from e2e import PROJECT, pythonpath
 from test_fleet_report import JITTER, write_node
 
-from wirecheck.fleet.report import main as fleet_report
+from wirecheck.cli.fleet.report import main as fleet_report
 from wirecheck.cli.judge import main as judge
 from wirecheck.cli.report import main as report
 from wirecheck.report.html import CSP

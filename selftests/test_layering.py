@@ -22,7 +22,6 @@ KNOWN_UP: dict[tuple[str, str], str] = {}
 DYNAMIC = {
     "wirecheck.checks": "every module of its own package",
     "wirecheck.cli.protocol": "every module of the cli package",
-    "wirecheck.cli.fleet": "the fleet modules it dispatches to (cli is the top floor)",
     "wirecheck.training": "its own lazy names (_LAZY)",
     "wirecheck.training.runner": "a grad hook the user names",
     "wirecheck.training.trainer": "the trainer a strategy row names, in a worker",

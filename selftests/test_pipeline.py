@@ -196,10 +196,13 @@ def test_the_verdict_rule(failed, simulated, code):
 
 
 # Every `wirecheck` subcommand (wirecheck.cli.protocol) and the modules beside them; but node-state, whose
-# codes are node-problem-detector's protocol (0 healthy, 1 unhealthy, 2 unknown), not a run's.
+# codes are node-problem-detector's protocol (0 healthy, 1 unhealthy, 2 unknown), not a run's, and fleet, whose
+# subcommands hand their work and its exit code to the fleet modules listed here (report, launch, inventory,
+# diagnose).
 @pytest.mark.parametrize("module", [
-    *(m.__name__ for m in commands() if m.NAME != "node-state"), "wirecheck.fleet.judging", "wirecheck.fleet.report", "wirecheck.fleet.launch",
-    "wirecheck.fleet.inventory", "wirecheck.fleet.multinode", "wirecheck.nccl.tests", "pytest_wirecheck.reporting",
+    *(m.__name__ for m in commands() if m.NAME not in ("node-state", "fleet")), "wirecheck.fleet.judging",
+    "wirecheck.fleet.report", "wirecheck.fleet.launch", "wirecheck.fleet.inventory", "wirecheck.fleet.diagnose",
+    "wirecheck.fleet.multinode", "wirecheck.nccl.tests", "pytest_wirecheck.reporting",
 ])
 def test_every_command_takes_its_exit_codes_from_one_module(module):
     mod = importlib.import_module(module)

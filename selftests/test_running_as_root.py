@@ -185,7 +185,7 @@ def test_reports_replace_a_planted_link_instead_of_writing_through_it(sticky, vi
 def test_fleet_report_and_topology_snapshot_replace_a_planted_link(sticky, victim, capsys):
     from test_fleet_report import write_node
 
-    from wirecheck.fleet.report import main as fleet_report
+    from wirecheck.cli.fleet.report import main as fleet_report
     from wirecheck.core.paths import suite_paths
     from wirecheck.node.topo_text import load_recorded
 

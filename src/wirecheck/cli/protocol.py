@@ -4,13 +4,18 @@ A subcommand is one module in wirecheck/cli/ (nothing else lists it) with:
 - `NAME`: the word after `wirecheck` (`"nccl-tests"`);
 - `add_parser(subparsers) -> argparse.ArgumentParser`: `subparsers.add_parser(NAME, help=..., ...)`
   with its options; a command that hands the arguments it does not know on (validate's to pytest,
-  fleet's to its own subcommand) sets `parser.set_defaults(passes_extra_args=True)`, every other
+  node-state's to validate after `--`) sets `parser.set_defaults(passes_extra_args=True)`, every other
   command refuses them with its own usage line;
 - `run(args, extra) -> int`: the work, through the library, mapped to an exit code of
   wirecheck.core.exit_codes (the module is thin: parse, call the library, map the outcome);
 - `main = entry(NAME)`: the same command called from Python, `main(argv) -> exit code` (self-tests,
   scripts that run `python -m wirecheck.cli.main NAME`).
 A module imports its library inside `run`: `wirecheck topo` must not pay for thresholds or torch.
+
+A command of commands is a package of the same shape one floor down: `wirecheck fleet` is
+wirecheck/cli/fleet/, whose modules (report, inventory, multinode, diagnose) follow this same protocol
+and are found by `commands(package)`; its parser makes them argparse subcommands, and each one's
+`main = entry("fleet", NAME)`.
 """
 
 from __future__ import annotations
@@ -24,10 +29,11 @@ from typing import Callable
 PROTOCOL = ("NAME", "add_parser", "run")
 
 
-def commands() -> list[ModuleType]:
-    """Every module of wirecheck.cli that is a subcommand, by NAME; a module with part of the
-    protocol is an error that names what it lacks."""
-    import wirecheck.cli as package
+def commands(package: ModuleType | None = None) -> list[ModuleType]:
+    """Every module of `package` (default wirecheck.cli; wirecheck.cli.fleet for `wirecheck fleet`'s) that
+    is a subcommand, by NAME; a module with part of the protocol is an error that names what it lacks."""
+    if package is None:
+        import wirecheck.cli as package
 
     found = []
     for info in pkgutil.iter_modules(package.__path__):
@@ -42,12 +48,13 @@ def commands() -> list[ModuleType]:
     return sorted(found, key=lambda m: m.NAME)
 
 
-def entry(name: str) -> Callable[[list[str] | None], int]:
-    """`main(argv) -> exit code` of the subcommand `name`, as `wirecheck name argv...` runs it."""
+def entry(*names: str) -> Callable[[list[str] | None], int]:
+    """`main(argv) -> exit code` of the subcommand `names` (`"topo"`, or `"fleet", "report"`), as `wirecheck
+    names... argv...` runs it."""
     def main(argv: list[str] | None = None) -> int:
         from wirecheck.cli.main import main as wirecheck
 
-        return wirecheck([name, *(sys.argv[1:] if argv is None else argv)])
+        return wirecheck([*names, *(sys.argv[1:] if argv is None else argv)])
 
-    main.__doc__ = f"`wirecheck {name} ARGV...` from Python: the exit code."
+    main.__doc__ = f"`wirecheck {' '.join(names)} ARGV...` from Python: the exit code."
     return main

@@ -1,14 +1,11 @@
-"""`wirecheck fleet inventory [--json] [--simulate FILE|NAME] [--sysfs-root DIR]`: this node's NICs
-(InfiniBand/RoCE ports from /sys/class/infiniband, Ethernet from /sys/class/net), each GPU's nearest
-NIC from `nvidia-smi topo -m` (or a recorded topology's NIC columns), the line rate a multi-node job
-on all of its GPUs can use, and the network checks' verdicts.
-
-Exit codes: 0 no check failed (a warning or a skip is not a failure); 1 a check failed; 2 bad input.
+"""The work of `wirecheck fleet inventory` (its options and usage: wirecheck.cli.fleet.inventory): this
+node's NICs (InfiniBand/RoCE ports from /sys/class/infiniband, Ethernet from /sys/class/net), each GPU's
+nearest NIC from `nvidia-smi topo -m` (or a recorded topology's NIC columns), the line rate a multi-node job
+on all of its GPUs can use, and the network checks' verdicts; `run(args)` with the command's options parsed.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -19,18 +16,6 @@ from wirecheck.node import network
 from wirecheck.core.paths import suite_paths
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
 from wirecheck.core.verdict import FAIL
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="wirecheck fleet inventory", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--json", action="store_true", help="print JSON: ports, paths, line rate, verdicts")
-    p.add_argument("--simulate", metavar="FILE|NAME",
-                   help="GPU-to-NIC paths from a recorded `topo -m` text instead of nvidia-smi (ports are still this machine's)")
-    p.add_argument("--sysfs-root", default="/", metavar="DIR", help="filesystem root holding sys/class (default /)")
-    p.add_argument("--thresholds", metavar="FILE", help="thresholds file (default: the one shipped with wirecheck)")
-    p.add_argument("--profile", help="expected node (profiles: nic_ports, nic_rate)")
-    return p
 
 
 def inventory(args) -> dict:
@@ -48,8 +33,9 @@ def inventory(args) -> dict:
             "line_rate_bytes_per_s": rate, "line_rate_basis": basis}
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run(args) -> int:
+    """`wirecheck fleet inventory` with its options parsed (wirecheck.cli.fleet.inventory): 0 no check failed,
+    1 one did, 2 bad input."""
     try:
         thresholds = load_thresholds(Path(args.thresholds) if args.thresholds else suite_paths().thresholds)
         if args.profile:

@@ -1,5 +1,6 @@
-"""`wirecheck fleet multinode [options] [-- multinode options]`: torchrun with c10d rendezvous on
-`wirecheck.fleet.multinode`, run once on every node (under Slurm: `srun --ntasks-per-node=1`).
+"""The work of `wirecheck fleet multinode` (its options and usage: wirecheck.cli.fleet.multinode): torchrun
+with c10d rendezvous on `wirecheck.fleet.multinode`, run once on every node (under Slurm: `srun
+--ntasks-per-node=1`); `run(args)` with the command's options parsed.
 
 It only builds the torchrun command the README documents and runs it with this environment
 (NCCL switches pass through); under Slurm the node count, the rendezvous host (the job's first node)
@@ -14,7 +15,6 @@ to the ranks, whose record ends naming the signal; Ctrl-C at a terminal reaches 
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
@@ -24,12 +24,9 @@ import sys
 from collections import deque
 
 from wirecheck.core import exit_codes
+from wirecheck.fleet.settings import DEFAULT_JOIN_TIMEOUT_S, DEFAULT_PORT
 from wirecheck.workers import bytecode
 
-DEFAULT_PORT = 29400
-# Joining waits this long for every node: long enough for a slow node's Python to start, short
-# enough that a node that never comes is reported this side of lunch (torchrun's default is 600 s).
-DEFAULT_JOIN_TIMEOUT_S = 300
 # torchrun's own rendezvous failures (a worker's broken connection mid-run is not one of them).
 RENDEZVOUS_ERRORS = ("RendezvousConnectionError", "RendezvousTimeoutError", "RendezvousClosedError",
                      "RendezvousStateError")
@@ -61,22 +58,6 @@ def _gpu_count() -> int | None:
         if done.returncode == 0:
             return sum(line.startswith("GPU ") for line in done.stdout.splitlines()) or None
     return None
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="wirecheck fleet multinode", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--nnodes", type=int, help="nodes in the job (default: $SLURM_JOB_NUM_NODES)")
-    p.add_argument("--nproc-per-node", type=int, help="GPUs per node (default: $CUDA_VISIBLE_DEVICES, else nvidia-smi -L; "
-                                                      "1 with --simulate)")
-    p.add_argument("--rdzv-endpoint", help=f"HOST:PORT of the c10d rendezvous (default: the job's first node:{DEFAULT_PORT})")
-    p.add_argument("--rdzv-id", help="job id shared by every node (default: $SLURM_JOB_ID)")
-    p.add_argument("--join-timeout", type=int, default=DEFAULT_JOIN_TIMEOUT_S,
-                   help=f"seconds to wait for every node to join (default {DEFAULT_JOIN_TIMEOUT_S})")
-    p.add_argument("--dry-run", action="store_true", help="print the torchrun command and exit")
-    p.add_argument("multinode_args", nargs=argparse.REMAINDER,
-                   help="after --: options for wirecheck.fleet.multinode (--wirecheck-json PATH, --simulate, --ops ...)")
-    return p
 
 
 def torchrun_command(args) -> list[str]:
@@ -164,8 +145,9 @@ def _ranks_env() -> dict[str, str]:
     return bytecode.worker_env(dict(os.environ))
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def run(args) -> int:
+    """`wirecheck fleet multinode` with its options parsed (wirecheck.cli.fleet.multinode): torchrun's exit
+    status, or one of wirecheck.core.exit_codes as this module's docstring says."""
     try:
         cmd = torchrun_command(args)
     except LaunchError as exc:

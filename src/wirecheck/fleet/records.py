@@ -19,6 +19,7 @@ from typing import Any, Callable
 from wirecheck.core import jsondata
 
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
+from wirecheck.fleet.settings import PARALLEL_FROM  # below it, one process reads the records
 
 SUFFIX = ".jsonl"
 
@@ -124,10 +125,6 @@ def _read(path: Path, directory: Path, digest: Callable[[NodeRun], Any] | None) 
     return n
 
 
-# Reading and judging a record is most of a fleet report's time, and each record is on its own: with a
-# digest, a large directory is read by one process per CPU. Below this many records one process is
-# quicker than starting the others.
-PARALLEL_FROM = 64
 _CHUNK = 16
 _WORK: tuple | None = None  # (directory, digest) for the reading processes, inherited when they fork
 
