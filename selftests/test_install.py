@@ -160,6 +160,8 @@ def test_wheel_installed_without_the_checkout_validates_from_any_directory(tmp_p
                 "pytest_wirecheck/thresholds.yaml", "pytest_wirecheck/tests/conftest.py"}
     expected |= {f"pytest_wirecheck/tests/{p.name}" for p in (PROJECT / "tests").glob("*.py")}
     expected |= {f"pytest_wirecheck/topologies/{p.name}" for p in (PROJECT / "fixtures" / "topologies").iterdir()}
+    # every command module, those of a command's own subpackage (wirecheck/cli/fleet/) too: pyproject lists packages
+    expected |= {p.relative_to(PROJECT / "src").as_posix() for p in (PROJECT / "src" / "wirecheck" / "cli").rglob("*.py")}
     assert not expected - names, f"missing from the wheel: {sorted(expected - names)}"
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     declared = zipfile.ZipFile(wheel).read(entry_points).decode()
