@@ -74,8 +74,23 @@ def test_nvml_failing_on_a_driver_is_unhealthy_with_nvmls_words():
     s = decide(11, None, output)
     assert (s.state, s.line) == (UNHEALTHY, "wirecheck: NVML failed: NVML could not start (NVMLError_LibRmVersionMismatch: "
                                             "RM has detected an NVML/RM version mismatch.)")
-    assert decide(11, None, "").line == ("wirecheck: NVML failed: the GPUs cannot be read although an NVIDIA driver "
-                                         "is installed")
+    assert decide(11, None, "").line == ("wirecheck: NVML failed: no GPU was read (no NVML error in the output "
+                                         "given); every selected check skipped")
+
+
+def test_bare_pytest_that_read_no_gpu_says_why_from_its_record_and_claims_no_driver(tmp_path):
+    """Bare pytest whose NVML read no GPU exits 11 too: the line gives the record's reason (no driver
+    here), never "although an NVIDIA driver is installed"."""
+    path = tmp_path / "r.jsonl"
+    f = RecordFile(path)
+    f.header({"simulated": False, "gpus": [], "placements": [],
+              "unavailable": "no NVIDIA driver on this machine (libnvidia-ml.so.1 not found)"})
+    f.end({"status": "complete", "exit_status": 11})
+    f.close()
+    s = decide(11, read_run(path), "")
+    assert (s.state, s.line) == (UNHEALTHY, "wirecheck: NVML failed: no GPU was read (no NVIDIA driver on this machine "
+                                            "(libnvidia-ml.so.1 not found)); every selected check skipped")
+    assert "driver is installed" not in s.line
 
 
 def test_busy_is_unknown_and_names_the_holder(tmp_path):

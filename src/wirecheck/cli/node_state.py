@@ -80,7 +80,7 @@ def decide(exit_code: int, run: RunRecord | None, output: str = "", limit: int =
     if exit_code == SIMULATED or (run is not None and run.simulated):
         return say(UNKNOWN, "SIMULATION: no GPU of this node was validated")
     if exit_code == NVML_BROKEN:
-        return say(UNHEALTHY, f"NVML failed: {_nvml_error(output)}")
+        return say(UNHEALTHY, f"NVML failed: {_nvml_error(output, run)}")
     failure = reason.failure_line(run, limit) if run is not None else None
     if failure:
         return NodeState(UNHEALTHY, failure)
@@ -116,11 +116,15 @@ def _harness_fault(exit_code: int, run: RunRecord | None, output: str) -> str:
     return _meaning(exit_code)
 
 
-def _nvml_error(output: str) -> str:
+def _nvml_error(output: str, run: RunRecord | None = None) -> str:
     for text in output.splitlines():  # validate: "wirecheck validate: NVML failed: <NVML's error>"
         if "NVML failed: " in text:
             return text.split("NVML failed: ", 1)[1]
-    return "the GPUs cannot be read although an NVIDIA driver is installed"
+    # bare pytest: its record's header says why NVML read no GPU (no driver, or NVML's error)
+    unavailable = run.run.get("unavailable") if run is not None else None
+    if isinstance(unavailable, str) and unavailable:
+        return f"no GPU was read ({unavailable}); every selected check skipped"
+    return "no GPU was read (no NVML error in the output given); every selected check skipped"
 
 
 def _passed(run: RunRecord | None) -> str:
