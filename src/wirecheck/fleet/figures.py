@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from wirecheck.core.quantity import format_bytes
 from wirecheck.records.file import RunRecord
-from wirecheck.report.gpus import GPU_FIGURES, gpu_points
+from wirecheck.report.gpus import GPU_FIGURES, MEASUREMENT_KINDS as GPU_KINDS, gpu_points
 from wirecheck.vocab import records as kinds
 
 BUSBW, THROUGHPUT = "busbw", "throughput"
@@ -32,6 +32,11 @@ class Figure:
     kind: str  # busbw | throughput: which fleet rule judges it
     unit: str  # GB/s | tokens/s
     value: float
+
+
+# The measurement kinds node_figures and gpu_figures read whole (a collective only at the floor size):
+# what a lean read of a record (fleet.judging.LeanLines) must parse.
+KINDS_READ = frozenset((kinds.STRATEGY, kinds.NETWORK, kinds.SINGLE_GPU_TRAINING) + tuple(GPU_KINDS))
 
 
 def node_figures(run: RunRecord, floor_size: int) -> dict[str, Figure]:

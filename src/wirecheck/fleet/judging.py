@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from wirecheck.core import exit_codes
 from wirecheck.checks import fleet as fleet_checks
-from wirecheck.fleet.figures import Figure, GpuFigure, gpu_figures, node_figures
+from wirecheck.fleet.figures import KINDS_READ, Figure, GpuFigure, gpu_figures, node_figures
 from wirecheck.fleet.records import Fleet, NodeRun
 from wirecheck.checks import CHECKS
 from wirecheck.checks.judge import rejudge_run
@@ -22,7 +22,6 @@ from wirecheck.records.run import judged_under, judging_under
 from wirecheck.thresholds.file import Thresholds, ThresholdsError
 from wirecheck.core.peer_stats import Reference, leave_one_out
 from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, Verdict
-from wirecheck.report.gpus import MEASUREMENT_KINDS as GPU_KINDS
 from wirecheck.vocab import records as kinds
 
 
@@ -221,7 +220,6 @@ _WORDS = '"fmt": '
 _ENDS = re.compile(r'"fmt": (?:null|"[^"\\]*"), "bound": (?:null|"[^"\\]*"), "place": (?:null|"(?:[^"\\]|\\.)*"), '
                    r'"note": "(?:[^"\\]|\\.)*", "hint": "(?:[^"\\]|\\.)*"\}')
 _MEASUREMENT = re.compile(r'\{"type": "measurement", "kind": "([a-z0-9_]+)", ')
-_FIGURE_KINDS = frozenset((kinds.STRATEGY, kinds.NETWORK, kinds.SINGLE_GPU_TRAINING) + tuple(GPU_KINDS))
 
 
 @dataclass(frozen=True)
@@ -250,7 +248,7 @@ class LeanLines:
         if measured is None:
             return None
         kind = measured.group(1)
-        if kind in _FIGURE_KINDS:
+        if kind in KINDS_READ:
             return None
         if kind == kinds.COLLECTIVE and any(f'"requested_bytes": {size}' in line for size in self.floor_sizes):
             return None  # perhaps at the floor size: parsed, and node_figures says
@@ -258,12 +256,12 @@ class LeanLines:
 
 
 def _counts_agree(run: RunRecord) -> bool:
-    """The verdicts read and skipped are as many per outcome as the run's end line says it wrote (a
-    line lost or damaged in the middle of the file would otherwise go unseen): a run cut short has no
-    end to compare with, and is judged on what it holds, as a full read judges it."""
-    said = (run.end or {}).get("verdicts")
+    """The verdicts read and skipped are as many per outcome as the run's end line says it wrote; where
+    they are not (a line lost, or one the patterns would miscount), the record is read again in full,
+    so that a lean read never says other than a full one. A run cut short has no end to compare with."""
     if run.end is None:
         return True
+    said = run.end.get("verdicts")
     if not isinstance(said, dict):
         return False
     read: dict[str, int] = dict(run.skipped)

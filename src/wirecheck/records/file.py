@@ -320,8 +320,7 @@ def read_run(path: str | Path, lines_of: Callable[[dict], Callable[[str], str | 
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        is_header = line.startswith(_RUN_PREFIX)
-        tag = skip(line) if skip is not None and number != last and not is_header else None
+        tag = skip(line) if skip is not None and number != last and not line.startswith(_RUN_PREFIX) else None
         if tag is not None:
             if torn is not None:
                 raise RecordFileError(f"{path}:{torn[0]}: not JSON ({torn[1]}); is this a wirecheck record file?")

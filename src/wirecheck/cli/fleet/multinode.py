@@ -1,15 +1,6 @@
-"""`wirecheck fleet multinode [options] [-- multinode options]`: torchrun with c10d rendezvous on
-`wirecheck.fleet.multinode`, run once on every node (under Slurm: `srun --ntasks-per-node=1`).
-
-It only builds the torchrun command the README documents and runs it with this environment
-(NCCL switches pass through); under Slurm the node count, the rendezvous host (the job's first node)
-and the job id come from Slurm's variables. When torchrun cannot reach or complete the rendezvous it
-says so in one line that names the endpoint and the fix, instead of leaving the operator with a C++
-stack. Exit status: torchrun's (0 every rank passed; 1 a rank failed: a verdict, a broken measurement,
-bad input), 10 when every rank exited 10 (a simulation that failed nothing, which torchrun reports as
-failed ranks), 2 when the rendezvous failed or an option is missing, and 128+N when a signal stopped it
-(SIGTERM 143, SIGHUP 129, Ctrl-C 130): SIGTERM and SIGHUP are passed on to torchrun, which passes them
-to the ranks, whose record ends naming the signal; Ctrl-C at a terminal reaches torchrun itself.
+"""`wirecheck fleet multinode [options] [-- multinode options]`: its options and usage. What it runs
+(torchrun with c10d rendezvous on `wirecheck.fleet.multinode`, once on every node) and its exit
+statuses: wirecheck.fleet.launch.
 """
 
 from __future__ import annotations
