@@ -23,8 +23,9 @@ PAIR = "pair"  # one node pair's all_reduce (wirecheck.fleet.multinode)
 GPU_FIGURES, GPU_SUSTAINED, GPU_MEMORY = "gpu_figures", "gpu_sustained", "gpu_memory"  # the GPU load's phases
 GPU_EVENT = "gpu_event"  # an XID or ECC event during the run
 BURN_IN_ROUND, BURN_IN = "burn_in_round", "burn_in"  # each burn-in round, then the burn-in's end
+SPARE_WORKERS = "spare_workers"  # at the run's end: spare workers started and taken (wirecheck.workers.spares)
 MEASUREMENT_KINDS = (COLLECTIVE, STRATEGY, SINGLE_GPU_TRAINING, NCCL_PATH, NCCL_TESTS, COPY_BANDWIDTH, NETWORK, PAIR,
-                     GPU_FIGURES, GPU_SUSTAINED, GPU_MEMORY, GPU_EVENT, BURN_IN_ROUND, BURN_IN)
+                     GPU_FIGURES, GPU_SUSTAINED, GPU_MEMORY, GPU_EVENT, BURN_IN_ROUND, BURN_IN, SPARE_WORKERS)
 if len(set(MEASUREMENT_KINDS)) != len(MEASUREMENT_KINDS):
     raise ValueError(f"a measurement kind is listed twice: {MEASUREMENT_KINDS}")
 

@@ -29,7 +29,7 @@ from typing import Any
 from wirecheck.core import failures as F
 from wirecheck.core.failures import GroupFailure
 from wirecheck.core.safefs import make_dirs
-from wirecheck.workers import evidence, failure_report, protocol, spawn, teardown, watch
+from wirecheck.workers import evidence, failure_report, protocol, spares, spawn, teardown, watch
 from wirecheck.workers.deadlines import Deadline
 from wirecheck.workers.errors import (
     WorkerCallError,
@@ -71,7 +71,8 @@ class WorkerGroup:
     With join_process_group=False the rank environment (RANK, WORLD_SIZE, MASTER_ADDR/PORT of the
     group's running store, ...) is set but the group is left to the worker function (Accelerate and
     DeepSpeed initialise it themselves). `log_dir`: where the ranks' logs go (a folder per group);
-    default: the system's temporary directory.
+    default: the system's temporary directory. `use_spares`: ranks may be the run's spare workers, which
+    imported torch already (wirecheck.workers.spares), where one may take a rank's environment.
     """
 
     # How long the other ranks may still answer after one rank raised: a rank that raised no longer
@@ -94,6 +95,7 @@ class WorkerGroup:
         join_process_group: bool = True,
         start_timeout_s: float = 120,
         log_dir: str | os.PathLike | None = None,
+        use_spares: bool = True,
     ):
         if backend not in BACKENDS:
             raise ValueError(f"WorkerGroup {label!r}: backend {backend!r} is not one of {BACKENDS}")
@@ -110,6 +112,7 @@ class WorkerGroup:
         self.gpus = tuple(gpus) if gpus is not None else None
         self.env = dict(env or {})
         self.join_process_group = join_process_group
+        self.use_spares = use_spares
         self.info: list[dict[str, Any]] = []  # per rank, from the worker: pid, port, torch, device, NCCL
         self.port: int | None = None  # the group's store, as rank 0 reported it
         self.failure: GroupFailure | None = None  # the latest failed call or start, if any
@@ -213,7 +216,7 @@ class WorkerGroup:
         what = f"start of {self.world_size} {self.backend} worker(s)"
         spawn.spawn(self._ranks, label=self.label, backend=self.backend, world_size=self.world_size,
                     gpus=self.gpus, extra_env=self.env, join_process_group=self.join_process_group,
-                    rendezvous_timeout_s=timeout_s)
+                    rendezvous_timeout_s=timeout_s, spares=spares.installed() if self.use_spares else None)
         self.info = self._collect(None, what, Deadline(float(timeout_s), "the start timeout"), F.START)
 
     def _grace(self) -> watch.Grace:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
+from typing import Protocol
 
 from wirecheck.core.safefs import path_problem
 from wirecheck.workers import bytecode, parent_death
@@ -73,8 +74,10 @@ def untrusted_import_path() -> list[str]:
     return [f"{p} ({problem})" for p, problem in _import_path_entries(os.environ.get("PYTHONPATH")) if problem]
 
 
-def rank_env(rank: int, world_size: int, gpus: tuple[int, ...] | None, extra: dict[str, str]) -> dict[str, str]:
-    """The environment of rank `rank`: the parent's, the group's `extra`, and the rank variables."""
+def base_env(extra: dict[str, str]) -> dict[str, str]:
+    """What every rank of a group gets before its rank variables: the parent's environment, the group's
+    `extra`, wirecheck's defaults and the import path. A spare worker (spares.py) starts with this for an
+    empty `extra`."""
     env = dict(os.environ)  # pass-through: the GPU machines' NCCL_* switches must reach NCCL
     env.update(extra)
     # As torchrun does: N ranks each spawning one OpenMP thread per core would oversubscribe.
@@ -91,11 +94,6 @@ def rank_env(rank: int, world_size: int, gpus: tuple[int, ...] | None, extra: di
     # either way). Our workers never have both in flight: every timed path ends synchronised
     # (collective_timing), and no other worker function captures. A value the user set is kept.
     env.setdefault("NCCL_GRAPH_MIXING_SUPPORT", "0")
-    if gpus is not None:
-        # Placements use NVML indices, which follow PCI bus order; CUDA's default order is
-        # fastest-first, which can differ on mixed nodes. Make CUDA count as NVML does.
-        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
     env["PYTHONPATH"] = python_path(env.get("PYTHONPATH"))
     # Where the node's Python cannot keep compiled bytecode, read it from wirecheck's cache
     # (bytecode.py): otherwise every worker compiles torch from source again (3+ s each).
@@ -104,6 +102,17 @@ def rank_env(rank: int, world_size: int, gpus: tuple[int, ...] | None, extra: di
     # a stale one from the parent's environment (a run inside torchrun) must not be read before.
     for name in ("MASTER_PORT", "TORCHELASTIC_USE_AGENT_STORE"):
         env.pop(name, None)
+    return env
+
+
+def rank_env(rank: int, world_size: int, gpus: tuple[int, ...] | None, extra: dict[str, str]) -> dict[str, str]:
+    """The environment of rank `rank`: the parent's, the group's `extra`, and the rank variables."""
+    env = base_env(extra)
+    if gpus is not None:
+        # Placements use NVML indices, which follow PCI bus order; CUDA's default order is
+        # fastest-first, which can differ on mixed nodes. Make CUDA count as NVML does.
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
     env.update(
         RANK=str(rank),
         LOCAL_RANK=str(rank),
@@ -114,37 +123,67 @@ def rank_env(rank: int, world_size: int, gpus: tuple[int, ...] | None, extra: di
     return env
 
 
+def open_log(path: str) -> int:
+    """A new file in a group's own folder (mkdtemp), never through a link: its descriptor."""
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+
+
+def launch(args: list[str], env: dict[str, str], log_path: str) -> tuple[subprocess.Popen, Connection]:
+    """Start `python -m wirecheck.workers.worker ARGS` with `env`, its output appended to `log_path`, and
+    the parent's end of its private pipe."""
+    parent_end, child_end = Pipe(duplex=True)
+    with open(open_log(log_path), "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "wirecheck.workers.worker", "--fd", str(child_end.fileno()),
+             "--parent-pid", str(os.getpid()), *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            pass_fds=(child_end.fileno(),),
+            # Own process group: killpg takes the rank's children too, and a terminal's
+            # Ctrl-C goes to the parent only, which then cleans up.
+            start_new_session=True,
+        )
+    # Only the child may hold its end: its death must read as EOF here.
+    child_end.close()
+    return proc, parent_end
+
+
 def spawn(ranks: RankProcesses, *, label: str, backend: str, world_size: int, gpus: tuple[int, ...] | None,
-          extra_env: dict[str, str], join_process_group: bool, rendezvous_timeout_s: float) -> None:
+          extra_env: dict[str, str], join_process_group: bool, rendezvous_timeout_s: float,
+          spares: "SpareSource | None" = None) -> None:
     """Start every rank into `ranks`; their logs append to `ranks.log_paths`. Forked by the main thread,
-    each rank dies with this process (parent_death: the signal follows the thread that forked)."""
+    each rank dies with this process (parent_death: the signal follows the thread that forked).
+
+    `spares`: where a rank may be a spare worker that has imported torch already (spares.py) instead of a
+    new interpreter; it is handed this rank's environment and decides whether one of its spares may take it.
+    """
     dies_with_us = parent_death.forked_by_main_thread()
+    role = {"label": label, "backend": backend, "init_process_group": join_process_group,
+            "rendezvous_timeout_s": rendezvous_timeout_s}
     for rank in range(world_size):
-        parent_end, child_end = Pipe(duplex=True)
-        # A new file in the group's own folder (mkdtemp), never through a link.
-        fd = os.open(ranks.log_paths[rank], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        with open(fd, "ab") as log:
-            proc = subprocess.Popen(
-                [
-                    sys.executable, "-m", "wirecheck.workers.worker",
-                    "--fd", str(child_end.fileno()),
-                    "--parent-pid", str(os.getpid()),
-                    "--label", label,
-                    "--backend", backend,
-                    "--rendezvous-timeout", f"{rendezvous_timeout_s:g}",
-                    *(["--no-process-group"] if not join_process_group else []),
-                    *(["--parent-death-signal"] if dies_with_us else []),
-                ],
-                env=rank_env(rank, world_size, gpus, extra_env),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                pass_fds=(child_end.fileno(),),
-                # Own process group: killpg takes the rank's children too, and a terminal's
-                # Ctrl-C goes to the parent only, which then cleans up.
-                start_new_session=True,
-            )
-        # Only the child may hold its end: its death must read as EOF here.
-        child_end.close()
+        env = rank_env(rank, world_size, gpus, extra_env)
+        adopted = spares.adopt(env, role, ranks.log_paths[rank]) if spares is not None else None
+        if adopted is not None:
+            proc, conn = adopted
+        else:
+            proc, conn = launch([
+                "--label", label,
+                "--backend", backend,
+                "--rendezvous-timeout", f"{rendezvous_timeout_s:g}",
+                *(["--no-process-group"] if not join_process_group else []),
+                *(["--parent-death-signal"] if dies_with_us else []),
+            ], env, ranks.log_paths[rank])
         ranks.procs.append(proc)
-        ranks.conns.append(parent_end)
+        ranks.conns.append(conn)
+    if spares is not None:
+        spares.refill()
+
+
+class SpareSource(Protocol):
+    """What `spawn` asks of the run's spare workers (spares.SpareStock)."""
+
+    def adopt(self, env: dict[str, str], role: dict, log_path: str) -> tuple[subprocess.Popen, Connection] | None: ...
+
+    def refill(self) -> None: ...

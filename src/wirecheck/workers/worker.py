@@ -5,8 +5,13 @@ otherwise, the process group), then serves calls from the parent over a private 
 exit. Only these processes touch CUDA and torch.distributed: the pytest process must never create a
 CUDA context.
 
+Started as a spare (`--spare`: wirecheck.workers.spares), it first imports torch, touches no CUDA, and waits
+for ("become", {"env", "role", "log"}): it then takes that environment, import path and log, and goes on as
+a worker started with that role would.
+
 Protocol (pickled tuples over a `multiprocessing.connection.Connection`):
-  parent -> worker  ("rendezvous", port)  (ranks > 0, once)  |  ("call", seq, "pkg.module:function", kwargs)
+  parent -> worker  ("become", {...}) (a spare, once, first)
+                    ("rendezvous", port)  (ranks > 0, once)  |  ("call", seq, "pkg.module:function", kwargs)
                     ("exit",)
   worker -> parent  ("rendezvous", port)  (rank 0, once: its store's real port)
                     ("ready", info) | ("init_error", summary, traceback, facts)
@@ -179,7 +184,9 @@ def _wait_for_exit(conn: Connection) -> None:
         pass
 
 
-def serve(conn: Connection, label: str, backend: str, init_process_group: bool, rendezvous_timeout_s: float) -> int:
+def serve(conn: Connection, label: str, backend: str, init_process_group: bool, rendezvous_timeout_s: float,
+          spare: dict[str, float] | None = None) -> int:
+    """`spare`: how long this process imported torch and waited as a spare, if it was one (in its info)."""
     from wirecheck.workers import rendezvous
 
     try:
@@ -188,6 +195,8 @@ def serve(conn: Connection, label: str, backend: str, init_process_group: bool, 
             return 0  # told to exit before the rendezvous was complete
         ctx, info = _setup(label, backend, init_process_group)
         info["port"] = joined
+        if spare is not None:
+            info["spare"] = spare
     except BaseException as exc:
         conn.send(("init_error", f"{type(exc).__name__}: {exc}", traceback.format_exc(), exception_facts(exc)))
         # Stay until the parent ends us: exiting now would race our error report with a
@@ -218,6 +227,59 @@ def serve(conn: Connection, label: str, backend: str, init_process_group: bool, 
     return 0
 
 
+def _wait_as_spare(conn: Connection, spare_log: str) -> tuple[dict, dict[str, float]] | None:
+    """Import torch, then wait to be given a rank: (its role, how long the import and the wait took), or
+    None when told to exit (or the parent went) first."""
+    t0 = time.monotonic()
+    try:
+        import torch
+        import torch.distributed  # noqa: F401  (the rendezvous's store, the process group)
+
+        if torch.cuda.is_initialized():
+            # CUDA has read its device variables already: a rank's CUDA_VISIBLE_DEVICES would not be obeyed.
+            raise RuntimeError("a spare worker must not initialise CUDA before it is given a rank")
+    except BaseException as exc:
+        # Given a rank already (the group started while we imported): the failure is that rank's start's,
+        # reported as a new worker's would be, in the rank's log.
+        if conn.poll():
+            msg = conn.recv()
+            if msg[0] == "become":
+                _become(msg[1]["env"], msg[1]["log"], spare_log)
+                traceback.print_exc()
+                conn.send(("init_error", f"{type(exc).__name__}: {exc}", traceback.format_exc(), exception_facts(exc)))
+                _wait_for_exit(conn)
+        raise
+    imported = time.monotonic()
+    try:
+        msg = conn.recv()
+    except (EOFError, OSError):
+        return None
+    if msg[0] != "become":
+        return None
+    given = msg[1]
+    _become(given["env"], given["log"], spare_log)
+    return given["role"], {"import_s": round(imported - t0, 3), "waited_s": round(time.monotonic() - imported, 3)}
+
+
+def _become(env: dict[str, str], log_path: str, spare_log: str) -> None:
+    """Take on a rank's environment, import path and log (its group's folder), as if started with them."""
+    os.environ.clear()
+    os.environ.update(env)  # putenv: CUDA and NCCL read these at their first call, still to come
+    entries = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[1:1] = [p for p in entries if p not in sys.path]  # [0] is the working directory (-m)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        with open(spare_log, "rb") as earlier:  # what the import printed belongs to this rank's log too
+            os.write(fd, earlier.read())
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)  # faulthandler writes to descriptor 2: it follows
+    finally:
+        os.close(fd)
+    os.unlink(spare_log)
+
+
 def _lowest_descriptor(fd: int) -> int:
     """Move the parent's pipe to the lowest free descriptor, before torch opens any socket.
 
@@ -241,14 +303,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m wirecheck.workers.worker")
     parser.add_argument("--fd", type=int, required=True, help="socket inherited from the parent")
     parser.add_argument("--parent-pid", type=int, required=True)
-    parser.add_argument("--label", required=True)
-    parser.add_argument("--backend", required=True)
+    parser.add_argument("--label")
+    parser.add_argument("--backend")
+    parser.add_argument("--spare", action="store_true", help="import torch, then wait to be given a rank")
+    parser.add_argument("--spare-log", help="a spare's own log, moved into its rank's when it is given one")
     parser.add_argument("--no-process-group", action="store_true")
     parser.add_argument("--parent-death-signal", action="store_true",
                         help="die with the parent (SIGKILL, prctl): the parent's main thread started us")
     parser.add_argument("--rendezvous-timeout", type=float, default=120.0,
                         help="seconds to wait for the group's store (the parent's start timeout)")
     args = parser.parse_args(argv)
+    if not args.spare and not (args.label and args.backend):
+        parser.error("--label and --backend are required (or --spare)")
 
     if args.parent_death_signal:
         # The kernel's own parent-death signal: at once, even where the watch thread cannot run (a
@@ -257,6 +323,13 @@ def main(argv: list[str] | None = None) -> int:
     _watch_parent(args.parent_pid)
     conn = Connection(_lowest_descriptor(args.fd))
     try:
+        if args.spare:
+            given = _wait_as_spare(conn, args.spare_log)
+            if given is None:
+                return 0
+            role, spare = given
+            return serve(conn, role["label"], role["backend"], role["init_process_group"],
+                         role["rendezvous_timeout_s"], spare)
         return serve(conn, args.label, args.backend, not args.no_process_group, args.rendezvous_timeout)
     finally:
         sys.stdout.flush()

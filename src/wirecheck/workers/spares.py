@@ -1,0 +1,169 @@
+"""Spare workers: interpreters that have imported torch before any group asks for them.
+
+Most of a worker's start is `import torch` (3.1-4.5 s of the 4-5 s on a 1x H200 node:
+fixtures/reference/h200-1/start-costs-2026-12-02). A spare is a worker process started early (the pytest
+plugin starts them at the run's start, while pytest collects: fixtures/workers.py) that imports torch and
+waits. A WorkerGroup that starts takes one spare per rank instead of a new interpreter and hands it the
+rank's environment, its role (label, backend, process group) and its log.
+
+Why a spare is the same as a new interpreter:
+- it has touched no CUDA and no NCCL (the worker checks `torch.cuda.is_initialized()` before it waits):
+  CUDA reads CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER at its first call, NCCL its NCCL_* variables at its
+  first communicator and torch's ProcessGroupNCCL its TORCH_NCCL_* ones when it is made, so these may
+  still change (ADOPTABLE). A rank whose environment differs from the spare's in any other variable (one
+  the interpreter or `import torch` may have read: OMP_NUM_THREADS, the bytecode cache, a user's
+  LD_PRELOAD) gets a new interpreter;
+- its environment becomes the rank's exactly (os.environ replaced, which reaches C code's getenv), the
+  rank's import path goes in front of sys.path, and its working directory must be the parent's now;
+- it has imported nothing of DeepSpeed or Accelerate: a training strategy's process-global state starts
+  fresh in it as in a new process.
+
+On a GPU node a spare taken is replaced when its group has started (`replenish`), so that later groups
+(the pool of another environment, each training strategy) find warm ones too. In simulation the first
+stock only: CPU ranks share a small machine's cores with the tests and the other spares.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+
+from wirecheck.workers import spawn, teardown
+
+# Variables nothing reads before a worker's first CUDA call, its first NCCL communicator or its process
+# group (the rank variables, torch.distributed's env:// ones, the devices), the import path (applied to
+# sys.path on adoption), and the test pytest is running (it sets PYTEST_CURRENT_TEST in its own
+# environment for each test, so every rank started in a test differs from a spare in it). Any other
+# difference needs a new interpreter.
+ADOPTABLE_NAMES = frozenset({
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "PYTHONPATH", "PYTEST_CURRENT_TEST",
+})
+ADOPTABLE_PREFIXES = ("NCCL_", "TORCH_NCCL_")
+
+
+def unadoptable(spare_env: dict[str, str], env: dict[str, str]) -> list[str]:
+    """The variables in which `env` differs from a spare's that a spare cannot take on (sorted)."""
+    differ = {k for k in spare_env.keys() | env.keys() if spare_env.get(k) != env.get(k)}
+    return sorted(k for k in differ if k not in ADOPTABLE_NAMES and not k.startswith(ADOPTABLE_PREFIXES))
+
+
+@dataclass
+class Spare:
+    proc: subprocess.Popen
+    conn: Connection
+    env: dict[str, str]
+    cwd: str
+    log_path: str
+    started: float = field(default_factory=time.monotonic)
+
+
+class SpareStock:
+    """Up to `count` spare workers, started by `fill` (from the main thread only, so that each dies with
+    this process: parent_death), taken by `adopt`, killed by `close`.
+
+    `log_dir`: where the spares' log folder goes (the run's logs folder); a spare's log moves into its
+    group's log when it is taken.
+    """
+
+    def __init__(self, count: int, replenish: bool, log_dir: str | os.PathLike | None = None):
+        self.count = max(0, int(count))
+        self.replenish = replenish
+        self.folder = tempfile.mkdtemp(prefix="wirecheck-spares-", dir=log_dir)
+        self.spares: list[Spare] = []
+        self.started = 0  # spares started in all
+        self.adopted = 0  # spares that became a group's rank
+        self.refused: dict[str, int] = {}  # why a rank got a new interpreter instead (a variable), how often
+        self.closed = False
+        teardown.track(self)
+
+    def fill(self) -> None:
+        """Start spares until `count` wait (none after close, none from another thread than the main one)."""
+        if self.closed or threading.current_thread() is not threading.main_thread():
+            return
+        self._drop_dead()
+        while len(self.spares) < self.count:
+            self.spares.append(self._start())
+
+    def _start(self) -> Spare:
+        self.started += 1
+        env = spawn.base_env({})
+        log_path = os.path.join(self.folder, f"spare-{self.started}.log")
+        proc, conn = spawn.launch(["--spare", "--spare-log", log_path, "--parent-death-signal"], env, log_path)
+        return Spare(proc, conn, env, os.getcwd(), log_path)
+
+    def adopt(self, env: dict[str, str], role: dict, log_path: str) -> tuple[subprocess.Popen, Connection] | None:
+        """A waiting spare made into the rank of `env` and `role` (its output then goes to `log_path`), or
+        None where none may be: the caller starts a new interpreter."""
+        self._drop_dead()
+        why: list[str] = []  # what kept the first waiting spare from this rank
+        for spare in list(self.spares):
+            differ = unadoptable(spare.env, env) + (["the working directory"] if spare.cwd != os.getcwd() else [])
+            if differ:
+                why = why or differ
+                continue
+            self.spares.remove(spare)
+            os.close(spawn.open_log(log_path))  # the group's log exists (in its own folder) before the rank writes
+            try:
+                spare.conn.send(("become", {"env": dict(env), "role": dict(role), "log": log_path}))
+            except (OSError, EOFError):  # it died since: the next one
+                self._kill(spare)
+                continue
+            self.adopted += 1
+            return spare.proc, spare.conn
+        for name in why:
+            self.refused[name] = self.refused.get(name, 0) + 1
+        return None
+
+    def refill(self) -> None:
+        """After a group took spares: on a GPU node, new ones for the groups after it."""
+        if self.replenish:
+            self.fill()
+
+    def close(self) -> None:
+        """Kill every waiting spare and remove their logs (a taken spare's log moved into its group's)."""
+        self.closed = True
+        for spare in self.spares:
+            self._kill(spare)
+        self.spares = []
+        teardown.untrack(self)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def describe(self) -> str:
+        refused = ", ".join(f"{name} ({n} rank{'s' if n > 1 else ''})" for name, n in sorted(self.refused.items()))
+        return (f"{self.started} spare worker(s) started, {self.adopted} taken"
+                + (f"; new interpreters where a rank's environment differed in {refused}" if refused else ""))
+
+    def _drop_dead(self) -> None:
+        for spare in [s for s in self.spares if s.proc.poll() is not None]:
+            self.spares.remove(spare)
+            self._kill(spare)
+
+    @staticmethod
+    def _kill(spare: Spare) -> None:
+        ranks = spawn.RankProcesses([spare.log_path])
+        ranks.procs.append(spare.proc)
+        ranks.conns.append(spare.conn)
+        teardown.kill(ranks)
+
+    def _abandon(self, reason: str) -> None:  # teardown's atexit: the parent leaves without close()
+        self.close()
+
+
+_installed: SpareStock | None = None
+
+
+def install(stock: SpareStock | None) -> None:
+    """Make `stock` the one every WorkerGroup of this process takes its ranks from (None: none)."""
+    global _installed
+    _installed = stock
+
+
+def installed() -> SpareStock | None:
+    return _installed if _installed is not None and not _installed.closed else None
