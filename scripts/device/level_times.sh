@@ -6,6 +6,7 @@
 # OUTDIR gets times.tsv (level, repeat, exit code, wall seconds), one record and one log per run, in
 # records.tgz, and console.log. Compare two such folders' verdicts with
 #   python3 scripts/device/same_verdicts.py OUTDIR_BEFORE OUTDIR_AFTER
+# LEVEL_TIMES_ARGS: more options for every run (for example --no-spare-workers).
 # The environment is passed through unchanged (NCCL_NVLS_ENABLE=0 and the rest reach every worker).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -33,6 +34,8 @@ printf 'level\trepeat\texit\twall_s\n' > "$OUT/times.tsv"
 for level in "${LEVELS[@]}"; do
   case $level in quick) args=(--level quick); need=40 ;; acceptance) args=(); need=130 ;;
     *) log "unknown level $level (quick, acceptance)"; exit 4 ;; esac
+  read -r -a more <<< "${LEVEL_TIMES_ARGS:-}"
+  args+=("${more[@]}")
   for i in $(seq 1 "$REPEATS"); do
     fits "$need" "$level $i" || continue
     name=$level-$i

@@ -41,6 +41,9 @@ class Phase:
     failure: Any = None  # the launcher's failures.GroupFailure behind `error`
     wall_s: float = 0.0
     sampling: Sampling | None = None  # sustained only, on GPUs: NVML beside the load
+    # The workers' start when this phase started them (its seconds are part of wall_s): seconds, and per
+    # rank whether it was a spare worker and how long that one had imported and waited (workers.spares).
+    group_start: dict | None = None
 
     def of(self, gpu: int) -> dict | None:
         return self.ranks.get(gpu)
@@ -149,7 +152,11 @@ class GpuLoad:
         sampler = None
         t0 = time.monotonic()
         try:
+            had = self._group
             group = self._group_now()
+            if group is not had and getattr(group, "start_s", None) is not None:
+                phase.group_start = {"seconds": round(group.start_s, 3),
+                                     "spare": [i.get("spare") for i in group.info]}
             if name == SUSTAINED and not self.run.simulated:
                 sampler = LoadSampler(self.run.gpus, self.settings.sample_interval_s).start()
             values = group.run(f"{workers}:{name}", kwargs, timeout_s=deadline, what=f"GPU health {name}")

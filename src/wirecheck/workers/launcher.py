@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +114,8 @@ class WorkerGroup:
         self.env = dict(env or {})
         self.join_process_group = join_process_group
         self.use_spares = use_spares
-        self.info: list[dict[str, Any]] = []  # per rank, from the worker: pid, port, torch, device, NCCL
+        self.info: list[dict[str, Any]] = []  # per rank, from the worker: pid, port, torch, device, NCCL (spare: its import)
+        self.start_s: float | None = None  # seconds from the first rank's spawn to the last one's ready
         self.port: int | None = None  # the group's store, as rank 0 reported it
         self.failure: GroupFailure | None = None  # the latest failed call or start, if any
         self._dead: str | None = None
@@ -214,10 +216,12 @@ class WorkerGroup:
 
     def _start(self, timeout_s: float) -> None:
         what = f"start of {self.world_size} {self.backend} worker(s)"
+        t0 = time.monotonic()
         spawn.spawn(self._ranks, label=self.label, backend=self.backend, world_size=self.world_size,
                     gpus=self.gpus, extra_env=self.env, join_process_group=self.join_process_group,
                     rendezvous_timeout_s=timeout_s, spares=spares.installed() if self.use_spares else None)
         self.info = self._collect(None, what, Deadline(float(timeout_s), "the start timeout"), F.START)
+        self.start_s = time.monotonic() - t0
 
     def _grace(self) -> watch.Grace:
         # Read at each call: a caller (a self-test) may shorten one group's grace.
