@@ -527,8 +527,32 @@ def test_the_output_says_where_ddps_shortfall_comes_from():
     assert p["compute"] == pytest.approx(optimizer * 3 / 4)
     assert p["overhead"] > 0 and abs(p["exposed"]) < 0.1 * (ddp.step_s - fsdp.step_s), p
     c = a.choice()
-    assert c.best.strategy == "fsdp" and c.shortfall and "fsdp over 1/4" in c.shortfall
-    assert f"where DDP's shortfall comes from: {c.shortfall}" in format_advice(a)
+    assert c.best.strategy == "fsdp" and c.shortfall.parts == p and "fsdp over 1/4" in shortfall.words(c.shortfall)
+    assert shortfall.line(c.shortfall) in format_advice(a).splitlines()
+
+
+def test_the_report_says_where_ddps_shortfall_comes_from_as_the_text_does():
+    """The page's advice for the common sizes carries the lines `wirecheck advise` prints under its recommendation
+    (advice.reasons: the shortfall and, where DDP fits and is not the advice, why), rendered by the same code."""
+    from wirecheck.advise import shortfall
+    from wirecheck.advise.advice import reasons
+    from wirecheck.report.advice import MICRO_BATCH, SEQ, SIZES, advice_section
+    from wirecheck.report.html import esc
+    from wirecheck.report.model import view_of
+
+    html = advice_section(view_of(RUNS[0])).html()
+    figures = from_records(RUNS[:1])
+    fits = fit_strategies(figures)
+    shown = 0
+    for label, n_params in SIZES:
+        a = advise(figures, n_params, figures.gpu_count, SEQ, MICRO_BATCH, "bf16", fits)
+        c = a.choice()
+        lines = reasons(a, c) if c else []
+        assert not lines or lines == [l for l in format_advice(a).splitlines() if l in lines], label
+        for line in lines:
+            assert esc(f"{label}: {line}") in html, (label, line)
+            shown += 1
+    assert shown >= 1 and esc(shortfall.LABEL) in html  # the 1B model: fsdp, DDP 12 % slower
 
 
 def test_shipped_fits_in_the_former_units_are_refused_by_name(tmp_path):
@@ -542,3 +566,4 @@ def test_shipped_fits_in_the_former_units_are_refused_by_name(tmp_path):
     new = tmp_path / "new.yaml"
     new.write_text("defaults:\n  fits:\n    ddp: {overhead_ms_per_gb: 2.8, overlap: 0.71}\n    source: t\n")
     assert shipped_fits(new)["ddp"].overhead == pytest.approx(2.8e-12)
+
