@@ -567,3 +567,33 @@ def test_shipped_fits_in_the_former_units_are_refused_by_name(tmp_path):
     new.write_text("defaults:\n  fits:\n    ddp: {overhead_ms_per_gb: 2.8, overlap: 0.71}\n    source: t\n")
     assert shipped_fits(new)["ddp"].overhead == pytest.approx(2.8e-12)
 
+
+def test_where_the_advice_departs_from_the_articles_rule_it_says_why_in_one_line():
+    """At the article's job (micro-batch 2, its accounting) DDP fits and the model still has FSDP 21 % ahead inside
+    the quad, beyond the 16 % error: one line says that this departs from the article's rule, by what (the optimizer
+    step FSDP shards, then DDP's overhead) against what (FSDP's extra exposed communication) and what to do (take
+    FSDP, or DDP at micro-batch 4 and 8), rendered from the shortfall's terms. Where the advice keeps the rule
+    (micro-batch 1, 4 and 8; DDP not fitting on 4x A100) there is no such line."""
+    from dataclasses import replace
+
+    from wirecheck.advise import rule
+
+    a = _article()
+    c = a.choice()
+    d = rule.departure(c, 2, [(mb, _article(micro_batch=mb).choice()) for mb in (1, 4, 8)])
+    assert d is not None and d.shortfall is c.shortfall
+    assert (d.shortfall.ahead, d.shortfall.against, d.ddp_at) == (["compute", "overhead"], ["exposed"], (4, 8))
+    text = format_advice(a).splitlines()
+    said = [line for line in text if line.startswith(rule.LABEL)]
+    assert said == [rule.line(d)], said
+    assert said[0].index("steps the optimizer over every parameter on each GPU, fsdp over 1/4") < said[0].index(
+        "pays more overhead") < said[0].index("outweighs fsdp's extra exposed communication")
+    assert said[0].endswith("take fsdp, or DDP at micro-batch 4 and 8, where it is within the error")
+    # The words follow the structure: a shortfall that the wire leaves exposed is said as such, first.
+    wire = replace(c.shortfall, parts={"compute": 0.001, "overhead": 0.0, "exposed": 0.2})
+    assert rule.line(replace(d, shortfall=wire, ddp_at=())).startswith(
+        f"{rule.LABEL}: DDP leaves more communication exposed (+200 ms) and steps the optimizer")
+    for mb in (1, 4, 8):
+        assert not any(line.startswith(rule.LABEL) for line in format_advice(_article(micro_batch=mb)).splitlines()), mb
+    assert not any(line.startswith(rule.LABEL) for line in format_advice(_article("a100-sxm4-80gb-4")).splitlines())
+

@@ -13,7 +13,8 @@ and 8: forward and backward grow with the tokens, the collectives and the optimi
 recommendation and the wire's price change with it (at the article's Mistral-7B job on an H200 NVL node
 DDP is within the error of FSDP at 1, 4 and 8 and 21 % behind at 2). Under the recommendation, `reasons`
 gives the lines that say why, for the text and the report page alike: where DDP's shortfall comes from
-(advise/shortfall.py).
+(advise/shortfall.py) and, where DDP fits and still is not the advice, why that departs from the article's
+rule and what to do (advise/rule.py).
 Accounting: this suite's strategies (IMPLEMENTATION, what the fits were measured on) or the article's
 (ARTICLE: its 2+2+8 model state and its collectives, advise/schedule.py), with the same fits.
 """
@@ -23,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wirecheck.advise.figures import tie_errors
-from wirecheck.advise import shortfall
+from wirecheck.advise import rule, shortfall
 from wirecheck.advise.model import Prediction, predict_strategy
 from wirecheck.advise.sizes import short
 from wirecheck.advise.slow_part import cost_line, slow_parts
@@ -296,11 +297,17 @@ def sweep(a: Advice) -> list[tuple[int, Advice, "Choice | None"]]:
 
 
 def reasons(a: Advice, choice: "Choice", swept=None) -> list[str]:
-    """The lines under the recommendation that say why: where DDP's shortfall comes from (shortfall.py). The text
-    and the report page both show these. `swept`: sweep(a), made here if not given."""
+    """The lines under the recommendation that say why: where DDP's shortfall comes from (shortfall.py) and, where
+    DDP fits and still is not the advice, why the node's figures part from the article's rule and what to do
+    (rule.py). The text and the report page both show these. `swept`: sweep(a), made here if not given."""
     if choice is None or choice.shortfall is None:
         return []
-    return [shortfall.line(choice.shortfall)]
+    lines = [shortfall.line(choice.shortfall)]
+    swept = sweep(a) if swept is None else swept
+    departs = rule.departure(choice, a.micro_batch, [(mb, c) for mb, _, c in swept if mb != a.micro_batch])
+    if departs is not None:
+        lines.append(rule.line(departs))
+    return lines
 
 
 def _by_micro_batch(a: Advice, swept) -> list[str]:
