@@ -9,6 +9,7 @@
 - `validation`: the model against the recorded runs, with its error per strategy;
 - `slow_part`: what a slow GPU or link costs every synchronous data-parallel step;
 - `shortfall`: where DDP's step falls behind the fastest strategy's, term by term of the model;
+- `rule`: where the advice departs from the article's rule (DDP when it fits), by what and what to do, in one line;
 - `advice`: every strategy on every placement of G GPUs, the recommendation, the text.
 
 No torch. May import core, vocab, records, node, measure, training, thresholds; report and cli import it.

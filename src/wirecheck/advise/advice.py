@@ -11,7 +11,10 @@ article's rule: DDP if it fits and is within the model's error of the fastest (p
 `defaults.tie`), else the fastest with DDP's shortfall. The output adds the same job at micro-batch 1, 2, 4
 and 8: forward and backward grow with the tokens, the collectives and the optimizer step do not, so the
 recommendation and the wire's price change with it (at the article's Mistral-7B job on an H200 NVL node
-DDP is within the error of FSDP at 1, 4 and 8 and 21 % behind at 2).
+DDP is within the error of FSDP at 1, 4 and 8 and 21 % behind at 2). Under the recommendation, `reasons`
+gives the lines that say why, for the text and the report page alike: where DDP's shortfall comes from
+(advise/shortfall.py) and, where DDP fits and still is not the advice, why that departs from the article's
+rule and what to do (advise/rule.py).
 Accounting: this suite's strategies (IMPLEMENTATION, what the fits were measured on) or the article's
 (ARTICLE: its 2+2+8 model state and its collectives, advise/schedule.py), with the same fits.
 """
@@ -21,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wirecheck.advise.figures import tie_errors
-from wirecheck.advise import shortfall
+from wirecheck.advise import rule, shortfall
 from wirecheck.advise.model import Prediction, predict_strategy
 from wirecheck.advise.sizes import short
 from wirecheck.advise.slow_part import cost_line, slow_parts
@@ -101,7 +104,7 @@ class Advice:
         tie = ties["own_runs" if own else "shipped_fits"]
         margin = 1 - ddp.prediction.tokens_per_s / fastest.prediction.tokens_per_s  # DDP's shortfall
         whose = "the fits of this node's own runs" if own else "fits shipped from another node's runs"
-        parts = shortfall.words(ddp, fastest)
+        parts = shortfall.of(ddp, fastest)
         if margin <= tie.error:
             return Choice(ddp, fastest, f"within the model's error of {fastest.strategy} (DDP predicted {margin:.0%} "
                                         f"slower, the error {tie.error:.0%} with {whose}); DDP is simpler", tie, margin,
@@ -118,7 +121,7 @@ class Choice:
     why: str  # "" when the fastest is DDP or DDP does not fit
     tie: object  # figures.Tie, or None
     margin: float | None = None  # DDP's shortfall against the fastest, where the rule weighed it
-    shortfall: str = ""  # where that shortfall comes from (advise/shortfall.py), where the rule weighed it
+    shortfall: shortfall.Shortfall | None = None  # where that shortfall comes from, where the rule weighed it
 
 
 def _on_top(name: str, n_params: int, shape: dict, micro_batch: int, precision: str, accounting: str) -> int:
@@ -212,7 +215,8 @@ def format_advice(a: Advice) -> str:
         lines.append(f"{o.strategy:8} {name:34} {_gb(o.state_article):>7}/{_gb(o.state_implementation):>7} "
                      f"{_gb(o.on_top):>6} {fits:>5} {step:>8} {tps:>10}  {why}")
     lines += _placement_cost(a)
-    lines += _by_micro_batch(a)
+    swept = sweep(a)
+    lines += _by_micro_batch(a, swept)
     choice = a.choice()
     if choice is None:
         fitting = [o for o in a.options if o.fits]
@@ -231,8 +235,7 @@ def format_advice(a: Advice) -> str:
                      f"({best.prediction.tokens_per_s:,.0f} tokens/s predicted; {where})")
         if choice.why:
             lines.append(f"why {best.strategy}: {choice.why}")
-        if choice.shortfall:
-            lines.append(f"where DDP's shortfall comes from: {choice.shortfall}")
+        lines += reasons(a, choice, swept)
         second = choice.runner_up
         if second is not None:
             ratio = second.prediction.tokens_per_s / best.prediction.tokens_per_s
@@ -283,16 +286,37 @@ def _choice_words(c: "Choice", a: Advice) -> str:
     return text + f" (DDP {c.margin:.0%} slower, beyond the {c.tie.error:.0%} error)"
 
 
-def _by_micro_batch(a: Advice) -> list[str]:
+def sweep(a: Advice) -> list[tuple[int, Advice, "Choice | None"]]:
+    """The same job at micro-batch 1, 2, 4, 8 and the asked one: (micro-batch, its advice, its choice)."""
+    out = []
+    for mb in sorted(set(MICRO_BATCHES) | {a.micro_batch}):
+        other = a if mb == a.micro_batch else advise(a.figures, a.n_params, a.n_gpus, a.seq_len, mb, a.precision,
+                                                     a.fits, a.accounting)
+        out.append((mb, other, other.choice()))
+    return out
+
+
+def reasons(a: Advice, choice: "Choice", swept=None) -> list[str]:
+    """The lines under the recommendation that say why: where DDP's shortfall comes from (shortfall.py) and, where
+    DDP fits and still is not the advice, why the node's figures part from the article's rule and what to do
+    (rule.py). The text and the report page both show these. `swept`: sweep(a), made here if not given."""
+    if choice is None or choice.shortfall is None:
+        return []
+    lines = [shortfall.line(choice.shortfall)]
+    swept = sweep(a) if swept is None else swept
+    departs = rule.departure(choice, a.micro_batch, [(mb, c) for mb, _, c in swept if mb != a.micro_batch])
+    if departs is not None:
+        lines.append(rule.line(departs))
+    return lines
+
+
+def _by_micro_batch(a: Advice, swept) -> list[str]:
     """The same job at other micro-batches: forward and backward grow with the tokens, the collectives and the
     optimizer step do not, so the recommendation and the wire's price can change with the micro-batch."""
     if not a.ranked:
         return []
     lines = []
-    for mb in sorted(set(MICRO_BATCHES) | {a.micro_batch}):
-        other = a if mb == a.micro_batch else advise(a.figures, a.n_params, a.n_gpus, a.seq_len, mb, a.precision,
-                                                     a.fits, a.accounting)
-        c = other.choice()
+    for mb, other, c in swept:
         if c is None:
             lines.append(f"  {mb}: no strategy fits")
             continue

@@ -3,7 +3,7 @@ them, and `wirecheck advise` for a few common model sizes on the record's GPU co
 
 from __future__ import annotations
 
-from wirecheck.advise.advice import advise
+from wirecheck.advise.advice import advise, reasons
 from wirecheck.advise.figures import FiguresError, from_records
 from wirecheck.advise.fits import fit_strategies, grouped
 from wirecheck.advise.model import predict_strategy
@@ -54,7 +54,7 @@ def _section(view) -> Section:
                "table shows its fit; its error on runs it did not see is in docs/commands.md (wirecheck advise). "
                f"Compute: {figures.compute.source}."))
     n_gpus = figures.gpu_count
-    advice_rows = []
+    advice_rows, why = [], []
     for label, n_params in SIZES:
         try:
             a = advise(figures, n_params, n_gpus, SEQ, MICRO_BATCH, "bf16", fits)
@@ -66,6 +66,7 @@ def _section(view) -> Section:
             advice_rows.append([label, f"no strategy fits on {n_gpus} GPUs", "", "", ""])
             continue
         best, runner = choice.best, choice.runner_up
+        why += [f"{label}: {line}" for line in reasons(a, choice)]  # the lines `wirecheck advise` prints, as it words them
         ratio = runner.prediction.tokens_per_s / best.prediction.tokens_per_s if runner else 1
         second = (f"{runner.strategy} on {runner.placement.klass}, "
                   + (f"{ratio - 1:.0%} faster" if ratio > 1 else f"{1 - ratio:.0%} slower")
@@ -75,6 +76,8 @@ def _section(view) -> Section:
                             f"{best.prediction.tokens_per_s:,.0f}", second])
     s.add(table(["model", f"advice on {n_gpus} GPUs (micro-batch {MICRO_BATCH} x {SEQ})", "pin", "tokens/s predicted",
                  "runner-up"], advice_rows, numeric=(3,)))
+    for line in why:
+        s.add(note(line))
     ranked = next((a for a in [advise(figures, 7_000_000_000, n_gpus, SEQ, MICRO_BATCH, "bf16", fits)] if a.ranked), None)
     for part in slow_parts(figures.verdicts) if ranked else []:
         s.add(note("Slow part: " + cost_line(part, "DDP", next(o.prediction for o in ranked.options
