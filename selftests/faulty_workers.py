@@ -373,3 +373,15 @@ def nccl_pool_with_a_log(ctx: RankContext, groups: list[list[int]], ops: list[st
         return nccl_path.make_groups(ctx, groups, ops, size)
     finally:
         nccl_path._connect = real
+
+
+def environment(ctx: RankContext) -> dict[str, Any]:
+    """What a rank's process was started with, as far as its work can tell: the spare-worker self-tests
+    compare a rank taken from a spare with one started as a new interpreter."""
+    return {"env": dict(os.environ), "path": list(sys.path), "cwd": os.getcwd(),
+            "training_imported": sorted(m for m in ("deepspeed", "accelerate") if m in sys.modules)}
+
+
+def say(ctx: RankContext, text: str) -> int:
+    print(text, flush=True)
+    return os.getpid()

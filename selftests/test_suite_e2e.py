@@ -110,6 +110,22 @@ def test_all_reduce_on_quads_runs_and_records_every_size(pytester):
     result.stdout.fnmatch_lines(["*wirecheck measurements*", "*all_reduce on nvl_quad-4gpu-0.1.2.3*",
                                  "*size*count*time*algbw*busbw*path*eager*graph*#wrong*", "*65536*eager*-*0"])
     assert all(r["details"]["path"] == "eager" and r["details"]["graph_time_s"] is None for r in recs)
+    # The pool's first two ranks were the spares that imported torch while pytest collected.
+    (spare,) = [r for r in records(out) if r.get("kind") == "spare_workers"]
+    assert spare["details"]["started"] == 2 and spare["value"] == 2, spare
+    assert spare["details"]["new_interpreters_because"] == {}, spare
+
+
+def test_spare_workers_go_when_no_test_uses_a_worker_and_never_start_when_told_not_to(pytester):
+    root = make_project(pytester)
+    for option, expected in (((), 1), (("--no-spare-workers",), 0)):
+        out = root / f"run{len(option)}.jsonl"
+        result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_gpu_count", f"--wirecheck-json={out}", *option)
+        assert result.ret == 10, result.stdout.str()
+        lines = [r for r in records(out) if r.get("kind") == "spare_workers"]
+        assert len(lines) == expected, (option, lines)
+        if lines:  # started at session start, gone at the end of collection: nothing selected uses a worker
+            assert lines[0]["value"] == 0 and lines[0]["details"]["started"] == 2, lines
 
 
 def test_floor_failure_names_everything(pytester):

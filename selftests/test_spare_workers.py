@@ -1,0 +1,176 @@
+"""Spare workers (wirecheck.workers.spares): a rank taken from a spare is the rank a new interpreter would be.
+
+CPU/gloo. Each test makes its own stock (one spare costs an interpreter and `import torch`, 1-3 s on two
+cores); a group is told `use_spares` by default, so the stock installed is the one it takes from.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from wirecheck.workers import spares
+from wirecheck.workers.launcher import WorkerCallError, WorkerGroup
+
+FAULTY = "selftests.faulty_workers"
+
+
+@pytest.fixture
+def stock(request):
+    """A stock of `count` spares (the test's parameter, default 2), installed, killed at the end."""
+    count = getattr(request, "param", 2)
+    made = spares.SpareStock(count, replenish=False)
+    spares.install(made)
+    made.fill()
+    yield made
+    spares.install(None)
+    made.close()
+
+
+def wait_warm(stock: spares.SpareStock, timeout_s: float = 60) -> None:
+    """Until every spare has imported torch (its log is empty and it waits in recv: not measurable from here,
+    so: until its process has been running for long enough that a new interpreter would have imported it)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if all(os.path.exists(f"/proc/{s.proc.pid}") for s in stock.spares):
+            with_torch = [s for s in stock.spares if _has_torch(s.proc.pid)]
+            if len(with_torch) == len(stock.spares):
+                return
+        time.sleep(0.2)
+    raise AssertionError("the spares did not import torch within a minute")
+
+
+def _has_torch(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return "libtorch_cpu" in f.read()
+    except OSError:
+        return False
+
+
+def test_a_rank_from_a_spare_is_as_a_new_interpreter(stock):
+    wait_warm(stock)
+    extra = {"NCCL_DEBUG": "WARN", "TORCH_NCCL_BLOCKING_WAIT": "1"}  # read at NCCL's start: a spare may take them
+    with WorkerGroup("from-spares", 2, "gloo", env=extra) as warm:
+        taken = [i.get("spare") for i in warm.info]
+        warm_seen = warm.run(f"{FAULTY}:environment", None, 30)
+    with WorkerGroup("new", 2, "gloo", env=extra, use_spares=False) as new:
+        assert [i.get("spare") for i in new.info] == [None, None]
+        new_seen = new.run(f"{FAULTY}:environment", None, 30)
+    assert all(t is not None and t["import_s"] > 0 for t in taken), taken
+    assert stock.adopted == 2 and not stock.spares
+    for rank, (w, n) in enumerate(zip(warm_seen, new_seen)):
+        ignore = {"MASTER_PORT"}  # each group's own store
+        assert {k: v for k, v in w["env"].items() if k not in ignore} == \
+               {k: v for k, v in n["env"].items() if k not in ignore}, f"rank {rank}'s environment"
+        assert w["env"]["RANK"] == str(rank) and w["env"]["NCCL_DEBUG"] == "WARN"
+        assert set(w["path"]) == set(n["path"]), "the import path"
+        assert w["cwd"] == n["cwd"]
+        assert w["training_imported"] == [], "a spare imported DeepSpeed or Accelerate: not a fresh process"
+
+
+def test_a_difference_read_at_the_interpreters_start_gets_a_new_interpreter(stock):
+    # OMP_NUM_THREADS is read when torch is imported: a spare has it already, as the parent's.
+    with WorkerGroup("threads", 2, "gloo", env={"OMP_NUM_THREADS": "2"}) as group:
+        assert [i.get("spare") for i in group.info] == [None, None]
+        seen = group.run(f"{FAULTY}:environment", None, 30)
+    assert [s["env"]["OMP_NUM_THREADS"] for s in seen] == ["2", "2"]
+    assert stock.adopted == 0 and len(stock.spares) == 2, "the spares wait for a group they can serve"
+    assert stock.refused == {"OMP_NUM_THREADS": 2}
+    assert "OMP_NUM_THREADS (2 ranks)" in stock.describe()
+
+
+def test_which_variables_a_spare_can_take():
+    spare = {"A": "1", "OMP_NUM_THREADS": "1", "PATH": "/bin"}
+    rank = {**spare, "RANK": "1", "NCCL_P2P_DISABLE": "1", "TORCH_NCCL_BLOCKING_WAIT": "1",
+            "CUDA_VISIBLE_DEVICES": "0,1", "PYTEST_CURRENT_TEST": "t (call)"}
+    assert spares.unadoptable(spare, rank) == []
+    assert spares.unadoptable(spare, {**rank, "LD_PRELOAD": "x.so"}) == ["LD_PRELOAD"]
+    assert spares.unadoptable(spare, {k: v for k, v in rank.items() if k != "A"}) == ["A"]  # unset counts too
+    assert spares.unadoptable(spare, {**rank, "OMP_NUM_THREADS": "4", "PATH": "/usr/bin"}) == ["OMP_NUM_THREADS", "PATH"]
+
+
+@pytest.mark.parametrize("stock", [1], indirect=True)
+def test_what_a_spare_wrote_before_and_its_rank_writes_after_are_in_the_rank_log(stock, tmp_path):
+    (spare,) = stock.spares
+    with open(spare.log_path, "a") as f:  # as the import's warnings would be
+        f.write("printed while importing\n")
+    group = WorkerGroup("said", 1, "gloo", log_dir=tmp_path)
+    try:
+        (pid,) = group.run(f"{FAULTY}:say", {"text": "printed as rank 0"}, 30)
+        assert pid == spare.proc.pid
+        text = open(group.log_paths[0]).read()
+        assert "printed while importing" in text and "printed as rank 0" in text
+        assert text.index("printed while importing") < text.index("printed as rank 0")
+        assert not os.path.exists(spare.log_path), "the spare's own log moved into the rank's"
+    finally:
+        group.close()
+
+
+def test_a_dead_spare_is_passed_over(stock):
+    dead = stock.spares[0]
+    os.killpg(dead.proc.pid, signal.SIGKILL)
+    dead.proc.wait(10)
+    with WorkerGroup("one-dead", 2, "gloo") as group:
+        taken = [i.get("spare") is not None for i in group.info]
+        assert group.run(f"{FAULTY}:all_reduce_ranks", None, 30) == [3.0, 3.0]  # (0 + 1) + (1 + 1)
+    assert sorted(taken) == [False, True], "one rank from the live spare, one new interpreter"
+    assert stock.adopted == 1 and not stock.spares
+
+
+def test_a_spare_whose_import_fails_after_it_was_taken_fails_its_groups_start(tmp_path, monkeypatch):
+    # A torch.py in the working directory comes first on the import path: this spare's import of torch
+    # fails a second after the group took it.
+    (tmp_path / "torch.py").write_text("import time\ntime.sleep(1.5)\nraise ImportError('planted torch')\n")
+    monkeypatch.chdir(tmp_path)
+    made = spares.SpareStock(1, replenish=False)
+    spares.install(made)
+    try:
+        made.fill()
+        with pytest.raises(WorkerCallError) as raised:
+            WorkerGroup("planted", 1, "gloo", log_dir=tmp_path / "logs")
+        assert made.adopted == 1
+        failure = raised.value.failure
+        assert failure.phase == "start" and "planted torch" in str(raised.value)
+        logs = list((tmp_path / "logs").rglob("rank0.log"))
+        assert logs and "planted torch" in logs[0].read_text(), "the traceback is in the rank's log"
+    finally:
+        spares.install(None)
+        made.close()
+
+
+def test_close_kills_the_waiting_spares_and_removes_their_folder():
+    made = spares.SpareStock(2, replenish=True)
+    made.fill()
+    pids = [s.proc.pid for s in made.spares]
+    made.close()
+    assert all(not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] in "ZX"
+               for pid in pids)
+    assert not os.path.exists(made.folder)
+    made.fill()
+    assert made.spares == [], "a closed stock starts none"
+
+
+def test_replenish_starts_new_spares_after_a_group_took_some():
+    made = spares.SpareStock(1, replenish=True)
+    spares.install(made)
+    try:
+        made.fill()
+        with WorkerGroup("took", 1, "gloo") as group:
+            assert group.info[0].get("spare") is not None
+            assert len(made.spares) == 1 and made.started == 2, "the one taken replaced"
+        with WorkerGroup("again", 1, "gloo") as group:
+            assert group.info[0].get("spare") is not None
+        assert made.adopted == 2
+    finally:
+        spares.install(None)
+        made.close()
+
+
+def test_a_group_told_not_to_use_spares_leaves_them(stock):
+    with WorkerGroup("own", 1, "gloo", use_spares=False) as group:
+        assert group.info[0].get("spare") is None
+    assert stock.adopted == 0 and len(stock.spares) == 2
