@@ -156,7 +156,8 @@ class GpuLoad:
             group = self._group_now()
             if group is not had and getattr(group, "start_s", None) is not None:
                 phase.group_start = {"seconds": round(group.start_s, 3),
-                                     "spare": [i.get("spare") for i in group.info]}
+                                     "spare": [i.get("spare") for i in group.info],
+                                     "steps_s": [i.get("start_steps_s") for i in group.info]}
             if name == SUSTAINED and not self.run.simulated:
                 sampler = LoadSampler(self.run.gpus, self.settings.sample_interval_s).start()
             values = group.run(f"{workers}:{name}", kwargs, timeout_s=deadline, what=f"GPU health {name}")

@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
-from wirecheck.workers import spawn, teardown
+from wirecheck.workers import evidence, spawn, teardown
 
 # Variables nothing reads before a worker's first CUDA call, its first NCCL communicator or its process
 # group (the rank variables, torch.distributed's env:// ones, the devices), the import path (applied to
@@ -80,6 +80,8 @@ class SpareStock:
         self.started = 0  # spares started in all
         self.adopted = 0  # spares that became a group's rank
         self.refused: dict[str, int] = {}  # why a rank got a new interpreter instead (a variable), how often
+        self.ages_s: list[float] = []  # each spare taken: seconds since it was started (its import's head start)
+        self.died: list[str] = []  # spares that ended while waiting: how, and the last lines of their log
         self.closed = False
         teardown.track(self)
 
@@ -90,6 +92,13 @@ class SpareStock:
         self._drop_dead()
         while len(self.spares) < self.count:
             self.spares.append(self._start())
+
+    def resize(self, count: int) -> None:
+        """Keep `count` spares from now on: the newest beyond it killed, the missing ones started."""
+        self.count = max(0, int(count))
+        while len(self.spares) > self.count:
+            self._kill(self.spares.pop())
+        self.fill()
 
     def _start(self) -> Spare:
         self.started += 1
@@ -116,6 +125,7 @@ class SpareStock:
                 self._kill(spare)
                 continue
             self.adopted += 1
+            self.ages_s.append(round(time.monotonic() - spare.started, 3))
             return spare.proc, spare.conn
         for name in why:
             self.refused[name] = self.refused.get(name, 0) + 1
@@ -138,11 +148,16 @@ class SpareStock:
     def describe(self) -> str:
         refused = ", ".join(f"{name} ({n} rank{'s' if n > 1 else ''})" for name, n in sorted(self.refused.items()))
         return (f"{self.started} spare worker(s) started, {self.adopted} taken"
-                + (f"; new interpreters where a rank's environment differed in {refused}" if refused else ""))
+                + (f"; new interpreters where a rank's environment differed in {refused}" if refused else "")
+                + (f"; {len(self.died)} ended while waiting ({self.died[0]})" if self.died else ""))
 
     def _drop_dead(self) -> None:
         for spare in [s for s in self.spares if s.proc.poll() is not None]:
             self.spares.remove(spare)
+            # A spare never exits by itself while this process runs: why it did is worth the record.
+            last = evidence.tail(spare.log_path, 5).strip()
+            self.died.append(f"pid {spare.proc.pid}: {evidence.describe_exit(spare.proc.returncode)}"
+                             + (f": {last}" if last else ""))
             self._kill(spare)
 
     @staticmethod

@@ -133,22 +133,28 @@ def _setup(label: str, backend: str, init_process_group: bool) -> tuple[RankCont
     rank = int(os.environ["RANK"])
     world_size = int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ["LOCAL_RANK"])
+    steps: dict[str, float] = {}  # seconds of each step of the start (the plan's worker-start costs)
+    t = time.monotonic()
     if backend == "nccl":
         # Before init_process_group: NCCL binds the communicator to the current device, and without
         # this every rank would put its context on device 0.
         torch.cuda.set_device(local_rank)
         device = torch.device("cuda", local_rank)
+        torch.cuda.init()  # the context now, so that its cost is this step's and not the first call's
     else:
         device = torch.device("cpu")
+    steps["device"] = time.monotonic() - t
 
     if init_process_group:
         import torch.distributed as dist
 
+        t = time.monotonic()
         if backend == "nccl":
             # device_id makes the communicator eager and lets barrier() know its device.
             dist.init_process_group(backend="nccl", device_id=device)
         else:
             dist.init_process_group(backend=backend)
+        steps["process_group"] = time.monotonic() - t
 
     ctx = RankContext(rank, world_size, local_rank, backend, device, label)
     info = {
@@ -159,6 +165,7 @@ def _setup(label: str, backend: str, init_process_group: bool) -> tuple[RankCont
         "device": str(device),
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "nccl_version": _nccl_version() if backend == "nccl" else None,
+        "start_steps_s": {k: round(v, 3) for k, v in steps.items()},
     }
     return ctx, info
 
@@ -190,11 +197,14 @@ def serve(conn: Connection, label: str, backend: str, init_process_group: bool, 
     from wirecheck.workers import rendezvous
 
     try:
-        joined = rendezvous.join(conn, int(os.environ["RANK"]), rendezvous_timeout_s)
+        t = time.monotonic()
+        joined = rendezvous.join(conn, int(os.environ["RANK"]), rendezvous_timeout_s)  # imports torch, if not yet
         if joined is None:
             return 0  # told to exit before the rendezvous was complete
+        rendezvous_s = time.monotonic() - t
         ctx, info = _setup(label, backend, init_process_group)
         info["port"] = joined
+        info["start_steps_s"] = {"rendezvous": round(rendezvous_s, 3), **info["start_steps_s"]}
         if spare is not None:
             info["spare"] = spare
     except BaseException as exc:
