@@ -1,7 +1,8 @@
 """Four simulated nodes on this machine, end to end, one of them slow on purpose (CI's fleet case).
 
 1. Each node validates itself: the real suite (tests/) in simulation, one record per node in a shared
-   results directory. node2's collective worker is the test-only `fleet_faults:slow_collective`.
+   results directory (the healthy nodes' runs are conftest.py's shared healthy_busbw_runs).
+   node2's collective worker is the test-only `fleet_faults:slow_collective`.
 2. Multi-node collectives and the pair schedule: four torchrun agents with c10d rendezvous on
    localhost, each its own CPU rank (gloo), started through `wirecheck fleet multinode`; node2's
    agent uses the test-only slow worker functions.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -22,12 +24,12 @@ from pathlib import Path
 
 import pytest
 
-from e2e import PROJECT, pythonpath, records
+from e2e import PROJECT, finish_run, pythonpath, records, start_busbw_run
 from wirecheck.cli.fleet.report import main as report
 
 N = 4
+NODES = [f"node{k}" for k in range(N)]
 SLOW = "node2"
-SELECTION = "test_busbw and all_reduce and nvswitch"
 TIMEOUT_S = 420
 SLOW_CONFTEST = '''
 import pytest
@@ -43,42 +45,10 @@ def _env() -> dict:
     return dict(os.environ, PYTHONPATH=pythonpath())
 
 
-def _node_project(root: Path, slow: bool) -> Path:
-    """A copy of the suite's layout (conftest.py, tests/, thresholds.yaml) for one node."""
-    import shutil
-
-    root.mkdir(parents=True)
-    shutil.copy(PROJECT / "conftest.py", root / "conftest.py")
-    shutil.copytree(PROJECT / "tests", root / "tests", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(PROJECT / "thresholds.yaml", root / "thresholds.yaml")
-    (root / "pytest.ini").write_text("[pytest]\naddopts = --strict-markers\n")
-    if slow:
-        (root / "tests" / "conftest.py").write_text(SLOW_CONFTEST)
-    return root
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _validate_nodes(root: Path, results: Path) -> dict[str, subprocess.CompletedProcess]:
-    """Each node's own validation run, two at a time (two cores)."""
-    done = {}
-    names = [f"node{k}" for k in range(N)]
-    for batch in (names[:2], names[2:]):
-        procs = {}
-        for name in batch:
-            project = _node_project(root / name, slow=name == SLOW)
-            cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--simulate=h200-sxm-2",
-                   "--benchmark-disable", "-k", SELECTION, f"--wirecheck-json={results / (name + '.jsonl')}", "tests"]
-            procs[name] = subprocess.Popen(cmd, cwd=project, env=_env(), stdout=subprocess.PIPE,
-                                           stderr=subprocess.STDOUT, text=True)
-        for name, proc in procs.items():
-            out, _ = proc.communicate(timeout=TIMEOUT_S)
-            done[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out)
-    return done
 
 
 def _multinode(results: Path) -> dict[str, subprocess.CompletedProcess]:
@@ -101,19 +71,28 @@ def _multinode(results: Path) -> dict[str, subprocess.CompletedProcess]:
 
 
 @pytest.fixture(scope="module")
-def simulated_fleet(tmp_path_factory):
+def simulated_fleet(tmp_path_factory, request):
+    """Each node's own validation run into one results directory, then the multi-node run. The healthy
+    nodes' runs are conftest.py's healthy_busbw_runs (the same run other files need, made once per
+    pytest run), their records copied in as node0, node1, node3; the slow node's run starts first and goes on beside
+    them: it spends most of its time asleep in its delays."""
     root = tmp_path_factory.mktemp("fleet")
     results = root / "results"
     results.mkdir()
-    nodes = _validate_nodes(root, results)
+    slow = start_busbw_run(root / SLOW, results / f"{SLOW}.jsonl", tests_conftest=SLOW_CONFTEST)
+    healthy = request.getfixturevalue("healthy_busbw_runs")
+    nodes = {SLOW: finish_run(slow, timeout=TIMEOUT_S)}
+    for name, (run, record) in zip((n for n in NODES if n != SLOW), healthy):
+        shutil.copy(record, results / f"{name}.jsonl")
+        nodes[name] = run
     network = _multinode(results)
-    return results, nodes, network
+    return results, dict(sorted(nodes.items())), network
 
 
 def test_every_node_validated_itself_into_the_shared_directory(simulated_fleet):
     results, nodes, _ = simulated_fleet
     for name, run in nodes.items():
-        assert run.returncode == 10, f"{name}:\n{run.stdout[-3000:]}"  # simulated: 10, never 0; node2 is slow, yet above its gloo floor
+        assert run.ret == 10, f"{name}:\n{(run.stdout.str() + run.stderr.str())[-3000:]}"  # simulated: 10, never 0; node2 is slow, yet above its gloo floor
         lines = records(results / f"{name}.jsonl")
         assert lines[0]["type"] == "run" and lines[0]["simulated"] and lines[-1]["status"] == "complete"
 

@@ -57,11 +57,10 @@ def test_judge_refuses_what_is_not_a_record(tmp_path, capsys):
     assert "not a wirecheck record file" in capsys.readouterr().err
 
 
-def test_a_run_cut_short_fails_judgement(pytester, capsys):
+def test_a_run_cut_short_fails_judgement(pytester, capsys, healthy_busbw_runs):
     root = make_project(pytester)
-    out = root / "run.jsonl"
-    run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_busbw and all_reduce and nvswitch", f"--wirecheck-json={out}",
-              "--benchmark-disable").assert_outcomes(passed=1)
+    result, out = healthy_busbw_runs[0]  # `-k "test_busbw and all_reduce and nvswitch"`, shared (conftest.py)
+    result.assert_outcomes(passed=1)
     cut = root / "cut.jsonl"
     cut.write_text("".join(line + "\n" for line in out.read_text().splitlines()[:-1]))  # no end record
     assert judge([str(cut), "--thresholds", str(root / "thresholds.yaml")]) == EXIT_FAILED

@@ -1,23 +1,22 @@
 """From the suite to the page: three simulated runs of the suite, then `wirecheck report --history`
 over them draws the key figures over time and writes the Prometheus file (the page in a browser:
-test_report_browser.py)."""
+test_report_browser.py). The three runs are conftest.py's shared healthy_busbw_runs."""
 
 from __future__ import annotations
 
 import re
+import shutil
 
-from e2e import make_project, run_suite
 from wirecheck.cli.report import main as report
 
-SELECTION = ("-k", "test_busbw and nvswitch and all_reduce", "--benchmark-disable")
 
-
-def test_history_of_three_simulated_runs_draws_the_trend(pytester, tmp_path):
-    root = make_project(pytester)
-    history = root / "history"
-    for night in range(3):
-        run_suite(pytester, "--simulate=h200-sxm-2", *SELECTION,
-                  f"--wirecheck-json={history / f'night{night}.jsonl'}").assert_outcomes(passed=1)
+def test_history_of_three_simulated_runs_draws_the_trend(healthy_busbw_runs, tmp_path):
+    history = tmp_path / "history"
+    history.mkdir()
+    assert len(healthy_busbw_runs) == 3
+    for night, (result, record) in enumerate(healthy_busbw_runs):
+        result.assert_outcomes(passed=1)
+        shutil.copy(record, history / f"night{night}.jsonl")
     last = history / "night2.jsonl"
     out = tmp_path / "report.html"
     prom = tmp_path / "wirecheck.prom"

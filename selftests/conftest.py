@@ -1,0 +1,27 @@
+"""Fixtures that several self-test files share."""
+
+from __future__ import annotations
+
+import pytest
+
+from e2e import HEALTHY_RUNS, finish_run, start_busbw_run
+
+
+@pytest.fixture(scope="session")
+def healthy_busbw_runs(tmp_path_factory) -> list:
+    """Three runs of the suite in simulation (h200-sxm-2) with `e2e.BUSBW_SELECTION`, no fault, each in
+    a project copy of its own and its record in one shared directory, two at a time (two cores):
+    [(RunResult, record path)].
+
+    Shared by every self-test file of one pytest run: test_fleet_e2e's three healthy nodes,
+    test_report_e2e's three nights of a history and test_records_e2e's record to cut short are all this
+    same run, about 5 s each on a 2-core machine. A test copies a record before it changes or adds files next to it."""
+    root = tmp_path_factory.mktemp("healthy")
+    records = root / "records"
+    records.mkdir()
+    names = [f"run{k}" for k in range(HEALTHY_RUNS)]
+    done = []
+    for batch in (names[:2], names[2:]):
+        started = [start_busbw_run(root / name, records / f"{name}.jsonl") for name in batch]
+        done += [finish_run(proc) for proc in started]
+    return [(result, records / f"{name}.jsonl") for name, result in zip(names, done)]
