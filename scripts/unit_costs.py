@@ -21,13 +21,16 @@ Figures that include starting worker processes come from --startup-runs (default
 runs, the first with the bytecode cache: `import torch` 4.8 -> 1.4 s), and from the other --runs as
 their `without_bytecode_cache` value; the in-group figures from all --runs. The GPU load's phases
 come from --gpu-runs (their gpu_* measurements carry `wall_s`: default the 1x H200 GPU health runs
-of 2026-12-01); without such records, from the GPU health probe's figures.
+of 2026-12-01); without such records, from the GPU health probe's figures. What a spare worker saves
+(wirecheck.workers.spares) comes from --spare-check, the log of scripts/device/spare_check.py: its one-rank
+NCCL group started as a new interpreter and from a spare, alternately (default: 1x H200, 2026-12-02).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import re
 import statistics
 import sys
 from collections import defaultdict
@@ -47,6 +50,7 @@ STARTUP_RUNS = [REFERENCE / d / f"run{i}.jsonl" for d in ("wirecheck-2026-12-01b
 # Not foreign.jsonl: another process computed on the GPU there.
 GPU_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / p for p in (
     "wirecheck-2026-12-01-health/health.jsonl", "wirecheck-2026-12-01-same/after.jsonl")]
+SPARE_CHECK = PROJECT / "fixtures" / "reference" / "h200-1" / "spare-check-2026-12-02" / "spare_check.log"
 OUT = PROJECT / "fixtures" / "unit_costs.yaml"
 NVLINK_CLASSES = ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "pair")
 
@@ -288,7 +292,21 @@ def figure(value: str, source: str, **extra) -> dict:
     return {"value": value, **extra, "source": source}
 
 
-def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: Path, gpu_paths: list[Path]) -> dict:
+def spare_starts(log: Path) -> dict:
+    """The start of a one-rank group as a new interpreter and from a spare, from spare_check.py's `RESULT start` line."""
+    line = next((l for l in log.read_text(encoding="utf-8").splitlines() if l.startswith("RESULT start ")), None)
+    found = re.search(r"new interpreter: median ([\d.]+) s of ([^;]+); spare: median ([\d.]+) s of (.+)$", line or "")
+    if found is None:
+        raise SystemExit(f"unit_costs.py: {log}: no `RESULT start ... new interpreter: median ... spare: median ...` line "
+                         "(run scripts/device/spare_check.py on a GPU node and pass its log with --spare-check)")
+    new, new_all, spare, spare_all = found.groups()
+    how = "one-rank NCCL group on the GPU, spawn to ready, alternately as a new interpreter and from a spare"
+    return {"new_interpreter": figure(f"{float(new):.2f} s", f"median of {new_all.strip()} s: {how} ({_name(log)})"),
+            "from_spare": figure(f"{float(spare):.2f} s", f"median of {spare_all.strip()} s: {how} ({_name(log)})")}
+
+
+def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: Path, gpu_paths: list[Path],
+           spare_check: Path | None = SPARE_CHECK) -> dict:
     th = load_thresholds(thresholds_path)
     settings = th.collective_settings(False)
     runs = [Run(p, settings) for p in runs_paths]
@@ -383,6 +401,7 @@ def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: P
             for wire in ("nvlink", "host_path")
         },
         "gpu_health": gpu,
+        **({"spare_workers": spare_starts(spare_check)} if spare_check is not None else {}),
     }
 
 
@@ -402,11 +421,13 @@ def main(argv: list[str] | None = None) -> int:
                         "starts are today's (default: the 2026-12-01b runs, with the bytecode cache)")
     parser.add_argument("--gpu-runs", nargs="*", type=Path, default=GPU_RUNS, help="records with the GPU load's phases "
                         "(default: the 1x H200 GPU health runs of 2026-12-01); none: the GPU health probe's figures")
+    parser.add_argument("--spare-check", type=Path, default=SPARE_CHECK, help="scripts/device/spare_check.py's log "
+                        f"(default {_name(SPARE_CHECK)})")
     parser.add_argument("--thresholds", type=Path, default=PROJECT / "thresholds.yaml")
     parser.add_argument("--write", nargs="?", const=OUT, type=Path, default=None, metavar="PATH",
                         help=f"write the YAML there (default {_name(OUT)}) instead of printing it")
     args = parser.parse_args(argv)
-    text = HEADER + yaml.safe_dump(derive(args.runs, args.startup_runs, args.thresholds, args.gpu_runs), sort_keys=False, width=120,
+    text = HEADER + yaml.safe_dump(derive(args.runs, args.startup_runs, args.thresholds, args.gpu_runs, args.spare_check), sort_keys=False, width=120,
                                    allow_unicode=True)
     if args.write:
         args.write.write_text(text)

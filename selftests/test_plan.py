@@ -118,6 +118,28 @@ def test_a_sweep_is_priced_once_and_a_placement_change_starts_a_group(thresholds
     assert not site.known and plan.unknown == [site] and site.total_s == pytest.approx(costs.per_test_s)
 
 
+def test_spare_workers_save_what_of_their_import_they_had_time_for(thresholds):
+    costs = load_unit_costs()
+    saving = costs.spare_saving_s
+    assert saving and 3.0 < saving < 5.0  # new interpreter 4.60 s, from a spare 0.61 s (1x H200)
+    tests = ["tests/test_collectives.py::test_result_correct[nvswitch-2gpu-0.1-all_reduce]",
+             "tests/test_collectives.py::test_half_peak_size[nvswitch-2gpu-0.1-all_reduce]",
+             "tests/test_collectives.py::test_result_correct[forced_pcie-2gpu-0.1-all_reduce]"]
+    plans = {how: predict(tests, {**HEADER, "workers": "pool", **({"spare_workers": how} if how else {})}, thresholds,
+                          costs, "acceptance", work=suite_work("acceptance")) for how in ("on", "off", None)}
+    (first, reader, pcie), (first_off, _, pcie_off) = plans["on"].groups, plans["off"].groups
+    # Without spares, and for a record made before them (no key), every start is a new interpreter's.
+    assert first_off.seconds[model.K_START] == pcie_off.seconds[model.K_START] == costs.group_start_s
+    assert plans[None].total_s == plans["off"].total_s
+    # The first start: the spares started with the run, and had its start and one test's share to import.
+    head_start = costs.session_start_s + costs.per_test_s
+    assert first.seconds[model.K_START] == pytest.approx(costs.group_start_s - min(saving, head_start))
+    # The next: its spares were started at the first start, and had that group's work and two tests' share.
+    since = first.seconds[model.K_START] + first.seconds[model.K_SIZE] + 2 * costs.per_test_s
+    assert pcie.seconds[model.K_START] == pytest.approx(costs.group_start_s - min(saving, since))
+    assert plans["on"].total_s < plans["off"].total_s
+
+
 class _NoFloorFor:
     """The shipped thresholds, except that `op` has no busbw floor anywhere (a new op whose floors are
     still to be measured)."""

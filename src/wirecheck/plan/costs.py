@@ -42,6 +42,9 @@ class UnitCosts:
     gpu_figures_s: float  # the GPU load's first phase, its worker group's start included
     gpu_memory_pass_s: float
     gpu_sustained_extra_s: float  # beyond the level's duration
+    # What a worker start saves from a spare worker that finished importing torch (wirecheck.workers.spares): a
+    # start as a new interpreter less one from a spare, measured together; None where the file has no figure.
+    spare_saving_s: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict)  # key path -> where the figure came from
 
     def training(self, wire: str, strategy: str) -> float:
@@ -73,7 +76,7 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
     root = _At(str(path), (), _read_yaml(path))
     top = root.fields("unit costs", required={k: "..." for k in (
         "records", "startup_records", "gpu_load_records", "session", "per_test", "worker_group_start", "collective", "nccl_path_probe",
-        "copy_bandwidth", "training", "gpu_health")})
+        "copy_bandwidth", "training", "gpu_health")}, optional={"spare_workers": "{new_interpreter: ..., from_spare: ...}"})
     sources: dict[str, str] = {}
     session = top["session"].fields("session costs", required={"start": "...", "end": "..."})
     collective = top["collective"].fields("collective costs", required={
@@ -97,6 +100,10 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
         "figures": "...", "memory_pass": "...", "sustained_beyond_duration": "..."})
     group_start = _figure(top["worker_group_start"], "time", sources)
     group_cold = _figure(top["worker_group_start"], "time", sources, cold=True)
+    spare_saving = None
+    if "spare_workers" in top:
+        spare = top["spare_workers"].fields("spare worker costs", required={"new_interpreter": "...", "from_spare": "..."})
+        spare_saving = max(0.0, _figure(spare["new_interpreter"], "time", sources) - _figure(spare["from_spare"], "time", sources))
     return UnitCosts(
         path=path,
         cold=cold,
@@ -119,6 +126,7 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
         gpu_figures_s=_figure(gpu["figures"], "time", sources) + ((group_cold - group_start) if cold else 0.0),
         gpu_memory_pass_s=_figure(gpu["memory_pass"], "time", sources),
         gpu_sustained_extra_s=_figure(gpu["sustained_beyond_duration"], "time", sources),
+        spare_saving_s=spare_saving,
         sources=sources,
     )
 

@@ -15,6 +15,9 @@ the GPU load's phases. A test costs pytest's per-test share plus what it is the 
   the GPU load's phases (figures, the level's sustained duration, the level's memory passes); a burn-in's
   loop (tests/test_burn_in.py: its worker group's start, its --duration from the run's header, and the
   memory test after each of its rounds).
+Each worker start (a pool's, the GPU load's, the copies', a strategy run's, the burn-in's) is priced less
+what spare workers save, where the run takes them (the header's spare_workers): the part of their
+`import torch` done since they were started, at the previous start (the run's, for the first).
 The walk prices the hardware run: a collection in simulation holds the same tests.
 """
 
@@ -161,6 +164,25 @@ class _Walk:
         self.gpu_phases: set = set()
         self.group: Group | None = None
         self.made: dict = {}  # a measurement's key -> the group that made it
+        # Spare workers (wirecheck.workers.spares): a run whose header says "on" takes each group's ranks
+        # from spares that started importing torch at the previous group's start (at the run's start for
+        # the first), which saves what of the import they have done by then.
+        self.spares = header.get("spare_workers") == "on" and costs.spare_saving_s is not None
+        self.clock_s = costs.session_start_s  # the run's seconds so far, as priced
+        self.spares_since_s = 0.0  # when the waiting spares were started
+
+    def _add(self, kind: str, seconds: float, count: int = 1) -> None:
+        self.group.add(kind, seconds, count)
+        self.clock_s += seconds
+
+    def started(self) -> float:
+        """What a group's start saves here by taking spare workers (0 without them); the spares taken
+        are replaced now."""
+        if not self.spares:
+            return 0.0
+        saved = min(self.costs.spare_saving_s, max(0.0, self.clock_s - self.spares_since_s))
+        self.spares_since_s = self.clock_s
+        return saved
 
     def _first(self, key) -> bool:
         """True when `key` is not measured yet (the current group makes it); else the group reads it."""
@@ -213,7 +235,7 @@ class _Walk:
         the pool: a group per placement)."""
         env = tuple(sorted(p.env.items())) if self.pooled else p.id
         if self.pool != env:
-            self.group.add(K_START, self.costs.group_start_s)
+            self._add(K_START, self.costs.group_start_s - self.started())
             self.pool = env
 
     def sweep(self, p: Placement | None, op: str, floor_only: bool = False) -> None:
@@ -223,13 +245,13 @@ class _Walk:
         sizes = (self.settings.floor_size,) if floor_only else self.settings.sizes_for(self.sweep_name)
         sizes = feasible_sizes(op, sizes, p.n_gpus)
         self.group.sizes.add(len(sizes))
-        self.group.add(K_SIZE, sum(self.costs.per_size_s + self.wire_s(p, op, s, self.calls(s)) for s in sizes), len(sizes))
+        self._add(K_SIZE, sum(self.costs.per_size_s + self.wire_s(p, op, s, self.calls(s)) for s in sizes), len(sizes))
 
     def benchmark(self, p: Placement, op: str) -> None:
         self.shared(p)
         s = self.settings
         one = self.costs.benchmark_round_s + self.wire_s(p, op, s.floor_size, s.iters)
-        self.group.add(K_ROUND, s.benchmark_rounds * one, s.benchmark_rounds)
+        self._add(K_ROUND, s.benchmark_rounds * one, s.benchmark_rounds)
 
     def probe(self, p: Placement | None) -> None:
         """NCCL's path, read from the pool's own communicators (logged at the pool's start); before the pool,
@@ -238,7 +260,7 @@ class _Walk:
             self.shared(p)
         elif not self.pooled:
             self.pool = None
-        self.group.add(K_PROBE, self.costs.nccl_probe_s)
+        self._add(K_PROBE, self.costs.nccl_probe_s)
 
     def copies(self) -> None:
         if not self._first(("copies",)):
@@ -249,7 +271,7 @@ class _Walk:
         pairs = [p.gpus for p in self.placements if p.klass == CLASS_PAIR]
         one = sum(2 * settings.size / self.costs.copy_host_bps for _ in gpus)
         one += sum(2 * settings.size / (self._nv(a, b) * self.costs.copy_peer_per_link_bps) for a, b in pairs)
-        self.group.add(K_COPY, self.costs.copy_start_s + (settings.warmup_iters + settings.iters) * one)
+        self._add(K_COPY, self.costs.copy_start_s - self.started() + (settings.warmup_iters + settings.iters) * one)
 
     def _nv(self, a: int, b: int) -> int:
         try:
@@ -264,7 +286,7 @@ class _Walk:
         if p is None or not self._first(("single" if single else "run", p.id, strategy)):
             return
         self.pool = None  # each strategy runs in fresh workers; the shared group is closed first
-        self.group.add(K_RUN, self.costs.training(NVLINK if single or p.nvlink else HOST_PATH, strategy))
+        self._add(K_RUN, self.costs.training(NVLINK if single or p.nvlink else HOST_PATH, strategy) - self.started())
 
     def gpu_phase(self, module: str, phase: str) -> None:
         """A GPU load phase, on the pool without an environment of its own (started here when not running);
@@ -278,13 +300,14 @@ class _Walk:
         self.pool = () if self.pooled else None
         g, c, level = self.th.gpu_health.settings(False), self.costs, thresholds_key(self.level)
         start = 0.0 if started else c.group_start_s
+        saved = 0.0 if started else self.started()
         if phase == FIGURES:
-            seconds = c.gpu_figures_s - (c.group_start_s if started else 0.0)
+            seconds = c.gpu_figures_s - (c.group_start_s if started else saved)
         elif phase == SUSTAINED:
-            seconds = start + g.sustained_duration_s(level) + c.gpu_sustained_extra_s
+            seconds = start - saved + g.sustained_duration_s(level) + c.gpu_sustained_extra_s
         else:
-            seconds = start + g.memory_passes(level) * c.gpu_memory_pass_s
-        self.group.add(K_GPU, seconds)
+            seconds = start - saved + g.memory_passes(level) * c.gpu_memory_pass_s
+        self._add(K_GPU, seconds)
 
     def burn_in(self) -> None:
         """The burn-in's loop: a worker group's start, then rounds (each with its memory test) until --duration
@@ -296,8 +319,8 @@ class _Walk:
         duration = float(self.header.get("duration_s") or 0.0)
         memory_s = g.memory_passes("burn_in") * c.gpu_memory_pass_s
         rounds = math.ceil(duration / (g.sustained_duration_s("burn_in") + memory_s)) if duration else 0
-        self.group.add(K_START, c.group_start_s)
-        self.group.add(K_BURN, duration + (memory_s if rounds else 0.0), rounds)
+        self._add(K_START, c.group_start_s - self.started())
+        self._add(K_BURN, duration + (memory_s if rounds else 0.0), rounds)
 
     # -- a test -------------------------------------------------------------------------------
     def twin(self, p: Placement) -> Placement | None:
@@ -381,7 +404,7 @@ def predict(tests, header: dict, thresholds, costs: UnitCosts, level: str, sourc
         for value in t.params:
             group.params.setdefault(_param_kind(value), set()).add(value)
         walk.group = group
-        group.add(K_TEST, costs.per_test_s)
+        walk._add(K_TEST, costs.per_test_s)
         declared = work.get(t.function) or {}
         if declared.get("opt_in"):
             group.skips = declared["opt_in"]
