@@ -38,7 +38,8 @@ def test_a_gpu_with_one_wrong_element_fails_by_name_and_its_record_judges_the_sa
                   "memory pattern test"):
         assert title in text, title
     kinds = sorted(r["kind"] for r in records(out) if r["type"] == "measurement")
-    assert kinds == ["gpu_figures"] * 2 + ["gpu_memory"] * 2 + ["gpu_sustained"] * 2
+    # and the spare workers the GPU load's ranks were taken from (wirecheck.workers.spares)
+    assert kinds == ["gpu_figures"] * 2 + ["gpu_memory"] * 2 + ["gpu_sustained"] * 2 + ["spare_workers"]
     assert judge([str(out), "--thresholds", str(root / "thresholds.yaml")]) == EXIT_FAILED
     judged = capsys.readouterr().out
     assert "1 failed" in judged and "FAIL gemm_matches_reference GPU1" in judged

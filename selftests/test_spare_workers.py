@@ -174,3 +174,22 @@ def test_a_group_told_not_to_use_spares_leaves_them(stock):
     with WorkerGroup("own", 1, "gloo", use_spares=False) as group:
         assert group.info[0].get("spare") is None
     assert stock.adopted == 0 and len(stock.spares) == 2
+
+
+def test_the_parent_never_imports_torch_to_read_what_its_workers_send():
+    # A reply pickled with a torch type (torch.__version__ is a TorchVersion) makes the unpickling parent
+    # import torch: seconds inside the first worker start of a run, in the process that must stay torch-free.
+    code = ("import sys\n"
+            "from wirecheck.workers.launcher import WorkerGroup\n"
+            "with WorkerGroup('torch-free', 1, 'gloo', use_spares=False) as g:\n"
+            "    g.run('selftests.faulty_workers:whoami', None, 30)\n"
+            "    info = g.info\n"
+            "print('torch' in sys.modules, info[0]['torch'])\n")
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    imported, version = out.stdout.split()
+    assert imported == "False", "the parent imported torch to unpickle a worker's message"
+    assert version[0].isdigit()

@@ -116,16 +116,23 @@ def test_all_reduce_on_quads_runs_and_records_every_size(pytester):
     assert spare["details"]["new_interpreters_because"] == {}, spare
 
 
-def test_spare_workers_go_when_no_test_uses_a_worker_and_never_start_when_told_not_to(pytester):
+def test_spare_workers_serve_the_gpu_load_and_never_start_when_told_not_to(pytester):
     root = make_project(pytester)
-    for option, expected in (((), 1), (("--no-spare-workers",), 0)):
+    for option, taken in (((), 2), (("--no-spare-workers",), 0)):
         out = root / f"run{len(option)}.jsonl"
-        result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_gpu_count", f"--wirecheck-json={out}", *option)
+        result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_hbm_bandwidth", f"--wirecheck-json={out}", *option)
         assert result.ret == 10, result.stdout.str()
-        lines = [r for r in records(out) if r.get("kind") == "spare_workers"]
-        assert len(lines) == expected, (option, lines)
-        if lines:  # started at session start, gone at the end of collection: nothing selected uses a worker
-            assert lines[0]["value"] == 0 and lines[0]["details"]["started"] == 2, lines
+        lines = records(out)
+        assert lines[0]["spare_workers"] == ("off" if option else "on")  # what the plan prices the run's starts by
+        spare = [r for r in lines if r.get("kind") == "spare_workers"]
+        if taken:  # the GPU load's two ranks were the spares, which had started importing torch at configure
+            assert len(spare) == 1 and spare[0]["value"] == taken and spare[0]["details"]["died"] == [], spare
+        else:
+            assert spare == []
+    # A run where no selected test uses a worker: the spares go at the end of collection, unrecorded.
+    out = root / "inventory.jsonl"
+    assert run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_gpu_count", f"--wirecheck-json={out}").ret == 10
+    assert not [r for r in records(out) if r.get("kind") == "spare_workers"]
 
 
 def test_floor_failure_names_everything(pytester):

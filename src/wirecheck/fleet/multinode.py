@@ -277,7 +277,7 @@ class Judge:
             simulated=job.simulated,
             simulation_source="torchrun agents with CPU ranks (gloo)" if job.simulated else None,
             thresholds=job.thresholds.path,
-            versions={"torch": torch.__version__, "python": platform.python_version()},
+            versions={"torch": str(torch.__version__), "python": platform.python_version()},
             gpus=[{"rank": r["rank"], "node": r["node"], "device": r["device"]} for r in job.ranks],
             placements=[{"id": self.placement_id, "class": CLASS_NETWORK, "gpus": list(range(job.world))}],
             multinode={

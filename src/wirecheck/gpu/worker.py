@@ -38,7 +38,7 @@ def _part(device: torch.device, fn: Callable[[], dict[str, Any]]) -> dict[str, A
 
 
 def device_info(device: torch.device) -> dict[str, Any]:
-    info: dict[str, Any] = {"device": str(device), "torch": torch.__version__, "cuda": torch.version.cuda}
+    info: dict[str, Any] = {"device": str(device), "torch": str(torch.__version__), "cuda": torch.version.cuda}
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         info.update(name=props.name, capability=list(torch.cuda.get_device_capability(device)),

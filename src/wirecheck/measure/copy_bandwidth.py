@@ -107,7 +107,7 @@ def measure(ctx: RankContext, gpus: list[int], pairs: list[list[int]], size: int
         "host": host_results,
         "peer": peer_results,
         "device_names": {g: torch.cuda.get_device_name(locals_[g]) for g in gpus},
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),
     }
 
 

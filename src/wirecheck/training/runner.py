@@ -242,7 +242,7 @@ def _train(ctx, strategy, trainer_cls, import_s, s, micro_batch, warmup_steps, r
         "precision": precision,
         "device_name": device_name(device),
         "backend": ctx.backend,
-        "torch_version": torch.__version__,
+        "torch_version": str(torch.__version__),
     }
     flops = figures.model_flops_per_token(n_params)
     record["model_flops_per_token"] = flops

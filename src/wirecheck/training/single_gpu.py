@@ -110,7 +110,7 @@ def train_alone(ctx, shape: dict, micro_batch: int, warmup_steps: int, steps: in
         "precision": precision,
         "device_name": device_name(device),
         "backend": ctx.backend,
-        "torch_version": torch.__version__,
+        "torch_version": str(torch.__version__),
         "model_flops_per_token": flops,
         "attention_flops_per_token": figures.attention_flops_per_token(s.n_layer, s.d_model, s.seq_len),
         "achieved_flops_per_gpu": figures.achieved_flops_per_gpu(flops, tokens_per_s, 1),

@@ -116,6 +116,7 @@ class WorkerGroup:
         self.use_spares = use_spares
         self.info: list[dict[str, Any]] = []  # per rank, from the worker: pid, port, torch, device, NCCL (spare: its import)
         self.start_s: float | None = None  # seconds from the first rank's spawn to the last one's ready
+        self.spawned_at: float | None = None  # wall clock: the spawn began (the ranks' info says when each started)
         self.port: int | None = None  # the group's store, as rank 0 reported it
         self.failure: GroupFailure | None = None  # the latest failed call or start, if any
         self._dead: str | None = None
@@ -216,7 +217,7 @@ class WorkerGroup:
 
     def _start(self, timeout_s: float) -> None:
         what = f"start of {self.world_size} {self.backend} worker(s)"
-        t0 = time.monotonic()
+        t0, self.spawned_at = time.monotonic(), time.time()
         spawn.spawn(self._ranks, label=self.label, backend=self.backend, world_size=self.world_size,
                     gpus=self.gpus, extra_env=self.env, join_process_group=self.join_process_group,
                     rendezvous_timeout_s=timeout_s, spares=spares.installed() if self.use_spares else None)

@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from wirecheck.workers import parent_death
 
+STARTED_AT = time.time()  # this interpreter reached the worker module (wall clock: the parent compares)
+
 if TYPE_CHECKING:
     import torch
 
@@ -160,7 +162,9 @@ def _setup(label: str, backend: str, init_process_group: bool) -> tuple[RankCont
     info = {
         "rank": rank,
         "pid": os.getpid(),
-        "torch": torch.__version__,
+        # str(): torch.__version__ is a TorchVersion, which the parent could only unpickle by importing torch
+        # (4 s on a 1x H200 node, inside the first worker start of every run).
+        "torch": str(torch.__version__),
         "cuda": torch.version.cuda,
         "device": str(device),
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
@@ -205,6 +209,7 @@ def serve(conn: Connection, label: str, backend: str, init_process_group: bool, 
         ctx, info = _setup(label, backend, init_process_group)
         info["port"] = joined
         info["start_steps_s"] = {"rendezvous": round(rendezvous_s, 3), **info["start_steps_s"]}
+        info["started_at"], info["ready_at"] = STARTED_AT, time.time()
         if spare is not None:
             info["spare"] = spare
     except BaseException as exc:
