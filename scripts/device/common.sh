@@ -79,3 +79,14 @@ run_steps() {
     "step_$step" || status=1
   done
 }
+
+# The README's quick start from a fresh copy (scripts/device/fresh_install.sh, offline, .whl/ beside the
+# checkout) with the inventory tests; sets `venv` to its .venv, or logs why not and exits 2. $1: a folder for
+# fresh.log (copied to $OUT when it failed).
+fresh_venv() {
+  local t0=$SECONDS
+  bash "$ROOT/scripts/device/fresh_install.sh" -k inventory > "$1/fresh.log" 2>&1
+  log "fresh install and inventory: exit $?, $((SECONDS - t0)) s"
+  venv=$(ls -d /tmp/wirecheck-fresh.*/wirecheck/.venv 2>/dev/null | head -1)
+  [ -n "$venv" ] || { log "no fresh install (see fresh.log)"; cp "$1/fresh.log" "$OUT/"; exit 2; }
+}

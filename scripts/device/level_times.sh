@@ -25,11 +25,7 @@ NAME=level_times
 BUDGET=${LEVEL_TIMES_BUDGET_S:-570}
 . "$ROOT/scripts/device/common.sh"
 
-t0=$SECONDS
-bash scripts/device/fresh_install.sh -k inventory > "$WORK/fresh.log" 2>&1
-log "fresh install and inventory: exit $?, $((SECONDS - t0)) s"
-venv=$(ls -d /tmp/wirecheck-fresh.*/wirecheck/.venv 2>/dev/null | head -1)
-[ -n "$venv" ] || { log "no fresh install (see fresh.log)"; cp "$WORK/fresh.log" "$OUT/"; exit 2; }
+fresh_venv "$WORK"
 printf 'level\trepeat\texit\twall_s\n' > "$OUT/times.tsv"
 for level in "${LEVELS[@]}"; do
   case $level in quick) args=(--level quick); need=40 ;; acceptance) args=(); need=130 ;;

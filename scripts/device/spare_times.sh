@@ -24,11 +24,7 @@ NAME=spare_times
 BUDGET=${SPARE_TIMES_BUDGET_S:-570}
 . "$ROOT/scripts/device/common.sh"
 
-t0=$SECONDS
-bash scripts/device/fresh_install.sh -k inventory > "$WORK/fresh.log" 2>&1
-log "fresh install and inventory: exit $?, $((SECONDS - t0)) s"
-venv=$(ls -d /tmp/wirecheck-fresh.*/wirecheck/.venv 2>/dev/null | head -1)
-[ -n "$venv" ] || { log "no fresh install (see fresh.log)"; cp "$WORK/fresh.log" "$OUT/"; exit 2; }
+fresh_venv "$WORK"
 printf 'level\tspares\trepeat\texit\twall_s\n' > "$OUT/times.tsv"
 for i in $(seq 1 "$REPEATS"); do
   for level in "${LEVELS[@]}"; do

@@ -154,13 +154,8 @@ class GpuLoad:
         try:
             had = self._group
             group = self._group_now()
-            if group is not had and getattr(group, "start_s", None) is not None:
-                phase.group_start = {"seconds": round(group.start_s, 3),
-                                     "spare": [i.get("spare") for i in group.info],
-                                     "steps_s": [i.get("start_steps_s") for i in group.info],
-                                     # each rank's interpreter start and ready, seconds after the spawn began
-                                     "ranks_s": [[round(i[k] - group.spawned_at, 3) for k in ("started_at", "ready_at")]
-                                                 if i.get("started_at") else None for i in group.info]}
+            if group is not had and isinstance(group, WorkerGroup):  # started here (a pool's sub-group was not)
+                phase.group_start = group.start_record()
             if name == SUSTAINED and not self.run.simulated:
                 sampler = LoadSampler(self.run.gpus, self.settings.sample_interval_s).start()
             values = group.run(f"{workers}:{name}", kwargs, timeout_s=deadline, what=f"GPU health {name}")

@@ -189,6 +189,18 @@ class WorkerGroup:
                                   label=label, what=what) from exc
         return self._collect(self._seq, what, deadline, F.CALL)
 
+    def start_record(self) -> dict | None:
+        """How this group started, for a record: its seconds, and per rank whether it was a spare worker (its
+        import and wait), the start's steps, and when its interpreter started and was ready, in seconds after
+        the spawn began. None before the start."""
+        if self.start_s is None:
+            return None
+        return {"seconds": round(self.start_s, 3),
+                "spare": [i.get("spare") for i in self.info],
+                "steps_s": [i.get("start_steps_s") for i in self.info],
+                "ranks_s": [[round(i[k] - self.spawned_at, 3) for k in ("started_at", "ready_at")]
+                            if i.get("started_at") else None for i in self.info]}
+
     def close(self) -> None:
         """Ask every rank to exit (destroy_process_group, no barrier); kill what is left after a few
         seconds. The logs go unless the group failed."""
