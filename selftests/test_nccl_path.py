@@ -9,12 +9,14 @@ pair named and NCCL's line quoted, on the wrong one.
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from e2e import PROJECT
 from wirecheck import checks
 from wirecheck.nccl import log as nccl_log
+from wirecheck.node.placement import Placement
 from wirecheck.thresholds.file import load_thresholds
 
 DATA = Path(__file__).parent / "data" / "nccl"
@@ -148,30 +150,56 @@ def test_recorded_logs(directory):
     assert summary["collectives"], "no TUNING line: algorithm and protocol were not logged"
 
 
-def test_the_pool_hands_back_each_communicators_own_log_lines(tmp_path):
+def test_the_pool_hands_back_each_communicators_own_log_lines(tmp_path, monkeypatch):
     """The plumbing on CPU: two gloo ranks make the sub-groups 0.1 and 1 in one order; while each is
-    connected its lines land in the ranks' log files (as NCCL writes them); read through the sub-group
-    of 0.1, each rank hands back the lines of that communicator only, which judge as on a node; those
-    of the other communicator are not among them."""
+    connected its lines land in the ranks' log files (as NCCL writes them), and each rank returns the byte
+    ranges of each communicator it is in. Read by this process from the files (no call on the workers), the
+    ranges of 0.1 hold that communicator's lines only, which judge as on a node; those of the other
+    communicator are not among them. The parent's NCCL switches reach the ranks beside the logging ones."""
     from wirecheck.nccl import path as nccl_path
     from wirecheck.workers.launcher import WorkerGroup
-    from wirecheck.workers.subgroups import SubGroup
 
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")  # a site's switch: logging must not drop it
     ours = [x for p in sorted(DATA.glob("composed-nvswitch-2gpu-0.1.rank*.log")) for x in p.read_text().splitlines()]
     other = ["vm:410:1 [1] NCCL INFO Channel 00/0 : 0[1] -> 0[1] via SHM/direct/direct"]  # rank 0 of group 1
     with WorkerGroup("pool", 2, "gloo", env=nccl_path.debug_env(tmp_path, nccl_path.POOL_SUBSYS)) as group:
-        group.run("selftests.faulty_workers:nccl_pool_with_a_log",
-                  {"groups": [[0, 1], [1]], "ops": ["all_reduce", "all_to_all"], "size": 64,
-                   "log_lines": {"0.1": ours, "1": other}}, timeout_s=60)
-        ranks = SubGroup(group, (0, 1), "nvswitch-2gpu-0.1").run(nccl_path.POOL_LOG_WORKER, {}, timeout_s=30)
-        (alone,) = SubGroup(group, (1,), "single-1gpu-1").run(nccl_path.POOL_LOG_WORKER, {}, timeout_s=30)
-    assert [r["rank"] for r in ranks] == [0, 1]
-    for r in ranks:
+        made = group.run("selftests.faulty_workers:nccl_pool_with_a_log",
+                         {"groups": [[0, 1], [1]], "ops": ["all_reduce", "all_to_all"], "size": 64,
+                          "log_lines": {"0.1": ours, "1": other}}, timeout_s=60)
+    assert [r["rank"] for r in made] == [0, 1]
+    assert set(made[0]["slices"]) == {"0.1"} and set(made[1]["slices"]) == {"0.1", "1"}
+    texts = []
+    for r in made:
         assert r["log_path"] == str(tmp_path / f"nccl.{r['pid']}.log")
         assert r["nccl_env"]["NCCL_DEBUG_SUBSYS"] == nccl_path.POOL_SUBSYS
-        assert "SHM" not in r["text"]  # the other communicator's lines stay its own
-    assert "SHM/direct/direct" in alone["text"] and "P2P" not in alone["text"]
-    summary = nccl_log.summarize(r["text"] for r in ranks)
+        assert r["nccl_env"]["NCCL_NVLS_ENABLE"] == "0"
+        texts.append(nccl_path.read_lines(r["log_path"], r["slices"]["0.1"]))
+        assert "SHM" not in texts[-1]  # the other communicator's lines stay its own
+    alone = nccl_path.read_lines(made[1]["log_path"], made[1]["slices"]["1"])
+    assert "SHM/direct/direct" in alone and "P2P" not in alone
+    summary = nccl_log.summarize(texts)
     assert len(summary["connections"]) == 2 and summary["ranks"].keys() == {"0", "1"}
     assert _judge(summary, p2p_disabled=False).outcome == "pass"
     assert _judge(summary, p2p_disabled=True).outcome == "fail"  # the same lines on the forced host path
+    assert nccl_path.read_lines(str(tmp_path / "nccl.none.log"), [[0, 10]]) == ""  # NCCL wrote no file: no lines
+
+
+def test_the_path_read_starts_no_group_where_the_pool_made_the_communicator(tmp_path):
+    """WorkerPool.nccl_log reads what the last pool start logged for the placement, from the files; it starts the
+    pool only for a placement no pool of the run has made (and then as the collectives' would be made)."""
+    from pytest_wirecheck.workers import WorkerPool
+
+    log = tmp_path / "nccl.7.log"
+    log.write_text("head\n" + "\n".join(x for p in sorted(DATA.glob("composed-nvswitch-2gpu-0.1.rank0.log"))
+                                        for x in p.read_text().splitlines()) + "\n")
+    size = log.stat().st_size
+    pool, started = WorkerPool(SimpleNamespace(simulated=False)), []
+    pool.shared = lambda p: started.append(p.id)  # what a start would be: recorded, not made
+    placement = Placement("nvswitch", (0, 1))
+    pool.logged[placement.id] = [{"rank": 0, "pid": 7, "log_path": str(log), "slices": [[0, 0], [5, size]],
+                                  "nccl_env": {"NCCL_DEBUG": "INFO"}}]
+    (r,) = pool.nccl_log(placement)
+    assert started == [] and r["text"].startswith("vm:") and "P2P/CUMEM/read" in r["text"]
+    assert r["nccl_env"] == {"NCCL_DEBUG": "INFO"}
+    other = Placement("forced_pcie", (0, 1), {"NCCL_P2P_DISABLE": "1"})
+    assert pool.nccl_log(other) == [] and started == [other.id]  # not made yet: the pool starts for it

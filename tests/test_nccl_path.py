@@ -1,10 +1,12 @@
 """NCCL's path as evidence: what NCCL says it connected each pair of GPUs with.
 
-Per placement that runs collectives, the run's pool (one worker per GPU, a sub-group per placement)
-hands back the NCCL INFO lines of the placement's own communicator, logged when the pool made and
-connected it (one file per rank beside the run's record file: `<record>.nccl/pool-<n>/`), the
-communicator every collective of the placement runs on. The record keeps NCCL's transport per pair, path
-type, graphs and channel counts (no algorithm per collective: the pool logs no line per call); the check asserts P2P over
+Per placement that runs collectives, the NCCL INFO lines of the placement's own communicator in the run's
+pool (one worker per GPU, a sub-group per placement), logged when the pool made and connected it (one file
+per rank beside the run's record file: `<record>.nccl/pool-<n>/`): the communicator every collective of the
+placement runs on. This process reads them from the files at the offsets the ranks gave (no call on the
+workers, no group started for the path: only a placement no pool of the run has made yet gets the pool
+started, as its collectives would). The record keeps NCCL's transport per pair, path type, graphs and
+channel counts (no algorithm per collective: the pool logs no line per call); the check asserts P2P over
 NVLink between NVLink-connected GPUs and no P2P on the forced host path.
 """
 
@@ -35,7 +37,7 @@ def _forced_host_path(placement) -> bool:
 
 
 def _read_path(worker_pool, placement) -> tuple[dict | None, list, str | None]:
-    """NCCL's log lines of the placement's communicator in the run's pool; (summary, per-rank results, error)."""
+    """NCCL's log lines of the placement's communicator in the run's pool; (summary, per-rank lines, error)."""
     try:
         ranks = worker_pool.nccl_log(placement)
     except WorkerError as exc:
@@ -44,8 +46,8 @@ def _read_path(worker_pool, placement) -> tuple[dict | None, list, str | None]:
     return nccl_log.summarize(r["text"] for r in ranks), ranks, None
 
 
-# The path is read from the pool's own communicators (made, connected and logged at the pool's start):
-# the quick level reads the largest placement of each class.
+# The path is read from the pool's own communicators (made, connected and logged at the pool's start, which the
+# collectives before this module started): the quick level reads the largest placement of each class.
 @pytest.mark.work(PROBE)
 @pytest.mark.placements(*COLLECTIVE_CLASSES, one_per_class=("quick",))
 def test_nccl_path(node, worker_pool, placement, reporter, record):

@@ -1,5 +1,12 @@
-"""Short training steps for every data-parallel strategy on every placement class, and one GPU
+"""Short training steps for every data-parallel strategy on the run's training set, and one GPU
 alone training the same model: the baseline of each strategy's scaling efficiency.
+
+Where each strategy trains is the run's training set (wirecheck.training.selection, --training):
+every strategy on the largest placement of each training class short of the whole node, on each
+class's 4-GPU placement (the article's comparisons: an NVSwitch 4-GPU set, a full quad, across
+quads) and on forced_pcie's NVLink twin; DDP alone on the whole node, for its scaling. A test runs
+where the set makes the runs it needs (fixtures/training_set.py): the staircase where every strategy
+trains, the slow wire's cost on forced_pcie against its twin. `--training all`: the full grid.
 
 Each strategy runs in fresh worker processes (DeepSpeed and Accelerate keep process-global
 state). One run per (placement, strategy) feeds every check below; each check is a
@@ -25,7 +32,8 @@ from wirecheck.vocab.work import ALL_RUNS, REFERENCE_RUN, RUN, SINGLE_GPU_RUN, T
 
 pytestmark = [pytest.mark.stage("measure", order=4), pytest.mark.levels("acceptance")]
 
-training_placements = pytest.mark.placements(*TRAINING_CLASSES, one_per_size=True)
+# The run's training set (--training): the placements each strategy trains on, and the tests whose runs it makes.
+training_placements = pytest.mark.placements(*TRAINING_CLASSES, training=True)
 each_strategy = pytest.mark.parametrize("strategy", NAMES)
 
 
@@ -107,7 +115,8 @@ def test_model_state_matches_model(node, measurements, placement, strategy, stra
 @pytest.mark.work(ALL_RUNS)
 @training_placements
 def test_staircase(node, measurements, placement, strategy_worker, grad_hook, record):
-    """Model state per GPU: DDP >= ZeRO-1 >= ZeRO-2 >= ZeRO-3 ~ FSDP."""
+    """Model state per GPU: DDP >= ZeRO-1 >= ZeRO-2 >= ZeRO-3 ~ FSDP, compared on each placement where every
+    strategy trains (the training set's: not the whole node where DDP alone trains)."""
     runs = {s: _run(measurements, record, placement, s, strategy_worker, grad_hook) for s in NAMES}
     verdict = record(checks.training.staircase(
         node.thresholds, placement=placement.id, n_gpus=placement.n_gpus, n_params=runs["zero3"].rank0["n_params"],
@@ -146,11 +155,11 @@ def test_throughput(node, measurements, placement, strategy, strategy_worker, gr
 
 
 @pytest.mark.work(TWIN_RUN, RUN)
-@pytest.mark.placements(CLASS_FORCED_PCIE)
+@pytest.mark.placements(CLASS_FORCED_PCIE, training=True)
 @each_strategy
 def test_slow_wire_costs(node, measurements, placement, strategy, strategy_worker, grad_hook, record):
     """On the host path each strategy is slower than on NVLink with the same GPUs, by at least
-    its floor."""
+    its floor: forced_pcie against its NVLink twin (the verdict names both placements)."""
     if node.simulated:
         pytest.skip("simulation: gloo on CPU has no NVLink to lose")
     twin = nvlink_twin_or_skip(node, placement)
@@ -163,7 +172,7 @@ def test_slow_wire_costs(node, measurements, placement, strategy, strategy_worke
 
 
 @pytest.mark.work(TWIN_ALL_RUNS, ALL_RUNS)
-@pytest.mark.placements(CLASS_FORCED_PCIE)
+@pytest.mark.placements(CLASS_FORCED_PCIE, training=True)
 def test_dial_flattens(node, measurements, placement, strategy_worker, grad_hook, record):
     """No strategy collapses on the slow wire far beyond the others (thresholds.yaml training.slow_wire)."""
     if node.simulated:
@@ -180,7 +189,7 @@ def test_dial_flattens(node, measurements, placement, strategy_worker, grad_hook
 
 @pytest.mark.work(opt_in="skipped unless selected with -m capacity")
 @pytest.mark.capacity
-@training_placements
+@pytest.mark.placements(*TRAINING_CLASSES, one_per_size=True)  # opt-in: DDP and FSDP side by side on every size
 @pytest.mark.parametrize("strategy, expected", [("ddp", capacity.OOM), ("fsdp", capacity.FIT)])
 def test_capacity(node, topology, measurements, placement, strategy, expected, strategy_worker, record):
     """A model whose DDP model state exceeds one GPU (the article's Mistral-7B case, scaled to

@@ -110,9 +110,11 @@ def history_inputs(fig: Figure, past: list[Figure], runs: int) -> dict:
     """The history check's inputs for `fig` from the earlier figures `past` (any subjects, any order):
     the same subject's last `runs` values, oldest first; where it has none, whether another GPU or
     placement held its slot (a swap)."""
-    def same(p: Figure) -> bool:  # the same figure, at the same level (a training figure: of the same workload)
+    def same(p: Figure) -> bool:  # the same figure, at the same level (a training figure: of the same workload,
+        # from a run of the same training set)
         return (p.key == fig.key and (not fig.level or not p.level or p.level == fig.level)
-                and (not fig.workload or not p.workload or p.workload == fig.workload))
+                and (not fig.workload or not p.workload or p.workload == fig.workload)
+                and (not fig.training_set or not p.training_set or p.training_set == fig.training_set))
 
     mine = sorted((p for p in past if p.subject == fig.subject and same(p)), key=lambda p: p.started)
     inputs = {"figure": fig.figure, "key": fig.yaml_path, "subject": fig.subject, "where": fig.where,

@@ -1,14 +1,17 @@
-"""NCCL's path as evidence: the worker side and the environment that makes NCCL say it.
+"""NCCL's path as evidence: the environment that makes NCCL say it, the worker side, and the parent's reading.
 
 The run's pool (one worker per GPU, a sub-group per placement: wirecheck.workers.subgroups) runs with
 NCCL's INFO logging of communicator set-up on (init, graph search, environment; `POOL_SUBSYS`), each
-rank writing its own file beside the run's record. `make_groups` makes every placement's sub-group and
-has each run every collective once at a small size, so NCCL connects every pair (all_to_all does)
-while this process logs nothing else: the lines between two offsets of its file are that
-communicator's, and `pool_log` hands a placement's back. The path is read from the very communicators
-that time the collectives, and nothing is logged per call (no TUNING), so the timed loops are not
-slowed. `debug_env` with the default subsystems (TUNING too) is what `wirecheck diagnose`'s
-probes log with. Parsing is wirecheck.nccl.log's.
+rank writing its own file beside the run's record; `debug_env` adds only NCCL's logging variables to the
+pool's environment, so the parent's switches (NCCL_NVLS_ENABLE=0 on a site that sets it) stay what the
+collectives run with. `make_groups` makes every placement's sub-group and has each run every collective
+once at a small size, so NCCL connects every pair (all_to_all does) while this process logs nothing else:
+the bytes its file grew by between two offsets are that communicator's, and each rank returns those
+offsets with the path of its file. The pytest process keeps them and reads a placement's lines from the
+files itself (`read_lines`), without a call on the workers and without a group of its own: the path is
+read from the very communicators that time the collectives, logged when the pool made them, and nothing
+is logged per call (no TUNING), so the timed loops are not slowed. `debug_env` with the default
+subsystems (TUNING too) is what `wirecheck diagnose`'s probes log with. Parsing is wirecheck.nccl.log's.
 """
 
 from __future__ import annotations
@@ -27,10 +30,6 @@ DEBUG_SUBSYS = "INIT,GRAPH,TUNING,ENV"
 # are INIT|P2P...), never a line per collective call.
 POOL_SUBSYS = "INIT,GRAPH,ENV"
 MAKE_GROUPS_WORKER = "wirecheck.nccl.path:make_groups"
-POOL_LOG_WORKER = "wirecheck.nccl.path:pool_log"
-
-# Worker side: a sub-group's ranks -> the (start, end) byte ranges of this process's NCCL log that are its.
-_SLICES: dict[tuple[int, ...], list[tuple[int, int]]] = {}
 
 
 def debug_env(log_dir: str | Path, subsys: str = DEBUG_SUBSYS) -> dict[str, str]:
@@ -73,11 +72,18 @@ def _connect(ctx: RankContext, ops: list[str], size: int) -> None:
         torch.cuda.synchronize(ctx.device)
 
 
+def group_key(ranks) -> str:
+    """A sub-group's ranks as make_groups keys its log offsets: "0.1.2.3"."""
+    return ".".join(str(r) for r in ranks)
+
+
 def make_groups(ctx: RankContext, groups: list[list[int]], ops: list[str], size: int) -> dict[str, Any]:
     """Worker function, at a pool's start: every sub-group of `groups` made in order (every rank takes part
     in each, wirecheck.workers.subgroups.add), then on each, in the same order, its ranks run every op once
     at `size` so NCCL connects them. The log lines of each step are kept by offset: with one call at a
-    time in this process, what NCCL wrote between two offsets is that communicator's."""
+    time in this process, what NCCL wrote between two offsets is that communicator's. Returns this rank's
+    log file, the byte ranges of each sub-group it is in (`slices`, by group_key) and the NCCL_* variables
+    it ran with."""
     from wirecheck.workers import subgroups
 
     before_any = _log_size()  # the job's own communicator was made at the worker's start
@@ -87,27 +93,26 @@ def make_groups(ctx: RankContext, groups: list[list[int]], ops: list[str], size:
         start = _log_size()
         subgroups.add(ctx, key)
         made[key] = (0, before_any) if len(key) == ctx.world_size else (start, _log_size())
+    slices = {}
     for ranks in groups:
         key = tuple(ranks)
         if ctx.rank not in key:
             continue
         start = _log_size()
         _connect(subgroups.view(ctx, key), ops, size)
-        _SLICES[key] = [made[key], (start, _log_size())]
-    return {"rank": ctx.rank, "groups": len(made), "log_path": _own_log()}
-
-
-def pool_log(ctx: RankContext) -> dict[str, Any]:
-    """Worker function on a pool's sub-group: this rank's NCCL log lines of the sub-group's communicator
-    (what `probe` returns, from the communicator the collectives run on)."""
-    path = _own_log()
-    text = ""
-    if path and os.path.exists(path):
-        with open(path, "rb") as f:
-            parts = []
-            for start, end in _SLICES.get(tuple(ctx.group_ranks or ()), []):
-                f.seek(start)
-                parts.append(f.read(max(0, end - start)).decode("utf-8", errors="replace"))
-        text = "".join(parts)
-    return {"rank": ctx.rank, "pid": os.getpid(), "log_path": path, "text": text,
+        slices[group_key(key)] = [list(made[key]), [start, _log_size()]]
+    return {"rank": ctx.rank, "groups": len(made), "log_path": _own_log(), "slices": slices, "pid": os.getpid(),
             "nccl_env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")}}
+
+
+def read_lines(log_path: str | None, slices: list[list[int]]) -> str:
+    """Parent side: one rank's NCCL log lines of one communicator, the byte ranges of its file make_groups
+    returned for it ("" where NCCL wrote no file)."""
+    if not log_path or not os.path.exists(log_path):
+        return ""
+    parts = []
+    with open(log_path, "rb") as f:
+        for start, end in slices:
+            f.seek(start)
+            parts.append(f.read(max(0, end - start)).decode("utf-8", errors="replace"))
+    return "".join(parts)

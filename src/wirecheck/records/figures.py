@@ -71,6 +71,9 @@ class Figure:
     outcome: str  # its verdict's outcome in that run
     workload: dict | None = None  # training figures: what was trained (shape, micro_batch, precision), where known
     level: str | None = None  # the run's --level (the sustained load's length follows it)
+    # a strategy's throughput: the run's training set (the header's training.set: the runs before it, and the
+    # order they ran in, differ between sets); None in records from before the set
+    training_set: str | None = None
     bound: str = "min"  # min: a floor judges it (higher is better); max: a ceiling (latency)
     trusted: bool = True  # False: its verdict failed for more than its table limit (limit_only)
     unit: str | None = None  # the unit it shows in, where its declaration says it (a GPU figure); None: its kind's
@@ -195,7 +198,8 @@ def run_figures(run: RunRecord, gpu: GpuFigures) -> list[Figure]:
                                int(i.get("n_gpus") or 0)), str(i.get("strategy")), "throughput",
                               float(i["tokens_per_s"]), f"{subject} {i.get('strategy')}", str(i.get("placement")),
                               f"{host} {i.get('placement')} {i.get('strategy')}", models, idents, known, **common,
-                              workload=i.get("workload") or trained.get((i.get("placement"), i.get("strategy")))))
+                              workload=i.get("workload") or trained.get((i.get("placement"), i.get("strategy"))),
+                              training_set=(header.get("training") or {}).get("set")))
         elif check == "single_gpu_training" and i.get("tokens_per_s"):
             subject, known, models, idents = placement_of(i.get("placement"))
             model = str(i.get("gpu_model") or (models[0] if models else "?"))
