@@ -16,7 +16,8 @@ for one gap; averaged over many it is not. What each figure takes:
 - a benchmark round (test_busbw): the gap between two busbw verdicts, less the rounds' wire time;
 - the NCCL path probe, the copy-bandwidth measurement (less its copies) and each strategy run: the
   gap before their measurement line;
-- the session's start (before the first line) and end (after the last: wall_s says).
+- the session's start (before the first line) and end (after the last: wall_s says);
+- the one-GPU training run: its test's seconds in the end line of --single-gpu-runs (a new interpreter).
 Figures that include starting worker processes come from --startup-runs (default: the 2026-12-01b
 runs, the first with the bytecode cache: `import torch` 4.8 -> 1.4 s), and from the other --runs as
 their `without_bytecode_cache` value; the in-group figures from all --runs. The GPU load's phases
@@ -51,6 +52,10 @@ STARTUP_RUNS = [REFERENCE / d / f"run{i}.jsonl" for d in ("wirecheck-2026-12-01b
 GPU_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / p for p in (
     "wirecheck-2026-12-01-health/health.jsonl", "wirecheck-2026-12-01-same/after.jsonl")]
 SPARE_CHECK = PROJECT / "fixtures" / "reference" / "h200-1" / "spare-check-2026-12-02" / "spare_check.log"
+# Whole-suite runs on a 1x H200 node without spare workers (2026-12-02): the one-GPU training run as a new interpreter.
+SINGLE_GPU_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / "spare-times-2026-12-02" / "acceptance" / f"without-{i}.jsonl"
+                   for i in (1, 2)]
+SINGLE_GPU_TEST = "tests/test_strategies.py::test_single_gpu_training["
 OUT = PROJECT / "fixtures" / "unit_costs.yaml"
 NVLINK_CLASSES = ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "pair")
 
@@ -305,8 +310,22 @@ def spare_starts(log: Path) -> dict:
             "from_spare": figure(f"{float(spare):.2f} s", f"median of {spare_all.strip()} s: {how} ({_name(log)})")}
 
 
+def single_gpu_runs(paths: list[Path]) -> dict | None:
+    """The one-GPU training run (test_single_gpu_training: its fresh worker, set-up, warm-up, timed steps), from the
+    seconds the records' end lines give each test (setup, call and teardown); None without such records."""
+    seconds = []
+    for path in paths:
+        end = next((x for x in reversed(read_lines(path)) if x.get("type") == "end"), {})
+        seconds += [s for test, s in (end.get("test_durations_s") or {}).items() if test.startswith(SINGLE_GPU_TEST)]
+    if not seconds:
+        return None
+    return figure(q(statistics.mean(seconds)), f"mean of {len(seconds)} runs ({', '.join(f'{s:.2f}' for s in seconds)} s): "
+                  f"test_single_gpu_training's seconds in the record's end line, its worker a new interpreter (no spare "
+                  f"workers) ({', '.join(_name(p) for p in paths)})")
+
+
 def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: Path, gpu_paths: list[Path],
-           spare_check: Path | None = SPARE_CHECK) -> dict:
+           spare_check: Path | None = SPARE_CHECK, single_gpu_paths: list[Path] = ()) -> dict:
     th = load_thresholds(thresholds_path)
     settings = th.collective_settings(False)
     runs = [Run(p, settings) for p in runs_paths]
@@ -400,6 +419,7 @@ def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: P
                    for (w, strategy), gaps in sorted(training.items()) if w == wire}
             for wire in ("nvlink", "host_path")
         },
+        **({"single_gpu_run": one} if (one := single_gpu_runs(list(single_gpu_paths))) else {}),
         "gpu_health": gpu,
         **({"spare_workers": spare_starts(spare_check)} if spare_check is not None else {}),
     }
@@ -423,11 +443,15 @@ def main(argv: list[str] | None = None) -> int:
                         "(default: the 1x H200 GPU health runs of 2026-12-01); none: the GPU health probe's figures")
     parser.add_argument("--spare-check", type=Path, default=SPARE_CHECK, help="scripts/device/spare_check.py's log "
                         f"(default {_name(SPARE_CHECK)})")
+    parser.add_argument("--single-gpu-runs", nargs="*", type=Path, default=SINGLE_GPU_RUNS, help="whole-suite records "
+                        "whose one-GPU training ran in a new interpreter (default: the 1x H200 runs without spare workers "
+                        "of 2026-12-02); none: priced as the reference strategy's 2-GPU run")
     parser.add_argument("--thresholds", type=Path, default=PROJECT / "thresholds.yaml")
     parser.add_argument("--write", nargs="?", const=OUT, type=Path, default=None, metavar="PATH",
                         help=f"write the YAML there (default {_name(OUT)}) instead of printing it")
     args = parser.parse_args(argv)
-    text = HEADER + yaml.safe_dump(derive(args.runs, args.startup_runs, args.thresholds, args.gpu_runs, args.spare_check), sort_keys=False, width=120,
+    text = HEADER + yaml.safe_dump(derive(args.runs, args.startup_runs, args.thresholds, args.gpu_runs, args.spare_check,
+                                             args.single_gpu_runs), sort_keys=False, width=120,
                                    allow_unicode=True)
     if args.write:
         args.write.write_text(text)

@@ -147,3 +147,23 @@ def test_the_run_header_names_each_gpu_by_uuid_and_serial(monkeypatch):
 
     nv.nvmlDeviceGetSerial = broken  # a driver that cannot answer it: the run goes on, the UUID names the GPU
     assert [g["serial"] for g in topology_fields(read_topology())["gpus"]] == [None, None]
+
+
+def test_a_strategy_figure_is_compared_with_runs_of_its_own_training_set_only():
+    """A strategy's throughput on a placement is held to runs that trained the same set (the header's
+    training.set): another set ran other runs before it. A record from before the set is compared as before."""
+    from wirecheck.checks.history import history_inputs
+    from wirecheck.records.figures import Figure
+
+    def night(day: int, training_set: str | None) -> Figure:
+        return Figure(("training", "throughput_floors", "nvl_quad", "ddp", 4), "ddp", "throughput", 1.0e5,
+                      "placement nvl_quad-4gpu-0.1.2.3 on serial 1, serial 2", "nvl_quad-4gpu-0.1.2.3",
+                      "node nvl_quad-4gpu-0.1.2.3 ddp", ("NVIDIA H200 NVL",), ("serial 1", "serial 2"), True, "node",
+                      f"2026-11-{day:02d}T02:00:00+00:00", f"night-{day}.jsonl", "pass", level="acceptance",
+                      training_set=training_set)
+
+    past = [night(10, None), night(11, "all"), night(12, "all"), night(13, "selected")]
+    compared = history_inputs(night(20, "selected"), past, 10)["history"]
+    assert [h["record"] for h in compared] == ["night-10.jsonl", "night-13.jsonl"]
+    assert [h["record"] for h in history_inputs(night(20, "all"), past, 10)["history"]] == [
+        "night-10.jsonl", "night-11.jsonl", "night-12.jsonl"]

@@ -140,6 +140,39 @@ def test_spare_workers_save_what_of_their_import_they_had_time_for(thresholds):
     assert plans["on"].total_s < plans["off"].total_s
 
 
+def test_the_nccl_path_is_read_from_the_pools_log_and_a_pool_starts_only_for_an_environment_none_ran(thresholds):
+    """On the pool, a path read costs its test's pytest share and starts nothing where a pool of the placement's
+    environment ran before (it logged the communicator at its start); forced_pcie's read before any of its pool
+    starts one. A record from before the pool priced each probe as a fresh group of its own."""
+    costs = load_unit_costs()
+    tests = ["tests/test_collectives.py::test_result_correct[nvswitch-2gpu-0.1-all_reduce]",
+             "tests/test_nccl_path.py::test_nccl_path[nvswitch-2gpu-0.1]",
+             "tests/test_nccl_path.py::test_nccl_path[forced_pcie-2gpu-0.1]"]
+    pooled = predict(tests, {**HEADER, "workers": "pool"}, thresholds, costs, "acceptance", work=suite_work("acceptance"))
+    collective, read, forced = pooled.groups
+    assert read.work == {model.K_TEST: 1, model.K_READ: 1} and read.total_s == pytest.approx(costs.per_test_s)
+    assert list(read.uses) == ["test_result_correct nvswitch 2gpu"]  # the pool it started logged the communicator
+    assert forced.work == {model.K_TEST: 1, model.K_START: 1, model.K_READ: 1}  # no forced_pcie pool ran yet
+    before = predict(tests, HEADER, thresholds, costs, "acceptance", work=suite_work("acceptance"))
+    assert before.groups[1].seconds[model.K_PROBE] == pytest.approx(costs.nccl_probe_s)
+
+
+def test_one_gpu_alone_is_priced_at_its_own_figure(thresholds):
+    costs = load_unit_costs()
+    assert costs.single_gpu_s is not None and costs.single_gpu_s < costs.training("nvlink", "ddp")
+    header = {"fabric": "pcie", "gpus": [{"index": 0}], "matrix": [["X"]],
+              "placements": [{"id": "single-1gpu-0", "class": "single", "gpus": [0]}]}
+    tests = ["tests/test_strategies.py::test_single_gpu_training[single-1gpu-0]",
+             "tests/test_collectives.py::test_busbw[none-all_reduce]"]  # a one-GPU node: no placement, it skips
+    plan = predict(tests, header, thresholds, costs, "acceptance", work=suite_work("acceptance"))
+    single, busbw = plan.groups
+    assert single.seconds[model.K_RUN] == pytest.approx(costs.single_gpu_s)
+    assert busbw.skips and busbw.total_s == pytest.approx(costs.per_test_s)
+    without = dataclasses.replace(costs, single_gpu_s=None)
+    assert predict(tests[:1], header, thresholds, without, "acceptance", work=suite_work("acceptance")).groups[0].seconds[
+        model.K_RUN] == pytest.approx(costs.training("nvlink", "ddp"))
+
+
 class _NoFloorFor:
     """The shipped thresholds, except that `op` has no busbw floor anywhere (a new op whose floors are
     still to be measured)."""

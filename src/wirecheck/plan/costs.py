@@ -14,7 +14,7 @@ from wirecheck.core.paths import suite_paths
 from wirecheck.vocab.ops import OPS
 from wirecheck.vocab.placements import CLASSES
 from wirecheck.thresholds.yaml_reader import _At, _read_yaml
-from wirecheck.vocab.strategies import NAMES
+from wirecheck.vocab.strategies import NAMES, REFERENCE
 
 NVLINK, HOST_PATH = "nvlink", "host_path"  # the wire a strategy run's figure was taken on
 FIX = "make the file again: .venv/bin/python scripts/unit_costs.py --write"
@@ -45,7 +45,14 @@ class UnitCosts:
     # What a worker start saves from a spare worker that finished importing torch (wirecheck.workers.spares): a
     # start as a new interpreter less one from a spare, measured together; None where the file has no figure.
     spare_saving_s: float | None = None
+    # One GPU alone training (test_single_gpu_training) in a new interpreter; None where the file has no figure (then
+    # priced as the reference strategy's run on NVLink).
+    single_gpu_s: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict)  # key path -> where the figure came from
+
+    def single_gpu(self) -> float:
+        """One GPU alone training; without its own figure, the reference strategy's run on NVLink."""
+        return self.single_gpu_s if self.single_gpu_s is not None else self.training(NVLINK, REFERENCE)
 
     def training(self, wire: str, strategy: str) -> float:
         """A strategy run on `wire`; a strategy without a figure costs the slowest recorded one."""
@@ -76,7 +83,7 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
     root = _At(str(path), (), _read_yaml(path))
     top = root.fields("unit costs", required={k: "..." for k in (
         "records", "startup_records", "gpu_load_records", "session", "per_test", "worker_group_start", "collective", "nccl_path_probe",
-        "copy_bandwidth", "training", "gpu_health")}, optional={"spare_workers": "{new_interpreter: ..., from_spare: ...}"})
+        "copy_bandwidth", "training", "gpu_health")}, optional={"spare_workers": "{new_interpreter: ..., from_spare: ...}", "single_gpu_run": '{value: "6.9 s", source: ...}'})
     sources: dict[str, str] = {}
     session = top["session"].fields("session costs", required={"start": "...", "end": "..."})
     collective = top["collective"].fields("collective costs", required={
@@ -127,6 +134,7 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
         gpu_memory_pass_s=_figure(gpu["memory_pass"], "time", sources),
         gpu_sustained_extra_s=_figure(gpu["sustained_beyond_duration"], "time", sources),
         spare_saving_s=spare_saving,
+        single_gpu_s=_figure(top["single_gpu_run"], "time", sources) if "single_gpu_run" in top else None,
         sources=sources,
     )
 

@@ -9,7 +9,8 @@ the GPU load's phases. A test costs pytest's per-test share plus what it is the 
   count; the thresholds' floor otherwise, so a count without a record is priced at its floor; on
   NVLink without either, the narrowest pair's NV# x the measured busbw per link), and a worker
   group's start when the shared group was on another placement;
-- test_busbw's benchmark rounds; an NCCL path probe; the copy-bandwidth measurement (a start, host
+- test_busbw's benchmark rounds; NCCL's path (read from the pool's logs: a pool start where none of its
+  environment ran yet; before the pool, a probe in a group of its own); the copy-bandwidth measurement (a start, host
   copies per GPU, peer copies per NVLink pair at the pair's NV#); a strategy run (its recorded run
   on that wire, whatever the GPU count: see README; one GPU alone as the reference strategy's run);
   the GPU load's phases (figures, the level's sustained duration, the level's memory passes); a burn-in's
@@ -46,9 +47,9 @@ from wirecheck.vocab.work import (ALL_RUNS, BENCHMARK, BURN_IN_LOOP, COPIES, FIG
 # The id a test gets where the topology has no placement of its classes (fixtures/placements.py): it skips.
 NO_PLACEMENT = "none"
 # Kinds of work, for each group's line and the summary by kind.
-K_TEST, K_START, K_SIZE, K_ROUND, K_PROBE, K_COPY, K_RUN, K_GPU, K_BURN = (
+K_TEST, K_START, K_SIZE, K_ROUND, K_PROBE, K_READ, K_COPY, K_RUN, K_GPU, K_BURN = (
     "pytest's share", "worker group starts", "collective sizes", "benchmark rounds", "NCCL path probes",
-    "copy-bandwidth measurements", "strategy runs", "GPU load phases", "burn-in rounds")
+    "NCCL path reads", "copy-bandwidth measurements", "strategy runs", "GPU load phases", "burn-in rounds")
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,10 @@ class _Walk:
         # The live group: the pool's environment (a placement's extra env, sorted), or before the pool the
         # placement id of the shared group; None while none runs.
         self.pool: tuple | str | None = None
+        # Each pool environment a pool of the run has started with, and the group that started it first: a pool
+        # makes and logs the communicator of every placement of its environment the run uses at its start, and the
+        # NCCL path is read from those logs (tests/test_nccl_path.py).
+        self.logged: dict[tuple, Group] = {}
         self.gpu_module: str | None = None  # before the pool: the module whose GPU load group is up
         self.gpu_phases: set = set()
         self.group: Group | None = None
@@ -237,6 +242,8 @@ class _Walk:
         if self.pool != env:
             self._add(K_START, self.costs.group_start_s - self.started())
             self.pool = env
+            if self.pooled:
+                self.logged.setdefault(env, self.group)
 
     def sweep(self, p: Placement | None, op: str, floor_only: bool = False) -> None:
         if p is None or not self._first(("sweep", p.id, op, floor_only)):
@@ -254,13 +261,22 @@ class _Walk:
         self._add(K_ROUND, s.benchmark_rounds * one, s.benchmark_rounds)
 
     def probe(self, p: Placement | None) -> None:
-        """NCCL's path, read from the pool's own communicators (logged at the pool's start); before the pool,
-        a probe in a fresh group of its own, which closed the shared one."""
-        if self.pooled and p is not None:
-            self.shared(p)
-        elif not self.pooled:
+        """NCCL's path. On the pool: read by the pytest process from the log a pool of the run wrote when it made the
+        placement's communicator at its start (no call, no group of its own: its cost is the test's pytest share);
+        the pool starts here only where none of the placement's environment has yet. Before the pool: a probe in a
+        fresh group of its own, which closed the shared one."""
+        if not self.pooled:
             self.pool = None
-        self._add(K_PROBE, self.costs.nccl_probe_s)
+            self._add(K_PROBE, self.costs.nccl_probe_s)
+            return
+        if p is None:
+            return
+        env = tuple(sorted(p.env.items()))
+        if env not in self.logged:
+            self.shared(p)
+        elif self.logged[env] is not self.group:
+            self.group.uses.setdefault(self.logged[env].name, None)
+        self._add(K_READ, 0.0)
 
     def copies(self) -> None:
         if not self._first(("copies",)):
@@ -281,12 +297,13 @@ class _Walk:
         return int(cell[2:]) if cell.startswith("NV") and cell[2:].isdigit() else 1
 
     def run(self, p: Placement | None, strategy: str, single: bool = False) -> None:
-        """A strategy run in fresh workers; `single`: one GPU alone, no process group (no record of
-        one yet: priced as the reference strategy's run on NVLink, its own one-GPU baseline included)."""
+        """A strategy run in fresh workers; `single`: one GPU alone, no process group (its own figure, else priced
+        as the reference strategy's run on NVLink)."""
         if p is None or not self._first(("single" if single else "run", p.id, strategy)):
             return
         self.pool = None  # each strategy runs in fresh workers; the shared group is closed first
-        self._add(K_RUN, self.costs.training(NVLINK if single or p.nvlink else HOST_PATH, strategy) - self.started())
+        seconds = self.costs.single_gpu() if single else self.costs.training(NVLINK if p.nvlink else HOST_PATH, strategy)
+        self._add(K_RUN, seconds - self.started())
 
     def gpu_phase(self, module: str, phase: str) -> None:
         """A GPU load phase, on the pool without an environment of its own (started here when not running);
@@ -298,6 +315,8 @@ class _Walk:
         started = self.pool == () if self.pooled else bool(self.gpu_phases)
         self.gpu_phases.add(phase)
         self.pool = () if self.pooled else None
+        if self.pooled:
+            self.logged.setdefault((), self.group)
         g, c, level = self.th.gpu_health.settings(False), self.costs, thresholds_key(self.level)
         start = 0.0 if started else c.group_start_s
         saved = 0.0 if started else self.started()
@@ -408,7 +427,7 @@ def predict(tests, header: dict, thresholds, costs: UnitCosts, level: str, sourc
         declared = work.get(t.function) or {}
         if declared.get("opt_in"):
             group.skips = declared["opt_in"]
-        elif p is None and t.params == (NO_PLACEMENT,):
+        elif p is None and t.params[:1] == (NO_PLACEMENT,):  # none-all_reduce too: the op after it
             group.skips = "skipped: no placement of its classes on this topology"
         else:
             walk.test(t, tuple(declared.get("work") or ()))

@@ -7,6 +7,7 @@ from wirecheck.plan.model import K_TEST, Group, Plan
 
 SINGULAR = {"worker group starts": "worker group start", "collective sizes": "collective size",
             "benchmark rounds": "benchmark round", "NCCL path probes": "NCCL path probe",
+            "NCCL path reads": "NCCL path read",
             "copy-bandwidth measurements": "copy-bandwidth measurement", "strategy runs": "strategy run",
             "GPU load phases": "GPU load phase", "ops": "op", "strategies": "strategy", "GPUs": "GPU",
             "variants": "variant", "placements": "placement"}
