@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import types
 
+import pytest
 import torch
 
 from wirecheck.gpu import gemm, memory_pattern, worker
@@ -75,3 +76,44 @@ def test_the_memory_test_covers_its_share_and_names_the_first_bad_word(monkeypat
     address = bad["patterns"][-1]
     assert address["mismatched_words"] == 3  # one per chunk after the first
     assert address["first_bad_offset"] == 2**20 + 10 * 8
+
+
+def test_on_a_device_the_last_window_ends_with_the_duration_not_a_window_past_it(monkeypatch):
+    """The device runs queued products while the host waits on the window before (a simulated device at 1000
+    products/s and its clock): the last window is sized to the time left, so the load ends with the duration, where
+    a last full window would run up to a whole window (1 s) past it."""
+    from wirecheck.gpu import sustained
+
+    class Clock:
+        now = 100.0
+
+        def time(self):
+            return self.now
+
+    clock, rate, queued = Clock(), 1000.0, []
+    device_free = [clock.now]  # when the simulated device has done everything queued so far
+
+    def queue(a, b, ref, out, products, check_every, watch, host):
+        start = max(clock.now, device_free[0])
+        device_free[0] = start + products / rate
+        queued.append(products)
+        return types.SimpleNamespace(products=products, start=start, end=device_free[0])
+
+    def finish(w, watch, n):
+        clock.now = max(clock.now, w.end)
+        return {"t0": w.start, "t1": w.end, "products": w.products, "seconds": w.end - w.start,
+                "flops_per_s": 1.0, "checked": 0, "mismatched_results": 0, "mismatched_elements": 0}, None
+
+    monkeypatch.setattr(sustained, "time", clock)
+    monkeypatch.setattr(sustained, "queue_window", queue)
+    monkeypatch.setattr(sustained, "finish_window", finish)
+    monkeypatch.setattr(sustained, "Stopwatch", lambda device: types.SimpleNamespace(cuda=True))
+    monkeypatch.setattr(sustained, "gemm", types.SimpleNamespace(
+        reference=lambda n, seed, device: {"a": None, "b": None, "ref": None, "out": None, "nonfinite": 0},
+        digest=lambda ref: "d"))
+    out = sustained.run(torch.device("cpu"), n=8, duration_s=10.0, window_s=1.0, check_every=8, seed=0)
+    end = out["windows"][-1]["t1"] - out["began"]
+    assert 10.0 <= end < 10.05, (end, queued)  # a last full window would end up to 11 s
+    assert sum(queued) == pytest.approx(10.0 * rate, abs=16)
+    full = full_windows(out)
+    assert full and all(w["seconds"] >= 0.5 for w in full)  # a short last window is left out of the figure

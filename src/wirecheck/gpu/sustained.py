@@ -1,5 +1,7 @@
 """A sustained GEMM load on one GPU, in a worker: products back to back for `duration_s`,
 TFLOP/s per window, every `check_every`-th product compared with the reference on the device.
+The last window is sized to end with the duration (at the rate of the window before it), not a whole
+window past it; a short one is left out of the figure (inputs.full_windows), as the first ones are.
 
 The GPU never waits for the host: window w+1 is queued before the host waits for window w's
 end, so the load is continuous while each window's time is read from its own CUDA events.
@@ -90,9 +92,14 @@ def run(device: torch.device, n: int, duration_s: float, window_s: float, check_
     end_at = began + duration_s
     pending: Window | None = None
     turn = 0
+    rate = None  # products per second of the last finished window, its comparisons included
+    busy_until = began  # when the products queued on the device should be done: a new window starts then
     while pending is not None or time.time() < end_at:
         queued = None
-        if time.time() < end_at:
+        start = max(time.time(), busy_until)
+        if start < end_at:
+            if rate:  # the last window ends with the duration, not up to a window past it
+                products = max(check_every, min(products, int((end_at - start) * rate) // check_every * check_every))
             queued = queue_window(a, b, ref, out, products, check_every, watch, hosts[turn % 2])
             turn += 1
         if pending is not None:
@@ -101,6 +108,9 @@ def run(device: torch.device, n: int, duration_s: float, window_s: float, check_
                 first_mismatch = {"window": len(windows), "index": first, "row": first // n, "col": first % n}
             windows.append(window)
             products = next_products(window, window_s, check_every)
+            rate = window["products"] / window["seconds"] if window["seconds"] > 0 else rate
+            # the window queued now started as this one ended (on a CPU it ran as it was queued)
+            busy_until = time.time() + (queued.products / rate if queued is not None and rate and watch.cuda else 0.0)
         pending = queued
     return {
         "n": n,
