@@ -23,6 +23,7 @@ from wirecheck.plan.collect import collect, from_record
 from wirecheck.plan.costs import load_unit_costs
 from wirecheck.plan.model import predict
 from wirecheck.thresholds.file import load_thresholds
+from wirecheck.training.selection import ALL, DEFAULT_SET, SELECTED, TRAINING_SETS
 
 NAME = "plan"
 PROG = f"wirecheck {NAME}"
@@ -45,6 +46,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--level", choices=LEVELS, default=DEFAULT_LEVEL, help=f"the level to plan (default {DEFAULT_LEVEL})")
     parser.add_argument("--duration", metavar="DURATION", help=f"a {BURN_IN}'s duration (its tests are priced for one "
                         "pass either way)")
+    parser.add_argument("--training", choices=TRAINING_SETS, default=DEFAULT_SET, help="where the strategies train, "
+                        f"as the suite's --training: {SELECTED} (default) or {ALL} (every strategy on every training "
+                        "placement)")
     parser.add_argument("--thresholds", metavar="PATH", help="thresholds file (run settings: sizes, iterations, "
                         "durations); default: the suite's")
     parser.add_argument("--unit-costs", metavar="PATH", help="unit costs file; default: the suite's "
@@ -87,6 +91,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
             return _records(args, thresholds, costs)
         simulate = _topology_of(args, thresholds)
         options = ["--thresholds", args.thresholds] if args.thresholds else []
+        options += ["--training", args.training]
         if args.level == BURN_IN:
             options += ["--duration", args.duration or NOMINAL_BURN_IN]
         elif args.duration:
