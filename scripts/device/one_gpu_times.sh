@@ -22,7 +22,9 @@ status=$?
 {
   echo "== the runs, each level's spread (min / median / max, spread of the median)"
   python3 "$ROOT/scripts/device/level_spread.py" "$OUT" || status=1
-  echo "== beside $BEFORE (before: 2026-12-02, without spare workers)"
+  echo "== before: $BEFORE (2026-12-02, without spare workers), its spread"
+  python3 "$ROOT/scripts/device/level_spread.py" "$BEFORE"
+  echo "== before beside after: every test's outcome in every run, each figure's median"
   python3 "$ROOT/scripts/device/same_verdicts.py" "$BEFORE" "$OUT" || status=1
   echo "== wirecheck plan --record: the time model's prediction beside each record's own seconds"
   venv=$(ls -d /tmp/wirecheck-fresh.*/wirecheck/.venv 2>/dev/null | head -1)
