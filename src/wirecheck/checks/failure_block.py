@@ -7,6 +7,7 @@ report (fixtures/last_screen.py), so pytest's terminal, its short summary and --
       source    selftest: raised
       means     the GPUs of this placement move data slower than their fabric allows
       to do     compare `wirecheck topo` with the expected wiring ...
+      code      WC2021 (docs/failure-codes.md)
       detail    all_reduce busbw at 1 GiB on nvswitch-2gpu-0.1: measured 1.2 GB/s < floor 5000.0 GB/s (...)
 
 The numbers are the verdict's own (as recorded), written by wirecheck.core.render in the check's own format
@@ -47,6 +48,8 @@ def render(verdict: Verdict, test: str | None = None) -> list[str]:
         field("source", verdict.source)
     field("means", advice.means)
     field("to do", advice.todo)
+    if verdict.code:
+        field("code", f"{verdict.code} (docs/failure-codes.md)")
     field("detail", verdict.message.strip())
     if test:
         field("test", test)

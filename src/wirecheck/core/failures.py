@@ -68,6 +68,9 @@ class GroupFailure:
     deadline_s: float | None = None
     deadline_note: str = ""  # how the deadline was set (expected time, floor, minimum)
     log_dir: str | None = None  # where the ranks' logs are kept
+    # NCCL RAS's reading taken before the group was killed (wirecheck.workers.ras: its communicators, the
+    # dead or unresponsive ranks by host, pid and GPU), or why it was not read; None: not asked.
+    ras: dict | None = None
     message: str = field(default="", compare=False)
 
     @property

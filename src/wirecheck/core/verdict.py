@@ -19,7 +19,7 @@ import copy
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from wirecheck.core import render
+from wirecheck.core import failure_codes, render
 
 # warn: nothing failed but the check has something to say (a GPU far from every NIC); it passes the
 # test and the run, never drains a node, and is counted and shown apart from the passes.
@@ -89,8 +89,15 @@ class Verdict:
     def skipped(self) -> bool:
         return self.outcome == SKIP
 
+    @property
+    def code(self) -> str | None:
+        """The stable failure code of this check and outcome (wirecheck.core.failure_codes: WC2021 for a
+        failed busbw); None for a pass, a skip, or a check the table does not know. Derived, never stored
+        apart: a record's `code` is written from it, and read back it is derived again."""
+        return failure_codes.code(self.check, self.outcome)
+
     def as_record(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "code": self.code}
 
     @classmethod
     def from_record(cls, rec: dict) -> "Verdict":

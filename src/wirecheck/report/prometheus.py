@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 from wirecheck.report.model import RunView
+from wirecheck.core import failure_codes
 from wirecheck.core.verdict import OUTCOMES
 
 
@@ -70,12 +71,18 @@ def families(view: RunView) -> list[Family]:
     verdicts = Family("wirecheck_verdicts", f"Number of verdicts of the run by outcome ({', '.join(OUTCOMES)})")
     for outcome_, n in view.verdict_counts.items():
         verdicts.add(n, outcome=outcome_)
-    failed_checks = Family("wirecheck_check_failures", "Failed verdicts of the run per check")
-    per_check: dict[str, int] = {}
-    for v in view.failures:
-        per_check[v.get("check") or "?"] = per_check.get(v.get("check") or "?", 0) + 1
-    for name, n in sorted(per_check.items()):
-        failed_checks.add(n, check=name)
+    failed_checks = Family("wirecheck_check_failures",
+                           "Failed verdicts of the run per check and its stable failure code (docs/failure-codes.md)")
+    warned_checks = Family("wirecheck_check_warnings",
+                           "Warned verdicts of the run per check and its stable failure code (docs/failure-codes.md)")
+    for family, outcome_ in ((failed_checks, "fail"), (warned_checks, "warn")):
+        per_check: dict[tuple, int] = {}
+        for v in view.verdicts:
+            if v.get("outcome") == outcome_:
+                key = (v.get("check") or "?", failure_codes.code(v.get("check"), outcome_) or "")
+                per_check[key] = per_check.get(key, 0) + 1
+        for (name, code), n in sorted(per_check.items()):
+            family.add(n, check=name, code=code)
 
     busbw = Family("wirecheck_busbw_bytes_per_second",
                    "Collective bus bandwidth (nccl-tests convention) per placement, op and message size, bytes per second")
@@ -136,7 +143,7 @@ def families(view: RunView) -> list[Family]:
         single.add(one.tokens_per_s, placement=placement)
         single_mfu.add(one.mfu, placement=placement)
 
-    out = [run, simulated, stamp, complete, duration, verdicts, failed_checks, busbw, algbw, tokens, state, predicted,
+    out = [run, simulated, stamp, complete, duration, verdicts, failed_checks, warned_checks, busbw, algbw, tokens, state, predicted,
            peak, mfu, scaling, single, single_mfu, copies, pcie_gen, pcie_width, nccl, growth, *gpu_families(view)]
     return [f for f in out if f.samples]
 

@@ -9,14 +9,16 @@ import dataclasses
 
 from wirecheck.core import failures as F
 from wirecheck.core.failures import GroupFailure, RankFailure
+from wirecheck.workers import ras_report
 from wirecheck.workers.deadlines import Deadline
 from wirecheck.workers.evidence import STDERR_TAIL_LINES
 from wirecheck.workers.watch import Grace, Replies
 
 
 def group_failure(call: Replies, stacks: dict[int, str], *, label: str, what: str, phase: str,
-                  deadline: Deadline | None, grace: Grace, log_dir: str) -> GroupFailure:
-    """The failure of `call`; `stacks`: the silent ranks (running, never replied) and their dumps.
+                  deadline: Deadline | None, grace: Grace, log_dir: str, ras: dict | None = None) -> GroupFailure:
+    """The failure of `call`; `stacks`: the silent ranks (running, never replied) and their dumps;
+    `ras`: NCCL RAS's reading taken before the kill (wirecheck.workers.ras), or None when not asked.
     The silent ranks are added to `call.failed` as hung."""
     # A hang alone waited the whole deadline; after another rank's failure, only the grace.
     waited = deadline.seconds if deadline is not None and not call.failed else None
@@ -30,7 +32,7 @@ def group_failure(call: Replies, stacks: dict[int, str], *, label: str, what: st
     failure = GroupFailure(
         label=label, what=what, phase=phase, root=ranks[0], ranks=tuple(ranks),
         replied=tuple(sorted(call.values)), deadline_s=deadline.seconds if deadline else None,
-        deadline_note=deadline.note if deadline else "", log_dir=log_dir,
+        deadline_note=deadline.note if deadline else "", log_dir=log_dir, ras=ras,
     )
     return dataclasses.replace(failure, message=message(failure, grace))
 
@@ -71,6 +73,8 @@ def message(failure: GroupFailure, grace: Grace) -> str:
     for r in hung:
         lines.append(f"--- rank {r.rank} (pid {r.pid}) ---")
         lines.append(_indent(r.evidence))
+    if failure.ras is not None:
+        lines.extend(ras_report.lines(failure.ras))
     lines.append(f"logs of every rank kept in {failure.log_dir}")
     return "\n".join(lines)
 

@@ -30,7 +30,7 @@ from typing import Any
 from wirecheck.core import failures as F
 from wirecheck.core.failures import GroupFailure
 from wirecheck.core.safefs import make_dirs
-from wirecheck.workers import evidence, failure_report, protocol, spares, spawn, teardown, watch
+from wirecheck.workers import evidence, failure_report, protocol, ras, spares, spawn, teardown, watch
 from wirecheck.workers.deadlines import Deadline
 from wirecheck.workers.errors import (
     WorkerCallError,
@@ -74,6 +74,9 @@ class WorkerGroup:
     DeepSpeed initialise it themselves). `log_dir`: where the ranks' logs go (a folder per group);
     default: the system's temporary directory. `use_spares`: ranks may be the run's spare workers, which
     imported torch already (wirecheck.workers.spares), where one may take a rank's environment.
+    `ras_evidence`: ask NCCL's RAS about the group's communicators when a call hangs, a rank dies or a collective
+    fails, before the group is killed (its reading goes into the failure); None: on the nccl backend only
+    (gloo has no RAS: the failure says so).
     """
 
     # How long the other ranks may still answer after one rank raised: a rank that raised no longer
@@ -84,6 +87,9 @@ class WorkerGroup:
     death_grace_s = 1.0
     # How long a SIGUSR1'd rank gets to write its stack dump.
     stack_dump_wait_s = 1.0
+    # How long a failure waits for NCCL RAS's reading before the group is killed (RAS gathers for
+    # wirecheck.workers.ras.GATHER_S of it).
+    ras_wait_s = ras.GATHER_S + ras.MARGIN_S
     close_timeout_s = 5.0
 
     def __init__(
@@ -97,6 +103,7 @@ class WorkerGroup:
         start_timeout_s: float = 120,
         log_dir: str | os.PathLike | None = None,
         use_spares: bool = True,
+        ras_evidence: bool | None = None,
     ):
         if backend not in BACKENDS:
             raise ValueError(f"WorkerGroup {label!r}: backend {backend!r} is not one of {BACKENDS}")
@@ -114,6 +121,7 @@ class WorkerGroup:
         self.env = dict(env or {})
         self.join_process_group = join_process_group
         self.use_spares = use_spares
+        self.ras_evidence = backend == "nccl" if ras_evidence is None else ras_evidence
         self.info: list[dict[str, Any]] = []  # per rank, from the worker: pid, port, torch, device, NCCL (spare: its import)
         self.start_s: float | None = None  # seconds from the first rank's spawn to the last one's ready
         self.spawned_at: float | None = None  # wall clock: the spawn began (the ranks' info says when each started)
@@ -188,6 +196,12 @@ class WorkerGroup:
             raise WorkerGroupDead(f"{what} on {label}: could not send the call to rank {rank}: {exc}",
                                   label=label, what=what) from exc
         return self._collect(self._seq, what, deadline, F.CALL)
+
+    def ask_ras(self) -> dict:
+        """NCCL RAS's status as the group's ranks see it (the address their environment gives), while they
+        run: its communicators and any dead or unresponsive rank (wirecheck.workers.ras)."""
+        reading = ras.ask_status({**os.environ, **self.env}, self.ras_wait_s)
+        return {**reading, "group_pids": self.pids}
 
     def start_record(self) -> dict | None:
         """How this group started, for a record: its seconds, and per rank whether it was a spare worker (its
@@ -271,13 +285,16 @@ class WorkerGroup:
         """Dump the silent ranks' stacks, kill the group, and build the failure and its message."""
         silent = call.silent()
         stacks = evidence.dump_stacks(self._ranks, silent, self.stack_dump_wait_s) if silent else {}
+        # RAS lives in the ranks' own processes: it is asked before they are killed.
+        reading = (self.ask_ras() if self.ras_evidence else
+                   ras.not_read(f"not asked: the {self.backend} backend has no NCCL RAS"))
         consistent = phase == F.CALL and not silent and all(f.kind == F.RAISED for f in call.failed.values())
         if not consistent:
             self._kill(f"{what} failed" if call.failed else f"{what} did not finish")
         # else: every rank answered (some with an error): the group is still in step and usable.
         self.failure = failure_report.group_failure(  # also keeps the logs at close, the message names them
             call, stacks, label=self._call_label, what=what, phase=phase, deadline=deadline, grace=self._grace(),
-            log_dir=self.log_dir)
+            log_dir=self.log_dir, ras=reading)
         return error_for(self.failure, call.values)
 
     # ---- teardown -----------------------------------------------------------------------------
