@@ -64,3 +64,26 @@ def test_nccl_path(node, worker_pool, placement, reporter, record):
         evidence={k: summary[k] for k in ("connections", "path_types", "info_lines")} if summary else None,
         simulated=node.simulated, error=error))
     assert verdict.ok, verdict.message
+
+
+def _pool_placement(node):
+    """The placement the run's pool starts for: the first collective placement without an environment of its own."""
+    return next((p for p in node.placements if p.klass in COLLECTIVE_CLASSES and not p.env), None)
+
+
+# NCCL RAS's readiness diagnostics (NCCL >= 2.31) over the pool's communicators: a warn, beside the inventory,
+# where the ranks differ in driver, ECC, NVLinks or NCCL_* settings; an older NCCL says it has none (a skip).
+@pytest.mark.work(PROBE)
+def test_nccl_ras_readiness(node, worker_pool, reporter, record):
+    """The ranks of the run's NCCL job agree in GPU inventory, driver, ECC, NVLinks and NCCL_* settings (RAS)."""
+    placement = None if node.simulated else _pool_placement(node)
+    reading = None
+    if placement is not None:
+        try:
+            reading = worker_pool.ras_diagnostics(placement)
+        except WorkerError as exc:
+            worker_pool.failed(placement, exc)
+            reading = {"answered": False, "absent": f"the pool did not start: {exc}"}
+        reporter.measurement(Measurement(kinds.NCCL_RAS, None, "NCCL RAS readiness", None, None, reading))
+    verdict = record(checks.nccl_ras.ras_readiness(node.thresholds, reading=reading, simulated=node.simulated))
+    assert verdict.ok, verdict.message

@@ -54,6 +54,12 @@ ADVICE: dict[str, Advice] = {
         "disabled)",
         "read the NCCL line quoted above; check NCCL_P2P_* and NCCL_SHM_* in the environment, peer access "
         "(`nvidia-smi topo -p2p r`) and the container's IPC settings"),
+    "diagnosis": Advice(
+        "the follow-up probes of a failure named the part behind it (found), or the failure came back and no probe "
+        "singled out a part (not localized)",
+        "act on the part named (the GPU, the pair's link, the NVLink, the slot) with its evidence above; not "
+        "localized: keep the node drained and run `wirecheck diagnose RUN.jsonl --run` again, then NVIDIA's field "
+        "diagnostics"),
     "measurement_completed": Advice(
         "the measurement itself broke (a rank hung, raised or died): nothing could be judged",
         "read the ranks' stacks and logs named above; a hang on one wire only points at its link or GPU"),

@@ -172,3 +172,34 @@ def issued() -> list[tuple[str, str, str]]:
     """Every code the table gives, (code, check, kind), in code order: the ledger's lines."""
     out = [(code(check, kind), check, kind) for check in TABLE for kind in KINDS]
     return sorted(out)
+
+
+def ledger_problems(ledger: list[str]) -> list[str]:
+    """Where the table breaks the ledger of codes ever issued (lines `CODE CHECK KIND`): a code gone, given to
+    another check or kind (reused or renamed), or a code the table gives that the ledger does not hold yet."""
+    problems, listed = [], set()
+    for line in ledger:
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) != 3:
+            problems.append(f"ledger line {line!r}: give `CODE CHECK KIND`")
+            continue
+        given, check, kind = parts
+        listed.add(given)
+        number = int(given[len(PREFIX):-1]) if given[len(PREFIX):].isdigit() else None
+        if number in RETIRED:
+            if RETIRED[number] != check:
+                problems.append(f"{given}: retired as {RETIRED[number]}'s, the ledger says {check}'s")
+            continue
+        now = code(check, kind)
+        if now != given:
+            holder = parse(given)
+            problems.append(f"{given} was {check} {kind}; the table now gives it to "
+                            f"{' '.join(holder) if holder else 'no check'} and {check} {kind} "
+                            f"{'the code ' + now if now else 'no code'}: a code never changes its meaning (keep the "
+                            "number; a renamed check goes into RENAMED, a removed one into RETIRED)")
+    for given, check, kind in issued():
+        if given not in listed:
+            problems.append(f"{given} ({check} {kind}) is not in the ledger: append `{given} {check} {kind}`")
+    return problems

@@ -200,8 +200,12 @@ def failed_gpus(verdicts: list[dict], run_header: dict) -> list[str]:
 
 
 def hard_memory_failure(verdicts: list[dict]) -> str | None:
+    """The first failed verdict that is the GPU's memory itself: the suite's ECC and row-remap checks, or a
+    verdict that says so in its details (`hard_memory`: DCGM's uncorrectable-memory error ids, checks.dcgm)."""
     for v in verdicts:
-        if v.get("outcome") == "fail" and _HARD_MEMORY.search(f"{v.get('check')} {v.get('what')}"):
+        details = v.get("details") if isinstance(v.get("details"), dict) else {}
+        if v.get("outcome") == "fail" and (_HARD_MEMORY.search(f"{v.get('check')} {v.get('what')}")
+                                           or details.get("hard_memory")):
             return f"{v.get('check')} {v.get('what')} on {v.get('where')}"
     return None
 

@@ -24,8 +24,12 @@ GPU_FIGURES, GPU_SUSTAINED, GPU_MEMORY = "gpu_figures", "gpu_sustained", "gpu_me
 GPU_EVENT = "gpu_event"  # an XID or ECC event during the run
 BURN_IN_ROUND, BURN_IN = "burn_in_round", "burn_in"  # each burn-in round, then the burn-in's end
 SPARE_WORKERS = "spare_workers"  # at the run's end: spare workers started and taken (wirecheck.workers.spares)
+NCCL_RAS = "nccl_ras"  # NCCL RAS's reading: its readiness diagnostics, or its status asked by a script (wirecheck.workers.ras)
+DCGM_DIAG = "dcgm_diag"  # a `dcgmi diag -j` run: its level, version, seconds and output (wirecheck.records.dcgm)
+NVBANDWIDTH = "nvbandwidth"  # nvbandwidth's matrices beside the suite's copies (wirecheck.nccl.nvbandwidth)
 MEASUREMENT_KINDS = (COLLECTIVE, STRATEGY, SINGLE_GPU_TRAINING, NCCL_PATH, NCCL_TESTS, COPY_BANDWIDTH, NETWORK, PAIR,
-                     GPU_FIGURES, GPU_SUSTAINED, GPU_MEMORY, GPU_EVENT, BURN_IN_ROUND, BURN_IN, SPARE_WORKERS)
+                     GPU_FIGURES, GPU_SUSTAINED, GPU_MEMORY, GPU_EVENT, BURN_IN_ROUND, BURN_IN, SPARE_WORKERS, NCCL_RAS,
+                     DCGM_DIAG, NVBANDWIDTH)
 if len(set(MEASUREMENT_KINDS)) != len(MEASUREMENT_KINDS):
     raise ValueError(f"a measurement kind is listed twice: {MEASUREMENT_KINDS}")
 

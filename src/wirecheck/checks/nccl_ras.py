@@ -1,0 +1,38 @@
+"""NCCL RAS's readiness reading (`ncclras -D`, NCCL >= 2.31) as a verdict beside the inventory: where the
+ranks of the run's NCCL job differ in GPU inventory, driver, ECC, NVLinks or NCCL_* settings, it warns.
+
+A readiness reading never fails a node: RAS's own docs say its diagnostics "do not exercise NCCL data paths";
+the suite's checks judge the node, this says what would make a job's ranks behave apart. Its absence (an
+older NCCL, RAS off, a simulation) is a skip naming why.
+"""
+
+from __future__ import annotations
+
+from wirecheck.checks import check
+from wirecheck.checks.advice import Advice
+from wirecheck.core.verdict import PASS, WARN, Verdict, skip
+
+WHAT = "NCCL RAS readiness"
+
+
+@check("ras_readiness", advice=Advice(
+    "the ranks of one NCCL job differ in GPU inventory, driver, ECC, NVLinks or NCCL_* settings (NCCL RAS's "
+    "readiness diagnostics): a job's collectives may hang or slow on the odd rank",
+    "read the lines above: align the driver and NCCL_* environment of the ranks named, drain a GPU with "
+    "uncorrected ECC errors (`nvidia-smi -q -d ECC`), check `nvidia-smi nvlink -s` for inactive links"))
+def ras_readiness(thresholds, *, reading: dict | None, simulated: bool = False) -> Verdict:
+    """`reading`: wirecheck.workers.ras.ask_diagnostics's (answered, absent, differ, notes, lines, busy)."""
+    if simulated:
+        return skip(WHAT, None, "simulation: no NCCL, no RAS")
+    if not reading or not reading.get("answered"):
+        return skip(WHAT, None, f"not read: {(reading or {}).get('absent') or 'not asked'}")
+    if reading.get("busy"):
+        return skip(WHAT, None, "RAS was busy with another diagnostics request (BUSY); not read")
+    checked = len(reading.get("lines") or [])
+    notes = reading.get("notes") or []
+    note = f"{checked} result line(s) from {reading.get('address')}" + (f"; not read: {'; '.join(notes)}" if notes else "")
+    differ = reading.get("differ") or []
+    if differ:
+        return Verdict("", WHAT, None, WARN, details={"problems": list(differ), "warning": differ[0]}, note=note,
+                       hint="NCCL RAS found the ranks of one job apart")
+    return Verdict("", WHAT, None, PASS, note=note)

@@ -1,0 +1,224 @@
+"""NVIDIA DCGM's diagnostics (`dcgmi diag -r LEVEL -j`): run where dcgmi is installed, and read into one
+result per test and GPU that wirecheck.checks.dcgm judges as a verdict of the record.
+
+The JSON is dcgmi's (NVIDIA/DCGM dcgmi/Diag.cpp HelperJsonBuildOutput; schema testing/python3/
+dcgm_diag_schema.json): `DCGM Diagnostic.test_categories[].tests[]` with `name`, `results[]` per entity
+(`entity_group`, `entity_id`, `status` Pass/Skip/Warn/Fail/Not Run, `warnings[]` with `error_id` (a
+DCGM_FR_* code of dcgmlib/dcgm_errors.h), `error_category`, `error_severity`, `warning`, and `info[]`, where
+plugins put their measured values, e.g. the pcie plugin's "GPU to Host bandwidth:  55.12 GB/s"), and a
+`test_summary`; `entity_groups[].entities[]` give each GPU's `serial_num` and `device_id`; `metadata`
+the DCGM and driver versions; `DCGM Diagnostic.runtime_error` when the run itself broke.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LEVELS = {"r1": 1, "r2": 2, "r3": 3, "r4": 4}
+# How long each level may run before it is stopped: DCGM's documented durations (dcgmi diag reference: level 1
+# seconds, 2 about 2 min, 3 about 15 min; NVSentinel's preflight docs: level 4 1-2 h) with room for a large
+# node; DCGM issue 247 reports `-r 2` hanging forever on B200, so a bound there must be.
+TIMEOUT_S = {1: 300, 2: 900, 3: 3600, 4: 3 * 3600}
+STATUSES = ("Pass", "Skip", "Warn", "Fail", "Not Run")
+# DCGM_FR_* ids of an uncorrectable memory fault (dcgmlib/dcgm_errors.h, DCGM 4.6.0): the drain rules
+# replace the GPU for these, as for the suite's own ECC and row-remap failures.
+HARD_MEMORY_ERRORS = {4: "DCGM_FR_VOLATILE_DBE_DETECTED", 8: "DCGM_FR_RETIRED_PAGES_DBE_LIMIT", 57: "DCGM_FR_CUDA_DBE",
+                      80: "DCGM_FR_ROW_REMAP_FAILURE", 83: "DCGM_FR_DBE_PENDING_PAGE_RETIREMENTS",
+                      84: "DCGM_FR_UNCORRECTABLE_ROW_REMAP", 103: "DCGM_FR_DBE_VIOLATION",
+                      106: "DCGM_FR_DBE_THRESHOLD_VIOLATION", 132: "DCGM_FR_UNCORRECTABLE_ROW_REMAP_LIMIT"}
+# A measured value in an info line: "GPU to Host bandwidth:\t\t55.12 GB/s" (nvvs/plugin_src/pcie/PcieMain.cpp).
+_MEASURED = re.compile(r"^\s*(?P<name>[A-Za-z][^:]{0,80}?):\s*(?P<value>-?\d+(?:\.\d+)?)\s*(?P<unit>GB/s|MB/s|GiB/s|us|ms|s|W|C|%)\b")
+
+
+class DcgmError(ValueError):
+    """A dcgmi output that is not DCGM's diagnostics JSON: the message names the file and what is wrong."""
+
+
+@dataclass
+class Result:
+    """One test on one GPU (or the test's summary where it has no per-GPU result)."""
+
+    category: str
+    test: str
+    gpu: int | None  # DCGM's entity id of a GPU (NVML's index on a node without MIG); None: the whole test
+    entity_group: str | None
+    status: str
+    warnings: list[dict] = field(default_factory=list)  # {error_id, error_category, error_severity, warning}
+    info: list[str] = field(default_factory=list)
+    measured: dict = field(default_factory=dict)  # {name: {"value": x, "unit": u}} from the info lines
+
+
+@dataclass
+class DiagRun:
+    version: str | None
+    driver: str | None
+    entities: dict[int, dict]  # GPU entity id -> {"serial": ..., "device_id": ...}
+    results: list[Result]
+    runtime_error: str | None = None
+
+
+def _as_list(value: Any) -> list:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
+def measured_values(info: list[str]) -> dict:
+    out = {}
+    for line in info:
+        m = _MEASURED.match(str(line))
+        if m:
+            out[" ".join(m.group("name").split())] = {"value": float(m.group("value")), "unit": m.group("unit")}
+    return out
+
+
+def parse(doc: Any, where: str = "the DCGM output") -> DiagRun:
+    """dcgmi's JSON as a DiagRun; DcgmError naming `where` and the key when it is not DCGM's diagnostics."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("DCGM Diagnostic"), dict):
+        raise DcgmError(f"{where}: no \"DCGM Diagnostic\" object: not `dcgmi diag -j` output")
+    diag = doc["DCGM Diagnostic"]
+    entities: dict[int, dict] = {}
+    for group in _as_list(doc.get("entity_groups")):
+        if isinstance(group, dict) and group.get("entity_group") == "GPU":
+            for e in _as_list(group.get("entities")):
+                if isinstance(e, dict) and isinstance(e.get("entity_id"), int):
+                    entities[e["entity_id"]] = {"serial": e.get("serial_num"), "device_id": e.get("device_id")}
+    results = []
+    for c, category in enumerate(_as_list(diag.get("test_categories"))):
+        if not isinstance(category, dict) or not isinstance(category.get("tests"), list):
+            raise DcgmError(f"{where}: test_categories[{c}] has no `tests` list")
+        for t, test in enumerate(category["tests"]):
+            if not isinstance(test, dict) or not isinstance(test.get("name"), str):
+                raise DcgmError(f"{where}: test_categories[{c}].tests[{t}] has no `name`")
+            per_entity = [r for r in _as_list(test.get("results")) if isinstance(r, dict)]
+            rows = per_entity or ([test["test_summary"]] if isinstance(test.get("test_summary"), dict) else [])
+            for r in rows:
+                status = r.get("status")
+                if not isinstance(status, str):
+                    raise DcgmError(f"{where}: test {test['name']!r}: a result without a `status`")
+                info = [str(i) for i in _as_list(r.get("info"))]
+                gpu = r.get("entity_id") if r.get("entity_group") == "GPU" else None
+                results.append(Result(str(category.get("category") or ""), test["name"], gpu, r.get("entity_group"),
+                                      status, [w for w in _as_list(r.get("warnings")) if isinstance(w, dict)], info,
+                                      measured_values(info)))
+    metadata = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    runtime_error = diag.get("runtime_error")
+    if not results and not runtime_error:
+        raise DcgmError(f"{where}: no test results and no runtime_error: nothing DCGM ran")
+    return DiagRun(metadata.get("version"), metadata.get("Driver Version Detected"), entities, results,
+                   str(runtime_error) if runtime_error else None)
+
+
+def load(path: str | Path) -> tuple[dict, DiagRun]:
+    """A saved `dcgmi diag -j` output: (its JSON, its DiagRun); DcgmError naming the file."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise DcgmError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    doc = _json_in(text, str(path))
+    return doc, parse(doc, str(path))
+
+
+def _json_in(text: str, where: str) -> dict:
+    """The JSON object in dcgmi's output (lines of its own may come before it, as DCGM's own tests trim)."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        raise DcgmError(f"{where}: no JSON object: give `dcgmi diag -r LEVEL -j` output")
+    try:
+        return json.loads(text[start:end + 1])
+    except json.JSONDecodeError as exc:
+        raise DcgmError(f"{where}: not JSON ({exc.msg}, line {exc.lineno})") from None
+
+
+def level(text: str) -> int:
+    """--dcgm's value: r1..r4 (or 1..4); ValueError naming the choices."""
+    value = str(text).strip().lower()
+    if value in LEVELS:
+        return LEVELS[value]
+    if value.isdigit() and int(value) in LEVELS.values():
+        return int(value)
+    raise ValueError(f"--dcgm {text}: give a DCGM diagnostics level, one of {', '.join(LEVELS)} "
+                     "(r1 seconds, r2 about 2 min, r3 about 15 min, r4 1-2 h)")
+
+
+def find_dcgmi() -> str | None:
+    return shutil.which("dcgmi")
+
+
+def version(dcgmi: str) -> str | None:
+    """`dcgmi --version`'s version ("4.6.0"), or None when it does not say."""
+    try:
+        out = subprocess.run([dcgmi, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"version:?\s*([\d.]+)", out)
+    return m.group(1) if m else None
+
+
+@dataclass
+class Ran:
+    """One dcgmi run: its command, exit status, seconds, output, and its DiagRun (None with `error`)."""
+
+    argv: list[str]
+    returncode: int | None
+    seconds: float
+    output: str
+    run: DiagRun | None
+    error: str | None = None
+
+
+def run(dcgmi: str, diag_level: int, timeout_s: float | None = None) -> Ran:
+    """`dcgmi diag -r LEVEL -j`, bounded by TIMEOUT_S[level] (or `timeout_s`). dcgmi exits non-zero when a
+    test fails; its JSON is read whatever the status."""
+    argv = [dcgmi, "diag", "-r", str(diag_level), "-j"]
+    limit = timeout_s or TIMEOUT_S[diag_level]
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        return Ran(argv, None, time.monotonic() - started, out, None,
+                   f"dcgmi diag -r {diag_level} did not finish within {limit:g} s (stopped)")
+    except OSError as exc:
+        return Ran(argv, None, time.monotonic() - started, "", None, f"cannot run {dcgmi}: {exc.strerror or exc}")
+    seconds = time.monotonic() - started
+    try:
+        parsed = parse(_json_in(proc.stdout, "dcgmi's output"), "dcgmi's output")
+    except DcgmError as exc:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        return Ran(argv, proc.returncode, seconds, proc.stdout, None, f"{exc} (exit {proc.returncode}: {' | '.join(tail)})")
+    return Ran(argv, proc.returncode, seconds, proc.stdout, parsed)
+
+
+def check_inputs(diag: DiagRun, gpus: list[dict] | None = None) -> list[dict]:
+    """wirecheck.checks.dcgm.dcgm_diag's inputs for each result. `gpus`: the node's GPUs ({index, serial,
+    bus_id}: a record header's or NVML's), to name each DCGM GPU by its serial (else its index) with its bus id."""
+    by_serial = {str(g.get("serial")): g for g in gpus or [] if g.get("serial")}
+    by_index = {g.get("index"): g for g in gpus or []}
+    out = []
+    for r in diag.results:
+        serial = diag.entities.get(r.gpu, {}).get("serial") if r.gpu is not None else None
+        ours = by_serial.get(str(serial)) if serial else None
+        ours = ours or (by_index.get(r.gpu) if r.gpu is not None else None) or {}
+        out.append({"test": r.test, "category": r.category, "gpu": r.gpu, "status": r.status,
+                    "warnings": r.warnings, "info": r.info, "measured": r.measured,
+                    "serial": serial or ours.get("serial"), "bus_id": ours.get("bus_id"), "dcgm_version": diag.version})
+    return out
+
+
+def header_gpus(diag: DiagRun, gpus: list[dict] | None = None) -> list[dict]:
+    """The GPUs a record of DCGM's run names: DCGM's entities, with the node's bus id and UUID where known."""
+    by_serial = {str(g.get("serial")): g for g in gpus or [] if g.get("serial")}
+    out = []
+    for index, e in sorted(diag.entities.items()):
+        ours = by_serial.get(str(e.get("serial"))) or next((g for g in gpus or [] if g.get("index") == index), {})
+        out.append({"index": index, "name": ours.get("name"), "bus_id": ours.get("bus_id"), "uuid": ours.get("uuid"),
+                    "serial": e.get("serial") or ours.get("serial"), "device_id": e.get("device_id")})
+    return out
