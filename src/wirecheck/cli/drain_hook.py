@@ -44,6 +44,7 @@ from wirecheck.report.prometheus import Family
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
 
 EVENTS, GUARD, PROMETHEUS = "drain-events.jsonl", "guard", "wirecheck-drain.prom"
+EVENTS_OUT = "wirecheck-health-events.json"  # --events: the decision as NVSentinel's or gpud's health events
 MIN_RETEST_S = 5.0  # less time than this left: not re-tested (the first run's failure drains)
 KILL_GRACE_S = 10.0  # SIGTERM, then this long, then SIGKILL (as the hooks' timeout --kill-after does)
 DECISIONS = {codes.NODE_HEALTHY: "healthy", codes.NODE_UNHEALTHY: "drain", codes.NODE_UNKNOWN: "unknown",
@@ -68,10 +69,13 @@ class Hook:
     sinfo: str = "sinfo"
     kubectl: str = "kubectl"
     mode: str = "hook"  # the record's prefix: prolog, healthcheck, plugin
+    events: str | None = None  # write the decision as health events: "nvsentinel" or "gpud" (wirecheck.records.events)
+    events_file: Path | None = None
 
     def __post_init__(self):
         self.guard_file = self.guard_file or self.records / GUARD
         self.prometheus = self.prometheus or self.records / PROMETHEUS
+        self.events_file = self.events_file or self.records / EVENTS_OUT
         self.started = time.monotonic()
         self.warnings: list[str] = []
 
@@ -288,6 +292,22 @@ def write_figures(hook: Hook, code: int, now: float, policy: dp.Policy | None, h
         hook.warnings.append(f"could not write {hook.prometheus}: {exc}")
 
 
+def write_events(hook: Hook, first: RunRecord | None, code: int) -> None:
+    """--events: the first run's verdicts as health events that follow this decision (a run that says nothing
+    about the node, or none at all, writes an empty list: never an unhealthy event)."""
+    if not hook.events:
+        return
+    from wirecheck.records import events
+
+    decision = DECISIONS.get(code, events.UNKNOWN)
+    found = events.events(first, decision)[0] if first is not None else []
+    doc = events.nvsentinel(found, hook.node) if hook.events == "nvsentinel" else events.gpud(found)
+    try:
+        write_atomically(hook.events_file, json.dumps(doc, indent=1) + "\n")
+    except OSError as exc:
+        hook.warnings.append(f"could not write {hook.events_file}: {exc}")
+
+
 def run_hook(hook: Hook, exit_code: int, record: str | None, output: str | None) -> tuple[int, str]:
     """The whole hook decision: node-state's on the first run, then the drain rules on a failure."""
     now = time.time()
@@ -297,6 +317,7 @@ def run_hook(hook: Hook, exit_code: int, record: str | None, output: str | None)
         if read_guard(hook) is not None:
             hook.warnings.append(f"the fleet guard holds drains on {hook.node} until {hook.guard_file} is removed")
         write_figures(hook, state.state, now, None, None)
+        write_events(hook, first, state.state)
         return state.state, state.line
     try:
         policy = policy_for(hook.validate_args)
@@ -304,9 +325,11 @@ def run_hook(hook: Hook, exit_code: int, record: str | None, output: str | None)
         # A failed check is still a failed check: it drains as it did before there were rules.
         hook.warnings.append(f"DRAIN RULES NOT APPLIED (no re-test, no guard): {' '.join(str(exc).split())}")
         write_figures(hook, state.state, now, None, None)
+        write_events(hook, first, state.state)
         return state.state, state.line
     code, line, held = decide_after_failure(hook, Path(record or ""), first, state.line, now, policy)
     write_figures(hook, code, now, policy, held)
+    write_events(hook, first, code)
     return code, line
 
 
@@ -317,4 +340,5 @@ def hook_from_args(args, validate_args: list[str]) -> Hook:
                 diagnose=args.diagnose, bug_report=args.bug_report,
                 guard_file=Path(args.guard_file) if args.guard_file else None,
                 prometheus=Path(args.prometheus) if args.prometheus else None,
-                sinfo=args.sinfo, kubectl=args.kubectl, mode=args.mode)
+                sinfo=args.sinfo, kubectl=args.kubectl, mode=args.mode, events=args.events,
+                events_file=Path(args.events_file) if args.events_file else None)

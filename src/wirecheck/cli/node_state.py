@@ -226,6 +226,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                       "no drain; a person removes it")
     hook.add_argument("--prometheus", metavar="FILE", help="the decision's gauges for node_exporter's textfile "
                       "collector (default DIR/wirecheck-drain.prom)")
+    hook.add_argument("--events", choices=("nvsentinel", "gpud"), help="also write the decision as health events "
+                      "(NVSentinel's HealthEvents, gpud's component states; `wirecheck events`): one per failed or warned "
+                      "verdict, one healthy per component that passed, the action following the decision")
+    hook.add_argument("--events-file", metavar="FILE", help="where --events go (default DIR/wirecheck-health-events.json)")
     hook.add_argument("--sinfo", default="sinfo", metavar="PATH", help="Slurm's sinfo, for the guard")
     hook.add_argument("--kubectl", default="kubectl", metavar="PATH", help="kubectl, for the guard on Kubernetes")
     parser.set_defaults(passes_extra_args=True)
