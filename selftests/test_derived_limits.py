@@ -222,6 +222,20 @@ def test_the_limits_table_for_people(capsys):
     ('peer: {min: "355 GB/s"', 'peer: {min: "3550 GB/s"', ["copy_bandwidth.floors.nvswitch.peer.min", "478.1 GB/s"]),
     ('2: {max: "12 µs"', '2: {max: "0.012 µs"', ["collectives.latency.ceilings.nvswitch.all_reduce.2.max",
                                                  "below any reading"]),
+    # Each floor against the wire of the placement it judges: an H200 NVL pair is NV6 (159 GB/s one way), not the
+    # 18 x NVLink 5 (956 GB/s) these floors were held against; a quad's GPU has 3 x NV6 into it; across quads and
+    # on the forced host path the traffic rides PCIe Gen5 x16.
+    ('2: {min: "97 GB/s"', '2: {min: "500 GB/s"', ["collectives.floors.nvl_pair.all_reduce.2.min", "159.4 GB/s",
+                                                  "6 x NVLink 4 links (26.562 GB/s each) into nvl_pair-2gpu-0.1",
+                                                  "profile h200-nvl-8", "write the floor below 159.4 GB/s"]),
+    ('2: {min: "97 GB/s"', '2: {min: "200 GB/s"', ["collectives.floors.nvl_pair.all_reduce.2.min", "159.4 GB/s"]),
+    ('4: {min: "274 GB/s"', '4: {min: "600 GB/s"', ["collectives.floors.nvl_quad.all_reduce.4.min", "478.1 GB/s",
+                                                   "18 x NVLink 4 links", "nvl_quad-4gpu-0.1.2.3"]),
+    ('2: {min: "24 GB/s", max: "64 GB/s"', '2: {min: "70 GB/s", max: "80 GB/s"',
+     ["collectives.floors.cross_quad.all_reduce.2.min", "63.0 GB/s", "PCIe Gen5 x16 one way, the host path of "
+                                                                      "cross_quad-2gpu-0.4"]),
+    ('2: {min: "24.8 GB/s", max: "64 GB/s"', '2: {min: "70 GB/s", max: "80 GB/s"', ["collectives.floors.forced_pcie.all_reduce.2.min", "63.0 GB/s",
+                                                   "forced_pcie-2gpu-0.1, on profile h200-sxm-2"]),
 ])
 def test_a_limit_no_node_could_meet_is_refused(old, new, words):
     text = SHIPPED.read_text()
@@ -232,6 +246,29 @@ def test_a_limit_no_node_could_meet_is_refused(old, new, words):
     assert all(w in message for w in words), message
     assert "(line " in message
     load_thresholds(SHIPPED, text.encode())  # the shipped values load
+
+
+def test_a_floor_above_its_wire_is_refused_by_limits_and_at_validates_start(tmp_path, capsys, pytester):
+    """The same file stops `wirecheck limits --profile h200-nvl-8` (exit 2) and the suite's start (exit 4),
+    naming the file, the key and its line, the wire's peak and how it was reached, and the fix."""
+    from e2e import make_project
+
+    lines = SHIPPED.read_text().splitlines(keepends=True)
+    number = next(i for i, line in enumerate(lines, 1) if line.lstrip().startswith("all_reduce: {2: {min: \"97 GB/s\""))
+    lines[number - 1] = lines[number - 1].replace('{min: "97 GB/s"', '{min: "500 GB/s"')
+    path = tmp_path / "p.yaml"
+    path.write_text("".join(lines))
+    words = [f"{path}: collectives.floors.nvl_pair.all_reduce.2.min", f"(line {number})", "159.4 GB/s",
+             "6 x NVLink 4 links", "write the floor below 159.4 GB/s"]
+    assert main(["limits", "--profile", "h200-nvl-8", "--thresholds", str(path)]) == exit_codes.BAD_INPUT
+    err = capsys.readouterr().err
+    assert all(w in err for w in words), err
+    root = make_project(pytester)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", "--simulate=profile:h200-nvl-8",
+                                          f"--thresholds={path}", "tests/test_inventory.py")
+    text = "\n".join(result.outlines + result.errlines)
+    assert result.ret == exit_codes.USAGE_ERROR and all(w in text for w in words), text
+    assert not (Path(root) / ".wirecheck").exists()
 
 
 def test_limits_of_a_recorded_topology_and_of_a_record(capsys):

@@ -679,7 +679,7 @@ def _derived_floor(at: _At) -> DerivedFloor:
     return DerivedFloor(efficiency, f["source"].source(), at.cite, MappingProxyType(ops), pcie)
 
 
-def _collectives(at: _At) -> dict[str, Any]:
+def _collectives(at: _At, profiles: Mapping[str, Profile]) -> dict[str, Any]:
     f = at.fields(
         "collectives sections",
         required={
@@ -702,7 +702,7 @@ def _collectives(at: _At) -> dict[str, Any]:
     latency_rule, latency_ceilings = _latency(f["latency"])
     floors = _floors(f["floors"])
     # Limits no node could meet are mistakes in the file: refused here, not found on a node hours later.
-    plausible.check_busbw(f["floors"], floors)
+    plausible.check_busbw(f["floors"], floors, profiles)  # each floor against the wire it judges
     plausible.check_latency(f["latency"].child("ceilings"), latency_ceilings[False])
     half_peak_rule, half_peak_ceilings = _half_peak(f["half_peak"])
     return dict(
@@ -856,7 +856,7 @@ def load_thresholds(path: str | Path, content: bytes | None = None,
         },
     )
     profiles = _profiles(f["profiles"])
-    collectives = _collectives(f["collectives"])
+    collectives = _collectives(f["collectives"], profiles)
     training = parse_training(f["training"])
     copy_bandwidth = parse_copy_bandwidth(f["copy_bandwidth"])
     plausible.check_copies(f["copy_bandwidth"].child("floors"), copy_bandwidth._floors)

@@ -2,23 +2,34 @@
 
 A floor above the physical peak it is judged against can only fail, whatever the node; a ceiling
 below any reading a real node gives can only fail too. Both are typing mistakes ("29500 GB/s" for
-"295 GB/s") that would otherwise drain every node hours later. The peak is the entry's own
-hardware's (`hardware: {nvlink: 4, links: 18}`: 18 x NVLink 4's per-link rate; a GPU model with a
-profile in the file: that profile's HBM and math peaks), else the largest any shipping NVIDIA part
-has (NVLink 5, 18 links; PCIe Gen6 x16; the largest HBM and dense math peaks). NVSwitch entries
-allow for in-switch reduction (NVLS), under which an all_reduce's busbw reads up to ~2x the links.
+"295 GB/s") that would otherwise drain every node hours later.
+
+A busbw floor is held against the wire of the placements it judges (`wire_of_entry`, one rule the
+loader calls): each node profile of the file the entry applies to (its `hardware:`, or every profile
+when it names none) gives its placements of the entry's class and GPU count, and the slowest of their
+wires (wirecheck.node.wire: the NV# into the placement x that NVLink generation's per-link speed, the
+host path's PCIe) is the peak. An entry no profile describes is held against its own `hardware:`
+(`{nvlink: 4, links: 18}`: 18 x NVLink 4's per-link rate), else the largest any shipping NVIDIA part has
+(NVLink 5, 18 links; PCIe Gen6 x16). A GPU figure is held against its model's HBM and math peaks where
+a profile describes the model, else the largest ones. NVSwitch placements allow for in-switch
+reduction (NVLS), under which an all_reduce's busbw reads up to ~2x the links.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from wirecheck.core import gpu_arch
 from wirecheck.core.quantity import format_quantity
+from wirecheck.node import hardware as node_hardware
 from wirecheck.node.hardware import PCIE_LANE_BYTES_PER_S, Hardware
-from wirecheck.node.placement import CLASS_CROSS_QUAD, CLASS_FORCED_PCIE, CLASS_NETWORK, CLASS_NVSWITCH, CLASS_PAIR, CLASS_PCIE
+from wirecheck.node.placement import (CLASS_CROSS_QUAD, CLASS_FORCED_PCIE, CLASS_NETWORK, CLASS_NVSWITCH, CLASS_PAIR,
+                                      CLASS_PCIE, Placement, enumerate_placements)
+from wirecheck.node.profile_topology import from_profile as profile_topology
+from wirecheck.node.wire import wire_peak
 from wirecheck.thresholds import declared
-from wirecheck.thresholds.tables import describe_hardware
+from wirecheck.thresholds.tables import ANY, describe_hardware
 from wirecheck.thresholds.yaml_reader import _At
 
 PCIE_PATH_CLASSES = (CLASS_PCIE, CLASS_CROSS_QUAD, CLASS_FORCED_PCIE)
@@ -84,19 +95,63 @@ def _entry_at(at: _At, *keys: Any) -> _At:
     return at
 
 
-def check_busbw(at: _At, table: Mapping[tuple[str, str], Mapping]) -> None:
-    """Collective busbw floors and ceilings (collectives.floors)."""
+@dataclass(frozen=True)
+class ProfileWires:
+    """One node profile's placements, each with the peak of its wire (made once per file read)."""
+
+    name: str
+    hardware: Hardware
+    wires: tuple  # ((Placement, WirePeak), ...)
+
+
+def profile_wires(profiles: Mapping[str, Any]) -> list[ProfileWires]:
+    out = []
+    for name, profile in profiles.items():
+        topology = profile_topology(profile)
+        hardware = node_hardware.from_profile(profile)
+        wires = tuple((p, peak) for p in enumerate_placements(topology)
+                      if (peak := wire_peak(topology, p, hardware)) is not None)
+        out.append(ProfileWires(name, hardware, wires))
+    return out
+
+
+def wire_of_entry(klass: str, count: Any, limit, listed: tuple, profiles: list[ProfileWires]) -> tuple[float, str]:
+    """(the peak, how it was reached) of the slowest wire a busbw entry judges: the placements of `klass` with
+    `count` GPUs (`any`: the counts the table does not list) on every profile the entry's hardware: names.
+    Where none does, the entry's own hardware: (or the fastest NVLink / PCIe any GPU has)."""
+    found = []
+    for prof in profiles:
+        if limit.hardware and not prof.hardware.matches(limit.hardware)[0]:
+            continue
+        for placement, wire in prof.wires:
+            if placement.klass != klass or not (placement.n_gpus == count or (count == ANY and placement.n_gpus not in listed)):
+                continue
+            peak, how = wire.bytes_per_s, wire.how
+            if wire.switched:
+                peak *= gpu_arch.IN_SWITCH_REDUCTION
+                how += f", x {gpu_arch.IN_SWITCH_REDUCTION:g} for in-switch reduction (NVLS)"
+            found.append((peak, f"{how}, on profile {prof.name}"))
+    if found:
+        return min(found, key=lambda f: f[0])
+    if klass in PCIE_PATH_CLASSES:
+        return pcie_peak(limit.hardware)
+    return nvlink_peak(limit.hardware, klass in SWITCHED_CLASSES)
+
+
+def check_busbw(at: _At, table: Mapping[tuple[str, str], Mapping], profiles: Mapping[str, Any] | None = None) -> None:
+    """Collective busbw floors and ceilings (collectives.floors), each floor against the wire it judges
+    (`profiles`: the file's node profiles, thresholds.file.Profile by name)."""
+    wires = profile_wires(profiles or {})
     for (klass, op), counts in table.items():
         if klass == CLASS_NETWORK:
             continue  # across nodes the ceiling is the NICs', which the file does not describe
+        listed = tuple(c for c in counts if c != ANY)
         for count, limit in counts.items():
             here = _entry_at(at, klass, op, count)
-            if klass in PCIE_PATH_CLASSES:
-                peak, what = pcie_peak(limit.hardware)
-            else:
-                peak, what = nvlink_peak(limit.hardware, klass in SWITCHED_CLASSES)
-            if limit.min is not None and limit.min > peak:
-                _refuse_floor(here.child("min"), limit.min, peak, what, "bandwidth", limit.hardware)
+            if limit.min is not None:
+                peak, what = wire_of_entry(klass, count, limit, listed, wires)
+                if limit.min > peak:
+                    _refuse_floor(here.child("min"), limit.min, peak, what, "bandwidth", limit.hardware)
             if limit.max is not None and limit.max < SLOWEST_BANDWIDTH:
                 _refuse_ceiling(here.child("max"), limit.max, SLOWEST_BANDWIDTH, "PCIe Gen3 x1 one way", "bandwidth")
 
