@@ -1,5 +1,6 @@
 """wirecheck advise: the step model against the recorded 2x H200 runs, the article's NVL conclusions
-from the profile figures, the memory verdicts, a slow part's cost and the command's usage errors."""
+from the profile figures, a profile's physics where it has none, the memory verdicts, a slow part's cost and
+the command's usage errors."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import pytest
 from wirecheck.advise import validation
 from wirecheck.advise.advice import advise, format_advice
 from wirecheck.advise.curves import Curve
-from wirecheck.advise.figures import from_profile, from_records, tie_errors
+from wirecheck.advise.figures import from_records, measured_profiles, tie_errors
 from wirecheck.advise.fits import fit_strategies, grouped, shipped_fits
+from wirecheck.advise.profile_figures import from_profile
 from wirecheck.advise.schedule import schedule
 from wirecheck.advise.sizes import short
 from wirecheck.advise.slow_part import GPU, LINK, SlowPart, slow_part_costs, slow_parts, step_cost
@@ -248,7 +250,7 @@ def test_on_nvswitch_fsdp_keeps_pace_with_ddp_and_placement_does_not_matter():
 
 @pytest.mark.parametrize("accounting", ["article", "implementation"])
 def test_mistral_on_four_a100_ddp_does_not_fit_fsdp_does(accounting):
-    a = _article("a100-sxm4-80gb-4", accounting)
+    a = _article("a100-sxm-8", accounting)  # four GPUs of an HGX A100 80 GB, as the article's 4x A100
     fits = {o.strategy: o.fits for o in a.options}
     assert fits["ddp"] is False and fits["fsdp"] is True
     ddp = next(o for o in a.options if o.strategy == "ddp")
@@ -303,6 +305,8 @@ def test_command_says_a_profile_is_not_the_node(capsys):
     (["--params", "7B", "--gpus", "2", "--profile", "h200-nvl-8", "--bogus"], "--bogus"),
     (["--params", "7B", "--gpus", "2", "--record"], "--record"),
     (["--params", "7B", "--gpus", "2", "--profile", "h200-nvl-8", "--accounting", "textbook"], "--accounting"),
+    (["--params", "7B", "--gpus", "0"], "--gpus 0: at least 1"),  # the wrong value, not the missing --record
+    (["--params", "7B", "--gpus", "2", "--seq", "0"], "--seq 0: at least 1"),
 ])
 def test_usage_errors_exit_4_naming_the_option(capsys, argv, option):
     try:
@@ -454,7 +458,7 @@ def test_ddp_when_it_fits_within_the_models_error_else_the_faster_with_its_margi
 
 
 def test_a_profile_curve_falls_at_small_sizes_by_its_latency():
-    from wirecheck.advise.figures import latency_curve
+    from wirecheck.advise.profile_figures import latency_curve
 
     c = latency_curve("all_reduce", "cross_quad", 4, 35e9, 7.7e-6, "t")
     assert c.busbw(1 << 30) == pytest.approx(35e9, rel=0.01)
@@ -595,7 +599,7 @@ def test_where_the_advice_departs_from_the_articles_rule_it_says_why_in_one_line
         f"{rule.LABEL}: DDP leaves more communication exposed (+200 ms) and steps the optimizer")
     for mb in (1, 4, 8):
         assert not any(line.startswith(rule.LABEL) for line in format_advice(_article(micro_batch=mb)).splitlines()), mb
-    assert not any(line.startswith(rule.LABEL) for line in format_advice(_article("a100-sxm4-80gb-4")).splitlines())
+    assert not any(line.startswith(rule.LABEL) for line in format_advice(_article("a100-sxm-8")).splitlines())
 
 
 def _strategy_shapes() -> set:
@@ -641,3 +645,58 @@ def test_the_records_cannot_tell_a_per_block_overhead_from_a_per_byte_one():
     docs = " ".join((ROOT / "docs/commands.md").read_text().split())
     assert "per byte (the model) 174 ms a step, per gather 49 ms" in docs
     assert "its 27.4 ms over its compute is 4.0 ms per GB and 0.60 ms per gather alike" in docs
+
+
+# -- one set of node profiles: advise takes every name of thresholds.yaml's profiles: ------------------------
+
+
+def test_advise_takes_the_profiles_every_command_takes(capsys):
+    """profiles.yaml keys its measured figures by thresholds.yaml's names; every profile there is advised on,
+    from its figures where profiles.yaml has them (h200-sxm-2: the recorded runs), else from its physics
+    (a100-sxm-8), each saying which."""
+    names = load_thresholds(suite_paths().thresholds).profile_names
+    assert set(measured_profiles()) <= set(names), sorted(set(measured_profiles()) - set(names))
+    assert {"h200-sxm-2", "h200-nvl-8", "h200-sxm-8"} <= set(measured_profiles())
+    for name in names:
+        assert main(["advise", "--params", "1B", "--gpus", "2", "--profile", name]) == 0, name
+        out = capsys.readouterr().out
+        said = "FIGURES" if name in measured_profiles() else "PHYSICS"
+        assert f"PREDICTED FROM A PROFILE'S {said}, NOT THIS NODE: the profile {name}'s" in out, out
+    assert main(["advise", "--params", "7B", "--gpus", "4", "--profile", "a100-sxm-8"]) == 0
+    out = capsys.readouterr().out
+    assert "the profile a100-sxm-8's physics for nvswitch" in out and "NVIDIA A100-SXM4-80GB, 80 GB" in out, out
+    assert "nvswitch-4gpu-0.1.2.3" in out and "recommendation: " in out
+
+
+def test_a_profiles_physics_is_its_wire_times_the_measured_share():
+    """a100-sxm-8: 12 NVLink 3 links of 25 GB/s into every placement x the 67.2 % all_reduce reached of 18 NVLink 4
+    links on 2x H200 SXM; compute the A100's 312 TFLOP/s dense bf16 peak x the 47.4 % MFU of one H200."""
+    f = _profile("a100-sxm-8")
+    assert f.physics == ("nvswitch",) and f.kind == "profile"
+    curve, _ = f.curve("all_reduce", "nvswitch", 4)
+    assert curve.busbw(1 << 30) == pytest.approx(12 * 25e9 * 0.672, rel=0.01)
+    assert "12 x NVLink 3 links (25.000 GB/s each) into nvswitch-4gpu-0.1.2.3" in curve.source
+    assert f.compute.flops_per_s == pytest.approx(312e12 * 0.474, rel=1e-3)
+
+
+def test_the_physics_meets_the_articles_h200_nvl_figures():
+    """What the physics says of an H200 NVL node (its measured figures set aside) against what the article
+    measured there: an NV6 pair 107 against 114 GB/s, a quad 321 against 322, two GPUs across quads 27 against
+    28. (At 4 and 8 GPUs across quads the article read 35 and 39: more PCIe links carry the ring, the physics
+    of one link is pessimistic there.)"""
+    from wirecheck.advise import profile_figures
+
+    thresholds = load_thresholds(suite_paths().thresholds)
+    profile = thresholds.profile("h200-nvl-8")
+    from wirecheck.node import hardware as node_hardware
+    from wirecheck.node.placement import enumerate_placements
+    from wirecheck.node.profile_topology import from_profile as topology_of
+
+    topology = topology_of(profile)
+    physics = profile_figures._physics_curves(topology, enumerate_placements(topology),
+                                              node_hardware.from_profile(profile), set(),
+                                              profile_figures.PROFILES_FILE)
+    article = measured_profiles()["h200-nvl-8"]["busbw"]
+    for klass, n in (("nvl_pair", 2), ("nvl_quad", 4), ("cross_quad", 2)):
+        measured = float(article[klass][n].split()[0]) * 1e9
+        assert physics[("all_reduce", klass, n)].busbw(1 << 30) == pytest.approx(measured, rel=0.07), (klass, n)

@@ -3,7 +3,9 @@
 - `sizes`: a parameter count as people read it (7.24B);
 - `curves`: a collective's busbw against size, interpolated between the recorded sizes;
 - `figures`: what the prediction reads from records (curves per placement class, one GPU alone,
-  strategy runs) or from a profile's figures (`profiles.yaml`, each with its source);
+  strategy runs), and what the two sources share;
+- `profile_figures`: what it reads from a thresholds.yaml profile instead: its measured figures
+  (`profiles.yaml`, each with its source), else its physics (the wire x a measured share, peak x MFU);
 - `schedule`: each strategy's collectives per step, from its row of the strategies table;
 - `model`: the step-time model, its per-strategy fit and the prediction;
 - `validation`: the model against the recorded runs, with its error per strategy;

@@ -196,7 +196,8 @@ def format_advice(a: Advice) -> str:
     s = a.shape
     lines = [f"advise: {short(a.n_params)} parameters ({s['n_layer']} layers, d_model {s['d_model']}), "
              f"{a.n_gpus} GPUs, micro-batch {a.micro_batch} x {a.seq_len} tokens per GPU, {a.precision}",
-             ("predicted from " if f.kind == "record" else "PREDICTED FROM A PROFILE'S FIGURES, NOT THIS NODE: ")
+             ("predicted from " if f.kind == "record" else
+              f"PREDICTED FROM A PROFILE'S {'PHYSICS' if f.physics else 'FIGURES'}, NOT THIS NODE: ")
              + f.description,
              f"GPU: {f.gpu_model}, {_gb(f.gpu_memory)}; compute: "
              + (f"{f.compute.flops_per_s / 1e12:.0f} TFLOP/s per GPU ({f.compute.source})" if f.compute else "unknown")]

@@ -6,9 +6,7 @@ measured a size; every strategy run (the slowest rank's median step, the ranks' 
 the same step with the communication removed); the one-GPU baseline: a `single_gpu_training` run
 when a record has one, else the local steps of the strategy runs (the same unwrapped step, timed
 on each rank of the run), split into forward and backward and the optimizer step (profiles.yaml
-`defaults.optimizer_step`). From a profile (`from_profile`): thresholds.yaml's node profile (or the
-`node:` of a profiles.yaml entry) and the busbw and MFU figures of profiles.yaml, each with its
-source. No torch.
+`defaults.optimizer_step`). From a profile: `profile_figures.from_profile`. No torch.
 """
 
 from __future__ import annotations
@@ -16,14 +14,12 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 
 import yaml
 
 from wirecheck.advise.curves import Curve, curve_of
 from wirecheck.core.quantity import QuantityError, parse_quantity
-from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_NETWORK, CLASS_PAIR, CLASS_SINGLE, Placement, enumerate_placements
-from wirecheck.node.profile_topology import from_profile as topology_from_profile
+from wirecheck.node.placement import CLASS_NETWORK, CLASS_PAIR, CLASS_SINGLE, Placement
 from wirecheck.records.file import read_run
 from wirecheck.vocab import records as kinds
 
@@ -121,6 +117,7 @@ class NodeFigures:
     compute: Compute | None = None
     runs: list[StrategyRun] = field(default_factory=list)
     verdicts: list[dict] = field(default_factory=list)
+    physics: tuple = ()  # a profile's classes predicted from its physics, not measured figures (profile_figures)
 
     def job_placements(self, n_gpus: int) -> list[Placement]:
         """One placement per class of n_gpus GPUs (the class decides the wire; the first listed is named)."""
@@ -344,94 +341,6 @@ def load_profiles(path: Path = PROFILES_FILE) -> dict:
     return _LOADED[key]
 
 
-def profile_names(path: Path = PROFILES_FILE) -> tuple[str, ...]:
-    return tuple((load_profiles(path).get("profiles") or {}))
-
-
-def _node_of(name: str, entry: dict, thresholds, where: str):
-    """thresholds.yaml's profile NAME, else the entry's own `node:` (as from_profile reads a profile)."""
-    if thresholds is not None and name in thresholds.profile_names:
-        return thresholds.profile(name)
-    node = entry.get("node")
-    if not isinstance(node, dict):
-        raise FiguresError(f"{where}: profiles.{name} has no `node:` and thresholds.yaml has no profile {name}")
-    try:
-        memory = int(parse_quantity(node["gpu_memory"], "size", where=f"{where}: profiles.{name}.node.gpu_memory"))
-        return SimpleNamespace(name=name, gpu_count=int(node["gpu_count"]), gpu_model=node["gpu_model"],
-                               fabric=node["fabric"], nvlinks_per_gpu=int(node.get("nvlinks_per_gpu", 0)),
-                               nvlinks_per_peer=node.get("nvlinks_per_peer"), group_size=node.get("group_size"),
-                               nvlink_speed=None, pcie_gen=node.get("pcie_gen", 4), pcie_width=node.get("pcie_width", 16),
-                               gpu_memory=memory)
-    except (KeyError, TypeError, ValueError, QuantityError) as exc:
-        raise FiguresError(f"{where}: profiles.{name}.node: {exc}") from None
-
-
-def _reference(entry: dict, where: str):
-    ref = entry.get("reference")
-    if ref is None:
-        return None
-    try:
-        return float(ref["params"]), float(ref["tokens_per_gpu"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise FiguresError(f"{where}: needs params and tokens_per_gpu ({exc!r})") from None
-
-
-SWEEP = tuple(8 * 4 ** i for i in range(14))  # 8 B .. 512 MiB, as a collective sweep's sizes
-
-
-def latency_curve(op: str, klass: str, n_gpus: int, busbw: float, latency_s: float, source: str) -> Curve:
-    """A profile's curve from its large-message busbw and a per-call latency: a call of s bytes takes
-    latency + s x factor / busbw, so busbw(s) = busbw x f s / (latency x busbw + f s), falling at small sizes
-    (a per-block gather pays its latency). latency 0: the flat curve of the large-message figure."""
-    from wirecheck.advise.schedule import ALGBW_FACTOR
-
-    f = ALGBW_FACTOR[op](max(n_gpus, 2))
-    points = tuple((s, busbw * f * s / (latency_s * busbw + f * s)) for s in SWEEP) if latency_s > 0 else ((1, busbw),)
-    return Curve(op, klass, n_gpus, points, source)
-
-
-def _seconds(text, where: str) -> float:
-    """`latency: {class: "7.7 us"}`: absent is 0 (no latency known)."""
-    if text is None:
-        return 0.0
-    import re
-
-    m = re.fullmatch(r"\s*([0-9.]+)\s*(us|µs|ms)\s*", str(text))
-    if not m:
-        raise FiguresError(f"{where}: {text!r}: write microseconds, e.g. \"7.7 us\"")
-    return float(m.group(1)) * (1e-6 if m.group(2) in ("us", "µs") else 1e-3)
-
-
-def from_profile(name: str, thresholds, peak_flops, precision: str, path: Path = PROFILES_FILE) -> NodeFigures:
-    """A profile's figures (not a node's): its topology, its article/published busbw, an MFU.
-
-    `peak_flops(gpu_model, precision)`: the dense peak (thresholds' training limits), or None."""
-    data = load_profiles(path)
-    entries = data.get("profiles") or {}
-    if name not in entries:
-        raise FiguresError(f"--profile {name}: advise has figures for {', '.join(entries)} ({path}); "
-                           "give --record RUN.jsonl of the node instead, or add the profile there")
-    entry = entries[name]
-    profile = _node_of(name, entry, thresholds, str(path))
-    curves = {}
-    latency = entry.get("latency") or {}
-    for klass, by_n in (entry.get("busbw") or {}).items():
-        for n, text in by_n.items():
-            bw = parse_quantity(text, "bandwidth", where=f"{path}: profiles.{name}.busbw.{klass}.{n}")
-            alpha = _seconds(latency.get(klass), f"{path}: profiles.{name}.latency.{klass}")
-            curves[("all_reduce", klass, int(n))] = latency_curve("all_reduce", klass, int(n), bw, alpha,
-                                                                  entry.get("source", ""))
-    defaults = (data.get("defaults") or {}).get("compute") or {}
-    compute_entry = entry.get("compute") or defaults
-    peak = peak_flops(profile.gpu_model, precision)
-    compute = None
-    if peak is not None:
-        mfu = float(compute_entry["mfu"])
-        compute = Compute(peak * mfu, f"MFU {mfu:.1%} of {profile.gpu_model}'s dense {precision} peak "
-                                      f"({peak / 1e12:.0f} TFLOP/s); MFU {compute_entry.get('source', '')}", mfu, precision,
-                          reference=_reference(compute_entry, f"{path}: defaults.compute.reference"))
-    compute = with_optimizer(compute, profile.gpu_model, path)
-    topo = topology_from_profile(profile, where=str(path))
-    placements = [p for p in enumerate_placements(topo) if p.klass != CLASS_FORCED_PCIE]
-    return NodeFigures("profile", f"the profile {name}'s figures ({entry.get('source', '')}), not a measured node",
-                       profile.gpu_model, int(profile.gpu_memory), profile.gpu_count, placements, curves, compute)
+def measured_profiles(path: Path = PROFILES_FILE) -> dict:
+    """profiles.yaml `profiles:`: the measured figures of some of thresholds.yaml's profiles, by its names."""
+    return load_profiles(path).get("profiles") or {}

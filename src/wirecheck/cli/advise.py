@@ -10,7 +10,8 @@ import sys
 
 from wirecheck.cli.protocol import entry
 from wirecheck.advise.advice import advise, format_advice
-from wirecheck.advise.figures import FiguresError, from_profile, from_records, profile_names
+from wirecheck.advise.figures import FiguresError, from_records
+from wirecheck.advise.profile_figures import from_profile
 from wirecheck.advise.fits import fit_strategies, shipped_fits
 from wirecheck.cli.memory import parameter_count
 from wirecheck.core import exit_codes
@@ -39,8 +40,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--precision", metavar="P", default=DEFAULT_PRECISION,
                         help=f"{' or '.join(PRECISIONS)} (default {DEFAULT_PRECISION})")
     parser.add_argument("--record", metavar="RUN.jsonl", nargs="+", help="the node's record files (whole-suite runs)")
-    parser.add_argument("--profile", metavar="NAME", help="predict from a profile's figures instead: "
-                                                         + ", ".join(profile_names()))
+    parser.add_argument("--profile", metavar="NAME", help="predict from a node profile instead (a profiles: name of "
+                                                         "thresholds.yaml, as every command's --profile: `wirecheck "
+                                                         "limits --profile NAME` takes the same): its measured figures "
+                                                         "where advise has them, else its physics")
     parser.add_argument("--accounting", metavar="A", default=IMPLEMENTATION,
                         help=f"whose strategies: {IMPLEMENTATION} (this suite's, as its records measure them; default) "
                              f"or {ARTICLE} (the article's: bf16 gradients, ZeRO-3/FSDP gathering each block twice)")
@@ -80,9 +83,6 @@ def _options(args):
         raise _Usage(f"--precision {args.precision!r}: one of {', '.join(PRECISIONS)}")
     if args.accounting not in ACCOUNTINGS:
         raise _Usage(f"--accounting {args.accounting!r}: one of {', '.join(ACCOUNTINGS)}")
-    if bool(args.record) == bool(args.profile):
-        raise _Usage("give one of --record RUN.jsonl ... (the node's records) or --profile NAME (a profile's figures: "
-                     + ", ".join(profile_names()) + ")")
     memory = None
     if args.gpu_memory is not None:
         try:
@@ -91,8 +91,13 @@ def _options(args):
             raise _Usage(str(exc)) from None
         if memory <= 0:
             raise _Usage("--gpu-memory: must be above 0, e.g. 80GB")
-    return (n_params, _whole(args.gpus, "--gpus", 1), _whole(args.seq, "--seq", 1),
-            _whole(args.micro_batch, "--micro-batch", 1), memory)
+    values = (n_params, _whole(args.gpus, "--gpus", 1), _whole(args.seq, "--seq", 1),
+              _whole(args.micro_batch, "--micro-batch", 1), memory)
+    # Only once every value is read: a wrong value is named before what is missing beside it.
+    if bool(args.record) == bool(args.profile):
+        raise _Usage("give one of --record RUN.jsonl ... (the node's records) or --profile NAME (a node profile of "
+                     "thresholds.yaml, as `wirecheck limits --profile NAME`: h200-sxm-2, h200-nvl-8, a100-sxm-8, ...)")
+    return values
 
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
