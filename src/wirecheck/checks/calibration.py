@@ -53,6 +53,7 @@ class Calibrated:
     identified: bool  # every GPU named by serial or UUID (records written before they were kept: host and bus id)
     bound: str = "min"  # min: a floor; max: a ceiling (latency)
     unit: str | None = None  # the unit it is written in, where its declaration says it (a GPU figure); None: its kind's
+    gpu_models: tuple = ()  # the GPU model(s) the readings were taken on (one: mixed models are refused)
 
     @property
     def yaml_path(self) -> str:
@@ -185,7 +186,7 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
             spread=noise,
             n=len(values), runs=len(records), nodes=tuple(sorted({f.host for f in figs})),
             gpus=tuple(sorted({g for f in figs for g in f.gpus})), dates=tuple(sorted({f.started[:10] for f in figs})),
-            identified=all(f.identified for f in figs), bound=figs[0].bound, unit=figs[0].unit))
+            identified=all(f.identified for f in figs), bound=figs[0].bound, unit=figs[0].unit, gpu_models=tuple(models)))
     if problems:
         raise CalibrationError("\n".join(problems))
     return out

@@ -100,7 +100,13 @@ def _entry(c: Calibrated, rule_path: str) -> dict:
     source = (f"calibrated: {c.n} readings in {c.runs} clean runs on {', '.join(c.nodes)} ({', '.join(c.dates)}): "
               f"median {shown(c.median)}, {edge}, spread {c.spread * 100:.2f} %; {rule} ({rule_path})")
     bound = _quantity(c, c.floor, up=c.bound == "max")
-    return {c.bound: bound, "rule": "calibrated", "source": source, "provenance": provenance}
+    entry = {c.bound: bound, "rule": "calibrated", "source": source, "provenance": provenance}
+    if c.key[0] == "collectives" or c.key[:2] == ("training", "throughput_floors"):
+        # Measured on this GPU model: it judges that model only (a class's floor from H200 SXM runs is no floor for
+        # an H200 NVL's NV6 pair; the loader refuses a floor above the wire of any node it would judge).
+        if len(c.gpu_models) == 1 and c.gpu_models[0] != "?":
+            entry["hardware"] = {"gpu_model": c.gpu_models[0]}
+    return entry
 
 
 def _document(entries: list[Calibrated], rule_path: str) -> dict:
