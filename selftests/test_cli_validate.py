@@ -75,38 +75,71 @@ def test_simulation_on_purpose_does_not_ask_nvml():
     assert choose_mode(["--simulate=h200-sxm-2"], read_topology=_never, detect_driver=_never) == Mode(simulate="h200-sxm-2")
 
 
-def test_no_driver_at_all_falls_back_to_simulation():
-    mode = choose_mode([], read_topology=_nvml_fails, detect_driver=lambda: NO_DRIVER)
+def _no_pci():
+    return ()
+
+
+def test_no_gpu_at_all_falls_back_to_simulation():
+    mode = choose_mode([], read_topology=_nvml_fails, detect_driver=lambda: NO_DRIVER, read_pci=_no_pci)
     assert mode.simulate == "h200-nvl-8" and mode.refusal is None
-    assert "no NVIDIA driver" in mode.notice and "SIMULATION" in mode.notice and NVML_ERROR in mode.notice
+    assert "no NVIDIA GPU on the PCI bus, no NVIDIA driver" in mode.notice and "SIMULATION" in mode.notice
+    assert NVML_ERROR in mode.notice
 
 
-def test_without_a_driver_a_profile_chooses_what_is_simulated():
-    """The README's `wirecheck validate --profile h200-sxm-8 -k nvswitch` on a CPU machine: the dry run is
-    of the 8-GPU NVSwitch node the profile describes, which has nvswitch placements (before: h200-nvl-8, none)."""
+def test_a_profile_without_a_readable_gpu_refuses_instead_of_simulating():
+    """`wirecheck validate --profile h200-sxm-8` on a machine without a driver simulated and exited 10 (which no
+    drain hook drains on) while `pytest --profile h200-sxm-8` failed: a named node whose GPUs cannot be read
+    exits 11 from both faces, naming what is missing. A dry run of the profile is asked for with --simulate."""
     mode = choose_mode(["--profile", "h200-sxm-8", "-k", "nvswitch"], read_topology=_nvml_fails,
-                       detect_driver=lambda: NO_DRIVER)
-    assert mode.simulate == "profile:h200-sxm-8" and "the node the profile h200-sxm-8 describes" in mode.notice
+                       detect_driver=lambda: NO_DRIVER, read_pci=_no_pci)
+    assert mode.simulate is None and mode.notice is None
+    assert "--profile h200-sxm-8 names the GPU node this is to be" in mode.refusal
+    assert ("missing: the NVIDIA kernel module (/proc/driver/nvidia absent), its control device (/dev/nvidiactl "
+            "absent), NVML's library (libnvidia-ml.so.1 not loadable)") in mode.refusal, mode.refusal
+    assert "wirecheck validate --simulate --profile h200-sxm-8" in mode.refusal
+    asked = choose_mode(["--profile", "h200-sxm-8", "--simulate"], read_topology=_never, detect_driver=_never,
+                        read_pci=_never)
+    assert asked.simulate == "profile:h200-sxm-8"
 
 
-def test_a_profile_dry_run_says_it_simulates_the_profile_not_the_file_it_is_wired_from():
-    """`--profile h200-sxm-8` announced "SIMULATION on .../h100-sxm-8-nics.txt", as if another node ran."""
+def test_gpus_on_the_pci_bus_without_a_driver_refuse():
+    """No driver trace at all (a kernel update whose module was never built, a container without GPU access),
+    but the bus holds NVIDIA GPUs: a GPU node that cannot be read, never a dry run."""
+    mode = choose_mode([], read_topology=_nvml_fails, detect_driver=lambda: NO_DRIVER,
+                       read_pci=lambda: ("0000:17:00.0", "0000:3d:00.0"))
+    assert mode.simulate is None
+    assert "the PCI bus shows 2 NVIDIA GPUs (0000:17:00.0, 0000:3d:00.0)" in mode.refusal
+    assert NVML_ERROR in mode.refusal and "missing: the NVIDIA kernel module" in mode.refusal
+
+
+def test_a_profile_dry_run_names_the_profiles_own_topology():
+    """`--profile h200-sxm-8 --simulate` announced "wired as recorded in h100-sxm-8-nics.txt": another node's file.
+    Every profile's recorded topology is its own: named for it, with its GPU count, fabric and NV# per pair."""
     from pytest_wirecheck.node import _simulated_topology
     from wirecheck.core.paths import suite_paths
+    from wirecheck.node.profile_topology import from_profile
     from wirecheck.thresholds.file import load_thresholds
 
     thresholds = load_thresholds(suite_paths().thresholds)
     topology = _simulated_topology("profile:h200-sxm-8", thresholds)
     assert topology.source == ("the node profile h200-sxm-8 (wired as recorded in "
-                               f"{suite_paths().topologies / 'h100-sxm-8-nics.txt'})"), topology.source
+                               f"{suite_paths().topologies / 'h200-sxm-8.synthetic.txt'})"), topology.source
     assert len(topology.gpus) == 8
     assert _simulated_topology("h100-sxm-8-nics", thresholds).source.endswith("h100-sxm-8-nics.txt")  # a file: as is
+    for name in thresholds.profile_names:
+        profile = thresholds.profile(name)
+        if profile.topology is None:
+            continue
+        assert profile.topology.startswith(name), f"profiles.{name}.topology is {profile.topology}: another node's"
+        recorded, described = _simulated_topology(f"profile:{name}", thresholds), from_profile(profile)
+        assert (recorded.n_gpus, recorded.fabric, recorded.nvlinks) == \
+            (described.n_gpus, described.fabric, described.nvlinks), name
 
 
 @pytest.mark.parametrize("evidence", [BROKEN_DRIVER, driver.DriverEvidence(True, True, False)])
 def test_a_driver_with_failing_nvml_refuses_to_run(evidence):
     """Before, any NVML failure fell back to simulation and exited 0: a broken GPU node went green."""
-    mode = choose_mode([], read_topology=_nvml_fails, detect_driver=lambda: evidence)
+    mode = choose_mode([], read_topology=_nvml_fails, detect_driver=lambda: evidence, read_pci=_no_pci)
     assert mode.simulate is None
     assert NVML_ERROR in mode.refusal  # names the NVML error
     assert evidence.describe() in mode.refusal  # and why this is taken for a GPU machine
@@ -175,24 +208,29 @@ def test_a_busy_run_ends_on_the_busy_line(monkeypatch, capsys, tmp_path):
                         out.splitlines()[-1]), out
 
 
-def _run_validate(monkeypatch, capsys, evidence, outcome=None):
-    """validate in-process with NVML failing, the driver evidence given and pytest replaced."""
+def _run_validate(monkeypatch, capsys, evidence, outcome=None, args=(), pci_gpus=()):
+    """validate in-process with NVML failing, the driver evidence and PCI bus given and pytest replaced."""
+    from wirecheck.node import pci
+
     started = []
     monkeypatch.setattr(nvml, "read_topology", _nvml_fails)
     monkeypatch.setattr(driver, "detect", lambda: evidence)
+    monkeypatch.setattr(pci, "nvidia_gpus", lambda: pci_gpus)
 
     def fake_run_foreground(cmd, name, **_):
         started.append(cmd)
         return outcome
 
     monkeypatch.setattr(cli_validate, "run_foreground", fake_run_foreground)
-    code = main(["validate", "-k", "inventory"])
+    code = main(["validate", "-k", "inventory", *args])
     out, err = capsys.readouterr()
     return code, out, err, started
 
 
-def test_refusal_runs_nothing_and_exits_11(monkeypatch, capsys):
-    code, out, err, started = _run_validate(monkeypatch, capsys, BROKEN_DRIVER)
+@pytest.mark.parametrize("evidence, args, pci_gpus", [
+    (BROKEN_DRIVER, (), ()), (NO_DRIVER, ("--profile", "h200-sxm-8"), ()), (NO_DRIVER, (), ("0000:17:00.0",))])
+def test_refusal_runs_nothing_and_exits_11(monkeypatch, capsys, evidence, args, pci_gpus):
+    code, out, err, started = _run_validate(monkeypatch, capsys, evidence, args=args, pci_gpus=pci_gpus)
     assert code == NO_GPU_READABLE and started == []
     assert NVML_ERROR in err and "--simulate" in err
     assert out.splitlines()[-1].endswith(f"exit {NO_GPU_READABLE}")
@@ -232,8 +270,14 @@ def test_readme_documents_every_exit_code():
 
 # --- the real command on this machine -----------------------------------------------------------
 
+def _gpu_machine() -> bool:
+    from wirecheck.node import pci
+
+    return driver.detect().present or bool(pci.nvidia_gpus())
+
+
 needs_no_driver = pytest.mark.skipif(
-    driver.detect().present, reason="this machine has an NVIDIA driver: validate would not simulate here"
+    _gpu_machine(), reason="this machine has an NVIDIA driver or GPU: validate would not simulate here"
 )
 
 
@@ -282,3 +326,47 @@ def test_ctrl_c_lets_pytest_finish_its_summary(tmp_path):
 def test_sigint_to_validate_alone_reaches_pytest(tmp_path):
     """`kill -INT` (or `timeout -s INT`) on the wirecheck process: pytest must hear of it too."""
     _assert_interrupted_cleanly(*_interrupted_run(tmp_path, lambda term: term.signal_leader(signal.SIGINT)))
+
+
+# --- the pytest face: the same refusal, the same code --------------------------------------------
+
+
+def _nvml_reads_here() -> bool:
+    try:
+        nvml.read_topology()
+    except nvml.NvmlUnavailable:
+        return False
+    return True
+
+
+@pytest.mark.skipif(_nvml_reads_here(), reason="NVML reads GPUs here: no refusal to see")
+def test_the_pytest_face_exits_11_where_gpus_belong(pytester, monkeypatch, tmp_path):
+    """`pytest --profile h200-sxm-8` without a driver failed test_gpus_visible (exit 1) while validate simulated
+    (exit 10): now both refuse with 11 before any test, naming what is missing; so does a machine whose PCI bus
+    shows NVIDIA GPUs. Where nothing says GPUs belong (no profile, no GPU on the bus, no driver) the run goes on."""
+    import wirecheck.checks  # noqa: F401  imported before the in-process runs, which keep what was there
+    from e2e import make_project
+    from fake_pci import NVIDIA_3D, sysfs
+    from wirecheck.node import pci
+
+    root = make_project(pytester)
+    monkeypatch.setattr(pci, "SYSFS", sysfs(tmp_path / "sys", {}))
+    if driver.detect().present:
+        pytest.skip("this machine has an NVIDIA driver: every run here is refused, whatever the bus shows")
+
+    def run(*args):
+        result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", *args, "tests/test_inventory.py")
+        return result.ret, "\n".join(result.outlines + result.errlines)
+
+    code, text = run("--profile=h200-sxm-8")
+    assert code == NO_GPU_READABLE, text
+    assert "wirecheck: This is a GPU machine whose GPUs cannot be read" in text
+    assert "--profile h200-sxm-8 names the GPU node this is to be; missing: the NVIDIA kernel module" in text
+    assert "for a dry run on purpose: pytest --simulate --profile h200-sxm-8" in text
+    assert not (Path(root) / ".wirecheck").exists()  # nothing ran: no record
+    monkeypatch.setattr(pci, "SYSFS", sysfs(tmp_path / "gpu-node", {"0000:17:00.0": NVIDIA_3D}))
+    code, text = run()
+    assert code == NO_GPU_READABLE and "the PCI bus shows 1 NVIDIA GPU (0000:17:00.0)" in text, text
+    monkeypatch.setattr(pci, "SYSFS", tmp_path / "sys")
+    code, text = run()  # collects (then ends 11 as before: every selected check skipped, nothing validated)
+    assert "collected 11 items" in text and "GPU machine whose GPUs cannot be read" not in text, text

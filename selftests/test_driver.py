@@ -32,3 +32,31 @@ def test_describe_names_every_signal():
     assert "/proc/driver/nvidia present" in text
     assert "/dev/nvidiactl absent" in text
     assert "libnvidia-ml.so.1 not loadable" in text
+
+
+# -- the PCI bus: GPUs whether or not a driver is loaded ----------------------------------------
+
+
+def test_the_pci_bus_names_nvidia_display_controllers_only(tmp_path):
+    from fake_pci import INTEL_VGA, NVIDIA_3D, NVIDIA_AUDIO, NVIDIA_VGA, NVSWITCH, sysfs
+    from wirecheck.node import pci
+
+    root = sysfs(tmp_path / "sys", {"0000:3d:00.0": NVIDIA_3D, "0000:17:00.0": NVIDIA_VGA, "0000:05:00.0": NVSWITCH,
+                                    "0000:17:00.1": NVIDIA_AUDIO, "0000:00:02.0": INTEL_VGA})
+    assert pci.nvidia_gpus(root) == ("0000:17:00.0", "0000:3d:00.0")
+    assert pci.describe(pci.nvidia_gpus(root)) == "the PCI bus shows 2 NVIDIA GPUs (0000:17:00.0, 0000:3d:00.0)"
+    assert pci.nvidia_gpus(sysfs(tmp_path / "cpu-only", {"0000:00:02.0": INTEL_VGA})) == ()
+    assert pci.nvidia_gpus(tmp_path / "no-sysfs") == ()  # nothing to read: nothing found, never a traceback
+
+
+def test_gpus_are_expected_where_any_evidence_says_so():
+    from wirecheck.node.driver import gpus_expected, unreadable
+
+    none = DriverEvidence(False, False, False)
+    assert gpus_expected(None, none, ()) == []  # only here may a dry run stand in
+    assert gpus_expected("h200-sxm-2", none, ()) == ["--profile h200-sxm-2 names the GPU node this is to be"]
+    assert gpus_expected(None, none, ("0000:17:00.0",)) == ["the PCI bus shows 1 NVIDIA GPU (0000:17:00.0)"]
+    assert gpus_expected(None, DriverEvidence(False, False, True), ())[0].startswith("an NVIDIA driver is installed")
+    text = unreadable("NVML could not start (X)", ["the PCI bus shows 1 NVIDIA GPU (0000:17:00.0)"],
+                      DriverEvidence(True, True, True), "pytest --simulate")
+    assert "every part of the driver is here and NVML still fails" in text and text.endswith("pytest --simulate")

@@ -5,7 +5,7 @@ HealthCheckProgram (scripts/slurm/), a node-problem-detector plugin (scripts/k8s
 It prints one line and exits with node-problem-detector's codes:
   0 healthy: a run on this node's GPUs in which every selected check passed;
   1 unhealthy, drain the node: a check failed on this node's GPUs (a failed verdict in the record, or
-    pytest's 1), or NVML failed where an NVIDIA driver is installed (validate's 11: a broken driver);
+    pytest's 1), or NVML read no GPU on a machine meant to have GPUs (11: a missing or broken driver);
   2 unknown, act on nothing: a fault of the harness (74: wirecheck could not write its record, a log or a
     cache; 70: the plugin crashed), whatever the record says failed before it, node busy (75), a
     simulation (10, or a simulated record whatever failed in it), a usage error, an internal error, no test

@@ -1,8 +1,8 @@
 """`wirecheck validate`: run the validation suite on this node and exit with its verdict.
 
-A dry run must never pass for a node. So the suite falls back to simulation only on a machine
-with no NVIDIA driver at all (wirecheck.node.driver); where a driver is installed but NVML fails or
-sees no GPU, nothing runs and the exit code says so. A simulated run ends on a line that says
+A dry run must never pass for a node. So the suite falls back to simulation only on a machine that
+cannot hold a GPU: no NVIDIA GPU on its PCI bus, no NVIDIA driver, no --profile (wirecheck.node.driver);
+where one of them says GPUs belong here but NVML cannot read them, nothing runs and the exit code says so. A simulated run ends on a line that says
 SIMULATION and exits 10 rather than 0, so no script can take it for an accepted node.
 """
 
@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 from wirecheck.cli.protocol import entry
 from wirecheck.core import exit_codes as codes
 from wirecheck.core.harness import WRAPPER_FD_ENV
-from wirecheck.node import driver, nvml
+from wirecheck.node import driver, nvml, pci
 from wirecheck.cli.foreground import Outcome, run_foreground
 from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL, LEVELS, PURPOSE, check_level
 from wirecheck.core.paths import suite_paths
@@ -41,9 +41,10 @@ EXIT_CODES: dict[int, tuple[str, str]] = {  # code -> (outcome for the last line
     codes.NO_TESTS: ("no test was collected: nothing was validated", "no test was collected (a test path without tests): nothing was validated"),
     codes.SIMULATED: ("no failures", "SIMULATION without failures: the suite ran on a recorded topology, "
                                "CPU processes standing in for GPUs; nothing about this machine was validated"),
-    codes.NVML_BROKEN: ("NVML failed on a machine with an NVIDIA driver: nothing ran",
-                      "an NVIDIA driver is installed but NVML fails or sees no GPU: nothing ran "
-                      "(fix the driver, or ask for a dry run with --simulate)"),
+    codes.NVML_BROKEN: ("NVML read no GPU on a machine meant to have GPUs: nothing ran",
+                      "the machine is meant to have GPUs (its PCI bus shows NVIDIA GPUs, an NVIDIA driver is "
+                      "installed, or --profile names a GPU node) but NVML fails or sees no GPU: nothing ran; the "
+                      "message names what is missing (fix the driver, or ask for a dry run with --simulate)"),
     codes.HARNESS_FAULT: ("HARNESS FAULT, not a verdict on this node: wirecheck could not write its record, a log or a cache",
                           "a fault of the harness, not of the node: wirecheck could not write its record, a worker's log "
                           "or a cache (no space, a read-only filesystem, the folder removed mid-run, an I/O error); the "
@@ -83,12 +84,14 @@ DESCRIPTION = f"""\
 Run the validation suite (pytest on the suite's tests/) on this node's GPUs and exit with its
 verdict. The last line printed says what the exit code means.
 
-Simulation: with --simulate[=FILE|NAME], or on a machine with no NVIDIA driver at all (no
-/proc/driver/nvidia, no /dev/nvidiactl, libnvidia-ml.so.1 not loadable), the suite runs on a
-recorded topology (default {DEFAULT_SIMULATION}) with CPU processes and gloo standing in for GPUs
-and NCCL. Nothing about this machine is validated: the last line says SIMULATION and the exit
-code is {codes.SIMULATED}, never 0. Where an NVIDIA driver is installed but NVML fails or sees no GPU,
-validate runs nothing, names the NVML error and exits {codes.NVML_BROKEN}.
+Simulation: with --simulate[=FILE|NAME] (with --profile NAME and no FILE: the node that profile
+describes), or unasked on a machine that cannot hold a GPU (no NVIDIA GPU on the PCI bus, no NVIDIA
+driver: no /proc/driver/nvidia, no /dev/nvidiactl, libnvidia-ml.so.1 not loadable; and no --profile),
+the suite runs on a recorded topology (default {DEFAULT_SIMULATION}) with CPU processes and gloo
+standing in for GPUs and NCCL. Nothing about this machine is validated: the last line says SIMULATION
+and the exit code is {codes.SIMULATED}, never 0. Where the PCI bus shows NVIDIA GPUs, a driver is
+installed or --profile names a GPU node, but NVML fails or sees no GPU, validate runs nothing, names the
+NVML error and what is missing, and exits {codes.NVML_BROKEN} (as bare pytest does).
 
 Levels (--level): quick before each job (seconds: inventory, links, NCCL's path, one large
 all_reduce per placement class, a few seconds of each GPU check; no training), acceptance after
@@ -177,10 +180,12 @@ def choose_mode(
     pytest_args: Sequence[str],
     read_topology: Callable | None = None,
     detect_driver: Callable[[], driver.DriverEvidence] | None = None,
+    read_pci: Callable[[], tuple[str, ...]] | None = None,
 ) -> Mode:
-    """Hardware if NVML reads the GPUs; simulation if asked, or if there is no driver at all; else a refusal.
+    """Hardware if NVML reads the GPUs; simulation if asked, or unasked where no GPU can be (no NVIDIA GPU on the
+    PCI bus, no driver, no --profile); else a refusal naming what is missing.
 
-    read_topology and detect_driver default to nvml.read_topology and driver.detect.
+    read_topology, detect_driver and read_pci default to nvml.read_topology, driver.detect and pci.nvidia_gpus.
     """
     asked = simulation_target(pytest_args)
     if asked is not None:
@@ -189,19 +194,16 @@ def choose_mode(
         topology = (read_topology or nvml.read_topology)()
     except nvml.NvmlUnavailable as exc:
         evidence = (detect_driver or driver.detect)()
-        if evidence.present:
-            return Mode(refusal=(
-                f"NVML failed: {exc}\n"
-                f"An NVIDIA driver is installed here ({evidence.describe()}), so this is a GPU machine whose GPUs "
-                "cannot be read, not a machine without GPUs: nothing was validated. Make `nvidia-smi` list the GPUs "
-                f"(driver, kernel module, container GPU access), or for a dry run on purpose: {PROG} --simulate"
-            ))
-        target = default_simulation(pytest_args)
-        what = (f"the node the profile {target.split(':', 1)[1]} describes" if target.startswith("profile:")
-                else f"the recorded topology {target}")
-        return Mode(simulate=target, notice=(
-            f"no NVIDIA driver on this machine ({evidence.describe()}; NVML: {exc}).\n"
-            f"Running the suite in SIMULATION on {what}: CPU processes and gloo "
+        on_bus = (read_pci or pci.nvidia_gpus)()
+        profile = _option_value(pytest_args, "--profile")
+        reasons = driver.gpus_expected(profile, evidence, on_bus)
+        if reasons:
+            return Mode(refusal=driver.unreadable(nvml.without_simulate_hint(exc), reasons, evidence,
+                                                  f"{PROG} --simulate" + (f" --profile {profile}" if profile else "")))
+        return Mode(simulate=DEFAULT_SIMULATION, notice=(
+            f"no GPU on this machine: no NVIDIA GPU on the PCI bus, no NVIDIA driver ({evidence.describe()}; NVML: "
+            f"{exc}), no --profile.\n"
+            f"Running the suite in SIMULATION on the recorded topology {DEFAULT_SIMULATION}: CPU processes and gloo "
             "stand in for GPUs and NCCL, nothing about this machine is validated."
         ))
     return Mode(gpus=topology.n_gpus)

@@ -22,7 +22,9 @@ NO_TESTS = 5  # no test was collected: nothing was validated
 # A run that failed nothing but ran on stand-ins (a recorded topology, CPU processes and gloo): never 0,
 # so that no script or scheduler takes a dry run for an accepted node.
 SIMULATED = 10
-NVML_BROKEN = 11  # an NVIDIA driver is installed but NVML fails or sees no GPU: nothing ran (bare pytest: no GPU read, every check skipped)
+# NVML reads no GPU on a machine meant to have GPUs (NVIDIA GPUs on its PCI bus, a driver installed, or a --profile
+# naming the node; wirecheck.node.driver): nothing ran (bare pytest elsewhere: no GPU read, every check skipped)
+NVML_BROKEN = 11
 # Another run held the node for longer than this one would wait (--wait-for-node): nothing ran, nothing
 # failed, nothing was mistyped, so a prolog or a node-problem detector tries again later instead of
 # draining. 75 is sysexits' EX_TEMPFAIL ("temporary failure; try again later"): no code of pytest's (0-5)

@@ -1,11 +1,13 @@
-"""Is there an NVIDIA driver on this machine at all? Decided from evidence, without NVML.
+"""Is this machine meant to have GPUs? Decided from evidence, without NVML.
 
-`wirecheck validate` may fall back to a simulated run only on a machine that has no NVIDIA
-driver whatsoever (a laptop, a CPU CI runner). On a GPU node whose driver or NVML is broken the
-same NVML failure must fail the run instead: a dry run there would read as an accepted node.
-NVML's own error cannot tell the two apart reliably (a missing library and a broken install both
-surface as "library not found" or "driver not loaded"), so the question is answered from the
-traces a driver install leaves, any one of which means "this is meant to be a GPU machine".
+`wirecheck validate` may fall back to a simulated run only on a machine that cannot hold a GPU: no
+NVIDIA GPU on its PCI bus (wirecheck.node.pci), no trace of an NVIDIA driver, and no --profile naming
+the GPU node it is to be (a laptop, a CPU CI runner). On a GPU node whose driver or NVML is missing or
+broken the same NVML failure must stop the run instead, from both faces (`pytest` and `wirecheck
+validate`, exit 11): a dry run there would read as a node. NVML's own error cannot tell the two apart
+reliably (a missing library and a broken install both surface as "library not found" or "driver not
+loaded"), so the question is answered from the bus and from the traces a driver install leaves, any one
+of which means "this is meant to be a GPU machine" (`gpus_expected`); `unreadable` words the refusal.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 from pathlib import Path
+
+from wirecheck.node import pci
 
 # The kernel module's proc directory: present while nvidia.ko is loaded. Kernel-wide, so a
 # container on a GPU host sees it even when it was given no GPU (which must fail, not simulate).
@@ -49,6 +53,43 @@ class DriverEvidence:
                 f"{self.library} {'loads' if self.nvml_library else 'not loadable'}",
             ]
         )
+
+    def missing(self) -> list[str]:
+        """What of the driver is not here, for a message ([] when every trace is: then NVML itself fails)."""
+        out = []
+        if not self.kernel_module:
+            out.append(f"the NVIDIA kernel module ({self.proc_driver} absent)")
+        if not self.control_device:
+            out.append(f"its control device ({self.device} absent)")
+        if not self.nvml_library:
+            out.append(f"NVML's library ({self.library} not loadable)")
+        return out
+
+
+def gpus_expected(profile: str | None, evidence: DriverEvidence, pci_gpus: tuple[str, ...]) -> list[str]:
+    """Why this machine is meant to have GPUs NVML can read, each a phrase; [] where nothing says so (no NVIDIA
+    GPU on the PCI bus, no driver trace, no --profile): a machine without GPUs, where a dry run may stand in."""
+    reasons = []
+    if pci_gpus:
+        reasons.append(pci.describe(pci_gpus))
+    if profile:
+        reasons.append(f"--profile {profile} names the GPU node this is to be")
+    if evidence.present:
+        reasons.append(f"an NVIDIA driver is installed ({evidence.describe()})")
+    return reasons
+
+
+def unreadable(nvml_error: str, reasons: list[str], evidence: DriverEvidence, dry_run: str) -> str:
+    """The refusal of a GPU machine whose GPUs NVML cannot read: NVML's error, why GPUs are expected, what is
+    missing and the fix; `dry_run`: the command for a dry run on purpose (`pytest --simulate`)."""
+    missing = evidence.missing()
+    what = (f"missing: {', '.join(missing)}" if missing
+            else "every part of the driver is here and NVML still fails (a driver and kernel module of different "
+                 "versions, a GPU fallen off the bus: dmesg)")
+    return (f"NVML failed: {nvml_error}\n"
+            f"This is a GPU machine whose GPUs cannot be read, not a machine without GPUs: {'; '.join(reasons)}; "
+            f"{what}. Nothing was validated. Make `nvidia-smi` list the GPUs (install or load the NVIDIA driver; in "
+            f"a container, give it GPU access), or for a dry run on purpose: {dry_run}")
 
 
 def _loads(library: str) -> bool:
