@@ -86,6 +86,8 @@ def run_problem(run: RunRecord, gpu: GpuFigures) -> str | None:
     """Why a run is no calibration run, or None (`gpu`: the declared GPU figures, gpu_figures())."""
     if run.simulated:
         return "a simulated run (CPU figures say nothing about the site's GPUs): calibrate hardware runs only"
+    if run.damaged:
+        return f"damaged ({run.damage()}): calibrate whole records only"
     if run.end is None:
         return "cut short (no end line): calibrate runs that completed"
     if run.end.get("status") != "complete":

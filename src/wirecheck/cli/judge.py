@@ -11,11 +11,15 @@ differ, judge says why (a test skipped before its check ran records no verdict).
 A warn verdict (nothing failed, something to say) is printed with the failures, even with -q, and
 counted apart; it does not fail the judgement.
 
+A line that is not UTF-8 text (a bad byte on a disk or in a copy) is named (file, line, byte) and
+skipped as a torn line is; every other line is judged, and the outcome says the record is DAMAGED.
+
 Exit codes: 0 every verdict passes (or warns) on a complete hardware run; 1 a verdict fails (FAILED), or a run
 was cut short (no end record) or interrupted with nothing failed (INCOMPLETE; a torn last line is
 named and skipped); 2 bad input (a file that is not a record, a
 malformed thresholds file); 10 the runs passed but one of them was a simulation (no node
-was validated).
+was validated); 12 nothing failed, but a record has lines that could not be read (DAMAGED: what they
+held is lost).
 """
 
 from __future__ import annotations
@@ -86,6 +90,10 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         if run.torn_line is not None:
             print(f"wirecheck judge: {run.path}:{run.torn_line}: a torn last line (not JSON: the run was killed or "
                   "its disk filled while writing it): skipped")
+        if run.damaged:
+            for d in run.damaged:
+                print(f"wirecheck judge: {run.path}:{d.line}: not UTF-8 text (byte {d.byte} of the file, column "
+                      f"{d.column}): skipped, as a torn line is; what it held is lost")
         if run.earlier_runs:
             print(f"wirecheck judge: {run.path} holds {run.earlier_runs + 1} runs; judging the last one "
                   f"(started {run.run.get('started')})")
@@ -106,13 +114,18 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     # Said in every outcome, failed or cut short too: a dry run's verdicts never stand for a node.
     simulation = (f"; SIMULATION: {', '.join(simulated)} judged a simulated run, no node was validated"
                   if simulated else "")
+    damaged = [run.damage() for run in runs if run.damaged]
     if counts[FAIL]:
-        print(f"wirecheck judge: FAILED: {summary}{simulation}")
+        print(f"wirecheck judge: FAILED: {summary}{simulation}"
+              + (f"; and DAMAGED: {'; '.join(damaged)}" if damaged else ""))
         return exit_codes.FAILED
     if problems:  # nothing failed, but not every check was judged: no verdict on the run as a whole
         print(f"wirecheck judge: INCOMPLETE: a run did not end (see above), so not every check was judged: "
               f"{summary}{simulation}")
         return exit_codes.FAILED
+    if damaged:  # every line that could be read passed; the lost ones may have held anything
+        print(f"wirecheck judge: DAMAGED: {'; '.join(damaged)}; every other verdict: {summary}{simulation}")
+        return exit_codes.RECORD_DAMAGED
     if simulated:
         print(f"wirecheck judge: {summary}{simulation}")
         return exit_codes.SIMULATED

@@ -8,8 +8,12 @@ over time with its noise band. The first RESULTS file is the run described; ever
 and every record under --history DIR of the same host (and the same simulated-or-not) forms
 the trend. --prometheus writes the key figures for node_exporter's textfile collector.
 
+A line of the run's record that is not UTF-8 text (a bad byte) is named (file, line, byte) and skipped;
+the page is drawn from every other line and says DAMAGED RECORD.
+
 Exit codes: 0 written; 2 bad input (a file that is not a record, an unreadable --history
-directory, an unwritable output path).
+directory, an unwritable output path, refused before anything is drawn); 12 written, but the run's
+record is damaged (lines that could not be read: what they held is lost).
 """
 
 from __future__ import annotations
@@ -91,6 +95,9 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
               "check ran)")
     if view.simulated:
         print("wirecheck report: SIMULATION: the run described validated nothing")
+    if view.run.damaged:
+        print(f"wirecheck report: DAMAGED: {view.run.damage()}; the page shows every other line and says so")
+        return exit_codes.RECORD_DAMAGED
     return exit_codes.OK
 
 main = entry(NAME)

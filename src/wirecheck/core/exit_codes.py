@@ -57,6 +57,10 @@ NODE_GUARD_HOLD = 31  # the node should drain, but the fleet guard holds: too ma
 NODE_REPLACE = 32  # drain, and replace a GPU (failed too often, or an uncorrectable memory fault); evidence bundle written
 
 BAD_INPUT = 2  # the commands beside pytest (argparse's code): a bad option, file or value, named with its fix
+# `wirecheck judge` and `wirecheck report`: a record with lines that do not decode (a bad byte): every other line
+# was read and judged and nothing failed, but what the lost lines held (a failed verdict?) is unknown. Neither a
+# pass (0) nor bad input (2): the verdicts stand, the record is damaged. A failure found still exits 1.
+RECORD_DAMAGED = 12
 
 CTRL_C = 128 + signal.SIGINT  # 130, as a shell reports a job stopped by Ctrl-C
 TERMINATED = 128 + signal.SIGTERM  # 143

@@ -43,6 +43,7 @@ class NodeResult:
     unexpected: bool = False
     gpu_figures: list[GpuFigure] = field(default_factory=list)
     gpus: list[Verdict] = field(default_factory=list)  # fleet_gpu_outlier, one per GPU and figure
+    damaged: tuple = ()  # its record's lines that could not be read (records.file.DamagedLine)
 
     @property
     def failed(self) -> list[Verdict]:
@@ -57,7 +58,7 @@ class NodeResult:
 
     @property
     def state(self) -> str:
-        """What the summary counts it as: PASS, or the first reason it failed (MISSING, CUT, BROKEN,
+        """What the summary counts it as: PASS, or the first reason it failed (MISSING, CUT, DAMAGED, BROKEN,
         own checks, below peers, GPUs below fleet, SLOW pairs)."""
         if self.record.outcome == FAIL:
             return self.record_status
@@ -80,9 +81,11 @@ class NodeResult:
 
     @property
     def record_status(self) -> str:
-        """The node's record in one word: complete, MISSING, CUT (cut short) or BROKEN."""
+        """The node's record in one word: complete, MISSING, CUT (cut short), DAMAGED (lines unreadable) or BROKEN."""
         if self.record.outcome == FAIL:
-            return "MISSING" if self.path is None else "CUT" if "cut short" in self.record.message else "BROKEN"
+            if self.path is None:
+                return "MISSING"
+            return "DAMAGED" if self.damaged else "CUT" if "cut short" in self.record.message else "BROKEN"
         return "complete"
 
     @property
@@ -154,7 +157,7 @@ def node_result(thresholds: Thresholds, n: NodeRun, under: tuple | None = None) 
     again with the fleet's thresholds."""
     path = str(n.path) if n.path else None
     result = NodeResult(n.node, path, fleet_checks.node_record(thresholds, node=n.node, path=path, problem=n.problem),
-                        unexpected=n.unexpected)
+                        unexpected=n.unexpected, damaged=n.damaged)
     if n.run is not None:
         trusted = under is not None and judged_under(n.run.run) == under
         if n.run.skipped and not _counts_agree(n.run):

@@ -1,8 +1,9 @@
 """A fleet's results directory: one record file per node (named after the node), plus the records of
 multi-node runs (wirecheck.fleet.multinode), read back with what is missing or cut short said per node.
 
-A node that did not write a record, or whose record ends without its `end` line, is a failed node,
-never a gap: the operator learns which node to look at. A file that is not a wirecheck record at all
+A node that did not write a record, whose record ends without its `end` line, or whose record has
+lines that are not UTF-8 text (damaged: its other lines are still judged), is a failed node, never a
+gap: the operator learns which node to look at. A file that is not a wirecheck record at all
 is bad input (the directory is the wrong one, or something else was written into it).
 """
 
@@ -34,6 +35,7 @@ class NodeRun:
     path: Path | None
     run: RunRecord | None
     problem: str | None = None  # None: a complete record
+    damaged: tuple = ()  # the record's lines that were not UTF-8 text (records.file.DamagedLine)
     unexpected: bool = False  # a record from a node not in the --nodes list
     simulated: bool = False
     digest: Any = None  # what collect's `digest` made of the record (its run is then dropped)
@@ -61,6 +63,8 @@ def _is_run_header(path: Path) -> bool:
 
 
 def _problem(run: RunRecord) -> str | None:
+    if run.damaged:  # its other lines are judged: what could be read stands, the record as a whole does not
+        return f"record {run.path.name} is damaged: {run.damage()}"
     if run.end is None:
         return (f"record {run.path.name} was cut short (no end line): the run was killed, hung or ran out of disk; "
                 "whatever it had not reached was never judged")
@@ -118,7 +122,7 @@ def _read(path: Path, directory: Path, digest: Callable[[NodeRun], Any] | None) 
         return NodeRun(node, path, None, f"unreadable record: {exc}")
     if run.run.get("multinode"):
         return run
-    n = NodeRun(node, path, run, _problem(run), simulated=run.simulated)
+    n = NodeRun(node, path, run, _problem(run), simulated=run.simulated, damaged=run.damaged)
     if digest is not None:
         n.digest = digest(n)
         n.run = None

@@ -191,6 +191,7 @@ def as_json(result: FleetResult) -> dict:
             "node": n.node, "path": n.path, "ok": n.ok, "state": n.state, "unexpected": n.unexpected,
             "own_verdicts": "as recorded" if n.as_recorded else "judged again" if n.judged else None,
             "record": _record(n.record),
+            "damaged_lines": [{"line": d.line, "byte": d.byte} for d in n.damaged],
             "counts": {o: n.count(o) for o in (FAIL, PASS, SKIP)},
             "failed": [_record(v) for v in n.failed],
             "outliers": [_record(v) for v in n.outliers if v.outcome != PASS],

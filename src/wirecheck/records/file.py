@@ -251,6 +251,15 @@ class RunRecord:
     earlier_runs: int = 0  # runs before this one in the same file (runs append)
     torn_line: int | None = None  # the number of a torn last line that was dropped (killed mid-write)
     skipped: dict[str, int] = field(default_factory=dict)  # read_run's `skip`: this run's lines not parsed, by tag
+    damaged: tuple["DamagedLine", ...] = ()  # lines that are not UTF-8 text: skipped, what they held is lost
+
+    def damage(self) -> str | None:
+        """The record's damage in one sentence (file, line, byte), or None when every line could be read."""
+        if not self.damaged:
+            return None
+        shown = "; ".join(d.describe() for d in self.damaged[:3]) + ("; ..." if len(self.damaged) > 3 else "")
+        return (f"{self.path}: {len(self.damaged)} line(s) not UTF-8 text ({shown}), skipped: what they held (a "
+                "verdict, a measurement) is lost")
 
     @property
     def simulated(self) -> bool:
@@ -259,6 +268,18 @@ class RunRecord:
     @property
     def complete(self) -> bool:
         return self.end is not None and self.end.get("status") == "complete"
+
+
+@dataclass(frozen=True)
+class DamagedLine:
+    """A line of a record that does not decode as UTF-8 (a bad byte on the disk or in a copy)."""
+
+    line: int  # 1-based
+    byte: int  # the first bad byte's offset in the file
+    column: int  # ... and in its line, from 0
+
+    def describe(self) -> str:
+        return f"line {self.line}, byte {self.byte}"
 
 
 # How every run header line begins (json.dumps of a dict whose first key is "type"): read_run's `skip`
@@ -308,12 +329,13 @@ def read_run(path: str | Path, lines_of: Callable[[dict], Callable[[str], str | 
     path = Path(path)
     try:
         data = _read_regular(path)
-        guarded = not jsondata.no_long_digits(data)  # a fleet report reads thousands: integers parsed in C
-        lines = data.decode("utf-8").splitlines()
     except OSError as exc:
         raise RecordFileError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise RecordFileError(f"{path}: not UTF-8 text (byte {exc.start}): not a wirecheck record file") from None
+    guarded = not jsondata.no_long_digits(data)  # a fleet report reads thousands: integers parsed in C
+    lines, damaged = _decoded_lines(data)
+    if damaged and damaged[0].line == 1:
+        raise RecordFileError(f"{path}:1: the run header is not UTF-8 text ({damaged[0].describe()}): not a "
+                              "wirecheck record file, or one whose header is damaged")
     objs, torn, skip = [], None, None
     skipped: list[tuple[int, str]] = []  # (how many lines were parsed before it, its tag)
     last = next((i for i in range(len(lines), 0, -1) if lines[i - 1].strip()), 0)
@@ -355,7 +377,29 @@ def read_run(path: str | Path, lines_of: Callable[[dict], Callable[[str], str | 
         if parsed_before > starts[-1]:  # after the last run's header
             counted[tag] = counted.get(tag, 0) + 1
     return RunRecord(path, run, by_type["measurement"], by_type["verdict"], ends[-1] if ends else None,
-                     earlier_runs=len(starts) - 1, torn_line=torn[0] if torn else None, skipped=counted)
+                     earlier_runs=len(starts) - 1, torn_line=torn[0] if torn else None, skipped=counted,
+                     damaged=tuple(damaged))
+
+
+def _decoded_lines(data: bytes) -> tuple[list[str], list[DamagedLine]]:
+    """The file's lines as text, one at a time: a line that is not UTF-8 becomes an empty line (skipped as
+    blank ones are, its number kept for the others) and is named, so one bad byte costs its line, never the
+    record. Where the whole file decodes (every record but a damaged one) it is decoded at once."""
+    try:
+        return data.decode("utf-8").splitlines(), []
+    except UnicodeDecodeError:
+        pass
+    lines, damaged, offset = [], [], 0
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            lines.append(raw.decode("utf-8").rstrip("\r"))
+        except UnicodeDecodeError as exc:
+            damaged.append(DamagedLine(number, offset + exc.start, exc.start))
+            lines.append("")
+        offset += len(raw) + 1
+    if lines and not lines[-1]:
+        lines.pop()  # the newline that ends the last line, as splitlines() reads it
+    return lines, damaged
 
 
 def _jsonable(obj: Any) -> Any:

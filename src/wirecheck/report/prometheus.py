@@ -66,6 +66,9 @@ def families(view: RunView) -> list[Family]:
     stamp.add(view.started.timestamp() if view.started else None)
     complete = Family("wirecheck_run_complete", "1 if the run reached its end record with status complete, else 0")
     complete.add(1 if view.status == "complete" else 0)
+    damaged = Family("wirecheck_record_damaged_lines", "Lines of the record that could not be read (not UTF-8 text): "
+                     "what they held is lost (0: every line read)")
+    damaged.add(len(view.run.damaged))
     duration = Family("wirecheck_run_duration_seconds", "Wall time of the run in seconds (absent when cut short)")
     duration.add((view.run.end or {}).get("wall_s"))
     verdicts = Family("wirecheck_verdicts", f"Number of verdicts of the run by outcome ({', '.join(OUTCOMES)})")
@@ -143,8 +146,9 @@ def families(view: RunView) -> list[Family]:
         single.add(one.tokens_per_s, placement=placement)
         single_mfu.add(one.mfu, placement=placement)
 
-    out = [run, simulated, stamp, complete, duration, verdicts, failed_checks, warned_checks, busbw, algbw, tokens, state, predicted,
-           peak, mfu, scaling, single, single_mfu, copies, pcie_gen, pcie_width, nccl, growth, *gpu_families(view)]
+    out = [run, simulated, stamp, complete, damaged, duration, verdicts, failed_checks, warned_checks, busbw, algbw, tokens,
+           state, predicted, peak, mfu, scaling, single, single_mfu, copies, pcie_gen, pcie_width, nccl, growth,
+           *gpu_families(view)]
     return [f for f in out if f.samples]
 
 

@@ -79,10 +79,14 @@ def headline(view: RunView) -> tuple[str, str]:
     if view.simulated:
         failed = f"{counts[FAIL]} of {sum(counts.values())} checks FAILED" if counts[FAIL] else "no failures"
         return "sim", f"SIMULATION ({failed}): nothing on this machine was validated"
+    damaged = f"; the record is DAMAGED ({len(view.run.damaged)} line(s) unreadable)" if view.run.damaged else ""
     if counts[FAIL]:
-        return "fail", f"FAILED: {counts[FAIL]} of {sum(counts.values())} checks"
+        return "fail", f"FAILED: {counts[FAIL]} of {sum(counts.values())} checks{damaged}"
     if view.status != "complete":
-        return "cut", f"INCOMPLETE: the run was {view.status}"
+        return "cut", f"INCOMPLETE: the run was {view.status}{damaged}"
+    if view.run.damaged:
+        return "cut", (f"DAMAGED RECORD: {len(view.run.damaged)} line(s) unreadable, what they held is unknown; "
+                       f"the other {sum(counts.values())} checks: {counts[FAIL]} failed")
     warned = f", {counts[WARN]} with a warning" if counts.get(WARN) else ""
     return "pass", f"PASSED: {counts[PASS] + counts.get(WARN, 0)} checks{warned}, {counts[SKIP]} skipped"
 
@@ -106,6 +110,9 @@ def verdict_section(view: RunView) -> Section:
                    "Whatever it did not reach was never judged."))
     elif view.status != "complete":
         s.add(note(f"The run was {view.status}: not every check ran."))
+    if view.run.damaged:
+        s.add(note(f"{view.run.damage()}. Every other line was read: the verdicts below stand, but a lost line may "
+                   "have held a failed one; judge the node again (or restore the record from a copy)."))
     columns = ["check", "where", "what", "measured", "limit", "limit's source", "message"]
     fails = view.failures
     if fails:
