@@ -64,6 +64,21 @@ class Calibrated:
 class Calibration:
     entries: list[Calibrated] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # keys left out and why, runs that would tighten it
+    few_hosts: str | None = None  # said when the runs come from fewer hosts than the rule's min_runs
+
+
+def few_hosts(runs: list[RunRecord], rule: CalibrationRule) -> str | None:
+    """Why floors from runs of fewer than `min_runs` hosts are that node's figures, not the site's; None from enough.
+
+    A node's repeated runs show its own noise, not how far its GPUs sit from another node's: on three 1x H200 nodes
+    the power-limited GEMM differed by 3-4 % between GPUs, more than within one (docs/thresholds.md)."""
+    hosts = sorted({str(run.run.get("host") or "?") for run in runs})
+    if len(hosts) >= rule.min_runs:
+        return None
+    return (f"the {len(runs)} runs come from {len(hosts)} host(s) ({', '.join(hosts)}), fewer than {rule.min_runs} "
+            f"({rule.yaml_path}.min_runs): these floors are {'that node' if len(hosts) == 1 else 'those nodes'}'s "
+            "figures, not the site's (GPUs of one model differ by a few % between nodes), and another node may fail "
+            f"them; calibrate over clean runs on {rule.min_runs} nodes or more")
 
 
 def spread(values: list[float]) -> float:
@@ -135,7 +150,7 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
         raise CalibrationError(f"{len(runs)} run(s) given; calibrate needs at least {rule.min_runs} clean runs "
                                f"({rule.yaml_path}.min_runs), {rule.tight_runs} to settle each figure's spread")
     by_key: dict[tuple, list[Figure]] = {}
-    out = Calibration()
+    out = Calibration(few_hosts=few_hosts(runs, rule))
     for run in runs:
         out.notes += limit_failures(run, gpu)
         for fig in run_figures(run, gpu):

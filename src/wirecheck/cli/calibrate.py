@@ -75,7 +75,7 @@ def _base(runs, given: str | None, output: Path) -> tuple[str, Path, str]:
     return SHIPPED_THRESHOLDS, shipped, f"{why}: the shipped thresholds.yaml (say --extends PATH for another)"
 
 
-def _entry(c: Calibrated, rule_path: str) -> dict:
+def _entry(c: Calibrated, rule_path: str, few_hosts: str | None = None) -> dict:
     shown = lambda v: _quantity(c, v)  # noqa: E731
     gpus = list(c.gpus)
     provenance = {
@@ -88,6 +88,8 @@ def _entry(c: Calibrated, rule_path: str) -> dict:
         "lowest": shown(c.lowest),
         "spread": f"{c.spread * 100:.2f} %",
     }
+    if few_hosts:
+        provenance["nodes_note"] = f"WARNING: {few_hosts}"
     if not c.identified:
         provenance["gpus_note"] = "records written before they kept GPU serials and UUIDs: named by host and bus id"
     if c.bound == "max":
@@ -109,13 +111,13 @@ def _entry(c: Calibrated, rule_path: str) -> dict:
     return entry
 
 
-def _document(entries: list[Calibrated], rule_path: str) -> dict:
+def _document(entries: list[Calibrated], rule_path: str, few_hosts: str | None = None) -> dict:
     doc: dict = {}
     for c in entries:
         where = doc
         for k in c.key[:-1]:
             where = where.setdefault(k, {})
-        where[c.key[-1]] = _entry(c, rule_path)
+        where[c.key[-1]] = _entry(c, rule_path, few_hosts)
     return doc
 
 
@@ -145,9 +147,9 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         f"# Written by wirecheck calibrate from {len(runs)} clean runs: {', '.join(str(r.path) for r in runs)}",
         f"# Laid over {base_path} ({why}); only the calibrated entries are here. The rule: {rule.yaml_path}.",
         "# Retune by running calibrate again over more runs, never by editing a floor by hand without its source.",
-    ]
-    body = yaml.safe_dump({"extends": extends, **_document(result.entries, rule.yaml_path)}, sort_keys=False,
-                          allow_unicode=True, width=100000)
+    ] + ([f"# WARNING: {result.few_hosts}."] if result.few_hosts else [])
+    body = yaml.safe_dump({"extends": extends, **_document(result.entries, rule.yaml_path, result.few_hosts)},
+                          sort_keys=False, allow_unicode=True, width=100000)
     text = "\n".join(header) + "\n" + body
     partial = output.with_name(f".{output.name}.partial")
     try:
@@ -169,6 +171,9 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
               f"{_quantity(c, c.median)}, spread {c.spread * 100:.2f} %, {c.n} readings in {c.runs} runs)")
     for note in result.notes:
         print(f"wirecheck calibrate: {note}")
+    if result.few_hosts:
+        print(f"wirecheck calibrate: WARNING: {result.few_hosts} (said in the file: its header and each entry's "
+              "provenance.nodes_note)")
     print(f"wirecheck calibrate: wrote {output} ({len(result.entries)} limits, extends: {extends}); use it with "
           f"--thresholds {output}")
     return exit_codes.OK
