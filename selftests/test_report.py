@@ -313,6 +313,35 @@ def test_bad_input_is_one_clear_message(tmp_path, capsys):
     assert "--history" in capsys.readouterr().err and not (tmp_path / "r.html").exists()
 
 
+@pytest.mark.parametrize("where", ["/proc/x.html", "no such folder", "read-only folder", "/sys/x.html"])
+def test_an_output_that_cannot_be_written_is_refused_before_anything_is_read_or_drawn(where, tmp_path, capsys,
+                                                                                      monkeypatch):
+    """`report -o /proc/x.html` drew for 13 s, then failed: /proc takes no file, even from root, whom os.access lets
+    write anything. The refusal names the path, why (a file was tried there) and the fix, before the record is read."""
+    import os
+
+    from wirecheck.report import command, model
+
+    if where == "read-only folder":
+        if os.geteuid() == 0:
+            pytest.skip("root writes a folder of mode 555: /proc and /sys stand for a folder no one may write")
+        folder = tmp_path / "ro"
+        folder.mkdir(mode=0o555)
+        where = str(folder / "x.html")
+    elif where == "no such folder":
+        where = str(tmp_path / "nowhere" / "x.html")
+
+    def never(*_, **__):
+        raise AssertionError("read or drawn before the output was found unwritable")
+
+    monkeypatch.setattr(model, "load_runs", never)
+    monkeypatch.setattr(command, "build_html", never)
+    assert report([str(SIM), "-o", where]) == 2
+    err = capsys.readouterr().err
+    assert f"wirecheck report: cannot write {where}: " in err and "nothing was drawn: pass a path in a folder" in err, err
+    assert "Traceback" not in err
+
+
 def test_evidence_sections_nccl_path_and_copies(tmp_path):
     from reference_record import with_evidence
 

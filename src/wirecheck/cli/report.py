@@ -54,6 +54,13 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     from wirecheck.report.prometheus import exposition
     from wirecheck.core.safefs import write_atomically
 
+    output = Path(args.output) if args.output else Path(args.records[0]).with_suffix(".html")
+    for target in [output] + ([Path(args.prometheus)] if args.prometheus else []):
+        why = unwritable(target)  # before anything is read or drawn: a page takes seconds
+        if why:
+            print(f"wirecheck report: cannot write {target}: {why}; nothing was drawn: pass a path in a folder you "
+                  "can write (or leave -o out: the page goes beside the record)", file=sys.stderr)
+            return exit_codes.BAD_INPUT
     try:
         views = load_runs(args.records)
         history, skipped = load_history(args.history, exclude=[Path(p) for p in args.records]) if args.history else ([], [])
@@ -61,12 +68,6 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         print(f"wirecheck report: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT
     view = views[0]
-    output = Path(args.output) if args.output else Path(args.records[0]).with_suffix(".html")
-    for target in [output] + ([Path(args.prometheus)] if args.prometheus else []):
-        why = unwritable(target)
-        if why:
-            print(f"wirecheck report: cannot write {target}: {why}; pass a writable path", file=sys.stderr)
-            return exit_codes.BAD_INPUT
     trend = trend_runs(view, views[1:], history, skipped)
     try:
         page, images = build_html(view, trend, skipped, args.records)

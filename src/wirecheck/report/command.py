@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import tempfile
 from pathlib import Path
 
 
@@ -54,7 +55,8 @@ def trend_runs(view, others, history, skipped):
 
 
 def unwritable(path: Path) -> str | None:
-    """Why `path` cannot be written, checked before any drawing (a page takes seconds to draw)."""
+    """Why `path` cannot be written, checked before any drawing (a page takes seconds to draw). The last word is a
+    file made and removed there: permissions do not tell (root passes os.access on /proc, which takes no file)."""
     folder = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         return f"{path} is a directory"
@@ -64,4 +66,10 @@ def unwritable(path: Path) -> str | None:
         return f"{folder} does not exist"
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"{folder} is not writable"
+    try:  # the file is written as a new one beside it, then renamed (core.safefs.write_atomically): try that
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".probe")
+    except OSError as exc:
+        return f"no file can be made in {folder} ({exc.strerror or exc})"
+    os.close(fd)
+    os.unlink(probe)
     return None
