@@ -111,7 +111,7 @@ def test_a_failed_size_ends_the_sweep_recorded_and_handed_back():
 def _node():
     topo = SimpleNamespace(fabric="nvswitch", index_groups=((0, 1),), matrix=lambda: [["X", "NV18"], ["NV18", "X"]],
                            gpus=[SimpleNamespace(index=i, name="H200", bus_id=f"0000:0{i}:00.0", memory_bytes=1,
-                                                 active_links=18) for i in (0, 1)])
+                                                 active_links=18) for i in (0, 1)], nvlinks_up=lambda index: 18)
     return SimpleNamespace(simulated=True, simulation_source="h200-sxm-2.txt", unavailable=None, profile_name=None,
                            thresholds=SimpleNamespace(path="thresholds.yaml"), versions={"torch": "2"}, topology=topo,
                            hardware=None,

@@ -411,3 +411,25 @@ def test_the_command_module_plugs_into_a_subcommand_parser(tmp_path):
     command.add_parser(sub)
     args = parser.parse_args([command.NAME, str(SIM), "-o", str(tmp_path / "r.html")])
     assert command.run(args, []) == 0 and (tmp_path / "r.html").stat().st_size > 100_000
+
+
+@pytest.mark.parametrize("topology, links", [("h200-nvl-8.synthetic", 18), ("h100-sxm-8-nics", 18),
+                                             ("a100-sxm-8.synthetic", 12), ("l40s-8.synthetic", 0)])
+def test_a_simulated_page_counts_the_nvlinks_its_topology_shows(topology, links, tmp_path):
+    """The simulated page listed every GPU of the header's NVLink groups {0,1,2,3} {4,5,6,7} with "NVLinks up 0": a
+    `topo -m` text has no link objects. Counted from its NV# matrix: an NVL GPU's three NV6 peers, a switch's NV#."""
+    from wirecheck.core.paths import suite_paths
+    from wirecheck.node.topo_text import load_recorded
+    from wirecheck.records.run import RunWriter, run_header
+
+    topo = load_recorded(topology, suite_paths().topologies)
+    assert [topo.nvlinks_up(g.index) for g in topo.gpus] == [links] * 8
+    w = RunWriter(tmp_path / "sim.jsonl")
+    w.header(run_header(simulated=True, simulation_source=topology, thresholds=suite_paths().thresholds, versions={},
+                        placements=[], topology=topo))
+    w.end("complete", 10, {"passed": 0})
+    w.close()
+    assert [g["nvlinks_active"] for g in lines(w.path)[0]["gpus"]] == [links] * 8
+    rows = re.findall(r"<tr[^>]*><td[^>]*>(\d)</td><td[^>]*>\(not recorded\)</td><td[^>]*>[^<]*</td><td[^>]*>[^<]*</td>"
+                      r"<td[^>]*>(\d+)</td>", make(tmp_path, w.path))
+    assert rows == [(str(i), str(links)) for i in range(8)], rows

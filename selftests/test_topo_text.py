@@ -25,6 +25,7 @@ RECORDED = {
     "rtx4090-pcie-8": (PCIE, tuple((i,) for i in range(8)), {0}, 2),
     "a100-pcie-nv12-pairs-4": (BRIDGED, ((0, 1), (2, 3)), {0, 12}, 0),
     "a100-sxm-8.synthetic": (NVSWITCH, ALL8, {12}, 0),
+    "h200-sxm-8.synthetic": (NVSWITCH, ALL8, {18}, 0),
     "b200-8.synthetic": (NVSWITCH, ALL8, {18}, 0),
     "h100-pcie-8.synthetic": (PCIE, tuple((i,) for i in range(8)), {0}, 0),
     "l40s-8.synthetic": (PCIE, tuple((i,) for i in range(8)), {0}, 0),

@@ -42,7 +42,7 @@ def topo_json(topo: Topology) -> dict:
     return {
         "fabric": topo.fabric,
         "source": topo.source,
-        "gpus": [{"index": g.index, "name": g.name, "bus_id": g.bus_id, "nvlinks_active": g.active_links,
+        "gpus": [{"index": g.index, "name": g.name, "bus_id": g.bus_id, "nvlinks_active": topo.nvlinks_up(g.index),
                   "nvlinks": len(g.nvlinks), "memory_bytes": g.memory_bytes} for g in topo.gpus],
         "matrix": topo.matrix(),
         "groups": [[topo.gpus[p].index for p in group] for group in topo.groups],

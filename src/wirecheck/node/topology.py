@@ -131,6 +131,16 @@ class Topology:
     def gpu(self, index: int) -> Gpu:
         return self.gpus[self.position(index)]
 
+    def nvlinks_up(self, index: int) -> int:
+        """NVLinks up on the GPU with this index: NVML's reading of its links where the source has one; a `topo -m`
+        text has only the NV# matrix, read the way it counts: through NVSwitch the NV# to any peer is the GPU's
+        switch links, in bridged groups each peer's NV# is links of its own (an H200 NVL in a quad: 3 x NV6 = 18)."""
+        gpu = self.gpu(index)
+        if gpu.nvlinks:
+            return gpu.active_links
+        row = self.nvlinks[self.position(index)]
+        return max(row, default=0) if self.fabric == NVSWITCH else sum(row)
+
     def nv_between(self, a: int, b: int) -> int:
         """NV# between the GPUs with indices a and b."""
         return self.nvlinks[self.position(a)][self.position(b)]

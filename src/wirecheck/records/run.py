@@ -48,7 +48,7 @@ def topology_fields(topology) -> dict:
         # uuid and serial name the GPU itself (an index or bus id names a slot): its history follows them
         "gpus": [{"index": g.index, "name": g.name, "bus_id": g.bus_id, "uuid": getattr(g, "uuid", None),
                   "serial": getattr(g, "serial", None),
-                  "memory_bytes": g.memory_bytes, "nvlinks_active": g.active_links} for g in topology.gpus],
+                  "memory_bytes": g.memory_bytes, "nvlinks_active": topology.nvlinks_up(g.index)} for g in topology.gpus],
         "groups": [list(g) for g in topology.index_groups],
         "matrix": topology.matrix(),
     }
