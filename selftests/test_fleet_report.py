@@ -346,6 +346,29 @@ def test_a_large_fleet_leads_with_its_failures_then_a_summary(tmp_path, capsys, 
     assert table.index("<td>gpu02</td>") < table.index("<td>gpu00</td>"), "failed nodes first"
 
 
+def test_the_page_leads_with_the_failures_and_keeps_the_names_behind_a_disclosure(tmp_path, capsys, monkeypatch):
+    """The page led with a paragraph of every node each rule named (14 of 40 long names before anything else):
+    now the failures come first, the names below them, behind a disclosure that says the counts once they are many."""
+    from wirecheck.fleet import html as fleet_html
+
+    monkeypatch.setattr(fleet_html, "MAX_NAMED_OPEN", 3)
+    d = fleet(tmp_path, n=8, slow={f"gpu0{k}": {"all_reduce": 0.85} for k in (1, 3, 5, 7)})
+    page = tmp_path / "fleet.html"
+    code, _, _ = run(capsys, d, "-q", "--html", page)
+    assert code == 1
+    html = page.read_text()
+    body = html[html.index("<body>"):]
+    first = body.index("<h2>")
+    assert body[first:].startswith("<h2>Failures (8)</h2>"), body[:2000]
+    assert body.index("gpu01") > first, body[:2000]  # no node's name before the failures
+    named = body.index("<details><summary>named by each rule: below their peers (fleet rule): 4; slow with every "
+                       "partner (pair schedule): not measured")
+    assert first < named and body.index("gpu01, gpu03, gpu05, gpu07") > named, body[:3000]
+    d = fleet(tmp_path / "few", n=6, slow={"gpu02": {"all_reduce": 0.85}})
+    code, _, _ = run(capsys, d, "-q", "--html", page)
+    assert "<details open><summary>named by each rule: below their peers (fleet rule): 1;" in page.read_text()
+
+
 def test_figure_names_come_from_the_verdicts_structure_not_their_wording(tmp_path, capsys):
     """The report and page read a fleet verdict's figure from details, never by splitting its text."""
     from wirecheck.fleet.html import relative_values

@@ -51,6 +51,7 @@ def _png(fig) -> str:
 MAX_BARS = 60  # a fleet up to this size is drawn node by node; a larger one as a distribution
 MAX_MATRIX = 200  # the pair matrix: more nodes than this is no picture (the verdicts name the slow ones)
 MAX_LISTED = 500  # failures listed on the page; the rest are in --json
+MAX_NAMED_OPEN = 10  # names the rules gave, shown open below the failures; more: behind their disclosure
 
 
 def _ratio(v) -> float | None:
@@ -306,6 +307,23 @@ def _names(names, empty: str = "none") -> str:
     return html.escape(summary.shortened(names, 100)) or empty
 
 
+def _named(result: FleetResult) -> str:
+    """The nodes, links and GPUs each fleet rule named: counts in the summary line, the names behind it (open
+    while they are few)."""
+    # As the text report says it: without a multi-node record the pairs were not measured, not found fine.
+    unmeasured = "not measured" if not result.network else "none"
+    rules = [("below their peers (fleet rule)", named_by_fleet_rule(result), "none"),
+             ("slow with every partner (pair schedule)", named_by_pairs(result), unmeasured),
+             ("slow links", slow_links(result), unmeasured),
+             ("GPUs below the fleet's GPUs of their model", gpus_below_fleet(result), unmeasured)]
+    counts = "; ".join(f"{what}: {len(names) if names else empty}" for what, names, empty in rules)
+    listed = "".join(f"<li>{html.escape(what[0].upper() + what[1:])}: <b>{_names(names, empty)}</b></li>"
+                     for what, names, empty in rules)
+    few = sum(len(names) for _, names, _ in rules) <= MAX_NAMED_OPEN
+    return (f"<details{' open' if few else ''}><summary>named by each rule: {html.escape(counts)}</summary>"
+            f"<ul>{listed}</ul></details>")
+
+
 def _headline(result: FleetResult) -> str:
     verdict = "PASSED" if result.ok else "FAILED"
     if result.simulated:
@@ -333,18 +351,14 @@ def render_page(result: FleetResult, diagnosis: str | None = None) -> str:
     ]
     if result.simulated:
         parts.append("<div class='banner sim'>SIMULATION: the records are simulated runs; no node was validated</div>")
-    # As the text report says it: without a multi-node record the pairs were not measured, not found fine.
-    unmeasured = "not measured" if not result.network else "none"
-    parts.append(f"<p>Below their peers (fleet rule): <b>{_names(named_by_fleet_rule(result))}</b>. "
-                 f"Slow with every partner (pair schedule): <b>{_names(named_by_pairs(result), unmeasured)}</b>. "
-                 f"Slow links: <b>{_names(slow_links(result), unmeasured)}</b>. "
-                 f"GPUs below the fleet's GPUs of their model: <b>{_names(gpus_below_fleet(result), unmeasured)}</b>.</p>")
+    # The failures lead; the names each rule gave follow, behind a disclosure once they are many.
     if failures:
         more = len(failures) - MAX_LISTED
         parts.append(f"<h2>Failures ({len(failures)})</h2><ul>" + "".join(
             f"<li><b>{html.escape(who)}</b> [{html.escape(v.check)}] {html.escape(v.message)}</li>"
             for who, v in failures[:MAX_LISTED])
             + (f"<li>... and {more} more: every one in the --json file</li>" if more > 0 else "") + "</ul>")
+    parts.append(_named(result))
     if diagnosis:
         parts.append(diagnosis)
     parts.append(_summary(result))
