@@ -34,6 +34,17 @@ TAGGED = {
 }
 
 
+# Changed on purpose since the compaction: (the walk's path) -> (before, after).
+CHANGED = {
+    # the HGX H200's dry run is wired as its own recorded topology, not an H100's (the profile inherited it)
+    "/profiles/'h200-sxm-8'/topology": ("h100-sxm-8-nics", "h200-sxm-8.synthetic"),
+}
+
+
+def _changed_on_purpose(diffs: list[str]) -> list[str]:
+    return [d for d in diffs if not any(d == f"{where}: {old!r} -> {new!r}" for where, (old, new) in CHANGED.items())]
+
+
 def _plain(value: Any, name: str) -> Any:
     """A loaded object as nested dicts, lists and scalars, every field included; the file's own name
     (in each limit's YAML path) written as the shipped file's."""
@@ -98,7 +109,7 @@ def both():
 def test_every_loaded_value_is_the_same_as_before_the_compaction(both):
     before, after = (_plain(t, Path(t.path).name) for t in both)
     assert len(_limits_of(before)) > 200  # the walk reaches the limit tables, not only the settings
-    assert _differences(before, _untagged(after)) == []
+    assert _changed_on_purpose(_differences(before, _untagged(after))) == []
     tagged = {str(x["yaml_path"]).split(": ", 1)[-1] for x in _limits_of(after) if x["hardware"]}
     assert set(TAGGED) <= tagged
 
@@ -109,7 +120,8 @@ def test_the_walk_sees_a_changed_source_unit_or_rule(both, tmp_path):
     broken = text.replace('"CPU gloo sanity floor: catches a broken path, not speed"', '"CPU gloo: changed"', 1)
     assert broken != text
     (tmp_path / "t.yaml").write_text(broken)
-    diff = _differences(_plain(both[0], BEFORE.name), _untagged(_plain(load_thresholds(tmp_path / "t.yaml"), "t.yaml")))
+    diff = _changed_on_purpose(_differences(_plain(both[0], BEFORE.name),
+                                            _untagged(_plain(load_thresholds(tmp_path / "t.yaml"), "t.yaml"))))
     assert diff and all("_simulated_floors" in d and "changed" in d for d in diff), diff
     assert len(diff) == 5  # the "*" block stands for all five ops
 
