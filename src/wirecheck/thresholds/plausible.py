@@ -25,7 +25,7 @@ from wirecheck.core.quantity import format_quantity
 from wirecheck.node import hardware as node_hardware
 from wirecheck.node.hardware import PCIE_LANE_BYTES_PER_S, Hardware
 from wirecheck.node.placement import (CLASS_CROSS_QUAD, CLASS_FORCED_PCIE, CLASS_NETWORK, CLASS_NVSWITCH, CLASS_PAIR,
-                                      CLASS_PCIE, Placement, enumerate_placements)
+                                      CLASS_PCIE, enumerate_placements)
 from wirecheck.node.profile_topology import from_profile as profile_topology
 from wirecheck.node.wire import wire_peak
 from wirecheck.thresholds import declared
