@@ -121,7 +121,7 @@ def _node():
 def _plugin_record(tmp_path, exit_status: int):
     from pytest_wirecheck.reporting import RecordReporter
 
-    config = SimpleNamespace(option=SimpleNamespace(wirecheck_json=str(tmp_path / "suite.jsonl")),
+    config = SimpleNamespace(option=SimpleNamespace(wirecheck_json=str(tmp_path / "suite.jsonl"), training="selected"),
                              invocation_params=SimpleNamespace(dir=tmp_path),
                              hook=SimpleNamespace(pytest_wirecheck_header=lambda header: None,  # no site hooks
                                                   pytest_wirecheck_measurement=lambda measurement: None,

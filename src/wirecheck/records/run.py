@@ -171,7 +171,7 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
                placements: Iterable[dict], topology=None, gpus: list | None = None, unavailable: str | None = None,
                profile: str | None = None, level: str | None = None, duration_s: float | None = None,
                hardware: dict | None = None, selection: list[str] | None = None, workers: str | None = None,
-               spare_workers: str | None = None, **extra: Any) -> dict:
+               spare_workers: str | None = None, training: dict | None = None, **extra: Any) -> dict:
     """The provenance of a run that measures and judges: what was simulated, against which thresholds,
     with which versions and environment, on which GPUs and placements, at which level (the suite's
     --level, a burn-in's duration; None for a run without levels). `gpus` replaces the topology's
@@ -180,7 +180,8 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
     where there is no one node, as in a multi-node job). `selection`: what narrowed a suite run below its
     level (-k, -m, ...; None where a run has no levels); `workers`: how the suite ran its workers (POOL);
     `spare_workers`: "on" where a run on a GPU node takes its workers' ranks from spares (wirecheck.workers.spares),
-    "off" where told not to, None where it has none (a multi-node job).
+    "off" where told not to, None where it has none (a multi-node job); `training`: where each strategy trains
+    (wirecheck.training.selection's header; None where nothing trains).
     Every header has every key, so that the suite's and the multi-node job's read alike."""
     fields = topology_fields(topology)
     if gpus is not None:
@@ -202,6 +203,7 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
         "selection": None if selection is None else list(selection),
         "workers": workers,
         "spare_workers": spare_workers,
+        "training": training,
         **extra,
     }
 
