@@ -78,3 +78,22 @@ def test_closed_pipe_stops_quietly():
         os.close(write_end)
     assert done.returncode == 141, done.stderr  # 128 + SIGPIPE, as the shell reports a broken pipe
     assert "Traceback" not in done.stderr
+
+
+def test_version_is_written_once_and_said_by_the_command(capsys):
+    """`wirecheck --version` says wirecheck.__version__ and where it runs from; pyproject.toml reads the same
+    attribute instead of a number of its own (two numbers drift apart)."""
+    import tomllib
+
+    import wirecheck
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    line = capsys.readouterr().out.strip()
+    package = Path(wirecheck.__file__).resolve().parent
+    assert line.startswith(f"wirecheck {wirecheck.__version__} from {package} (Python "), line
+    assert re.fullmatch(r"\d+\.\d+\.\d+\S*", wirecheck.__version__)
+    project = tomllib.loads((README.parent / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "wirecheck.__version__"}

@@ -153,16 +153,40 @@ def build_wheel(tmp_path: Path) -> Path:
     return wheel
 
 
+def tree_files(folder: Path, skip: tuple[str, ...] = ()) -> set[str]:
+    """Every file under `folder` (relative, posix), less bytecode and the subfolders in `skip`."""
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+            and not any(p.relative_to(folder).as_posix().startswith(s + "/") for s in skip)}
+
+
+def expected_wheel_files() -> set[str]:
+    """What the wheel must hold, read from the tree: the library and the plugin package whole (modules and
+    every data file: topologies, unit costs, advise's profiles...), less fixtures/reference (the node
+    records behind the docs, read by nothing the tool runs), and the suite the build copies into the plugin."""
+    files = {f"wirecheck/{f}" for f in tree_files(PROJECT / "src" / "wirecheck")}
+    files |= {f"pytest_wirecheck/{f}" for f in tree_files(PROJECT / "fixtures", skip=("reference",))}
+    files |= {f"pytest_wirecheck/tests/{f}" for f in tree_files(PROJECT / "tests")}
+    files |= {"pytest_wirecheck/tests/conftest.py", "pytest_wirecheck/thresholds.yaml",
+              "pytest_wirecheck/thresholds.schema.json"}
+    return files
+
+
 def test_wheel_installed_without_the_checkout_validates_from_any_directory(tmp_path):
+    import wirecheck
+
     wheel = build_wheel(tmp_path)
+    assert wheel.name == f"wirecheck-{wirecheck.__version__}-py3-none-any.whl"
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {"wirecheck/cli/main.py", "wirecheck/core/paths.py", "pytest_wirecheck/plugin.py", "pytest_wirecheck/options.py",
-                "pytest_wirecheck/thresholds.yaml", "pytest_wirecheck/tests/conftest.py"}
-    expected |= {f"pytest_wirecheck/tests/{p.name}" for p in (PROJECT / "tests").glob("*.py")}
-    expected |= {f"pytest_wirecheck/topologies/{p.name}" for p in (PROJECT / "fixtures" / "topologies").iterdir()}
-    # every command module, those of a command's own subpackage (wirecheck/cli/fleet/) too: pyproject lists packages
-    expected |= {p.relative_to(PROJECT / "src").as_posix() for p in (PROJECT / "src" / "wirecheck" / "cli").rglob("*.py")}
-    assert not expected - names, f"missing from the wheel: {sorted(expected - names)}"
+    # The wheel is the tree, both ways: nothing of it left out (a package missing from a list by hand was
+    # once), nothing else slipped in (a stale build/ folder's module).
+    package_files = {n for n in names if ".dist-info/" not in n}
+    expected = expected_wheel_files()
+    assert not expected - package_files, f"missing from the wheel: {sorted(expected - package_files)}"
+    assert not package_files - expected, f"in the wheel but not in the tree: {sorted(package_files - expected)}"
+    assert {"wirecheck/diagnose/__init__.py", "wirecheck/advise/profiles.yaml", "pytest_wirecheck/unit_costs.yaml",
+            "pytest_wirecheck/topologies/h200-sxm-2.txt"} <= names  # the ones a list by hand missed or might
+    assert not any(n.startswith("pytest_wirecheck/reference/") for n in names)
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     declared = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[pytest11]" in declared
@@ -182,6 +206,10 @@ def test_wheel_installed_without_the_checkout_validates_from_any_directory(tmp_p
     where = run([venv_dir / "bin" / "python", "-c", "import wirecheck, pytest_wirecheck; "
                  "print(wirecheck.__file__); print(pytest_wirecheck.__file__)"], cwd=empty, env=env)
     assert all(Path(f).is_relative_to(venv_dir) for f in where.stdout.split()), where.stdout  # not the checkout
+
+    version = run([venv_dir / "bin" / "wirecheck", "--version"], cwd=empty, env=env)
+    assert version.returncode == 0 and version.stdout.startswith(
+        f"wirecheck {wirecheck.__version__} from {Path(where.stdout.split()[0]).parent} "), version.stdout + version.stderr
 
     topo = run([venv_dir / "bin" / "wirecheck", "topo", "--simulate", "h200-nvl-8", "--json"], cwd=empty, env=env)
     assert topo.returncode == 0, topo.stderr

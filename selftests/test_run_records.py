@@ -34,6 +34,25 @@ w.close()
 '''
 
 
+def test_every_record_header_says_which_wirecheck_wrote_it(tmp_path):
+    """A suite run's header (run_header: with the code digest and the node's versions) and a header of its
+    own (diagnose's, nccl-tests') alike: versions.wirecheck is this wirecheck's version."""
+    import wirecheck
+
+    suite = RunWriter(tmp_path / "suite.jsonl")
+    suite.header(run_header(simulated=True, simulation_source="h200-sxm-2", thresholds=PROJECT / "thresholds.yaml",
+                            versions={"torch": "2.11.0"}, placements=[]))
+    own = RunWriter(tmp_path / "own.jsonl")
+    own.header({"kind": "diagnosis", "simulated": True})
+    for writer in (suite, own):
+        writer.end("complete", 0)
+        writer.close()
+    suite_header, own_header = (json.loads((tmp_path / n).read_text().splitlines()[0]) for n in ("suite.jsonl", "own.jsonl"))
+    assert own_header["versions"] == {"wirecheck": wirecheck.__version__}
+    assert suite_header["versions"]["wirecheck"] == wirecheck.__version__ and suite_header["versions"]["torch"] == "2.11.0"
+    assert len(suite_header["versions"]["wirecheck_code"]) == 64
+
+
 def test_two_runs_started_in_the_same_second_write_two_records(tmp_path):
     start = str(int(time.time()) + 2)
     env = {**os.environ, "PYTHONPATH": pythonpath()}

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import signal
 import sys
+from pathlib import Path
 
+import wirecheck
 from wirecheck.cli.protocol import commands
 from wirecheck.core import exit_codes
 from wirecheck.thresholds.declared import DeclarationsError
@@ -25,6 +28,8 @@ from wirecheck.thresholds.declared import DeclarationsError
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="wirecheck", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action=PrintVersion,
+                        help="the version, and where this wirecheck is installed (a checkout or a wheel)")
     found = commands()
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(c.NAME for c in found) + "}")
     for command in found:
@@ -32,6 +37,25 @@ def build_parser() -> argparse.ArgumentParser:
         # Kept so that arguments a command does not take are refused with its own usage line.
         command_parser.set_defaults(run=command.run, command_parser=command_parser)
     return parser
+
+
+def version_line() -> str:
+    """`wirecheck --version`: the version (wirecheck.__version__, the one place it is written; every record's
+    header keeps it too), the folder it runs from (an editable checkout's src/ or an environment's
+    site-packages) and the Python."""
+    return (f"wirecheck {wirecheck.__version__} from {Path(wirecheck.__file__).resolve().parent} "
+            f"(Python {platform.python_version()})")
+
+
+class PrintVersion(argparse.Action):
+    """argparse's own version action wraps the line at the terminal's width; a path must stay whole."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_line())
+        parser.exit()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import wirecheck
 from wirecheck.core import harness, jsondata
 from wirecheck.core.safefs import UnsafePath, create_new, make_dirs, open_append
 from wirecheck.core.verdict import Verdict
@@ -190,7 +191,10 @@ class RecordFile:
             pass  # the disk refuses even that: a reader drops a torn last line
 
     def header(self, provenance: dict) -> None:
-        self.write({"type": "run", "schema": SCHEMA, "host": platform.node(), "started": now(), **provenance})
+        # Every record says which wirecheck wrote it (a suite run's header adds its code digest beside it).
+        versions = {"wirecheck": wirecheck.__version__, **(provenance.get("versions") or {})}
+        self.write({"type": "run", "schema": SCHEMA, "host": platform.node(), "started": now(), **provenance,
+                    "versions": versions})
 
     def measurement(self, m: Measurement) -> None:
         self.write({"type": "measurement", **asdict(m)})
