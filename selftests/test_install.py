@@ -103,6 +103,41 @@ def test_layered_venv_follows_the_environments_own_pth_files(tmp_path):
     assert probe.stdout.strip() == "elsewhere", probe.stderr
 
 
+def fake_distribution(site_dir: Path, name: str, requires: list[str], top: str) -> None:
+    """An installed distribution as pip leaves one: its package folder and a dist-info with METADATA and RECORD."""
+    (site_dir / top).mkdir()
+    (site_dir / top / "__init__.py").write_text(f"NAME = {name!r}\n")
+    info = site_dir / f"{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\n" f"Name: {name}\nVersion: 1.0\n"
+                                   + "".join(f"Requires-Dist: {r}\n" for r in requires))
+    (info / "RECORD").write_text(f"{top}/__init__.py,,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
+
+
+def test_layered_venv_leaves_out_or_keeps_only_the_distributions_named(tmp_path):
+    """--without NAME drops one distribution (a checkout's editable wirecheck); --only NAME keeps it and what it
+    requires, transitively, and nothing else (a venv without torch); an extra's requirement is not followed."""
+    node = tmp_path / "node"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(node)], check=True)
+    (site_dir,) = node.glob("lib/python*/site-packages")
+    fake_distribution(site_dir, "report-lib", ["plot-lib>=1", "gpu-lib; extra == 'gpu'"], "report_lib")
+    fake_distribution(site_dir, "plot-lib", ['plain-lib; python_version >= "3"'], "plot_lib")
+    fake_distribution(site_dir, "plain-lib", [], "plain_lib")
+    fake_distribution(site_dir, "gpu-lib", [], "gpu_lib")
+    probe = "import importlib.util as u; print(' '.join(m for m in ('report_lib', 'plot_lib', 'plain_lib', 'gpu_lib') if u.find_spec(m)))"
+    seen = {}
+    for case, options in (("all", []), ("without", ["--without", "gpu-lib"]), ("only", ["--only", "report_lib"])):
+        made = run([node / "bin" / "python", PROJECT / "scripts" / "layered_venv.py", tmp_path / case, *options])
+        assert made.returncode == 0, made.stderr
+        seen[case] = run([tmp_path / case / "bin" / "python", "-c", probe]).stdout.split()
+    assert seen == {"all": ["report_lib", "plot_lib", "plain_lib", "gpu_lib"],
+                    "without": ["report_lib", "plot_lib", "plain_lib"],
+                    "only": ["report_lib", "plot_lib", "plain_lib"]}, seen
+    only = run([node / "bin" / "python", PROJECT / "scripts" / "layered_venv.py", tmp_path / "plain", "--only", "plain-lib"])
+    assert only.returncode == 0, only.stderr
+    assert run([tmp_path / "plain" / "bin" / "python", "-c", probe]).stdout.split() == ["plain_lib"]
+
+
 def python_without_torch(tmp_path: Path) -> str:
     """A bare venv: the Python of a node whose torch lives elsewhere."""
     bare = tmp_path / "bare"
@@ -194,7 +229,9 @@ def test_wheel_installed_without_the_checkout_validates_from_any_directory(tmp_p
     assert "[wirecheck.checks]\nbuiltin = wirecheck.checks" in declared, declared
 
     venv_dir = tmp_path / "venv"
-    layered = run([sys.executable, PROJECT / "scripts" / "layered_venv.py", venv_dir])
+    # the stack from this environment, not its wirecheck: an editable install's finder would answer for a
+    # module the wheel lacks
+    layered = run([sys.executable, PROJECT / "scripts" / "layered_venv.py", venv_dir, "--without", "wirecheck"])
     assert layered.returncode == 0, layered.stderr
     installed = run([venv_dir / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel],
                     env=offline_env())
