@@ -6,8 +6,8 @@
 #   bash scripts/device/fresh_install.sh [--wheels DIR] [--full | VALIDATE-ARGS...]
 #
 # Run it inside a copy of the repository, with or without its .git. DIR defaults to .whl at the
-# repository's root (carry it along). VALIDATE-ARGS go to `wirecheck validate` (default:
-# -k inventory); --full runs the whole suite. Exits with validate's exit code.
+# repository's root (made by scripts/wheelhouse.py, never committed; carry it along). VALIDATE-ARGS go
+# to `wirecheck validate` (default: -k inventory); --full runs the whole suite. Exits with validate's exit code.
 set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 wheels=$src/.whl
