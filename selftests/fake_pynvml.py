@@ -356,6 +356,7 @@ def build(scenario: Scenario) -> types.ModuleType:
                 events_arrived.notify_all()
 
     mod.emit = emit
+    mod.pending_events = lambda: len(event_queue)  # emitted, not yet taken by an event wait
     export("nvmlDeviceGetSupportedEventTypes", lambda h: gpu(h).supported_events)
     export("nvmlEventSetCreate", lambda: types.SimpleNamespace(name="event set"))
 

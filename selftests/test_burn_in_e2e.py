@@ -14,6 +14,8 @@ from wirecheck.core.exit_codes import CTRL_C, FAILED, SIMULATED
 from wirecheck.vocab.ops import OPS
 
 ROUND_S = 0.5
+WINDOW_S = 0.1  # the load's TFLOP/s window: a round needs two
+DURATION_S = 4
 FAULTY = '''
 import pytest
 
@@ -27,7 +29,7 @@ def burn_in_workers():
 def _short_rounds(data):
     sim = data["gpu_health"]["simulated"]
     sim["sustained"]["duration"] = {"quick": "0.5 s", "acceptance": "0.5 s", "burn_in": f"{ROUND_S:g} s"}
-    sim["sustained"]["window"] = "0.1 s"
+    sim["sustained"]["window"] = f"{WINDOW_S:g} s"
 
 
 def _burn_in(pytester, duration: str, *extra: str, conftest: str | None = None):
@@ -44,12 +46,17 @@ def _kinds(lines: list[dict], kind: str) -> list[dict]:
 
 
 def test_a_short_burn_in_records_each_round_prints_a_line_per_round_and_ends_with_verdicts(pytester):
-    result, lines = _burn_in(pytester, "2s")
+    # How many rounds fit in the duration is the machine's business (a loaded one runs each round's memory
+    # test and collectives slower): what holds anywhere is that rounds follow each other until what is left
+    # of the duration is too short for one. 4 s leaves room for two rounds even at a load of 7 on 2 cores.
+    result, lines = _burn_in(pytester, f"{DURATION_S}s")
     text = result.stdout.str()
     assert result.ret == SIMULATED, text  # nothing failed, in simulation
     rounds = _kinds(lines, "burn_in_round")
     numbers = [r["details"]["round"] for r in rounds]
-    assert len(numbers) >= 3 and numbers == list(range(1, len(numbers) + 1)), numbers
+    assert len(numbers) >= 2 and numbers == list(range(1, len(numbers) + 1)), numbers
+    # every round but the last is a whole one; the burn-in stopped only with less than a round's windows left
+    assert all(r["details"]["round_s"] == ROUND_S for r in rounds[:-1]), [r["details"]["round_s"] for r in rounds]
     for r in rounds:
         d = r["details"]
         assert d["fault"] is None and not d["interrupted"]
@@ -61,6 +68,8 @@ def test_a_short_burn_in_records_each_round_prints_a_line_per_round_and_ends_wit
         assert d["series"]["GPU0"]["windows"], "every window of the round is in the record"
     (summary,) = _kinds(lines, "burn_in")
     assert summary["details"]["status"] == "complete" and summary["details"]["rounds"] == len(numbers)
+    # (its seconds are rounded to a tenth)
+    assert summary["details"]["seconds"] >= DURATION_S - 2 * WINDOW_S - 0.1, "stopped before the duration was spent"
     # the record holds each round before the verdicts judged over all of them, and ends complete
     first_verdict = next(i for i, r in enumerate(lines) if r["type"] == "verdict")
     assert max(lines.index(r) for r in rounds) < first_verdict
@@ -78,7 +87,7 @@ def test_a_short_burn_in_records_each_round_prints_a_line_per_round_and_ends_wit
     # not a terminal: one plain line per round, with every GPU's figures and the round's last busbw
     progress = [line for line in result.outlines if line.startswith("burn-in ")]
     assert len(progress) == len(numbers), text
-    assert re.match(r"burn-in 0:00:0\d of 0:00:02 \(0:00:0\d left\) round 1 \| GPU0 [\d.]+ GFLOP/s -°C -W \| "
+    assert re.match(rf"burn-in 0:00:0\d of 0:00:0{DURATION_S} \(0:00:0\d left\) round 1 \| GPU0 [\d.]+ GFLOP/s -°C -W \| "
                     r"GPU1 [\d.]+ GFLOP/s -°C -W \| \w+ nvswitch-2gpu-0\.1 [\d.]+ GB/s$", progress[0]), progress[0]
     assert "\r" not in text
     assert f"wirecheck: burn-in complete: {len(numbers)} round(s) in" in text
@@ -132,7 +141,7 @@ def test_ctrl_c_stops_the_burn_in_keeps_every_round_and_the_record_ends_interrup
     assert summary["details"]["status"] == "interrupted"
     assert lines[-1]["type"] == "end" and lines[-1]["status"] == "interrupted", lines[-1]
     # on a terminal the line is rewritten in place: a carriage return before each round's line
-    assert re.search(r"\rburn-in 0:00:0\d of 0:02:00 \(0:01:5\d left\) round 2 \| GPU0 ", output), output
+    assert re.search(r"\rburn-in 0:\d\d:\d\d of 0:02:00 \(0:01:\d\d left\) round 2 \| GPU0 ", output), output
     assert "wirecheck: burn-in interrupted (Ctrl-C): every round so far is in" in output
     assert output.rstrip().splitlines()[-1].endswith("interrupted (Ctrl-C): the run is incomplete, exit 130")
 

@@ -41,7 +41,7 @@ def test_a_second_run_waits_bounded_then_names_the_holder(tmp_path):
         with pytest.raises(NodeBusy) as info:
             NodeLock(path).acquire(1.0, on_wait=told.append)
         waited = time.monotonic() - t0
-        assert 1.0 <= waited < 3
+        assert 1.0 <= waited < 20  # the wait asked for, not the holder's 60 s
         message = str(info.value)
         assert f"pid {holder.pid} (pytest --profile h200-sxm-8 (nightly))" in message
         assert "since 20" in message and str(path) in message and "--wait-for-node" in message
@@ -57,10 +57,10 @@ def test_waiting_gets_the_node_when_the_holder_finishes(tmp_path):
     told = []
     t0 = time.monotonic()
     with NodeLock(path).acquire(30, on_wait=told.append) as lock:
-        assert 1.0 < time.monotonic() - t0 < 10
+        assert 1.0 < time.monotonic() - t0 < 25  # when the holder let go, not at the end of the 30 s wait
         assert lock.held and read_holder(path).pid == os.getpid()
         assert told and told[0].pid == holder.pid
-    assert holder.wait(timeout=5) == 0
+    assert holder.wait(timeout=60) == 0
     assert read_holder(path) is None  # released: no stale name
 
 
@@ -145,8 +145,8 @@ def test_a_link_planted_at_the_lock_path_is_refused_and_its_target_untouched(sti
     assert planted.returncode == 0, planted.stderr
     t0 = time.monotonic()
     with pytest.raises(UnsafeLock) as info:
-        NodeLock(lock_path).acquire(1)
-    assert time.monotonic() - t0 < 0.5  # refused at once, not after a wait
+        NodeLock(lock_path).acquire(30)
+    assert time.monotonic() - t0 < 10  # refused at once, not after the 30 s wait
     message = str(info.value)
     assert str(lock_path) in message and f"symbolic link to {victim}" in message and f"user {name(NOBODY)}" in message
     assert f"rm {lock_path}" in message  # the fix
@@ -166,7 +166,7 @@ def test_another_users_lock_file_is_refused_naming_the_owner_without_waiting(sti
         t0 = time.monotonic()
         with pytest.raises(UnsafeLock) as info:
             NodeLock(lock_path).acquire(30)
-        assert time.monotonic() - t0 < 1  # no wait on a lock root must not use
+        assert time.monotonic() - t0 < 10  # no wait (30 s) on a lock root must not use
         message = str(info.value)
         assert str(lock_path) in message and f"owned by {name(NOBODY)} (uid {NOBODY})" in message
         assert "not by root" in message and f"rm {lock_path}" in message
@@ -189,7 +189,7 @@ def test_a_hard_link_or_a_fifo_at_the_lock_path_is_refused(sticky, tmp_path):
     t0 = time.monotonic()
     with pytest.raises(UnsafeLock, match="not a regular file"):
         NodeLock(fifo).acquire(0)
-    assert time.monotonic() - t0 < 1  # the open did not hang on the FIFO
+    assert time.monotonic() - t0 < 10  # the open did not hang on the FIFO
 
 
 def test_the_default_lock_is_roots_shared_read_only_and_cannot_be_planted(sticky):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -71,10 +70,17 @@ def test_a_throttle_reason_halfway_through_the_quick_hold_fails(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml.build(scenario))
     sampler = LoadSampler([0], interval_s=interval).start()
     t0 = time.time()
-    threading.Timer(hold / 2, lambda: setattr(gpu, "clocks_event_reasons", 0x4 | 0x8)).start()  # HW slowdown
-    time.sleep(hold)
-    window = {"t0": t0, "t1": time.time(), "seconds": hold, "flops_per_s": 6.5e14, "products": 8, "checked": 1,
+    time.sleep(hold / 2)
+    gpu.clocks_event_reasons = 0x4 | 0x8  # HW slowdown, halfway through
+    # The hold ends once the sampler has seen it (its thread runs late on a loaded machine), and not before
+    # the hold's own length: a fixed sleep could end the window before any sample of the slowdown.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(s.reasons == 0x4 | 0x8 for s in list(sampler.result.samples)):
+        time.sleep(interval)
+    time.sleep(max(0.0, t0 + hold - time.time()))
+    t1 = time.time()
+    window = {"t0": t0, "t1": t1, "seconds": t1 - t0, "flops_per_s": 6.5e14, "products": 8, "checked": 1,
               "mismatched_results": 0, "mismatched_elements": 0}
-    phase = Phase(SUSTAINED, (0,), {0: {"windows": [window], "window_s": hold}}, sampling=sampler.stop())
+    phase = Phase(SUSTAINED, (0,), {0: {"windows": [window], "window_s": t1 - t0}}, sampling=sampler.stop())
     v = C.sustained_clocks(TH, **inputs.clocks(GpuRun((0,), False, {0: H200}, {0: BUS}), phase, 0))
     assert v.outcome == "fail" and "HW slowdown (0x8) in " in v.message, v.message

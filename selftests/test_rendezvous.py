@@ -55,15 +55,18 @@ def _old_way_loses(window_s: float) -> bool:
 
 
 def test_the_thief_defeats_the_old_way(port_thief):
-    # 200 old-style starts at once (threads), each binding its port 1 s after picking it.
-    lost = []
-    threads = [threading.Thread(target=lambda: lost.extend(_old_way_loses(1.0) for _ in range(5)))
-               for _ in range(40)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(lost) == 200 and sum(lost) >= 1, "the thief took no port: this file would prove nothing"
+    # 200 old-style starts at once (threads), each binding its port 1 s after picking it; again while none was
+    # lost (a loaded machine runs the thief slower than its 2000 a second), for up to a minute.
+    lost: list[bool] = []
+    deadline = time.monotonic() + 60
+    while not any(lost) and time.monotonic() < deadline:
+        threads = [threading.Thread(target=lambda: lost.extend(_old_way_loses(1.0) for _ in range(5)))
+                   for _ in range(40)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert len(lost) % 200 == 0 and any(lost), "the thief took no port: this file would prove nothing"
 
 
 @pytest.mark.parametrize("join_process_group", [True, False], ids=["worker-joins", "function-joins-env"])

@@ -32,6 +32,9 @@ DEADLINE_S = 4  # the simulated minimum for this run: every first call is a smal
 def test_a_node_where_every_collective_hangs_finishes_in_bounded_time_naming_every_hang(pytester):
     def quick(data):
         data["workers"]["deadlines"]["simulated"]["minimum"] = f"{DEADLINE_S} s"
+        # the ceilings a hang could wait for instead, set to an hour: the run would outlast the suite's timeout
+        data["collectives"]["simulated"]["timeout"] = "3600 s"
+        data["training"]["simulated"]["timeout"] = "3600 s"
 
     root = make_project(pytester, thresholds_text=thresholds_with(quick), tests_conftest=ALL_HANG)
     out = root / "run.jsonl"
@@ -62,9 +65,9 @@ def test_a_node_where_every_collective_hangs_finishes_in_bounded_time_naming_eve
     for h in hangs:
         assert h["deadline_s"] == DEADLINE_S and h["log_dir"] in logs and h["what"] == "all_reduce at 64 KiB"
         assert {r["rank"] for r in h["ranks"]} == {0, 1} and all(r["evidence"] for r in h["ranks"])
-    # Bounded: per hang, a group start (2 CPU ranks) + the deadline + stack dump and kill, plus the
-    # session itself; nothing waits for the 60 s ceiling or the training timeout.
-    assert elapsed < 2 * (30 + DEADLINE_S + 5) + 60, elapsed
+    # Bounded: each hang was cut at its own deadline, and nothing waited for a ceiling (an hour here). How long the
+    # rest takes is the machine's business (minutes at a load of 7 on 2 cores).
+    assert elapsed < 400, elapsed
 
 
 FAKE_NODE = '''

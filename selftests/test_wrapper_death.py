@@ -71,7 +71,7 @@ def test_a_child_of_the_main_thread_dies_with_its_parent():
         assert len(_marked(mark)) == 2
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
-        assert _gone_within(mark, 5) == [], "the child outlived its SIGKILLed parent"
+        assert _gone_within(mark, 60) == [], "the child outlived its SIGKILLed parent"
     finally:
         for pid in _marked(mark):
             os.kill(pid, signal.SIGKILL)
@@ -93,7 +93,7 @@ def test_sigkill_to_validate_ends_pytest_and_its_workers_and_keeps_the_record(tm
         assert len(running) >= 3, running  # validate, pytest and a worker group's ranks
         os.kill(validate.pid, signal.SIGKILL)
         validate.wait(10)
-        left = _gone_within(mark, 15)
+        left = _gone_within(mark, 60)
         assert left == [], f"left running after the wrapper died: {left}"
     finally:
         for pid in _marked(mark):
