@@ -20,6 +20,9 @@ def gpu_health_workers():
 
 def _short(data):
     data["gpu_health"]["simulated"]["sustained"]["duration"] = {"quick": "0.5 s", "acceptance": "1 s", "burn_in": "2 s"}
+    # Not a test of speed: two CPU ranks on a loaded 2-core machine ran 8x apart (87 % below their peer, load 10-14),
+    # past the shipped simulated peer rule (80 %); only a wrong result may fail here.
+    data["gpu_health"]["peers"]["simulated"]["max_below_median"] = "99 %"
 
 
 def test_a_gpu_with_one_wrong_element_fails_by_name_and_its_record_judges_the_same(pytester, capsys):

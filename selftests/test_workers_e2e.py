@@ -39,7 +39,8 @@ def test_a_node_where_every_collective_hangs_finishes_in_bounded_time_naming_eve
     root = make_project(pytester, thresholds_text=thresholds_with(quick), tests_conftest=ALL_HANG)
     out = root / "run.jsonl"
     t0 = time.monotonic()
-    result = run_suite(pytester, "--simulate=h200-sxm-2", f"--thresholds={root / 'thresholds.yaml'}",
+    # (the GPU health checks hold no collective and judge speed, which a loaded machine skews: left out)
+    result = run_suite(pytester, "--simulate=h200-sxm-2", f"--thresholds={root / 'thresholds.yaml'}", "-m", "not health",
                        f"--wirecheck-json={out}", "--benchmark-disable", "-rfs")
     elapsed = time.monotonic() - t0
     text = result.stdout.str()
