@@ -420,7 +420,7 @@ def test_a_thresholds_file_over_the_size_bound_is_refused_before_it_is_parsed(tm
     path.write_bytes(line * (MAX_BYTES // len(line) + 1))
     started = time.monotonic()
     code, out = call(judge.main, [str(RECORD), "--thresholds", str(path)], capsys)
-    assert time.monotonic() - started < 2, "parsed before it was refused"
+    assert time.monotonic() - started < 20, "parsed before it was refused"  # parsing it took 58 s
     assert_clean(code, out, {2}, f"{path}: larger than 4 MiB (the shipped thresholds.yaml is about 60 KB)")
     assert "alias" not in out
     assert THRESHOLDS.stat().st_size < MAX_BYTES / 16  # the bound leaves the shipped file room to grow

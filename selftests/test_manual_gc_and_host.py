@@ -78,7 +78,7 @@ def test_host_watch_counts_collections_and_reads_steal(monkeypatch, gc_state):
     figures = watch.figures()
     assert figures["gc_collections"] == 2 and figures["gc_s"] > 0
     assert figures["steal_fraction"] == pytest.approx(0.05)
-    assert 0 < figures["python_loop_s"] < 1  # 100k rounds take milliseconds on any host
+    assert 0 < figures["python_loop_s"] < 10  # 100k rounds take milliseconds on any host, a loaded one included
     gc.collect()
     assert watch.figures()["gc_collections"] == 2  # the callback is gone after the block
 
