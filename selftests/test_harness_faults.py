@@ -330,7 +330,7 @@ def test_a_crash_of_the_plugin_at_session_start_is_its_own_code(pytester, monkey
         raise RuntimeError("a bug of ours")
 
     make_project(pytester)
-    monkeypatch.setattr(_plugin_module("node"), "start_node", broken)
+    monkeypatch.setattr(_plugin_module("node"), "load", broken)
     result, lines = _run(pytester, "-W", "ignore::pytest.PytestAssertRewriteWarning")
     assert result.ret == exit_codes.HARNESS_CRASH, lines
     assert lines[-1].startswith("wirecheck: the wirecheck plugin crashed, not a verdict on this node (exit 70): "

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from wirecheck.burnin.plan import BurnInPlan
+from wirecheck.measure.sweep import calls_per_size
 from wirecheck.node import nvml
 from wirecheck.node.gpu_sampling import LoadSampler, Sampling
 from wirecheck.workers.launcher import WorkerError
@@ -77,13 +78,11 @@ class Rig:
     """The real one; a self-test gives the loop a fake with the same methods."""
 
     def __init__(self, plan: BurnInPlan, settings, pool: WorkerPool, *, xid_events: Callable[[], list] | None = None,
-                 log_dir: str | os.PathLike | None = None, workers: str = WORKERS, collective_settings=None,
-                 step_deadline: Callable[[Any], float] | None = None):
+                 log_dir: str | os.PathLike | None = None, workers: str = WORKERS, collective_settings=None):
         self.plan = plan
-        self.pool = pool
+        self.pool = pool  # wirecheck.workers.pool.WorkerPool: the workers, and how long a step's collectives may take
         self.settings = settings  # the thresholds' GpuHealthSettings for the mode
         self.collective_settings = collective_settings
-        self.step_deadline = step_deadline  # seconds one step of the cycle may take (workers.deadlines' rule)
         self.round_worker, self.memory_worker = f"{workers}:load_round", f"{workers}:memory"
         self._xid_events = xid_events or (lambda: [])
         self.log_dir = log_dir
@@ -115,9 +114,16 @@ class Rig:
         (a step started just before the end), or a few windows; the first round also makes every
         placement's process group and the reference product, so it gets the GPU-health call timeout."""
         s = self.settings
-        if first or self.step_deadline is None:
+        if first or self.collective_settings is None:
             return s.timeout_s
-        return max([4 * s.window_s] + [float(self.step_deadline(step)) for step in self.plan.steps]) + 4 * s.window_s
+        return max([4 * s.window_s] + [self.step_deadline_s(step) for step in self.plan.steps]) + 4 * s.window_s
+
+    def step_deadline_s(self, step) -> float:
+        """Seconds one step of the cycle may take: its collectives' deadline from the pool (workers.deadlines'
+        rule, from the class's busbw floor), for the calls one measure of the floor size makes."""
+        c = self.collective_settings
+        deadline = self.pool.collective_deadline(step.placement, step.op, step.size, calls_per_size(c, c.floor_size))
+        return float(getattr(deadline, "seconds", deadline))
 
     def memory(self) -> list:
         kwargs = self.settings.memory_kwargs("burn_in")

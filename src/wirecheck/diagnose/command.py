@@ -40,12 +40,13 @@ def probe(ctx: Context, s: Suspect) -> Finding:
 
 def probe_sets(ctx: Context, found: list[Suspect]) -> list[ProbeSet]:
     """The GPU sets the suspects' probes run on: each collective suspect's placement and the pairs inside it,
-    and every GPU of the node where a GPU is suspected (the GPU load alone and with its neighbours)."""
+    and every GPU of the node where a GPU is suspected (the GPU load alone and with its neighbours; a node
+    of one GPU has no set to group, and the load starts a group of its own)."""
     sets: list[ProbeSet] = []
     for s in found:
         if s.kind in (COLLECTIVE, WRONG_COLLECTIVE):
             sets += collective_probe.probe_sets(s)
-        elif s.kind in (SLOW_GPU, WRONG_GPU):
+        elif s.kind in (SLOW_GPU, WRONG_GPU) and len(gpu_probe.all_gpus(ctx, s)) > 1:
             sets.append(gpus_set(gpu_probe.all_gpus(ctx, s)))
     return list(dict.fromkeys(sets))
 
