@@ -8,9 +8,9 @@ the environment (it passes through to the workers):
 - WIRECHECK_FAULT_NEIGHBOUR_SLOW_GPU="1": that GPU's GEMM does NEIGHBOUR_SLOW_TIMES the work while other
   GPUs are loaded with it (the GPU load's group has more than one rank), its results still right.
 
-Which GPU a rank is: a probe's collective group is labelled by its GPUs (`diagnose-4.5.6.7`: rank r is the
-r-th GPU listed); the GPU load's group numbers the node's GPUs from 0 when every GPU is loaded, and a
-group of one rank is the suspect GPU alone.
+Which GPU a rank is: a probe's collective sub-group is labelled by its GPUs (`diagnose-4.5.6.7`, `pair-5.6`:
+rank r is the r-th GPU listed); the GPU load runs on the pool's ranks over every GPU of the node, rank r on
+GPU r, and the ranks of the call (`group_ranks`) are the GPUs loaded: one is the suspect GPU alone.
 """
 
 from __future__ import annotations
@@ -73,10 +73,6 @@ def measure(ctx, op: str, **kw: Any) -> dict:
     return _swapped(ctx, op, list(range(ctx.world_size)), lambda: probes.measure(ctx, op=op, **kw))
 
 
-def pair(ctx, op: str, ranks: list[int], **kw: Any) -> dict | None:
-    return _swapped(ctx, op, ranks, lambda: probes.pair(ctx, op=op, ranks=ranks, **kw))
-
-
 # -- the GPU load ----------------------------------------------------------------------------------
 
 
@@ -89,7 +85,8 @@ def _heavier(matmul, times: int):
 
 
 def figures(ctx, **kwargs: Any) -> dict:
-    slow = ctx.rank in _env_gpus("WIRECHECK_FAULT_NEIGHBOUR_SLOW_GPU") and ctx.world_size > 1
+    loaded = len(ctx.group_ranks) if ctx.group_ranks is not None else ctx.world_size
+    slow = ctx.rank in _env_gpus("WIRECHECK_FAULT_NEIGHBOUR_SLOW_GPU") and loaded > 1
     saved = gemm.matmul
     if slow:
         gemm.matmul = _heavier(saved, NEIGHBOUR_SLOW_TIMES)

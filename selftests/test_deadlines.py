@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -53,10 +52,11 @@ def test_deadline_must_be_positive():
 
 
 def test_pool_uses_the_class_floor_or_the_slowest_one():
-    from pytest_wirecheck.workers import WorkerPool
+    from wirecheck.measure.sweep import floor_deadlines
+    from wirecheck.workers.pool import WorkerPool
 
     th = load_thresholds(Path(__file__).resolve().parents[1] / "thresholds.yaml")
-    pool = WorkerPool(SimpleNamespace(thresholds=th, simulated=False))
+    pool = WorkerPool([], backend="nccl", simulated=False, timeout_s=120, deadline=floor_deadlines(th, False))
     nvswitch = Placement(klass="nvswitch", gpus=(0, 1), env={})
     small = pool.collective_deadline(nvswitch, "all_reduce", MiB, 25)
     assert small.seconds == 10.0 and "nvswitch floor 295" in small.note

@@ -262,7 +262,7 @@ def test_a_crash_of_the_plugin_is_its_own_code_not_a_verdict(pytester, monkeypat
     text = "\n".join(lines)
     assert result.ret == exit_codes.HARNESS_CRASH, text
     assert lines[-1].startswith("wirecheck: the wirecheck plugin crashed, not a verdict on this node (exit 70): "
-                                "KeyError: 'a bug of ours' in pytest_wirecheck.reporting.pytest_sessionfinish"), lines[-1]
+                                "KeyError: 'a bug of ours' in pytest_wirecheck.reporting.end"), lines[-1]
 
 
 # ---- a real small disk, through `wirecheck validate` ---------------------------------------------------
@@ -335,7 +335,7 @@ def test_a_crash_of_the_plugin_at_session_start_is_its_own_code(pytester, monkey
         raise RuntimeError("a bug of ours")
 
     make_project(pytester)
-    monkeypatch.setattr(_plugin_module("node"), "start_node", broken)
+    monkeypatch.setattr(_plugin_module("node"), "load", broken)
     result, lines = _run(pytester, "-W", "ignore::pytest.PytestAssertRewriteWarning")
     assert result.ret == exit_codes.HARNESS_CRASH, lines
     assert lines[-1].startswith("wirecheck: the wirecheck plugin crashed, not a verdict on this node (exit 70): "

@@ -12,7 +12,8 @@ import types
 import pytest
 from _pytest._code import ExceptionInfo
 
-from pytest_wirecheck.reporting import drop_lineless_entries, pytest_keyboard_interrupt
+from pytest_wirecheck.plugin import pytest_keyboard_interrupt
+from pytest_wirecheck.reporting import drop_lineless_entries
 
 
 def _interrupt_with_a_lineless_frame() -> ExceptionInfo:

@@ -12,7 +12,6 @@ from types import SimpleNamespace
 import pytest
 
 from e2e import make_project, records, run_suite
-from pytest_wirecheck import workers as plugin_workers
 from pytest_wirecheck.gpu_health import GpuLoadSession
 from wirecheck.cli import validate as cli_validate
 from wirecheck.cli.foreground import Outcome
@@ -204,20 +203,22 @@ def test_the_gpu_load_holds_the_sustained_load_for_the_runs_level(tmp_path, leve
     """gpu_health.simulated.sustained.duration.<level> reaches the GPU load's sustained call."""
     topology = load_recorded("h200-sxm-2", suite_paths().topologies)
     node = SimpleNamespace(topology=topology, simulated=True, thresholds=load_thresholds(suite_paths().thresholds))
-    reporter = SimpleNamespace(file=SimpleNamespace(path=tmp_path / "run.jsonl"))
+    reporter = SimpleNamespace(logs_dir=tmp_path / "run-logs")
     session = GpuLoadSession(node, None, reporter, (0, 1), None, level)
     assert session.load.kwargs("sustained")["duration_s"] == seconds
 
 
 def test_quick_does_not_build_the_bytecode_cache(monkeypatch):
+    from wirecheck.workers import spawn
+
     def refuse():
         raise AssertionError("the quick level must not prepare the bytecode cache")
 
-    monkeypatch.setattr(plugin_workers.bytecode, "prepare", refuse)
-    monkeypatch.setattr(plugin_workers, "untrusted_import_path", lambda: [])
-    plugin_workers._prepare_bytecode(None, build=False)
+    monkeypatch.setattr(spawn.bytecode, "prepare", refuse)
+    monkeypatch.setattr(spawn, "untrusted_import_path", lambda: [])
+    assert spawn.prepare_for_workers(build=False) == []
     with pytest.raises(AssertionError, match="must not prepare"):
-        plugin_workers._prepare_bytecode(None, build=True)
+        spawn.prepare_for_workers(build=True)
 
 
 # ---- wirecheck validate --level ------------------------------------------------------------------

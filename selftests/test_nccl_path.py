@@ -9,7 +9,6 @@ pair named and NCCL's line quoted, on the wrong one.
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -185,21 +184,26 @@ def test_the_pool_hands_back_each_communicators_own_log_lines(tmp_path, monkeypa
 
 
 def test_the_path_read_starts_no_group_where_the_pool_made_the_communicator(tmp_path):
-    """WorkerPool.nccl_log reads what the last pool start logged for the placement, from the files; it starts the
-    pool only for a placement no pool of the run has made (and then as the collectives' would be made)."""
-    from pytest_wirecheck.workers import WorkerPool
+    """read_pool_log reads what the last pool start logged for the placement, from the files; it starts the
+    pool only for a placement no pool start has made (and then as the collectives' would be made). What a
+    start keeps per placement is make_groups' answer for the placement's ranks."""
+    from wirecheck.nccl import path as nccl_path
+    from wirecheck.workers.pool import WorkerPool
 
     log = tmp_path / "nccl.7.log"
     log.write_text("head\n" + "\n".join(x for p in sorted(DATA.glob("composed-nvswitch-2gpu-0.1.rank0.log"))
                                         for x in p.read_text().splitlines()) + "\n")
     size = log.stat().st_size
-    pool, started = WorkerPool(SimpleNamespace(simulated=False)), []
+    pool, started = WorkerPool([], backend="nccl", simulated=False, timeout_s=120), []
     pool.shared = lambda p: started.append(p.id)  # what a start would be: recorded, not made
     placement = Placement("nvswitch", (0, 1))
-    pool.logged[placement.id] = [{"rank": 0, "pid": 7, "log_path": str(log), "slices": [[0, 0], [5, size]],
-                                  "nccl_env": {"NCCL_DEBUG": "INFO"}}]
-    (r,) = pool.nccl_log(placement)
+    answers = [{"rank": 0, "pid": 7, "log_path": str(log), "slices": {"0.1": [[0, 0], [5, size]]},
+                "nccl_env": {"NCCL_DEBUG": "INFO"}}]
+    start = nccl_path.logging_start(tmp_path / "nccl", ["all_reduce"], 8, fix="")(1)
+    pool.kept.update(start.keep(answers, {placement.id: (0, 1), "single-1gpu-1": (1,)}))
+    assert pool.kept["single-1gpu-1"] == []  # rank 0 is not in it
+    (r,) = nccl_path.read_pool_log(pool, placement)
     assert started == [] and r["text"].startswith("vm:") and "P2P/CUMEM/read" in r["text"]
     assert r["nccl_env"] == {"NCCL_DEBUG": "INFO"}
     other = Placement("forced_pcie", (0, 1), {"NCCL_P2P_DISABLE": "1"})
-    assert pool.nccl_log(other) == [] and started == [other.id]  # not made yet: the pool starts for it
+    assert nccl_path.read_pool_log(pool, other) == [] and started == [other.id]  # not made yet: the pool starts for it

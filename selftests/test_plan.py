@@ -217,7 +217,7 @@ def test_a_work_marker_of_an_unknown_kind_is_a_usage_error():
 
     with pytest.raises(pytest.UsageError, match=r"tests/test_x.py::test_y: pytest.mark.work\('sweeps',\): "
                                                 r"unknown kind 'sweeps'; known: sweep, floor sweep"):
-        plugin.pytest_collection_modifyitems([Item()])
+        plugin.check([Item()])
     with pytest.raises(ValueError, match="unknown keyword 'optin'"):
         work.declared((), {"optin": "x"}, "t")
 

@@ -1,5 +1,6 @@
-"""The pool's hang memory: a hang retires the placement's wire (its GPUs and NCCL path), a death
-does not; the skip names the hang. No process is started here."""
+"""The worker pool (wirecheck.workers.pool): its hang memory (a hang retires the placement's wire, its GPUs
+and NCCL path; a death does not; the reason names the hang, and the pytest plugin skips with it), and
+one pool serving every placement, a fault in it named and the pool rebuilt."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_wirecheck.workers import WorkerPool, wire_key
 from wirecheck.measure.sweep import calls_per_size
 from wirecheck.core import failures as F
 from wirecheck.workers.launcher import WorkerCrash, WorkerTimeout
+from wirecheck.workers.pool import Unavailable, WorkerPool, wire_key
 from wirecheck.node.placement import Placement
 
 NVSWITCH = Placement(klass="nvswitch", gpus=(0, 1))
@@ -27,29 +28,38 @@ def _failure(kind: str, label: str = "nvswitch-2gpu-0.1") -> F.GroupFailure:
 
 
 def _pool() -> WorkerPool:
-    return WorkerPool(SimpleNamespace(simulated=False, thresholds=None))
+    return WorkerPool([NVSWITCH, PAIR, FORCED, OTHER], backend="nccl", simulated=False, timeout_s=120)
 
 
-def test_a_hang_retires_the_wire_and_the_skip_names_it():
+def test_a_hang_retires_the_wire_and_the_reason_names_it():
     pool = _pool()
     pool.failed(NVSWITCH, WorkerTimeout("hung", label=NVSWITCH.id, what="all_reduce at 8 B", failure=_failure(F.HUNG)))
-    with pytest.raises(pytest.skip.Exception, match=r"^nvswitch-2gpu-0\.1 hung earlier \(all_reduce at 8 B did not "
+    with pytest.raises(Unavailable, match=r"^nvswitch-2gpu-0\.1 hung earlier \(all_reduce at 8 B did not "
                        r"finish within 10s; logs in /logs/nvswitch-2gpu-0\.1-abc\): its remaining tests are skipped$"):
         pool.shared(NVSWITCH)
-    with pytest.raises(pytest.skip.Exception, match=r"^pair-0\.1: the same GPUs and path as nvswitch-2gpu-0\.1, which "
+    with pytest.raises(Unavailable, match=r"^pair-0\.1: the same GPUs and path as nvswitch-2gpu-0\.1, which "
                        r"hung earlier"):
         pool.fresh(PAIR)
     # Another path on the same GPUs, and other GPUs, are still tried.
-    pool._check(FORCED)
-    pool._check(OTHER)
+    pool.check(FORCED)
+    pool.check(OTHER)
     assert wire_key(FORCED) != wire_key(NVSWITCH) == wire_key(PAIR)
 
 
 def test_a_dead_rank_does_not_retire_the_placement():
     pool = _pool()
     pool.failed(NVSWITCH, WorkerCrash("died", label=NVSWITCH.id, what="x", failure=_failure(F.DIED)))
-    pool._check(NVSWITCH)  # no skip: the next test gets a fresh group
+    pool.check(NVSWITCH)  # nothing unavailable: the next test gets a fresh group
     assert not pool.hung
+
+
+def test_a_simulation_runs_no_more_ranks_than_it_can():
+    big = Placement(klass="nvswitch", gpus=tuple(range(9)))
+    pool = WorkerPool([big], backend="gloo", simulated=True, timeout_s=120)
+    with pytest.raises(Unavailable, match=r"nvswitch-9gpu-0\.1\.2\.3\.4\.5\.6\.7\.8: simulation runs at most 8 CPU ranks"):
+        pool.shared(big)
+    with pytest.raises(Unavailable, match=r"simulation runs training on at most 2 CPU ranks"):
+        pool.fresh(Placement(klass="nvswitch", gpus=(0, 1, 2)))
 
 
 def test_calls_per_size_counts_graph_replays():
@@ -71,9 +81,9 @@ def test_one_pool_serves_every_placement_and_a_fault_in_it_is_named_then_the_poo
 
     th = load_thresholds(Path(__file__).resolve().parents[1] / "thresholds.yaml")
     whole, a, b = (Placement(klass="nvswitch", gpus=g) for g in ((0, 1, 2), (0, 1), (1, 2)))
-    pool = WorkerPool(SimpleNamespace(thresholds=th, simulated=True, backend="gloo", placements=[whole, a, b]))
-    pool.collective_deadline = lambda placement, op, size, calls: Deadline(4.0, "the test's")
     settings = th.collective_settings(True)
+    pool = WorkerPool([whole, a, b], backend="gloo", simulated=True, timeout_s=settings.timeout_s,
+                      deadline=lambda placement, op, size, calls: Deadline(4.0, "the test's"))
     kept = []
     record = SimpleNamespace(measurement=kept.append)
     hang = "selftests.faulty_workers:measure_hang"  # rank 1 of the sub-group never comes to all_reduce

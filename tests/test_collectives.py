@@ -16,7 +16,6 @@ import pytest
 from pytest_wirecheck.measurements import nvlink_twin_or_skip, require
 from pytest_wirecheck.nightly import device_timed, time_rounds
 from wirecheck import checks
-from wirecheck.measure.collectives import MEASURE_LOOP_WORKER
 from wirecheck.vocab.ops import OPS
 from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_PAIR, COLLECTIVE_CLASSES, link_ceiling
 from wirecheck.core.quantity import format_bytes
@@ -65,24 +64,16 @@ def test_result_correct(node, measurements, placement, op, collective_worker, re
 @device_timed
 @pytest.mark.placements(*COLLECTIVE_CLASSES)
 @pytest.mark.parametrize("op", OPS)
-def test_busbw(node, measurements, worker_pool, placement, op, collective_worker, benchmark, record):
+def test_busbw(node, measurements, placement, op, collective_worker, benchmark, record):
     """Bus bandwidth at the floor size within the limits for (class, op, GPU count)."""
     result = _at_floor_size(node, record, measurements.sweep(placement, op, collective_worker))
     verdict = record(_busbw_verdict(node, placement, op, result))
     # Nightly regression: each benchmark round is `iters` back-to-back collectives at the floor
     # size, timed on the device (slowest rank), so pytest-benchmark compares device time.
-    settings = node.thresholds.collective_settings(node.simulated)
-    group = worker_pool.shared(placement)
     benchmark.extra_info.update({"placement": placement.id, "op": op, "bytes": result.bytes,
                                  "busbw_GBps": round(result.busbw / 1e9, 2), "algbw_GBps": round(result.algbw / 1e9, 2)})
-
-    def one_round() -> float:
-        ranks = group.run(MEASURE_LOOP_WORKER, {"op": op, "size": result.bytes, "iters": settings.iters},
-                          timeout_s=worker_pool.collective_deadline(placement, op, result.bytes, settings.iters + 1),
-                          what=f"{op} benchmark at {format_bytes(result.bytes)}")
-        return max(r["time_s"] for r in ranks) * settings.iters
-
-    time_rounds(benchmark, one_round, settings.benchmark_rounds)
+    time_rounds(benchmark, lambda: measurements.benchmark_round(placement, op, result.bytes),
+                node.thresholds.collective_settings(node.simulated).benchmark_rounds)
     assert verdict.ok, verdict.message
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from wirecheck import checks
-from wirecheck.nccl import log as nccl_log
+from wirecheck.nccl import log as nccl_log, path as nccl_path
 from wirecheck.workers.launcher import WorkerError
 from wirecheck.node.placement import COLLECTIVE_CLASSES
 from wirecheck.records.file import Measurement
@@ -39,7 +39,7 @@ def _forced_host_path(placement) -> bool:
 def _read_path(worker_pool, placement) -> tuple[dict | None, list, str | None]:
     """NCCL's log lines of the placement's communicator in the run's pool; (summary, per-rank lines, error)."""
     try:
-        ranks = worker_pool.nccl_log(placement)
+        ranks = nccl_path.read_pool_log(worker_pool, placement)
     except WorkerError as exc:
         worker_pool.failed(placement, exc)
         return None, [], str(exc)

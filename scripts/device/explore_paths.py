@@ -87,7 +87,11 @@ def main(argv: list[str] | None = None) -> int:
         explore = dataclasses.replace(explore, graph_replays=args.graph_replays)
     ops = [op for op in args.ops.split(",") if op]
     outcome = nccl_tests.Outcome(placement)
-    nccl_tests.measure_suite(placement, ops, spec.sizes, explore, backend, outcome)
+    pool = nccl_tests.suite_pool([placement], backend, explore)
+    try:
+        nccl_tests.measure_suite(pool, placement, ops, spec.sizes, explore, outcome)
+    finally:
+        pool.close()
     out = open(args.out, "a", encoding="utf-8") if args.out else None
     try:
         for op in ops:

@@ -31,7 +31,9 @@ run_tree() {  # TREE LABEL MODULE: validate from TREE (its src/ and fixtures/ fi
   log "$label: exit $rc, wall $((SECONDS - t0)) s; $(grep -E 'passed|failed' "$OUT/$label.log" | tail -1)"
 }
 
-run_tree "$BEFORE" before wirecheck.cli "$@"
+before_cli=wirecheck.cli.main  # the command's module in the earlier tree (older trees: wirecheck.cli)
+[ -f "$BEFORE/src/wirecheck/cli/main.py" ] || before_cli=wirecheck.cli
+run_tree "$BEFORE" before "$before_cli" "$@"
 run_tree "$ROOT" after wirecheck.cli.main "$@"
 "$PY" - "$OUT/before.jsonl" "$OUT/after.jsonl" <<'PY' | tee "$OUT/compare.txt"
 import json, sys

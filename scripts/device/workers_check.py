@@ -9,7 +9,7 @@ kill: 2 NCCL ranks all_reduce 1 GiB in a loop; rank 1 is SIGKILLed mid-collectiv
 hang: rank 1 never joins a 1 MiB all_gather; rank 0 waits inside it. The hang must come back within its
       deadline (the thresholds' minimum, 10 s) + 5 s, with both ranks' stacks; then a fresh group works.
 
-Deadlines are computed as the suite computes them (fixtures/workers.py, thresholds.yaml workers:).
+Deadlines are computed as the suite computes them (wirecheck.measure.sweep.floor_deadlines, thresholds.yaml workers:).
 Prints one `RESULT <check> PASS|FAIL <seconds> ...` line per check; exit status 1 if any failed.
 `--backend gloo` runs the same logic on CPU processes (a dry run of this script, not a GPU check).
 The environment is passed through to the workers untouched (NCCL_NVLS_ENABLE=0 and friends).

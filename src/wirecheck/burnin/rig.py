@@ -1,9 +1,11 @@
 """The burn-in's hands on the node: its worker group, NVML (samples, ECC and link counters), the XID
 watch, and the folder its workers and the parent share (the stop file, each rank's progress).
 
-One worker group over the burn-in's GPUs, joined in one process group, serves every call: a round
-(wirecheck.burnin.worker.load_round: the GEMM load beside the collective cycle) and, between rounds,
-the memory test (wirecheck.gpu.worker.memory). A round runs in a thread of the parent, so that the
+The run's worker pool (wirecheck.workers.pool), over exactly the burn-in's GPUs and joined in one process
+group, serves every call: a round (wirecheck.burnin.worker.load_round: the GEMM load beside the collective
+cycle, each step on the pool's sub-group of its placement) and, between rounds, the memory test
+(wirecheck.gpu.worker.memory). The pool is closed when the burn-in ends (its workers hold the load's
+matrices), and the run's next test starts it again. A round runs in a thread of the parent, so that the
 loop (wirecheck.burnin.loop) keeps watching XIDs, the stop file and each rank's progress while it
 runs, and so that Ctrl-C lands in the loop, never inside the launcher's wait (which would kill the
 ranks and lose the round's windows): the loop writes the stop file instead, and the round comes back
@@ -21,9 +23,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from wirecheck.burnin.plan import BurnInPlan
+from wirecheck.measure.sweep import calls_per_size
 from wirecheck.node import nvml
 from wirecheck.node.gpu_sampling import LoadSampler, Sampling
-from wirecheck.workers.launcher import WorkerError, WorkerGroup
+from wirecheck.workers.launcher import WorkerError
+from wirecheck.workers.pool import WorkerPool
+from wirecheck.workers.subgroups import SubGroup
 
 WORKERS = "wirecheck.burnin.worker"  # the module with the worker functions load_round and memory
 STOP_FILE = "stop"
@@ -32,7 +37,7 @@ STOP_FILE = "stop"
 class RoundCall:
     """One round's worker call, running in a thread: `wait`, then `values` (or `error`, its WorkerError)."""
 
-    def __init__(self, group: WorkerGroup, fn: str, kwargs: dict, timeout_s: float, what: str):
+    def __init__(self, group: SubGroup, fn: str, kwargs: dict, timeout_s: float, what: str):
         self.values: list | None = None
         self.error: WorkerError | None = None
         self.started = time.time()
@@ -72,13 +77,12 @@ class Progress:
 class Rig:
     """The real one; a self-test gives the loop a fake with the same methods."""
 
-    def __init__(self, plan: BurnInPlan, settings, *, xid_events: Callable[[], list] | None = None,
-                 log_dir: str | os.PathLike | None = None, workers: str = WORKERS, collective_settings=None,
-                 step_deadline: Callable[[Any], float] | None = None):
+    def __init__(self, plan: BurnInPlan, settings, pool: WorkerPool, *, xid_events: Callable[[], list] | None = None,
+                 log_dir: str | os.PathLike | None = None, workers: str = WORKERS, collective_settings=None):
         self.plan = plan
+        self.pool = pool  # wirecheck.workers.pool.WorkerPool: the workers, and how long a step's collectives may take
         self.settings = settings  # the thresholds' GpuHealthSettings for the mode
         self.collective_settings = collective_settings
-        self.step_deadline = step_deadline  # seconds one step of the cycle may take (workers.deadlines' rule)
         self.round_worker, self.memory_worker = f"{workers}:load_round", f"{workers}:memory"
         self._xid_events = xid_events or (lambda: [])
         self.log_dir = log_dir
@@ -87,13 +91,11 @@ class Rig:
         # mkdtemp: this user's own folder (0700): no other user can plant the stop file or a progress file
         self.shared = tempfile.mkdtemp(prefix="burn-in-", dir=log_dir)
         self.stop_path = os.path.join(self.shared, STOP_FILE)
-        self.group: WorkerGroup | None = None
+        self.group: SubGroup | None = None
 
     # -- workers ------------------------------------------------------------------------------
     def start(self) -> None:
-        p = self.plan
-        self.group = WorkerGroup(label="burn-in", world_size=len(p.gpus), backend="gloo" if p.simulated else "nccl",
-                                 gpus=None if p.simulated else p.gpus, join_process_group=True, log_dir=self.log_dir)
+        self.group = self.pool.over(self.plan.gpus, "burn-in")
 
     def start_round(self, number: int, round_s: float, first_step: int) -> RoundCall:
         s, c = self.settings, self.collective_settings
@@ -112,9 +114,16 @@ class Rig:
         (a step started just before the end), or a few windows; the first round also makes every
         placement's process group and the reference product, so it gets the GPU-health call timeout."""
         s = self.settings
-        if first or self.step_deadline is None:
+        if first or self.collective_settings is None:
             return s.timeout_s
-        return max([4 * s.window_s] + [float(self.step_deadline(step)) for step in self.plan.steps]) + 4 * s.window_s
+        return max([4 * s.window_s] + [self.step_deadline_s(step) for step in self.plan.steps]) + 4 * s.window_s
+
+    def step_deadline_s(self, step) -> float:
+        """Seconds one step of the cycle may take: its collectives' deadline from the pool (workers.deadlines'
+        rule, from the class's busbw floor), for the calls one measure of the floor size makes."""
+        c = self.collective_settings
+        deadline = self.pool.collective_deadline(step.placement, step.op, step.size, calls_per_size(c, c.floor_size))
+        return float(getattr(deadline, "seconds", deadline))
 
     def memory(self) -> list:
         kwargs = self.settings.memory_kwargs("burn_in")
@@ -123,9 +132,8 @@ class Rig:
                               what="burn-in memory test")
 
     def close(self) -> None:
-        if self.group is not None:
-            self.group.close()
-            self.group = None
+        self.group = None
+        self.pool.close()
         shutil.rmtree(self.shared, ignore_errors=True)
 
     # -- the shared folder ---------------------------------------------------------------------

@@ -38,6 +38,7 @@ from wirecheck.gpu.stopwatch import Stopwatch
 from wirecheck.gpu.sustained import finish_window, next_products, queue_window
 from wirecheck.gpu.worker import memory  # noqa: F401  the memory test between rounds, on the same workers
 from wirecheck.measure.collective_worker import measure_beside
+from wirecheck.workers import subgroups
 
 if TYPE_CHECKING:
     from wirecheck.workers.worker import RankContext
@@ -80,11 +81,12 @@ def _state(ctx: RankContext, n: int, seed: int, check_every: int, steps: list[di
         _STATE[key] = _State(r["a"], r["b"], r["ref"], r["out"], r["nonfinite"], gemm.digest(r["ref"]), stream, hosts,
                              check_every)
     st = _STATE[key]
-    # Every rank makes every sub-group, in the steps' order (torch.distributed.new_group is collective).
+    # Every rank makes every sub-group, in the steps' order (torch.distributed.new_group is collective); the
+    # pool made those of its placements at its start already (wirecheck.workers.subgroups: one registry).
     for step in steps:
         ranks = tuple(step["ranks"])
         if ranks not in st.groups:
-            st.groups[ranks] = dist.group.WORLD if len(ranks) == ctx.world_size else dist.new_group(list(ranks))
+            st.groups[ranks] = subgroups.add(ctx, ranks)
     return st
 
 

@@ -1,6 +1,7 @@
 """A collective that failed on k GPUs, localized: the collective repeated on the whole placement, then on
-every pair inside it, one worker group for all (wirecheck.diagnose.worker), NVML's link counters of the
-pair's GPUs read before and after each pair's load.
+every pair inside it, each on its sub-group of the command's worker pool (wirecheck.workers.pool: one start
+serves every probe; on GPUs NCCL logs each sub-group's set-up, the path a pair took), NVML's link counters
+of the pair's GPUs read before and after each pair's load.
 
 Who is named, in this order: a link whose CRC / replay / recovery counter grew under pair load beyond
 what thresholds.yaml `health:` allows (the GPU and the link); a GPU common to every slow pair (below the
@@ -12,13 +13,12 @@ with it, or the one pair that is wrong (its link).
 from __future__ import annotations
 
 import statistics
-import tempfile
 import time
 
 from wirecheck.checks.collectives import busbw as busbw_check, pair_spread
 from wirecheck.core.quantity import format_bw, format_bytes
 from wirecheck.core import render
-from wirecheck.diagnose.context import MEASURE, PAIR, Context, read_counters
+from wirecheck.diagnose.context import MEASURE, Context, ProbeSet, gpus_set, pair_set, read_counters
 from wirecheck.diagnose.findings import FOUND, NOT_LOCALIZED, NOT_REPRODUCED, Finding
 from wirecheck.diagnose.plan import pairs_of
 from wirecheck.diagnose.suspects import WRONG_COLLECTIVE, Suspect
@@ -28,14 +28,21 @@ from wirecheck.measure.sweep import measure_kwargs
 from wirecheck.node import health
 from wirecheck.node.placement import CLASS_PAIR
 from wirecheck.workers.deadlines import Deadline
-from wirecheck.workers.launcher import WorkerError, WorkerGroup
+from wirecheck.workers.launcher import WorkerError
 
 GB = 1e9
-NCCL_SUBSYS = "INIT,GRAPH"  # connections and paths, logged at a communicator's start: not TUNING, which logs every call
 
 
 def _pair_id(a: int, b: int) -> str:
-    return f"{CLASS_PAIR}-{a}.{b}"
+    return pair_set(a, b).id
+
+
+def probe_sets(s: Suspect) -> list[ProbeSet]:
+    """The GPU sets the probe of `s` runs on (the worker pool makes a sub-group of each at its start): the
+    suspect's placement, and every pair inside it."""
+    if len(s.gpus) < 2:
+        return []
+    return [gpus_set(s.gpus), *(pair_set(a, b) for a, b in pairs_of(s.gpus))]
 
 
 def _pair_name(a: int, b: int) -> str:
@@ -101,65 +108,61 @@ class _Probe:
         s, ctx = self.s, self.ctx
         if len(s.gpus) < 2:
             return Finding(s, NOT_LOCALIZED, evidence=[f"{s.where}: not a placement of two or more GPUs; no pair to split"])
-        # Labelled by its GPUs (what a fault-injecting worker reads to know which GPU each rank stands for).
-        group = WorkerGroup(f"diagnose-{'.'.join(map(str, s.gpus))}", len(s.gpus), ctx.backend,
-                            gpus=None if ctx.simulated else s.gpus, env=self._nccl_env(), log_dir=ctx.log_dir)
         try:
-            repeat = self._repeat(group)
-            pairs = [self._pair(group, a, b) for a, b in pairs_of(s.gpus)]
+            repeat = self._repeat()
+            pairs = [self._pair(a, b) for a, b in pairs_of(s.gpus)]
             if s.kind != WRONG_COLLECTIVE:
-                pairs = self._again(group, pairs)
+                pairs = self._again(pairs)
         except WorkerError as exc:
+            ctx.pool.close()  # the next probe starts a new pool
             return Finding(s, NOT_LOCALIZED, evidence=[f"the probe's worker group failed: {str(exc).splitlines()[0]}"])
-        finally:
-            group.close()
         if s.kind == WRONG_COLLECTIVE:
             return self._wrong(repeat, pairs)
         return self._slow(repeat, pairs)
 
     # -- measuring --------------------------------------------------------------------------------
 
-    def _repeat(self, group: WorkerGroup):
+    def _measure(self, where: ProbeSet, op: str, what: str) -> list:
+        """`op` at the floor size on `where`'s sub-group of the pool, every element checked (eager calls)."""
+        return self.ctx.pool.shared(where).run(f"{self.ctx.collective_workers}:{MEASURE}",
+                                               measure_kwargs(op, self.size, self.settings, graphs=False),
+                                               self.deadline, what=what)
+
+    def _repeat(self):
         s = self.s
-        kwargs = measure_kwargs(s.op, self.size, self.settings, graphs=False)
-        ranks = group.run(f"{self.ctx.collective_workers}:{MEASURE}", kwargs, self.deadline,
-                          what=f"{s.op} at {format_bytes(self.size)} (repeat)")
+        ranks = self._measure(gpus_set(s.gpus), s.op, f"{s.op} at {format_bytes(self.size)} (repeat)")
         (result,) = collectives.combine(s.op, len(s.gpus), ranks)
         return result
 
-    def _pair(self, group: WorkerGroup, a: int, b: int) -> dict:
+    def _pair(self, a: int, b: int) -> dict:
         op = self.s.op if self.s.kind == WRONG_COLLECTIVE else "all_reduce"  # the pair floors are all_reduce's
-        ranks = [self.s.gpus.index(a), self.s.gpus.index(b)]
         before, unreadable = read_counters()
         t0 = time.monotonic()
-        out = group.run(f"{self.ctx.collective_workers}:{PAIR}",
-                        {"op": op, "size": self.size, "warmup_iters": self.settings.warmup_iters,
-                         "iters": self.settings.iters, "ranks": ranks}, self.deadline,
-                        what=f"{op} at {format_bytes(self.size)} on {_pair_name(a, b)}")
+        out = self._measure(pair_set(a, b), op, f"{op} at {format_bytes(self.size)} on {_pair_name(a, b)}")
         seconds = time.monotonic() - t0
         after, _ = read_counters()
-        mine = [r for r in out if r is not None]
-        (result,) = collectives.combine(op, 2, mine)
-        return {"gpus": (a, b), "result": result, "nccl": nccl_transport([r.get("nccl_log") for r in mine]), "seconds": seconds, "grown": _grown(self.ctx, before, after, (a, b), seconds),
+        (result,) = collectives.combine(op, 2, out)
+        return {"gpus": (a, b), "result": result, "nccl": self._nccl(a, b), "seconds": seconds,
+                "grown": _grown(self.ctx, before, after, (a, b), seconds),
                 "before": before, "after": after, "unreadable": unreadable,
                 "wrong": {g: result.wrong_by_rank.get(i) for i, g in enumerate((a, b))}}
 
-    def _nccl_env(self) -> dict[str, str]:
-        """On GPUs, NCCL logs its connections and paths (INIT, GRAPH: written when a communicator starts, so the
-        timed calls log nothing) into a folder of the probe's; gloo has no such log."""
+    def _nccl(self, a: int, b: int) -> str | None:
+        """The path NCCL took between the pair: its sub-group's lines of NCCL's log (INIT, GRAPH, ENV: written
+        when the pool made the communicator, so the timed calls log nothing); gloo has no such log."""
         if self.ctx.simulated:
-            return {}
-        folder = tempfile.mkdtemp(prefix="nccl-", dir=self.ctx.log_dir)
-        return {**nccl_path.debug_env(folder), "NCCL_DEBUG_SUBSYS": NCCL_SUBSYS}
+            return None
+        ranks = nccl_path.read_pool_log(self.ctx.pool, pair_set(a, b))
+        return nccl_transport([r.get("text") for r in ranks])
 
-    def _again(self, group: WorkerGroup, pairs: list[dict]) -> list[dict]:
+    def _again(self, pairs: list[dict]) -> list[dict]:
         """Each pair that stands out measured once more, the faster of the two kept (bandwidth flutters; one
         more pair load costs a second, a wrongly named link a node), the counters of both loads counted."""
         slow = self._slow_pairs(pairs)
         out = []
         for p in pairs:
             if p["gpus"] in slow:
-                q = self._pair(group, *p["gpus"])
+                q = self._pair(*p["gpus"])
                 best = q if q["result"].busbw > p["result"].busbw else p
                 p = {**best, "grown": p["grown"] + q["grown"], "before": p["before"], "measured": 2}
             out.append(p)

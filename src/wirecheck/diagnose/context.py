@@ -1,5 +1,6 @@
 """Where the probes run: the node as the record describes it, the thresholds the run judged against,
-simulated or not, and which worker functions measure (self-tests swap them to inject faults).
+simulated or not, which worker functions measure (self-tests swap them to inject faults), and the
+command's worker pool (wirecheck.workers.pool) with the GPU sets it groups (`ProbeSet`).
 
 In simulation (a simulated record) the GPUs are CPU ranks on gloo, and the topology is the one the
 record's header lists (its NV# matrix and PCIe paths); on a node, NVML's. NVML's counters are read
@@ -9,18 +10,42 @@ wherever NVML answers (a self-test's fake NVML answers in simulation too).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from wirecheck.gpu.load import WORKERS as GPU_WORKERS
 from wirecheck.node import nvml
 from wirecheck.node.topology import FABRICS, Gpu, Topology
 from wirecheck.records.file import RunRecord
 
-# The probes' worker module and its two functions, named here so that the parent never imports it (it
+# The probes' worker module and its function, named here so that the parent never imports it (it
 # imports torch at the top, as every module only workers import).
 WORKERS = "wirecheck.diagnose.worker"
-MEASURE, PAIR = "measure", "pair"
+MEASURE = "measure"
+
+
+@dataclass(frozen=True)
+class ProbeSet:
+    """GPUs the probes run on together, as the worker pool takes a placement (id, gpus, env): a suspect's
+    placement (`diagnose-4.5.6.7`), a pair inside it (`pair-5.6`) or every GPU of the node (the GPU load).
+    Labelled by its GPUs: a fault-injecting worker reads from the label which GPU each rank stands for."""
+
+    id: str
+    gpus: tuple[int, ...]
+    env: dict = field(default_factory=dict, compare=False, hash=False)  # none: the probes run as the node is
+
+    @property
+    def n_gpus(self) -> int:
+        return len(self.gpus)
+
+
+def gpus_set(gpus) -> ProbeSet:
+    return ProbeSet(f"diagnose-{'.'.join(map(str, gpus))}", tuple(gpus))
+
+
+def pair_set(a: int, b: int) -> ProbeSet:
+    return ProbeSet(f"pair-{a}.{b}", (a, b))
 
 
 def topology_from_header(header: dict) -> Topology | None:
@@ -48,8 +73,9 @@ class Context:
     simulated: bool
     topology: Topology | None
     log_dir: Path | None = None
-    collective_workers: str = WORKERS  # a module with `measure` and `pair`
+    collective_workers: str = WORKERS  # a module with `measure`
     gpu_workers: str = GPU_WORKERS  # a module with the GPU load's `figures`, `sustained`, `memory`
+    pool: Any = None  # the command's wirecheck.workers.pool.WorkerPool (diagnose.command makes and closes it)
 
     @property
     def backend(self) -> str:

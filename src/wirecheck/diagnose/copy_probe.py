@@ -33,6 +33,10 @@ class _Probe:
         self.direction = (s.verdict.get("inputs") or {}).get("direction") or "h2d"
 
     def _copies(self, gpus: tuple[int, ...]) -> dict[int, dict]:
+        # Host copies with nothing else on the GPUs, as the suite's copy bandwidth measures them: the command's
+        # pool is closed first (its next probe starts it again).
+        if self.ctx.pool is not None:
+            self.ctx.pool.close()
         with WorkerGroup(label=f"host-copies-{'.'.join(map(str, gpus))}", world_size=len(gpus), backend="nccl",
                          gpus=gpus, env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, log_dir=self.ctx.log_dir) as group:
             out = group.run(HOST_EACH, {"gpus": list(gpus), "size": self.settings.size,

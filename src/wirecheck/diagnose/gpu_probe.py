@@ -1,5 +1,5 @@
-"""A slow, hot or wrong GPU, localized with the GPU load (wirecheck.gpu.load): the same phase on the GPU
-alone, then with every GPU of the node loaded at once.
+"""A slow, hot or wrong GPU, localized with the GPU load (wirecheck.gpu.load, on the command's worker pool):
+the same phase on the GPU alone, then with every GPU of the node loaded at once.
 
 Slow only with its neighbours loaded points at the chassis (the slot's cooling or power delivery); slow
 alone points at the GPU. "Slow" is the GPU's figure below its model's floor, or below the other GPUs'
@@ -49,11 +49,16 @@ def _pick(result: dict | None, path: str) -> float | None:
     return value if isinstance(value, (int, float)) else None
 
 
+def all_gpus(ctx: Context, s: Suspect) -> tuple[int, ...]:
+    """Every GPU of the node (the load with its neighbours), or the suspect's where no topology says."""
+    return tuple(sorted(ctx.topology.indices)) if ctx.topology else s.gpus
+
+
 class _Probe:
     def __init__(self, ctx: Context, s: Suspect):
         self.ctx, self.s = ctx, s
         self.settings = ctx.thresholds.gpu_health.settings(ctx.simulated)
-        self.all_gpus = tuple(sorted(ctx.topology.indices)) if ctx.topology else s.gpus
+        self.all_gpus = all_gpus(ctx, s)
 
     def _run(self, gpus: tuple[int, ...]) -> GpuRun:
         return GpuRun(gpus, self.ctx.simulated, {g: self.ctx.gpu_name(g) for g in gpus},
@@ -61,7 +66,7 @@ class _Probe:
 
     def _phase(self, gpus: tuple[int, ...], name: str):
         run = self._run(gpus)
-        load = GpuLoad(run, self.settings, QUICK, self.ctx.log_dir)
+        load = GpuLoad(run, self.settings, QUICK, self.ctx.log_dir, pool=self.ctx.pool)
         try:
             return run, load.phase(name, self.ctx.gpu_workers)
         finally:

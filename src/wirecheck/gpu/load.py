@@ -17,12 +17,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from wirecheck.core.failures import HUNG
 from wirecheck.node import nvml
 from wirecheck.node.gpu_sampling import LoadSampler, Sampling
 from wirecheck.workers.launcher import WorkerError, WorkerGroup
+from wirecheck.workers.pool import WorkerPool
 
 WORKERS = "wirecheck.gpu.worker"  # the module with the worker functions figures, sustained, memory
 # The phases' names are vocabulary (the plan prices them, the record's kinds are named after them).
@@ -67,12 +68,11 @@ class GpuLoad:
     """The run's GPU load. `settings`: the thresholds' GpuHealthSettings for this mode."""
 
     def __init__(self, run: GpuRun, settings, level: str, log_dir: str | Path | None = None,
-                 workers: Callable[[], Any] | None = None, own_pids: Callable[[], list[int]] | None = None):
-        """`workers`: where the phases run, one rank per GPU of the run in its order (the plugin's pool,
-        wirecheck.workers.subgroups.SubGroup), or None when it cannot serve them: then a group of its own;
-        `own_pids`: the suite's own worker processes, which are no foreign processes on the GPUs."""
-        self._workers = workers
-        self._own_pids = own_pids
+                 pool: WorkerPool | None = None):
+        """`pool`: where the phases run (wirecheck.workers.pool: its ranks of the run's GPUs, idle
+        meanwhile; its processes are no foreign processes on the GPUs); where it cannot serve them, or
+        without one, a group of the load's own."""
+        self.pool = pool
         self.run = run
         self.settings = settings
         self.level = level
@@ -117,7 +117,7 @@ class GpuLoad:
         except nvml.NvmlUnavailable as exc:
             self.run.foreign_error = str(exc)
             return
-        own = set(self._own_pids() if self._own_pids is not None else ())
+        own = set(self.pool.pids if self.pool is not None else ())
         for g in self.run.gpus:
             procs = health[g].compute_processes if g in health else ()
             if nvml.is_supported(procs):
@@ -126,7 +126,7 @@ class GpuLoad:
     def _group_now(self) -> WorkerGroup:
         if self._group is None or not self._group.alive:
             self.close()
-            self._group = self._workers() if self._workers is not None else None
+            self._group = self.pool.for_gpus(self.run.gpus, "gpu-health") if self.pool is not None else None
         if self._group is None:
             self._group = WorkerGroup(
                 label="gpu-health",

@@ -6,22 +6,27 @@ nccl-tests` (the suite's side of the comparison) both run `run_sweep`; rank 0 of
 records its sizes with the same `size_measurement`. One size per worker call: a hang costs one
 size's deadline, and the sizes measured before it are kept.
 
-Where the groups come from is the caller's (`Groups`): the plugin's pool shares a group between
-tests and retires a placement that hung; nccl-tests starts its own.
+The sizes run on a worker pool the caller owns and hands in (wirecheck.workers.pool: the pytest
+plugin's for the run, nccl-tests' for the command): the placement's sub-group, each size's deadline
+from the pool, and the pool told when a size failed (a hang retires the placement's wire). The size
+sweep's benchmark rounds (`benchmark_round`) and the deadline rule from the thresholds' busbw floors
+(`floor_deadlines`) are here too.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from wirecheck.core.quantity import format_bytes
 from wirecheck.measure import collectives
-from wirecheck.measure.collectives import MEASURE_WORKER, SizeResult
+from wirecheck.measure.collectives import MEASURE_LOOP_WORKER, MEASURE_WORKER, SizeResult
 from wirecheck.node.placement import Placement
 from wirecheck.records.file import Measurement, env_switches
-from wirecheck.vocab.ops import feasible_sizes
-from wirecheck.workers.launcher import WorkerError, WorkerGroup
+from wirecheck.vocab.ops import busbw_factor, feasible_sizes
+from wirecheck.workers import deadlines
+from wirecheck.workers.launcher import WorkerError
+from wirecheck.workers.pool import Deadlines, WorkerPool
 from wirecheck.vocab import records as kinds
 
 
@@ -41,16 +46,6 @@ class Sweep:
             if r.requested_bytes == size:  # all_gather & co round down to a multiple of the ranks
                 return r
         return None
-
-
-class Groups(Protocol):
-    """Worker groups for a sweep, and how long each size may take."""
-
-    def shared(self, placement: Placement) -> WorkerGroup: ...
-
-    def failed(self, placement: Placement, error: WorkerError) -> None: ...
-
-    def collective_deadline(self, placement: Placement, op: str, size_bytes: int, calls: int) -> Any: ...
 
 
 class Recorder(Protocol):
@@ -100,21 +95,22 @@ def size_failure(where: str, op: str, size: int, error: WorkerError, context: di
     return Measurement(kinds.COLLECTIVE, where, f"{op} at {format_bytes(size)}", None, "GB/s", details)
 
 
-def run_sweep(groups: Groups, placement: Placement, op: str, sizes, settings, *, worker: str = MEASURE_WORKER,
+def run_sweep(pool: WorkerPool, placement: Placement, op: str, sizes, settings, *, worker: str = MEASURE_WORKER,
               graphs: bool = True, record: Recorder | None = None, context: dict | None = None) -> Sweep:
-    """`op` at each size of `sizes` that it can run on the placement, one worker call per size; each size
-    is recorded (with `record`) the moment it is measured. The first size that fails ends the sweep:
-    the group is handed back to `groups.failed` and the sweep keeps the error."""
+    """`op` at each size of `sizes` that it can run on the placement, one worker call per size on the
+    placement's sub-group of `pool`; each size is recorded (with `record`) the moment it is measured. The
+    first size that fails ends the sweep: the pool is told (`pool.failed`) and the sweep keeps the error.
+    A placement the pool will not run raises wirecheck.workers.pool.Unavailable."""
     context = context or {}
     sweep = Sweep(placement, op)
     for size in feasible_sizes(op, sizes, placement.n_gpus):
         try:
-            group = groups.shared(placement)
+            group = pool.shared(placement)
             ranks = group.run(worker, measure_kwargs(op, size, settings, graphs),
-                              timeout_s=groups.collective_deadline(placement, op, size, calls_per_size(settings, size)),
+                              timeout_s=pool.collective_deadline(placement, op, size, calls_per_size(settings, size)),
                               what=f"{op} at {format_bytes(size)}")
         except WorkerError as exc:
-            groups.failed(placement, exc)
+            pool.failed(placement, exc)
             sweep.error, sweep.failure = str(exc), exc.failure
             if record is not None:
                 record.measurement(size_failure(placement.id, op, size, exc, context))
@@ -125,3 +121,29 @@ def run_sweep(groups: Groups, placement: Placement, op: str, sizes, settings, *,
         if record is not None:
             record.measurement(size_measurement(placement.id, op, result, ranks, 0, context))
     return sweep
+
+
+def benchmark_round(pool: WorkerPool, placement: Placement, op: str, size: int, settings) -> float:
+    """One benchmark round for nightly regression: `settings.iters` back-to-back collectives of `size` on the
+    placement's sub-group, timed on the device; the slowest rank's seconds for all of them."""
+    ranks = pool.shared(placement).run(
+        MEASURE_LOOP_WORKER, {"op": op, "size": size, "iters": settings.iters},
+        timeout_s=pool.collective_deadline(placement, op, size, settings.iters + 1),
+        what=f"{op} benchmark at {format_bytes(size)}")
+    return max(r["time_s"] for r in ranks) * settings.iters
+
+
+def floor_deadlines(thresholds, simulated: bool) -> Deadlines:
+    """How long collectives may take (wirecheck.workers.deadlines): from the placement class's busbw floor,
+    or the slowest floor in the thresholds where it has none; what a pool of the suite's run is given."""
+
+    def deadline(placement: Placement, op: str, size_bytes: int, calls: int) -> deadlines.Deadline:
+        floor = thresholds.busbw_limit(placement.klass, op, placement.n_gpus, simulated)
+        floor_what = f"{placement.klass} floor"
+        if floor is None or not floor.min:
+            floor, floor_what = thresholds.slowest_busbw_floor(op, simulated), "slowest floor in the thresholds"
+        return deadlines.collective_deadline(
+            thresholds.workers.deadline_rule(simulated), thresholds.collective_settings(simulated).timeout_s, op,
+            size_bytes, busbw_factor(op, placement.n_gpus), calls, floor.min if floor else None, floor_what)
+
+    return deadline

@@ -12,15 +12,20 @@ files itself (`read_lines`), without a call on the workers and without a group o
 read from the very communicators that time the collectives, logged when the pool made them, and nothing
 is logged per call (no TUNING), so the timed loops are not slowed. `debug_env` with the default
 subsystems (TUNING too) is what `wirecheck diagnose`'s probes log with. Parsing is wirecheck.nccl.log's.
+
+Parent side: `logging_start` (a pool's start that logs so and keeps each rank's offsets per placement,
+a wirecheck.workers.pool.Start), `read_pool_log` (a placement's lines, read from the files) and
+`read_lines`.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
+    from wirecheck.workers.pool import Start, WorkerPool
     from wirecheck.workers.worker import RankContext
 
 # INIT: connections and ranks; GRAPH: topology paths and searched graphs; TUNING: algorithm,
@@ -116,3 +121,45 @@ def read_lines(log_path: str | None, slices: list[list[int]]) -> str:
             f.seek(start)
             parts.append(f.read(max(0, end - start)).decode("utf-8", errors="replace"))
     return "".join(parts)
+
+
+def logging_start(log_root: str | Path, ops: list[str], size: int, fix: str) -> Callable[[int], Start]:
+    """A pool's n-th start (wirecheck.workers.pool.Start) with NCCL logging its communicators' set-up into
+    `log_root/pool-<n>/`, every sub-group connected by each op of `ops` at `size` (`make_groups`), and each
+    rank's file and byte ranges kept per placement (`read_pool_log` reads them). NCCL writes its logs itself
+    (fopen, following links): as root, only into a folder no other user can redirect (safefs.make_dirs;
+    `fix` says what to do otherwise)."""
+    from wirecheck.core.safefs import make_dirs
+    from wirecheck.workers.pool import Start
+
+    def start(n: int) -> Start:
+        folder = make_dirs(Path(log_root) / f"pool-{n}", what="NCCL's log folder", fix=fix)
+        return Start(MAKE_GROUPS_WORKER, {"ops": list(ops), "size": size}, debug_env(folder, POOL_SUBSYS),
+                     keep=_logged)
+
+    return start
+
+
+def _logged(answers: list[dict], ranks_of: dict[str, tuple]) -> dict[str, list[dict]]:
+    """From make_groups' answers: per placement, each of its ranks' NCCL log file, the byte ranges of the
+    placement's communicator in it and the NCCL_* it ran with."""
+    out = {}
+    for pid, ranks in ranks_of.items():
+        key = group_key(ranks)
+        out[pid] = [{"rank": r["rank"], "pid": r.get("pid"), "log_path": r.get("log_path"),
+                     "slices": r["slices"].get(key, []), "nccl_env": r.get("nccl_env") or {}}
+                    for r in answers if key in (r.get("slices") or {})]
+    return out
+
+
+def read_pool_log(pool: WorkerPool, placement) -> list[dict]:
+    """Each rank's NCCL log lines of the placement's communicator (rank, pid, log_path, text, nccl_env), as the
+    pool start that made it for the collectives logged them: read from the files here, no call on the workers,
+    no group started for it. Only a placement no start of the pool has made yet (`-k nccl_path` alone, a
+    burn-in's forced_pcie) gets the pool started, its sub-group made as its collectives' would be."""
+    pool.check(placement)
+    if placement.id not in pool.kept:
+        pool.shared(placement)
+    return [{**{k: r[k] for k in ("rank", "pid", "log_path", "nccl_env")}, "text": read_lines(r["log_path"], r["slices"])}
+            for r in pool.kept.get(placement.id, [])]
+

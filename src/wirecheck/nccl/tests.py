@@ -14,7 +14,7 @@ from wirecheck.core import exit_codes
 from wirecheck.nccl import crosscheck
 from wirecheck.measure.curve import SWEEP_NAMES, SweepSpec, parse_sweep
 from wirecheck.measure.sweep import run_sweep
-from wirecheck.workers.launcher import WorkerError, WorkerGroup
+from wirecheck.workers.pool import Unavailable, WorkerPool
 from wirecheck.nccl.tests_output import Run, parse
 from wirecheck.node.placement import CLASS_PAIR, CLASS_SINGLE, Placement, split_requested
 from wirecheck.records.file import Measurement, env_switches
@@ -71,53 +71,32 @@ class Outcome:
     suite_nccl: str | None = None
 
 
-class SuiteGroups:
-    """Worker groups for the suite's side (wirecheck.measure.sweep.Groups): one group per placement,
-    shared by its ops, started again after a failure; every size gets the thresholds' timeout."""
-
-    def __init__(self, backend: str, settings: CollectiveSettings):
-        self.backend, self.settings = backend, settings
-        self.group: WorkerGroup | None = None
-        self.nccl_version: str | None = None  # the NCCL the last group's workers loaded
-
-    def shared(self, placement: Placement) -> WorkerGroup:
-        if self.group is None or not self.group.alive:
-            self.group = WorkerGroup(placement.id, placement.n_gpus, self.backend,
-                                     gpus=placement.gpus if self.backend == "nccl" else None, env=placement.env)
-            self.nccl_version = self.group.info[0].get("nccl_version") if self.group.info else None
-        return self.group
-
-    def failed(self, placement: Placement, error: WorkerError) -> None:
-        self.close()
-
-    def collective_deadline(self, placement: Placement, op: str, size_bytes: int, calls: int) -> float:
-        return self.settings.timeout_s
-
-    def close(self) -> None:
-        if self.group is not None:
-            self.group.close()
-        self.group = None
+def suite_pool(placements: Sequence[Placement], backend: str, settings: CollectiveSettings) -> WorkerPool:
+    """The suite's side on one worker pool (wirecheck.workers.pool) for every placement of the command: a
+    sub-group each, one start per environment; every size gets the thresholds' timeout (the command has
+    no floors to derive deadlines from). The caller closes it."""
+    return WorkerPool(placements, backend=backend, simulated=backend == "gloo", timeout_s=settings.timeout_s)
 
 
-def measure_suite(placement: Placement, ops: Sequence[str], sizes: Sequence[int], settings: CollectiveSettings,
-                  backend: str, outcome: Outcome) -> None:
-    """The suite's curves, one size per call (a hang costs one size's timeout, as in the suite): the
-    suite's own sweep (wirecheck.measure.sweep), eager-only on gloo."""
-    groups = SuiteGroups(backend, settings)
-    try:
-        for op in ops:
-            sweep = run_sweep(groups, placement, op, sizes, settings, graphs=backend == "nccl")
-            outcome.suite_nccl = groups.nccl_version
-            if sweep.results:
-                outcome.suite[op] = sweep.results
-            for result in sweep.results:
-                if not result.ok:
-                    outcome.errors.append(
-                        f"suite: {result.wrong_summary() or f'{op} at {result.requested_bytes} B was not checked'}")
-            if sweep.error:
-                outcome.errors.append(f"suite {op} on {placement.id}: {sweep.error}")
-    finally:
-        groups.close()
+def measure_suite(pool: WorkerPool, placement: Placement, ops: Sequence[str], sizes: Sequence[int],
+                  settings: CollectiveSettings, outcome: Outcome) -> None:
+    """The suite's curves on the placement's sub-group of `pool`, one size per call (a hang costs one
+    size's timeout, as in the suite): the suite's own sweep (wirecheck.measure.sweep), eager-only on gloo."""
+    for op in ops:
+        try:
+            sweep = run_sweep(pool, placement, op, sizes, settings, graphs=pool.backend == "nccl")
+        except Unavailable as exc:  # its wire hung in an earlier op: nothing more runs there
+            outcome.errors.append(f"suite {op} on {placement.id}: {exc}")
+            continue
+        outcome.suite_nccl = sweep.nccl_version or outcome.suite_nccl
+        if sweep.results:
+            outcome.suite[op] = sweep.results
+        for result in sweep.results:
+            if not result.ok:
+                outcome.errors.append(
+                    f"suite: {result.wrong_summary() or f'{op} at {result.requested_bytes} B was not checked'}")
+        if sweep.error:
+            outcome.errors.append(f"suite {op} on {placement.id}: {sweep.error}")
 
 
 def run_nccl_tests(build_dir: Path, placement: Placement, ops: Sequence[str], spec: SweepSpec,
@@ -180,9 +159,15 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
                     "env": env_switches()})
     failed = False
     try:
-        for placement in placements:
-            outcome = Outcome(placement)
-            measure_suite(placement, ops, spec.sizes, settings, backend, outcome)
+        outcomes = [Outcome(placement) for placement in placements]
+        pool = suite_pool(placements, backend, settings)
+        try:
+            for outcome in outcomes:
+                measure_suite(pool, outcome.placement, ops, spec.sizes, settings, outcome)
+        finally:
+            pool.close()  # nccl-tests' binaries have the GPUs alone
+        for outcome in outcomes:
+            placement = outcome.placement
             run_nccl_tests(build_dir, placement, ops, spec, settings, binary_timeout_s, outcome, raw_dir)
             for op, recs in _records(outcome, ops).items():
                 run = outcome.runs.get(op)

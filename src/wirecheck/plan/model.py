@@ -1,7 +1,7 @@
 """The time model: a run's tests walked in their order, as the session runs them, each priced.
 
 A measurement is made by the first test that needs it and shared by the rest (fixtures/
-measurements.py), and a worker group is started when the placement changes (fixtures/workers.py),
+measurements.py), and a worker group is started when the placement changes (wirecheck.workers.pool),
 so the walk keeps the same state: the shared group's placement, the sweeps and strategy runs made,
 the GPU load's phases. A test costs pytest's per-test share plus what it is the first to need:
 - a collective sweep: each size's overhead plus its wire time, calls x bytes x the op's busbw
@@ -154,7 +154,7 @@ class _Walk:
         self.strategies = NAMES  # every strategy the run holds (predict: those its tests name)
         self.matrix = header.get("matrix") or []
         # How the run's workers live: "pool" (the header says so from the pool on: one worker per GPU for
-        # the run, a sub-group per placement, fixtures/workers.py), else a group per placement, started at
+        # the run, a sub-group per placement, wirecheck.workers.pool), else a group per placement, started at
         # each placement switch, the NCCL probe and the GPU load in groups of their own (the records
         # before the pool).
         self.pooled = header.get("workers") == POOL

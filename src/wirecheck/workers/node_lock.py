@@ -427,3 +427,19 @@ def parse_wait(text: str) -> float | None:
     if seconds < 0:
         raise ValueError(f"--wait-for-node {text!r}: a wait cannot be negative; write 0 to fail at once")
     return seconds
+
+
+def take(path: str | os.PathLike | None, wait_s: float | None, say: Callable[[str], None]) -> NodeLock:
+    """The node lock at `path` (None: the node's, NodeLock), taken before any worker touches a GPU, waiting
+    at most `wait_s` seconds (None: as long as it takes) and saying why it waits and for whom (`say`, one
+    line each). NodeBusy when the wait runs out; ValueError for a lock that cannot be opened, or must not be."""
+    lock = NodeLock(path)
+    if lock.note:
+        say(f"wirecheck: {lock.note}")
+
+    def say_who(holder: Holder | None) -> None:
+        who = holder.describe() if holder else "another run (it left no name)"
+        limit = "as long as it takes" if wait_s is None else f"up to {wait_s:g} s"
+        say(f"wirecheck: node busy: GPUs held by {who}; waiting {limit} (lock {lock.path})")
+
+    return lock.acquire(wait_s, on_wait=say_who)

@@ -2,8 +2,7 @@
 
 Most of a worker's start is `import torch` (3.1-4.5 s of the 4-5 s on a 1x H200 node:
 fixtures/reference/h200-1/start-costs-2026-12-02). A spare is a worker process started early (the pytest
-plugin starts them at the run's start, while pytest collects: fixtures/workers.py) that imports torch and
-waits. A WorkerGroup that starts takes one spare per rank instead of a new interpreter and hands it the
+plugin starts them at the run's start, while pytest collects: `for_run`) that imports torch and waits. A WorkerGroup that starts takes one spare per rank instead of a new interpreter and hands it the
 rank's environment, its role (label, backend, process group) and its log.
 
 Why a spare is the same as a new interpreter:
@@ -33,6 +32,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 from wirecheck.workers import evidence, spawn, teardown
 
@@ -169,6 +169,51 @@ class SpareStock:
 
     def _abandon(self, reason: str) -> None:  # teardown's atexit: the parent leaves without close()
         self.close()
+
+
+# In simulation: as many spares as the GPU load's CPU ranks, the first groups' size; more would only queue on a
+# small machine's cores beside pytest's collection.
+MAX_SIMULATED_SPARES = 2
+
+
+def gpus_listed(proc_driver: Path, visible: str | None) -> int:
+    """How many GPUs a run on this node will use, before NVML is read: CUDA_VISIBLE_DEVICES's entries where
+    it is set (`visible`), else the GPUs the driver lists under `proc_driver` (1 where it lists none)."""
+    if visible is not None:
+        return len([e for e in visible.split(",") if e.strip()])
+    try:
+        return len(os.listdir(Path(proc_driver) / "gpus"))
+    except OSError:
+        return 1
+
+
+def for_run(count: int, simulated: bool) -> SpareStock | None:
+    """At a run's start, before the node is read: `count` spares (MAX_SIMULATED_SPARES in simulation), started
+    and installed; None where count is none. `settle` makes the count the node's once it is known."""
+    count = MAX_SIMULATED_SPARES if simulated else count
+    if count < 1:
+        return None
+    stock = SpareStock(count, replenish=not simulated)
+    stock.fill()
+    install(stock)
+    return stock
+
+
+def settle(stock: SpareStock, n_gpus: int, simulated: bool) -> None:
+    """One spare per GPU of the run (MAX_SIMULATED_SPARES at most in simulation)."""
+    stock.resize(min(n_gpus, MAX_SIMULATED_SPARES) if simulated else n_gpus)
+
+
+def stop(stock: SpareStock) -> dict | None:
+    """The waiting spares killed; what they did, for the run's record (None where no spare served a rank or
+    ended on its own: a run that used none is recorded as before)."""
+    install(None)
+    stock.close()
+    if not (stock.adopted or stock.died):
+        return None
+    return {"started": stock.started, "taken": stock.adopted, "replenish": stock.replenish, "stock": stock.count,
+            "new_interpreters_because": dict(stock.refused), "ages_s": stock.ages_s, "died": stock.died,
+            "summary": stock.describe()}
 
 
 _installed: SpareStock | None = None

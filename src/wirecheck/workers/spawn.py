@@ -187,3 +187,20 @@ class SpareSource(Protocol):
     def adopt(self, env: dict[str, str], role: dict, log_path: str) -> tuple[subprocess.Popen, Connection] | None: ...
 
     def refill(self) -> None: ...
+
+
+def prepare_for_workers(build: bool = True) -> list[tuple[str, bool]]:
+    """Before the first worker starts: where the node's Python cannot keep compiled bytecode, compile once into
+    wirecheck's cache (seconds once, not in every worker; `build` False reads a cache install.sh or an earlier
+    run built, and compiles nothing). A cache, or (as root) a folder of the import path, that another user
+    could write is not given to the workers (docs/running-as-root.md). The lines that say so, each with
+    whether it is a warning."""
+    lines = []
+    prepared = bytecode.prepare() if build else None
+    if prepared is not None:
+        lines.append((f"wirecheck: {prepared.describe()}", prepared.problem is not None or prepared.untrusted is not None))
+    left_out = untrusted_import_path()
+    if left_out:
+        lines.append(("wirecheck: running as root, the workers' import path leaves out what another user could write: "
+                      + "; ".join(left_out), True))
+    return lines

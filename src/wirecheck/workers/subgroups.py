@@ -1,6 +1,6 @@
 """Sub-groups of one worker group: a placement's ranks inside a pool of one worker per GPU.
 
-The pool (the plugin's `WorkerPool`, fixtures/workers.py) starts one WorkerGroup over every GPU it
+The pool (wirecheck.workers.pool.WorkerPool) starts one WorkerGroup over every GPU it
 serves, joined in one process group, and makes a torch.distributed sub-group per placement once, at
 its start. `torch.distributed.new_group` is collective over the whole job: every rank takes part in
 creating every group, in the same order, even the groups it is not in (as the burn-in does,
@@ -67,12 +67,14 @@ def view(ctx: RankContext, ranks, label: str | None = None) -> RankContext:
 def call(ctx: RankContext, ranks: list[int], fn: str, kwargs: dict[str, Any], label: str | None = None,
          grouped: bool = True) -> Any:
     """Worker function: `fn` on the ranks of one sub-group with the sub-group's context; None elsewhere.
-    grouped=False: work of each GPU on its own (the GPU load), on the job's context, no sub-group needed."""
+    grouped=False: work of each GPU on its own (the GPU load), on the job's context (its `group_ranks` the
+    ranks of this call), no sub-group needed."""
     if ctx.rank not in ranks:
         return None
     from wirecheck.workers.worker import resolve
 
-    here = view(ctx, ranks, label) if grouped else dataclasses.replace(ctx, label=label or ctx.label)
+    here = (view(ctx, ranks, label) if grouped
+            else dataclasses.replace(ctx, label=label or ctx.label, group_ranks=tuple(ranks)))
     return resolve(fn)(here, **kwargs)
 
 

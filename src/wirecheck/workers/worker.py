@@ -59,7 +59,8 @@ class RankContext:
     device: "torch.device"
     label: str
     # Inside a sub-group of the job (wirecheck.workers.subgroups.call): its process group, and the job's ranks
-    # in it (rank and world_size above then number the sub-group). None: the whole job's.
+    # in it (rank and world_size above then number the sub-group). None: the whole job's. Work of each GPU on
+    # its own on some of a pool's ranks: group None, group_ranks those ranks (rank and world_size the job's).
     group: Any = None
     group_ranks: tuple | None = None
 
