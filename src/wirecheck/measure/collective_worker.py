@@ -46,12 +46,10 @@ if TYPE_CHECKING:
     from wirecheck.workers.worker import RankContext
 
 TORCH_DTYPES = {name: getattr(torch, d.torch) for name, d in vocab.DTYPES.items()}
-# Element i of rank r holds table[(i + RANK_STRIDE*r) mod len(table)] x 2^(i mod SCALES): a prime
-# table length, so that a shift by a chunk or a swap of two ranks' data changes the value, and a
-# power of two per element (the same on every rank: sums stay exact) so the exponent bits vary too.
+# Element i of rank r holds table[(i + RANK_STRIDE*r) mod len(table)] (`value_table`): a prime table
+# length, so that a shift by a chunk or a swap of two ranks' data changes the value.
 PATTERN_MODULUS = 65521  # the longest table: fp32 sums of up to vocab.MAX_RANKS ranks stay below 2^24
 RANK_STRIDE = 7919
-SCALES = 5  # x 1..16: fp16's largest value stays below its 65504
 # Elements generated/compared at a time: keeps the checker's temporaries small next to 1 GiB buffers.
 CHUNK_ELEMENTS = 1 << 24
 BROADCAST_ROOT = vocab.ROOT
@@ -116,17 +114,14 @@ class Values:
         table = value_table(self.dtype, self.n, self.reduction).to(idx.device)
         return table[(idx + RANK_STRIDE * rank) % len(table)]
 
-    def _scaled(self, y: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-        return (y << (idx % SCALES)).to(self.torch_dtype)
-
     def own(self, idx: torch.Tensor, rank: torch.Tensor | int) -> torch.Tensor:
         """Rank `rank`'s data at `idx` as it arrives elsewhere unreduced (gathered, transposed, broadcast)."""
-        return self._scaled(self._y(idx, rank), idx)
+        return self._y(idx, rank).to(self.torch_dtype)
 
     def put(self, idx: torch.Tensor, rank: int) -> torch.Tensor:
         """What rank `rank` puts at `idx` (avg: n times its value, so the average is exact)."""
         factor = self.n if self.reduction == "avg" else 1
-        return self._scaled(self._y(idx, rank) * factor, idx)
+        return (self._y(idx, rank) * factor).to(self.torch_dtype)
 
     def reduced(self, idx: torch.Tensor) -> torch.Tensor:
         """The reduction over ranks 0..n-1 at `idx`: a correct result."""
@@ -137,7 +132,7 @@ class Values:
             total = functools.reduce(torch.minimum, ys)
         else:  # sum; avg: the sum of the y (each rank put n*y)
             total = functools.reduce(torch.add, ys)
-        return self._scaled(total, idx)
+        return total.to(self.torch_dtype)
 
 
 def _index(start: int, stop: int, device: torch.device) -> torch.Tensor:
