@@ -9,7 +9,8 @@ SINGULAR = {"worker group starts": "worker group start", "collective sizes": "co
             "benchmark rounds": "benchmark round", "NCCL path probes": "NCCL path probe",
             "NCCL path reads": "NCCL path read",
             "copy-bandwidth measurements": "copy-bandwidth measurement", "strategy runs": "strategy run",
-            "GPU load phases": "GPU load phase", "ops": "op", "strategies": "strategy", "GPUs": "GPU",
+            "GPU load phases": "GPU load phase", "ops": "op", "dtypes": "dtype", "reductions": "reduction",
+            "strategies": "strategy", "GPUs": "GPU",
             "variants": "variant", "placements": "placement"}
 
 
