@@ -213,6 +213,25 @@ def axes_of(details: Mapping[str, Any]) -> Axes:
     return Axes(row.name, str(details["dtype"]), details.get("reduction"))
 
 
+def own_axes(details: Mapping[str, Any]) -> bool:
+    """Whether a record's measurement or verdict inputs are of their op's own dtype and reduction: what
+    its sweep, curve, floor table, calibration and history are about (a record written before the axes
+    holds nothing else)."""
+    if details.get("dtype") is None:
+        return True
+    row = COLLECTIVES.get(str(details.get("op")))
+    return row is not None and details["dtype"] == row.dtype and details.get("reduction") == row.reduction
+
+
+def axes_name(details: Mapping[str, Any]) -> tuple[str, str]:
+    """(id, words) of what a record's measurement or verdict inputs measured: `all_reduce-bf16-max`,
+    `all_reduce bf16 max`; an op this vocabulary does not know (a record of another version) as it is."""
+    if str(details.get("op")) not in COLLECTIVES:
+        return str(details.get("op")), str(details.get("op"))
+    a = axes_of(details)
+    return a.id, a.words
+
+
 # ---- sizes -----------------------------------------------------------------------------------------
 
 
