@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from wirecheck.measure import collective_worker
+from wirecheck.vocab import ops as vocab
 from wirecheck.workers.worker import RankContext
 
 
@@ -105,18 +106,34 @@ def spawn_grandchild(ctx: RankContext) -> int:
     return subprocess.Popen(["sleep", "300"]).pid
 
 
+def checked_rank(op: str, n: int) -> int:
+    """A rank whose output the correctness check reads: rank 1 where every rank holds the result, else
+    the root (a fault on a rank that holds no result is no fault)."""
+    ranks = vocab.get(op).result_ranks(n)
+    return 1 if 1 in ranks else ranks[0]
+
+
+def flip(t: Any, index: int) -> None:
+    """Element `index` (or the last) made wrong in any dtype: negated, less one (+1 alone is lost in bf16
+    above 256)."""
+    flat = t.view(-1)
+    j = min(index, flat.numel() - 1)
+    flat[j] = -(flat[j] + 1)
+
+
 def _corrupting(launch: Any, flip_rank: int, flip_index: int, rank: int) -> Any:
     def launch_and_flip(inp: Any, out: Any, **kw: Any) -> None:
         launch(inp, out, **kw)
         if rank == flip_rank:
-            flat = out.view(-1)
-            flat[min(flip_index, flat.numel() - 1)] += 1.0
+            flip(out, flip_index)
 
     return launch_and_flip
 
 
-def measure_corrupt(ctx: RankContext, op: str, flip_rank: int = 1, flip_index: int = 5, **kw: Any) -> dict:
-    """collective_worker.measure with one output element of `flip_rank` off by one after every call."""
+def measure_corrupt(ctx: RankContext, op: str, flip_rank: int | None = None, flip_index: int = 5, **kw: Any) -> dict:
+    """collective_worker.measure with one output element of `flip_rank` (default: `checked_rank`) wrong
+    after every call."""
+    flip_rank = checked_rank(op, ctx.world_size) if flip_rank is None else flip_rank
     c = collective_worker.KERNELS[op]
     collective_worker.KERNELS[op] = dataclasses.replace(
         c, launch=_corrupting(c.launch, flip_rank, flip_index, ctx.rank))
@@ -152,8 +169,10 @@ def pair_on_own_group(ctx: RankContext, size: int, flip_rank: int | None = None,
         dist.destroy_process_group(group)
 
 
-def measure_stale(ctx: RankContext, op: str, stale_rank: int = 1, **kw: Any) -> dict:
-    """collective_worker.measure where `stale_rank`'s output buffer is never written (the data goes elsewhere)."""
+def measure_stale(ctx: RankContext, op: str, stale_rank: int | None = None, **kw: Any) -> dict:
+    """collective_worker.measure where `stale_rank`'s (default: `checked_rank`) output buffer is never
+    written (the data goes elsewhere)."""
+    stale_rank = checked_rank(op, ctx.world_size) if stale_rank is None else stale_rank
     c = collective_worker.KERNELS[op]
 
     def launch_elsewhere(inp: Any, out: Any, **kw: Any) -> None:
@@ -164,6 +183,23 @@ def measure_stale(ctx: RankContext, op: str, stale_rank: int = 1, **kw: Any) -> 
         c.launch(scratch_in, scratch_out, **kw)
 
     collective_worker.KERNELS[op] = dataclasses.replace(c, launch=launch_elsewhere)
+    try:
+        return collective_worker.measure(ctx, op=op, **kw)
+    finally:
+        collective_worker.KERNELS[op] = c
+
+
+def measure_refused(ctx: RankContext, op: str, **kw: Any) -> dict:
+    """collective_worker.measure on a backend that refuses every reduction but sum, as gloo refuses avg in
+    some torch versions."""
+    c = collective_worker.KERNELS[op]
+
+    def launch_or_refuse(inp: Any, out: Any, reduction: str = "sum", **kw: Any) -> None:
+        if reduction != "sum":
+            raise RuntimeError(f"Cannot use ReduceOp.{reduction.upper()} with Gloo (stood in by a self-test)")
+        c.launch(inp, out, **kw)
+
+    collective_worker.KERNELS[op] = dataclasses.replace(c, launch=launch_or_refuse)
     try:
         return collective_worker.measure(ctx, op=op, **kw)
     finally:
@@ -331,7 +367,7 @@ def measure_with_stand_in_graphs(ctx: RankContext, op: str, graph_time_s: float 
     def launch_then_maybe_flip(inp: Any, out: Any, **kw: Any) -> None:
         c.launch(inp, out, **kw)
         if _ReplayedCalls.replaying and ctx.rank == corrupt_graph_rank:
-            out.view(-1)[5] += 1.0
+            flip(out, 5)
 
     timing.capture = capture
     timing.replay = lambda ctx_, graph: graph.replay()

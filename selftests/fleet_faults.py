@@ -17,9 +17,12 @@ import torch.distributed as dist
 
 from wirecheck.measure import collective_worker
 from wirecheck.fleet import pairs
+from wirecheck.vocab.ops import COLLECTIVES
 
 DELAY_S = 0.3  # per call: 10-30x a simulated 4 MiB all_reduce, far past CPU noise
-_SLOWED = ("all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "broadcast", "all_to_all_single")
+# The torch.distributed function of every op's kernel: its row's `torch`, or (a kernel of its own, as
+# broadcast) the function of the op's name.
+_SLOWED = tuple(dict.fromkeys(row.torch or row.name for row in COLLECTIVES.values()))
 
 
 def _slow_down() -> None:

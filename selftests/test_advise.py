@@ -70,16 +70,22 @@ def test_schedule_follows_the_strategies_table():
     assert schedule("zero3", n, shape, "bf16")[0].total_bytes == 4 * n  # gathered before forward and backward
 
 
+def _recorded_strategies() -> set[str]:
+    """The strategies the reference records ran (a strategy added since has none: advise says so, below)."""
+    return {r.strategy for r in from_records(RUNS).runs}
+
+
 def test_model_predicts_each_recorded_run_from_the_others():
     rows = validation.leave_one_out(RUNS)
-    assert {(r.strategy, r.klass) for r in rows} == {(s, k) for s in NAMES for k in ("nvswitch", "forced_pcie")}
+    assert {(r.strategy, r.klass) for r in rows} == {(s, k) for s in _recorded_strategies()
+                                                     for k in ("nvswitch", "forced_pcie")}
     worst = max(rows, key=lambda r: abs(r.error))
     assert abs(worst.error) <= LEAVE_ONE_OUT_BOUND, validation.table(rows, "leave one out")
 
 
 def test_model_predicts_the_host_path_from_nvlink_alone_within_its_stated_error(monkeypatch):
     rows = {r.strategy: r for r in validation.nvlink_only(RUNS)}
-    assert set(rows) == set(NAMES)
+    assert set(rows) == _recorded_strategies() and set(rows) <= set(NAMES)
     for name, bound in NVLINK_ONLY_BOUND.items():
         assert abs(rows[name].error) <= bound, validation.table(list(rows.values()), "NVLink only")
     # Without each collective's last call held back, ZeRO-2 (three 1 GB buckets) is predicted 21 % too fast.
@@ -256,6 +262,21 @@ def test_mistral_on_four_a100_ddp_does_not_fit_fsdp_does(accounting):
     ddp = next(o for o in a.options if o.strategy == "ddp")
     assert round(ddp.state_article / 1e9) == 87  # the article's figure
     assert a.ranked[0].strategy != "ddp"
+
+
+def test_a_strategy_without_measured_runs_is_said_by_advise_not_predicted(node):
+    """A strategy row added without runs (here: one whose fit is taken away) gets a line of advise's output
+    saying it is not predicted and how to measure it; the others are advised as before."""
+    fits = fit_strategies(node)
+    missing = NAMES[-1]
+    a = advise(node, 1_139_970_048, 2, 1024, 8, "bf16", {k: v for k, v in fits.items() if k != missing})
+    text = format_advice(a)
+    assert (f"no measured runs of {missing}: neither the runs given nor the shipped fits (profiles.yaml "
+            "defaults.fits) hold one, so no step time is predicted for it; run tests/test_strategies.py on a node "
+            "and give its record (--record)") in text
+    assert all(o.prediction is None and o.problem == f"no fit for {missing}" for o in a.options if o.strategy == missing)
+    assert a.choice() is not None and a.choice().best.strategy != missing
+    assert "no measured runs" not in format_advice(advise(node, 1_139_970_048, 2, 1024, 8, "bf16", fits))
 
 
 def test_slow_gpu_costs_a_compute_bound_step_about_its_deficit(node):

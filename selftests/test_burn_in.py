@@ -21,9 +21,10 @@ from wirecheck.burnin.plan import cycle, plan_burn_in
 from wirecheck.burnin.rig import Progress
 from wirecheck.core.failures import HUNG
 from wirecheck.core.paths import suite_paths
-from wirecheck.node.placement import enumerate_placements
+from wirecheck.node.placement import COLLECTIVE_CLASSES, enumerate_placements
 from wirecheck.node.topo_text import load_recorded
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
+from wirecheck.vocab.ops import OPS, get as get_op
 
 TH = load_thresholds(suite_paths().thresholds)
 TOPO = load_recorded("h200-sxm-2", suite_paths().topologies)
@@ -56,10 +57,15 @@ def _value(rank, steps, first_step, flops=700e12, wrong_step=None, stopped="time
     taken = []
     for k in range(first_step, first_step + 2) if steps else ():
         step = steps[k % len(steps)]
-        wrong = 3 if wrong_step == k and rank == 1 else 0
+        # the fault on a rank whose result is checked: rank 1, or the root where the result lives there alone
+        holders = get_op(step["op"]).result_ranks(2)  # the fake rig's two ranks
+        wrong = 3 if wrong_step == k and rank == (1 if 1 in holders else holders[0]) else 0
+        if rank not in holders:
+            wrong = None  # as the worker says it: no result lives on this rank
         taken.append({"step": k, "placement": step["placement"], "op": step["op"], "t": now, "bytes": step["size"],
                       "requested_bytes": step["size"], "time_s": 0.01, "graph_time_s": None, "graph_note": None,
-                      "wrong": wrong, "first_bad": 7 if wrong else None, "wrong_by_path": {"eager": wrong}})
+                      "wrong": wrong, "first_bad": 7 if wrong else None,
+                      "wrong_by_path": {"eager": wrong} if wrong is not None else {}})
     return {"n": N, "window_s": 1.0, "windows": [_window(now - 2, flops), _window(now - 1, flops)],
             "math": {"checked": 24, "mismatched_results": 0, "mismatched_elements": 0, "first": None,
                      "reference_nonfinite": 0, "reference_digest": "d"},
@@ -180,8 +186,8 @@ def test_rounds_run_until_the_duration_is_spent_each_recorded_as_it_ends():
     assert first["gpus"]["GPU1"]["flops_per_s"] == 700e12 and first["gpus"]["GPU1"]["memory"]["passes"] == 1
     assert first["series"]["GPU0"]["windows"][0][2] == 700e12  # every window, as compact rows
     # the fake round takes two steps of the cycle; the next round goes on where it stopped
-    assert set(first["collectives"]) == {"nvswitch-2gpu-0.1 all_reduce", "nvswitch-2gpu-0.1 all_gather"}
-    assert set(recorded[1].details["collectives"]) == {"nvswitch-2gpu-0.1 reduce_scatter", "nvswitch-2gpu-0.1 broadcast"}
+    assert set(first["collectives"]) == {f"nvswitch-2gpu-0.1 {op}" for op in OPS[:2]}
+    assert set(recorded[1].details["collectives"]) == {f"nvswitch-2gpu-0.1 {op}" for op in OPS[2:4]}
     assert recorded[-1].details["status"] == COMPLETE
 
 
@@ -302,11 +308,14 @@ def test_placements_out_of_the_cycle_or_not_reached_are_named():
 
 def test_the_cycle_takes_each_placement_in_turn_for_one_collective_then_the_next():
     topo = load_recorded("h200-nvl-8", suite_paths().topologies)
-    steps, left_out = cycle(enumerate_placements(topo), topo.indices, 1 << 30)
-    assert len(steps) == 17 * 5  # every placement but forced_pcie, every collective
-    assert [(s.placement.id, s.op) for s in steps[:2]] == [("nvl_pair-2gpu-0.1", "all_reduce"),
-                                                           ("nvl_pair-2gpu-0.2", "all_reduce")]
-    assert {s.op for s in steps[:17]} == {"all_reduce"} and steps[17].op == "all_gather"
+    placements = enumerate_placements(topo)
+    steps, left_out = cycle(placements, topo.indices, 1 << 30)
+    cycled = [p for p in placements if p.klass in COLLECTIVE_CLASSES and p.id not in left_out]
+    assert len(steps) == len(cycled) * len(OPS)  # every placement but forced_pcie, every collective
+    first, second = OPS[:2]
+    assert [(s.placement.id, s.op) for s in steps[:2]] == [(cycled[0].id, first), (cycled[1].id, first)]
+    assert {s.op for s in steps[:len(cycled)]} == {first} and steps[len(cycled)].op == second
+    assert [s.op for s in steps[::len(cycled)]] == list(OPS)
     assert list(left_out) == ["forced_pcie-2gpu-0.1"] and "NCCL_P2P_DISABLE=1" in left_out["forced_pcie-2gpu-0.1"]
     assert steps[0].as_worker_arg(topo.indices)["ranks"] == [0, 1]
 

@@ -23,26 +23,26 @@ CPU = torch.device("cpu")
 
 
 def test_every_op_of_the_vocabulary_has_its_kernel():
-    assert {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all"} <= set(OPS)
-    assert set(W.KERNELS) == set(V.OPS)
+    assert OPS and set(W.KERNELS) == set(V.OPS)
 
 
 def test_a_second_row_or_kernel_of_a_name_is_refused():
     from wirecheck.vocab.table import by_name
 
-    with pytest.raises(ValueError, match="collective 'all_reduce' is defined twice"):
-        by_name((V.COLLECTIVES["all_reduce"], V.COLLECTIVES["all_gather"], V.COLLECTIVES["all_reduce"]), "collective")
-    with pytest.raises(ValueError, match="collective 'all_reduce' has two kernels"):
-        W.register(W.KERNELS["all_reduce"])
+    first, second = V.OPS[:2]
+    with pytest.raises(ValueError, match=f"collective '{first}' is defined twice"):
+        by_name((V.COLLECTIVES[first], V.COLLECTIVES[second], V.COLLECTIVES[first]), "collective")
+    with pytest.raises(ValueError, match=f"collective '{first}' has two kernels"):
+        W.register(W.KERNELS[first])
     with pytest.raises(ValueError, match="unknown collective 'selftest_no_such_op'"):
-        W.register(dataclasses.replace(W.KERNELS["all_reduce"], name="selftest_no_such_op"))
+        W.register(dataclasses.replace(W.KERNELS[first], name="selftest_no_such_op"))
 
 
 def test_an_ordinary_op_gets_its_kernel_from_its_row_and_a_half_named_one_is_refused():
     """A row naming its torch.distributed function and DATA rule needs no kernel of its own: the
     worker's kernel is the rule's fill and expected values and a launch of that function."""
     derived = [name for name, row in V.COLLECTIVES.items() if row.torch is not None]
-    assert {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"} <= set(derived)
+    assert derived and set(V.OPS) - set(derived) == {"broadcast"}
     for name in derived:
         fill, expected = W.DATA_RULES[V.COLLECTIVES[name].data]
         assert (W.KERNELS[name].fill, W.KERNELS[name].expected) == (fill, expected), name
@@ -51,26 +51,90 @@ def test_an_ordinary_op_gets_its_kernel_from_its_row_and_a_half_named_one_is_ref
         dataclasses.replace(V.COLLECTIVES["all_reduce"], data=None)
     with pytest.raises(ValueError, match="give both"):
         dataclasses.replace(V.COLLECTIVES["all_reduce"], data="scattered")
+    with pytest.raises(ValueError, match="result='rank 0'; one of"):
+        dataclasses.replace(V.COLLECTIVES["reduce"], result="rank 0")
 
 
-def test_a_reduction_is_an_axis_and_one_the_op_does_not_list_is_refused():
-    with pytest.raises(ValueError, match="all_reduce: reduction 'prod'; all_reduce reduces with"):
-        W._reduction("all_reduce", "prod")
-    with pytest.raises(ValueError, match="broadcast: reduction 'sum'; broadcast reduces with nothing"):
-        W._reduction("broadcast", "sum")
-    assert W._reduction("all_reduce", None) == "sum" and W._reduction("all_gather", None) is None
-    # the kernels' expected values hold for every reduction they launch, not only the sum
-    n, count = 3, 12
-    ins = [W.pattern(r, 0, count, CPU) for r in range(n)]
-    assert torch.equal(W.pattern_reduced(n, 0, count, CPU, "max"), torch.stack(ins).amax(0))
-    assert torch.equal(W.pattern_reduced(n, 0, count, CPU, "min"), torch.stack(ins).amin(0))
-    assert not torch.equal(W.pattern_reduced(n, 0, count, CPU, "max"), W.pattern_sum(n, 0, count, CPU))
+def test_dtype_and_reduction_are_axes_and_one_the_op_does_not_list_is_refused():
+    reducing = next(op for op in OPS if V.get(op).reductions)
+    moving = next(op for op in OPS if not V.get(op).reductions)
+    with pytest.raises(ValueError, match=f"{reducing}: reduction 'prod'; {reducing} reduces with sum, max, min, avg"):
+        V.axes(reducing, reduction="prod")
+    with pytest.raises(ValueError, match=f"{moving}: reduction 'sum'; {moving} reduces with nothing"):
+        V.axes(moving, reduction="sum")
+    with pytest.raises(ValueError, match=f"{reducing}: dtype 'fp8'; {reducing} is measured in fp32, bf16, fp16"):
+        V.axes(reducing, dtype="fp8")
+    with pytest.raises(ValueError, match="collective x: dtypes .'fp8',."):
+        V.Op("x", "x_perf", False, True, lambda n: 1.0, len, len, dtypes=("fp8",))
+    assert V.axes(reducing) == V.Axes(reducing, "fp32", "sum") and V.axes(moving).reduction is None
+    # every combination once, its own first; the further ones are every other, each with its own id
+    for op in OPS:
+        row, combos = V.get(op), V.all_axes(op)
+        assert combos[0].first and combos[0].id == op
+        assert len(combos) == len(row.dtypes) * max(1, len(row.reductions))
+        assert len({a.id for a in combos}) == len(combos)
+    assert V.FURTHER_AXES == tuple(a for op in OPS for a in V.all_axes(op)[1:])
+    assert V.axes(reducing, "bf16", "max").id == f"{reducing}-bf16-max" and V.axes(moving, "fp16").id == f"{moving}-fp16"
+
+
+def test_a_record_without_the_axes_is_read_as_the_ops_first():
+    for op in OPS:
+        assert V.axes_of({"op": op}) == V.axes(op)  # a record written before the axes
+        for a in V.all_axes(op):
+            assert V.axes_of({"op": op, "dtype": a.dtype, "reduction": a.reduction}) == a
+
+
+def _reduce_in_order(terms: list[torch.Tensor], order: list[int]) -> torch.Tensor:
+    """The terms added in `order`, each partial result rounded to their dtype (as a ring adds)."""
+    total = terms[order[0]].clone()
+    for r in order[1:]:
+        total = total + terms[r]
+    return total
+
+
+@pytest.mark.parametrize("dtype", list(V.DTYPES))
+@pytest.mark.parametrize("n", [2, 3, 5, 6, 7, 8])
+def test_every_reduction_is_exact_in_its_dtype_in_any_order(dtype, n):
+    """The values of each dtype and reduction make every partial result exact, so the expected value is
+    the one right answer whatever order the backend reduces in, and avg's the same whether each
+    contribution is scaled by 1/n (NCCL, in the dtype or in float32) or the sum divided (a wrong element
+    is never within a rounding of the right one)."""
+    # every entry of each table of the narrow dtypes (at most 2039), and fp32's largest values
+    idx = torch.cat([torch.arange(0, 4096), torch.arange(60_000, 70_000)])
+    orders = [list(range(n)), list(reversed(range(n))), [r for k in (1, 0) for r in range(k, n, 2)]]
+    for reduction in V.REDUCTIONS:
+        values = W.Values(dtype, n, reduction)
+        ins = [values.put(idx, r) for r in range(n)]
+        want = values.reduced(idx)
+        assert want.dtype == W.TORCH_DTYPES[dtype]
+        if reduction in ("max", "min"):
+            stack = torch.stack(ins)
+            assert torch.equal(stack.amax(0) if reduction == "max" else stack.amin(0), want), (reduction, n)
+            continue
+        if reduction == "avg":
+            scale = torch.tensor(1.0 / n, dtype=want.dtype)
+            premul = [[t * scale for t in ins], [(t.float() * scale.float()).to(want.dtype) for t in ins],
+                      [(t.float() * torch.tensor(1.0 / n)).to(want.dtype) for t in ins]]
+            for terms in premul:
+                for order in orders:
+                    assert torch.equal(_reduce_in_order(terms, order), want), (reduction, n, order)
+            divided = [_reduce_in_order(ins, order) / n for order in orders]
+            assert all(torch.equal(d.to(want.dtype), want) for d in divided), (reduction, n)
+            continue
+        for order in orders:
+            assert torch.equal(_reduce_in_order(ins, order), want), (reduction, n, order)
+
+
+def test_values_beyond_exactness_are_refused():
+    """bf16 has 8 significand bits: no two values average exactly over 32 ranks."""
+    with pytest.raises(ValueError, match="bf16 avg over 32 ranks: no two values stay exact"):
+        W.value_table("bf16", 32, "avg")
 
 
 @pytest.mark.parametrize(("op", "n", "factor"), [
     ("all_reduce", 2, 1.0), ("all_reduce", 8, 1.75),
     ("all_gather", 2, 0.5), ("all_gather", 8, 0.875),
-    ("reduce_scatter", 4, 0.75), ("broadcast", 8, 1.0), ("all_to_all", 4, 0.75),
+    ("reduce_scatter", 4, 0.75), ("broadcast", 8, 1.0), ("all_to_all", 4, 0.75), ("reduce", 8, 1.0),
 ])
 def test_busbw_factor(op, n, factor):
     assert V.busbw_factor(op, n) == pytest.approx(factor)
@@ -85,24 +149,30 @@ def test_buffer_elements_round_down_like_nccl_tests():
     assert V.buffer_elements("all_reduce", 1 << 30, 6) == (1 << 28)  # not split: no rounding
     assert V.buffer_elements("all_gather", 1 << 30, 6) == (1 << 28) - (1 << 28) % 6
     assert V.buffer_elements("all_gather", 1 << 30, 8) == 1 << 28
+    assert V.buffer_elements("all_gather", 1 << 30, 8, "bf16") == 1 << 29  # two bytes an element
     with pytest.raises(ValueError, match="size 16 B is too small for 8 ranks; need at least 32 B"):
         V.buffer_elements("all_to_all", 16, 8)
+    with pytest.raises(ValueError, match="size 8 B is too small for 8 ranks; need at least 16 B"):
+        V.buffer_elements("all_to_all", 8, 8, "fp16")
 
 
-def simulate(op: str, n: int, count: int) -> list[torch.Tensor]:
-    """What each rank's output must be, computed from the table's inputs by the op's definition."""
+def simulate(a: V.Axes, n: int, count: int) -> list[torch.Tensor | None]:
+    """What each rank's output must be, computed from the table's inputs by the op's definition (None
+    where the op's result does not live)."""
+    op, values = a.op, W.Values(a.dtype, n, a.reduction)
     c, k = V.COLLECTIVES[op], W.KERNELS[op]
     inputs = []
     for rank in range(n):
-        t = torch.empty(c.input_elements(count, n))
-        k.fill(t, rank, n)
+        t = torch.empty(c.input_elements(count, n), dtype=values.torch_dtype)
+        k.fill(t, rank, values)
         inputs.append(t)
     chunk = count // n
-    if c.reductions:  # by the row's first reduction: what the suite measures
-        stack = torch.stack(inputs)
-        total = {"sum": stack.sum(0), "max": stack.amax(0), "min": stack.amin(0)}[c.reduction]
+    if c.reductions:
+        stack = torch.stack(inputs).double()  # exact: the values are integers
+        total = {"sum": stack.sum(0), "max": stack.amax(0), "min": stack.amin(0),
+                 "avg": stack.sum(0) / n}[a.reduction].to(values.torch_dtype)
     if c.data == "reduced":
-        return [total] * n
+        return [total if r in c.result_ranks(n) else None for r in range(n)]
     if c.data == "gathered":
         return [torch.cat(inputs)] * n
     if c.data == "reduced_chunk":
@@ -114,13 +184,19 @@ def simulate(op: str, n: int, count: int) -> list[torch.Tensor]:
     raise AssertionError(f"{op}: no definition here for data {c.data!r}")
 
 
+ALL_AXES = [a for op in OPS for a in V.all_axes(op)]
+
+
 @pytest.mark.parametrize("n", [2, 3, 8])
-@pytest.mark.parametrize("op", OPS)
-def test_expected_values_match_the_collectives_definition(op, n):
-    count = V.buffer_elements(op, 4 * 7 * n, n)
-    for rank, out in enumerate(simulate(op, n, count)):
-        expected = W.KERNELS[op].expected(0, out.numel(), rank, n, count, CPU, V.COLLECTIVES[op].reduction)
-        assert torch.equal(out, expected), (op, n, rank)
+@pytest.mark.parametrize("axes", ALL_AXES, ids=str)
+def test_expected_values_match_the_collectives_definition(axes, n):
+    count = V.buffer_elements(axes.op, 4 * 7 * n, n, axes.dtype)
+    values = W.Values(axes.dtype, n, axes.reduction)
+    for rank, out in enumerate(simulate(axes, n, count)):
+        if out is None:
+            continue
+        expected = W.KERNELS[axes.op].expected(0, out.numel(), rank, count, CPU, values)
+        assert torch.equal(out, expected), (axes, n, rank)
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -129,18 +205,33 @@ def test_misplaced_or_stale_data_does_not_pass(op):
     must hold, and (in-place collectives) from the rank's own unreduced input."""
     n, count = 4, 4 * 64
     c, k = V.COLLECTIVES[op], W.KERNELS[op]
-    outs = [k.expected(0, c.output_elements(count, n), r, n, count, CPU, c.reduction) for r in range(n)]
+    values = W.Values(c.dtype, n, c.reduction)
+    outs = [k.expected(0, c.output_elements(count, n), r, count, CPU, values) for r in c.result_ranks(n)]
     chunk = count // n
-    for r, out in enumerate(outs):
+    for r, out in zip(c.result_ranks(n), outs):
         for shift in (1, chunk):
             if shift < out.numel():
                 assert (torch.roll(out, shift) != out).all(), (op, r, shift)
         if c.in_place and c.reduction in (None, "sum") and not (op == "broadcast" and r == W.BROADCAST_ROOT):
             own_input = torch.empty(c.input_elements(count, n))
-            k.fill(own_input, r, n)
+            k.fill(own_input, r, values)
             assert (own_input != out).all(), (op, r)
     if op in ("reduce_scatter", "all_to_all"):  # the collectives whose outputs differ per rank
         assert all((outs[0] != o).all() for o in outs[1:])
+
+
+@pytest.mark.parametrize("axes", V.FURTHER_AXES, ids=str)
+def test_misplaced_data_is_caught_in_every_dtype_and_reduction(axes):
+    """The narrower dtypes take fewer values (bf16 sums over 8 ranks: 31), so an element one place or
+    one chunk away can equal its neighbour; most do not: a misplaced chunk is caught."""
+    n, count = 8, 8 * 64
+    c, k = V.COLLECTIVES[axes.op], W.KERNELS[axes.op]
+    values = W.Values(axes.dtype, n, axes.reduction)
+    for r in c.result_ranks(n):
+        out = k.expected(0, c.output_elements(count, n), r, count, CPU, values)
+        for shift in (1, count // n):
+            if shift < out.numel():
+                assert (torch.roll(out, shift) != out).float().mean() > 0.5, (axes, r, shift)
 
 
 def record(rank: int, times: list[float], wrong: list[int | None], first_bad: list[int | None],
@@ -195,14 +286,50 @@ def measure(group: WorkerGroup, op: str, fn: str = "wirecheck.measure.collective
     return C.combine(op, group.world_size, group.run(fn, args, timeout_s=60, what=f"{op} {kw}"))
 
 
+def _holding(op: str, n: int = 2, wrong: dict | None = None) -> dict:
+    """wrong_by_rank as combine gives it: the ranks where the op's result lives, 0 unless `wrong` says."""
+    return {r: (wrong or {}).get(r, 0) for r in V.get(op).result_ranks(n)}
+
+
 @pytest.mark.parametrize("op", OPS)
 def test_each_collective_is_correct_and_timed(pair, op):
     results = measure(pair, op)
     assert [r.bytes for r in results] == SMALL_SIZES
     for r in results:
         assert r.ok, r.wrong_summary()
-        assert r.wrong_by_rank == {0: 0, 1: 0}
+        assert r.wrong_by_rank == _holding(op)
         assert r.time_s > 0 and r.busbw > 0 and math.isfinite(r.busbw)
+        assert (r.dtype, r.reduction) == (V.get(op).dtype, V.get(op).reduction)
+
+
+@pytest.mark.parametrize("axes", V.FURTHER_AXES, ids=str)
+def test_each_dtype_and_reduction_is_correct_on_real_ranks(pair, axes):
+    """gloo runs each combination exactly: the data's exactness holds on a real backend, not only here."""
+    recs = pair.run("wirecheck.measure.collective_worker:measure",
+                    {"op": axes.op, "sizes": [4096], "warmup_iters": 1, "iters": 1, "dtype": axes.dtype,
+                     "reduction": axes.reduction}, timeout_s=60, what=str(axes))
+    assert all(r.get("refused") is None for r in recs), recs[0].get("refused")  # torch 2.13's gloo runs avg too
+    (r,) = C.combine(axes.op, 2, recs)
+    assert r.ok and r.wrong_by_rank == _holding(axes.op), r.wrong_summary()
+    assert r.axes == axes and r.bytes == 4096
+
+
+def test_a_wrong_bf16_element_is_caught_and_named_with_its_axes(pair):
+    (r,) = measure(pair, "all_reduce", fn=f"{FAULTY}:measure_corrupt", sizes=[4096], dtype="bf16", reduction="max")
+    assert r.wrong_by_rank == {0: 0, 1: 1} and r.first_bad_by_rank == {1: 5}
+    assert r.wrong_summary() == ("all_reduce bf16 max at 4096 B on 2 ranks: rank 1 has 1 wrong element(s) "
+                                 "(first at element 5)")
+
+
+def test_a_reduction_the_backend_refuses_is_said_and_nothing_is_measured(pair):
+    """gloo refuses avg in some torch versions ("Cannot use ReduceOp.AVG with Gloo"): the worker says so
+    for every rank, measures nothing, and the group goes on."""
+    recs = pair.run(f"{FAULTY}:measure_refused", {"op": "all_reduce", "sizes": [4096], "warmup_iters": 1,
+                                                  "iters": 1, "dtype": "fp32", "reduction": "avg"}, timeout_s=60)
+    assert all(r["results"] == [] for r in recs)
+    assert recs[0]["refused"] == ("gloo refuses all_reduce fp32 avg: Cannot use ReduceOp.AVG with Gloo "
+                                  "(stood in by a self-test)")
+    assert measure(pair, "all_reduce")[0].ok
 
 
 def test_records_carry_provenance(pair):
@@ -216,11 +343,20 @@ def test_records_carry_provenance(pair):
 
 @pytest.mark.parametrize("op", OPS)
 def test_a_flipped_element_is_caught_and_located(pair, op):
-    results = measure(pair, op, fn=f"{FAULTY}:measure_corrupt", flip_rank=1, flip_index=5)
+    """The fault is put on a rank whose result is checked (faulty_workers.checked_rank: reduce's root)."""
+    results = measure(pair, op, fn=f"{FAULTY}:measure_corrupt", flip_index=5)
+    bad = 1 if 1 in V.get(op).result_ranks(2) else V.ROOT
     for r in results:
-        assert r.wrong_by_rank == {0: 0, 1: 1} and r.first_bad_by_rank == {1: 5}
-        assert f"{op} at {r.bytes} B on 2 ranks: rank 1 has 1 wrong element(s) (first at element 5)" \
+        assert r.wrong_by_rank == _holding(op, wrong={bad: 1}) and r.first_bad_by_rank == {bad: 5}
+        assert f"{op} at {r.bytes} B on 2 ranks: rank {bad} has 1 wrong element(s) (first at element 5)" \
             == r.wrong_summary()
+
+
+def test_a_fault_where_no_result_lives_is_no_fault(pair):
+    """reduce's result lives on the root: what rank 1's buffer holds after it is no one's (gloo leaves
+    partial sums there), so a wrong element there is not counted, and the root's is."""
+    assert measure(pair, "reduce", fn=f"{FAULTY}:measure_corrupt", flip_rank=1)[0].wrong_by_rank == {0: 0}
+    assert measure(pair, "reduce", fn=f"{FAULTY}:measure_corrupt", flip_rank=0)[0].wrong_by_rank == {0: 1}
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -228,18 +364,20 @@ def test_an_output_never_written_is_caught(pair, op):
     """Every element of an output the collective never wrote is wrong; but an in-place max or min
     leaves the rank whose own data is the extreme holding the right values (ops.py says so): there
     the stale elements caught are exactly those that differ from the definition's."""
-    results = measure(pair, op, fn=f"{FAULTY}:measure_stale", stale_rank=1)
+    results = measure(pair, op, fn=f"{FAULTY}:measure_stale")
     c = V.COLLECTIVES[op]
+    stale = 1 if 1 in c.result_ranks(2) else V.ROOT
     for r in results:
-        count = r.bytes // V.ELEMENT_BYTES
+        count = r.bytes // V.element_bytes(op)
         if c.in_place and c.reduction in ("max", "min"):
+            values = W.Values(c.dtype, 2, c.reduction)
             own = torch.empty(c.input_elements(count, 2))
-            W.KERNELS[op].fill(own, 1, 2)
-            differ = int((own != simulate(op, 2, count)[1]).sum())
-            assert r.wrong_by_rank == {0: 0, 1: differ}
+            W.KERNELS[op].fill(own, stale, values)
+            differ = int((own != simulate(V.axes(op), 2, count)[stale]).sum())
+            assert r.wrong_by_rank == _holding(op, wrong={stale: differ})
             continue
-        assert r.wrong_by_rank == {0: 0, 1: c.output_elements(count, 2)}
-        assert r.first_bad_by_rank == {1: 0}
+        assert r.wrong_by_rank == _holding(op, wrong={stale: c.output_elements(count, 2)})
+        assert r.first_bad_by_rank == {stale: 0}
 
 
 def test_measure_loop_for_benchmark_rounds(pair):
@@ -280,7 +418,7 @@ def test_eight_ranks_like_an_eight_gpu_node():
                              timeout_s=60, what=op)
             for r in C.combine(op, 8, recs):
                 assert r.ok, r.wrong_summary()
-                assert r.busbw > 0 and r.wrong_by_rank == {k: 0 for k in range(8)}
+                assert r.busbw > 0 and r.wrong_by_rank == _holding(op, 8)
 
 
 # ---- sweeps and the graph path -------------------------------------------------------------------
@@ -290,6 +428,7 @@ def test_sizes_too_small_for_every_rank_are_left_out():
     sweep = [8, 16, 32, 64, 1024]
     assert V.feasible_sizes("all_reduce", sweep, 8) == sweep  # not split: one element is enough
     assert V.feasible_sizes("all_gather", sweep, 8) == [32, 64, 1024]  # 8 ranks x 4 B
+    assert V.feasible_sizes("all_gather", sweep, 8, "bf16") == [16, 32, 64, 1024]  # 8 ranks x 2 B
     assert V.feasible_sizes("all_to_all", sweep, 2) == sweep
     assert V.min_size("reduce_scatter", 3) == 12
 

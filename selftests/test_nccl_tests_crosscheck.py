@@ -19,7 +19,7 @@ from wirecheck.measure.curve import SweepSpec
 from wirecheck.nccl.tests_output import parse
 from wirecheck.node.placement import Placement, enumerate_placements
 from wirecheck.thresholds.file import load_thresholds
-from wirecheck.vocab.ops import COLLECTIVES
+from wirecheck.vocab.ops import COLLECTIVES, OPS, axes
 from wirecheck.node.topo_text import load_recorded
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,8 +48,25 @@ def test_binary_command_and_environment(placements):
 
 def test_like_is_compared_with_like():
     expected = {"all_reduce": "in_place", "all_gather": "out_of_place", "reduce_scatter": "out_of_place",
-                "broadcast": "in_place", "all_to_all": "out_of_place"}
+                "broadcast": "in_place", "all_to_all": "out_of_place", "reduce": "in_place"}
     assert {op: nccl_tests.compared_column(op) for op in expected} == expected
+    for op in OPS:  # a new row's column follows from the table
+        assert nccl_tests.compared_column(op) == ("in_place" if COLLECTIVES[op].in_place else "out_of_place")
+
+
+def test_dtypes_and_reductions_become_d_and_o():
+    argv = nccl_tests.binary_argv(Path("/b"), "reduce", SweepSpec(8, MiB, 2), 2, 5, 20, axes("reduce", "bf16", "max"))
+    assert argv[0] == "/b/reduce_perf" and argv[-4:] == ["-d", "bfloat16", "-o", "max"]
+    assert nccl_tests.binary_argv(Path("/b"), "all_gather", SweepSpec(8, MiB, 2), 2, 5, 20,
+                                  axes("all_gather", "fp16"))[-2:] == ["-d", "half"]
+    # each op at what it has of the asked: all_gather takes no reduction; none asked: the op's first
+    assert [a.id for a in nccl_tests.combinations(["all_reduce", "all_gather"], ["bf16"], ["max", "avg"])] == \
+        ["all_reduce-bf16-max", "all_reduce-bf16-avg", "all_gather-bf16"]
+    assert [a.id for a in nccl_tests.combinations(["all_reduce"])] == ["all_reduce"]
+    assert len(nccl_tests.combinations(["all_reduce"], ["all"], ["all"])) == \
+        len(COLLECTIVES["all_reduce"].dtypes) * len(COLLECTIVES["all_reduce"].reductions)
+    with pytest.raises(ValueError, match="unknown dtype or reduction fp8, prod; dtypes: fp32, bf16, fp16"):
+        nccl_tests.combinations(["all_reduce"], ["fp8"], ["prod"])
 
 
 def test_nccl_version_codes():
@@ -183,11 +200,31 @@ def test_missing_binaries_are_a_usage_error(tmp_path, settings, placements):
     assert status == 2 and "has no executable all_reduce_perf" in lines[0]
 
 
+def test_the_command_runs_each_dtype_and_reduction_on_both_sides(build_dir, tmp_path, settings, placements):
+    out, lines = tmp_path / "x.jsonl", []
+    chosen = nccl_tests.select_placements(placements, ["nvswitch"])
+    combos = nccl_tests.combinations(["reduce", "all_gather"], ["bf16"], ["max"])
+    status = nccl_tests.crosscheck_placements(build_dir, chosen, combos, SweepSpec(1024, 2048, 2), settings, out,
+                                              backend="gloo", raw_dir=tmp_path / "raw", echo=lines.append)
+    text = "\n".join(lines)
+    assert status == 0, text
+    assert _calls(build_dir, "reduce_perf")[0]["argv"][-4:] == ["-d", "bfloat16", "-o", "max"]
+    assert _calls(build_dir, "all_gather_perf")[0]["argv"][-2:] == ["-d", "bfloat16"]
+    rows = [json.loads(line) for line in out.read_text().splitlines()][1:]
+    measured = {(r["details"]["op"], r["details"]["dtype"], r["details"]["reduction"]) for r in rows if "details" in r}
+    assert measured == {("reduce", "bf16", "max"), ("all_gather", "bf16", None)}
+    assert all(r["details"]["suite"]["wrong"] == 0 for r in rows if "details" in r)  # reduce: its root, checked
+    assert "reduce bf16 max on nvswitch-2gpu-0.1 (2 GPUs): wirecheck vs nccl-tests" in text
+    assert (tmp_path / "raw" / "nvswitch-2gpu-0.1-reduce-bf16-max.txt").exists()
+
+
 def test_main_refuses_bad_arguments(capsys):
     assert nccl_tests_main(["--build-dir", "/nowhere", "--ops", "allreduce"]) == 2
     assert "--ops allreduce: unknown allreduce" in capsys.readouterr().err
     assert nccl_tests_main(["--build-dir", "/nowhere", "--sizes", "8B:1000MiB:2"]) == 2
     assert "TO is not FROM x STEP^k" in capsys.readouterr().err
+    assert nccl_tests_main(["--build-dir", "/nowhere", "--dtypes", "bf17"]) == 2
+    assert "--dtypes bf17 --reductions -: unknown dtype or reduction bf17" in capsys.readouterr().err
 
 
 def test_as_root_binaries_another_user_can_change_are_not_run(tmp_path, settings, placements):

@@ -183,8 +183,8 @@ class _NoFloorFor:
     def __getattr__(self, name):
         return getattr(self._th, name)
 
-    def busbw_limit(self, klass, op, n, simulated):
-        return None if op == self._op else self._th.busbw_limit(klass, op, n, simulated)
+    def busbw_limit(self, klass, op, n, simulated, *derived_from):
+        return None if op == self._op else self._th.busbw_limit(klass, op, n, simulated, *derived_from)
 
     def slowest_busbw_floor(self, op, simulated):
         return None if op == self._op else self._th.slowest_busbw_floor(op, simulated)
@@ -196,11 +196,52 @@ def test_an_op_without_any_floor_is_priced_at_the_slowest_floor_of_the_others(th
     costs = dataclasses.replace(load_unit_costs(), busbw={})  # nothing measured: the floors price the wire
     plan = predict(tests, header, _NoFloorFor(thresholds, "all_to_all"), costs, "acceptance",
                    work=suite_work("acceptance"))
-    slowest = min(thresholds.slowest_busbw_floor(op, False).min for op in OPS if op != "all_to_all")
+    slowest = min(lim.min for op in OPS if op != "all_to_all" and (lim := thresholds.slowest_busbw_floor(op, False)))
     (group,) = plan.groups
     assert group.work[model.K_SIZE] > 0 and group.total_s > 0
     walk = model._Walk(_NoFloorFor(thresholds, "all_to_all"), costs, [], header, "acceptance", "quick")
     assert walk._slowest_floor("all_to_all") == slowest
+
+
+def test_an_op_without_a_table_floor_is_priced_at_the_floor_the_check_derives(thresholds):
+    """reduce has no table floor on NVSwitch yet: the header's hardware (its NVLink speed) derives the one
+    the busbw check would hold it to, not the slowest wire of the file."""
+    hardware = {"gpu_model": "NVIDIA H200", "nvlinks_per_gpu": 18, "nvlink_speed": 26.562e9, "nvlink_gen": 4}
+    walk = model._Walk(thresholds, load_unit_costs(), [], {**HEADER, "hardware": hardware}, "acceptance", "quick")
+    (nvswitch, _) = model._placements(HEADER)
+    assert thresholds.busbw_limit("nvswitch", "reduce", 2, False) is None
+    efficiency = thresholds.derived_floor.for_op("reduce")[0]
+    assert walk.busbw(nvswitch, "reduce") == pytest.approx(efficiency * 18 * 26.562e9)
+    bare = model._Walk(thresholds, load_unit_costs(), [], HEADER, "acceptance", "quick")  # no hardware recorded
+    assert bare.busbw(nvswitch, "reduce") == bare._slowest_floor("reduce")
+
+
+AXES_TESTS = ["tests/test_collectives.py::test_axis_result_correct[nvswitch-2gpu-0.1-all_reduce-bf16-max]",
+              "tests/test_collectives.py::test_axis_busbw[nvswitch-2gpu-0.1-all_reduce-bf16-max]",
+              "tests/test_collectives.py::test_axis_result_correct[nvswitch-2gpu-0.1-all_gather-fp16]"]
+
+
+@pytest.mark.parametrize("sweep", ["quick", "full"])
+def test_a_further_dtype_and_reduction_is_priced_at_the_floor_size_or_every_size_of_the_full_sweep(thresholds, sweep):
+    costs = load_unit_costs()
+    plan = predict(AXES_TESTS, HEADER, thresholds, costs, "acceptance", sweep=sweep, work=suite_work("acceptance"))
+    correct, busbw = plan.groups
+    settings = thresholds.collective_settings(False)
+    sizes = 1 if sweep == "quick" else len(settings.sizes_for("full"))
+    assert correct.tests == 2 and correct.work[model.K_SIZE] == 2 * sizes  # one sweep per combination
+    assert busbw.work == {model.K_TEST: 1}  # it reads the sweep test_axis_result_correct made
+    assert correct.params == {"ops": {"all_reduce", "all_gather"}, "dtypes": {"bf16", "fp16"}, "reductions": {"max"}}
+    # the op's own sweep at the floor size is another measurement: priced again
+    own = predict([*AXES_TESTS, "tests/test_collectives.py::test_large_all_reduce_correct[nvswitch-2gpu-0.1]"], HEADER,
+                  thresholds, costs, "acceptance", sweep=sweep, work={**suite_work("acceptance"), **suite_work("quick")})
+    assert own.groups[-1].work[model.K_SIZE] == 1
+
+
+def test_the_quick_level_holds_no_further_dtype_or_reduction(thresholds):
+    collected = collect("quick", "h100-sxm-8-nics")
+    assert not [t for t in collected.tests if "test_axis_" in t]
+    assert {t.split("::")[1].split("[")[0] for t in collected.tests if "test_collectives.py" in t} == \
+        {"test_large_all_reduce_correct", "test_large_all_reduce_busbw"}
 
 
 def test_a_work_marker_of_an_unknown_kind_is_a_usage_error():

@@ -13,6 +13,7 @@ from pathlib import Path
 from e2e import PROJECT, make_project, records, run_suite, thresholds_with
 from wirecheck.cli.judge import main as judge
 from wirecheck.core.exit_codes import FAILED as EXIT_FAILED, SIMULATED as EXIT_SIMULATION
+from wirecheck.vocab.ops import OPS
 
 BUSBW = ("-k", "test_busbw and nvswitch")
 
@@ -25,16 +26,17 @@ def test_judge_gives_the_runs_verdicts_and_fails_a_raised_floor(pytester, capsys
     root = make_project(pytester)
     out = root / "run.jsonl"
     result = run_suite(pytester, "--simulate=h200-sxm-2", *BUSBW, f"--wirecheck-json={out}", "--benchmark-disable")
-    result.assert_outcomes(passed=5)
+    n = len(OPS)  # test_busbw on nvswitch-2gpu-0.1: one per op
+    result.assert_outcomes(passed=n)
     recorded = _verdicts(out)
-    assert len(recorded) == 5 and set(recorded.values()) == {"pass"}
+    assert len(recorded) == n and set(recorded.values()) == {"pass"}
     lines = records(out)
     assert lines[0]["type"] == "run" and lines[0]["simulated"] is True
-    assert lines[-1]["type"] == "end" and lines[-1]["status"] == "complete" and lines[-1]["tests"] == {"passed": 5}
+    assert lines[-1]["type"] == "end" and lines[-1]["status"] == "complete" and lines[-1]["tests"] == {"passed": n}
 
     assert judge([str(out), "--thresholds", str(root / "thresholds.yaml")]) == EXIT_SIMULATION
     text = capsys.readouterr().out
-    assert "0 failed, 5 passed" in text and "0 changed since recorded" in text and "SIMULATION" in text
+    assert f"0 failed, {n} passed" in text and "0 changed since recorded" in text and "SIMULATION" in text
 
     def raise_all_reduce(data):
         data["collectives"]["simulated_floors"]["all_reduce"] = {"any": {"min": "5000 GB/s", "source": "selftest: raised"}}
@@ -43,7 +45,7 @@ def test_judge_gives_the_runs_verdicts_and_fails_a_raised_floor(pytester, capsys
     raised.write_text(thresholds_with(raise_all_reduce))
     assert judge([str(out), "--thresholds", str(raised)]) == EXIT_FAILED
     text = capsys.readouterr().out
-    assert "1 failed, 4 passed" in text
+    assert f"1 failed, {n - 1} passed" in text
     failure = next(line for line in text.splitlines() if line.startswith("FAIL"))
     assert "busbw" in failure and "nvswitch-2gpu-0.1" in failure and "floor 5000.0 GB/s" in failure
     assert "raised.yaml: collectives.simulated_floors.all_reduce.any" in text and "source: selftest: raised" in text

@@ -24,8 +24,9 @@ from wirecheck.report.sections import SECTION_IDS
 
 DATA = Path(__file__).parent / "data"
 SIM = DATA / "sim-h200-sxm-2.jsonl"
-SIM_FIGURES = {"fig-busbw-all_reduce", "fig-busbw-all_gather", "fig-busbw-reduce_scatter", "fig-busbw-broadcast",
-               "fig-busbw-all_to_all", "fig-wire-forced_pcie-2gpu-0.1", "fig-link-matrix", "fig-strategy-dial"}
+# A busbw figure per op the recorded run measured (the ops of its day), the wire check's, the links', the dial's.
+SIM_OPS = {json.loads(x)["details"]["op"] for x in SIM.read_text().splitlines() if '"kind": "collective"' in x}
+SIM_FIGURES = {f"fig-busbw-{op}" for op in SIM_OPS} | {"fig-wire-forced_pcie-2gpu-0.1", "fig-link-matrix", "fig-strategy-dial"}
 
 
 def lines(path: Path) -> list[dict]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from e2e import make_project, records, run_suite, thresholds_with
+from wirecheck.vocab.ops import FURTHER_AXES, OPS
 
 
 def test_k_nvl_quad_selects_exactly_the_quad_tests(pytester):
@@ -12,9 +13,11 @@ def test_k_nvl_quad_selects_exactly_the_quad_tests(pytester):
     assert ids, result.stdout.str()
     assert all("nvl_quad" in i for i in ids), [i for i in ids if "nvl_quad" not in i]
     assert any("nvl_quad-4gpu-0.1.2.3" in i for i in ids) and any("nvl_quad-4gpu-4.5.6.7" in i for i in ids)
-    # every collective test of the quads is there
-    for op in ("all_reduce", "all_gather", "reduce_scatter"):
+    # every collective test of the quads is there, each op's further dtypes and reductions with their own ids
+    for op in OPS:
         assert any(f"test_busbw[nvl_quad-4gpu-4.5.6.7-{op}]" in i for i in ids), op
+    for a in FURTHER_AXES:
+        assert any(f"test_axis_busbw[nvl_quad-4gpu-4.5.6.7-{a.id}]" in i for i in ids), a
 
 
 def test_header_says_simulation(pytester):
@@ -99,7 +102,7 @@ def test_malformed_thresholds_stop_the_run(pytester):
 def test_all_reduce_on_quads_runs_and_records_every_size(pytester):
     root = make_project(pytester)
     out = root / "run.jsonl"
-    result = run_suite(pytester, "--simulate=h200-nvl-8", "-k", "all_reduce and nvl_quad", f"--wirecheck-json={out}",
+    result = run_suite(pytester, "--simulate=h200-nvl-8", "-k", "all_reduce and nvl_quad and not axis", f"--wirecheck-json={out}",
                        "--benchmark-disable", "-v")
     # busbw, correctness and latency on both quads; n½ is not judged in simulation (a skip says so)
     result.assert_outcomes(passed=6, skipped=2)

@@ -13,7 +13,7 @@ import yaml
 from wirecheck.node.hardware import Hardware
 from wirecheck.vocab.placements import CLASSES, COLLECTIVE_CLASSES, NVLINK_CLASSES, TRAINING_CLASSES
 from wirecheck.core.quantity import parse_quantity
-from wirecheck.vocab.ops import OPS
+from wirecheck.vocab.ops import FURTHER_AXES, OPS
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
 from wirecheck.vocab.strategies import NAMES
 
@@ -175,6 +175,44 @@ def test_every_hardware_class_and_op_is_judged_somehow(shipped):
     for klass in (c for c in COLLECTIVE_CLASSES if c not in NVLINK_CLASSES):
         for op in OPS:
             assert shipped.busbw_limit(klass, op, 2, False, ceiling, hardware=gen5) is not None, (klass, op)
+    # and every further dtype and reduction of each, by collectives.axes_floor
+    for klass in COLLECTIVE_CLASSES:
+        for a in FURTHER_AXES:
+            assert shipped.busbw_limit(klass, a.op, 2, False, ceiling, gen5, a) is not None, (klass, a)
+
+
+def test_an_ops_floor_judges_its_further_dtypes_and_reductions_as_axes_floor_says(shipped, shipped_data, tmp_path):
+    """The shipped rule: the op's floor applies to every dtype and reduction (collectives.axes_floor says
+    why); its ceiling (a PCIe path's link) stays what it is; a file with another share scales the floor."""
+    assert shipped.axes_floor.share == 1 and shipped.axes_floor.yaml_path == "thresholds.yaml: collectives.axes_floor"
+    assert "rule, not a measurement" in shipped.axes_floor.source
+    for klass, n in (("nvswitch", 2), ("forced_pcie", 2), ("cross_quad", 4)):
+        for a in FURTHER_AXES:
+            own = shipped.busbw_limit(klass, a.op, n, False, 478e9, Hardware(pcie_gen=5, pcie_width=16))
+            limit = shipped.busbw_limit(klass, a.op, n, False, 478e9, Hardware(pcie_gen=5, pcie_width=16), a)
+            if own is None:  # a class the op has no limit on: none for its dtypes and reductions either
+                assert limit is None, (klass, a)
+                continue
+            assert (limit.min, limit.max, limit.yaml_path, limit.rule) == (own.min, own.max, own.yaml_path, own.rule)
+            assert limit.source == f"{own.source}; {a.words}: the {a.op} floor, by thresholds.yaml: collectives.axes_floor"
+    data = copy.deepcopy(shipped_data)
+    data["collectives"]["axes_floor"]["share"] = "90 %"
+    (a,) = [a for a in FURTHER_AXES if a.id == "all_reduce-bf16-avg"]
+    nine = load_thresholds(_write(tmp_path, data)).busbw_limit("nvswitch", "all_reduce", 2, False, axes=a)
+    assert nine.min == pytest.approx(0.9 * shipped.busbw_limit("nvswitch", "all_reduce", 2, False).min)
+    assert "all_reduce bf16 avg: 90 % of the all_reduce floor" in nine.source
+
+
+def test_a_file_older_than_the_axes_loads_and_judges_none_of_them(shipped_data, tmp_path):
+    """A record's own thresholds, written before the axes, must still load (judge reads them); a further
+    dtype or reduction is then not judged, and the reason names the key to copy."""
+    data = copy.deepcopy(shipped_data)
+    data["collectives"].pop("axes_floor")
+    old = load_thresholds(_write(tmp_path, data))
+    assert old.axes_floor is None and old.busbw_limit("nvswitch", "all_reduce", 2, False) is not None
+    (a,) = [a for a in FURTHER_AXES if a.id == "all_reduce-fp16-min"]
+    limit, why = old.busbw_rule("nvswitch", "all_reduce", 2, False, axes=a)
+    assert limit is None and "no collectives.axes_floor" in why and "copy it from the shipped thresholds.yaml" in why
 
 
 def test_unknown_names_in_lookups_are_caller_bugs(shipped):
@@ -455,7 +493,7 @@ BROKEN = {
     ),
     "unknown strategy": (
         lambda d: d["training"]["throughput_floors"]["nvswitch"].update(zero4={}),
-        ["training.throughput_floors.nvswitch.zero4: unknown strategy 'zero4'", "ddp, zero1, zero2, zero3, fsdp"],
+        ["training.throughput_floors.nvswitch.zero4: unknown strategy 'zero4'", ", ".join(NAMES)],
     ),
     "peak memory in bandwidth": (
         lambda d: d["training"]["peak_memory"]["any"]["ddp"].update(max="60 GB/s"),
@@ -464,6 +502,14 @@ BROKEN = {
     "heads do not divide d_model": (
         lambda d: d["training"]["hardware"]["model"].update(n_head=15),
         ["training.hardware.model.n_head: d_model 2048 does not split into 15 heads"],
+    ),
+    "axes floor above the op's": (
+        lambda d: d["collectives"]["axes_floor"].update(share="120 %"),
+        ["collectives.axes_floor.share: is above 100 %", "a floor cannot exceed the op's floor"],
+    ),
+    "axes floor without its source": (
+        lambda d: d["collectives"]["axes_floor"].pop("source"),
+        ["collectives.axes_floor: missing required key 'source'"],
     ),
     "missing training section": (
         lambda d: d["training"].pop("slow_wire"),

@@ -2,7 +2,9 @@
 
 Every size of the sweep is checked element by element; bandwidth floors apply at the
 floor size from thresholds.yaml. The sweep is measured once per (placement, op) and shared
-by the checks below; each check is a function in wirecheck.checks.collectives. The quick level
+by the checks below; each check is a function in wirecheck.checks.collectives. Each op's further
+dtypes and reductions (nccl-tests' -d and -o: `test_axis_*[...-all_reduce-bf16-max]`) are measured
+at the floor size (every size with --sweep full), checked and judged by the op's floor. The quick level
 runs only the two `test_large_all_reduce_*` tests: one all_reduce at the floor size per class. A burn-in
 runs none of them: its collectives cycle beside the GPU load for hours (tests/test_burn_in.py).
 """
@@ -16,10 +18,10 @@ import pytest
 from pytest_wirecheck.measurements import nvlink_twin_or_skip, require
 from pytest_wirecheck.nightly import device_timed, time_rounds
 from wirecheck import checks
-from wirecheck.vocab.ops import OPS
+from wirecheck.vocab.ops import FURTHER_AXES, OPS
 from wirecheck.node.placement import CLASS_FORCED_PCIE, CLASS_PAIR, COLLECTIVE_CLASSES, link_ceiling
 from wirecheck.core.quantity import format_bytes
-from wirecheck.vocab.work import BENCHMARK, FLOOR_SWEEP, INNER_PAIR_SWEEP, PAIR_SWEEPS, SWEEP, TWIN_SWEEP
+from wirecheck.vocab.work import AXIS_SWEEP, BENCHMARK, FLOOR_SWEEP, INNER_PAIR_SWEEP, PAIR_SWEEPS, SWEEP, TWIN_SWEEP
 
 pytestmark = [pytest.mark.stage("measure", order=2), pytest.mark.levels("acceptance")]
 
@@ -40,11 +42,17 @@ def _at_floor_size(node, record, sweep):
     return result
 
 
-def _busbw_verdict(node, placement, op, result, klass=None):
+def _busbw_verdict(node, placement, op, result, klass=None, **axes):
+    """`axes`: dtype=, reduction= past the op's first (none for its own: its inputs as before the axes)."""
     return checks.collectives.busbw(
         node.thresholds, op=op, placement=placement.id, placement_class=klass or placement.klass,
         n_gpus=placement.n_gpus, simulated=node.simulated, busbw_bytes_per_s=result.busbw, size_bytes=result.bytes,
-        link_ceiling_bytes_per_s=_link_ceiling(node, placement), hardware=node.hardware)
+        link_ceiling_bytes_per_s=_link_ceiling(node, placement), hardware=node.hardware, **axes)
+
+
+def _sizes(sweep) -> list:
+    return [{"bytes": r.bytes, "wrong_by_rank": r.wrong_by_rank, "first_bad_by_rank": r.first_bad_by_rank}
+            for r in sweep.results]
 
 
 @pytest.mark.work(SWEEP)
@@ -53,10 +61,8 @@ def _busbw_verdict(node, placement, op, result, klass=None):
 def test_result_correct(node, measurements, placement, op, collective_worker, record):
     """Every element of every rank's output is what the collective must produce, at every size."""
     sweep = measurements.sweep(placement, op, collective_worker)
-    sizes = [{"bytes": r.bytes, "wrong_by_rank": r.wrong_by_rank, "first_bad_by_rank": r.first_bad_by_rank}
-             for r in sweep.results]
     verdict = record(checks.collectives.collective_correct(
-        node.thresholds, op=op, placement=placement.id, sizes=sizes, error=sweep.error))
+        node.thresholds, op=op, placement=placement.id, sizes=_sizes(sweep), error=sweep.error))
     assert verdict.ok, verdict.message
 
 
@@ -77,6 +83,39 @@ def test_busbw(node, measurements, placement, op, collective_worker, benchmark, 
     assert verdict.ok, verdict.message
 
 
+# Each op's further dtypes and reductions (wirecheck.vocab.ops.FURTHER_AXES), one test each: a wrong bf16 max
+# is named as such. Where the backend refuses one (gloo: avg in some torch versions), it says so: not measured.
+@pytest.mark.work(AXIS_SWEEP)
+@pytest.mark.placements(*COLLECTIVE_CLASSES)
+@pytest.mark.parametrize("axes", FURTHER_AXES, ids=str)
+def test_axis_result_correct(node, measurements, placement, axes, collective_worker, record):
+    """Every element where the result lives is what the op at this dtype and reduction must produce."""
+    sweep = measurements.axis_sweep(placement, axes, collective_worker)
+    verdict = record(checks.collectives.collective_correct(
+        node.thresholds, op=axes.op, placement=placement.id, sizes=_sizes(sweep), error=sweep.error,
+        dtype=axes.dtype, reduction=axes.reduction, refused=sweep.refused))
+    assert verdict.ok, verdict.message
+
+
+@pytest.mark.work(AXIS_SWEEP)
+@pytest.mark.placements(*COLLECTIVE_CLASSES)
+@pytest.mark.parametrize("axes", FURTHER_AXES, ids=str)
+def test_axis_busbw(node, measurements, placement, axes, collective_worker, record):
+    """Bus bandwidth at the floor size at this dtype and reduction, against the op's limits as
+    collectives.axes_floor says."""
+    sweep = measurements.axis_sweep(placement, axes, collective_worker)
+    at = {"dtype": axes.dtype, "reduction": axes.reduction}
+    if sweep.refused:
+        verdict = record(checks.collectives.busbw(
+            node.thresholds, op=axes.op, placement=placement.id, placement_class=placement.klass,
+            n_gpus=placement.n_gpus, simulated=node.simulated, busbw_bytes_per_s=None,
+            size_bytes=node.thresholds.collective_settings(node.simulated).floor_size, link_ceiling_bytes_per_s=None,
+            refused=sweep.refused, **at))
+    else:
+        verdict = record(_busbw_verdict(node, placement, axes.op, _at_floor_size(node, record, sweep), **at))
+    assert verdict.ok, verdict.message
+
+
 # The quick level (before each job): one all_reduce per placement class, on the class's largest placement,
 # at the floor size alone: the size sweep, the other collectives and the benchmark rounds are acceptance's.
 @pytest.mark.work(FLOOR_SWEEP)
@@ -85,10 +124,8 @@ def test_busbw(node, measurements, placement, op, collective_worker, benchmark, 
 def test_large_all_reduce_correct(node, measurements, placement, collective_worker, record):
     """Every element of every rank's output of one all_reduce at the floor size is what it must be."""
     sweep = measurements.sweep(placement, "all_reduce", collective_worker, floor_only=True)
-    sizes = [{"bytes": r.bytes, "wrong_by_rank": r.wrong_by_rank, "first_bad_by_rank": r.first_bad_by_rank}
-             for r in sweep.results]
     verdict = record(checks.collectives.collective_correct(
-        node.thresholds, op="all_reduce", placement=placement.id, sizes=sizes, error=sweep.error))
+        node.thresholds, op="all_reduce", placement=placement.id, sizes=_sizes(sweep), error=sweep.error))
     assert verdict.ok, verdict.message
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wirecheck.advise.figures import tie_errors
+from wirecheck.advise.figures import PROFILES_FILE, tie_errors
 from wirecheck.advise import rule, shortfall
 from wirecheck.advise.model import Prediction, predict_strategy
 from wirecheck.advise.sizes import short
@@ -164,6 +164,12 @@ def advise(figures, n_params: int, n_gpus: int, seq_len: int, micro_batch: int, 
     if compute_s is None and figures.compute is None:
         notes.append(f"no one-GPU rate for {figures.gpu_model}: no step time predicted "
                      "(a record with test_single_gpu_training or strategy runs gives one)")
+    unmeasured = [name for name in NAMES if name not in fits]
+    if unmeasured:  # a strategy row without runs yet (a new one): said here, predicted by no one
+        notes.append(f"no measured runs of {', '.join(unmeasured)}: neither the runs given nor the shipped fits "
+                     f"({PROFILES_FILE.name} defaults.fits) hold one, so no step time is predicted for "
+                     f"{'it' if len(unmeasured) == 1 else 'them'}; run tests/test_strategies.py on a node and give "
+                     "its record (--record)")
     options = []
     for name in NAMES:
         art = predict_state(name, n_params, n_gpus, ARTICLE, precision).total

@@ -22,6 +22,7 @@ from wirecheck.core.quantity import QuantityError, parse_quantity
 from wirecheck.node.placement import CLASS_NETWORK, CLASS_PAIR, CLASS_SINGLE, Placement
 from wirecheck.records.file import read_run
 from wirecheck.vocab import records as kinds
+from wirecheck.vocab.ops import own_axes as _own_axes
 
 PROFILES_FILE = Path(__file__).with_name("profiles.yaml")
 NOT_JOB_CLASSES = (CLASS_SINGLE, CLASS_PAIR, CLASS_NETWORK)  # per-GPU and per-link checks, not a job's placement
@@ -239,7 +240,7 @@ def from_records(paths) -> NodeFigures:
         for m in rec.measurements:
             d = m.get("details") or {}
             if m.get("kind") == kinds.COLLECTIVE and isinstance(d.get("busbw"), (int, float)) \
-                    and isinstance(d.get("bytes"), int) and d["bytes"] > 0:
+                    and isinstance(d.get("bytes"), int) and d["bytes"] > 0 and _own_axes(d):
                 key = (d.get("op"), d.get("placement_class"), int(d.get("n_gpus") or 0))
                 samples.setdefault(key, []).append((d["bytes"], d["busbw"]))
             elif m.get("kind") == kinds.STRATEGY and d.get("ranks") and not d.get("error"):

@@ -13,18 +13,26 @@ from wirecheck.core.peer_stats import RULE as PEERS_RULE
 from wirecheck.core.quantity import format_bw, format_bytes
 from wirecheck.core.verdict import Verdict, at_least, at_most, no_problems, skip, within
 from wirecheck.node.hardware import Hardware
+from wirecheck.vocab.ops import axes as op_axes
 
 GB = 1e9
 
 
 @check("collective_correct")
-def collective_correct(thresholds, *, op: str, placement: str, sizes: list, error: str | None) -> Verdict:
-    """Every element of every rank's output is what the collective must produce, at every size.
+def collective_correct(thresholds, *, op: str, placement: str, sizes: list, error: str | None,
+                       dtype: str | None = None, reduction: str | None = None, refused: str | None = None) -> Verdict:
+    """Every element of every rank's output where the result lives is what the collective must produce,
+    at every size.
 
-    `sizes`: [{"bytes", "wrong_by_rank": {rank: n or None}, "first_bad_by_rank": {rank: index}}];
-    `error`: the hang or crash that stopped the sweep, if any.
+    `sizes`: [{"bytes", "wrong_by_rank": {rank: n or None}, "first_bad_by_rank": {rank: index}}] (the ranks
+    holding the result); `error`: the hang or crash that stopped the sweep, if any; `dtype`, `reduction`:
+    the axes measured (None: the op's first, all a record before the axes measured); `refused`: why the
+    backend would not run them (not measured: a skip).
     """
-    what = f"{op} result"
+    a = op_axes(op, dtype, reduction)
+    what = f"{a.words} result"
+    if refused:
+        return skip(what, placement, f"not measured: {refused}")
     problems = []
     for size in sizes:
         for rank, wrong in sorted(size["wrong_by_rank"].items(), key=lambda kv: int(kv[0])):
@@ -36,19 +44,25 @@ def collective_correct(thresholds, *, op: str, placement: str, sizes: list, erro
     if error:
         problems.append(error)
     wrong_total = sum(w or 0 for s in sizes for w in s["wrong_by_rank"].values())
-    intro = f"{op} on {placement} returned wrong data" if wrong_total else f"{op} on {placement} did not complete"
+    intro = f"{a.words} on {placement} returned wrong data" if wrong_total else f"{a.words} on {placement} did not complete"
     return no_problems(what, placement, problems, measured=wrong_total, unit="wrong elements", intro=intro)
 
 
 @check("busbw")
 def busbw(thresholds, *, op: str, placement: str, placement_class: str, n_gpus: int, simulated: bool,
-          busbw_bytes_per_s: float, size_bytes: int, link_ceiling_bytes_per_s: float | None,
-          hardware: dict | None = None) -> Verdict:
+          busbw_bytes_per_s: float | None, size_bytes: int, link_ceiling_bytes_per_s: float | None,
+          hardware: dict | None = None, dtype: str | None = None, reduction: str | None = None,
+          refused: str | None = None) -> Verdict:
     """Bus bandwidth at the floor size within the limits for (class, op, GPU count). `hardware`
-    (wirecheck.node.hardware.Hardware.as_dict): which table entries apply, and the PCIe link for PCIe paths."""
-    what = f"{op} busbw at {format_bytes(size_bytes)}"
+    (wirecheck.node.hardware.Hardware.as_dict): which table entries apply, and the PCIe link for PCIe paths.
+    `dtype`, `reduction`: the axes measured (None: the op's first); past the op's first, the op's limit as
+    collectives.axes_floor says. `refused`: why the backend would not run them (not measured: a skip)."""
+    a = op_axes(op, dtype, reduction)
+    what = f"{a.words} busbw at {format_bytes(size_bytes)}"
+    if refused:
+        return skip(what, placement, f"not measured: {refused}")
     limit, why = thresholds.busbw_rule(placement_class, op, n_gpus, simulated, link_ceiling_bytes_per_s,
-                                       Hardware.from_dict(hardware))
+                                       Hardware.from_dict(hardware), a)
     if limit is None:
         return skip(what, placement, f"{why} in {thresholds.path}")
     return within(what, placement, busbw_bytes_per_s, limit, "bandwidth", "GB/s", scale=1 / GB)

@@ -17,6 +17,7 @@ from wirecheck.cli.validate import choose_mode
 from wirecheck.core import exit_codes as codes
 from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL, LEVELS
 from wirecheck.core.paths import suite_paths
+from wirecheck.measure.curve import SWEEP_NAMES
 from wirecheck.node.topo_text import DEFAULT_SIMULATION
 from wirecheck.plan import table
 from wirecheck.plan.collect import collect, from_record
@@ -44,6 +45,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     where.add_argument("--record", nargs="+", metavar="RUN.jsonl", help="price recorded runs' own tests and show each "
                        "beside its measured wall time")
     parser.add_argument("--level", choices=LEVELS, default=DEFAULT_LEVEL, help=f"the level to plan (default {DEFAULT_LEVEL})")
+    parser.add_argument("--sweep", choices=SWEEP_NAMES, default=SWEEP_NAMES[0],
+                        help="the run's --sweep: the collectives' size sweep (full: also every size of each op's other "
+                             f"dtypes and reductions; default {SWEEP_NAMES[0]})")
     parser.add_argument("--duration", metavar="DURATION", help=f"a {BURN_IN}'s duration (its tests are priced for one "
                         "pass either way)")
     parser.add_argument("--training", choices=TRAINING_SETS, default=DEFAULT_SET, help="where the strategies train, "
@@ -108,7 +112,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         return codes.BAD_INPUT
     source = f"--profile {args.profile} ({simulate})" if args.profile else collected.source
     try:
-        plan = predict(collected.tests, collected.header, thresholds, costs, args.level, source, work=collected.work)
+        plan = predict(collected.tests, collected.header, thresholds, costs, args.level, source, sweep=args.sweep,
+                       work=collected.work)
     except ValueError as exc:  # thresholds that cannot price a sweep: the message names the section
         _say(str(exc))
         return codes.BAD_INPUT

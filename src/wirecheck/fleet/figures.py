@@ -21,6 +21,7 @@ from wirecheck.core.quantity import format_bytes
 from wirecheck.records.file import RunRecord
 from wirecheck.report.gpus import GPU_FIGURES, MEASUREMENT_KINDS as GPU_KINDS, gpu_points
 from wirecheck.vocab import records as kinds
+from wirecheck.vocab.ops import axes_name
 
 BUSBW, THROUGHPUT = "busbw", "throughput"
 
@@ -46,8 +47,9 @@ def node_figures(run: RunRecord, floor_size: int) -> dict[str, Figure]:
         d = m.get("details") or {}
         kind, where = m.get("kind"), m.get("placement")
         if kind == kinds.COLLECTIVE and d.get("busbw") is not None and d.get("requested_bytes") == floor_size:
-            key = f"busbw:{d['op']}:{where}"
-            out[key] = Figure(key, f"{d['op']} busbw on {where} at {format_bytes(floor_size)}", BUSBW, "GB/s",
+            name, words = axes_name(d)  # each dtype and reduction a figure of its own: all_reduce-bf16-max
+            key = f"busbw:{name}:{where}"
+            out[key] = Figure(key, f"{words} busbw on {where} at {format_bytes(floor_size)}", BUSBW, "GB/s",
                               d["busbw"] / 1e9)
         elif kind == kinds.STRATEGY and m.get("value") is not None and not d.get("error"):
             key = f"tokens:{d['strategy']}:{where}"

@@ -2,13 +2,16 @@
 name, and the worker functions that time and check them inside `launcher.WorkerGroup` ranks.
 
 Only worker processes import this module, so it imports torch at the top. The ops' data (buffer
-shape, busbw factor, dtypes and reductions, the nccl-tests binary) is wirecheck.vocab.ops; the
-parent-side combiner is wirecheck.measure.collectives.
+shape, busbw factor, dtypes and reductions, where the result lives, the nccl-tests binary) is
+wirecheck.vocab.ops; the parent-side combiner is wirecheck.measure.collectives.
 
-Data: every element carries a value that depends on the rank that produced it and on its index,
-small integers so every sum is exact in float32 whatever order NCCL adds in. A wrong, stale (not
-written) or misplaced element therefore differs from the expected value; outputs start as NaN
-before the checked pass so an element the collective never wrote cannot pass.
+Data (`Values`, one per dtype, reduction and rank count): every element carries a value that depends
+on the rank that produced it and on its index, integers small enough that every result is exact in
+the dtype whatever order NCCL reduces in (nccl-tests' verifiable data does the same): a wrong, stale
+(not written) or misplaced element therefore differs from the expected value, in bf16 and fp16 as in
+fp32, for max, min and avg as for sum. Outputs start as NaN before the checked pass so an element the
+collective never wrote cannot pass. Only the ranks where the op's result lives are checked (reduce:
+the root; gloo leaves partial sums on the others).
 
 Timing: on GPUs, sizes up to `graph_up_to` are timed twice, as eager calls and as the same calls
 replayed from a CUDA graph (see wirecheck.measure.collective_timing); the parent keeps the faster
@@ -23,6 +26,7 @@ a kernel, a kernel for an op the vocabulary does not have, or a second kernel of
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -36,113 +40,159 @@ from wirecheck.measure import collective_timing as timing
 from wirecheck.measure.collectives import CAPTURE_FAILED_ELSEWHERE
 from wirecheck.measure.curve import EAGER, GRAPH
 from wirecheck.vocab import ops as vocab
-from wirecheck.vocab.ops import ELEMENT_BYTES, buffer_elements
+from wirecheck.vocab.ops import buffer_elements
 
 if TYPE_CHECKING:
     from wirecheck.workers.worker import RankContext
 
-DTYPE = torch.float32  # vocab.DTYPE
-# Element i of rank r holds ((i + RANK_STRIDE*r) mod PATTERN_MODULUS) + 1. Both primes: a shift by a
-# chunk or a swap of two ranks' data changes the value. Values < 2^16 (see vocab.MAX_RANKS).
-PATTERN_MODULUS = 65521
+TORCH_DTYPES = {name: getattr(torch, d.torch) for name, d in vocab.DTYPES.items()}
+# Element i of rank r holds table[(i + RANK_STRIDE*r) mod len(table)] (`value_table`): a prime table
+# length, so that a shift by a chunk or a swap of two ranks' data changes the value.
+PATTERN_MODULUS = 65521  # the longest table: fp32 sums of up to vocab.MAX_RANKS ranks stay below 2^24
 RANK_STRIDE = 7919
 # Elements generated/compared at a time: keeps the checker's temporaries small next to 1 GiB buffers.
 CHUNK_ELEMENTS = 1 << 24
-BROADCAST_ROOT = 0
-REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
+BROADCAST_ROOT = vocab.ROOT
+REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN, "avg": dist.ReduceOp.AVG}
 
 # ---- data ----------------------------------------------------------------------------------------
 
 
-def _values(global_index: torch.Tensor, src_rank: torch.Tensor | int) -> torch.Tensor:
-    return ((global_index + RANK_STRIDE * src_rank) % PATTERN_MODULUS + 1).to(DTYPE)
+def _largest_prime_upto(x: int) -> int:
+    for p in range(x, 1, -1):
+        if all(p % d for d in range(2, int(p ** 0.5) + 1)):
+            return p
+    return 0
+
+
+def _exact_averages(candidates: torch.Tensor, n: int, dtype: torch.dtype) -> torch.Tensor:
+    """The y of `candidates` whose contribution n*y averages back to exactly y however the backend
+    averages: NCCL multiplies each contribution by 1/n rounded to the dtype (in the dtype or in float32,
+    by GPU architecture), then sums; a backend may instead divide the sum. Where n is a power of two
+    every y passes; else those whose rounded product lands on y (most of them)."""
+    x = (candidates * n).to(dtype)
+    scalar = torch.tensor(1.0 / n, dtype=dtype)
+    ways = (x * scalar,  # in the dtype, by its rounded 1/n
+            (x.float() * scalar.float()).to(dtype),  # in float32, by the dtype's rounded 1/n
+            (x.float() * torch.tensor(1.0 / n, dtype=torch.float32)).to(dtype))  # in float32, by float32's
+    exact = functools.reduce(torch.logical_and, [w.double() == candidates.double() for w in ways])
+    return candidates[exact]
+
+
+@functools.lru_cache(maxsize=64)
+def value_table(dtype_name: str, n: int, reduction: str | None) -> torch.Tensor:
+    """The integers y a rank's elements take (int64, CPU), for `n` ranks: every partial result of the
+    reduction is an integer of at most the dtype's significand bits, so exact in any order. A sum of n
+    values y <= 2^bits / n; max and min any y <= 2^bits; avg: each rank puts n*y and the average is
+    the sum of the y, so the ranks' sum n * sum(y) <= 2^bits."""
+    bits = vocab.dtype(dtype_name).bits
+    top = {"sum": 2 ** bits // n, "avg": 2 ** bits // (n * n)}.get(reduction or "", 2 ** bits)
+    candidates = torch.arange(1, min(top, PATTERN_MODULUS) + 1, dtype=torch.int64)
+    if reduction == "avg" and n & (n - 1):
+        candidates = _exact_averages(candidates, n, TORCH_DTYPES[dtype_name])
+    size = _largest_prime_upto(len(candidates))
+    if size < 2:
+        raise ValueError(f"{dtype_name} {reduction or 'data'} over {n} ranks: no two values stay exact "
+                         f"({vocab.dtype(dtype_name).bits} significand bits); measure it on fewer ranks or in fp32")
+    return candidates[:size]
+
+
+@dataclass(frozen=True)
+class Values:
+    """What each rank puts in and what the reduction over the ranks holds, for one dtype, reduction
+    (None: the op reduces nothing) and rank count, at any global element index."""
+
+    dtype: str
+    n: int
+    reduction: str | None = None
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return TORCH_DTYPES[self.dtype]
+
+    def _y(self, idx: torch.Tensor, rank: torch.Tensor | int) -> torch.Tensor:
+        table = value_table(self.dtype, self.n, self.reduction).to(idx.device)
+        return table[(idx + RANK_STRIDE * rank) % len(table)]
+
+    def own(self, idx: torch.Tensor, rank: torch.Tensor | int) -> torch.Tensor:
+        """Rank `rank`'s data at `idx` as it arrives elsewhere unreduced (gathered, transposed, broadcast)."""
+        return self._y(idx, rank).to(self.torch_dtype)
+
+    def put(self, idx: torch.Tensor, rank: int) -> torch.Tensor:
+        """What rank `rank` puts at `idx` (avg: n times its value, so the average is exact)."""
+        factor = self.n if self.reduction == "avg" else 1
+        return (self._y(idx, rank) * factor).to(self.torch_dtype)
+
+    def reduced(self, idx: torch.Tensor) -> torch.Tensor:
+        """The reduction over ranks 0..n-1 at `idx`: a correct result."""
+        ys = [self._y(idx, r) for r in range(self.n)]
+        if self.reduction == "max":
+            total = functools.reduce(torch.maximum, ys)
+        elif self.reduction == "min":
+            total = functools.reduce(torch.minimum, ys)
+        else:  # sum; avg: the sum of the y (each rank put n*y)
+            total = functools.reduce(torch.add, ys)
+        return total.to(self.torch_dtype)
 
 
 def _index(start: int, stop: int, device: torch.device) -> torch.Tensor:
     return torch.arange(start, stop, dtype=torch.int64, device=device)
 
 
-def pattern(rank: int, start: int, stop: int, device: torch.device) -> torch.Tensor:
-    """What rank `rank` puts at global elements [start, stop)."""
-    return _values(_index(start, stop, device), rank)
-
-
-def pattern_reduced(n: int, start: int, stop: int, device: torch.device, reduction: str = "sum") -> torch.Tensor:
-    """The reduction over ranks 0..n-1 of their pattern at elements [start, stop): a correct result."""
-    idx = _index(start, stop, device)
-    total = None
-    for r in range(n):
-        mine = (idx + RANK_STRIDE * r) % PATTERN_MODULUS + 1
-        if total is None:
-            total = mine
-        elif reduction == "sum":
-            total = total + mine
-        elif reduction == "max":
-            total = torch.maximum(total, mine)
-        else:
-            total = torch.minimum(total, mine)
-    return total.to(DTYPE)
-
-
-def pattern_sum(n: int, start: int, stop: int, device: torch.device) -> torch.Tensor:
-    """The sum over ranks 0..n-1 of their pattern at elements [start, stop): a correct all_reduce."""
-    return pattern_reduced(n, start, stop, device, "sum")
-
-
-def _fill_pattern(t: torch.Tensor, rank: int, offset: int) -> None:
-    """t[j] = pattern of `rank` at global element offset + j, a chunk at a time."""
+def _fill_pattern(t: torch.Tensor, values: Values, rank: int, offset: int) -> None:
+    """t[j] = what `rank` puts at global element offset + j, a chunk at a time."""
     for start in range(0, t.numel(), CHUNK_ELEMENTS):
         stop = min(start + CHUNK_ELEMENTS, t.numel())
-        t[start:stop].copy_(pattern(rank, offset + start, offset + stop, t.device))
+        t[start:stop].copy_(values.put(_index(offset + start, offset + stop, t.device), rank))
 
 
-# Fillers: (input buffer, rank, world size). Expected: (start, stop, rank, n, count, device, reduction)
-# -> the values output[start:stop] must hold on `rank`, where count is the size in elements.
+# Fillers: (input buffer, rank, values). Expected: (start, stop, rank, count, device, values) -> the
+# values output[start:stop] must hold on `rank`, where count is the size in elements.
 
-def _fill_own(t: torch.Tensor, rank: int, n: int) -> None:
-    _fill_pattern(t, rank, 0)
+def _fill_own(t: torch.Tensor, rank: int, values: Values) -> None:
+    _fill_pattern(t, values, rank, 0)
 
 
-def _fill_own_chunk(t: torch.Tensor, rank: int, n: int) -> None:
+def _fill_own_chunk(t: torch.Tensor, rank: int, values: Values) -> None:
     # all_gather input: this rank's chunk, numbered by its place in the gathered output.
-    _fill_pattern(t, rank, rank * t.numel())
+    _fill_pattern(t, values, rank, rank * t.numel())
 
 
-def _fill_broadcast(t: torch.Tensor, rank: int, n: int) -> None:
+def _fill_broadcast(t: torch.Tensor, rank: int, values: Values) -> None:
     if rank == BROADCAST_ROOT:
-        _fill_pattern(t, rank, 0)
+        _fill_pattern(t, values, rank, 0)
     else:
         t.fill_(math.nan)  # a receiver that never received keeps NaN, which never compares equal
 
 
-def _expect_all_reduce(start: int, stop: int, rank: int, n: int, count: int, device: torch.device,
-                       reduction: str | None = "sum") -> torch.Tensor:
-    return pattern_reduced(n, start, stop, device, reduction or "sum")
+def _expect_reduced(start: int, stop: int, rank: int, count: int, device: torch.device,
+                    values: Values) -> torch.Tensor:
+    return values.reduced(_index(start, stop, device))
 
 
-def _expect_all_gather(start: int, stop: int, rank: int, n: int, count: int, device: torch.device,
-                       reduction: str | None = None) -> torch.Tensor:
+def _expect_gathered(start: int, stop: int, rank: int, count: int, device: torch.device,
+                     values: Values) -> torch.Tensor:
     idx = _index(start, stop, device)
-    return _values(idx, idx // (count // n))
+    return values.own(idx, idx // (count // values.n))
 
 
-def _expect_reduce_scatter(start: int, stop: int, rank: int, n: int, count: int, device: torch.device,
-                           reduction: str | None = "sum") -> torch.Tensor:
-    offset = rank * (count // n)
-    return pattern_reduced(n, offset + start, offset + stop, device, reduction or "sum")
+def _expect_reduced_chunk(start: int, stop: int, rank: int, count: int, device: torch.device,
+                          values: Values) -> torch.Tensor:
+    offset = rank * (count // values.n)
+    return values.reduced(_index(offset + start, offset + stop, device))
 
 
-def _expect_broadcast(start: int, stop: int, rank: int, n: int, count: int, device: torch.device,
-                      reduction: str | None = None) -> torch.Tensor:
-    return pattern(BROADCAST_ROOT, start, stop, device)
+def _expect_broadcast(start: int, stop: int, rank: int, count: int, device: torch.device,
+                      values: Values) -> torch.Tensor:
+    return values.own(_index(start, stop, device), BROADCAST_ROOT)
 
 
-def _expect_all_to_all(start: int, stop: int, rank: int, n: int, count: int, device: torch.device,
-                       reduction: str | None = None) -> torch.Tensor:
+def _expect_transposed(start: int, stop: int, rank: int, count: int, device: torch.device,
+                       values: Values) -> torch.Tensor:
     # Output chunk s on rank r is chunk r of rank s's input.
-    chunk = count // n
+    chunk = count // values.n
     idx = _index(start, stop, device)
-    return _values(rank * chunk + idx % chunk, idx // chunk)
+    return values.own(rank * chunk + idx % chunk, idx // chunk)
 
 
 # Launchers read `dist.<op>` when called, so a test can swap an entry's launcher (or torch's own
@@ -150,12 +200,13 @@ def _expect_all_to_all(start: int, stop: int, rank: int, n: int, count: int, dev
 # None, the whole job's. `reduction`: the reduce ops' (vocab.REDUCTIONS name); given only to them.
 
 
+def _root(group) -> int:
+    """The root's rank in the job: torch's src and dst are job ranks."""
+    return vocab.ROOT if group is None else dist.get_global_rank(group, vocab.ROOT)
 
 
 def _launch_broadcast(inp: torch.Tensor, out: torch.Tensor, group=None) -> None:
-    root = BROADCAST_ROOT if group is None else dist.get_global_rank(group, BROADCAST_ROOT)  # src is a job rank
-    dist.broadcast(out, src=root, group=group)
-
+    dist.broadcast(out, src=_root(group), group=group)
 
 
 # ---- the kernels, by op name ---------------------------------------------------------------------
@@ -164,8 +215,8 @@ def _launch_broadcast(inp: torch.Tensor, out: torch.Tensor, group=None) -> None:
 @dataclass(frozen=True)
 class Kernel:
     name: str  # the op's name in wirecheck.vocab.ops
-    fill: Callable[[torch.Tensor, int, int], None]
-    expected: Callable[..., torch.Tensor]  # (start, stop, rank, n, count, device, reduction)
+    fill: Callable[[torch.Tensor, int, Values], None]
+    expected: Callable[..., torch.Tensor]  # (start, stop, rank, count, device, values)
     launch: Callable[..., None]  # (input, output[, group=][, reduction=]) -> None
 
 
@@ -188,18 +239,21 @@ def register(kernel: Kernel) -> Kernel:
 
 
 # A row's DATA rule (wirecheck.vocab.ops.DATA) -> (fill, expected).
-DATA_RULES = {"reduced": (_fill_own, _expect_all_reduce), "reduced_chunk": (_fill_own, _expect_reduce_scatter),
-              "gathered": (_fill_own_chunk, _expect_all_gather), "transposed": (_fill_own, _expect_all_to_all)}
+DATA_RULES = {"reduced": (_fill_own, _expect_reduced), "reduced_chunk": (_fill_own, _expect_reduced_chunk),
+              "gathered": (_fill_own_chunk, _expect_gathered), "transposed": (_fill_own, _expect_transposed)}
 assert set(DATA_RULES) == set(vocab.DATA), "every DATA rule of the vocabulary has its fill and expected values here"
 
 
 def _derived_launch(row: vocab.Op) -> Callable[..., None]:
-    """fn(output[, input], [op=], group=) for the row's torch.distributed function, looked up when called
-    (a test may swap torch's own function in a worker process)."""
+    """fn(output[, input], [op=], [dst=], group=) for the row's torch.distributed function, looked up when
+    called (a test may swap torch's own function in a worker process); dst, the root, where the result
+    lives on the root alone."""
     def launch(inp: torch.Tensor, out: torch.Tensor, group=None, reduction: str = "sum") -> None:
         kwargs: dict[str, Any] = {"group": group}
         if row.reductions:
             kwargs["op"] = REDUCE_OPS[reduction]
+        if row.result == vocab.ROOT_ONLY:
+            kwargs["dst"] = _root(group)
         getattr(dist, row.torch)(*((out,) if row.in_place else (out, inp)), **kwargs)
 
     return launch
@@ -222,16 +276,6 @@ if _WITHOUT:
     raise ImportError(f"collectives {_WITHOUT} of wirecheck.vocab.ops have no kernel in {__name__}")
 
 
-def _reduction(op: str, reduction: str | None) -> str | None:
-    """The reduction to run: the op's first where none is asked; one the op does not list is refused."""
-    row = vocab.get(op)
-    if reduction is None:
-        return row.reduction
-    if reduction not in row.reductions:
-        raise ValueError(f"{op}: reduction {reduction!r}; {op} reduces with {row.reductions or 'nothing'}")
-    return reduction
-
-
 def _launcher(k: Kernel, inp: torch.Tensor, out: torch.Tensor, group, reduction: str | None) -> Callable[[], None]:
     kwargs: dict[str, Any] = {}
     if group is not None:
@@ -252,14 +296,24 @@ def _is_cuda(ctx: RankContext) -> bool:
     return ctx.device.type == "cuda"
 
 
-def _count_wrong(k: Kernel, out: torch.Tensor, rank: int, n: int, count: int,
-                 reduction: str | None = None) -> tuple[int, int | None]:
+def _values(op: str, n: int, dtype: str | None, reduction: str | None) -> Values:
+    """The data of `op` at `dtype` and `reduction` (None: the op's first; one the op does not list is
+    refused, wirecheck.vocab.ops.axes)."""
+    a = vocab.axes(op, dtype, reduction)
+    return Values(a.dtype, n, a.reduction)
+
+
+def _holds_result(op: str, rank: int, n: int) -> bool:
+    return rank in vocab.get(op).result_ranks(n)
+
+
+def _count_wrong(k: Kernel, out: torch.Tensor, rank: int, count: int, values: Values) -> tuple[int, int | None]:
     """Compare every output element with its expected value, on the device, a chunk at a time."""
     flat = out.view(-1)
     wrong, first_bad = 0, None
     for start in range(0, flat.numel(), CHUNK_ELEMENTS):
         stop = min(start + CHUNK_ELEMENTS, flat.numel())
-        bad = flat[start:stop] != k.expected(start, stop, rank, n, count, flat.device, reduction)  # NaN != anything
+        bad = flat[start:stop] != k.expected(start, stop, rank, count, flat.device, values)  # NaN != anything
         m = int(bad.sum())
         if m:
             wrong += m
@@ -268,10 +322,10 @@ def _count_wrong(k: Kernel, out: torch.Tensor, rank: int, n: int, count: int,
     return wrong, first_bad
 
 
-def _allocate(op: str, count: int, n: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    c = vocab.get(op)
-    inp = torch.empty(c.input_elements(count, n), dtype=DTYPE, device=device)
-    out = inp if c.in_place else torch.empty(c.output_elements(count, n), dtype=DTYPE, device=device)
+def _allocate(op: str, count: int, values: Values, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    c, n, dtype = vocab.get(op), values.n, values.torch_dtype
+    inp = torch.empty(c.input_elements(count, n), dtype=dtype, device=device)
+    out = inp if c.in_place else torch.empty(c.output_elements(count, n), dtype=dtype, device=device)
     return inp, out
 
 
@@ -283,17 +337,20 @@ def _release(ctx: RankContext) -> None:
 
 
 def _check(ctx: RankContext, op: str, k: Kernel, inp: torch.Tensor, out: torch.Tensor, count: int,
-           run: Callable[[], None], reduction: str | None) -> tuple[int, int | None]:
+           run: Callable[[], None], values: Values) -> tuple[int | None, int | None]:
     """Fresh input, NaN output, one call through `run` (an eager launch or a graph replay), then every
-    element compared."""
-    n, rank = ctx.world_size, ctx.rank
-    k.fill(inp, rank, n)  # in-place collectives overwrote it while timing
+    element compared; (None, None) on a rank where the op's result does not live (it takes part in the
+    call, and what its buffer holds after it is no one's result)."""
+    rank = ctx.rank
+    k.fill(inp, rank, values)  # in-place collectives overwrote it while timing
     if not vocab.get(op).in_place:
         out.fill_(math.nan)
     run()
     if _is_cuda(ctx):
         torch.cuda.synchronize(ctx.device)
-    return _count_wrong(k, out, rank, n, count, reduction)
+    if not _holds_result(op, rank, values.n):
+        return None, None
+    return _count_wrong(k, out, rank, count, values)
 
 
 def _all_ranks_agree(ctx: RankContext, ok: bool, group=None) -> bool:
@@ -304,23 +361,43 @@ def _all_ranks_agree(ctx: RankContext, ok: bool, group=None) -> bool:
     return bool(flag.item())
 
 
+def refused(ctx: RankContext, op: str, values: Values, group=None) -> str | None:
+    """Why the backend refuses `op` at this dtype and reduction (gloo: "Cannot use ReduceOp.AVG with
+    Gloo" in some torch versions), from one call on the smallest buffer; None where it runs it. Every
+    rank runs the same software, so every rank refuses alike and none is left waiting."""
+    if values.reduction is None or values.reduction == "sum":
+        return None
+    k = KERNELS[op]
+    count = buffer_elements(op, vocab.min_size(op, values.n, values.dtype), values.n, values.dtype)
+    inp, out = _allocate(op, count, values, ctx.device)
+    k.fill(inp, ctx.rank, values)
+    try:
+        _launcher(k, inp, out, group, values.reduction)()
+    except (RuntimeError, ValueError) as exc:
+        return f"{ctx.backend} refuses {op} {values.dtype} {values.reduction}: {str(exc).splitlines()[0]}"
+    if _is_cuda(ctx):
+        torch.cuda.synchronize(ctx.device)
+    return None
+
+
 def _measure_size(ctx: RankContext, op: str, size: int, warmup_iters: int, iters: int,
                   check: bool, graph: bool = False, graph_replays: int = 1, group=None,
-                  reduction: str | None = None) -> dict[str, Any]:
+                  values: Values | None = None) -> dict[str, Any]:
     """`ctx` numbers the ranks of `group` (None: the whole job)."""
     k = KERNELS[op]  # looked up per call: a self-test may have swapped the entry in this process
-    reduction = _reduction(op, reduction)
     n = ctx.world_size
-    count = buffer_elements(op, size, n)
-    inp, out = _allocate(op, count, n, ctx.device)
-    launch = _launcher(k, inp, out, group, reduction)
+    values = values or _values(op, n, None, None)
+    count = buffer_elements(op, size, n, values.dtype)
+    inp, out = _allocate(op, count, values, ctx.device)
+    launch = _launcher(k, inp, out, group, values.reduction)
 
     graph_time_s: float | None = None
     graph_note: str | None = None
     wrong_by_path: dict[str, int] = {}
     first_bad: int | None = None
+    holds = _holds_result(op, ctx.rank, n)
     try:
-        k.fill(inp, ctx.rank, n)
+        k.fill(inp, ctx.rank, values)
         for _ in range(warmup_iters):
             launch()  # also the communicator's warm-up before any capture
         eager_time_s = timing.time_eager(ctx, launch, iters, group)
@@ -342,8 +419,9 @@ def _measure_size(ctx: RankContext, op: str, size: int, warmup_iters: int, iters
             if check_graph is not None:
                 runs.append((GRAPH, lambda: timing.replay(ctx, check_graph)))
             for path, run in runs:
-                wrong, first = _check(ctx, op, k, inp, out, count, run, reduction)
-                wrong_by_path[path] = wrong
+                wrong, first = _check(ctx, op, k, inp, out, count, run, values)
+                if holds:
+                    wrong_by_path[path] = wrong
                 if first_bad is None and first is not None:
                     first_bad = first
         check_graph = None
@@ -351,12 +429,14 @@ def _measure_size(ctx: RankContext, op: str, size: int, warmup_iters: int, iters
         del inp, out
         _release(ctx)
     return {
-        "bytes": count * ELEMENT_BYTES,
+        "bytes": count * vocab.dtype(values.dtype).bytes,
         "requested_bytes": size,
         "time_s": eager_time_s,
         "graph_time_s": graph_time_s,
         "graph_note": graph_note,
-        "wrong": sum(wrong_by_path.values()) if check else None,
+        # None: not checked, or (holds_result false) no result lives on this rank
+        "wrong": sum(wrong_by_path.values()) if check and holds else None,
+        "holds_result": holds,
         "first_bad": first_bad,
         "wrong_by_path": wrong_by_path,
     }
@@ -377,40 +457,40 @@ def _provenance(ctx: RankContext) -> dict[str, Any]:
 
 def measure(ctx: RankContext, op: str, sizes: list[int], warmup_iters: int, iters: int,
             check: bool = True, graph_up_to: int | None = None, graph_replays: int = 1,
-            reduction: str | None = None) -> dict[str, Any]:
+            reduction: str | None = None, dtype: str | None = None) -> dict[str, Any]:
     """Worker function: time `op` at each size (mean per call on this rank) and check the result.
 
     Sizes up to `graph_up_to` are also timed as CUDA-graph replays ("graph_time_s"; None when not
     measured, "graph_note" says why where it was asked for), `graph_replays` replays of `iters`
     captured calls between the timing events. results[i]["time_s"] is the eager time,
     "wrong" the number of wrong elements in this rank's output over every checked path (None when
-    check=False), "wrong_by_path" per path, "first_bad" the first wrong element's index.
-    `reduction`: one of the op's reductions (wirecheck.vocab.ops); None, its first. Inside a pool's
-    sub-group (wirecheck.workers.subgroups) `ctx` numbers the sub-group and `ctx.group` is its process group.
+    check=False, or on a rank where the op's result does not live), "wrong_by_path" per path,
+    "first_bad" the first wrong element's index. `dtype`, `reduction`: one of the op's
+    (wirecheck.vocab.ops); None, its first. Where the backend refuses the reduction, "refused" says
+    why and nothing is measured. Inside a pool's sub-group (wirecheck.workers.subgroups) `ctx`
+    numbers the sub-group and `ctx.group` is its process group.
     """
-    reduction = _reduction(op, reduction)
+    values = _values(op, ctx.world_size, dtype, reduction)
     if iters < 1:
         raise ValueError(f"{op}: iters must be >= 1, got {iters}")
+    header = {"rank": ctx.rank, "op": op, "dtype": values.dtype, "reduction": values.reduction,
+              "world_size": ctx.world_size, "backend": ctx.backend, **_provenance(ctx)}
+    why = refused(ctx, op, values, ctx.group)
+    if why is not None:
+        return {**header, "refused": why, "results": []}
     unavailable = None
     if graph_up_to is not None:
-        nccl = _provenance(ctx)["nccl_version"]
-        unavailable = timing.graph_unavailable(ctx, nccl)
+        unavailable = timing.graph_unavailable(ctx, header["nccl_version"])
     results = []
     for size in sizes:
         wanted = graph_up_to is not None and size <= graph_up_to
         res = _measure_size(ctx, op, size, warmup_iters, iters, check, graph=wanted and unavailable is None,
-                            graph_replays=graph_replays, group=ctx.group, reduction=reduction)
+                            graph_replays=graph_replays, group=ctx.group, values=values)
         if wanted and unavailable is not None:
             res["graph_note"] = unavailable
         results.append(res)
     return {
-        "rank": ctx.rank,
-        "op": op,
-        "dtype": vocab.DTYPE,
-        "reduction": reduction,
-        "world_size": ctx.world_size,
-        "backend": ctx.backend,
-        **_provenance(ctx),
+        **header,
         "warmup_iters": warmup_iters,
         "iters": iters,
         "graph_up_to": graph_up_to,
@@ -440,12 +520,12 @@ def measure_beside(ctx: RankContext, op: str, size: int, warmup_iters: int, iter
     has it in "results"."""
     view = replace(ctx, rank=group_ranks.index(ctx.rank), world_size=len(group_ranks))
     k = KERNELS[op]
-    reduction = _reduction(op, None)
     n = view.world_size
-    count = buffer_elements(op, size, n)
-    inp, out = _allocate(op, count, n, ctx.device)
-    launch = _launcher(k, inp, out, group, reduction)
-    k.fill(inp, view.rank, n)
+    values = _values(op, n, None, None)
+    count = buffer_elements(op, size, n, values.dtype)
+    inp, out = _allocate(op, count, values, ctx.device)
+    launch = _launcher(k, inp, out, group, values.reduction)
+    k.fill(inp, view.rank, values)
     for _ in range(warmup_iters):
         launch()
     ready = torch.ones(1, dtype=torch.int32, device=ctx.device)
@@ -458,13 +538,16 @@ def measure_beside(ctx: RankContext, op: str, size: int, warmup_iters: int, iter
         for _ in range(iters):
             launch()
         time_s = (time.perf_counter() - t0) / iters
-    k.fill(inp, view.rank, n)
+    k.fill(inp, view.rank, values)
     if not vocab.get(op).in_place:
         out.fill_(math.nan)
     launch()
-    wrong, first_bad = _count_wrong(k, out, view.rank, n, count, reduction)  # each chunk's count waits for the current stream
-    return {"bytes": count * ELEMENT_BYTES, "requested_bytes": size, "time_s": time_s, "graph_time_s": None,
-            "graph_note": None, "wrong": wrong, "first_bad": first_bad, "wrong_by_path": {EAGER: wrong}}
+    holds = _holds_result(op, view.rank, n)
+    # each chunk's count waits for the current stream
+    wrong, first_bad = _count_wrong(k, out, view.rank, count, values) if holds else (None, None)
+    return {"bytes": count * vocab.dtype(values.dtype).bytes, "requested_bytes": size, "time_s": time_s,
+            "graph_time_s": None, "graph_note": None, "wrong": wrong, "holds_result": holds, "first_bad": first_bad,
+            "wrong_by_path": {EAGER: wrong} if holds else {}}
 
 
 def measure_loop(ctx: RankContext, op: str, size: int, iters: int, warmup_iters: int = 1) -> dict[str, Any]:
@@ -472,5 +555,3 @@ def measure_loop(ctx: RankContext, op: str, size: int, iters: int, warmup_iters:
     r = _measure_size(ctx, op, size, warmup_iters, iters, check=False, group=ctx.group)
     return {"rank": ctx.rank, "op": op, "world_size": ctx.world_size, "iters": iters,
             "bytes": r["bytes"], "requested_bytes": size, "time_s": r["time_s"]}
-
-

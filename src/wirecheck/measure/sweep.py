@@ -23,7 +23,7 @@ from wirecheck.measure import collectives
 from wirecheck.measure.collectives import MEASURE_LOOP_WORKER, MEASURE_WORKER, SizeResult
 from wirecheck.node.placement import Placement
 from wirecheck.records.file import Measurement, env_switches
-from wirecheck.vocab.ops import busbw_factor, feasible_sizes
+from wirecheck.vocab.ops import Axes, axes as op_axes, busbw_factor, feasible_sizes
 from wirecheck.workers import deadlines
 from wirecheck.workers.launcher import WorkerError
 from wirecheck.workers.pool import Deadlines, WorkerPool
@@ -32,7 +32,8 @@ from wirecheck.vocab import records as kinds
 
 @dataclass
 class Sweep:
-    """One collective on one placement over the size sweep (slowest rank counts)."""
+    """One collective on one placement over the size sweep (slowest rank counts), at one dtype and
+    reduction (`axes`: the op's first unless asked)."""
 
     placement: Placement
     op: str
@@ -40,6 +41,8 @@ class Sweep:
     error: str | None = None  # set when a size hung or crashed; results hold what was measured before
     failure: object = None  # the launcher's failures.GroupFailure behind `error`
     nccl_version: str | None = None
+    axes: Axes | None = None  # None: the op's own dtype and reduction
+    refused: str | None = None  # the backend refuses this dtype or reduction (nothing measured): why
 
     def at(self, size: int):
         for r in self.results:
@@ -63,11 +66,15 @@ def calls_per_size(settings, size: int) -> int:
     return eager + settings.iters * (1 + getattr(settings, "graph_replays", 1)) + 1
 
 
-def measure_kwargs(op: str, size: int, settings, graphs: bool = True) -> dict:
+def measure_kwargs(op: str, size: int, settings, graphs: bool = True, axes: Axes | None = None) -> dict:
     """The worker function's arguments for one size, from the thresholds' collective settings;
-    graphs=False times eager calls only (no graph note either)."""
-    return {"op": op, "sizes": [size], "warmup_iters": settings.warmup_iters, "iters": settings.iters,
-            "graph_up_to": settings.graph_up_to if graphs else None, "graph_replays": settings.graph_replays}
+    graphs=False times eager calls only (no graph note either); `axes` past the op's first add their
+    dtype and reduction (the op's own measurement passes neither, as before the axes)."""
+    kwargs = {"op": op, "sizes": [size], "warmup_iters": settings.warmup_iters, "iters": settings.iters,
+              "graph_up_to": settings.graph_up_to if graphs else None, "graph_replays": settings.graph_replays}
+    if axes is not None and not axes.first:
+        kwargs.update(dtype=axes.dtype, reduction=axes.reduction)
+    return kwargs
 
 
 def sweep_context(placement: Placement, backend: str, simulated: bool) -> dict:
@@ -78,42 +85,49 @@ def sweep_context(placement: Placement, backend: str, simulated: bool) -> dict:
 
 def size_measurement(where: str, op: str, result: SizeResult, ranks: list[dict], index: int,
                      context: dict) -> Measurement:
-    """One measured size as the record keeps it: busbw in GB/s, the combined result, the NCCL version and
-    every rank's time; `ranks` are the per-rank `collective_worker.measure` records, `index` the size's place
-    in them."""
+    """One measured size as the record keeps it: busbw in GB/s, the combined result (its dtype and
+    reduction among them), the NCCL version and every rank's time; `ranks` are the per-rank
+    `collective_worker.measure` records, `index` the size's place in them."""
     details = {"op": op, **context, **asdict(result), "nccl_version": ranks[0].get("nccl_version"),
                "rank_time_s": [r["results"][index]["time_s"] for r in ranks]}
-    return Measurement(kinds.COLLECTIVE, where, f"{op} busbw at {format_bytes(result.bytes)}", result.busbw / 1e9, "GB/s",
-                       details)
+    return Measurement(kinds.COLLECTIVE, where, f"{result.axes.words} busbw at {format_bytes(result.bytes)}",
+                       result.busbw / 1e9, "GB/s", details)
 
 
-def size_failure(where: str, op: str, size: int, error: WorkerError, context: dict) -> Measurement:
+def size_failure(where: str, axes: Axes, size: int, error: WorkerError, context: dict) -> Measurement:
     """A size that hung or crashed, with the evidence's summary (stacks and logs stay with the failure)."""
     failure = error.failure
-    details = {"op": op, **context, "bytes": size, "error": str(error),
-               "failure": failure.as_dict(message=False) if failure is not None else None}
-    return Measurement(kinds.COLLECTIVE, where, f"{op} at {format_bytes(size)}", None, "GB/s", details)
+    details = {"op": axes.op, "dtype": axes.dtype, "reduction": axes.reduction, **context, "bytes": size,
+               "error": str(error), "failure": failure.as_dict(message=False) if failure is not None else None}
+    return Measurement(kinds.COLLECTIVE, where, f"{axes.words} at {format_bytes(size)}", None, "GB/s", details)
 
 
 def run_sweep(pool: WorkerPool, placement: Placement, op: str, sizes, settings, *, worker: str = MEASURE_WORKER,
-              graphs: bool = True, record: Recorder | None = None, context: dict | None = None) -> Sweep:
+              graphs: bool = True, record: Recorder | None = None, context: dict | None = None,
+              axes: Axes | None = None) -> Sweep:
     """`op` at each size of `sizes` that it can run on the placement, one worker call per size on the
-    placement's sub-group of `pool`; each size is recorded (with `record`) the moment it is measured. The
-    first size that fails ends the sweep: the pool is told (`pool.failed`) and the sweep keeps the error.
-    A placement the pool will not run raises wirecheck.workers.pool.Unavailable."""
+    placement's sub-group of `pool`, at `axes` (None: the op's own dtype and reduction); each size is recorded
+    (with `record`) the moment it is measured. The first size that fails ends the sweep: the pool is told
+    (`pool.failed`) and the sweep keeps the error. A dtype or reduction the backend refuses ends it too,
+    measured nothing, with the reason in `refused`. A placement the pool will not run raises
+    wirecheck.workers.pool.Unavailable."""
     context = context or {}
-    sweep = Sweep(placement, op)
-    for size in feasible_sizes(op, sizes, placement.n_gpus):
+    a = axes or op_axes(op)
+    sweep = Sweep(placement, op, axes=axes)
+    for size in feasible_sizes(op, sizes, placement.n_gpus, a.dtype):
         try:
             group = pool.shared(placement)
-            ranks = group.run(worker, measure_kwargs(op, size, settings, graphs),
+            ranks = group.run(worker, measure_kwargs(op, size, settings, graphs, axes),
                               timeout_s=pool.collective_deadline(placement, op, size, calls_per_size(settings, size)),
-                              what=f"{op} at {format_bytes(size)}")
+                              what=f"{a.words} at {format_bytes(size)}")
         except WorkerError as exc:
             pool.failed(placement, exc)
             sweep.error, sweep.failure = str(exc), exc.failure
             if record is not None:
-                record.measurement(size_failure(placement.id, op, size, exc, context))
+                record.measurement(size_failure(placement.id, a, size, exc, context))
+            break
+        if ranks[0].get("refused"):
+            sweep.refused = ranks[0]["refused"]
             break
         (result,) = collectives.combine(op, placement.n_gpus, ranks)
         sweep.nccl_version = ranks[0].get("nccl_version")

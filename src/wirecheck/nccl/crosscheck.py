@@ -32,10 +32,12 @@ def _suite_dict(r) -> dict[str, Any]:
 
 
 def side_by_side(op: str, placement_id: str, n_gpus: int, suite: Sequence, rows: Sequence[Row],
-                 column: str) -> list[dict[str, Any]]:
+                 column: str, axes=None) -> list[dict[str, Any]]:
     """One record per size measured by either side (suite: collectives.SizeResult; nccl-tests: Row).
 
-    `column`: the nccl-tests column compared ("in_place" or "out_of_place")."""
+    `column`: the nccl-tests column compared ("in_place" or "out_of_place"); `axes` (a
+    wirecheck.vocab.ops.Axes): the dtype and reduction both sides ran, recorded with each size."""
+    measured = {} if axes is None else {"dtype": axes.dtype, "reduction": axes.reduction}
     ours = {r.bytes: r for r in suite}
     theirs = {row.size: row for row in rows if row.size > 0}  # 0-byte rows: sizes too small to split
     out = []
@@ -46,7 +48,7 @@ def side_by_side(op: str, placement_id: str, n_gpus: int, suite: Sequence, rows:
         if r is not None and timing is not None and timing.time_us and r.time_s > 0:
             ratio = timing.time_us / (r.time_s * 1e6)
         out.append({
-            "op": op, "placement": placement_id, "n_gpus": n_gpus, "bytes": size,
+            "op": op, **measured, "placement": placement_id, "n_gpus": n_gpus, "bytes": size,
             "suite": _suite_dict(r) if r is not None else None,
             "nccl_tests": None if row is None else {
                 "column": column, **(_timing_dict(timing) or {}),

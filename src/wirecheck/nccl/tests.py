@@ -1,6 +1,6 @@
 """NVIDIA nccl-tests beside the suite (the library of `wirecheck nccl-tests`, wirecheck.cli.nccl_tests):
 the binaries' arguments and environment per placement, the suite's own sweep on the same GPUs, both
-curves side by side and recorded."""
+curves side by side and recorded, for each op at each dtype and reduction asked (nccl-tests' -d, -o)."""
 
 from __future__ import annotations
 
@@ -32,13 +32,35 @@ def compared_column(op: str) -> str:
     return "in_place" if vocab.get(op).in_place else "out_of_place"
 
 
-def binary_argv(build_dir: Path, op: str, spec: SweepSpec, n_gpus: int, warmup_iters: int, iters: int) -> list[str]:
-    """One process driving n GPUs (-g), the suite's data type and reduction (the op's first, -o), one
-    checked iteration per size (-c 1)."""
-    row = vocab.get(op)
-    reduction = ["-o", row.reduction] if row.reduction else []
+def binary_argv(build_dir: Path, op: str, spec: SweepSpec, n_gpus: int, warmup_iters: int, iters: int,
+                axes: vocab.Axes | None = None) -> list[str]:
+    """One process driving n GPUs (-g), the data type (-d) and reduction (-o) of `axes` (None: the op's
+    first, as the suite measures it), one checked iteration per size (-c 1)."""
+    row, a = vocab.get(op), axes or vocab.axes(op)
+    reduction = ["-o", a.reduction] if a.reduction else []
     return [str(build_dir / row.binary), *spec.nccl_tests_args(), "-g", str(n_gpus),
-            "-w", str(warmup_iters), "-n", str(iters), "-c", "1", "-d", vocab.NCCL_TESTS_DTYPE[vocab.DTYPE], *reduction]
+            "-w", str(warmup_iters), "-n", str(iters), "-c", "1", "-d", vocab.dtype(a.dtype).nccl_tests, *reduction]
+
+
+ALL = "all"  # --dtypes all, --reductions all: every one the op has (nccl-tests' -d all, -o all)
+
+
+def combinations(ops: Sequence[str], dtypes: Sequence[str] = (), reductions: Sequence[str] = ()) -> list[vocab.Axes]:
+    """Each op at each of `dtypes` x `reductions` that it has (none given: its first; ["all"]: every one it
+    has); an op that reduces nothing takes no reduction. Names the vocabulary does not know are refused."""
+    unknown = [d for d in dtypes if d != ALL and d not in vocab.DTYPES]
+    unknown += [r for r in reductions if r != ALL and r not in vocab.REDUCTIONS]
+    if unknown:
+        raise ValueError(f"unknown dtype or reduction {', '.join(unknown)}; dtypes: {', '.join(vocab.DTYPES)}, "
+                         f"reductions: {', '.join(vocab.REDUCTIONS)} (or {ALL})")
+    out = []
+    for op in ops:
+        row = vocab.get(op)
+        ds = [row.dtype] if not dtypes else [d for d in row.dtypes if ALL in dtypes or d in dtypes]
+        rs = [row.reduction] if not reductions or not row.reductions else \
+            [r for r in row.reductions if ALL in reductions or r in reductions]
+        out += [vocab.Axes(op, d, r) for d in ds for r in rs]
+    return out
 
 
 def binary_env(placement: Placement, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -65,9 +87,10 @@ class Outcome:
     """What one placement produced: the suite's curves, nccl-tests' runs, and what went wrong."""
 
     placement: Placement
-    suite: dict[str, list] = field(default_factory=dict)  # op -> [collectives.SizeResult]
-    runs: dict[str, Run] = field(default_factory=dict)  # op -> nccl-tests run
+    suite: dict[str, list] = field(default_factory=dict)  # axes id -> [collectives.SizeResult]
+    runs: dict[str, Run] = field(default_factory=dict)  # axes id -> nccl-tests run
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was not measured, and why (not a failure)
     suite_nccl: str | None = None
 
 
@@ -78,33 +101,36 @@ def suite_pool(placements: Sequence[Placement], backend: str, settings: Collecti
     return WorkerPool(placements, backend=backend, simulated=backend == "gloo", timeout_s=settings.timeout_s)
 
 
-def measure_suite(pool: WorkerPool, placement: Placement, ops: Sequence[str], sizes: Sequence[int],
+def measure_suite(pool: WorkerPool, placement: Placement, combos: Sequence[vocab.Axes], sizes: Sequence[int],
                   settings: CollectiveSettings, outcome: Outcome) -> None:
     """The suite's curves on the placement's sub-group of `pool`, one size per call (a hang costs one
     size's timeout, as in the suite): the suite's own sweep (wirecheck.measure.sweep), eager-only on gloo."""
-    for op in ops:
+    for a in combos:
         try:
-            sweep = run_sweep(pool, placement, op, sizes, settings, graphs=pool.backend == "nccl")
+            sweep = run_sweep(pool, placement, a.op, sizes, settings, graphs=pool.backend == "nccl", axes=a)
         except Unavailable as exc:  # its wire hung in an earlier op: nothing more runs there
-            outcome.errors.append(f"suite {op} on {placement.id}: {exc}")
+            outcome.errors.append(f"suite {a.words} on {placement.id}: {exc}")
             continue
         outcome.suite_nccl = sweep.nccl_version or outcome.suite_nccl
         if sweep.results:
-            outcome.suite[op] = sweep.results
+            outcome.suite[a.id] = sweep.results
         for result in sweep.results:
             if not result.ok:
                 outcome.errors.append(
-                    f"suite: {result.wrong_summary() or f'{op} at {result.requested_bytes} B was not checked'}")
+                    f"suite: {result.wrong_summary() or f'{a.words} at {result.requested_bytes} B was not checked'}")
         if sweep.error:
-            outcome.errors.append(f"suite {op} on {placement.id}: {sweep.error}")
+            outcome.errors.append(f"suite {a.words} on {placement.id}: {sweep.error}")
+        if sweep.refused:
+            outcome.notes.append(f"suite {a.words} on {placement.id}: not measured: {sweep.refused}")
 
 
-def run_nccl_tests(build_dir: Path, placement: Placement, ops: Sequence[str], spec: SweepSpec,
+def run_nccl_tests(build_dir: Path, placement: Placement, combos: Sequence[vocab.Axes], spec: SweepSpec,
                    settings: CollectiveSettings, timeout_s: float, outcome: Outcome,
                    raw_dir: Path | None = None, base_env: dict[str, str] | None = None) -> None:
     env = binary_env(placement, base_env)
-    for op in ops:
-        argv = binary_argv(build_dir, op, spec, placement.n_gpus, settings.warmup_iters, settings.iters)
+    for a in combos:
+        op = a.op
+        argv = binary_argv(build_dir, op, spec, placement.n_gpus, settings.warmup_iters, settings.iters, a)
         try:
             proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout_s)
             text, status = proc.stdout, f"exit code {proc.returncode}"
@@ -115,30 +141,35 @@ def run_nccl_tests(build_dir: Path, placement: Placement, ops: Sequence[str], sp
             stderr, status, failed = "", f"no result within {timeout_s:g} s", True
         if raw_dir is not None:  # replaced whole, never written through a link planted at the name
             make_dirs(raw_dir, what="--raw-dir", fix="pass --raw-dir with a folder only root can write")
-            write_atomically(raw_dir / f"{placement.id}-{op}.txt", f"$ {' '.join(argv)}\n{text}", mode=0o644 & ~umask())
+            write_atomically(raw_dir / f"{placement.id}-{a.id}.txt", f"$ {' '.join(argv)}\n{text}", mode=0o644 & ~umask())
         runs = parse(text)
         if not runs or failed or not runs[-1].ok:
             tail = "\n".join((text + "\n" + stderr).strip().splitlines()[-8:]) or (
                 "it printed nothing: is it nccl-tests' binary? rebuild nccl-tests in --build-dir")
-            outcome.errors.append(f"nccl-tests {vocab.get(op).binary} on {placement.id} ({status}): {tail}")
+            words = "" if a.first else f" {a.dtype}" + (f" {a.reduction}" if a.reduction else "")
+            outcome.errors.append(f"nccl-tests {vocab.get(op).binary}{words} on {placement.id} ({status}): {tail}")
         if runs:
-            outcome.runs[op] = runs[-1]
+            outcome.runs[a.id] = runs[-1]
 
 
-def _records(outcome: Outcome, ops: Sequence[str]) -> dict[str, list[dict]]:
+def _records(outcome: Outcome, combos: Sequence[vocab.Axes]) -> dict[vocab.Axes, list[dict]]:
     out = {}
-    for op in ops:
-        run = outcome.runs.get(op)
-        out[op] = crosscheck.side_by_side(op, outcome.placement.id, outcome.placement.n_gpus,
-                                          outcome.suite.get(op, []), run.rows if run else [], compared_column(op))
+    for a in combos:
+        run = outcome.runs.get(a.id)
+        out[a] = crosscheck.side_by_side(a.op, outcome.placement.id, outcome.placement.n_gpus,
+                                         outcome.suite.get(a.id, []), run.rows if run else [], compared_column(a.op),
+                                         axes=a)
     return out
 
 
-def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops: Sequence[str], spec: SweepSpec,
-                          settings: CollectiveSettings, out_path: Path | None, backend: str = "nccl",
+def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops: Sequence[str | vocab.Axes],
+                          spec: SweepSpec, settings: CollectiveSettings, out_path: Path | None, backend: str = "nccl",
                           binary_timeout_s: float = 300, raw_dir: Path | None = None,
                           echo: Callable[[str], None] = print) -> int:
-    """Measure, run, print and record every placement; the exit status (0 all ran and were right, 1 not)."""
+    """Measure, run, print and record every placement; the exit status (0 all ran and were right, 1 not).
+    `ops`: op names (each at its first dtype and reduction) or `combinations` of them."""
+    combos = [vocab.axes(x) if isinstance(x, str) else x for x in ops]
+    ops = list(dict.fromkeys(a.op for a in combos))
     missing = [vocab.get(op).binary for op in ops if not os.access(build_dir / vocab.get(op).binary, os.X_OK)]
     if missing:
         echo(f"wirecheck nccl-tests: {build_dir} has no executable {', '.join(missing)}; build nccl-tests there "
@@ -153,7 +184,8 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
                 return exit_codes.BAD_INPUT
     records = RunWriter(out_path, folder=".wirecheck", prefix="nccl-tests", keep_going=True)
     records.header({"command": "wirecheck nccl-tests", "build_dir": str(build_dir), "sizes": list(spec.sizes),
-                    "ops": list(ops), "placements": [p.id for p in placements], "backend": backend,
+                    "ops": list(ops), "axes": [a.id for a in combos], "placements": [p.id for p in placements],
+                    "backend": backend,
                     "iters": settings.iters, "warmup_iters": settings.warmup_iters,
                     "graph_up_to": settings.graph_up_to, "graph_replays": settings.graph_replays,
                     "env": env_switches()})
@@ -163,28 +195,30 @@ def crosscheck_placements(build_dir: Path, placements: Sequence[Placement], ops:
         pool = suite_pool(placements, backend, settings)
         try:
             for outcome in outcomes:
-                measure_suite(pool, outcome.placement, ops, spec.sizes, settings, outcome)
+                measure_suite(pool, outcome.placement, combos, spec.sizes, settings, outcome)
         finally:
             pool.close()  # nccl-tests' binaries have the GPUs alone
         for outcome in outcomes:
             placement = outcome.placement
-            run_nccl_tests(build_dir, placement, ops, spec, settings, binary_timeout_s, outcome, raw_dir)
-            for op, recs in _records(outcome, ops).items():
-                run = outcome.runs.get(op)
+            run_nccl_tests(build_dir, placement, combos, spec, settings, binary_timeout_s, outcome, raw_dir)
+            for a, recs in _records(outcome, combos).items():
+                run = outcome.runs.get(a.id)
                 versions = {"nccl_tests_version": run.version if run else None, "nccl_tests_library": run.nccl_library if run else None,
                             "suite_nccl": outcome.suite_nccl}
                 for rec in recs:
                     records.measurement(Measurement(
-                        kinds.NCCL_TESTS, placement.id, f"{op} busbw at {rec['bytes']} B, suite / nccl-tests",
+                        kinds.NCCL_TESTS, placement.id, f"{a.words} busbw at {rec['bytes']} B, suite / nccl-tests",
                         rec["busbw_ratio"], "x", {**rec, **versions}))
-                title = (f"{op} on {placement.id} ({placement.n_gpus} GPUs): wirecheck vs nccl-tests "
-                         f"{versions['nccl_tests_version'] or '?'} ({compared_column(op).replace('_', '-')} column)")
+                title = (f"{a.words} on {placement.id} ({placement.n_gpus} GPUs): wirecheck vs nccl-tests "
+                         f"{versions['nccl_tests_version'] or '?'} ({compared_column(a.op).replace('_', '-')} column)")
                 echo(crosscheck.format_side_by_side(title, recs))
                 code = nccl_code(outcome.suite_nccl)
                 if run and run.nccl_library and code and run.nccl_library != code:
                     echo(f"# WARNING: nccl-tests ran with NCCL {run.nccl_library}, the suite with {outcome.suite_nccl} "
                          f"({code}): point LD_LIBRARY_PATH at torch's NCCL to compare the same library")
                 echo("")
+            for note in outcome.notes:
+                echo(f"NOTE: {note}")
             for error in outcome.errors:
                 echo(f"ERROR: {error}")
             failed = failed or bool(outcome.errors)

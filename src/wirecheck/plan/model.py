@@ -7,8 +7,10 @@ the GPU load's phases. A test costs pytest's per-test share plus what it is the 
 - a collective sweep: each size's overhead plus its wire time, calls x bytes x the op's busbw
   factor / busbw (measured at the floor size where the unit costs have it for the class, op and GPU
   count; the thresholds' floor otherwise, so a count without a record is priced at its floor; on
-  NVLink without either, the narrowest pair's NV# x the measured busbw per link), and a worker
-  group's start when the shared group was on another placement;
+  NVLink without either, the narrowest pair's NV# x the measured busbw per link; for an op with
+  neither, the floor derived from the header's hardware, as the check would), and a worker
+  group's start when the shared group was on another placement; an op's further dtype and
+  reduction (an axis sweep) is priced as its op at the floor size (every size with --sweep full);
 - test_busbw's benchmark rounds; NCCL's path (read from the pool's logs: a pool start where none of its
   environment ran yet; before the pool, a probe in a group of its own); the copy-bandwidth measurement (a start, host
   copies per GPU, peer copies per NVLink pair at the pair's NV#); a strategy run (its recorded run
@@ -30,15 +32,16 @@ from dataclasses import dataclass, field
 
 from wirecheck.core.levels import thresholds_key
 from wirecheck.measure.sweep import calls_per_size
+from wirecheck.node.hardware import Hardware
 from wirecheck.node.placement import Placement, nvlink_twin
 from wirecheck.plan.costs import HOST_PATH, NVLINK, UnitCosts
 from wirecheck.records.run import POOL
 from wirecheck.vocab.strategies import NAMES, REFERENCE
-from wirecheck.vocab.ops import OPS, busbw_factor, feasible_sizes
+from wirecheck.vocab.ops import DTYPES, OPS, REDUCTIONS, axes as op_axes, busbw_factor, feasible_sizes
 from wirecheck.vocab.placements import CLASS_BY_NAME, CLASS_PAIR
-from wirecheck.vocab.work import (ALL_RUNS, BENCHMARK, BURN_IN_LOOP, COPIES, FIGURES, FLOOR_SWEEP, INNER_PAIR_SWEEP,
-                                  PAIR_SWEEPS, PROBE, REFERENCE_RUN, RUN, SINGLE_GPU_RUN, SUSTAINED, SWEEP, TWIN_ALL_RUNS,
-                                  TWIN_RUN, TWIN_SWEEP)
+from wirecheck.vocab.work import (ALL_RUNS, AXES_FULL_SWEEP, AXIS_SWEEP, BENCHMARK, BURN_IN_LOOP, COPIES, FIGURES,
+                                  FLOOR_SWEEP, INNER_PAIR_SWEEP, PAIR_SWEEPS, PROBE, REFERENCE_RUN, RUN, SINGLE_GPU_RUN,
+                                  SUSTAINED, SWEEP, TWIN_ALL_RUNS, TWIN_RUN, TWIN_SWEEP)
 
 # What each test makes first when it is the first to need it is the test's own declaration
 # (`@pytest.mark.work(...)`, wirecheck.vocab.work), read when the suite is collected (plan/collect.py):
@@ -110,6 +113,10 @@ class Group:
 def _param_kind(value: str) -> str:
     if value in OPS:
         return "ops"
+    if value in DTYPES:
+        return "dtypes"
+    if value in REDUCTIONS:
+        return "reductions"
     if value in NAMES:
         return "strategies"
     if value.startswith("gpu") and value[3:].isdigit():
@@ -202,7 +209,9 @@ class _Walk:
     # -- pricing -----------------------------------------------------------------------------
     def busbw(self, p: Placement, op: str) -> float:
         """What the wire moves: measured for this class, op and GPU count; else the class's floor; else, on
-        NVLink, the placement's narrowest pair x the measured busbw per link; else the slowest floor."""
+        NVLink, the placement's narrowest pair x the measured busbw per link; else the floor derived from
+        the node's hardware (a new op whose table floors are still to be measured, as reduce); else the
+        slowest floor."""
         measured = self.costs.busbw.get((p.klass, op, p.n_gpus))
         if measured:
             return measured
@@ -211,8 +220,23 @@ class _Walk:
             return limit.min
         per_link = self.costs.busbw_per_nvlink.get(op)
         if p.nvlink and per_link and p.n_gpus > 1:
-            return min(self._nv(a, b) for a in p.gpus for b in p.gpus if a != b) * per_link
-        return self._slowest_floor(op)
+            return self._narrowest(p) * per_link
+        derived = self._derived_floor(p, op)
+        return derived if derived else self._slowest_floor(op)
+
+    def _narrowest(self, p: Placement) -> int:
+        return min(self._nv(a, b) for a in p.gpus for b in p.gpus if a != b)
+
+    def _derived_floor(self, p: Placement, op: str) -> float | None:
+        """The floor the busbw check would derive on this node (the header's hardware: its NVLink speed,
+        its PCIe link), without a table entry."""
+        hardware = Hardware.from_dict(self.header.get("hardware"))
+        if hardware is None:
+            return None
+        ceiling = (self._narrowest(p) * hardware.nvlink_speed if p.nvlink and hardware.nvlink_speed and p.n_gpus > 1
+                   else None)
+        limit = self.th.busbw_limit(p.klass, op, p.n_gpus, False, ceiling, hardware)
+        return limit.min if limit is not None and limit.min else None
 
     def _slowest_floor(self, op: str) -> float:
         """The slowest floor the thresholds give `op`; for an op with no floor anywhere yet (a new row
@@ -245,12 +269,13 @@ class _Walk:
             if self.pooled:
                 self.logged.setdefault(env, self.group)
 
-    def sweep(self, p: Placement | None, op: str, floor_only: bool = False) -> None:
-        if p is None or not self._first(("sweep", p.id, op, floor_only)):
+    def sweep(self, p: Placement | None, op: str, floor_only: bool = False, axes=None) -> None:
+        """`axes`: the op at a further dtype and reduction (wirecheck.vocab.ops.Axes); None, its own."""
+        if p is None or not self._first(("sweep", p.id, op, floor_only, axes)):
             return
         self.shared(p)
         sizes = (self.settings.floor_size,) if floor_only else self.settings.sizes_for(self.sweep_name)
-        sizes = feasible_sizes(op, sizes, p.n_gpus)
+        sizes = feasible_sizes(op, sizes, p.n_gpus, axes.dtype if axes else None)
         self.group.sizes.add(len(sizes))
         self._add(K_SIZE, sum(self.costs.per_size_s + self.wire_s(p, op, s, self.calls(s)) for s in sizes), len(sizes))
 
@@ -352,6 +377,10 @@ class _Walk:
         for work in kinds:
             if work in (SWEEP, FLOOR_SWEEP):
                 self.sweep(p, op, floor_only=work == FLOOR_SWEEP)
+            elif work == AXIS_SWEEP:
+                axes = op_axes(op, next((x for x in t.params if x in DTYPES), None),
+                               next((x for x in t.params if x in REDUCTIONS), None))
+                self.sweep(p, op, floor_only=self.sweep_name != AXES_FULL_SWEEP, axes=None if axes.first else axes)
             elif work == BENCHMARK:
                 self.benchmark(p, op)
             elif work == TWIN_SWEEP:

@@ -9,7 +9,8 @@ SINGULAR = {"worker group starts": "worker group start", "collective sizes": "co
             "benchmark rounds": "benchmark round", "NCCL path probes": "NCCL path probe",
             "NCCL path reads": "NCCL path read",
             "copy-bandwidth measurements": "copy-bandwidth measurement", "strategy runs": "strategy run",
-            "GPU load phases": "GPU load phase", "ops": "op", "strategies": "strategy", "GPUs": "GPU",
+            "GPU load phases": "GPU load phase", "ops": "op", "dtypes": "dtype", "reductions": "reduction",
+            "strategies": "strategy", "GPUs": "GPU",
             "variants": "variant", "placements": "placement"}
 
 
@@ -20,7 +21,11 @@ def _counted(n: int, plural: str) -> str:
 def params_text(g: Group) -> str:
     """`6 placements x 5 ops`: what the group's tests are parametrized over."""
     parts = [_counted(len(g.placements), "placements")] if len(g.placements) > 1 else []
-    parts += [_counted(len(values), kind) for kind, values in g.params.items() if values != {"none"}]
+    axes = "dtypes" in g.params or "reductions" in g.params  # an axis test: its combinations, not a product
+    parts += [_counted(len(values), kind) for kind, values in g.params.items()
+              if values != {"none"} and not (axes and kind in ("dtypes", "reductions"))]
+    if axes:
+        parts[-1] += "' other dtypes and reductions"
     return " x ".join(parts)
 
 

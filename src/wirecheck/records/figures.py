@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping
 from wirecheck.core import quantity
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 from wirecheck.vocab import records as kinds
+from wirecheck.vocab.ops import own_axes as _own_axes
 
 # The unit a figure shows in (messages, a calibrated file) by its quantity kind, and the scale from base
 # units to it: every figure but the GPU figures, whose own declared unit says theirs (Figure.unit).
@@ -178,7 +179,9 @@ def run_figures(run: RunRecord, gpu: GpuFigures) -> list[Figure]:
             out.append(Figure(("copy_bandwidth", "floors", str(i.get("fabric")), direction), direction, "bandwidth",
                               float(i["bytes_per_s"]), f"{ident} {direction}", str(v.get("where")),
                               f"{slot} {direction}", (model,), (ident,), known, **common))
-        elif check == "busbw" and i.get("busbw_bytes_per_s"):
+        elif check == "busbw" and i.get("busbw_bytes_per_s") and _own_axes(i):
+            # an op's further dtypes and reductions are judged by its floor (collectives.axes_floor), not
+            # calibrated into it: its own measurement is the figure
             subject, known, models, idents = placement_of(i.get("placement"))
             out.append(Figure(("collectives", "floors", str(i.get("placement_class")), str(i.get("op")),
                                int(i.get("n_gpus") or 0)), str(i.get("op")), "bandwidth",

@@ -21,6 +21,7 @@ from wirecheck.training.memory_model import predict
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP
 from wirecheck.vocab import records as kinds
+from wirecheck.vocab.ops import own_axes as _own_axes
 
 # Classes whose traffic rides NVLink (wirecheck.node.placement.NVLINK_CLASSES), named here so a
 # record written by another version still reads; the host-path class the wire check compares.
@@ -210,8 +211,8 @@ class RunView:
     def _add_collective(self, m: dict) -> None:
         d = m.get("details") or {}
         placement, op = m.get("placement"), d.get("op")
-        if not placement or not op:
-            return
+        if not placement or not op or not _own_axes(d):
+            return  # an op's further dtypes and reductions: their verdicts say what they measured
         sweep = self.sweeps.setdefault((placement, op), Sweep(placement, d.get("placement_class") or self.klass(placement),
                                                               op, int(d.get("n_gpus") or len(self.gpus_of(placement)))))
         if d.get("error"):
@@ -258,7 +259,7 @@ class RunView:
     def _add_floor(self, v: dict) -> None:
         inputs, limit = v.get("inputs") or {}, v.get("limit") or {}
         placement, op = inputs.get("placement") or v.get("where"), inputs.get("op")
-        if placement and op and inputs.get("size_bytes"):
+        if placement and op and inputs.get("size_bytes") and _own_axes(inputs):
             self.floors[(placement, op)] = Floor(int(inputs["size_bytes"]), limit.get("min"), limit.get("max"),
                                                  v.get("outcome", SKIP), v.get("source"))
 

@@ -11,7 +11,7 @@ Values come back in base units: bytes/s, bytes, seconds, fractions, ratios, toke
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
@@ -141,6 +141,21 @@ class DerivedFloor:
 
 
 @dataclass(frozen=True)
+class AxesFloor:
+    """The busbw limit of an op's dtypes and reductions past its first (wirecheck.vocab.ops.Axes): `share`
+    of the op's own floor; its ceiling (a PCIe path's link) as it is."""
+
+    share: float  # fraction of the op's floor
+    source: str
+    yaml_path: str
+
+    def apply(self, limit: Limit, words: str, op: str) -> Limit:
+        share = "the" if self.share == 1 else f"{self.share * 100:g} % of the"
+        return replace(limit, min=None if limit.min is None else limit.min * self.share,
+                       source=f"{limit.source}; {words}: {share} {op} floor, by {self.yaml_path}")
+
+
+@dataclass(frozen=True)
 class NetworkLimits:
     """Multi-node collectives and the node's NICs (wirecheck.fleet.multinode, tests/test_network.py)."""
 
@@ -247,6 +262,8 @@ class Thresholds:
     # wirecheck calibrate's rule and the history rule (thresholds.baselines); None in a file older than them
     calibration_rule: CalibrationRule | None = None
     history_rule: HistoryRule | None = None
+    # collectives.axes_floor: how an op's further dtypes and reductions are judged; None in a file older than the axes
+    axes_floor: AxesFloor | None = None
     drain: dict | None = None  # the `drain:` section (wirecheck.records.drain_policy), as written
     prolog: dict | None = None  # the `prolog:` section (wirecheck.records.trust.trust_window), as written
 
@@ -287,9 +304,10 @@ class Thresholds:
         simulated: bool,
         link_ceiling_bytes_per_s: float | None = None,
         hardware=None,
+        axes=None,
     ) -> Limit | None:
         """The busbw floor/ceiling for this placement, op and GPU count, or None (not judged)."""
-        return self.busbw_rule(placement_class, op, n_gpus, simulated, link_ceiling_bytes_per_s, hardware)[0]
+        return self.busbw_rule(placement_class, op, n_gpus, simulated, link_ceiling_bytes_per_s, hardware, axes)[0]
 
     def busbw_rule(
         self,
@@ -299,8 +317,12 @@ class Thresholds:
         simulated: bool,
         link_ceiling_bytes_per_s: float | None = None,
         hardware=None,
+        axes=None,
     ) -> tuple[Limit | None, str]:
         """(the limit, "") or (None, why there is none).
+
+        `axes` (a wirecheck.vocab.ops.Axes of `op`; None: its first dtype and reduction): past the op's
+        first, the op's limit as `collectives.axes_floor` says (a file without it judges none of them).
 
         Order: the table entry (exact count, then `any`) measured on this node's hardware (an entry
         with `hardware:` for other hardware falls through, and the derived limit says so), then the
@@ -310,6 +332,16 @@ class Thresholds:
         (a record written before hardware was recorded: entries apply as they are). Simulation uses
         the gloo sanity floors whatever the class: CPU numbers say nothing about the wires.
         """
+        limit, why = self._op_busbw_rule(placement_class, op, n_gpus, simulated, link_ceiling_bytes_per_s, hardware)
+        if limit is None or axes is None or axes.first:
+            return limit, why
+        if self.axes_floor is None:
+            return None, (f"no collectives.axes_floor (the rule for {op}'s dtypes and reductions past its first: "
+                          "copy it from the shipped thresholds.yaml)")
+        return self.axes_floor.apply(limit, axes.words, op), ""
+
+    def _op_busbw_rule(self, placement_class: str, op: str, n_gpus: int, simulated: bool,
+                       link_ceiling_bytes_per_s: float | None, hardware) -> tuple[Limit | None, str]:
         _check_name(placement_class, CLASSES, "placement class")
         _check_name(op, OPS, "op")
         if simulated:
@@ -694,6 +726,7 @@ def _collectives(at: _At, profiles: Mapping[str, Profile]) -> dict[str, Any]:
             "latency": '{up_to: "64 KiB", ceilings: {...}, simulated_ceilings: {...}}',
             "half_peak": '{fraction: "50 %", ceilings: {...}, simulated_ceilings: {...}}',
         },
+        optional={"axes_floor": '{share: "100 %", source: ...}  (the floor of an op\'s further dtypes and reductions)'},
     )
     derived_floor = _derived_floor(f["derived_floor"])
     wire, wire_source = _ratio_section(f["wire_check"], "min_ratio", "ratio", '"8 x"')
@@ -720,7 +753,13 @@ def _collectives(at: _At, profiles: Mapping[str, Profile]) -> dict[str, Any]:
         wire_check=WireCheck(wire, wire_source, f["wire_check"].cite),
         pair_spread=PairSpread(spread, spread_source, f["pair_spread"].cite),
         group_scaling=GroupScaling(scaling, scaling_source, f["group_scaling"].cite),
+        axes_floor=_axes_floor(f["axes_floor"]) if "axes_floor" in f else None,
     )
+
+
+def _axes_floor(at: _At) -> AxesFloor:
+    share, source = _ratio_section(at, "share", "percent", '"100 %"', of="the op's floor")
+    return AxesFloor(share, source, at.cite)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -886,6 +925,7 @@ def load_thresholds(path: str | Path, content: bytes | None = None,
         _fleet=_fleet(f["fleet"]),
         gpu_health=gpu_health,
         burn_in=parse_burn_in(f["burn_in"]),
+        axes_floor=collectives["axes_floor"],
         calibration_rule=parse_calibration(f["calibration"]) if "calibration" in f else None,
         history_rule=parse_history(f["history"]) if "history" in f else None,
         # The drain hooks' keys, read as they are: wirecheck.records.drain_policy.parse_policy checks them.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from wirecheck.core.levels import ACCEPTANCE, BURN_IN, QUICK, check_level
-from wirecheck.vocab.ops import OPS
+from wirecheck.vocab.ops import OPS, all_axes
 from wirecheck.node.hardware import Hardware
 from wirecheck.node.placement import CLASS_PAIR, COLLECTIVE_CLASSES, TRAINING_CLASSES, enumerate_placements, link_ceiling
 from wirecheck.node.topology import Topology
@@ -99,6 +99,10 @@ def node_limits(thresholds, topology: Topology, hardware: Hardware | None, level
                 rows.append(_row(f"busbw {op}", p.id, limit, "bandwidth", why))
             if p.klass == CLASS_PAIR:
                 continue  # per-pair link checks judge bandwidth only
+            further = all_axes(op)[1:]
+            if "busbw" in wanted and further:  # one rule for all of them (collectives.axes_floor): one row
+                limit, why = thresholds.busbw_rule(p.klass, op, p.n_gpus, simulated, ceiling, hardware, further[0])
+                rows.append(_row(f"busbw {op} at {_axes_words(further)}", p.id, limit, "bandwidth", why))
             if "latency" in wanted:
                 limit, why = thresholds.latency_rule(p.klass, op, p.n_gpus, simulated, hardware)
                 rows.append(_row(f"small_message_latency {op}", p.id, limit, "time", why))
@@ -119,6 +123,11 @@ def node_limits(thresholds, topology: Topology, hardware: Hardware | None, level
     if "training" in wanted:
         rows += _training(thresholds, placements, hardware, model, simulated)
     return rows
+
+
+def _axes_words(further) -> str:
+    """How the listing names an op's further dtypes and reductions (wirecheck.vocab.ops.FURTHER_AXES)."""
+    return "every other dtype and reduction" if any(a.reduction for a in further) else "every other dtype"
 
 
 def _copies(thresholds, topology: Topology, hardware: Hardware | None, placements) -> list[Row]:

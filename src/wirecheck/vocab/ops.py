@@ -1,16 +1,20 @@
 """The collectives as data, in the nccl-tests style (its `struct testColl`): each op's buffer shape,
-busbw factor and nccl-tests binary, with the data type and the reduction as axes, not as rows.
+busbw factor, nccl-tests binary and where its result lives, with the data type and the reduction as
+axes, not as rows.
 
 Conventions (nccl-tests' PERFORMANCE.md): `size` is the total buffer in bytes — the all_gather
 output, the reduce_scatter input, each rank's all_to_all send buffer; algbw = bytes / time of the
 slowest rank; busbw = algbw x the op's factor, which makes it comparable with the link speed.
 
-`dtypes` and `reductions` list what the worker kernels (wirecheck.measure.collective_worker) can
-measure and check exactly; the first of each is what the suite measures. A new reduction of an op
-is a value in its `reductions`. A new op is a row here and its floors in thresholds.yaml: where it is
-one torch.distributed function (`torch`) whose data follows one of the DATA rules (`data`), the worker
-derives its kernel from the row; an op that is neither (broadcast: its root) has a kernel of its own
-in wirecheck.measure.collective_worker.
+`dtypes` and `reductions` list what the worker kernels (wirecheck.measure.collective_worker) measure
+and check exactly, nccl-tests' `-d` and `-o`. The first of each is the op's own measurement (its
+size sweep, latency, n½, benchmark rounds, and what every record written before the axes holds);
+every other combination (`Axes`) is measured at the floor size at acceptance (the full grid with
+`--sweep full`), judged and recorded under its own id, `all_reduce-bf16-max`. A new reduction of an
+op is a value in its `reductions`. A new op is a row here and its floors in thresholds.yaml: where it
+is one torch.distributed function (`torch`) whose data follows one of the DATA rules (`data`), the
+worker derives its kernel from the row; an op that is neither (broadcast: its root) has a kernel of
+its own in wirecheck.measure.collective_worker.
 
 A sum catches an output the collective never wrote on every rank. An in-place max or min does not
 on a rank whose own data is already the extreme at an element (with the rank-shifted pattern, the
@@ -21,19 +25,37 @@ correctness, and max or min as further values.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from wirecheck.vocab.table import by_name, lookup
 
-# Data types: bytes per element, and the name nccl-tests' -d takes.
-DTYPE_BYTES: Mapping[str, int] = {"float32": 4}
-NCCL_TESTS_DTYPE: Mapping[str, str] = {"float32": "float"}
-# Reductions, as nccl-tests' -o names them.
-REDUCTIONS = ("sum", "max", "min", "prod")
-DTYPE = "float32"  # what the suite measures: bf16 adds nothing to a wire check
-ELEMENT_BYTES = DTYPE_BYTES[DTYPE]
-# Exact sums: every element a rank sends is below 2^16, so a sum over up to MAX_RANKS ranks stays
-# below 2^24 and is exact in float32 whatever order NCCL adds in.
+
+@dataclass(frozen=True)
+class Dtype:
+    name: str  # the suite's name: test ids, records
+    bytes: int  # per element
+    bits: int  # significand bits, the implicit one included: every integer up to 2**bits is exact
+    torch: str  # the torch dtype's attribute name (the workers resolve it; this table imports no torch)
+    nccl_tests: str  # nccl-tests' -d
+
+
+DTYPES: Mapping[str, Dtype] = by_name((
+    Dtype("fp32", 4, 24, "float32", "float"),
+    Dtype("bf16", 2, 8, "bfloat16", "bfloat16"),
+    Dtype("fp16", 2, 11, "float16", "half"),
+), "dtype")
+# Reductions the kernels launch, as nccl-tests' -o and torch's ReduceOp name them. avg is NCCL's
+# (2.10 on); a backend that refuses one (gloo: "Cannot use ReduceOp.AVG with Gloo" in torch up to at
+# least 2.11) has it said as not measured, never stood in for.
+REDUCTIONS = ("sum", "max", "min", "avg")
+# Where an op's result lives: on every rank, or on the root alone (reduce: the other ranks' buffers
+# hold whatever the algorithm left there, partial sums on gloo, and are never checked).
+EVERY, ROOT_ONLY = "every rank", "root"
+RESULTS = (EVERY, ROOT_ONLY)
+ROOT = 0  # the root of the rooted ops (broadcast's source, reduce's destination), numbered in its group
+# Exact sums: a rank's values stay below 2^16 in float32, so a sum over up to MAX_RANKS ranks stays
+# below 2^24 and is exact whatever order NCCL adds in (the narrower dtypes narrow the values:
+# wirecheck.measure.collective_worker).
 MAX_RANKS = 256
 
 # What each rank puts in and what a correct output holds (wirecheck.measure.collective_worker
@@ -58,45 +80,61 @@ class Op:
     binary: str  # the nccl-tests binary that measures it (nccl-tests names all_to_all "alltoall")
     # Buffers are world_size equal chunks: the element count is rounded down to a multiple of n.
     chunked: bool
-    # One buffer is input and output (torch's all_reduce and broadcast work in place; nccl-tests'
-    # in-place column is the one to compare with).
+    # One buffer is input and output (torch's all_reduce, broadcast and reduce work in place;
+    # nccl-tests' in-place column is the one to compare with).
     in_place: bool
     bus_factor: Callable[[int], float]
     input_elements: Callable[[int, int], int]  # (count, n) -> elements
     output_elements: Callable[[int, int], int]
-    dtypes: tuple[str, ...] = (DTYPE,)
+    dtypes: tuple[str, ...] = tuple(DTYPES)
     reductions: tuple[str, ...] = ()  # empty: the op moves data and reduces nothing
     # Its kernel, derived by the worker: the torch.distributed function that runs it, called as
-    # fn(output[, input], [op=reduction], group=) (one buffer when in_place), and its DATA rule.
-    # None: the op has a kernel of its own in wirecheck.measure.collective_worker.
+    # fn(output[, input], [op=reduction], [dst=root,] group=) (one buffer when in_place; dst where the
+    # result lives on the root), and its DATA rule. None: the op has a kernel of its own in
+    # wirecheck.measure.collective_worker.
     torch: str | None = None
     data: str | None = None
+    result: str = EVERY  # where the result lives, so where it is checked: EVERY or ROOT_ONLY
 
     def __post_init__(self):
-        unknown = [d for d in self.dtypes if d not in DTYPE_BYTES] + [r for r in self.reductions if r not in REDUCTIONS]
+        unknown = [d for d in self.dtypes if d not in DTYPES] + [r for r in self.reductions if r not in REDUCTIONS]
         if unknown or not self.dtypes:
             raise ValueError(f"collective {self.name}: dtypes {self.dtypes}, reductions {self.reductions}; "
-                             f"known dtypes {tuple(DTYPE_BYTES)}, reductions {REDUCTIONS}")
+                             f"known dtypes {tuple(DTYPES)}, reductions {REDUCTIONS}")
         if (self.torch is None) != (self.data is None) or (self.data is not None and self.data not in DATA):
             raise ValueError(f"collective {self.name}: torch={self.torch!r}, data={self.data!r}; give both (data one "
                              f"of {DATA}) for a derived kernel, or neither for a kernel of its own")
+        if self.result not in RESULTS:
+            raise ValueError(f"collective {self.name}: result={self.result!r}; one of {RESULTS}")
+
+    @property
+    def dtype(self) -> str:
+        """The data type of the op's own measurement."""
+        return self.dtypes[0]
 
     @property
     def reduction(self) -> str | None:
-        """The reduction the suite measures (None: the op reduces nothing)."""
+        """The reduction of the op's own measurement (None: the op reduces nothing)."""
         return self.reductions[0] if self.reductions else None
+
+    def result_ranks(self, n: int) -> tuple[int, ...]:
+        """The ranks (of n) whose output holds the result: those the correctness check reads."""
+        return (ROOT,) if self.result == ROOT_ONLY else tuple(range(n))
 
 
 _TABLE = (
     Op("all_reduce", "all_reduce_perf", False, True, lambda n: 2 * (n - 1) / n, _whole, _whole,
-       reductions=("sum",), torch="all_reduce", data="reduced"),
+       reductions=REDUCTIONS, torch="all_reduce", data="reduced"),
     Op("all_gather", "all_gather_perf", True, False, lambda n: (n - 1) / n, _chunk, _whole,
        torch="all_gather_into_tensor", data="gathered"),
     Op("reduce_scatter", "reduce_scatter_perf", True, False, lambda n: (n - 1) / n, _whole, _chunk,
-       reductions=("sum",), torch="reduce_scatter_tensor", data="reduced_chunk"),
+       reductions=REDUCTIONS, torch="reduce_scatter_tensor", data="reduced_chunk"),
     Op("broadcast", "broadcast_perf", False, True, lambda n: 1.0, _whole, _whole),  # its root: a kernel of its own
     Op("all_to_all", "alltoall_perf", True, False, lambda n: (n - 1) / n, _whole, _whole,
        torch="all_to_all_single", data="transposed"),
+    # nccl-tests: reduce's busbw = algbw (each byte reaches the root once, as broadcast's leaves it).
+    Op("reduce", "reduce_perf", False, True, lambda n: 1.0, _whole, _whole,
+       reductions=REDUCTIONS, torch="reduce", data="reduced", result=ROOT_ONLY),
 )
 
 COLLECTIVES: Mapping[str, Op] = by_name(_TABLE, "collective")
@@ -108,31 +146,126 @@ def get(op: str) -> Op:
     return lookup(COLLECTIVES, op, "collective")
 
 
+def dtype(name: str) -> Dtype:
+    return lookup(DTYPES, name, "dtype")
+
+
+# ---- the axes: an op at one dtype and one reduction ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Axes:
+    """One op at one of its dtypes and reductions. `id` names it in test ids, records and tables: the
+    op alone for its own measurement (the first dtype and reduction: the ids and names of every record
+    written before the axes), else op-dtype[-reduction], as `all_reduce-bf16-max` or `all_gather-fp16`."""
+
+    op: str
+    dtype: str
+    reduction: str | None
+
+    @property
+    def first(self) -> bool:
+        row = get(self.op)
+        return self.dtype == row.dtype and self.reduction == row.reduction
+
+    @property
+    def id(self) -> str:
+        return self.op if self.first else "-".join(x for x in (self.op, self.dtype, self.reduction) if x)
+
+    @property
+    def words(self) -> str:
+        """How a message names it: `all_reduce`, `all_reduce bf16 max`."""
+        return self.id.replace("-", " ")
+
+    def __str__(self) -> str:
+        return self.id
+
+
+def axes(op: str, dtype: str | None = None, reduction: str | None = None) -> Axes:
+    """`op` at `dtype` and `reduction` (None: the op's first); a value the op does not list is refused."""
+    row = get(op)
+    dtype = row.dtype if dtype is None else dtype
+    if dtype not in row.dtypes:
+        raise ValueError(f"{op}: dtype {dtype!r}; {op} is measured in {', '.join(row.dtypes)}")
+    if reduction is None:
+        reduction = row.reduction
+    elif reduction not in row.reductions:
+        raise ValueError(f"{op}: reduction {reduction!r}; {op} reduces with {', '.join(row.reductions) or 'nothing'}")
+    return Axes(op, dtype, reduction)
+
+
+def all_axes(op: str) -> tuple[Axes, ...]:
+    """Every dtype x reduction of `op`, its own measurement first (nccl-tests' -d all -o all)."""
+    row = get(op)
+    return tuple(Axes(op, d, r) for d in row.dtypes for r in (row.reductions or (None,)))
+
+
+# Every combination past each op's own: what the axis tests of tests/test_collectives.py run.
+FURTHER_AXES: tuple[Axes, ...] = tuple(a for op in OPS for a in all_axes(op) if not a.first)
+
+
+def axes_of(details: Mapping[str, Any]) -> Axes:
+    """The axes a record's measurement or verdict inputs name; those written before the axes (no dtype,
+    no reduction) are the op's first, which is all they measured."""
+    row = get(str(details.get("op")))
+    if details.get("dtype") is None:
+        return Axes(row.name, row.dtype, row.reduction)
+    return Axes(row.name, str(details["dtype"]), details.get("reduction"))
+
+
+def own_axes(details: Mapping[str, Any]) -> bool:
+    """Whether a record's measurement or verdict inputs are of their op's own dtype and reduction: what
+    its sweep, curve, floor table, calibration and history are about (a record written before the axes
+    holds nothing else)."""
+    if details.get("dtype") is None:
+        return True
+    row = COLLECTIVES.get(str(details.get("op")))
+    return row is not None and details["dtype"] == row.dtype and details.get("reduction") == row.reduction
+
+
+def axes_name(details: Mapping[str, Any]) -> tuple[str, str]:
+    """(id, words) of what a record's measurement or verdict inputs measured: `all_reduce-bf16-max`,
+    `all_reduce bf16 max`; an op this vocabulary does not know (a record of another version) as it is."""
+    if str(details.get("op")) not in COLLECTIVES:
+        return str(details.get("op")), str(details.get("op"))
+    a = axes_of(details)
+    return a.id, a.words
+
+
+# ---- sizes -----------------------------------------------------------------------------------------
+
+
 def busbw_factor(op: str, n: int) -> float:
     """busbw / algbw for `op` on n ranks (nccl-tests' PERFORMANCE.md)."""
     return get(op).bus_factor(n)
 
 
-def min_size(op: str, n: int) -> int:
+def element_bytes(op: str, dtype_name: str | None = None) -> int:
+    """Bytes per element of `op` in `dtype_name` (None: the op's first)."""
+    return dtype(dtype_name or get(op).dtype).bytes
+
+
+def min_size(op: str, n: int, dtype_name: str | None = None) -> int:
     """The smallest size in bytes that gives every rank at least one element of `op`'s buffers."""
-    return ELEMENT_BYTES * (n if get(op).chunked else 1)
+    return element_bytes(op, dtype_name) * (n if get(op).chunked else 1)
 
 
-def feasible_sizes(op: str, sizes, n: int) -> list[int]:
+def feasible_sizes(op: str, sizes, n: int, dtype_name: str | None = None) -> list[int]:
     """The sizes of a sweep that `op` can run on n ranks (nccl-tests prints 0-byte rows for the others;
     we leave them out)."""
-    return [s for s in sizes if s >= min_size(op, n)]
+    return [s for s in sizes if s >= min_size(op, n, dtype_name)]
 
 
-def buffer_elements(op: str, size: int, n: int) -> int:
+def buffer_elements(op: str, size: int, n: int, dtype_name: str | None = None) -> int:
     """Elements of the size-defining buffer for `size` bytes on n ranks (rounded down as nccl-tests does)."""
     c = get(op)
     if not 1 <= n <= MAX_RANKS:
         raise ValueError(f"{op}: {n} ranks; sums stay exact in float32 only up to {MAX_RANKS}")
-    count = size // ELEMENT_BYTES
+    width = element_bytes(op, dtype_name)
+    count = size // width
     if c.chunked:
         count -= count % n
     if count < (n if c.chunked else 1):
-        need = ELEMENT_BYTES * (n if c.chunked else 1)
+        need = width * (n if c.chunked else 1)
         raise ValueError(f"{op}: size {size} B is too small for {n} ranks; need at least {need} B")
     return count

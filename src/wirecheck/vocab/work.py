@@ -11,6 +11,9 @@ MARKER = "work"
 
 SWEEP = "sweep"  # the placement's collective sweep, for the test's op
 FLOOR_SWEEP = "floor sweep"  # the sweep at the floor size only
+AXIS_SWEEP = "axis sweep"  # the test's op at its dtype and reduction: the floor size only, every size with --sweep full
+# The --sweep that gives the further dtypes and reductions every size of the sweep (others: the floor size alone).
+AXES_FULL_SWEEP = "full"
 BENCHMARK = "benchmark"  # pytest-benchmark rounds of the op
 TWIN_SWEEP = "twin sweep"  # the all_reduce sweep of the placement's NVLink twin
 PAIR_SWEEPS = "pair sweeps"  # the all_reduce sweep of every pair of the same NV#
@@ -27,7 +30,7 @@ SINGLE_GPU_RUN = "single-GPU run"  # one GPU alone
 FIGURES, SUSTAINED, MEMORY = "figures", "sustained", "memory"
 BURN_IN_LOOP = "burn-in loop"  # the burn-in's rounds (wirecheck.burnin)
 
-KINDS = (SWEEP, FLOOR_SWEEP, BENCHMARK, TWIN_SWEEP, PAIR_SWEEPS, INNER_PAIR_SWEEP, PROBE, COPIES, RUN, REFERENCE_RUN,
+KINDS = (SWEEP, FLOOR_SWEEP, AXIS_SWEEP, BENCHMARK, TWIN_SWEEP, PAIR_SWEEPS, INNER_PAIR_SWEEP, PROBE, COPIES, RUN, REFERENCE_RUN,
          ALL_RUNS, TWIN_RUN, TWIN_ALL_RUNS, SINGLE_GPU_RUN, FIGURES, SUSTAINED, MEMORY, BURN_IN_LOOP)
 GPU_PHASES = (FIGURES, SUSTAINED, MEMORY)
 if len(set(KINDS)) != len(KINDS):
