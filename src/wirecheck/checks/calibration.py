@@ -6,6 +6,10 @@ GPU's tokens/s); its readings give a median, a spread (scaled MAD / median) and 
 `calibration` rule of thresholds.yaml. Runs that cannot be trusted are refused, never averaged in:
 a failed, interrupted or cut-short run, a simulation, a key that mixes GPU models, too few runs, and
 a figure too noisy to hold the rule (its spread named, with what would narrow it).
+
+Each floor also states its resolution (wirecheck.checks.sensitivity, by resampling these runs): the loss it
+catches in 95 % of runs and its false alarms on them, and the loss the history rule catches on the same
+runs' noise run to run, so that the site knows what its floors can see before a GPU slows.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from wirecheck.core.peer_stats import relative_spread
-from wirecheck.checks import gpu_figures
+from wirecheck.core.resolution import Resolution
+from wirecheck.checks import gpu_figures, sensitivity
 from wirecheck.records.figures import Figure, GpuFigures, limit_only, run_figures
 from wirecheck.records.file import RunRecord
 from wirecheck.thresholds.baselines import CalibrationRule
@@ -54,10 +59,27 @@ class Calibrated:
     bound: str = "min"  # min: a floor; max: a ceiling (latency)
     unit: str | None = None  # the unit it is written in, where its declaration says it (a GPU figure); None: its kind's
     gpu_models: tuple = ()  # the GPU model(s) the readings were taken on (one: mixed models are refused)
+    resolution: Resolution | None = None  # what the floor catches on these runs (None: a ceiling, not measured)
+    history: Resolution | None = None  # what the history rule catches on these runs' noise (None: no rule given)
 
     @property
     def yaml_path(self) -> str:
         return ".".join(str(k) for k in self.key)
+
+
+def resolutions(figs: list[Figure], floor: float, history=None) -> tuple[Resolution, Resolution | None]:
+    """(the floor's resolution, the history rule's) from `figs`, the readings a floor was calibrated from: each
+    subject's (GPU's, placement's) runs give the noise run to run, their levels the spread between GPUs."""
+    by_subject: dict[str, list[Figure]] = {}
+    for f in figs:
+        by_subject.setdefault(f.subject, []).append(f)
+    noise = sensitivity.Noise.of([[f.value for f in sorted(group, key=lambda f: f.started)]
+                                  for group in by_subject.values()], [f.within for f in figs])
+    floor_res = sensitivity.resolution(sensitivity.floor_losses(noise, floor), noise)
+    if history is None or not noise.deviations:
+        return floor_res, None
+    return floor_res, sensitivity.resolution(
+        sensitivity.history_losses(noise, history, history.runs, figure=figs[0].figure), noise)
 
 
 @dataclass
@@ -138,10 +160,11 @@ def _narrowing(key: tuple, figure: str) -> str:
 
 
 def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str, ...] = (),
-              workload: dict | None = None) -> Calibration:
+              workload: dict | None = None, history=None) -> Calibration:
     """Floors from `runs`; CalibrationError listing every refused run and figure. `workload`: what the
     base file's training limits are for (TrainingSettings.workload()); training figures of another
-    workload are left out, as judge skips them."""
+    workload are left out, as judge skips them. `history`: the history rule (thresholds' HistoryRule) whose
+    resolution on these runs each entry states beside its floor's (None: the floor's alone)."""
     gpu = gpu_figures()  # which verdicts hold a GPU figure, and its kind and unit: as the checks declare them
     problems = [f"{run.path}: {why}" for run in runs if (why := run_problem(run, gpu))]
     if problems:
@@ -198,12 +221,16 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
         if len(records) < rule.tight_runs:
             out.notes.append(f"{path}: {len(records)} runs; {rule.tight_runs - len(records)} more would settle its "
                              f"spread ({noise * 100:.2f} % now; {rule.yaml_path}.tight_runs)")
+        judged_by_history = history is not None and figure in history.figures
+        floor_res, history_res = (resolutions(figs, floor, history if judged_by_history else None) if not ceiling
+                                  else (None, None))
         out.entries.append(Calibrated(
             key=key, figure=figure, kind=figs[0].kind, floor=floor, median=median, lowest=max(values) if ceiling else min(values),
             spread=noise,
             n=len(values), runs=len(records), nodes=tuple(sorted({f.host for f in figs})),
             gpus=tuple(sorted({g for f in figs for g in f.gpus})), dates=tuple(sorted({f.started[:10] for f in figs})),
-            identified=all(f.identified for f in figs), bound=figs[0].bound, unit=figs[0].unit, gpu_models=tuple(models)))
+            identified=all(f.identified for f in figs), bound=figs[0].bound, unit=figs[0].unit, gpu_models=tuple(models),
+            resolution=floor_res, history=history_res))
     if problems:
         raise CalibrationError("\n".join(problems))
     return out

@@ -2,7 +2,9 @@
 
 Writes a thresholds file that `extends:` the thresholds the runs used (or --extends PATH, or the
 shipped file) and holds only the calibrated entries, at the keys the checks read them from, each
-with `rule: calibrated` and its provenance (nodes, GPUs, dates, runs, readings, median, spread).
+with `rule: calibrated` and its provenance (nodes, GPUs, dates, runs, readings, median, spread) and
+resolution (the loss the floor catches in 95 % of these runs, its false alarms on them, and the loss the
+history rule catches on their noise; wirecheck.checks.sensitivity).
 `--thresholds site.yaml` and `wirecheck judge --thresholds site.yaml` take it as it is. The rule
 is thresholds.yaml's `calibration:` section (wirecheck.checks.calibration). Exit 0 when written;
 4 when runs or figures are refused (each named, with the fix) or an option is wrong.
@@ -23,6 +25,7 @@ from wirecheck.cli.protocol import entry
 from wirecheck.checks.calibration import Calibrated, CalibrationError, calibrate
 from wirecheck.core import exit_codes
 from wirecheck.core.paths import SHIPPED_THRESHOLDS, suite_paths
+from wirecheck.core.resolution import COARSE, percent
 from wirecheck.records.figures import display
 from wirecheck.records.file import RecordFileError, read_run
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
@@ -53,6 +56,28 @@ def _quantity(c: Calibrated, value: float, up: bool = False) -> str:
     step = math.ceil if up else math.floor
     number = step(value * scale * 10 ** digits) / 10 ** digits
     return f"{number:.{digits}f} {unit}"
+
+
+def _percent(fraction: float) -> str:
+    """A fraction as the thresholds file writes a percentage, to 0.01 %, never more than 100 %."""
+    return f"{min(fraction, 1.0) * 100:.2f} %"
+
+
+def _catches(r) -> str:
+    if r.cries_wolf:
+        return f"no resolution: it fails {percent(r.false_alarm)} of these clean runs"
+    caught = f"catches {percent(r.step)} (false alarms {percent(r.false_alarm)})"
+    return caught + (f": coarser than {COARSE * 100:g} %, a smaller loss passes it" if r.coarse else "")
+
+
+def resolution_line(c: Calibrated) -> str | None:
+    """What the floor and the history rule catch in 95 % of runs on these runs' noise, for the terminal."""
+    if c.resolution is None:
+        return None
+    line = f"the floor {_catches(c.resolution)}"
+    if c.history is not None:
+        line += f"; the history rule {_catches(c.history)}"
+    return f"{line} ({c.resolution.how})"
 
 
 def _base(runs, given: str | None, output: Path) -> tuple[str, Path, str]:
@@ -92,6 +117,10 @@ def _entry(c: Calibrated, rule_path: str, few_hosts: str | None = None) -> dict:
         provenance["nodes_note"] = f"WARNING: {few_hosts}"
     if not c.identified:
         provenance["gpus_note"] = "records written before they kept GPU serials and UUIDs: named by host and bus id"
+    if c.resolution is not None:
+        provenance["resolution"] = {"step": _percent(c.resolution.step),
+                                    "false_alarms": _percent(c.resolution.false_alarm),
+                                    **({"history": _percent(c.history.step)} if c.history else {})}
     if c.bound == "max":
         provenance["highest"] = provenance.pop("lowest")
         rule = "ceiling = max(highest x (1 + min_margin), median x (1 + mad_k x spread))"
@@ -128,7 +157,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         extends, base_path, why = _base(runs, args.extends, output)
         base = load_thresholds(base_path)
         rule = (load_thresholds(Path(args.thresholds)) if args.thresholds else base).calibration
-        result = calibrate(runs, rule, tuple(args.leave_out), base.training_settings(False).workload())
+        result = calibrate(runs, rule, tuple(args.leave_out), base.training_settings(False).workload(),
+                           base.history_rule)
     except (RecordFileError, ThresholdsError, CalibrationError) as exc:
         lines = str(exc).splitlines()
         print(f"wirecheck calibrate: refused: {lines[0]}" if isinstance(exc, CalibrationError)
@@ -169,6 +199,9 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         what = "ceiling" if c.bound == "max" else "floor"
         print(f"wirecheck calibrate: {c.yaml_path}: {what} {_quantity(c, c.floor, up=c.bound == 'max')} (median "
               f"{_quantity(c, c.median)}, spread {c.spread * 100:.2f} %, {c.n} readings in {c.runs} runs)")
+        line = resolution_line(c)
+        if line:
+            print(f"wirecheck calibrate:   loss caught in 95 % of runs: {line}")
     for note in result.notes:
         print(f"wirecheck calibrate: {note}")
     if result.few_hosts:
