@@ -18,7 +18,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from wirecheck.core.peer_stats import relative_spread
-from wirecheck.core.resolution import Resolution
+from wirecheck.core import trend
+from wirecheck.core.resolution import Resolution, prediction_factor
 from wirecheck.checks import gpu_figures, sensitivity
 from wirecheck.records.figures import Figure, GpuFigures, limit_only, run_figures
 from wirecheck.records.file import RunRecord
@@ -108,15 +109,27 @@ def spread(values: list[float]) -> float:
     return relative_spread(values)
 
 
+def margin_of(values: list[float], rule: CalibrationRule) -> float:
+    """How far under the lowest reading (over the highest, for a ceiling) the limit sits: max(min_margin,
+    the prediction bound at the rule's false-alarm rate x the readings' noise)."""
+    return max(rule.min_margin, prediction_factor(len(values), rule.false_alarms) * trend.noise(values))
+
+
 def floor_of(values: list[float], rule: CalibrationRule) -> float:
-    """min(lowest x (1 - min_margin), median x (1 - mad_k x spread)): below every reading it was
-    made from, and wider where the readings are noisy."""
+    """lowest x (1 - margin_of): below every reading it was made from, and wider where the readings are
+    noisy or few. A rule without `false_alarms` (a file written before it): min(lowest x (1 - min_margin),
+    median x (1 - mad_k x spread))."""
+    if rule.false_alarms:
+        return min(values) * (1 - margin_of(values, rule))
     return min(min(values) * (1 - rule.min_margin), statistics.median(values) * (1 - rule.mad_k * spread(values)))
 
 
 def ceiling_of(values: list[float], rule: CalibrationRule) -> float:
-    """The mirror of floor_of for a figure where lower is better (latency): above every reading."""
-    return max(max(values) * (1 + rule.min_margin), statistics.median(values) * (1 + rule.mad_k * spread(values)))
+    """For a figure where lower is better (small-message latency): max(highest x (1 + min_margin), median x
+    (1 + mad_k x spread)), above every reading. Latency moves 4-50 % between runs (graph replay or not, the
+    protocol NCCL picks) and its ceilings catch a path that doubles it: a prediction bound on that noise would
+    sit far past the doubling, so the ceiling keeps the spread rule (mad_k, 3 x without one)."""
+    return max(max(values) * (1 + rule.min_margin), statistics.median(values) * (1 + (rule.mad_k or 3.0) * spread(values)))
 
 
 def run_problem(run: RunRecord, gpu: GpuFigures) -> str | None:
@@ -149,6 +162,15 @@ def limit_failures(run: RunRecord, gpu: GpuFigures) -> list[str]:
     return [f"{run.path}: {v.get('check')} on {v.get('where') or 'the node'}: {v.get('measured'):.1f} "
             f"{v.get('unit') or ''} failed the {bound(v)} of {v.get('yaml_path')}: its limit is calibrated anew from "
             "these runs" for v in run.verdicts if v.get("outcome") == "fail" and limit_only(v, gpu)]
+
+
+def _more_runs(values: list[float], rule: CalibrationRule, ceiling: bool) -> str:
+    """What more runs would do where few widen the bound (the prediction bound of 3 runs is 2.7 times that of 10)."""
+    if ceiling or not rule.false_alarms or len(values) >= rule.tight_runs:
+        return ""
+    then = max(rule.min_margin, prediction_factor(rule.tight_runs, rule.false_alarms) * trend.noise(values))
+    return f", or give {rule.tight_runs} runs or more (with {len(values)} the margin widens; with {rule.tight_runs} " \
+           f"as noisy it would be {then * 100:.1f} % under the lowest)"
 
 
 def _narrowing(key: tuple, figure: str) -> str:
@@ -216,7 +238,8 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
                 f"median {figs[0].shown(median)}): the {'ceiling' if ceiling else 'floor'} these runs allow, "
                 f"{figs[0].shown(floor)}, is {off * 100:.1f} % {'above' if ceiling else 'below'} the median, wider "
                 f"than the {allowed * 100:g} % rule ({rule.yaml_path}.{key_name}) can hold; "
-                f"narrow it with {_narrowing(key, figure)}, or leave it out with --leave-out {figure}")
+                f"narrow it with {_narrowing(key, figure)}{_more_runs(values, rule, ceiling)}, or leave it out with "
+                f"--leave-out {figure}")
             continue
         if len(records) < rule.tight_runs:
             out.notes.append(f"{path}: {len(records)} runs; {rule.tight_runs - len(records)} more would settle its "

@@ -85,7 +85,8 @@ def drift(thresholds, *, figure: str, key: str, subject: str, where: str, kind: 
                "loss": d.loss, "per_run": d.per_run, "began": None if d.began is None else dates[d.began],
                "began_index": d.began, "runs": len(series), "warn_at": warn_at, "fail_at": fail_at}
     if not d.alarm or d.loss < warn_at:
-        found = (f"CUSUM {d.statistic:.1f} of {rule.h:g} noise units" if d.alarm or d.statistic > 0
+        found = (f"CUSUM {d.statistic:.1f} past {rule.h:g}, but a loss under the {percent(warn_at)} it warns from"
+                 if d.alarm else f"CUSUM {d.statistic:.1f} of {rule.h:g} noise units" if d.statistic > 0
                  else "no run below its reference by more than its allowance")
         return Verdict("", what, where, PASS,
                        f"{what} on {where}, {subject}: no fall over its last {len(series)} runs ({found}; "

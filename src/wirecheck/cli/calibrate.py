@@ -100,7 +100,17 @@ def _base(runs, given: str | None, output: Path) -> tuple[str, Path, str]:
     return SHIPPED_THRESHOLDS, shipped, f"{why}: the shipped thresholds.yaml (say --extends PATH for another)"
 
 
-def _entry(c: Calibrated, rule_path: str, few_hosts: str | None = None) -> dict:
+def _formula(rule, ceiling: bool) -> str:
+    """The calibration rule's formula as the entry's source states it."""
+    if ceiling:
+        return "ceiling = max(highest x (1 + min_margin), median x (1 + mad_k x spread))"
+    if rule.false_alarms:
+        return (f"floor = lowest x (1 - max(min_margin {rule.min_margin * 100:g} %, the one-sided "
+                f"{rule.false_alarms * 100:g} % prediction bound x the readings' noise))")
+    return "floor = min(lowest x (1 - min_margin), median x (1 - mad_k x spread))"
+
+
+def _entry(c: Calibrated, rule_path: str, calibration, few_hosts: str | None = None) -> dict:
     shown = lambda v: _quantity(c, v)  # noqa: E731
     gpus = list(c.gpus)
     provenance = {
@@ -123,11 +133,10 @@ def _entry(c: Calibrated, rule_path: str, few_hosts: str | None = None) -> dict:
                                     **({"history": _percent(c.history.step)} if c.history else {})}
     if c.bound == "max":
         provenance["highest"] = provenance.pop("lowest")
-        rule = "ceiling = max(highest x (1 + min_margin), median x (1 + mad_k x spread))"
         edge = f"highest {shown(c.lowest)}"
     else:
-        rule = "floor = min(lowest x (1 - min_margin), median x (1 - mad_k x spread))"
         edge = f"lowest {shown(c.lowest)}"
+    rule = _formula(calibration, c.bound == "max")
     source = (f"calibrated: {c.n} readings in {c.runs} clean runs on {', '.join(c.nodes)} ({', '.join(c.dates)}): "
               f"median {shown(c.median)}, {edge}, spread {c.spread * 100:.2f} %; {rule} ({rule_path})")
     bound = _quantity(c, c.floor, up=c.bound == "max")
@@ -140,13 +149,13 @@ def _entry(c: Calibrated, rule_path: str, few_hosts: str | None = None) -> dict:
     return entry
 
 
-def _document(entries: list[Calibrated], rule_path: str, few_hosts: str | None = None) -> dict:
+def _document(entries: list[Calibrated], rule_path: str, calibration, few_hosts: str | None = None) -> dict:
     doc: dict = {}
     for c in entries:
         where = doc
         for k in c.key[:-1]:
             where = where.setdefault(k, {})
-        where[c.key[-1]] = _entry(c, rule_path, few_hosts)
+        where[c.key[-1]] = _entry(c, rule_path, calibration, few_hosts)
     return doc
 
 
@@ -178,7 +187,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         f"# Laid over {base_path} ({why}); only the calibrated entries are here. The rule: {rule.yaml_path}.",
         "# Retune by running calibrate again over more runs, never by editing a floor by hand without its source.",
     ] + ([f"# WARNING: {result.few_hosts}."] if result.few_hosts else [])
-    body = yaml.safe_dump({"extends": extends, **_document(result.entries, rule.yaml_path, result.few_hosts)},
+    body = yaml.safe_dump({"extends": extends, **_document(result.entries, rule.yaml_path, rule, result.few_hosts)},
                           sort_keys=False, allow_unicode=True, width=100000)
     text = "\n".join(header) + "\n" + body
     partial = output.with_name(f".{output.name}.partial")

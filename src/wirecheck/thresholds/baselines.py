@@ -30,18 +30,22 @@ def history_figures() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class CalibrationRule:
-    """floor = min(lowest x (1 - min_margin), median x (1 - mad_k x spread)), spread = scaled MAD /
-    median; refused when that floor lies more than max_below_median under the median. A ceiling
-    (latency) mirrors it and is refused more than max_above_median above."""
+    """floor = lowest x (1 - max(min_margin, factor x noise)): noise the readings' own (the larger of their
+    scaled MAD / median and standard deviation / mean), factor the one-sided prediction bound at
+    `false_alarms` for that many readings (few readings, a wider margin); refused when that floor lies
+    more than max_below_median under the median. A file written before the bound (no `false_alarms`)
+    keeps its rule: min(lowest x (1 - min_margin), median x (1 - mad_k x spread)). A ceiling (latency)
+    mirrors it and is refused more than max_above_median above."""
 
     min_runs: int
     tight_runs: int  # runs after which more runs move the spread little (said when fewer were given)
-    mad_k: float
+    mad_k: float | None
     min_margin: float
     max_below_median: float
     max_above_median: float
     source: str
     yaml_path: str
+    false_alarms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -104,14 +108,28 @@ def _fraction(at: _At, example: str) -> float:
     return value
 
 
+def _false_alarms(f: dict) -> float | None:
+    if "false_alarms" not in f:
+        return None
+    value = _fraction(f["false_alarms"], '"1 %"')
+    if not 0 < value < 0.5:
+        raise f["false_alarms"].error("must lie above 0 % and below 50 %", 'write e.g. "1 %"')
+    return value
+
+
 def parse_calibration(at: _At) -> CalibrationRule:
     f = at.fields("calibration rule", required={
-        "min_runs": "3", "tight_runs": "10", "mad_k": '"3 x"', "min_margin": '"3 %"', "max_below_median": '"10 %"',
-        "max_above_median": '"50 %"', "source": SOURCE_HINT})
+        "min_runs": "3", "tight_runs": "10", "min_margin": '"1 %"', "max_below_median": '"10 %"',
+        "max_above_median": '"50 %"', "source": SOURCE_HINT}, optional={"false_alarms": '"1 %"', "mad_k": '"3 x"'})
+    if "false_alarms" not in f and "mad_k" not in f:
+        raise at.error("has neither false_alarms nor mad_k", 'add false_alarms: "1 %" (the margin from the readings\' '
+                                                              'own noise at that false-alarm rate)')
     min_runs = f["min_runs"].count(minimum=3)  # a median and a spread need three values at least
-    return CalibrationRule(min_runs, f["tight_runs"].count(minimum=min_runs), f["mad_k"].quantity("ratio"),
-                           _fraction(f["min_margin"], '"3 %"'), _fraction(f["max_below_median"], '"10 %"'),
-                           f["max_above_median"].quantity("percent", positive=True), f["source"].source(), at.cite)
+    return CalibrationRule(min_runs, f["tight_runs"].count(minimum=min_runs),
+                           f["mad_k"].quantity("ratio") if "mad_k" in f else None,
+                           _fraction(f["min_margin"], '"1 %"'), _fraction(f["max_below_median"], '"10 %"'),
+                           f["max_above_median"].quantity("percent", positive=True), f["source"].source(), at.cite,
+                           _false_alarms(f))
 
 
 def parse_drift(at: _At) -> DriftRule:
@@ -150,19 +168,15 @@ def parse_history(at: _At) -> HistoryRule:
     low, high = _fraction(f["min_margin"], '"0.5 %"'), _fraction(f["max_margin"], '"10 %"')
     if low > high:
         raise f["min_margin"].error("is above max_margin", "no figure could be judged; lower min_margin")
-    false_alarms = None
-    if "false_alarms" in f:
-        false_alarms = _fraction(f["false_alarms"], '"1 %"')
-        if not 0 < false_alarms < 0.5:
-            raise f["false_alarms"].error("must lie above 0 % and below 50 %", 'write e.g. "1 %"')
+    false_alarms = _false_alarms(f)
     margins: list = []
     if "min_margins" in f:
         f["min_margins"].mapping("figure -> its least margin", allow_empty=False)
         for name in f["min_margins"].value:
             at_name = f["min_margins"].child(name)
-            if name not in names:
-                raise at_name.error(f"{name!r} is not one of history.figures",
-                                    f"give a least margin to a judged figure: {', '.join(names)}")
+            if name not in history_figures():
+                raise at_name.error(f"{name!r} is no figure the history rule knows",
+                                    f"give a least margin to one of: {', '.join(history_figures())}")
             value = _fraction(at_name, '"4 %"')
             if value > high:
                 raise at_name.error("is above max_margin", "that figure could never be judged; lower it")
