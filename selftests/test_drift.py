@@ -130,3 +130,47 @@ def test_one_node_slowing_alone_stays_a_node_failure(thresholds, tmp_path, capsy
     out = capsys.readouterr().out
     assert code == 1 and "fleet-wide changes" not in out, out
     assert "n03: [history]" in out and "1 of 6 node(s) failed" in out, out
+
+
+def test_the_report_draws_each_gpus_figure_over_its_history_with_the_bound_that_judged_it(thresholds, tmp_path):
+    """A night whose GEMM fell slowly: its record's history and drift verdicts carry the history, so the page
+    draws the trend, the history bound and the drift finding, and the GPU bar shows the bound that failed it."""
+    import json
+
+    from calibration_records import REFERENCE, edited
+    from wirecheck.checks.history import figures_of, history_inputs, past_figures
+    from wirecheck.records.file import read_run
+    from wirecheck.report.gpus import gpu_points
+    from wirecheck.report.history_view import history_series
+    from wirecheck.cli.main import main
+
+    src = REFERENCE / "wirecheck-2026-12-01-limits" / "clean-1.jsonl"
+    nights = tmp_path / "nights"
+    gemm = _series(26, ramp_from=12, seed=3, level=1.0)
+    for i, factor in enumerate(gemm[:-1]):
+        edited(src, nights / f"n{i:02d}.jsonl", serial="1652823000009", started=f"2026-11-{i + 1:02d}T02:00:00+00:00",
+               level="acceptance", scale={"gemm_bf16": factor})
+    tonight = edited(src, tmp_path / "tonight.jsonl", serial="1652823000009", started="2026-11-27T02:00:00+00:00",
+                     level="acceptance", scale={"gemm_bf16": gemm[-1]})
+    past, _ = past_figures(nights, exclude=tonight)
+    fig = next(f for f in figures_of(read_run(tonight)) if f.figure == "gemm_bf16")
+    lines = tonight.read_text().splitlines()
+    end = lines.pop()
+    for v in (checks.history.history(thresholds, **history_inputs(fig, past, thresholds.history.runs)),
+              checks.drift.drift(thresholds, **history_inputs(fig, past, thresholds.history.drift.runs))):
+        lines.append(json.dumps({"type": "verdict", "test": "tests/test_history.py::test_figures_against_history",
+                                 **v.as_record()}))
+    tonight.write_text("\n".join(lines + [end]) + "\n")
+    run = read_run(tonight)
+    series = {s.figure: s for s in history_series(run.verdicts, run.run["started"])}
+    gemm_series = series["gemm_bf16"]
+    assert gemm_series.drift["outcome"] == "fail" and len(gemm_series.past) == 25, gemm_series
+    assert gemm_series.history["bound"] is not None and gemm_series.drift["began"]
+    point = gpu_points(run.measurements, run.verdicts)[0]
+    assert point.own_past["gemm_bf16"].drift == "fail" and point.outcome("gemm_bf16") == "fail"
+    assert point.own_past["gemm_bf16"].drift_bound is not None
+    page = tmp_path / "page.html"
+    assert main(["report", str(tonight), "-o", str(page)]) == 0
+    html = page.read_text()
+    assert 'id="fig-history"' in html and "Each GPU and placement against its own history" in html
+    assert f"falling since {gemm_series.drift['began']}" in html

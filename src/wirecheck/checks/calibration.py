@@ -239,7 +239,7 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
                 f"{figs[0].shown(floor)}, is {off * 100:.1f} % {'above' if ceiling else 'below'} the median, wider "
                 f"than the {allowed * 100:g} % rule ({rule.yaml_path}.{key_name}) can hold; "
                 f"narrow it with {_narrowing(key, figure)}{_more_runs(values, rule, ceiling)}, or leave it out with "
-                f"--leave-out {figure}")
+                f"--leave-out {figure if key[0] in ('gpu_health', 'copy_bandwidth') else path}")
             continue
         if len(records) < rule.tight_runs:
             out.notes.append(f"{path}: {len(records)} runs; {rule.tight_runs - len(records)} more would settle its "
