@@ -76,8 +76,12 @@ for name in names:
     path = hist / f"{name}.jsonl"
     if not path.is_file():
         print(f"{name:8} no record"); wrong.append(f"{name}: no record"); continue
-    for line in path.read_text().splitlines():
-        v = json.loads(line)
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    figures = [f"{(v.get('inputs') or {}).get('kind') or (v.get('inputs') or {}).get('dtype')} {v.get('measured') or 0:.1f} "
+               f"{v.get('unit')} {v.get('outcome')}" for v in lines
+               if v.get("type") == "verdict" and v.get("check") in ("hbm_bandwidth", "gemm_throughput")]
+    print(f"{name:8} GPU figures: {'; '.join(figures) or 'none'}")
+    for v in lines:
         if v.get("type") != "verdict" or v.get("check") not in ("history", "drift"):
             continue
         figure = (v.get("inputs") or {}).get("figure")
