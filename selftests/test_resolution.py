@@ -153,8 +153,11 @@ def test_calibrate_states_and_writes_what_each_floor_catches(tmp_path, capsys):
     assert calibrate_main([*map(str, runs), "-o", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "loss caught in 95 % of runs: the floor catches" in printed and "the history rule catches" in printed
+    assert "the base file's table floor catches only" in printed and "coarser than 10 %" in printed
     entry = yaml.safe_load(out.read_text())["gpu_health"]["floors"]["NVIDIA H200"]["hbm_copy"]
-    assert set(entry["provenance"]["resolution"]) == {"step", "false_alarms", "history"}, entry
+    # the floor's own, the history rule's, and the base file's table floor, the peers' and the fleet's on the same runs
+    assert set(entry["provenance"]["resolution"]) == {"step", "false_alarms", "history", "measured", "peers", "fleet"}
+    assert float(entry["provenance"]["resolution"]["measured"].split()[0]) > 10  # the shipped floor is coarse
     assert "prediction bound" in entry["source"]
     floor, _ = load_thresholds(out).gpu_health.floor_rule("hbm_copy", "NVIDIA H200", False)
     assert floor.rule == "calibrated" and 0 < floor.resolution["step"] < 0.10

@@ -149,33 +149,6 @@ def _noise(r: Readings) -> sens.Noise:
     return sens.Noise.of([[v for _, v in sorted(vals)] for vals in r.series.values()], r.within)
 
 
-def _shipped_floors(thresholds, key: str, r: Readings) -> dict:
-    """{"measured": the shipped table's floor, "derived": one derived from the hardware's peaks} in base units,
-    where the shipped file gives one for the hardware the runs were taken on."""
-    parts = key.split(".")
-    hardware = Hardware.from_dict(r.hardware) if r.hardware else None
-    found = []
-    if parts[0] == "gpu_health":
-        found.append(thresholds.gpu_health.floor_rule(parts[3], parts[2], False, hardware)[0])
-        found.append(thresholds.gpu_health.floor_rule(parts[3], "a GPU the table does not name", False, hardware)[0])
-    elif parts[0] == "collectives":
-        found.append(thresholds.busbw_rule(parts[2], parts[3], int(parts[4]), False, r.link_ceiling, None)[0])
-        if parts[2] in ("nvswitch", "pair") and r.link_ceiling:
-            eff, _, _ = thresholds.derived_floor.for_op(parts[3])
-            found.append(type("Derived", (), {"min": eff * r.link_ceiling, "rule": "derived"})())
-    elif parts[0] == "copy_bandwidth":
-        found.append(thresholds.copy_bandwidth.limit_rule(parts[2], parts[3], None, hardware)[0])
-    elif parts[1] == "single_gpu_throughput_floors":
-        found.append(thresholds.training_limits(False).single_gpu_floor(parts[2]))
-    else:
-        found.append(thresholds.training_limits(False).throughput_rule(parts[2], parts[3], int(parts[4]), hardware)[0])
-    out: dict = {}
-    for limit in found:
-        if limit is not None and getattr(limit, "min", None):
-            out.setdefault(getattr(limit, "rule", "measured"), limit.min)
-    return out
-
-
 # -- nights: the history rule and the drift tests, run after run ------------------------------------
 
 
@@ -310,7 +283,8 @@ def measure(thresholds, key: str, r: Readings, draws: int, replays: int, seed: i
     noise = _noise(r)
     history = thresholds.history
     calibration = thresholds.calibration
-    shipped = _shipped_floors(thresholds, key, r)
+    shipped = sens.shipped_floors(thresholds, key, Hardware.from_dict(r.hardware) if r.hardware else None,
+                                  r.link_ceiling)
     peers = thresholds.gpu_health.peers(False)
     fleet = thresholds.fleet(False)
     fleet_rule = fleet.gpus if key.startswith("gpu_health") else (

@@ -62,25 +62,29 @@ class Calibrated:
     gpu_models: tuple = ()  # the GPU model(s) the readings were taken on (one: mixed models are refused)
     resolution: Resolution | None = None  # what the floor catches on these runs (None: a ceiling, not measured)
     history: Resolution | None = None  # what the history rule catches on these runs' noise (None: no rule given)
+    others: dict = field(default_factory=dict)  # rule -> Resolution on these runs: the base file's floor, peers, fleet
 
     @property
     def yaml_path(self) -> str:
         return ".".join(str(k) for k in self.key)
 
 
-def resolutions(figs: list[Figure], floor: float, history=None) -> tuple[Resolution, Resolution | None]:
-    """(the floor's resolution, the history rule's) from `figs`, the readings a floor was calibrated from: each
-    subject's (GPU's, placement's) runs give the noise run to run, their levels the spread between GPUs."""
+def resolutions(figs: list[Figure], floor: float, history=None, base=None) -> tuple:
+    """(the floor's resolution, the history rule's, {rule: resolution} of the base file's floors, the peers and
+    the fleet) from `figs`, the readings a floor was calibrated from: each subject's (GPU's, placement's) runs
+    give the noise run to run, their levels the spread between GPUs. `base`: the thresholds the site file lays
+    its floors over (None: those rules are not said)."""
     by_subject: dict[str, list[Figure]] = {}
     for f in figs:
         by_subject.setdefault(f.subject, []).append(f)
     noise = sensitivity.Noise.of([[f.value for f in sorted(group, key=lambda f: f.started)]
                                   for group in by_subject.values()], [f.within for f in figs])
     floor_res = sensitivity.resolution(sensitivity.floor_losses(noise, floor), noise)
+    others = sensitivity.rule_resolutions(noise, base, figs[0].yaml_path) if base is not None else {}
     if history is None or not noise.deviations:
-        return floor_res, None
+        return floor_res, None, others
     return floor_res, sensitivity.resolution(
-        sensitivity.history_losses(noise, history, history.runs, figure=figs[0].figure), noise)
+        sensitivity.history_losses(noise, history, history.runs, figure=figs[0].figure), noise), others
 
 
 @dataclass
@@ -182,11 +186,12 @@ def _narrowing(key: tuple, figure: str) -> str:
 
 
 def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str, ...] = (),
-              workload: dict | None = None, history=None) -> Calibration:
+              workload: dict | None = None, history=None, base=None) -> Calibration:
     """Floors from `runs`; CalibrationError listing every refused run and figure. `workload`: what the
     base file's training limits are for (TrainingSettings.workload()); training figures of another
     workload are left out, as judge skips them. `history`: the history rule (thresholds' HistoryRule) whose
-    resolution on these runs each entry states beside its floor's (None: the floor's alone)."""
+    resolution on these runs each entry states beside its floor's (None: the floor's alone); `base`: the
+    thresholds it lays its floors over, whose table floor, peer and fleet rules' resolutions it states too."""
     gpu = gpu_figures()  # which verdicts hold a GPU figure, and its kind and unit: as the checks declare them
     problems = [f"{run.path}: {why}" for run in runs if (why := run_problem(run, gpu))]
     if problems:
@@ -245,15 +250,15 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
             out.notes.append(f"{path}: {len(records)} runs; {rule.tight_runs - len(records)} more would settle its "
                              f"spread ({noise * 100:.2f} % now; {rule.yaml_path}.tight_runs)")
         judged_by_history = history is not None and figure in history.figures
-        floor_res, history_res = (resolutions(figs, floor, history if judged_by_history else None) if not ceiling
-                                  else (None, None))
+        floor_res, history_res, others = (resolutions(figs, floor, history if judged_by_history else None, base)
+                                          if not ceiling else (None, None, {}))
         out.entries.append(Calibrated(
             key=key, figure=figure, kind=figs[0].kind, floor=floor, median=median, lowest=max(values) if ceiling else min(values),
             spread=noise,
             n=len(values), runs=len(records), nodes=tuple(sorted({f.host for f in figs})),
             gpus=tuple(sorted({g for f in figs for g in f.gpus})), dates=tuple(sorted({f.started[:10] for f in figs})),
             identified=all(f.identified for f in figs), bound=figs[0].bound, unit=figs[0].unit, gpu_models=tuple(models),
-            resolution=floor_res, history=history_res))
+            resolution=floor_res, history=history_res, others=others))
     if problems:
         raise CalibrationError("\n".join(problems))
     return out

@@ -155,3 +155,56 @@ def peer_losses(noise: Noise, max_below_median: float, mad_k: float, gpus: int =
 
 def resolution(losses: Sequence[float], noise: Noise) -> Resolution:
     return from_critical(losses, noise.describe())
+
+
+def shipped_floors(thresholds, key: str, hardware=None, link_ceiling: float | None = None) -> dict:
+    """{"measured": the file's table floor, "derived": one derived from the hardware's peaks} in base units for
+    the figure whose floor sits at `key` (records.figures.Figure.yaml_path), where the file gives one for that
+    hardware (wirecheck.node.hardware.Hardware; `link_ceiling`: a placement's NV# x per-link speed)."""
+    parts = key.split(".")
+    found = []
+    if parts[0] == "gpu_health" and len(parts) == 4:
+        found.append(thresholds.gpu_health.floor_rule(parts[3], parts[2], False, hardware)[0])
+        if hardware is not None:  # the same GPU as if the table did not name its model
+            found.append(thresholds.gpu_health.floor_rule(parts[3], "", False, hardware)[0])
+    elif parts[0] == "collectives" and parts[1] == "floors" and len(parts) == 5:
+        found.append(thresholds.busbw_rule(parts[2], parts[3], int(parts[4]), False, link_ceiling, None)[0])
+        if link_ceiling and parts[2] not in ("pcie", "forced_pcie", "network"):
+            eff, _, _ = thresholds.derived_floor.for_op(parts[3])
+            found.append(_Derived(eff * link_ceiling))
+    elif parts[0] == "copy_bandwidth" and len(parts) == 4:
+        found.append(thresholds.copy_bandwidth.limit_rule(parts[2], parts[3], None, hardware)[0])
+    elif parts[:2] == ["training", "single_gpu_throughput_floors"]:
+        found.append(thresholds.training_limits(False).single_gpu_floor(parts[2]))
+    elif parts[:2] == ["training", "throughput_floors"] and len(parts) == 5:
+        found.append(thresholds.training_limits(False).throughput_rule(parts[2], parts[3], int(parts[4]), hardware)[0])
+    out: dict = {}
+    for limit in found:
+        if limit is not None and getattr(limit, "min", None):
+            out.setdefault(getattr(limit, "rule", "measured"), limit.min)
+    return out
+
+
+@dataclass(frozen=True)
+class _Derived:
+    min: float
+    rule: str = "derived"
+
+
+def rule_resolutions(noise: Noise, thresholds, key: str, hardware=None, link_ceiling: float | None = None,
+                     draws: int = DRAWS) -> dict:
+    """rule -> Resolution of the rules that can judge the figure at `key` besides a calibrated floor and the
+    history: the file's table floor (`measured`) and a derived one, the node's peers (GPU figures, a node of 8),
+    the fleet (50 nodes), on `noise`."""
+    out = {}
+    for rule, floor in shipped_floors(thresholds, key, hardware, link_ceiling).items():
+        out[rule] = resolution(floor_losses(noise, floor, draws), noise)
+    fleet = thresholds.fleet(False)
+    if key.startswith("gpu_health"):
+        peers = thresholds.gpu_health.peers(False)
+        out["peers"] = resolution(peer_losses(noise, peers.max_below_median, peers.mad_k, 8, draws), noise)
+        rule = fleet.gpus
+    else:
+        rule = fleet.busbw if key.startswith(("collectives", "copy_bandwidth")) else fleet.throughput
+    out["fleet"] = resolution(peer_losses(noise, rule.max_below_median, rule.mad_k, 50, draws), noise)
+    return out

@@ -66,8 +66,9 @@ def _percent(fraction: float) -> str:
 def _catches(r) -> str:
     if r.cries_wolf:
         return f"no resolution: it fails {percent(r.false_alarm)} of these clean runs"
-    caught = f"catches {percent(r.step)} (false alarms {percent(r.false_alarm)})"
-    return caught + (f": coarser than {COARSE * 100:g} %, a smaller loss passes it" if r.coarse else "")
+    if r.coarse:
+        return f"catches only {percent(r.step)}, coarser than {COARSE * 100:g} %"
+    return f"catches {percent(r.step)} (false alarms {percent(r.false_alarm)})"
 
 
 def resolution_line(c: Calibrated) -> str | None:
@@ -77,6 +78,9 @@ def resolution_line(c: Calibrated) -> str | None:
     line = f"the floor {_catches(c.resolution)}"
     if c.history is not None:
         line += f"; the history rule {_catches(c.history)}"
+    names = {"measured": "the base file's table floor", "derived": "a floor derived from the GPU's peaks",
+             "peers": "the peer rule (8 GPUs like these)", "fleet": "the fleet rule (50 nodes like these)"}
+    line += "".join(f"; {names[rule]} {_catches(r)}" for rule, r in c.others.items() if rule in names)
     return f"{line} ({c.resolution.how})"
 
 
@@ -130,7 +134,8 @@ def _entry(c: Calibrated, rule_path: str, calibration, few_hosts: str | None = N
     if c.resolution is not None:
         provenance["resolution"] = {"step": _percent(c.resolution.step),
                                     "false_alarms": _percent(c.resolution.false_alarm),
-                                    **({"history": _percent(c.history.step)} if c.history else {})}
+                                    **({"history": _percent(c.history.step)} if c.history else {}),
+                                    **{rule: _percent(r.step) for rule, r in c.others.items()}}
     if c.bound == "max":
         provenance["highest"] = provenance.pop("lowest")
         edge = f"highest {shown(c.lowest)}"
@@ -167,7 +172,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         base = load_thresholds(base_path)
         rule = (load_thresholds(Path(args.thresholds)) if args.thresholds else base).calibration
         result = calibrate(runs, rule, tuple(args.leave_out), base.training_settings(False).workload(),
-                           base.history_rule)
+                           base.history_rule, base)
     except (RecordFileError, ThresholdsError, CalibrationError) as exc:
         lines = str(exc).splitlines()
         print(f"wirecheck calibrate: refused: {lines[0]}" if isinstance(exc, CalibrationError)

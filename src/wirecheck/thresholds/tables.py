@@ -128,10 +128,10 @@ FILE_RULES = ("measured", "calibrated")  # the rules a file can state; the other
 ENTRY_EXTRAS = {
     "rule": "calibrated  (measured: the default, a reading on this hardware; calibrated: wirecheck calibrate)",
     "provenance": "{nodes: [...], gpus: [...], dates: [...], n: 5, spread: \"0.6 %\", resolution: {step: \"2.1 %\", "
-                  "false_alarms: \"0.0 %\", history: \"0.6 %\"}}  (what a calibrated limit was made from, and the losses "
-                  "it catches)",
+                  "false_alarms: \"0.0 %\", history: \"0.6 %\", measured: ..., peers: ..., fleet: ...}}  (what a "
+                  "calibrated limit was made from, and the losses it and the other rules catch on those runs)",
 }
-RESOLUTION_KEYS = ("step", "false_alarms", "history")
+RESOLUTION_KEYS = ("step", "false_alarms", "history", "measured", "derived", "peers", "fleet")
 
 
 def entry_resolution(f: dict[str, _At]) -> Mapping[str, float] | None:
@@ -140,7 +140,8 @@ def entry_resolution(f: dict[str, _At]) -> Mapping[str, float] | None:
         return None
     at = f["provenance"].child("resolution")
     fields = at.fields("a limit's resolution", required={"step": '"2.1 %"'},
-                       optional={"false_alarms": '"0.0 %"', "history": '"0.6 %"'})
+                       optional={"false_alarms": '"0.0 %"', "history": '"0.6 %"', "measured": '"12.6 %"',
+                                 "derived": '"13.8 %"', "peers": '"11.3 %"', "fleet": '"11.3 %"'})
     return MappingProxyType({k: fields[k].quantity("percent") for k in RESOLUTION_KEYS if k in fields})
 
 
