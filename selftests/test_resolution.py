@@ -167,3 +167,24 @@ def test_calibrate_states_and_writes_what_each_floor_catches(tmp_path, capsys):
     row = next(line for line in table.splitlines() if line.startswith("hbm_bandwidth (copy)"))
     assert "calibrated" in row and f"{floor.resolution['step'] * 100:.1f} %" in row, row
     assert "catches (95 %)" in table and any(line.startswith("history ") for line in table.splitlines())
+
+
+def test_limits_shows_what_each_shipped_bound_catches_on_the_recorded_noise(capsys):
+    """fixtures/resolution.yaml (scripts/bench/sensitivity.py --write) beside each bound: the shipped H200 GPU floors
+    coarser than 10 %, the history rule's per figure, a bound of hardware nobody recorded "not measured"."""
+    from wirecheck.thresholds import sensitivity as measured
+
+    source, figures = measured.load()
+    assert "scripts/bench/sensitivity.py" in source
+    gemm = figures["gpu_health.floors.NVIDIA H200.gemm_bf16"]
+    assert gemm["measured"].coarse and gemm["history"].step < 0.03 and not gemm["history"].cries_wolf
+    assert limits_main(["--profile", "h200-sxm-2", "--json"]) == 0
+    import json
+    rows = json.loads(capsys.readouterr().out)["limits"]
+    floor = next(r for r in rows if r["check"] == "gemm_throughput (bf16)")
+    assert floor["resolution"]["coarse"] and floor["resolution"]["step"] > 0.10, floor
+    history = next(r for r in rows if r["check"] == "history gemm_throughput (bf16)")
+    assert history["rule"] == "history" and 0 < history["resolution"]["step"] < 0.03, history
+    assert limits_main(["--profile", "h100-sxm-8"]) == 0
+    table = capsys.readouterr().out
+    assert "not measured" in table and "catches (95 %)" in table

@@ -22,7 +22,7 @@ from wirecheck.checks import check
 from wirecheck.checks.advice import Advice
 from wirecheck.checks.history import _fmt, _past, margin_of
 from wirecheck.core.resolution import percent
-from wirecheck.core.trend import cusum
+from wirecheck.core.trend import cusum, detrended_noise
 from wirecheck.core.verdict import FAIL, PASS, WARN, Verdict, cite, skip
 from wirecheck.records.figures import display
 
@@ -64,7 +64,9 @@ def drift(thresholds, *, figure: str, key: str, subject: str, where: str, kind: 
                                  f"({rule.baseline} for its reference, {rule.yaml_path}.baseline, then "
                                  f"{rule.min_after}, .min_after)", measured=value * scale, unit=unit_shown, rule="history")
     measured = [w for w in [within] + [h.get("within") for h in past] if isinstance(w, (int, float)) and w > 0]
-    floor = max(rule.min_noise, statistics.median(measured) if measured else 0.0)
+    # the noise it standardizes by: at least the floor, the figure's within-run noise and the whole series' noise
+    # about its trend (a quiet reference of 8 runs must not make a noisy figure look like it fell)
+    floor = max(rule.min_noise, statistics.median(measured) if measured else 0.0, detrended_noise(series[:-1]))
     d = cusum(series, rule.baseline, floor, rule.k, rule.h)
     reference = (f"its reference {_fmt(kind, d.reference, unit)} (the median of its runs {dates[0]} to "
                  f"{dates[rule.baseline - 1]}, noise {percent(d.sigma)})")
@@ -84,8 +86,12 @@ def drift(thresholds, *, figure: str, key: str, subject: str, where: str, kind: 
     details = {"reference": d.reference * scale, "noise": d.sigma, "cusum": d.statistic, "h": rule.h,
                "loss": d.loss, "per_run": d.per_run, "began": None if d.began is None else dates[d.began],
                "began_index": d.began, "runs": len(series), "warn_at": warn_at, "fail_at": fail_at}
-    if not d.alarm or d.loss < warn_at:
-        found = (f"CUSUM {d.statistic:.1f} past {rule.h:g}, but a loss under the {percent(warn_at)} it warns from"
+    # a fall is runs, not one night: a single low run is the history rule's to judge (min_after runs since it began)
+    sustained = d.began is not None and len(series) - d.began >= rule.min_after
+    if not d.alarm or not sustained or d.loss < warn_at:
+        found = (f"CUSUM {d.statistic:.1f} past {rule.h:g} on {len(series) - d.began} run(s): a fall is judged from "
+                 f"{rule.min_after} on" if d.alarm and not sustained else
+                 f"CUSUM {d.statistic:.1f} past {rule.h:g}, but a loss under the {percent(warn_at)} it warns from"
                  if d.alarm else f"CUSUM {d.statistic:.1f} of {rule.h:g} noise units" if d.statistic > 0
                  else "no run below its reference by more than its allowance")
         return Verdict("", what, where, PASS,

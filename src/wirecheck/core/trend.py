@@ -45,6 +45,21 @@ def theil_sen(values: list[float]) -> tuple[float, float]:
     return slope, statistics.median(v - slope * i for i, v in enumerate(values))
 
 
+def detrended_noise(values: list[float]) -> float:
+    """The relative noise of `values` about their Theil-Sen line: 1.4826 x the MAD of the residuals over the
+    median value. A steady fall does not count as noise (a ramp's values spread, its residuals do not), and a
+    series of 30 runs measures it far better than the 8 of a reference: a floor for the CUSUM's noise, so
+    that a reference that happened to be quiet does not make a noisy figure look like it fell."""
+    if len(values) < 3:
+        return 0.0
+    per_run, intercept = theil_sen(values)
+    residuals = [v - (intercept + per_run * i) for i, v in enumerate(values)]
+    level = statistics.median(values)
+    if level <= 0:
+        return 0.0
+    return 1.4826 * statistics.median(abs(r) for r in residuals) / level
+
+
 def _level_since(values: list[float], start: int) -> tuple[float, float]:
     """(the level at the last run, the slope per run) of values[start:] by Theil-Sen: for a step the
     median of the runs since, for a ramp where the ramp has reached."""

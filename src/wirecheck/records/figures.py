@@ -279,16 +279,14 @@ def run_figures(run: RunRecord, gpu: GpuFigures) -> list[Figure]:
     return out
 
 
-# The checks that judge a figure against its own past: a figure one of them failed is left out of later histories.
-HISTORY_CHECKS = ("history", "drift")
-
-
 def history_figures(folder: str | Path, gpu: GpuFigures,
                     exclude: str | Path | None = None) -> tuple[list[Figure], list[str]]:
     """The figures of every hardware run recorded under `folder` (searched recursively), but
     `exclude` (the run being judged), and the files left out with why. A figure its run failed (its
-    own check other than by its table limit, or its history or drift check) is left out too: a GPU that
-    degrades keeps failing against its good nights instead of becoming its own baseline."""
+    own check other than by its table limit, or its history check) is left out too: a GPU that degrades
+    keeps failing against its good nights instead of becoming its own baseline. A night the drift rule
+    failed is kept: the drift rule measures a fall against its oldest runs, and leaving its own nights out
+    would narrow the noise it reads until it fails clean ones (scripts/bench/sensitivity.py saw that)."""
     figures: list[Figure] = []
     skipped: list[str] = []
     gone = Path(exclude).resolve() if exclude else None
@@ -303,6 +301,6 @@ def history_figures(folder: str | Path, gpu: GpuFigures,
         if run.simulated:
             continue
         failed_history = {((v.get("inputs") or {}).get("subject"), (v.get("inputs") or {}).get("key"))
-                          for v in run.verdicts if v.get("check") in HISTORY_CHECKS and v.get("outcome") == "fail"}
+                          for v in run.verdicts if v.get("check") == "history" and v.get("outcome") == "fail"}
         figures += [f for f in run_figures(run, gpu) if f.trusted and (f.subject, f.yaml_path) not in failed_history]
     return figures, skipped

@@ -53,7 +53,8 @@ class DriftRule:
     """The drift rule over each GPU's and placement's last `runs` (wirecheck.checks.drift): Page's CUSUM
     of its shortfall against the median of the oldest `baseline` runs, in units of their noise (at least
     `min_noise`), less `k`; past `h` the series fell. It warns from max(`warn_at`, `noise_k` x noise) below
-    that reference and fails from max(`fail_at`, `noise_k` x noise), naming the run where the fall began.
+    that reference and fails from max(`fail_at`, `noise_k` x noise), naming the run where the fall began,
+    once the fall has lasted `min_after` runs (one low run is the history rule's).
     Fewer than `baseline` + `min_after` runs: said, not judged; a noise whose `noise_k` multiple is wider
     than history.max_margin: said too noisy, not judged."""
 
