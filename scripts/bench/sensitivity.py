@@ -19,10 +19,11 @@ machines), or of the one 2x H200 machine (its records name no serials; the folde
 training figures of the workload thresholds.yaml judges today (micro-batch 8). Its runs were minutes to
 a day apart: the noise of weeks (drivers, seasons) is not in them, and the table says so.
 
-    .venv/bin/python scripts/bench/sensitivity.py [--markdown] [--json OUT.json] [--draws N] [--replays N]
+    .venv/bin/python scripts/bench/sensitivity.py [--markdown] [--json OUT.json] [--draws N] [--replays N] [--write]
+    .venv/bin/python scripts/bench/sensitivity.py --from-json OUT.json     # the tables of a saved run
 
 Not a test: it judges nothing and asserts nothing; docs/records.md quotes its table and the README its
-headline. Plain Python (no numpy): about a minute on one core with the defaults.
+headline. Plain Python (no numpy): 15-20 minutes on one core with the defaults (`--replays 50`: about 5).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ RAMPS = (0.05 / 28, 0.0025, 0.005, 0.01)  # 5 % over four weeks, then the three 
 CLEAN_NIGHTS, RAMP_NIGHTS, WITHIN_NIGHTS = 10, 30, 14
 PEER_GPUS, FLEET_NODES = 8, 50
 
-# The figures tabulated, in order: (thresholds key, level or None, label, the issue's target: (step, rule) or None)
+# The figures tabulated, in order: (thresholds key, level or None, label, the loss it is aimed to catch or None)
 FIGURES = (
     ("gpu_health.floors.NVIDIA H200.hbm_copy", "acceptance", "HBM copy", 0.01),
     ("gpu_health.floors.NVIDIA H200.hbm_read", "acceptance", "HBM read", 0.03),
