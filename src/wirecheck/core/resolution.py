@@ -50,6 +50,8 @@ class Resolution:
         if self.cries_wolf:
             return (f"no resolution: it fails {percent(self.false_alarm)} of clean runs (over the "
                     f"{MAX_FALSE * 100:g} % a rule may), {self.how}")
+        if self.step >= 1.0:
+            return f"no resolution: too noisy to judge in over {(1 - CATCH) * 100:g} % of its runs ({self.how})"
         caught = f"catches a loss of {percent(self.step)} in {CATCH * 100:g} % of runs"
         if self.coarse:
             return (f"coarse: it {caught}, worse than {COARSE * 100:g} %: a smaller loss passes it ({alarms}; "
@@ -60,6 +62,8 @@ class Resolution:
         """For a table cell: "2.1 %", "> 10 % (13.6 %)", "cries wolf (2.3 %)"."""
         if self.cries_wolf:
             return f"cries wolf ({percent(self.false_alarm)} false)"
+        if self.step >= 1.0:  # over 5 % of its histories too noisy to judge: no loss is caught in 95 % of runs
+            return "none: too noisy"
         if self.coarse:
             return f"> {COARSE * 100:g} % ({percent(self.step)})"
         return percent(self.step)
