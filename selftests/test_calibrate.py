@@ -24,7 +24,8 @@ REFERENCE_2X = REFERENCE.parent / "h200-sxm-2" / "wirecheck-2026-12-01"
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     out = tmp_path_factory.mktemp("site") / "site.yaml"
-    assert main(["calibrate", *map(str, CLEAN), "-o", str(out), "--leave-out", "gemm_bf16"]) == 0
+    # the GEMM figures of these runs were timed in the 50-product window (4.4 % and 2.6 % spread): too noisy to hold
+    assert main(["calibrate", *map(str, CLEAN), "-o", str(out), "--leave-out", "gemm_bf16", "--leave-out", "gemm_fp8"]) == 0
     return out
 
 
@@ -53,8 +54,7 @@ def test_its_floors_pass_every_run_they_came_from(site):
         assert not failed, (path, failed)
 
 
-@pytest.mark.parametrize("figure", ["hbm_copy", "hbm_read", "gemm_fp8", "sustained_bf16", "h2d",
-                                    "single_gpu_throughput"])
+@pytest.mark.parametrize("figure", ["hbm_copy", "hbm_read", "sustained_bf16", "h2d", "single_gpu_throughput"])
 def test_a_gpu_figure_10_percent_lower_fails_against_them_and_passes_the_shipped_floors(site, tmp_path, figure,
                                                                                        capsys):
     low = edited(CLEAN[3], tmp_path / "low.jsonl", scale={figure: 0.9})
@@ -74,8 +74,10 @@ def _refused(capsys, *args) -> str:
 
 def test_a_figure_too_noisy_for_a_10_percent_rule_is_refused_with_its_spread_and_the_fix(tmp_path, capsys):
     err = _refused(capsys, *CLEAN, "-o", tmp_path / "s.yaml")
-    assert "gpu_health.floors.NVIDIA H200.gemm_bf16: spread 4.4 %" in err and "13.2 % below the median" in err, err
+    # 9 readings 4.4 % apart: the floor that keeps false alarms under 1 % sits 21.5 % under their median
+    assert "gpu_health.floors.NVIDIA H200.gemm_bf16: spread 4.4 %" in err and "21.5 % below the median" in err, err
     assert "gpu_health.hardware.gemm.iters" in err and "--leave-out gemm_bf16" in err
+    assert "gpu_health.floors.NVIDIA H200.gemm_fp8: spread 2.6 %" in err and "12.0 % below the median" in err, err
     assert not (tmp_path / "s.yaml").exists()
 
 
@@ -106,7 +108,7 @@ def test_mixed_gpu_models_under_one_key_are_refused(tmp_path, capsys):
 def test_a_run_that_names_its_gpu_serials_puts_them_in_the_provenance(tmp_path):
     runs = [edited(p, tmp_path / f"r{i}.jsonl", serial="1652823000001") for i, p in enumerate(CLEAN)]
     out = tmp_path / "site.yaml"
-    assert main(["calibrate", *map(str, runs), "-o", str(out), "--leave-out", "gemm_bf16"]) == 0
+    assert main(["calibrate", *map(str, runs), "-o", str(out), "--leave-out", "gemm_bf16", "--leave-out", "gemm_fp8"]) == 0
     p = yaml.safe_load(out.read_text())["gpu_health"]["floors"]["NVIDIA H200"]["hbm_read"]["provenance"]
     assert p["gpus"] == ["serial 1652823000001"] and "gpus_note" not in p
 
@@ -114,7 +116,10 @@ def test_a_run_that_names_its_gpu_serials_puts_them_in_the_provenance(tmp_path):
 def test_busbw_floors_and_latency_ceilings_per_placement_class_from_the_2x_h200_runs(tmp_path):
     runs = [REFERENCE_2X / f"run{i}.jsonl" for i in (1, 2, 3)]
     out = tmp_path / "site.yaml"
-    assert main(["calibrate", *map(str, runs), "-o", str(out)]) == 0
+    # three runs: the floors whose noise would put them more than 10 % under the median are refused (their
+    # prediction bound from three runs is 8 standard deviations): left out here, by key or figure
+    assert main(["calibrate", *map(str, runs), "-o", str(out), "--leave-out", "collectives.floors.forced_pcie.all_reduce.2",
+                 "--leave-out", "collectives.floors.pair.all_reduce.2", "--leave-out", "h2d"]) == 0
     doc = yaml.safe_load(out.read_text())
     busbw = doc["collectives"]["floors"]["nvswitch"]["all_reduce"][2]
     latency = doc["collectives"]["latency"]["ceilings"]["nvswitch"]["all_reduce"][2]
@@ -173,7 +178,8 @@ def test_a_run_whose_gpu_fell_below_its_peers_is_refused(tmp_path, capsys):
 def test_runs_of_fewer_than_three_hosts_are_said_in_the_output_and_the_file(tmp_path, capsys):
     """Four runs of one host wrote site floors without a word that they are that node's figures."""
     out = tmp_path / "site.yaml"
-    assert main(["calibrate", *map(str, CLEAN[1:5]), "-o", str(out), "--leave-out", "gemm_bf16"]) == 0
+    assert main(["calibrate", *map(str, CLEAN[1:5]), "-o", str(out), "--leave-out", "gemm_bf16",
+                 "--leave-out", "gemm_fp8"]) == 0  # the 50-product GEMM window of these runs: too noisy for a floor
     said = capsys.readouterr().out
     warning = ("the 4 runs come from 1 host(s) (vm), fewer than 3 (thresholds.yaml: calibration.min_runs): these floors "
                "are that node's figures, not the site's")
@@ -184,5 +190,6 @@ def test_runs_of_fewer_than_three_hosts_are_said_in_the_output_and_the_file(tmp_
     assert entry["provenance"]["nodes"] == ["vm"] and entry["provenance"]["nodes_note"].startswith(f"WARNING: {warning}")
     # the same runs as three nodes' (edited hosts): nothing to warn of
     hosts = [edited(p, tmp_path / f"n{i}.jsonl", host=f"node{i % 3}") for i, p in enumerate(CLEAN[1:5])]
-    assert main(["calibrate", *map(str, hosts), "-o", str(tmp_path / "three.yaml"), "--leave-out", "gemm_bf16"]) == 0
+    assert main(["calibrate", *map(str, hosts), "-o", str(tmp_path / "three.yaml"), "--leave-out", "gemm_bf16",
+                 "--leave-out", "gemm_fp8"]) == 0
     assert "WARNING" not in capsys.readouterr().out and "WARNING" not in (tmp_path / "three.yaml").read_text()

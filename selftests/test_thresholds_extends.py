@@ -68,7 +68,7 @@ def test_errors_name_the_file_and_line_that_hold_them(tmp_path, site_text, expec
 
 
 def test_a_mistake_in_the_base_names_the_base_not_the_file_that_extends_it(tmp_path):
-    text = SHIPPED.read_text().replace("history: {runs: 10,", "history: {runs: ten,", 1)
+    text = SHIPPED.read_text().replace("history: {runs: 14,", "history: {runs: ten,", 1)
     assert text != SHIPPED.read_text()
     _write(tmp_path / "base.yaml", text)
     site = _write(tmp_path / "site.yaml", "extends: base.yaml\ngpu_health: {}\n")

@@ -1,7 +1,9 @@
 """Each GPU (by serial or UUID) and placement against its own last runs: the stable figures this run
 measured (HBM copy and read, the sustained GEMM median, fp8, host copies, busbw at the floor size,
 training throughput; thresholds.yaml history.figures) against the same GPU's or placement's figures in
-the history folder (--history DIR, default the folder of this run's record, .wirecheck/).
+the history folder (--history DIR, default the folder of this run's record, .wirecheck/): the median
+rule (wirecheck.checks.history) and, over the longer window of history.drift, the drift rule
+(wirecheck.checks.drift), which warns on a slow fall and fails at its bound.
 
 Runs last, once the figures are in this run's record; it reads them back from there and judges each
 with wirecheck.checks.history, whose inputs are the history's figures themselves (so `wirecheck judge`
@@ -11,13 +13,14 @@ starts the history. Nothing here touches a GPU: the pytest process reads record 
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
 
-from pytest_wirecheck.reporting import verdicts_key
+from pytest_wirecheck.reporting import VerdictWarning, verdicts_key
 from wirecheck import checks
-from wirecheck.core.verdict import FAIL, SKIP
+from wirecheck.core.verdict import FAIL, SKIP, WARN
 from wirecheck.records.file import RecordFileError, read_run
 
 # After every measuring module, before the error counters read at the very end; with -m health too (a GPU's
@@ -42,11 +45,17 @@ def test_figures_against_history(node, reporter, request):
     past, _ = checks.history.past_figures(folder, exclude=this)
     verdicts = []
     for fig in figures:
-        verdict = checks.history.history(node.thresholds, **checks.history.history_inputs(fig, past, rule.runs))
-        reporter.verdict(verdict, request.node.nodeid)
-        request.node.stash.setdefault(verdicts_key, []).append(verdict)
-        verdicts.append(verdict)
+        judged = [checks.history.history(node.thresholds, **checks.history.history_inputs(fig, past, rule.runs))]
+        if rule.drift is not None:
+            judged.append(checks.drift.drift(node.thresholds, **checks.history.history_inputs(fig, past, rule.drift.runs)))
+        for verdict in judged:
+            reporter.verdict(verdict, request.node.nodeid)
+            request.node.stash.setdefault(verdicts_key, []).append(verdict)
+            verdicts.append(verdict)
     failed = [v for v in verdicts if v.outcome == FAIL]
     assert not failed, "\n".join(v.message for v in failed)
     if all(v.outcome == SKIP for v in verdicts):
         pytest.skip(f"nothing compared yet: {verdicts[0].message}")
+    for v in verdicts:
+        if v.outcome == WARN:
+            warnings.warn(VerdictWarning(v.message))

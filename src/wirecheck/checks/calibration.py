@@ -6,6 +6,10 @@ GPU's tokens/s); its readings give a median, a spread (scaled MAD / median) and 
 `calibration` rule of thresholds.yaml. Runs that cannot be trusted are refused, never averaged in:
 a failed, interrupted or cut-short run, a simulation, a key that mixes GPU models, too few runs, and
 a figure too noisy to hold the rule (its spread named, with what would narrow it).
+
+Each floor also states its resolution (wirecheck.checks.sensitivity, by resampling these runs): the loss it
+catches in 95 % of runs and its false alarms on them, and the loss the history rule catches on the same
+runs' noise run to run, so that the site knows what its floors can see before a GPU slows.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ import statistics
 from dataclasses import dataclass, field
 
 from wirecheck.core.peer_stats import relative_spread
-from wirecheck.checks import gpu_figures
+from wirecheck.core import trend
+from wirecheck.core.resolution import Resolution, prediction_factor
+from wirecheck.checks import gpu_figures, sensitivity
 from wirecheck.records.figures import Figure, GpuFigures, limit_only, run_figures
 from wirecheck.records.file import RunRecord
 from wirecheck.thresholds.baselines import CalibrationRule
@@ -54,10 +60,31 @@ class Calibrated:
     bound: str = "min"  # min: a floor; max: a ceiling (latency)
     unit: str | None = None  # the unit it is written in, where its declaration says it (a GPU figure); None: its kind's
     gpu_models: tuple = ()  # the GPU model(s) the readings were taken on (one: mixed models are refused)
+    resolution: Resolution | None = None  # what the floor catches on these runs (None: a ceiling, not measured)
+    history: Resolution | None = None  # what the history rule catches on these runs' noise (None: no rule given)
+    others: dict = field(default_factory=dict)  # rule -> Resolution on these runs: the base file's floor, peers, fleet
 
     @property
     def yaml_path(self) -> str:
         return ".".join(str(k) for k in self.key)
+
+
+def resolutions(figs: list[Figure], floor: float, history=None, base=None) -> tuple:
+    """(the floor's resolution, the history rule's, {rule: resolution} of the base file's floors, the peers and
+    the fleet) from `figs`, the readings a floor was calibrated from: each subject's (GPU's, placement's) runs
+    give the noise run to run, their levels the spread between GPUs. `base`: the thresholds the site file lays
+    its floors over (None: those rules are not said)."""
+    by_subject: dict[str, list[Figure]] = {}
+    for f in figs:
+        by_subject.setdefault(f.subject, []).append(f)
+    noise = sensitivity.Noise.of([[f.value for f in sorted(group, key=lambda f: f.started)]
+                                  for group in by_subject.values()], [f.within for f in figs])
+    floor_res = sensitivity.resolution(sensitivity.floor_losses(noise, floor), noise)
+    others = sensitivity.rule_resolutions(noise, base, figs[0].yaml_path) if base is not None else {}
+    if history is None or not noise.deviations:
+        return floor_res, None, others
+    return floor_res, sensitivity.resolution(
+        sensitivity.history_losses(noise, history, history.runs, figure=figs[0].figure), noise), others
 
 
 @dataclass
@@ -86,15 +113,27 @@ def spread(values: list[float]) -> float:
     return relative_spread(values)
 
 
+def margin_of(values: list[float], rule: CalibrationRule) -> float:
+    """How far under the lowest reading (over the highest, for a ceiling) the limit sits: max(min_margin,
+    the prediction bound at the rule's false-alarm rate x the readings' noise)."""
+    return max(rule.min_margin, prediction_factor(len(values), rule.false_alarms) * trend.noise(values))
+
+
 def floor_of(values: list[float], rule: CalibrationRule) -> float:
-    """min(lowest x (1 - min_margin), median x (1 - mad_k x spread)): below every reading it was
-    made from, and wider where the readings are noisy."""
+    """lowest x (1 - margin_of): below every reading it was made from, and wider where the readings are
+    noisy or few. A rule without `false_alarms` (a file written before it): min(lowest x (1 - min_margin),
+    median x (1 - mad_k x spread))."""
+    if rule.false_alarms:
+        return min(values) * (1 - margin_of(values, rule))
     return min(min(values) * (1 - rule.min_margin), statistics.median(values) * (1 - rule.mad_k * spread(values)))
 
 
 def ceiling_of(values: list[float], rule: CalibrationRule) -> float:
-    """The mirror of floor_of for a figure where lower is better (latency): above every reading."""
-    return max(max(values) * (1 + rule.min_margin), statistics.median(values) * (1 + rule.mad_k * spread(values)))
+    """For a figure where lower is better (small-message latency): max(highest x (1 + min_margin), median x
+    (1 + mad_k x spread)), above every reading. Latency moves 4-50 % between runs (graph replay or not, the
+    protocol NCCL picks) and its ceilings catch a path that doubles it: a prediction bound on that noise would
+    sit far past the doubling, so the ceiling keeps the spread rule (mad_k, 3 x without one)."""
+    return max(max(values) * (1 + rule.min_margin), statistics.median(values) * (1 + (rule.mad_k or 3.0) * spread(values)))
 
 
 def run_problem(run: RunRecord, gpu: GpuFigures) -> str | None:
@@ -129,6 +168,15 @@ def limit_failures(run: RunRecord, gpu: GpuFigures) -> list[str]:
             "these runs" for v in run.verdicts if v.get("outcome") == "fail" and limit_only(v, gpu)]
 
 
+def _more_runs(values: list[float], rule: CalibrationRule, ceiling: bool) -> str:
+    """What more runs would do where few widen the bound (the prediction bound of 3 runs is 2.7 times that of 10)."""
+    if ceiling or not rule.false_alarms or len(values) >= rule.tight_runs:
+        return ""
+    then = max(rule.min_margin, prediction_factor(rule.tight_runs, rule.false_alarms) * trend.noise(values))
+    return f", or give {rule.tight_runs} runs or more (with {len(values)} the margin widens; with {rule.tight_runs} " \
+           f"as noisy it would be {then * 100:.1f} % under the lowest)"
+
+
 def _narrowing(key: tuple, figure: str) -> str:
     if key[:2] == ("collectives", "latency"):
         return NARROWING["latency"]
@@ -138,10 +186,12 @@ def _narrowing(key: tuple, figure: str) -> str:
 
 
 def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str, ...] = (),
-              workload: dict | None = None) -> Calibration:
+              workload: dict | None = None, history=None, base=None) -> Calibration:
     """Floors from `runs`; CalibrationError listing every refused run and figure. `workload`: what the
     base file's training limits are for (TrainingSettings.workload()); training figures of another
-    workload are left out, as judge skips them."""
+    workload are left out, as judge skips them. `history`: the history rule (thresholds' HistoryRule) whose
+    resolution on these runs each entry states beside its floor's (None: the floor's alone); `base`: the
+    thresholds it lays its floors over, whose table floor, peer and fleet rules' resolutions it states too."""
     gpu = gpu_figures()  # which verdicts hold a GPU figure, and its kind and unit: as the checks declare them
     problems = [f"{run.path}: {why}" for run in runs if (why := run_problem(run, gpu))]
     if problems:
@@ -193,17 +243,22 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
                 f"median {figs[0].shown(median)}): the {'ceiling' if ceiling else 'floor'} these runs allow, "
                 f"{figs[0].shown(floor)}, is {off * 100:.1f} % {'above' if ceiling else 'below'} the median, wider "
                 f"than the {allowed * 100:g} % rule ({rule.yaml_path}.{key_name}) can hold; "
-                f"narrow it with {_narrowing(key, figure)}, or leave it out with --leave-out {figure}")
+                f"narrow it with {_narrowing(key, figure)}{_more_runs(values, rule, ceiling)}, or leave it out with "
+                f"--leave-out {figure if key[0] in ('gpu_health', 'copy_bandwidth') else path}")
             continue
         if len(records) < rule.tight_runs:
             out.notes.append(f"{path}: {len(records)} runs; {rule.tight_runs - len(records)} more would settle its "
                              f"spread ({noise * 100:.2f} % now; {rule.yaml_path}.tight_runs)")
+        judged_by_history = history is not None and figure in history.figures
+        floor_res, history_res, others = (resolutions(figs, floor, history if judged_by_history else None, base)
+                                          if not ceiling else (None, None, {}))
         out.entries.append(Calibrated(
             key=key, figure=figure, kind=figs[0].kind, floor=floor, median=median, lowest=max(values) if ceiling else min(values),
             spread=noise,
             n=len(values), runs=len(records), nodes=tuple(sorted({f.host for f in figs})),
             gpus=tuple(sorted({g for f in figs for g in f.gpus})), dates=tuple(sorted({f.started[:10] for f in figs})),
-            identified=all(f.identified for f in figs), bound=figs[0].bound, unit=figs[0].unit, gpu_models=tuple(models)))
+            identified=all(f.identified for f in figs), bound=figs[0].bound, unit=figs[0].unit, gpu_models=tuple(models),
+            resolution=floor_res, history=history_res, others=others))
     if problems:
         raise CalibrationError("\n".join(problems))
     return out

@@ -106,8 +106,9 @@ def _figure(thresholds, *, figure: str, what: str, advice: Advice, gpu: int, bus
                Floor("gpu_health.floors.<model>.hbm_read", unit="GB/s", label="HBM read", peak="memory")))
 def hbm_bandwidth(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | None, kind: str,
                   bytes_per_s: float | None, peers: dict, simulated: bool, foreign_processes: list | None = None,
-                  error: str | None = None, hardware: dict | None = None) -> Verdict:
-    """HBM bandwidth of one GPU: `kind` copy (device to device, read+write counted) or read (a sum)."""
+                  error: str | None = None, hardware: dict | None = None, noise: dict | None = None) -> Verdict:
+    """HBM bandwidth of one GPU: `kind` copy (device to device, read+write counted) or read (a sum). `noise`:
+    its repeats within the run (read by the history rule and calibration, not judged here)."""
     what = {"copy": "HBM copy bandwidth (read+write)", "read": "HBM read bandwidth"}[kind]
     return _figure(thresholds, figure=f"hbm_{kind}", what=what, advice=_HBM_BANDWIDTH, gpu=gpu, bus_id=bus_id,
                    gpu_model=gpu_model, value=bytes_per_s, peers=peers, simulated=simulated,
@@ -121,8 +122,10 @@ def hbm_bandwidth(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | 
                Floor("gpu_health.floors.<model>.gemm_fp8", unit="TFLOP/s", label="GEMM fp8", peak="fp8")))
 def gemm_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | None, dtype: str,
                     flops_per_s: float | None, peers: dict, simulated: bool, foreign_processes: list | None = None,
-                    unsupported: str | None = None, error: str | None = None, hardware: dict | None = None) -> Verdict:
-    """Dense square GEMM throughput (TFLOP/s = 2 n^3 / time) in `dtype` (bf16, fp8)."""
+                    unsupported: str | None = None, error: str | None = None, hardware: dict | None = None,
+                    noise: dict | None = None) -> Verdict:
+    """Dense square GEMM throughput (TFLOP/s = 2 n^3 / time) in `dtype` (bf16, fp8). `noise`: its repeats
+    within the run (read by the history rule and calibration, not judged here)."""
     what = f"dense GEMM {dtype} throughput"
     if unsupported and not error:
         return skip(what, f"GPU{gpu}", unsupported)
@@ -139,9 +142,10 @@ def gemm_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str 
 def sustained_throughput(thresholds, *, gpu: int, bus_id: str | None, gpu_model: str | None,
                          flops_per_s: float | None, windows: dict | None, peers: dict, simulated: bool,
                          foreign_processes: list | None = None, error: str | None = None,
-                         hardware: dict | None = None) -> Verdict:
+                         hardware: dict | None = None, noise: dict | None = None) -> Verdict:
     """The median window's bf16 TFLOP/s while every GPU of the node is loaded at once.
-    `windows`: {"windows", "seconds", "first", "last", "min", "max"} of the load proper."""
+    `windows`: {"windows", "seconds", "first", "last", "min", "max"} of the load proper; `noise`: the
+    windows as repeats (read by the history rule and calibration, not judged here)."""
     v = _figure(thresholds, figure="sustained_bf16", what="sustained bf16 GEMM throughput (median window)",
                 advice=_SUSTAINED_THROUGHPUT, gpu=gpu, bus_id=bus_id, gpu_model=gpu_model, value=flops_per_s,
                 peers=peers, simulated=simulated, foreign_processes=foreign_processes, error=error, fmt="compute",

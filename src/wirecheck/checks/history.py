@@ -3,9 +3,12 @@ or placement, the same figure, its last runs in a folder of records.
 
 A GPU that loses 13 % over a month passes every floor made for its model, and on a one-GPU node, or
 where every GPU of a node degrades together, no peer stands out; its own past does. The limit is
-the history's median less its own measured noise (thresholds.yaml `history:`): a steady figure is
-held tightly, a noisy one loosely, and one too noisy to hold the rule is said so, not passed. With
-nothing to compare (night one, a GPU swapped in) it is said, not failed: the run starts the history.
+the history's median less its own measured noise (thresholds.yaml `history:`): the runs' spread run to
+run and each figure's spread within its run (its repeats), widened for few runs to a prediction bound at
+the rule's false-alarm rate (`margin`). A steady figure is held tightly (HBM copy to the rule's 0.5 %), a
+noisy one loosely, one too noisy to hold the rule is said so, not passed, and every verdict says the loss
+its bound catches (wirecheck.core.resolution). With nothing to compare (night one, a GPU swapped in) it
+is said, not failed: the run starts the history.
 
 The inputs are the history's figures themselves (values, dates, records), so `wirecheck judge`
 judges a recorded run again without the folder. tests/test_history.py gathers them (figures_of,
@@ -14,12 +17,15 @@ past_figures, history_inputs): the GPU figures are those the checks declare floo
 
 from __future__ import annotations
 
+import math
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 from wirecheck.checks import check, gpu_figures
 from wirecheck.checks.advice import Advice
 from wirecheck.core.peer_stats import relative_spread
+from wirecheck.core.resolution import Resolution, of_normal, percent, prediction_factor
 from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, skip
 from wirecheck.records import figures as records_figures
 from wirecheck.records.figures import UNITS, Figure, display
@@ -49,6 +55,57 @@ def past_figures(folder: str | Path, exclude: str | Path | None = None) -> tuple
     return records_figures.history_figures(folder, gpu_figures(), exclude)
 
 
+@dataclass(frozen=True)
+class Margin:
+    """How far below its history's median a figure may fall: max(min_margin, factor x noise)."""
+
+    margin: float
+    noise: float  # the relative noise the margin is made of (the largest of the measures below)
+    factor: float
+    spread: float  # run to run, scaled MAD / median
+    sd: float | None  # run to run, standard deviation / mean (None: a rule without the prediction bound)
+    within: float | None  # within a run: the median standard error of its repeats, where the record has them
+    runs: int
+    least: float = 0.0  # the least margin it may be (min_margin, or the figure's own in min_margins)
+
+    def words(self, rule) -> str:
+        parts = [f"run to run {percent(self.spread)} (scaled MAD)"]
+        if self.sd is not None:
+            parts.append(f"{percent(self.sd)} (standard deviation)")
+        if self.within is not None:
+            parts.append(f"within a run {percent(self.within)}")
+        how = (f"{self.factor:.1f} x (the one-sided {rule.false_alarms * 100:g} % prediction bound for {self.runs} runs)"
+               if rule.false_alarms else f"{self.factor:g} x")
+        return (f"{percent(self.margin)} = max({percent(self.least)}, {how} its noise {percent(self.noise)}: "
+                f"{', '.join(parts)})")
+
+    def resolution(self) -> Resolution:
+        """The loss this bound catches in 95 % of runs and its false alarms, for a run as noisy as these runs
+        were, measured against a median of `runs` runs (whose own noise is pi / 2n of a run's variance)."""
+        sigma = self.noise * math.sqrt(1.0 + math.pi / (2 * self.runs)) if self.runs else self.noise
+        return of_normal(self.margin, sigma, f"its runs' noise {percent(self.noise)}")
+
+
+def margin_of(rule, values: list[float], within: list[float | None] = (), figure: str | None = None) -> Margin:
+    """The history margin for `values` (the same subject's earlier figures) and the within-run noise of
+    this run's figure and theirs (None where a record holds no repeats); `figure`: its own least margin
+    (rule.min_margins), where the rule gives it one."""
+    n = len(values)
+    spread = relative_spread(values)
+    measured = [w for w in within if isinstance(w, (int, float)) and w > 0]
+    inside = statistics.median(measured) if measured else None
+    if rule.false_alarms:
+        mean = math.fsum(values) / n
+        sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) / mean if n >= 2 and mean > 0 else 0.0
+        factor = prediction_factor(n, rule.false_alarms) if n >= 2 else float("inf")
+        noise = max(spread, sd, inside or 0.0)
+    else:  # a file written before the prediction bound: its own rule, mad_k x the scaled MAD
+        sd, factor = None, rule.mad_k
+        noise = max(spread, inside or 0.0)
+    least = rule.least_margin(figure) if hasattr(rule, "least_margin") else rule.min_margin
+    return Margin(max(least, factor * noise), noise, factor, spread, sd, inside, n, least)
+
+
 ADVICE = Advice(
     "this GPU or placement is slower than it was on its own earlier runs, by more than the figure's noise: it "
     "degraded (clocks, power limit, cooling, a link) even if it still passes its model's floor",
@@ -59,10 +116,11 @@ ADVICE = Advice(
 @check("history", advice=ADVICE)
 def history(thresholds, *, figure: str, key: str, subject: str, where: str, kind: str, value: float,
             history: list, identified: bool = True, swapped: dict | None = None, simulated: bool = False,
-            unit: str | None = None) -> Verdict:
-    """`value` against the median of `history` ([{value, date, record}], oldest first, the same
-    subject's earlier runs) less max(min_margin, mad_k x the history's spread). `unit`: the unit it
-    shows in where its declaration says it (a GPU figure's floor); None: its kind's."""
+            unit: str | None = None, within: float | None = None) -> Verdict:
+    """`value` against the median of `history` ([{value, date, record, within?}], oldest first, the same
+    subject's earlier runs) less its margin (margin_of). `unit`: the unit it shows in where its
+    declaration says it (a GPU figure's floor); None: its kind's. `within`: the figure's standard error
+    within this run (its repeats), where the record has it."""
     what = f"{figure} against its own history ({key})"
     shown = _fmt(kind, value, unit)
     unit, scale = display(kind, unit)
@@ -84,26 +142,28 @@ def history(thresholds, *, figure: str, key: str, subject: str, where: str, kind
         return skip(what, where, f"{start}; measured {shown}; compared from {rule.min_runs} earlier runs on "
                                  f"({rule.yaml_path}.min_runs)", measured=value * scale, unit=unit, rule="history")
     values = [float(h["value"]) for h in past]
-    median, noise = statistics.median(values), relative_spread(values)
-    margin = max(rule.min_margin, rule.mad_k * noise)
-    context = (f"the median {_fmt(kind, median, unit)} of its last {len(past)} runs less {margin * 100:.1f} % (max of "
-               f"{rule.min_margin * 100:g} % and {rule.mad_k:g} x its spread {noise * 100:.2f} %)")
+    median = statistics.median(values)
+    m = margin_of(rule, values, [within] + [h.get("within") for h in past], figure)
+    margin = m.margin
+    context = f"the median {_fmt(kind, median, unit)} of its last {len(past)} runs less {m.words(rule)}"
     if margin > rule.max_margin:
         return skip(what, where, f"{subject}: too noisy to judge against its history: {context} is wider than "
                                  f"{rule.max_margin * 100:g} % ({rule.yaml_path}.max_margin); narrow it with {NARROWING}; "
                                  f"history: {_past(past, kind, unit)}", measured=value * scale, unit=unit, rule="history")
+    resolution = m.resolution()
     floor = median * (1 - margin)
     ok = value >= floor
     verb = f">= {_fmt(kind, floor, unit)}" if ok else f"< {_fmt(kind, floor, unit)}"
-    message = (f"{what} on {where}, {subject}: measured {shown} {verb}, {context}; history: {_past(past, kind, unit)} "
-               f"({cite(rule.yaml_path, rule.source)})")
+    message = (f"{what} on {where}, {subject}: measured {shown} {verb}, {context}; this bound {resolution.words()}; "
+               f"history: {_past(past, kind, unit)} ({cite(rule.yaml_path, rule.source)})")
     if not ok:
         message += (f". {(1 - value / median) * 100:.1f} % below its own median: this GPU or its links lost speed since "
                     "those runs; compare its clocks, power limit and link state with them (nvidia-smi -q), then reseat "
                     "or replace it")
     return Verdict("", what, where, PASS if ok else FAIL, message, measured=value * scale, unit=unit,
                    limit={"min": floor * scale}, source=rule.source, yaml_path=rule.yaml_path, rule="history",
-                   details={"median": median * scale, "spread": noise, "margin": margin, "runs": len(past)})
+                   details={"median": median * scale, "spread": m.spread, "noise": m.noise, "margin": margin,
+                            "runs": len(past), "resolution": resolution.as_dict()})
 
 
 def history_inputs(fig: Figure, past: list[Figure], runs: int) -> dict:
@@ -121,7 +181,9 @@ def history_inputs(fig: Figure, past: list[Figure], runs: int) -> dict:
               "kind": fig.kind, "value": fig.value, "identified": fig.identified,
               # its own unit only where its kind's would not show it (the inputs stay as older versions read them)
               **({"unit": fig.unit} if fig.unit and fig.unit != UNITS.get(fig.kind, (None,))[0] else {}),
-              "history": [{"value": p.value, "date": p.started, "record": p.record} for p in mine[-runs:]]}
+              "history": [{"value": p.value, "date": p.started, "record": p.record,
+                           **({"within": p.within} if p.within else {})} for p in mine[-runs:]],
+              **({"within": fig.within} if fig.within else {})}
     if not mine:
         others = sorted((p for p in past if p.slot == fig.slot and same(p) and p.subject != fig.subject),
                         key=lambda p: p.started)

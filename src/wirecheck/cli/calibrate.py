@@ -2,7 +2,9 @@
 
 Writes a thresholds file that `extends:` the thresholds the runs used (or --extends PATH, or the
 shipped file) and holds only the calibrated entries, at the keys the checks read them from, each
-with `rule: calibrated` and its provenance (nodes, GPUs, dates, runs, readings, median, spread).
+with `rule: calibrated` and its provenance (nodes, GPUs, dates, runs, readings, median, spread) and
+resolution (the loss the floor catches in 95 % of these runs, its false alarms on them, and the loss the
+history rule catches on their noise; wirecheck.checks.sensitivity).
 `--thresholds site.yaml` and `wirecheck judge --thresholds site.yaml` take it as it is. The rule
 is thresholds.yaml's `calibration:` section (wirecheck.checks.calibration). Exit 0 when written;
 4 when runs or figures are refused (each named, with the fix) or an option is wrong.
@@ -23,6 +25,7 @@ from wirecheck.cli.protocol import entry
 from wirecheck.checks.calibration import Calibrated, CalibrationError, calibrate
 from wirecheck.core import exit_codes
 from wirecheck.core.paths import SHIPPED_THRESHOLDS, suite_paths
+from wirecheck.core.resolution import COARSE, percent
 from wirecheck.records.figures import display
 from wirecheck.records.file import RecordFileError, read_run
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
@@ -55,6 +58,32 @@ def _quantity(c: Calibrated, value: float, up: bool = False) -> str:
     return f"{number:.{digits}f} {unit}"
 
 
+def _percent(fraction: float) -> str:
+    """A fraction as the thresholds file writes a percentage, to 0.01 %, never more than 100 %."""
+    return f"{min(fraction, 1.0) * 100:.2f} %"
+
+
+def _catches(r) -> str:
+    if r.cries_wolf:
+        return f"no resolution: it fails {percent(r.false_alarm)} of these clean runs"
+    if r.coarse:
+        return f"catches only {percent(r.step)}, coarser than {COARSE * 100:g} %"
+    return f"catches {percent(r.step)} (false alarms {percent(r.false_alarm)})"
+
+
+def resolution_line(c: Calibrated) -> str | None:
+    """What the floor and the history rule catch in 95 % of runs on these runs' noise, for the terminal."""
+    if c.resolution is None:
+        return None
+    line = f"the floor {_catches(c.resolution)}"
+    if c.history is not None:
+        line += f"; the history rule {_catches(c.history)}"
+    names = {"measured": "the base file's table floor", "derived": "a floor derived from the GPU's peaks",
+             "peers": "the peer rule (8 GPUs like these)", "fleet": "the fleet rule (50 nodes like these)"}
+    line += "".join(f"; {names[rule]} {_catches(r)}" for rule, r in c.others.items() if rule in names)
+    return f"{line} ({c.resolution.how})"
+
+
 def _base(runs, given: str | None, output: Path) -> tuple[str, Path, str]:
     """(the extends: value, the file it names, why that one)."""
     shipped = suite_paths().thresholds.resolve()
@@ -75,7 +104,17 @@ def _base(runs, given: str | None, output: Path) -> tuple[str, Path, str]:
     return SHIPPED_THRESHOLDS, shipped, f"{why}: the shipped thresholds.yaml (say --extends PATH for another)"
 
 
-def _entry(c: Calibrated, rule_path: str, few_hosts: str | None = None) -> dict:
+def _formula(rule, ceiling: bool) -> str:
+    """The calibration rule's formula as the entry's source states it."""
+    if ceiling:
+        return "ceiling = max(highest x (1 + min_margin), median x (1 + mad_k x spread))"
+    if rule.false_alarms:
+        return (f"floor = lowest x (1 - max(min_margin {rule.min_margin * 100:g} %, the one-sided "
+                f"{rule.false_alarms * 100:g} % prediction bound x the readings' noise))")
+    return "floor = min(lowest x (1 - min_margin), median x (1 - mad_k x spread))"
+
+
+def _entry(c: Calibrated, rule_path: str, calibration, few_hosts: str | None = None) -> dict:
     shown = lambda v: _quantity(c, v)  # noqa: E731
     gpus = list(c.gpus)
     provenance = {
@@ -92,13 +131,17 @@ def _entry(c: Calibrated, rule_path: str, few_hosts: str | None = None) -> dict:
         provenance["nodes_note"] = f"WARNING: {few_hosts}"
     if not c.identified:
         provenance["gpus_note"] = "records written before they kept GPU serials and UUIDs: named by host and bus id"
+    if c.resolution is not None:
+        provenance["resolution"] = {"step": _percent(c.resolution.step),
+                                    "false_alarms": _percent(c.resolution.false_alarm),
+                                    **({"history": _percent(c.history.step)} if c.history else {}),
+                                    **{rule: _percent(r.step) for rule, r in c.others.items()}}
     if c.bound == "max":
         provenance["highest"] = provenance.pop("lowest")
-        rule = "ceiling = max(highest x (1 + min_margin), median x (1 + mad_k x spread))"
         edge = f"highest {shown(c.lowest)}"
     else:
-        rule = "floor = min(lowest x (1 - min_margin), median x (1 - mad_k x spread))"
         edge = f"lowest {shown(c.lowest)}"
+    rule = _formula(calibration, c.bound == "max")
     source = (f"calibrated: {c.n} readings in {c.runs} clean runs on {', '.join(c.nodes)} ({', '.join(c.dates)}): "
               f"median {shown(c.median)}, {edge}, spread {c.spread * 100:.2f} %; {rule} ({rule_path})")
     bound = _quantity(c, c.floor, up=c.bound == "max")
@@ -111,13 +154,13 @@ def _entry(c: Calibrated, rule_path: str, few_hosts: str | None = None) -> dict:
     return entry
 
 
-def _document(entries: list[Calibrated], rule_path: str, few_hosts: str | None = None) -> dict:
+def _document(entries: list[Calibrated], rule_path: str, calibration, few_hosts: str | None = None) -> dict:
     doc: dict = {}
     for c in entries:
         where = doc
         for k in c.key[:-1]:
             where = where.setdefault(k, {})
-        where[c.key[-1]] = _entry(c, rule_path, few_hosts)
+        where[c.key[-1]] = _entry(c, rule_path, calibration, few_hosts)
     return doc
 
 
@@ -128,7 +171,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         extends, base_path, why = _base(runs, args.extends, output)
         base = load_thresholds(base_path)
         rule = (load_thresholds(Path(args.thresholds)) if args.thresholds else base).calibration
-        result = calibrate(runs, rule, tuple(args.leave_out), base.training_settings(False).workload())
+        result = calibrate(runs, rule, tuple(args.leave_out), base.training_settings(False).workload(),
+                           base.history_rule, base)
     except (RecordFileError, ThresholdsError, CalibrationError) as exc:
         lines = str(exc).splitlines()
         print(f"wirecheck calibrate: refused: {lines[0]}" if isinstance(exc, CalibrationError)
@@ -148,7 +192,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         f"# Laid over {base_path} ({why}); only the calibrated entries are here. The rule: {rule.yaml_path}.",
         "# Retune by running calibrate again over more runs, never by editing a floor by hand without its source.",
     ] + ([f"# WARNING: {result.few_hosts}."] if result.few_hosts else [])
-    body = yaml.safe_dump({"extends": extends, **_document(result.entries, rule.yaml_path, result.few_hosts)},
+    body = yaml.safe_dump({"extends": extends, **_document(result.entries, rule.yaml_path, rule, result.few_hosts)},
                           sort_keys=False, allow_unicode=True, width=100000)
     text = "\n".join(header) + "\n" + body
     partial = output.with_name(f".{output.name}.partial")
@@ -169,6 +213,9 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         what = "ceiling" if c.bound == "max" else "floor"
         print(f"wirecheck calibrate: {c.yaml_path}: {what} {_quantity(c, c.floor, up=c.bound == 'max')} (median "
               f"{_quantity(c, c.median)}, spread {c.spread * 100:.2f} %, {c.n} readings in {c.runs} runs)")
+        line = resolution_line(c)
+        if line:
+            print(f"wirecheck calibrate:   loss caught in 95 % of runs: {line}")
     for note in result.notes:
         print(f"wirecheck calibrate: {note}")
     if result.few_hosts:

@@ -97,6 +97,7 @@ TABLE: dict[str, Entry] = {
     # 6xx: link health over the run, each GPU against its own history
     "counter_growth": Entry(601, NVLINK),
     "history": Entry(602, GPU),
+    "drift": Entry(603, GPU),
     # 7xx: burn-in, fleet
     "burn_in_no_hard_fault": Entry(701, NODE),
     "burn_in_throughput_drift": Entry(702, GPU),

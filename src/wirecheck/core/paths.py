@@ -1,5 +1,5 @@
 """Where the suite's own files are: the validation tests, the default thresholds, the recorded
-topologies, the time model's unit costs. Found without importing pytest (the `wirecheck` command needs them too).
+topologies, the time model's unit costs, the measured resolution of the limits. Found without importing pytest (the `wirecheck` command needs them too).
 
 Two layouts hold them:
 - a checkout (installed editable): the plugin package `pytest_wirecheck` is the folder
@@ -26,6 +26,7 @@ class SuitePaths:
     topologies: Path
     checkout: bool  # True in a source checkout, False in an installed wheel
     unit_costs: Path | None = None  # the time model's unit costs (wirecheck plan), in the plugin package
+    resolution: Path | None = None  # what each rule catches on the recorded noise (wirecheck limits), in the plugin package
 
 
 def plugin_dir() -> Path:
@@ -43,9 +44,9 @@ def suite_paths() -> SuitePaths:
     top = plugin.parent
     if (top / "tests").is_dir() and (top / "thresholds.yaml").is_file() and (top / "conftest.py").is_file():
         return SuitePaths(top, top / "tests", top / "thresholds.yaml", plugin / "topologies", checkout=True,
-                          unit_costs=plugin / "unit_costs.yaml")
+                          unit_costs=plugin / "unit_costs.yaml", resolution=plugin / "resolution.yaml")
     return SuitePaths(plugin / "tests", plugin / "tests", plugin / "thresholds.yaml", plugin / "topologies", checkout=False,
-                      unit_costs=plugin / "unit_costs.yaml")
+                      unit_costs=plugin / "unit_costs.yaml", resolution=plugin / "resolution.yaml")
 
 
 # `extends: wirecheck` in a thresholds file names the thresholds.yaml shipped with this wirecheck

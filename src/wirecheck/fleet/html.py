@@ -352,6 +352,11 @@ def render_page(result: FleetResult, diagnosis: str | None = None) -> str:
     if result.simulated:
         parts.append("<div class='banner sim'>SIMULATION: the records are simulated runs; no node was validated</div>")
     # The failures lead; the names each rule gave follow, behind a disclosure once they are many.
+    if result.changes:
+        parts.append(f"<h2>Changes across the fleet ({len(result.changes)})</h2><ul>" + "".join(
+            f"<li>{html.escape(c.describe())}; nodes: {html.escape(', '.join(c.nodes[:50]))}"
+            f"{f' and {len(c.nodes) - 50} more' if len(c.nodes) > 50 else ''}</li>" for c in result.changes)
+            + "</ul>")
     if failures:
         more = len(failures) - MAX_LISTED
         parts.append(f"<h2>Failures ({len(failures)})</h2><ul>" + "".join(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from wirecheck.core import exit_codes
 from wirecheck.checks import fleet as fleet_checks
+from wirecheck.fleet.changes import FleetChange, absorb, fleet_changes
 from wirecheck.fleet.figures import KINDS_READ, Figure, GpuFigure, gpu_figures, node_figures
 from wirecheck.fleet.records import Fleet, NodeRun
 from wirecheck.checks import CHECKS
@@ -44,6 +45,8 @@ class NodeResult:
     gpu_figures: list[GpuFigure] = field(default_factory=list)
     gpus: list[Verdict] = field(default_factory=list)  # fleet_gpu_outlier, one per GPU and figure
     damaged: tuple = ()  # its record's lines that could not be read (records.file.DamagedLine)
+    versions: dict = field(default_factory=dict)  # the driver and CUDA its record's header names
+    in_changes: list[Verdict] = field(default_factory=list)  # its history failures a fleet-wide change explains
 
     @property
     def failed(self) -> list[Verdict]:
@@ -122,6 +125,7 @@ class FleetResult:
     network: list[NetworkResult]
     missing_unnamed: int = 0
     network_record: Verdict | None = None  # judged only when a multi-node run was expected
+    changes: list[FleetChange] = field(default_factory=list)  # figures most nodes failed against their past at once
 
     @property
     def network_missing(self) -> bool:
@@ -141,7 +145,7 @@ class FleetResult:
     @property
     def ok(self) -> bool:
         return (all(n.ok for n in self.nodes) and not self.missing_unnamed and not self.network_missing
-                and all(not r.failed and r.complete for r in self.network))
+                and all(not r.failed and r.complete for r in self.network) and not self.changes)
 
     @property
     def exit_code(self) -> int:
@@ -167,6 +171,8 @@ def node_result(thresholds: Thresholds, n: NodeRun, under: tuple | None = None) 
         if verdicts is None:
             verdicts = _as_data(n.path, rejudge_run, n.run, thresholds)[1]
         result.judged = True
+        versions = n.run.run.get("versions") or {}
+        result.versions = {k: versions[k] for k in ("driver", "cuda") if versions.get(k)}
         result.counts = {o: 0 for o in (FAIL, PASS, SKIP)}
         for v in verdicts:
             result.counts[v.outcome] = result.counts.get(v.outcome, 0) + 1
@@ -383,6 +389,8 @@ def judge_fleet(fleet: Fleet, thresholds: Thresholds, expect_network: bool = Fal
         nodes.append(result)
     _judge_figures(nodes, thresholds, fleet.simulated)
     _judge_gpus(nodes, thresholds, fleet.simulated)
+    changes = fleet_changes(nodes, thresholds.fleet(fleet.simulated).min_nodes)
+    absorb(nodes, changes)
     network = [_as_data(run.path, _network, run, thresholds) for run in fleet.network]
     by_name = {n.node: n for n in nodes}
     for net in network:
@@ -392,7 +400,7 @@ def judge_fleet(fleet: Fleet, thresholds: Thresholds, expect_network: bool = Fal
     expected = (fleet_checks.network_record(thresholds, directory=str(fleet.directory), found=len(network))
                 if expect_network else None)
     return FleetResult(str(fleet.directory), str(thresholds.path), fleet.simulated, nodes, network,
-                       fleet.missing_unnamed, expected)
+                       fleet.missing_unnamed, expected, changes)
 
 
 def named_by_pairs(result: FleetResult) -> list[str]:

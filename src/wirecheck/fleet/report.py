@@ -84,6 +84,9 @@ def render(result: FleetResult, quiet: bool = False, full: bool = False) -> str:
     """The failures first, then the summary, then the table (every node's up to FULL_TABLE_UP_TO nodes
     or with `full`, the failed nodes' otherwise), the network runs and the verdict."""
     lines = []
+    if result.changes:
+        lines.append(f"fleet-wide changes ({len(result.changes)}): one finding each, not a failure of every node:")
+        lines += [f"  {c.describe()}; nodes: {summary.shortened(c.nodes)}" for c in result.changes]
     fails = [(Path(who).name, v) for who, v in result.failures]  # a multi-node run by its file name
     if fails:
         failed_nodes = sum(not n.ok for n in result.nodes)
@@ -117,8 +120,10 @@ def render(result: FleetResult, quiet: bool = False, full: bool = False) -> str:
                  f"{short(links) or 'none' if result.network else 'not measured'}")
     failed = sum(not n.ok for n in result.nodes) + result.missing_unnamed
     word = "FAILED" if not result.ok else "no failures in a SIMULATION" if result.simulated else "PASSED"
+    changes = f"; {len(result.changes)} change(s) across the fleet" if result.changes else ""
     lines.append(f"wirecheck fleet report: {word}: {failed} of {len(result.nodes) + result.missing_unnamed} node(s) failed; "
-                 f"{sum(len(net.failed) for net in result.network) + result.network_missing} failed network verdict(s)")
+                 f"{sum(len(net.failed) for net in result.network) + result.network_missing} failed network verdict(s)"
+                 f"{changes}")
     if result.simulated:
         lines.append("wirecheck fleet report: SIMULATION: the records are simulated runs; no node was validated")
     return "\n".join(lines)
@@ -176,6 +181,7 @@ def as_json(result: FleetResult) -> dict:
         "directory": result.directory, "thresholds": result.thresholds, "simulated": result.simulated,
         "exit_status": result.exit_code, "ok": result.ok, "missing_unnamed": result.missing_unnamed,
         "network_record": _record(result.network_record) if result.network_record else None,
+        "changes": [c.as_dict() for c in result.changes],
         "named": {"fleet_rule": named_by_fleet_rule(result), "pair_schedule": named_by_pairs(result),
                   "slow_links": slow_links(result), "gpus": gpus_below_fleet(result)},
         "summary": {

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from typing import TYPE_CHECKING
 
 from wirecheck.node.gpu_sampling import Sampling
+from wirecheck.records.figures import noise_of
 from wirecheck.vocab.work import FIGURES, SUSTAINED
 
 if TYPE_CHECKING:  # the checks import this module's builders: no worker groups behind them
@@ -82,7 +83,14 @@ def hbm(run: GpuRun, phase: Phase, gpu: int, kind: str) -> dict[str, Any]:
     error = phase_error(phase, gpu, part)
     value = None if error else pick(phase.of(gpu))
     return {**_common(run, gpu), "kind": kind, "bytes_per_s": value, "peers": _peers(run, phase, gpu, pick),
-            "error": error}
+            "error": error, "noise": None if error else _call_noise(part.get(kind))}
+
+
+def _call_noise(summary: dict | None) -> dict | None:
+    """The figure's repeats within the run (wirecheck.gpu.stopwatch.summary: calls and their spread) and the
+    standard error of their median, as the history rule and calibration read them."""
+    summary = summary or {}
+    return noise_of(summary.get("spread"), summary.get("calls"))
 
 
 def gemm(run: GpuRun, phase: Phase, gpu: int, dtype: str) -> dict[str, Any]:
@@ -96,7 +104,8 @@ def gemm(run: GpuRun, phase: Phase, gpu: int, dtype: str) -> dict[str, Any]:
     unsupported = None if error else part.get("unsupported")
     value = None if error or unsupported else pick(phase.of(gpu))
     return {**_common(run, gpu), "dtype": dtype, "flops_per_s": value, "peers": _peers(run, phase, gpu, pick),
-            "unsupported": unsupported, "error": error}
+            "unsupported": unsupported, "error": error,
+            "noise": None if value is None else _call_noise(part.get("throughput"))}
 
 
 def math_check(run: GpuRun, phases: dict[str, Phase], gpu: int) -> dict[str, Any]:
@@ -141,12 +150,28 @@ def _summary(result: dict) -> dict[str, Any]:
             "last": values[-1], "min": min(values), "max": max(values)}
 
 
+def _window_noise(result: dict) -> dict | None:
+    """The sustained figure's repeats: its full windows, their spread ((p90 - p10) / median, as the calls'
+    spread; max - min under 10) and the standard error of their median."""
+    values = sorted(w["flops_per_s"] for w in full_windows(result))
+    if len(values) < 2:
+        return None
+    median = statistics.median(values)
+    if len(values) >= 10:
+        deciles = statistics.quantiles(values, n=10)
+        spread = (deciles[-1] - deciles[0]) / median
+    else:
+        spread = (values[-1] - values[0]) / median
+    return noise_of(spread, len(values))
+
+
 def sustained(run: GpuRun, phase: Phase, gpu: int) -> dict[str, Any]:
     part = phase.of(gpu)
     error = phase_error(phase, gpu, part)
     value = None if error else _sustained_figure(part)
     return {**_common(run, gpu), "flops_per_s": value, "windows": None if error else _summary(part),
-            "peers": _peers(run, phase, gpu, _sustained_figure), "error": error}
+            "peers": _peers(run, phase, gpu, _sustained_figure), "error": error,
+            "noise": None if error else _window_noise(part)}
 
 
 def load_span(result: dict | None) -> tuple[float, float] | None:

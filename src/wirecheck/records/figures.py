@@ -13,6 +13,12 @@ Which verdicts hold a GPU figure, which figure, and its quantity kind and unit a
 declare (their Floors, wirecheck.thresholds.declared, and `figure=`): this floor sits below both and
 is handed them (`GpuFigures`, built by wirecheck.checks.gpu_figures() for calibrate and history), so a
 new GPU check's floor is calibrated and held to its history with no edit here.
+
+Each figure also carries how much it moved within its own run (`within`: the standard error of the
+median of its repeats, wirecheck.core.resolution.within_of), from the verdict's `noise` input or, in a
+record written before verdicts kept it, from the run's measurement lines (the GPU figures' per-call
+spread, the sustained load's windows, a strategy's step times): the history rule's margin and the
+resolution of every rule rest on it beside the noise from run to run.
 """
 
 from __future__ import annotations
@@ -21,7 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+import math
+import statistics
+
 from wirecheck.core import quantity
+from wirecheck.core.resolution import within_of
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 from wirecheck.vocab import records as kinds
 from wirecheck.vocab.ops import own_axes as _own_axes
@@ -78,6 +88,7 @@ class Figure:
     bound: str = "min"  # min: a floor judges it (higher is better); max: a ceiling (latency)
     trusted: bool = True  # False: its verdict failed for more than its table limit (limit_only)
     unit: str | None = None  # the unit it shows in, where its declaration says it (a GPU figure); None: its kind's
+    within: float | None = None  # its relative standard error within its run (its repeats); None: not recorded
 
     @property
     def yaml_path(self) -> str:
@@ -117,6 +128,60 @@ def _gpu_value(v: dict, floor) -> float | None:
     return measured * factor if factor is not None and isinstance(measured, (int, float)) else None
 
 
+def noise_of(spread: float | None, calls: int | None) -> dict | None:
+    """A figure's within-run noise as its verdict's `noise` input keeps it: how many repeats, their spread
+    ((p90 - p10) / median) and the standard error of their median it gives; None without repeats."""
+    within = within_of(spread, calls)
+    return None if within is None else {"calls": calls, "spread": spread, "within": within}
+
+
+def _scaled_within(values: list[float]) -> float | None:
+    """The standard error of the median of `values` relative to it, from their scaled MAD (1.2533 x sd / sqrt n)."""
+    values = [v for v in values if isinstance(v, (int, float)) and v > 0]
+    if len(values) < 3:
+        return None
+    median = statistics.median(values)
+    mad = 1.4826 * statistics.median(abs(v - median) for v in values) / median
+    return 1.2533 * mad / math.sqrt(len(values)) if mad > 0 else None
+
+
+def _recorded_within(run: RunRecord) -> dict:
+    """The within-run noise a record's measurement lines give, for records whose verdicts do not keep it:
+    ("gpu", index, figure) of the GPU load's figures and sustained load, ("train", placement, strategy)
+    of a strategy run or one GPU alone (its timed steps)."""
+    out: dict = {}
+    for m in run.measurements:
+        details = m.get("details") or {}
+        result = details.get("result") or {}
+        kind = m.get("kind")
+        if kind == kinds.GPU_FIGURES and isinstance(result, dict):
+            gpu = details.get("gpu")
+            for part in ("copy", "read"):
+                s = (result.get("hbm") or {}).get(part) or {}
+                out[("gpu", gpu, f"hbm_{part}")] = within_of(s.get("spread"), s.get("calls"))
+            for dtype in ("bf16", "fp8"):
+                s = (result.get(f"gemm_{dtype}") or {}).get("throughput") or {}
+                out[("gpu", gpu, f"gemm_{dtype}")] = within_of(s.get("spread"), s.get("calls"))
+        elif kind == kinds.GPU_SUSTAINED and isinstance(result, dict):
+            window = result.get("window_s") or 0
+            windows = [w.get("flops_per_s") for w in result.get("windows") or []
+                       if isinstance(w, dict) and (w.get("seconds") or 0) >= 0.5 * window]
+            out[("gpu", details.get("gpu"), "sustained_bf16")] = _scaled_within(windows)
+        elif kind in (kinds.STRATEGY, kinds.SINGLE_GPU_TRAINING):
+            ranks = details.get("ranks") or ([details] if details.get("step_times_s") else [])
+            steps = (ranks[0] or {}).get("step_times_s") if ranks and isinstance(ranks[0], dict) else None
+            strategy = details.get("strategy") if kind == kinds.STRATEGY else "single_gpu_throughput"
+            out[("train", m.get("placement"), strategy)] = _scaled_within(steps or [])
+    return out
+
+
+def _within(inputs: dict, recorded: dict, key: tuple) -> float | None:
+    noise = inputs.get("noise")
+    if isinstance(noise, dict) and isinstance(noise.get("within"), (int, float)):
+        return float(noise["within"])
+    return recorded.get(key)
+
+
 def gpu_identity(gpu: dict, host: str) -> tuple[str, bool]:
     """A GPU's identity in a run header: its serial, else its UUID, else host and bus id (not identified)."""
     if gpu.get("serial"):
@@ -154,6 +219,7 @@ def run_figures(run: RunRecord, gpu: GpuFigures) -> list[Figure]:
             trained[(m.get("placement"), ranks[0].get("strategy"))] = {
                 k: ranks[0].get(k) for k in ("shape", "micro_batch", "precision")}
 
+    recorded = _recorded_within(run)
     out: list[Figure] = []
     for v in run.verdicts:
         i = v.get("inputs") or {}
@@ -172,7 +238,8 @@ def run_figures(run: RunRecord, gpu: GpuFigures) -> list[Figure]:
             ident, known, _, slot = gpu_of(i.get("gpu"))
             model = str(i.get("gpu_model") or "?")
             out.append(Figure(("gpu_health", "floors", model, figure), figure, floor.kind, float(value), ident,
-                              str(v.get("where")), slot, (model,), (ident,), known, **common, unit=floor.unit))
+                              str(v.get("where")), slot, (model,), (ident,), known, **common, unit=floor.unit,
+                              within=_within(i, recorded, ("gpu", i.get("gpu"), figure))))
         elif check == "host_copy" and i.get("bytes_per_s") and not i.get("error"):
             ident, known, model, slot = gpu_of(i.get("gpu"))
             direction = str(i.get("direction"))
@@ -202,14 +269,16 @@ def run_figures(run: RunRecord, gpu: GpuFigures) -> list[Figure]:
                               float(i["tokens_per_s"]), f"{subject} {i.get('strategy')}", str(i.get("placement")),
                               f"{host} {i.get('placement')} {i.get('strategy')}", models, idents, known, **common,
                               workload=i.get("workload") or trained.get((i.get("placement"), i.get("strategy"))),
-                              training_set=(header.get("training") or {}).get("set")))
+                              training_set=(header.get("training") or {}).get("set"),
+                              within=_within(i, recorded, ("train", i.get("placement"), i.get("strategy")))))
         elif check == "single_gpu_training" and i.get("tokens_per_s"):
             subject, known, models, idents = placement_of(i.get("placement"))
             model = str(i.get("gpu_model") or (models[0] if models else "?"))
             out.append(Figure(("training", "single_gpu_throughput_floors", model), "single_gpu_throughput",
                               "throughput", float(i["tokens_per_s"]), subject, str(i.get("placement")),
                               f"{host} {i.get('placement')}", (model,), idents, known, **common,
-                              workload=i.get("workload")))
+                              workload=i.get("workload"),
+                              within=_within(i, recorded, ("train", i.get("placement"), "single_gpu_throughput"))))
     return out
 
 
@@ -218,7 +287,9 @@ def history_figures(folder: str | Path, gpu: GpuFigures,
     """The figures of every hardware run recorded under `folder` (searched recursively), but
     `exclude` (the run being judged), and the files left out with why. A figure its run failed (its
     own check other than by its table limit, or its history check) is left out too: a GPU that degrades
-    keeps failing against its good nights instead of becoming its own baseline."""
+    keeps failing against its good nights instead of becoming its own baseline. A night the drift rule
+    failed is kept: the drift rule measures a fall against its oldest runs, and leaving its own nights out
+    would narrow the noise it reads until it fails clean ones (scripts/bench/sensitivity.py saw that)."""
     figures: list[Figure] = []
     skipped: list[str] = []
     gone = Path(exclude).resolve() if exclude else None

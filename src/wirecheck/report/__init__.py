@@ -8,6 +8,8 @@ A small package of functions a fleet page can call:
 - `html`: escaping, tables, figures, the page (no JavaScript, nothing fetched);
 - `sections`: one section per concern, built from a RunView;
 - `trends`: key figures over runs and their noise band;
+- `history_view`: each GPU's and placement's figures over its own history, from this run's history and
+  drift verdicts (the bound each was held to, where a fall began);
 - `prometheus`: the text exposition format, written atomically;
 - `command`: the page from record files (`build_html`, the trend's runs); the command line is
   wirecheck.cli.report.

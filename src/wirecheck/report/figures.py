@@ -39,7 +39,7 @@ CLASS_COLOURS = {
 }
 STYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-OUTCOME_COLOURS = {"pass": "#2ca02c", "fail": "#d62728", "skip": "#999999"}
+OUTCOME_COLOURS = {"pass": "#2ca02c", "fail": "#d62728", "skip": "#999999", "warn": "#ff9900"}
 
 
 @dataclass(frozen=True)
@@ -396,17 +396,19 @@ def counter_growth(rows: list[dict]) -> Image:
 
 
 def gpu_bars(points: list, figures: dict) -> Image:
-    """One panel per GPU health figure: a bar per GPU (colour: its verdict), the floor as a solid
-    black line, the median of its peers as a dashed line and the peer rule's limit (the median less
-    max_below_median) as a dotted red one, each drawn across the GPU's own bar. `figures`:
-    key -> (label, unit, display units per base unit), as report.model.GPU_FIGURES."""
+    """One panel per GPU health figure: a bar per GPU (colour: the worst of its verdicts: its floor and
+    peers, its history, its drift), the floor as a solid black line, the median of its peers as a dashed
+    line and the peer rule's limit (the median less max_below_median) as a dotted red one, and the bound
+    its own history held it to as a dash-dot purple one, each drawn across the GPU's own bar: the bound
+    that failed a figure is on its bar. `figures`: key -> (label, unit, display units per base unit), as
+    report.model.GPU_FIGURES."""
     keys = list(figures)
     cols = min(3, len(keys))
     rows = (len(keys) + cols - 1) // cols
     width = max(3.4, 0.5 * len(points) + 1.6)
     fig = _figure(width * cols, 2.9 * rows)
     axes = fig.subplots(rows, cols, squeeze=False)
-    drawn_legend = False
+    legend_names: set = set()
     for n, key in enumerate(keys):
         ax = axes[n // cols][n % cols]
         label, unit, scale = figures[key]
@@ -417,34 +419,44 @@ def gpu_bars(points: list, figures: dict) -> Image:
             ax.set_title(label, fontsize=9)
             continue
         for k, p in shown:
-            judged = p.judged.get(key)
-            ax.bar(k, p.figures[key] * scale, 0.7, color=OUTCOME_COLOURS.get(judged.outcome if judged else "", "#1f77b4"))
-            if judged is None:
-                continue
-            for value, style, colour_, name in ((judged.floor, "-", "black", "floor"),
-                                                (judged.peers_median, "--", "#555555", "median of its peers"),
-                                                (judged.peer_limit, ":", OUTCOME_COLOURS["fail"], "peer rule's limit")):
+            judged, past = p.judged.get(key), p.own_past.get(key)
+            ax.bar(k, p.figures[key] * scale, 0.7, color=OUTCOME_COLOURS.get(p.outcome(key), "#1f77b4"))
+            lines = []
+            if judged is not None:
+                lines += [(judged.floor, "-", "black", "floor"), (judged.peers_median, "--", "#555555", "median of its peers"),
+                          (judged.peer_limit, ":", OUTCOME_COLOURS["fail"], "peer rule's limit")]
+            if past is not None:
+                lines += [(past.bound, "-.", "#9467bd", "its own history's bound")]
+                if past.drift in ("warn", "fail"):
+                    lines += [(past.drift_bound, (0, (1, 1)), "#ff7f0e", "the drift rule's bound")]
+            for value, style, colour_, name in lines:
                 if value is not None:
                     ax.hlines(value * scale, k - 0.45, k + 0.45, colors=colour_, linestyles=style, lw=1.8,
-                              label=None if drawn_legend else name)
-            drawn_legend = drawn_legend or any(v is not None for v in (judged.floor, judged.peers_median))
+                              label=name if name not in legend_names else None)
+                    legend_names.add(name)
         ax.set_xticks(range(len(points)), [f"GPU{p.gpu}" for p in points], fontsize=7,
                       rotation=90 if len(points) > 8 else 0)
         ax.set_ylabel(unit, fontsize=8)
         ax.set_title(label, fontsize=9)
         ax.grid(True, axis="y", alpha=0.3)
-        top = max([p.figures[key] * scale for _, p in shown]
-                  + [j.floor * scale for p in points if (j := p.judged.get(key)) and j.floor is not None])
-        ax.set_ylim(0, top * 1.25 or 1)
-    if drawn_legend:
-        fig.legend(fontsize=7, loc="outside lower center", ncol=3)
+        drawn = ([p.figures[key] * scale for _, p in shown]
+                 + [j.floor * scale for p in points if (j := p.judged.get(key)) and j.floor is not None]
+                 + [h.bound * scale for p in points if (h := p.own_past.get(key)) and h.bound is not None])
+        # From 80 % of the lowest value or bound, not from zero: a history bound 0.5 % under its bar must show.
+        ax.set_ylim(0.8 * min(drawn), max(drawn) * 1.04 or 1)
+    if legend_names:
+        fig.legend(fontsize=7, loc="outside lower center", ncol=4)
     for n in range(len(keys), rows * cols):
         axes[n // cols][n % cols].set_visible(False)
     return render(fig, "fig-gpu-bars", "bar charts per GPU of HBM copy and read bandwidth, GEMM bf16 and fp8 and "
                   "sustained TFLOP/s, each with its floor, the median of the node's other GPUs and the peer rule's limit",
-                  "Each GPU on its own, every GPU at once. Bar colour: the verdict (green pass, red fail, grey skip); "
-                  "solid black line: the GPU model's floor; dashed: the median of the node's other GPUs of the same "
-                  "model; dotted red: the peer rule's limit (that median less gpu_health.peers.max_below_median).")
+                  "Each GPU on its own, every GPU at once. Bar colour: the worst of its verdicts, its floor and peers, "
+                  "its history and its drift (green pass, orange warned, red fail, grey skip); solid black line: the "
+                  "GPU model's floor; dashed: the median of the node's other GPUs of the same model; dotted red: the "
+                  "peer rule's limit (that median less gpu_health.peers.max_below_median); dash-dot purple: the bound "
+                  "its own history held it to (the median of its last runs less the margin their noise allows); dotted "
+                  "orange: the drift rule's bound where it warned or failed. The axis starts at 80 % of the lowest bar "
+                  "or line, not at zero.")
 
 
 def gpu_sustained(points: list) -> Image:
@@ -607,3 +619,59 @@ def trend(fid: str, title: str, unit: str, panels: list[tuple[str, dict[str, lis
     for n in range(len(panels), rows * cols):
         axes[n // cols][n % cols].set_visible(False)
     return render(fig, fid, f"{title} over time, one line per series with a shaded noise band", title)
+
+
+# -- each GPU and placement against its own history ------------------------------------------------
+
+MAX_HISTORY_PANELS = 12  # the rest are in the table beside it
+
+
+def history_trends(series: list) -> Image:
+    """One panel per GPU's or placement's figure (report.history_view.HistorySeries, failures first): its
+    earlier runs and this run (coloured by the worse of its history and drift verdicts), the bound the
+    history rule held this run to (dashed red: the median of its last runs less its margin), the drift
+    rule's reference (dotted grey) and its bound (dash-dot orange), and a grey line where a fall began."""
+    shown = series[:MAX_HISTORY_PANELS]
+    cols = min(3, len(shown))
+    rows = (len(shown) + cols - 1) // cols
+    fig = _figure(4.2 * cols, 2.7 * rows)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    legend = {}
+    for n, s in enumerate(shown):
+        ax = axes[n // cols][n % cols]
+        xs = list(range(len(s.past) + 1))
+        ys = [v for _, v in s.past] + [s.value]
+        ax.plot(xs[:-1], ys[:-1], "-o", color="#1f77b4", ms=3, lw=1, label="earlier runs")
+        legend["this run"] = ax.plot([xs[-1]], [ys[-1]], "o", ms=8, color=OUTCOME_COLOURS.get(s.outcome, "#1f77b4"),
+                                     label="this run")[0]
+        h, d = s.history or {}, s.drift or {}
+        if h.get("bound") is not None:
+            start = max(0, len(xs) - 1 - 14)
+            legend["history bound"] = ax.hlines(h["bound"], start, xs[-1] + 0.3, colors=OUTCOME_COLOURS["fail"],
+                                                linestyles="--", lw=1.4, label="history bound")
+        if d.get("reference") is not None:
+            legend["drift reference"] = ax.axhline(d["reference"], color="#777777", ls=":", lw=1, label="drift reference")
+        if d.get("bound") is not None and d.get("outcome") != "skip":
+            legend["drift bound"] = ax.axhline(d["bound"], color="#ff7f0e", ls="-.", lw=1, label="drift bound")
+        began = next((k for k, (date, _) in enumerate(s.past) if d.get("began") and date[:10] == d["began"]), None)
+        if began is not None and d.get("outcome") in ("warn", "fail"):
+            legend["fall began"] = ax.axvline(began, color="#555555", lw=1, alpha=0.6, label="fall began")
+        labels = [date[5:10] for date, _ in s.past] + ["now"]
+        step = max(1, len(labels) // 6)
+        ax.set_xticks(xs[::step], labels[::step], fontsize=7)
+        ax.set_title(f"{s.where} {s.figure}: {s.outcome}", fontsize=9,
+                     color=OUTCOME_COLOURS["fail"] if s.outcome == "fail" else "black")
+        ax.set_ylabel(s.unit, fontsize=8)
+        ax.grid(True, alpha=0.3)
+        ax.margins(y=0.3)
+    for n in range(len(shown), rows * cols):
+        axes[n // cols][n % cols].set_visible(False)
+    if legend:
+        fig.legend(list(legend.values()), list(legend.keys()), fontsize=7, loc="outside lower center", ncol=5)
+    more = f"; {len(series) - len(shown)} more in the table" if len(series) > len(shown) else ""
+    return render(fig, "fig-history", f"each GPU's and placement's figures over its own earlier runs, this run marked, "
+                  f"with the bound the history rule held it to and the drift rule's reference and bound{more}",
+                  "Each GPU (by serial) and placement against its own past: blue its earlier runs, the big dot this run "
+                  "(green pass, orange warned, red failed); dashed red the history bound (the median of its last runs "
+                  "less the margin its own noise allows); dotted grey the drift rule's reference (the median of its "
+                  f"oldest runs) and dash-dot orange its bound; a grey line where a fall began{more}.")

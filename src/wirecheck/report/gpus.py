@@ -4,7 +4,8 @@ gauges and the fleet's GPU comparison read. Plain data, no drawing.
 From the measurements (wirecheck.gpu's worker results as the plugin records them: `gpu_figures`,
 `gpu_sustained` with its NVML samples, `gpu_memory`, `gpu_event`) and from the verdicts of the
 health checks (the floor, the median of the node's other GPUs and the peer rule each figure was
-judged against). Figures are in base units (bytes/s, FLOP/s); GPU_FIGURES says how to show them.
+judged against) and of the history and drift rules (the bound its own past held it to): every bound
+that judged a figure, so the page shows the one that failed it. Figures are in base units (bytes/s, FLOP/s); GPU_FIGURES says how to show them.
 A record judged again without its measurements still gives the judged figures.
 """
 
@@ -14,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wirecheck.checks import SECTION_GPU, SPECS
-from wirecheck.core.verdict import SKIP
+from wirecheck.core.verdict import FAIL, PASS, SKIP, WARN
+from wirecheck.records.figures import display
 from wirecheck.thresholds import declared
 from wirecheck.vocab import records as kinds
 
@@ -45,6 +47,22 @@ class GpuJudged:
 
 
 @dataclass
+class OwnPast:
+    """How a figure was judged against the GPU's own past (base units): the history rule's bound and the
+    drift rule's, with their outcomes."""
+
+    outcome: str = SKIP  # the history rule's
+    bound: float | None = None
+    drift: str = SKIP  # the drift rule's
+    drift_bound: float | None = None
+
+    @property
+    def worst(self) -> str:
+        order = {FAIL: 3, WARN: 2, PASS: 1, SKIP: 0}
+        return max((self.outcome, self.drift), key=lambda o: order.get(o, 0))
+
+
+@dataclass
 class GpuPoint:
     """One GPU under load: its figures (base units: bytes/s, FLOP/s), how each was judged, the
     sustained load's windows and NVML samples beside them, the memory test, XIDs during the run."""
@@ -54,6 +72,7 @@ class GpuPoint:
     model: str | None = None
     figures: dict[str, float] = field(default_factory=dict)
     judged: dict[str, GpuJudged] = field(default_factory=dict)
+    own_past: dict[str, OwnPast] = field(default_factory=dict)  # figure -> its history and drift verdicts
     unmeasured: dict[str, str] = field(default_factory=dict)  # figure -> why (unsupported, error)
     foreign: list = field(default_factory=list)  # [[pid, name, bytes]] computing on the GPU before the load
     windows: list[dict] = field(default_factory=list)  # sustained: {t0, t1, seconds, flops_per_s, ...}
@@ -73,6 +92,12 @@ class GpuPoint:
     def max_temperature(self) -> float | None:
         values = [s["temperature_c"] for s in self.samples if s.get("temperature_c") is not None]
         return max(values) if values else self.max_temperature_c
+
+    def outcome(self, figure: str) -> str:
+        """The worst verdict on `figure`: its own check's, its history's, its drift's."""
+        order = {FAIL: 3, WARN: 2, PASS: 1, SKIP: 0}
+        found = [j.outcome for j in (self.judged.get(figure),) if j] + [p.worst for p in (self.own_past.get(figure),) if p]
+        return max(found, key=lambda o: order.get(o, 0)) if found else ""
 
     @property
     def memory_mismatches(self) -> int | None:
@@ -132,8 +157,28 @@ def add_measurement(gpus: dict[int, GpuPoint], m: dict) -> None:
         point.memory = result if result else {"error": d.get("error")}
 
 
+def _own_past(gpus: dict[int, GpuPoint], v: dict) -> None:
+    """A history or drift verdict on a GPU figure: the bound it was held to, in base units."""
+    inputs = v.get("inputs") or {}
+    where, figure = str(inputs.get("where") or ""), inputs.get("figure")
+    if figure not in GPU_FIGURES or not where.startswith("GPU") or not where[3:].isdigit():
+        return
+    point = _point(gpus, int(where[3:]))
+    _, scale = display(str(inputs.get("kind")), inputs.get("unit"))
+    bound = (v.get("limit") or {}).get("min")
+    bound = bound / scale if isinstance(bound, (int, float)) and scale else None
+    past = point.own_past.setdefault(figure, OwnPast())
+    if v.get("check") == "history":
+        past.outcome, past.bound = v.get("outcome") or SKIP, bound
+    else:
+        past.drift, past.drift_bound = v.get("outcome") or SKIP, bound
+
+
 def add_verdict(gpus: dict[int, GpuPoint], v: dict) -> None:
     check, inputs = v.get("check"), v.get("inputs") or {}
+    if check in ("history", "drift"):
+        _own_past(gpus, v)
+        return
     spec = SPECS.get(check)  # read per verdict: a site's check registered after this module counts too
     if spec is None or spec.section != SECTION_GPU:
         return

@@ -16,6 +16,7 @@ from wirecheck.report.html import Raw, Section, details, esc, note, outcome, pre
 from wirecheck.report.diagnosis import diagnosis_section
 from wirecheck.report.drain import drain_section
 from wirecheck.report.gpus import GPU_FIGURES, GPU_HEALTH_CHECKS
+from wirecheck.report.history_view import history_series
 from wirecheck.report.model import HOST_PATH_CLASS, RunView
 from wirecheck.report.trends import FAMILIES, drifts, gather
 from wirecheck.core import render
@@ -412,9 +413,9 @@ def _figure_cell(point, key: str) -> Raw | str:
     label, unit, scale = GPU_FIGURES[key]
     if key not in point.figures:
         return "-"
-    judged = point.judged.get(key)
+    worst = point.outcome(key)  # its floor and peers, its history, its drift
     text = f"{point.figures[key] * scale:.4g}"
-    return Raw(f"{esc(text)} {outcome(judged.outcome)}") if judged else text
+    return Raw(f"{esc(text)} {outcome(worst)}") if worst else text
 
 
 def _memory_rows(view: RunView) -> list[list]:
@@ -449,7 +450,8 @@ def gpus_section(view: RunView) -> Section:
     s.add(s.add_figure(figures.gpu_bars(points, GPU_FIGURES)))
     rows, classes = [], []
     for p in points:
-        failed = any(j.outcome == FAIL for j in p.judged.values()) or bool(p.memory_mismatches) or bool(p.xid_events)
+        failed = (any(p.outcome(k) == FAIL for k in GPU_FIGURES) or bool(p.memory_mismatches)
+                  or bool(p.xid_events))
         rows.append([f"GPU{p.gpu}", p.bus_id or "-", p.model or "-", *[_figure_cell(p, k) for k in GPU_FIGURES],
                      _num(p.max_temperature), _num(p.peak_power), _num(p.memory_mismatches), p.xid_events])
         classes.append(FAIL if failed else "")
@@ -542,8 +544,31 @@ def health_section(view: RunView) -> Section:
 # -- the trend -------------------------------------------------------------------------------
 
 
+def _own_history(s: Section, view: RunView) -> None:
+    """Each GPU's and placement's figures over its own runs, as this run's history and drift verdicts hold them."""
+    series = [x for x in history_series(view.verdicts, view.header.get("started")) if x.past]
+    if not series:
+        return
+    s.add(Raw("<h3>Each GPU and placement against its own history</h3>"))
+    judged = [x for x in series if x.judged]
+    if judged:
+        s.add(s.add_figure(figures.history_trends(judged)))
+    rows, classes = [], []
+    for x in series:
+        h, d = x.history or {}, x.drift or {}
+        res = h.get("resolution")
+        rows.append([x.where, x.figure, x.subject, f"{x.value:.4g} {x.unit}",
+                     f"{h['bound']:.4g}" if h.get("bound") is not None else "-", outcome(h.get("outcome")),
+                     res.short() if res else "-", outcome(d.get("outcome")),
+                     d.get("began") or "-", (d.get("message") if d.get("outcome") in (WARN, FAIL) else h.get("message")) or ""])
+        classes.append(FAIL if x.outcome == FAIL else "")
+    s.add(table(["where", "figure", "GPU or placement", "this run", "history bound", "history", "catches (95 %)",
+                 "drift", "fall began", "message"], rows, classes, numeric=(3, 4)))
+
+
 def trends_section(view: RunView, history: list[RunView], skipped: list) -> Section:
     s = Section("trends", "Over time")
+    _own_history(s, view)
     views = sorted({id(v): v for v in [view, *history]}.values(), key=lambda v: v.started.timestamp() if v.started else 0)
     if len(views) < 2:
         s.add(note("One run only: give more record files, or --history DIR (a directory of record files), "

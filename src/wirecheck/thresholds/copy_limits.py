@@ -43,6 +43,7 @@ class CopyLimit:
     max: float | None = None  # the `within` helper reads both bounds
     rule: str = "measured"  # which rule made it (wirecheck.core.verdict.RULES)
     hardware: Mapping | None = field(default=None, compare=False)  # what it was measured on (tables.hardware_spec)
+    resolution: Mapping | None = field(default=None, compare=False)  # a calibrated entry's (tables.Limit.resolution)
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,8 @@ def parse_copy_bandwidth(at: _At) -> CopyBandwidth:
     for fabric, fabric_at in f["floors"].keyed(FABRICS, "fabric", "copy floors are keyed by fabric").items():
         for direction, entry_at in fabric_at.keyed(DIRECTIONS, "copy direction", "directions are").items():
             e = _bounds_entry(entry_at, "bandwidth", ("min",), required=("min",), what="a copy floor", positive=True)
-            floors[(fabric, direction)] = CopyLimit(e.min, e.source, e.yaml_path, rule=e.rule, hardware=e.hardware)
+            floors[(fabric, direction)] = CopyLimit(e.min, e.source, e.yaml_path, rule=e.rule, hardware=e.hardware,
+                                                    resolution=e.resolution)
     d = f["derived_floor"].fields(
         "derived copy floor",
         required={"host_efficiency": '"70 %"', "peer_efficiency": '"60 %"', "source": SOURCE_HINT},

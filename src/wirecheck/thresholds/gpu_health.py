@@ -25,7 +25,7 @@ from wirecheck.core.quantity import EXAMPLES
 from wirecheck.node.gpu_sampling import CLOCK_EVENT_REASONS
 from wirecheck.thresholds import declared
 from wirecheck.thresholds.declared import Value
-from wirecheck.thresholds.tables import ENTRY_EXTRAS, Limit, as_rule, entry_rule
+from wirecheck.thresholds.tables import ENTRY_EXTRAS, Limit, as_rule, entry_resolution, entry_rule
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At, _suggest
 
 LEVELS = ("quick", "acceptance", "burn_in")
@@ -287,7 +287,7 @@ def _floor(at: _At, figure: str) -> Limit:
     e = at.fields(f"a {figure} floor", required={"min": f'"{EXAMPLES[kind]}"', "source": SOURCE_HINT},
                   optional=ENTRY_EXTRAS)
     return Limit(min=e["min"].quantity(kind, positive=True), max=None, source=e["source"].source(), yaml_path=at.cite,
-                 kind=kind, rule=entry_rule(e, at))
+                 kind=kind, rule=entry_rule(e, at), resolution=entry_resolution(e))
 
 
 def _declared_fix(kind: str) -> str:

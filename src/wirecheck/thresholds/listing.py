@@ -2,9 +2,13 @@
 
 The same lookups the checks make (wirecheck.checks), for each placement and op, each GPU figure,
 host and peer copies and training: the bound, its unit, the rule that made it (measured, derived,
-simulated, peers) and its source; a check no limit judges is listed with the reason. The node is a
-topology plus its hardware (wirecheck.node.hardware): from NVML, a profile, a recorded topology or a
-run's record. Which checks a level runs follows the tests' `levels` markers (tests/).
+simulated, peers) and its source; a check no limit judges is listed with the reason; at acceptance the
+history and drift rules over each figure they judge. Beside each bound its resolution: the loss it
+catches in 95 % of runs and its false alarms, as a calibrated entry states it or as the recorded noise
+of the reference nodes measured it (wirecheck.thresholds.sensitivity, fixtures/resolution.yaml); a
+bound no run measured says so. The node is a topology plus its hardware (wirecheck.node.hardware): from
+NVML, a profile, a recorded topology or a run's record. Which checks a level runs follows the tests'
+`levels` markers (tests/).
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from wirecheck.vocab.ops import OPS, all_axes
 from wirecheck.node.hardware import Hardware
 from wirecheck.node.placement import CLASS_PAIR, COLLECTIVE_CLASSES, TRAINING_CLASSES, enumerate_placements, link_ceiling
 from wirecheck.node.topology import Topology
-from wirecheck.thresholds import declared
+from wirecheck.core.resolution import Resolution
+from wirecheck.thresholds import declared, sensitivity
 from wirecheck.vocab import strategies
 
 # The recorded unit per quantity kind and its factor from base units (as the verdicts record them).
@@ -54,6 +59,11 @@ class Row:
     source: str
     yaml_path: str | None
     measured_on: dict | None = None  # a table entry's `hardware:`, the hardware it was measured on
+    # what the bound catches: {"step", "false_alarm", "how", "coarse", "cries_wolf"} (core.resolution.Resolution), or
+    # None: no run measured it for this figure and rule
+    resolution: dict | None = None
+    bound_text: str | None = None  # a bound that is no number (the history rule's: a median less a margin)
+    key: str | None = None  # the thresholds key of the figure's floor (records.figures.Figure.yaml_path)
 
     @property
     def judged(self) -> bool:
@@ -63,13 +73,26 @@ class Row:
         return {**asdict(self), "judged": self.judged}
 
 
-def _row(check: str, where: str, limit, kind: str, why: str) -> Row:
+def _resolution(limit, rule: str | None, key: str | None) -> dict | None:
+    """A bound's resolution: what its calibrated entry states, else what the recorded noise measured."""
+    stated = getattr(limit, "resolution", None) if limit is not None else None
+    if stated and "step" in stated:
+        return Resolution(stated["step"], stated.get("false_alarms", 0.0), "as calibrated").as_dict()
+    found = sensitivity.measured(key, rule) if key and rule else None
+    return found.as_dict() if found else None
+
+
+def _row(check: str, where: str, limit, kind: str, why: str, key: str | None = None) -> Row:
+    """`key`: the thresholds key of the figure's floor (records.figures.Figure.yaml_path), whose measured
+    resolution the row shows."""
     unit, scale = UNITS[kind]
     if limit is None:
         return Row(check, where, None, None, unit, None, why or f"no {check} limit for {where} in the file", None)
+    rule = getattr(limit, "rule", "measured")
     return Row(check, where, limit.min * scale if limit.min is not None else None,
-               limit.max * scale if limit.max is not None else None, unit, getattr(limit, "rule", "measured"),
-               limit.source, limit.yaml_path, dict(limit.hardware) if getattr(limit, "hardware", None) else None)
+               limit.max * scale if limit.max is not None else None, unit, rule,
+               limit.source, limit.yaml_path, dict(limit.hardware) if getattr(limit, "hardware", None) else None,
+               _resolution(limit, rule, key), key=key)
 
 
 def node_limits(thresholds, topology: Topology, hardware: Hardware | None, level: str = ACCEPTANCE,
@@ -96,7 +119,8 @@ def node_limits(thresholds, topology: Topology, hardware: Hardware | None, level
         for op in OPS:
             if "busbw" in wanted or (op == "all_reduce" and "busbw_all_reduce" in wanted):
                 limit, why = thresholds.busbw_rule(p.klass, op, p.n_gpus, simulated, ceiling, hardware)
-                rows.append(_row(f"busbw {op}", p.id, limit, "bandwidth", why))
+                rows.append(_row(f"busbw {op}", p.id, limit, "bandwidth", why,
+                                 f"collectives.floors.{p.klass}.{op}.{p.n_gpus}"))
             if p.klass == CLASS_PAIR:
                 continue  # per-pair link checks judge bandwidth only
             further = all_axes(op)[1:]
@@ -115,13 +139,17 @@ def node_limits(thresholds, topology: Topology, hardware: Hardware | None, level
         health = thresholds.gpu_health
         for figure, (name, kind) in figure_checks().items():
             limit, why = health.floor_rule(figure, model, simulated, hardware)
-            rows.append(_row(name, "every GPU", limit, kind, why))
+            rows.append(_row(name, "every GPU", limit, kind, why, f"gpu_health.floors.{model}.{figure}"))
         peers = health.peers(simulated)
         rows.append(Row("GPU figures below their peers", "every GPU", None, None, "%", "peers",
                         f"more than {peers.max_below_median * 100:g} % and {peers.mad_k:g} scaled MADs below the median of "
-                        f"the node's other GPUs of the model; {peers.source}", peers.yaml_path))
+                        f"the node's other GPUs of the model; {peers.source}", peers.yaml_path,
+                        resolution=_coarsest(rows, "peers", model),
+                        bound_text=f"> {peers.max_below_median * 100:g} % below the others' median"))
     if "training" in wanted:
         rows += _training(thresholds, placements, hardware, model, simulated)
+    if check_level(level) == ACCEPTANCE and not simulated and thresholds.history_rule is not None:
+        rows += _history(thresholds, rows)
     return rows
 
 
@@ -130,13 +158,52 @@ def _axes_words(further) -> str:
     return "every other dtype and reduction" if any(a.reduction for a in further) else "every other dtype"
 
 
+def _coarsest(rows: list[Row], rule: str, model: str | None) -> dict | None:
+    """The worst resolution `rule` has over the GPU figures of `model` the recorded noise measured: one row
+    stands for them all."""
+    found = [r for f in declared.floors() if (r := sensitivity.measured(f"gpu_health.floors.{model}.{f}", rule))]
+    return max(found, key=lambda r: (r.cries_wolf, r.step)).as_dict() if found else None
+
+
+def _figure_name(key: str) -> str:
+    """The short name the history rule knows a figure by (records.figures.Figure.figure), from its floor's key."""
+    parts = key.split(".")
+    if parts[0] == "training" and parts[1] == "single_gpu_throughput_floors":
+        return "single_gpu_throughput"
+    return parts[3]
+
+
+def _history(thresholds, rows: list[Row]) -> list[Row]:
+    """Per figure the history rule judges on this node: its bound (the median of the GPU's or placement's own
+    last runs less a margin from their noise) and what it catches on the recorded noise; then the drift rule."""
+    rule = thresholds.history
+    out = []
+    for r in rows:
+        if not r.key or not r.judged or _figure_name(r.key) not in rule.figures:
+            continue
+        least = rule.least_margin(_figure_name(r.key))
+        noise = (f"the {rule.false_alarms * 100:g} % prediction bound of their noise" if rule.false_alarms
+                 else f"{rule.mad_k:g} x their spread")
+        measured = sensitivity.measured(r.key, "history")
+        out.append(Row(f"history {r.check}", r.where, None, None, "%", "history", rule.source, rule.yaml_path,
+                       resolution=measured.as_dict() if measured else None, key=r.key,
+                       bound_text=f"median of its last {rule.runs} runs less max({least * 100:g} %, {noise})"))
+    if rule.drift is not None:
+        d = rule.drift
+        out.append(Row("drift", "each GPU or placement", None, None, "%", "history", d.source, d.yaml_path,
+                       bound_text=f"warns from {d.warn_at * 100:g} %, fails from {d.fail_at * 100:g} % below the median "
+                                  f"of its oldest {d.baseline} of {d.runs} runs, after a CUSUM over {d.h:g}"))
+    return out
+
+
 def _copies(thresholds, topology: Topology, hardware: Hardware | None, placements) -> list[Row]:
     copy = thresholds.copy_bandwidth
     rows = []
     pcie, _ = hardware.pcie_peak() if hardware else (None, "")
     for direction in ("h2d", "d2h"):
         limit, why = copy.limit_rule(topology.fabric, direction, pcie, hardware)
-        rows.append(_row(f"host_copy {direction}", "every GPU", limit, "bandwidth", why))
+        rows.append(_row(f"host_copy {direction}", "every GPU", limit, "bandwidth", why,
+                         f"copy_bandwidth.floors.{topology.fabric}.{direction}"))
     for p in placements:
         if p.klass != CLASS_PAIR:
             continue
@@ -158,10 +225,12 @@ def _training(thresholds, placements, hardware: Hardware | None, model: str | No
         seen.add((p.klass, p.n_gpus))
         for strategy in strategies.NAMES:
             limit, why = training.throughput_rule(p.klass, strategy, p.n_gpus, hardware)
-            rows.append(_row(f"throughput {strategy}", p.id, limit, "throughput", why))
+            rows.append(_row(f"throughput {strategy}", p.id, limit, "throughput", why,
+                             f"training.throughput_floors.{p.klass}.{strategy}.{p.n_gpus}"))
     limit = training.single_gpu_floor(model)
     rows.append(_row("single_gpu_training", "one GPU", limit, "throughput",
-                     f"no training.single_gpu_throughput_floors entry for {model!r}"))
+                     f"no training.single_gpu_throughput_floors entry for {model!r}",
+                     f"training.single_gpu_throughput_floors.{model}"))
     return rows
 
 
@@ -171,6 +240,8 @@ SHORT_SOURCE = 100  # characters of a source in the table (the JSON has it whole
 def _bound(r: Row) -> str:
     if not r.judged:
         return "not judged"
+    if r.bound_text:
+        return r.bound_text
     parts = ([f">= {_num(r.min)}"] if r.min is not None else []) + ([f"<= {_num(r.max)}"] if r.max is not None else [])
     return " and ".join(parts) + f" {r.unit}" if parts else "-"
 
@@ -179,29 +250,46 @@ def _num(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 10_000 else f"{value:.4g}"
 
 
+def _catches(r: Row) -> str:
+    """The resolution column: the loss caught in 95 % of runs, or why there is none."""
+    if not r.judged:
+        return ""
+    if not r.resolution:
+        return "not measured"
+    res = Resolution.from_dict(r.resolution)
+    return res.short()
+
+
 def _short(text: str) -> str:
     return text if len(text) <= SHORT_SOURCE else text[:SHORT_SOURCE - 3].rstrip() + "..."
 
 
 def text(rows: list[Row], title: str) -> list[str]:
     """A table for people: one line per limit (placements held to the same limit on one line), the rule,
-    the YAML path and the start of the source beside the bound; `--json` has every source whole."""
+    the loss it catches in 95 % of runs on the recorded noise, the YAML path and the start of the source
+    beside the bound; `--json` has every source whole."""
     merged: dict[tuple, list[str]] = {}
     for r in rows:
-        merged.setdefault((r.check, _bound(r), r.rule, r.yaml_path, r.source), []).append(r.where)
+        merged.setdefault((r.check, _bound(r), r.rule, _catches(r), r.yaml_path, r.source), []).append(r.where)
     lines = []
-    for (check, bound, rule, yaml_path, source), wheres in merged.items():
+    for (check, bound, rule, catches, yaml_path, source), wheres in merged.items():
         where = wheres[0] if len(wheres) == 1 else f"{wheres[0]} (+{len(wheres) - 1} alike)"
-        lines.append((check, where, bound, rule or "-", f"{yaml_path}: {_short(source)}" if yaml_path else _short(source)))
-    widths = [max([len(h)] + [len(line[k]) for line in lines]) for k, h in enumerate(("check", "where", "bound", "rule"))]
+        lines.append((check, where, bound, rule or "-", catches or "-",
+                      f"{yaml_path}: {_short(source)}" if yaml_path else _short(source)))
+    heads = ("check", "where", "bound", "rule", "catches (95 %)")
+    widths = [max([len(h)] + [len(line[k]) for line in lines]) for k, h in enumerate(heads)]
     out = [title, ""]
-    out.append("  ".join(f"{h:{w}}" for h, w in zip(("check", "where", "bound", "rule"), widths)) + "  source")
-    out += ["  ".join(f"{v:{w}}" for v, w in zip(line[:4], widths)) + f"  {line[4]}" for line in lines]
+    out.append("  ".join(f"{h:{w}}" for h, w in zip(heads, widths)) + "  source")
+    out += ["  ".join(f"{v:{w}}" for v, w in zip(line[:5], widths)) + f"  {line[5]}" for line in lines]
     by_rule: dict[str, int] = {}
     for r in rows:
         if r.judged:
             by_rule[r.rule] = by_rule.get(r.rule, 0) + 1
     judged = sum(by_rule.values())
+    coarse = sum(1 for r in rows if r.judged and r.resolution and Resolution.from_dict(r.resolution).coarse)
     out += ["", f"{judged} limits ({', '.join(f'{n} {rule}' for rule, n in sorted(by_rule.items()))}); "
-                f"{len(rows) - judged} checks without a limit (the reason is their source); --json for every source whole"]
+                f"{len(rows) - judged} checks without a limit (the reason is their source); --json for every source whole",
+            f"catches: the loss each bound fails in 95 % of runs on the recorded noise (a calibrated entry: its own runs; "
+            f"{coarse} coarser than 10 %: a smaller loss passes them; 'not measured': no recorded run of this hardware; "
+            f"scripts/bench/sensitivity.py, docs/records.md#sensitivity)"]
     return out

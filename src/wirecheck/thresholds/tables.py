@@ -36,6 +36,10 @@ class Limit:
     # only; None: to any node of its class.
     # (A plain dict kept out of eq/hash: a Limit stays hashable and JSON-able.)
     hardware: Mapping[str, Any] | None = field(default=None, compare=False)
+    # What a calibrated entry says it resolves (its provenance's `resolution`, written by wirecheck calibrate):
+    # {"step": the loss its floor catches in 95 % of runs, "false_alarms": ..., "history": the history rule's
+    # step on the same runs' noise}, fractions; None: an entry that does not say.
+    resolution: Mapping[str, float] | None = field(default=None, compare=False)
 
 
 def describe_hardware(spec: Mapping[str, Any]) -> str:
@@ -123,9 +127,22 @@ def _count_table(at: _At, what: str, entry: Callable[[_At], Limit]) -> dict[int 
 FILE_RULES = ("measured", "calibrated")  # the rules a file can state; the others are made by code
 ENTRY_EXTRAS = {
     "rule": "calibrated  (measured: the default, a reading on this hardware; calibrated: wirecheck calibrate)",
-    "provenance": "{nodes: [...], gpus: [...], dates: [...], n: 5, spread: \"0.6 %\"}  (what a calibrated limit "
-                  "was made from)",
+    "provenance": "{nodes: [...], gpus: [...], dates: [...], n: 5, spread: \"0.6 %\", resolution: {step: \"2.1 %\", "
+                  "false_alarms: \"0.0 %\", history: \"0.6 %\", measured: ..., peers: ..., fleet: ...}}  (what a "
+                  "calibrated limit was made from, and the losses it and the other rules catch on those runs)",
 }
+RESOLUTION_KEYS = ("step", "false_alarms", "history", "measured", "derived", "peers", "fleet")
+
+
+def entry_resolution(f: dict[str, _At]) -> Mapping[str, float] | None:
+    """The `resolution:` a calibrated entry's provenance states (wirecheck calibrate writes it), as fractions."""
+    if "provenance" not in f or not isinstance(f["provenance"].value, dict) or "resolution" not in f["provenance"].value:
+        return None
+    at = f["provenance"].child("resolution")
+    fields = at.fields("a limit's resolution", required={"step": '"2.1 %"'},
+                       optional={"false_alarms": '"0.0 %"', "history": '"0.6 %"', "measured": '"12.6 %"',
+                                 "derived": '"13.8 %"', "peers": '"11.3 %"', "fleet": '"11.3 %"'})
+    return MappingProxyType({k: fields[k].quantity("percent") for k in RESOLUTION_KEYS if k in fields})
 
 
 def entry_rule(f: dict[str, _At], at: _At) -> str:
@@ -181,7 +198,7 @@ def _bounds_entry(at: _At, kind: str, allowed: tuple[str, ...], required: tuple[
         )
     hardware = hardware_spec(f["hardware"]) if "hardware" in f else None
     return Limit(min=low, max=high, source=f["source"].source(), yaml_path=at.cite, kind=kind, rule=entry_rule(f, at),
-                 hardware=hardware)
+                 hardware=hardware, resolution=entry_resolution(f))
 
 
 def as_rule(table: Mapping, rule: str) -> Mapping:
