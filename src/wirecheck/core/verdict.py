@@ -19,7 +19,7 @@ import copy
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from wirecheck.core import failure_codes, render
+from wirecheck.core import failure_codes, problems, render
 
 # warn: nothing failed but the check has something to say (a GPU far from every NIC); it passes the
 # test and the run, never drains a node, and is counted and shown apart from the passes.
@@ -73,6 +73,7 @@ class Verdict:
     place: str | None = None  # `where` as the words name it: "GPU3 (0000:1b:00.0)"
     note: str = ""  # a fact shown with the verdict whatever its outcome
     hint: str = ""  # the likely cause and what to do (shown when it fails or warns); a skip's reason
+    problem: str | None = None  # the kind of problem beside the figures (core.problems: cut_short, not_measured...)
 
     def __post_init__(self) -> None:
         if self.bound is None and self.limit:
@@ -129,7 +130,7 @@ def skip(what: str, where: str | None, reason: str, **extra: Any) -> Verdict:
 def not_measured(what: str, where: str | None, error: str | None, **extra: Any) -> Verdict:
     """A figure that could not be measured (the worker's error) fails whatever its limit."""
     details = {**extra.pop("details", {}), "problems": [f"not measured: {error}"]}
-    return Verdict("", what, where, FAIL, details=details, **extra)
+    return Verdict("", what, where, FAIL, details=details, problem=problems.NOT_MEASURED, **extra)
 
 
 def within(what: str, where: str | None, value: float, limit, fmt: str, unit: str, scale: float = 1.0,

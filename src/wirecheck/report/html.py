@@ -32,7 +32,7 @@ h3 { margin: 1.2em 0 0.4em; }
 .small { font-size: 0.85em; color: #555; }
 .note { color: #555; font-style: italic; }
 table { border-collapse: collapse; margin: 0.4em 0 1em; font-size: 0.85em; }
-th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: left; vertical-align: top; }
+th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: left; vertical-align: top; overflow-wrap: break-word; }
 th { background: #f3f3f3; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.fail td { background: #fbe3e4; }
@@ -52,6 +52,14 @@ code, pre { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size:
 pre { white-space: pre-wrap; word-break: break-word; background: #f7f7f7; padding: 0.4em; }
 nav a { margin-right: 0.8em; }
 details > summary { cursor: pointer; font-weight: 600; margin: 0.4em 0; }
+section.folded h2 { font-size: 1em; font-weight: 600; border: none; margin: 0.5em 0 0; padding: 0;
+                    white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+section.folded h2 .why { font-weight: 400; font-style: italic; color: #666; }
+table.verdicts { max-width: 100%; }
+table.verdicts td { overflow-wrap: anywhere; }
+table.verdicts td.what { min-width: 12em; }
+tr.said td { border-top: none; font-size: 0.95em; color: #333; }
+tr.said b { font-weight: 600; }
 """
 
 
@@ -110,9 +118,15 @@ class Section:
     title: str
     body: list[str] = field(default_factory=list)
     images: list[Image] = field(default_factory=list)
+    folded: str | None = None  # why the record has nothing for this section: it shows as its one line
 
     def add(self, *parts: str) -> Section:
         self.body.extend(parts)
+        return self
+
+    def fold(self, why: str) -> Section:
+        """Nothing of this section in the record (a -m health run has no strategy dial): one line, title and why."""
+        self.folded = why
         return self
 
     def add_figure(self, img: Image) -> Raw:
@@ -120,6 +134,9 @@ class Section:
         return figure(img)
 
     def html(self) -> str:
+        if self.folded is not None and not self.body:
+            return (f'<section id="{esc(self.id)}" class="folded"><h2 title="{esc(self.folded)}">{esc(self.title)}: '
+                    f'<span class="why">{esc(self.folded)}</span></h2></section>')
         return f'<section id="{esc(self.id)}"><h2>{esc(self.title)}</h2>{"".join(self.body)}</section>'
 
 

@@ -7,7 +7,7 @@ empty chart (a -k selection, a simulation, a run cut short before it got there).
 
 from __future__ import annotations
 
-from wirecheck.checks.advice import advice_for
+from wirecheck.checks.words import words_for
 from wirecheck.core.quantity import format_bytes
 from wirecheck.burnin.progress import left_out
 from wirecheck.report.advice import advice_section
@@ -42,19 +42,9 @@ def _verdict(v: dict) -> Verdict | None:
         return None
 
 
-def _limit(v: dict) -> str:
-    verdict = _verdict(v)
-    return render.bound_text(verdict) if verdict else "-"
-
-
 def _measured(v: dict) -> str:
     verdict = _verdict(v)
     return render.measured_text(verdict) if verdict else "-"
-
-
-def _citation(v: dict) -> str:
-    verdict = _verdict(v)
-    return render.citation(verdict) if verdict else ""
 
 
 def gbps(bps: float | None) -> str:
@@ -91,10 +81,70 @@ def headline(view: RunView) -> tuple[str, str]:
     return "pass", f"PASSED: {counts[PASS] + counts.get(WARN, 0)} checks{warned}, {counts[SKIP]} skipped"
 
 
-def _verdict_rows(verdicts: list[dict], test: bool = False) -> list[list]:
-    """The report's cells of a verdict, every one written by wirecheck.core.render."""
-    return [[v.get("check"), v.get("where") or "node", v.get("what"), _measured(v), _limit(v), _citation(v),
-             v.get("message")] + ([v.get("test")] if test else []) for v in verdicts]
+# A verdict's columns on the page, each one fact: the line the terminal reads (measured against its bound, by how
+# much, the rule) cut into its parts. Where the limit comes from is shown once per limit, behind a disclosure.
+VERDICT_COLUMNS = ["check", "where", "what", "measured", "limit", "off by", "rule"]
+
+
+def _cells(v: dict) -> list:
+    """A verdict's cells, every one written by wirecheck.core.render (a damaged line: its words as recorded)."""
+    verdict = _verdict(v)
+    if verdict is None:
+        return [v.get("check"), v.get("where") or "node", v.get("message"), "-", "-", "-", "-"]
+    return [verdict.check, verdict.where or "node", verdict.what, render.measured_text(verdict),
+            render.bound_text(verdict), render.margin(verdict) or "-", verdict.rule or "-"]
+
+
+def _said(v: dict) -> Raw:
+    """Under a failed or warned verdict, across the table: what was found (its problems, its note), what it means
+    and what to do (the check's words, as the terminal's failure block gives them), its code and test."""
+    verdict = _verdict(v)
+    details = v.get("details") if isinstance(v.get("details"), dict) else None
+    words = words_for(v.get("check"), details)
+    parts = []
+    problems = (details or {}).get("problems") or []
+    remarks = [x for x in (verdict.hint, verdict.note) if x] if verdict else []
+    if problems:
+        parts.append("<b>found</b> " + "; ".join(esc(p) for p in problems))
+    if remarks:
+        parts.append("<b>note</b> " + esc("; ".join(remarks)))
+    parts += [f"<b>means</b> {esc(words.means)}", f"<b>to do</b> {esc(words.todo)}"]
+    tail = " ".join(x for x in (esc(verdict.code) if verdict and verdict.code else "",
+                                f"<code>{esc(v.get('test'))}</code>" if v.get("test") else "") if x)
+    return Raw("<br>".join(parts) + (f' <span class="small">{tail}</span>' if tail else ""))
+
+
+def _judged_table(verdicts: list[dict], css: str) -> Raw:
+    """Failures or warnings: one row of facts per verdict, and beneath it across the table what it means and what
+    to do. A few lines each, as narrow as the page."""
+    rows, classes = [], []
+    for v in verdicts:
+        rows += [_cells(v), Raw(_said(v))]
+        classes += [css, f"{css} said"]
+    return _table_with_notes(VERDICT_COLUMNS, rows, classes)
+
+
+def _table_with_notes(headers: list[str], rows: list, classes: list[str]) -> Raw:
+    out = ['<table class="verdicts"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in headers) + "</tr></thead><tbody>"]
+    for row, css in zip(rows, classes):
+        if isinstance(row, Raw):
+            out.append(f'<tr class="{esc(css)}"><td colspan="{len(headers)}">{row}</td></tr>')
+        else:
+            out.append(f'<tr class="{esc(css)}">' + "".join(
+                f'<td class="{"what" if k == 2 else "num" if k == 3 else ""}">{esc(x)}</td>'.replace(' class=""', "")
+                for k, x in enumerate(row)) + "</tr>")
+    out.append("</tbody></table>")
+    return Raw("".join(out))
+
+
+def _provenance(verdicts: list[dict]) -> Raw | None:
+    """Where each limit the verdicts were judged against is written and where its number comes from, once per
+    limit: behind a disclosure, never in every row."""
+    found = render.provenances(x for x in (_verdict(v) for v in verdicts) if x is not None)
+    if not found:
+        return None
+    return details(f"Where each limit comes from ({len(found)} limits)",
+                   table(["limit", "source"], [[written, source] for written, source in found]))
 
 
 def verdict_section(view: RunView) -> Section:
@@ -113,29 +163,46 @@ def verdict_section(view: RunView) -> Section:
     if view.run.damaged:
         s.add(note(f"{view.run.damage()}. Every other line was read: the verdicts below stand, but a lost line may "
                    "have held a failed one; judge the node again (or restore the record from a copy)."))
-    columns = ["check", "where", "what", "measured", "limit", "limit's source", "message"]
     fails = view.failures
     if fails:
-        # "means" and "to do": the failure block's own lines (checks.advice), as the terminal shows them
-        advice = [advice_for(v.get("check"), v.get("details") if isinstance(v.get("details"), dict) else None)
-                  for v in fails]
-        rows = [row[:5] + [a.means, a.todo] + row[5:] for row, a in zip(_verdict_rows(fails, test=True), advice)]
-        s.add(Raw("<h3>Failures</h3>"), table(columns[:5] + ["means", "to do"] + columns[5:] + ["test"], rows,
-                                              ["fail"] * len(fails)))
+        s.add(Raw("<h3>Failures</h3>"), _judged_table(fails, "fail"))
     else:
         s.add(note("No check failed."))
     warns = [v for v in view.verdicts if v.get("outcome") == WARN]
     if warns:
         # nothing failed, but the check has something to say: shown open, apart from the passes
-        s.add(Raw("<h3>Warnings</h3>"), table(columns + ["test"], _verdict_rows(warns, test=True), ["warn"] * len(warns)))
+        s.add(Raw("<h3>Warnings</h3>"), _judged_table(warns, "warn"))
+    judged = [v for v in view.verdicts if v.get("outcome") != SKIP]
+    shown = _provenance(judged)
+    if shown is not None:
+        s.add(shown)
     skips = [v for v in view.verdicts if v.get("outcome") == SKIP]
     if skips:
         s.add(details(f"{len(skips)} skipped, with the reason", table(
-            ["check", "where", "reason"], [[v.get("check"), v.get("where") or "node", v.get("message")] for v in skips])))
+            ["check", "where", "reason"], [[v.get("check"), v.get("where") or "node", _reason(v)] for v in skips])))
     passes = [v for v in view.verdicts if v.get("outcome") == PASS]
     if passes:
-        s.add(details(f"{len(passes)} passed", table(columns, _verdict_rows(passes))))
+        s.add(details(f"{len(passes)} passed", table(VERDICT_COLUMNS, [_cells(v) for v in passes],
+                                                     numeric=(3,))))
     return s
+
+
+def _line(v: dict) -> str:
+    """A verdict's one line, written from its structure as this wirecheck writes it (a record's own words, from
+    an older wirecheck, may cite its limit's source and repeat what it means and what to do: the columns and
+    the disclosure say those once); a skip's line is its reason."""
+    verdict = _verdict({**v, "message": ""})
+    if verdict is None:
+        return v.get("message") or "-"
+    if verdict.outcome == SKIP:
+        return f"{render.subject(verdict)}: {_reason(v)}"
+    return verdict.message
+
+
+def _reason(v: dict) -> str:
+    """A skip's reason, as the check said it (its hint); a record written before the field: its message."""
+    verdict = _verdict(v)
+    return (verdict.hint if verdict is not None and verdict.hint else None) or v.get("message") or "-"
 
 
 # -- the node -------------------------------------------------------------------------------
@@ -199,8 +266,8 @@ def _sweep_table(view: RunView, sweeps) -> Raw:
 def collectives_section(view: RunView) -> Section:
     s = Section("collectives", "Collectives: bus bandwidth against size")
     if not view.sweeps:
-        return s.add(note("No collective measurements in this record (a -k selection without test_collectives, "
-                          "or a run cut short before them)."))
+        return s.fold("No collective measurements in this record (a -k selection without test_collectives, "
+                          "or a run cut short before them).")
     s.add(note("nccl-tests conventions: count in float32 elements; slowest rank's mean time per call; algbw and busbw "
                "in GB/s (1e9 B/s), busbw = algbw x 2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter "
                "and all_to_all, 1 for broadcast; timed: eager calls or a CUDA-graph replay; limit: the floor (and "
@@ -239,10 +306,10 @@ def wire_section(view: RunView) -> Section:
             ["op", "NVLink busbw (GB/s)", "host path busbw (GB/s)", "ratio"],
             [[op, gbps(f), gbps(h), f"{f / h:.1f}x" if h else "-"] for op, f, h, _ in rows], numeric=(1, 2, 3)))
         for v in checks:
-            s.add(Raw(f"<p>{outcome(v.get('outcome'))} {esc(v.get('message'))}</p>"))
+            s.add(Raw(f"<p>{outcome(v.get('outcome'))} {esc(_line(v))}</p>"))
     if not drawn:
-        s.add(note("No host-path placement with an NVLink twin was measured in this run (the topology has no NVLink "
-                   "pair, or a -k selection left test_collectives out)."))
+        return s.fold("No host-path placement with an NVLink twin was measured in this run (the topology has no "
+                      "NVLink pair, or a -k selection left test_collectives out).")
     return s
 
 
@@ -271,15 +338,15 @@ def links_section(view: RunView) -> Section:
     matrix = view.header.get("matrix") or []
     gpus = [g.get("index") if isinstance(g, dict) else i for i, g in enumerate(view.header.get("gpus") or [])]
     if not matrix or len(matrix) != len(gpus):
-        return s.add(note("The record carries no link matrix (no GPU topology was read)."))
+        return s.fold("The record carries no link matrix (no GPU topology was read).")
     measured, copies = _pair_figures(view)
     s.add(s.add_figure(figures.link_matrix(gpus, matrix, measured, copies)))
     if view.simulated and measured:
         s.add(note("Simulation: the per-pair figures are gloo on CPU, not links."))
     spread = [v for v in view.verdicts if v.get("check") in ("pair_spread", "group_scaling", "peer_access")]
     if spread:
-        s.add(table(["check", "where", "outcome", "message"],
-                    [[v.get("check"), v.get("where"), outcome(v.get("outcome")), v.get("message")] for v in spread]))
+        s.add(table(["check", "where", "outcome", "verdict"],
+                    [[v.get("check"), v.get("where"), outcome(v.get("outcome")), _line(v)] for v in spread]))
     return s
 
 
@@ -289,8 +356,8 @@ def links_section(view: RunView) -> Section:
 def strategies_section(view: RunView) -> Section:
     s = Section("strategies", "The strategy dial")
     if not view.strategies:
-        return s.add(note("No training measurements in this record (a -k selection without test_strategies, "
-                          "or a run cut short before them)."))
+        return s.fold("No training measurements in this record (a -k selection without test_strategies, "
+                          "or a run cut short before them).")
     points = list(view.strategies.values())
     s.add(s.add_figure(figures.strategy_dial(points)))
     rows = []
@@ -321,8 +388,8 @@ def strategies_section(view: RunView) -> Section:
     s.add(note(f"Memory model: wirecheck.training.memory_model.predict(..., accounting='implementation', precision={precision!r})."))
     dial = [v for v in view.verdicts if v.get("check") in ("staircase", "slow_wire", "dial_flattens", "single_gpu_training")]
     if dial:
-        s.add(table(["check", "where", "outcome", "message"],
-                    [[v.get("check"), v.get("where"), outcome(v.get("outcome")), v.get("message")] for v in dial]))
+        s.add(table(["check", "where", "outcome", "verdict"],
+                    [[v.get("check"), v.get("where"), outcome(v.get("outcome")), _line(v)] for v in dial]))
     return s
 
 
@@ -333,14 +400,14 @@ def nccl_section(view: RunView) -> Section:
     s = Section("nccl-path", "NCCL's path (from NCCL's own log)")
     verdicts = {v.get("where"): v for v in view.verdicts if v.get("check") == "nccl_path"}
     if not view.nccl_paths:
-        reason = next((v.get("message") for v in verdicts.values() if v.get("outcome") == SKIP), None)
-        return s.add(note(reason or "No NCCL path probe in this record (tests/test_nccl_path.py did not run)."))
+        reason = next((_reason(v) for v in verdicts.values() if v.get("outcome") == SKIP), None)
+        return s.fold(reason or "No NCCL path probe in this record (tests/test_nccl_path.py did not run).")
     for pid, d in view.nccl_paths.items():
         v = verdicts.get(pid) or {}
         gpus = d.get("gpus") or list(view.gpus_of(pid))
         s.add(Raw(f"<h3>{esc(pid)} {outcome(v.get('outcome')) if v else ''}</h3>"))
         if v:
-            s.add(Raw(f"<p>{esc(v.get('message'))}</p>"))
+            s.add(Raw(f"<p>{esc(_line(v))}</p>"))
         if d.get("error"):
             s.add(pre(d["error"]))
             continue
@@ -377,8 +444,8 @@ def copies_section(view: RunView) -> Section:
     verdicts = [v for v in view.verdicts if v.get("check") in ("host_copy", "peer_copy", "pcie_link_under_load")]
     c = view.copies
     if not c or not (c.get("host") or c.get("peer")):
-        reason = (c or {}).get("error") or next((v.get("message") for v in verdicts if v.get("outcome") == SKIP), None)
-        return s.add(note(reason or "No copy-bandwidth measurement in this record (tests/test_copy_bandwidth.py did not run)."))
+        reason = (c or {}).get("error") or next((_reason(v) for v in verdicts if v.get("outcome") == SKIP), None)
+        return s.fold(reason or "No copy-bandwidth measurement in this record (tests/test_copy_bandwidth.py did not run).")
     floors = {}
     for v in verdicts:
         lim = (v.get("limit") or {}).get("min")
@@ -402,8 +469,8 @@ def copies_section(view: RunView) -> Section:
     s.add(note(f"{format_bytes(c.get('size') or 0)} per copy, {c.get('iters')} timed copies after {c.get('warmup_iters')} "
                "warm-up, CUDA events, one link at a time."))
     if verdicts:
-        s.add(table(["check", "where", "outcome", "message"],
-                    [[v.get("check"), v.get("where"), outcome(v.get("outcome")), v.get("message")] for v in verdicts],
+        s.add(table(["check", "where", "outcome", "verdict"],
+                    [[v.get("check"), v.get("where"), outcome(v.get("outcome")), _line(v)] for v in verdicts],
                     [v.get("outcome") for v in verdicts]))
     return s
 
@@ -438,9 +505,9 @@ def gpus_section(view: RunView) -> Section:
     s = Section("gpus", "Each GPU under load")
     verdicts = [v for v in view.verdicts if v.get("check") in GPU_HEALTH_CHECKS]
     if not view.gpus:
-        reason = next((v.get("message") for v in verdicts if v.get("outcome") == SKIP), None)
-        return s.add(note(reason or "No GPU health measurements in this record (tests/test_gpu_health.py did not run: "
-                                    "select it with -m health)."))
+        reason = next((_reason(v) for v in verdicts if v.get("outcome") == SKIP), None)
+        return s.fold(reason or "No GPU health measurements in this record (tests/test_gpu_health.py did not run: "
+                                    "select it with -m health).")
     points = list(view.gpus.values())
     s.add(note("One worker per GPU, every GPU at once (power and heat are shared): HBM copy (read+write counted) and "
                "read in GB/s, dense square GEMM in TFLOP/s, the sustained GEMM load's median window; each against its "
@@ -470,8 +537,8 @@ def gpus_section(view: RunView) -> Section:
                                                 for e in events], [FAIL] * len(events)))
     if verdicts:
         shown = [v for v in verdicts if v.get("outcome") != PASS]
-        body = table(["check", "where", "outcome", "message"],
-                     [[v.get("check"), v.get("where") or "node", outcome(v.get("outcome")), v.get("message")]
+        body = table(["check", "where", "outcome", "verdict"],
+                     [[v.get("check"), v.get("where") or "node", outcome(v.get("outcome")), _line(v)]
                       for v in verdicts], [v.get("outcome") for v in verdicts])
         s.add(details(f"{len(verdicts)} GPU health verdicts ({len(shown)} not passed)", body, open_=bool(shown)))
     return s
@@ -486,8 +553,8 @@ def burn_in_section(view: RunView) -> Section:
     s = Section("burn-in", "Burn-in")
     b = view.burn_in
     if b is None:
-        return s.add(note("Not a burn-in: `wirecheck validate --level burn-in --duration 4h` holds every GPU under load "
-                          "while collectives cycle, for hours, and this section draws it."))
+        return s.fold("Not a burn-in: `wirecheck validate --level burn-in --duration 4h` holds every GPU under load "
+                          "while collectives cycle, for hours, and this section draws it.")
     end = b.end or {}
     fault = b.fault
     duration = end.get("duration_s")
@@ -519,8 +586,8 @@ def burn_in_section(view: RunView) -> Section:
     if b.verdicts:
         failed = [v for v in b.verdicts if v.get("outcome") == FAIL]
         s.add(details(f"{len(b.verdicts)} burn-in verdicts ({len(failed)} failed)", table(
-            ["check", "where", "outcome", "message"],
-            [[v.get("check"), v.get("where") or "node", outcome(v.get("outcome")), v.get("message")] for v in b.verdicts],
+            ["check", "where", "outcome", "verdict"],
+            [[v.get("check"), v.get("where") or "node", outcome(v.get("outcome")), _line(v)] for v in b.verdicts],
             [v.get("outcome") for v in b.verdicts]), open_=bool(failed)))
     return s
 
@@ -528,14 +595,14 @@ def burn_in_section(view: RunView) -> Section:
 def health_section(view: RunView) -> Section:
     s = Section("health", "Health counters over the run")
     if not view.counters:
-        return s.add(note("No error-counter readings in this record (a simulation has no NVML; a -k selection may "
-                          "leave test_link_health out; it runs last, so a run cut short never reaches it)."))
+        return s.fold("No error-counter readings in this record (a simulation has no NVML; a -k selection may "
+                          "leave test_link_health out; it runs last, so a run cut short never reaches it).")
     judged = [r for r in view.counters if (r.get("inputs") or {}).get("deltas")]
     if judged:
         s.add(s.add_figure(figures.counter_growth(judged)))
-    s.add(table(["GPU", "outcome", "grew", "message"],
+    s.add(table(["GPU", "outcome", "grew", "verdict"],
                 [[v.get("where"), outcome(v.get("outcome")), _measured(v) if v.get("measured") else "none",
-                  v.get("message")] for v in view.counters], [v.get("outcome") for v in view.counters]))
+                  _line(v)] for v in view.counters], [v.get("outcome") for v in view.counters]))
     return s
 
 
