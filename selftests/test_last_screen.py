@@ -175,3 +175,21 @@ def test_the_record_line_says_why_its_skips_are_fewer_than_pytests():
                          "skipped before their check ran and recorded none; `wirecheck judge` says why)"), line
     reporter.tests, reporter.skips_without_verdict = Counter({"passed": 364, "skipped": 211}), Counter()
     assert final_lines(reporter)[0][0].endswith(": 0 failed, 364 passed, 211 skipped checks")  # the counts agree
+
+
+def test_the_record_line_tells_a_measurement_that_broke_by_its_problem_kind():
+    """A failed verdict whose problem kind says the figure was never measured (a hang, a crash: core.problems)
+    is counted apart from the figures judged against a limit; the kind is read, never the verdict's words."""
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from pytest_wirecheck.last_screen import final_lines
+
+    writer = SimpleNamespace(ended=True, verdicts=Counter({"fail": 3, "pass": 5}))
+    reporter = SimpleNamespace(kept=True, writer=writer, file=SimpleNamespace(path=PROJECT / "r.jsonl"),
+                               stopped_by=None, unavailable=None, simulated=False, exit_status=1, tests=Counter(),
+                               skips_without_verdict=Counter(), failed_kinds=Counter({"broken": 1, "not_measured": 1}))
+    line = final_lines(reporter)[0][0]
+    assert ": 3 failed (2 not measured: a hang, a crash or a missing figure), 5 passed" in line, line
+    reporter.failed_kinds = Counter()
+    assert ": 3 failed, 5 passed" in final_lines(reporter)[0][0]
