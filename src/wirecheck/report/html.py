@@ -32,6 +32,8 @@ h3 { margin: 1.2em 0 0.4em; }
 .small { font-size: 0.85em; color: #555; }
 .note { color: #555; font-style: italic; }
 table { border-collapse: collapse; margin: 0.4em 0 1em; font-size: 0.85em; }
+/* a table wider than the page (twelve figures a GPU) scrolls within itself: the page never runs off to the right */
+table { display: block; max-width: 100%; overflow-x: auto; }
 th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: left; vertical-align: top; overflow-wrap: break-word; }
 th { background: #f3f3f3; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
