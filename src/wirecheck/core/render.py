@@ -1,15 +1,19 @@
-"""Every text a verdict is read as, made from its structure in one place.
+"""Every text a verdict is read as, made from its structure in one place: the line around a check's words.
 
 A verdict carries what was judged (`what`, on `where`, named in full as `place`), the measured value
 with its `unit` and display format `fmt`, the `bound` it was judged against (kind, value(s) in
 `limit`, the same unit), the `rule`, `source` and `yaml_path` of the limit, and what the structure
 cannot say: `details["problems"]` (what was found wrong, one line each), a `note` (a fact shown with
-the verdict whatever its outcome) and a `hint` (the likely cause and what to do, shown when it fails
-or warns). The faces are all here:
+the verdict whatever its outcome) and a `hint` (a fact the figures cannot say, shown when it fails or
+warns). `what`, the problems, the note and the hint are the check's own sentences (wirecheck.checks.words,
+filled here by `fill`); the faces around them are all here:
 
-- `message(v)`: the verdict's line (recorded with it, asserted by the test, shown by judge);
-- `measured_text(v)`, `bound_text(v)`, `citation(v)`: the failure block's fields and the report's
-  cells (and what a fleet page shows of a node's figure);
+- `message(v)`: the verdict's one line (recorded with it, asserted by the test, shown by judge): what on
+  where, measured against its bound, by how much (`margin`), the rule that made the limit (`rule_text`);
+- `measured_text(v)`, `bound_text(v)`: the failure block's fields and the report's cells (and what a fleet
+  page shows of a node's figure);
+- `provenance(v)`, `provenances(vs)`: where a limit is written and where its number comes from, shown once
+  per limit (the page's disclosure, -v), never in the line;
 - `relation(v)`: "40 % < 90 % of the power limit", the short form: pytest's short summary line
   (`summary(v)`), judge's figures line and the drain reason (`drain_reason(v)`), which a Slurm
   node's Reason and the Kubernetes node condition carry;
