@@ -33,7 +33,6 @@ import platform
 import sys
 from pathlib import Path
 
-from wirecheck.cli import drain_hook
 from wirecheck.cli.node_decision import (HEALTHY, HOOKS, SLURM_REASON_MAX, UNHEALTHY, UNKNOWN, NodeState, decide,
                                          output_tail, read_record)
 from wirecheck.cli.protocol import entry
@@ -110,6 +109,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
               "with --hook)", file=sys.stderr)
         return UNKNOWN
     if args.hook:
+        from wirecheck.cli import drain_hook  # the thresholds loader and the cluster's readers: only for --hook
+
         if not args.records or not Path(args.records).is_dir():
             print(f"wirecheck {NAME}: --hook needs --records DIR, an existing folder (the hook's: its state file, "
                   f"guard file and re-test records go there); got {args.records!r}", file=sys.stderr)

@@ -33,7 +33,6 @@ from types import ModuleType
 from typing import Callable
 
 from wirecheck.core import exit_codes
-from wirecheck.thresholds.declared import DeclarationsError
 
 PROTOCOL = ("NAME", "add_parser", "run")
 DESCRIPTION = ("validate that a multi-GPU node moves data as fast as its wiring allows, and read what it recorded: "
@@ -82,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def dispatch(argv: list[str] | None = None) -> int:
     """`wirecheck ARGV...`: the exit code."""
+    # Imported here, not with the module: every command imports this module for `entry`, and importing a
+    # command must not load the thresholds package (the checks' registry) before the command runs.
+    from wirecheck.thresholds.declared import DeclarationsError
+
     try:
         return _main(argv)
     except DeclarationsError as exc:  # the install is broken (no checks to read limits against), whatever the command
