@@ -40,7 +40,7 @@ def test_every_gpu_health_check_declares_its_words_and_the_limits_it_reads():
 
     gpu = {name: spec for name, spec in SPECS.items() if spec.section == SECTION_GPU}
     for name, spec in gpu.items():
-        assert spec.words is not None and words_for(name) is spec.words, name
+        assert spec.words is not None and words_for(name) == spec.words, name
     assert set(declared.floors()) >= {"hbm_copy", "hbm_read", "gemm_bf16", "gemm_fp8", "sustained_bf16"}
     assert set(declared.sections()) >= {"clocks", "power", "temperature", "memory_errors", "xid"}
     owners = declared.floor_checks()
