@@ -162,6 +162,9 @@ def test_wheel_installed_without_the_checkout_validates_from_any_directory(tmp_p
     expected |= {f"pytest_wirecheck/topologies/{p.name}" for p in (PROJECT / "fixtures" / "topologies").iterdir()}
     # every command module, those of a command's own subpackage (wirecheck/cli/fleet/) too: pyproject lists packages
     expected |= {p.relative_to(PROJECT / "src").as_posix() for p in (PROJECT / "src" / "wirecheck" / "cli").rglob("*.py")}
+    # the report page's templates: package data (`wirecheck report` draws nothing without them)
+    templates = PROJECT / "src" / "wirecheck" / "report" / "templates"
+    expected |= {p.relative_to(PROJECT / "src").as_posix() for p in templates.iterdir() if p.is_file()}
     assert not expected - names, f"missing from the wheel: {sorted(expected - names)}"
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     declared = zipfile.ZipFile(wheel).read(entry_points).decode()

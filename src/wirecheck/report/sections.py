@@ -1,8 +1,10 @@
-"""The report's sections, each built from a RunView (or several, for the trend).
+"""The report's sections, each built from a RunView (or several, for the trend), as blocks of plain data
+(wirecheck.report.html): what each section holds, in which order. How the blocks look is the templates'
+(report/templates/): nothing here writes markup.
 
 Every section is always present, in a fixed order, so a reader (and the browser test) knows
-where to look; a section whose data the run does not have says why instead of drawing an
-empty chart (a -k selection, a simulation, a run cut short before it got there).
+where to look; a section whose data the run does not have folds to one line saying why instead of
+drawing an empty chart (a -k selection, a -m health run, a simulation, a run cut short before it got there).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from wirecheck.core.quantity import format_bytes
 from wirecheck.burnin.progress import left_out
 from wirecheck.report.advice import advice_section
 from wirecheck.report import figures
-from wirecheck.report.html import Raw, Section, details, esc, note, outcome, pre, table
+from wirecheck.report.html import (Across, Band, Bold, Break, Cell, Code, Section, Small, details, heading, note, outcome,
+                                   pair, para, pre, table)
 from wirecheck.report.diagnosis import diagnosis_section
 from wirecheck.report.drain import drain_section
 from wirecheck.report.gpus import GPU_FIGURES, GPU_HEALTH_CHECKS
@@ -58,9 +61,10 @@ def gbps(bps: float | None) -> str:
 # -- the verdict ---------------------------------------------------------------------------
 
 
-def _counted(counts: dict) -> str:
-    warned = f", <b>{counts[WARN]}</b> warned" if counts.get(WARN) else ""
-    return f"<b>{counts[FAIL]}</b> failed, <b>{counts[PASS]}</b> passed{warned}, <b>{counts[SKIP]}</b> skipped"
+def _counted(counts: dict) -> tuple:
+    warned = (", ", Bold(counts[WARN]), " warned") if counts.get(WARN) else ()
+    return (Bold(counts[FAIL]), " failed, ", Bold(counts[PASS]), " passed", *warned, ", ", Bold(counts[SKIP]),
+            " skipped")
 
 
 def headline(view: RunView) -> tuple[str, str]:
@@ -95,49 +99,37 @@ def _cells(v: dict) -> list:
             render.bound_text(verdict), render.margin(verdict) or "-", verdict.rule or "-"]
 
 
-def _said(v: dict) -> Raw:
+def _said(v: dict) -> Across:
     """Under a failed or warned verdict, across the table: what was found (its problems, its note), what it means
     and what to do (the check's words, as the terminal's failure block gives them), its code and test."""
     verdict = _verdict(v)
-    details = v.get("details") if isinstance(v.get("details"), dict) else None
-    words = words_for(v.get("check"), details)
-    parts = []
-    problems = (details or {}).get("problems") or []
+    details_ = v.get("details") if isinstance(v.get("details"), dict) else None
+    words = words_for(v.get("check"), details_)
+    parts: list = []
+    problems = (details_ or {}).get("problems") or []
     remarks = [x for x in (verdict.hint, verdict.note) if x] if verdict else []
     if problems:
-        parts.append("<b>found</b> " + "; ".join(esc(p) for p in problems))
+        parts += [Bold("found"), " " + "; ".join(map(str, problems)), Break()]
     if remarks:
-        parts.append("<b>note</b> " + esc("; ".join(remarks)))
-    parts += [f"<b>means</b> {esc(words.means)}", f"<b>to do</b> {esc(words.todo)}"]
-    tail = " ".join(x for x in (esc(verdict.code) if verdict and verdict.code else "",
-                                f"<code>{esc(v.get('test'))}</code>" if v.get("test") else "") if x)
-    return Raw("<br>".join(parts) + (f' <span class="small">{tail}</span>' if tail else ""))
+        parts += [Bold("note"), " " + "; ".join(remarks), Break()]
+    parts += [Bold("means"), f" {words.means}", Break(), Bold("to do"), f" {words.todo}"]
+    tail = " ".join(x for x in (verdict.code if verdict and verdict.code else "", v.get("test") or "") if x)
+    if tail:
+        parts += [" ", Small(tail)]
+    return Across(tuple(parts))
 
 
-def _judged_table(verdicts: list[dict], css: str) -> Raw:
+def _judged_table(verdicts: list[dict], css: str):
     """Failures or warnings: one row of facts per verdict, and beneath it across the table what it means and what
     to do. A few lines each, as narrow as the page."""
     rows, classes = [], []
     for v in verdicts:
-        rows += [_cells(v), Raw(_said(v))]
+        rows += [_cells(v), _said(v)]
         classes += [css, f"{css} said"]
-    return _table_with_notes(VERDICT_COLUMNS, rows, classes)
+    return table(VERDICT_COLUMNS, rows, classes, numeric=(3,), css="verdicts", wide=(2,))
 
 
-def _table_with_notes(headers: list[str], rows: list, classes: list[str]) -> Raw:
-    out = ['<table class="verdicts"><thead><tr>' + "".join(f"<th>{esc(h)}</th>" for h in headers) + "</tr></thead><tbody>"]
-    for row, css in zip(rows, classes):
-        if isinstance(row, Raw):
-            out.append(f'<tr class="{esc(css)}"><td colspan="{len(headers)}">{row}</td></tr>')
-        else:
-            out.append(f'<tr class="{esc(css)}">' + "".join(
-                f'<td class="{"what" if k == 2 else "num" if k == 3 else ""}">{esc(x)}</td>'.replace(' class=""', "")
-                for k, x in enumerate(row)) + "</tr>")
-    out.append("</tbody></table>")
-    return Raw("".join(out))
-
-
-def _provenance(verdicts: list[dict]) -> Raw | None:
+def _provenance(verdicts: list[dict]):
     """Where each limit the verdicts were judged against is written and where its number comes from, once per
     limit: behind a disclosure, never in every row."""
     found = render.provenances(x for x in (_verdict(v) for v in verdicts) if x is not None)
@@ -150,11 +142,10 @@ def _provenance(verdicts: list[dict]) -> Raw | None:
 def verdict_section(view: RunView) -> Section:
     s = Section("verdict", "Verdict")
     counts = view.verdict_counts
-    s.add(Raw(f"<p>{_counted(counts)} ({len(view.verdicts)} verdicts in {esc(view.run.path)}).</p>"))
+    s.add(para(*_counted(counts), f" ({len(view.verdicts)} verdicts in {view.run.path})."))
     if view.simulated:  # the page's banner says SIMULATION already (headline): once is loud enough
-        s.add(Raw(f"<p>Recorded topology "
-                  f"<code>{esc(view.header.get('simulation_source'))}</code> replayed with CPU processes and gloo standing "
-                  "in for GPUs and NCCL: the figures below say nothing about a node.</p>"))
+        s.add(para("Recorded topology ", Code(view.header.get("simulation_source")), " replayed with CPU processes and "
+                   "gloo standing in for GPUs and NCCL: the figures below say nothing about a node."))
     if view.status == "cut short":
         s.add(note("This record has no end line: the run was cut short (killed, out of disk, a crash). "
                    "Whatever it did not reach was never judged."))
@@ -165,13 +156,13 @@ def verdict_section(view: RunView) -> Section:
                    "have held a failed one; judge the node again (or restore the record from a copy)."))
     fails = view.failures
     if fails:
-        s.add(Raw("<h3>Failures</h3>"), _judged_table(fails, "fail"))
+        s.add(heading("Failures"), _judged_table(fails, "fail"))
     else:
         s.add(note("No check failed."))
     warns = [v for v in view.verdicts if v.get("outcome") == WARN]
     if warns:
         # nothing failed, but the check has something to say: shown open, apart from the passes
-        s.add(Raw("<h3>Warnings</h3>"), _judged_table(warns, "warn"))
+        s.add(heading("Warnings"), _judged_table(warns, "warn"))
     judged = [v for v in view.verdicts if v.get("outcome") != SKIP]
     shown = _provenance(judged)
     if shown is not None:
@@ -242,19 +233,19 @@ def node_section(view: RunView) -> Section:
 # -- collectives --------------------------------------------------------------------------
 
 
-def _sweep_table(view: RunView, sweeps) -> Raw:
+def _sweep_table(view: RunView, sweeps):
     """nccl-tests' columns, one block of rows per placement; the floor beside the size it applies at."""
     rows, classes = [], []
     for sw in sweeps:
         floor = view.floors.get((sw.placement, sw.op))
-        rows.append(Raw(f"{esc(sw.placement)} ({sw.n_gpus} GPUs)"))
+        rows.append(Band(f"{sw.placement} ({sw.n_gpus} GPUs)"))
         classes.append("")
         for p in sw.points:
             judged = floor is not None and floor.size == p.bytes
-            shown = (f"{outcome(floor.outcome)} &ge;&nbsp;{_num(floor.min)}" + (f" &le;&nbsp;{_num(floor.max)}" if floor.max else "")
-                     if judged else "")
+            shown = (Cell(f"\u2265\u00a0{_num(floor.min)}" + (f" \u2264\u00a0{_num(floor.max)}" if floor.max else ""),
+                          floor.outcome) if judged else "")
             rows.append([p.bytes, p.bytes // 4, f"{p.time_s * 1e6:.2f}", gbps(p.algbw), gbps(p.busbw),
-                         "-" if p.wrong is None else p.wrong, p.path or "", Raw(shown)])
+                         "-" if p.wrong is None else p.wrong, p.path or "", shown])
             classes.append(FAIL if judged and floor.outcome == FAIL else "")
         if sw.error:
             rows.append(["stopped", "", "", "", "", "", "", sw.error.splitlines()[0]])
@@ -276,8 +267,7 @@ def collectives_section(view: RunView) -> Section:
         sweeps = [sw for (pid, o), sw in view.sweeps.items() if o == op]
         floors = {sw.placement: view.floors[(sw.placement, op)] for sw in sweeps if (sw.placement, op) in view.floors}
         fig = s.add_figure(figures.busbw_vs_size(op, sweeps, floors, view.simulated))
-        s.add(Raw(f"<h3>{esc(op)}</h3>"), Raw(f'<div class="pair"><div>{fig}</div><div class="scroll">'
-                                              f"{_sweep_table(view, sweeps)}</div></div>"))
+        s.add(heading(op), pair(fig, _sweep_table(view, sweeps)))
     return s
 
 
@@ -302,11 +292,11 @@ def wire_section(view: RunView) -> Section:
         size = rows[0][3]
         img = figures.wire([(op, f, h) for op, f, h, _ in rows], twin, host, size, view.simulated)
         checks = [v for v in view.verdicts if v.get("check") == "wire_check" and v.get("where") == host]
-        s.add(Raw(f"<h3>{esc(twin)} vs {esc(host)}</h3>"), s.add_figure(img), table(
+        s.add(heading(f"{twin} vs {host}"), s.add_figure(img), table(
             ["op", "NVLink busbw (GB/s)", "host path busbw (GB/s)", "ratio"],
             [[op, gbps(f), gbps(h), f"{f / h:.1f}x" if h else "-"] for op, f, h, _ in rows], numeric=(1, 2, 3)))
         for v in checks:
-            s.add(Raw(f"<p>{outcome(v.get('outcome'))} {esc(_line(v))}</p>"))
+            s.add(para(outcome(v.get("outcome")), f" {_line(v)}"))
     if not drawn:
         return s.fold("No host-path placement with an NVLink twin was measured in this run (the topology has no "
                       "NVLink pair, or a -k selection left test_collectives out).")
@@ -376,12 +366,12 @@ def strategies_section(view: RunView) -> Section:
                  "tokens/s", "scaling (per GPU / one GPU)", "MFU (or TFLOP/s per GPU)", "exposed comm (s)", "error"], rows,
                 [FAIL if r[-1] else "" for r in rows], numeric=(2, 3, 4, 5, 6, 7, 8, 9, 10)))
     for one in view.single_gpu.values():
-        s.add(Raw(f"<p>One GPU alone ({esc(one.placement)}): "
-                  + (esc(f"failed: {one.error.splitlines()[0]}") if one.error else
-                     esc(f"{one.tokens_per_s:,.0f} tokens/s" + (f", MFU {one.mfu * 100:.1f} %" if one.mfu else "")
-                         + (f", peak allocated {format_bytes(one.peak_bytes)}" if one.peak_bytes else "")))
-                  + ". Scaling = a strategy's tokens/s per GPU over this figure (the same model and micro-batch per "
-                    "GPU): 100 % is perfect data-parallel scaling.</p>"))
+        s.add(para(f"One GPU alone ({one.placement}): "
+                   + (f"failed: {one.error.splitlines()[0]}" if one.error else
+                      f"{one.tokens_per_s:,.0f} tokens/s" + (f", MFU {one.mfu * 100:.1f} %" if one.mfu else "")
+                      + (f", peak allocated {format_bytes(one.peak_bytes)}" if one.peak_bytes else ""))
+                   + ". Scaling = a strategy's tokens/s per GPU over this figure (the same model and micro-batch per "
+                     "GPU): 100 % is perfect data-parallel scaling."))
     if not view.single_gpu:
         s.add(note("Scaling: no one-GPU run in this record (test_single_gpu_training did not run first)."))
     precision = next((p.precision for p in points if p.precision), None)
@@ -405,9 +395,9 @@ def nccl_section(view: RunView) -> Section:
     for pid, d in view.nccl_paths.items():
         v = verdicts.get(pid) or {}
         gpus = d.get("gpus") or list(view.gpus_of(pid))
-        s.add(Raw(f"<h3>{esc(pid)} {outcome(v.get('outcome')) if v else ''}</h3>"))
+        s.add(heading(pid, " ", outcome(v.get("outcome"))) if v else heading(pid))
         if v:
-            s.add(Raw(f"<p>{esc(_line(v))}</p>"))
+            s.add(para(_line(v)))
         if d.get("error"):
             s.add(pre(d["error"]))
             continue
@@ -430,9 +420,9 @@ def nccl_section(view: RunView) -> Section:
                  ", ".join(f"{k} {x}" for k, x in counts.items()) + " channels" if counts else "",
                  "; ".join(f"pattern {g['pattern']}: {g['n_channels']} channels, type {g['type_intra']}/{g['type_inter']}, "
                            f"bw {g['bw_intra']:g}/{g['bw_inter']:g}" for g in graphs)]
-        s.add(Raw(f"<p class=\"small\">{esc(' | '.join(f for f in facts if f))}</p>"))
+        s.add(para(" | ".join(f for f in facts if f), css="small"))
         if d.get("log_files"):
-            s.add(Raw(f"<p class=\"small\">logs: {esc(', '.join(map(str, d['log_files'])))}</p>"))
+            s.add(para(f"logs: {', '.join(map(str, d['log_files']))}", css="small"))
     return s
 
 
@@ -475,13 +465,13 @@ def copies_section(view: RunView) -> Section:
     return s
 
 
-def _figure_cell(point, key: str) -> Raw | str:
+def _figure_cell(point, key: str) -> Cell | str:
     label, unit, scale = GPU_FIGURES[key]
     if key not in point.figures:
         return "-"
     judged = point.judged.get(key)
     text = f"{point.figures[key] * scale:.4g}"
-    return Raw(f"{esc(text)} {outcome(judged.outcome)}") if judged else text
+    return Cell(text, judged.outcome) if judged else text
 
 
 def _memory_rows(view: RunView) -> list[list]:
@@ -524,15 +514,15 @@ def gpus_section(view: RunView) -> Section:
                  "hottest (°C)", "peak power (W)", "memory test: wrong words", "XIDs"], rows, classes,
                 numeric=tuple(range(3, 3 + len(GPU_FIGURES) + 4))))
     if any(p.windows or p.samples for p in points):
-        s.add(Raw("<h3>The sustained load over time</h3>"), s.add_figure(figures.gpu_sustained(points)))
+        s.add(heading("The sustained load over time"), s.add_figure(figures.gpu_sustained(points)))
     memory = _memory_rows(view)
     if memory:
-        s.add(Raw("<h3>Memory test coverage</h3>"), table(
+        s.add(heading("Memory test coverage"), table(
             ["GPU", "covered", "of free memory", "patterns x passes", "wrong words", "first bad offset", "wall s"],
             memory, [FAIL if r[4] else "" for r in memory], numeric=(1, 2, 4, 5, 6)))
     events = [e for p in points for e in p.events]
     if events:
-        s.add(Raw("<h3>XID and ECC events during the run</h3>"), table(
+        s.add(heading("XID and ECC events during the run"), table(
             ["GPU", "kind", "code", "bus id"], [[f"GPU{e.get('gpu')}", e.get("kind"), e.get("code"), e.get("bus_id")]
                                                 for e in events], [FAIL] * len(events)))
     if verdicts:
@@ -558,13 +548,13 @@ def burn_in_section(view: RunView) -> Section:
     end = b.end or {}
     fault = b.fault
     duration = end.get("duration_s")
-    s.add(Raw(f"<p><b>{esc(b.status)}</b>: {len(b.rounds)} round(s)"
-              + (f" in {_clock(end['seconds'])} of --duration {_clock(duration)}" if duration else "")
-              + (f", rounds of {end.get('round_s'):g} s with the memory test ({end.get('memory_passes')} pass(es)) after "
-                 "each" if end.get("round_s") else "") + ".</p>"))
+    s.add(para(Bold(b.status), f": {len(b.rounds)} round(s)"
+               + (f" in {_clock(end['seconds'])} of --duration {_clock(duration)}" if duration else "")
+               + (f", rounds of {end.get('round_s'):g} s with the memory test ({end.get('memory_passes')} pass(es)) after "
+                  "each" if end.get("round_s") else "") + "."))
     if fault:
-        s.add(Raw(f'<p class="fail">Stopped in round {esc(fault.get("round"))} by a {esc(fault.get("kind"))}'
-                  + (f" on {esc(fault.get('where'))}" if fault.get("where") else "") + f": {esc(fault.get('message'))}</p>"))
+        s.add(para(f"Stopped in round {fault.get('round')} by a {fault.get('kind')}"
+                   + (f" on {fault.get('where')}" if fault.get("where") else "") + f": {fault.get('message')}", css="fail"))
     cycle = end.get("cycle") or []
     if cycle:
         placements = sorted({c["placement"] for c in cycle})
@@ -621,11 +611,11 @@ def trends_section(view: RunView, history: list[RunView], skipped: list) -> Sect
             panels = [(panel, series) for panel, series in table_.get(family, {}).items()
                       if any(len(points) >= 2 for points in series.values())]
             if panels:
-                s.add(Raw(f"<h3>{esc(title)}</h3>"),
+                s.add(heading(title),
                       s.add_figure(figures.trend(f"fig-trend-{family}", f"{title} over {len(views)} runs", unit, panels, log_y)))
         flagged = drifts(table_, view.started)
         if flagged:
-            s.add(Raw("<h3>This run against its history</h3>"), table(
+            s.add(heading("This run against its history"), table(
                 ["figure", "series", "this run", "median", "band (median +- 3 MAD)", "runs", ""],
                 [[f"{d.family}: {d.panel}", d.series, _num(d.latest), _num(d.median), f"{_num(d.low)} .. {_num(d.high)}",
                   d.n, "OUTSIDE" if d.outside else ""] for d in flagged], [FAIL if d.outside else "" for d in flagged],
