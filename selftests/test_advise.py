@@ -18,7 +18,8 @@ from wirecheck.advise.fits import fit_strategies, grouped, shipped_fits
 from wirecheck.advise.profile_figures import from_profile
 from wirecheck.advise.schedule import schedule
 from wirecheck.advise.sizes import short
-from wirecheck.advise.slow_part import GPU, LINK, SlowPart, slow_part_costs, slow_parts, step_cost
+from wirecheck.advise.slow_part import GPU, LINK, SlowPart, slow_parts, step_cost
+from wirecheck.advise.slow_part_costs import slow_part_costs
 from wirecheck.cli.main import main
 from wirecheck.core.paths import suite_paths
 from wirecheck.thresholds.file import load_thresholds

@@ -32,15 +32,15 @@ def test_every_gpu_load_check_declares_how_its_inputs_are_built():
         assert spec.section == SECTION_GPU, name
 
 
-def test_every_gpu_health_check_declares_its_advice_and_the_limits_it_reads():
-    """One advice table: a declared check's advice is its entry there, and the gpu_health sections
-    and floors the loader reads are the ones the declarations name."""
-    from wirecheck.checks.advice import ADVICE
+def test_every_gpu_health_check_declares_its_words_and_the_limits_it_reads():
+    """A declared check's words are what the faces read by its name, and the gpu_health sections and
+    floors the loader reads are the ones the declarations name."""
+    from wirecheck.checks.words import words_for
     from wirecheck.thresholds import declared
 
     gpu = {name: spec for name, spec in SPECS.items() if spec.section == SECTION_GPU}
     for name, spec in gpu.items():
-        assert spec.advice is not None and ADVICE[name] is spec.advice, name
+        assert spec.words is not None and words_for(name) == spec.words, name
     assert set(declared.floors()) >= {"hbm_copy", "hbm_read", "gemm_bf16", "gemm_fp8", "sustained_bf16"}
     assert set(declared.sections()) >= {"clocks", "power", "temperature", "memory_errors", "xid"}
     owners = declared.floor_checks()

@@ -39,19 +39,22 @@ STEADY = [REFERENCE / f"wirecheck-2026-12-01-limits/clean-{i}.jsonl" for i in ra
 # GPU model (a kind, percent, that no shipped GPU figure has: its unit must come from the declaration).
 SITE_PACKAGE = f'''"""A site's checks: registered on import, found through the wirecheck.checks entry point."""
 from wirecheck.checks import SECTION_GPU, check
-from wirecheck.checks.advice import Advice
+from wirecheck.checks.words import Words
 from wirecheck.core.verdict import FAIL, PASS, Verdict, skip
 from wirecheck.thresholds.declared import Floor
+
+WORDS = Words("loopback per HBM copy", "the GPU's loopback is slow for its memory", "reseat the GPU",
+              say={{"no_floor": "no {FIGURE} floor for {{gpu_model!r}}"}})
 
 
 @check("{CHECK}", section=SECTION_GPU, figure=lambda inputs: "{FIGURE}",
        limits=(Floor("gpu_health.floors.<model>.{FIGURE}", unit="%", label="loopback per HBM copy (site)"),),
-       advice=Advice("the GPU's loopback is slow for its memory", "reseat the GPU"))
+       words=WORDS)
 def link_share(thresholds, *, gpu, gpu_model, share, simulated=False):
-    what, where = "loopback per HBM copy", f"GPU{{gpu}}"
+    what, where = WORDS.judged(), f"GPU{{gpu}}"
     floor = thresholds.gpu_health.floor("{FIGURE}", gpu_model, simulated)
     if floor is None:
-        return skip(what, where, f"no {FIGURE} floor for {{gpu_model!r}}", measured=share * 100, unit="%")
+        return skip(what, where, WORDS.said("no_floor", gpu_model=gpu_model), measured=share * 100, unit="%")
     return Verdict("", what, where, PASS if share >= floor.min else FAIL, measured=share * 100, unit="%",
                    limit={{"min": floor.min * 100}}, bound="floor", source=floor.source, yaml_path=floor.yaml_path)
 '''
@@ -159,7 +162,7 @@ def test_a_site_gpu_figure_reaches_calibrate_and_history_with_no_edit_to_records
     fig = next(f for f in figures_of(read_run(tonight)) if f.figure == FIGURE)
     thresholds = load_thresholds(suite_paths().thresholds)
     v = history(thresholds, **history_inputs(fig, past, rule.runs))
-    assert v.outcome == "fail" and "measured 80.0 % < 9" in v.message and "93.0 % (2026-11-10)" in v.message, v.message
+    assert v.outcome == "fail" and "measured 80.0 % < floor 9" in v.message and "93.0 % (2026-11-10)" in v.message, v.message
     assert v.unit == "%" and v.measured == pytest.approx(80.0)
     again = rejudge(v, thresholds)
     assert again.outcome == "fail" and again.message == v.message

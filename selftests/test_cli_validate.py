@@ -16,14 +16,16 @@ from types import SimpleNamespace
 import pytest
 
 from terminal import Terminal
+from wirecheck.cli import node_decision
 from wirecheck.cli import validate as cli_validate
+from wirecheck.core import problems
 from wirecheck.node import driver, nvml
 from wirecheck.cli.main import main
 from wirecheck.core.exit_codes import CTRL_C, NODE_BUSY, NVML_BROKEN as NO_GPU_READABLE, SIMULATED, TERMINATED
 from wirecheck.cli.validate import (
     EXIT_CODES,
     Mode,
-    busy_line,
+    busy_lines,
     choose_mode,
     exit_code,
     last_line,
@@ -185,12 +187,16 @@ def test_busy_has_a_code_and_a_last_line_of_its_own():
     assert NODE_BUSY not in (0, 1, 2, 3, 4, 5, SIMULATED, NO_GPU_READABLE) and NODE_BUSY < 128
     asked = []
     holder = Holder(pid=4321, command="wirecheck validate", since="2026-12-01T10:00:00+00:00", host="n1", user="root")
-    line = busy_line(["-k", "x", "--node-lock", "/run/x.lock"], holder_of=lambda path: asked.append(path) or holder)
+    state, line = busy_lines(["-k", "x", "--node-lock", "/run/x.lock"], holder_of=lambda path: asked.append(path) or holder)
     assert asked == ["/run/x.lock"]
     assert line == ("wirecheck validate: node busy: pid 4321 (wirecheck validate), user root, "
                     "since 2026-12-01T10:00:00+00:00; exit 75")
-    gone = busy_line(["--node-lock=/run/y.lock"], holder_of=lambda path: None)
+    # the state line before it holds the same as data, for node-state (core.problems)
+    assert problems.read_state(state) == {"problem": problems.BUSY, "holder": {
+        "pid": 4321, "command": "wirecheck validate", "since": "2026-12-01T10:00:00+00:00", "host": "n1", "user": "root"}}
+    gone_state, gone = busy_lines(["--node-lock=/run/y.lock"], holder_of=lambda path: None)
     assert gone == "wirecheck validate: node busy: another wirecheck run held the GPUs (it has let go since); exit 75"
+    assert problems.read_state(gone_state) == {"problem": problems.BUSY, "holder": None}
     assert "usage error" not in line + gone
 
 
@@ -234,6 +240,10 @@ def test_refusal_runs_nothing_and_exits_11(monkeypatch, capsys, evidence, args, 
     assert code == NO_GPU_READABLE and started == []
     assert NVML_ERROR in err and "--simulate" in err
     assert out.splitlines()[-1].endswith(f"exit {NO_GPU_READABLE}")
+    # node-state reads NVML's error from the state line before it (data), never from the words
+    said = problems.read_state(out)
+    assert said["problem"] == problems.NVML_UNREADABLE and NVML_ERROR in said["error"], out
+    assert node_decision.decide(code, None, out + err).line.startswith(f"wirecheck: NVML failed: {NVML_ERROR}"[:60])
 
 
 def test_fallback_simulation_exits_10_and_says_so_last(monkeypatch, capsys):

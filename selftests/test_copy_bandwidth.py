@@ -47,7 +47,7 @@ H2D_FLOOR = TH.copy_bandwidth.limit("nvswitch", "h2d", None).min  # the file's f
 def test_host_copy_at_the_machines_speed_passes():
     v = host(55.3 * GB)  # what the 2x H200 machine's pinned copies read (README)
     assert v.outcome == "pass" and v.measured == pytest.approx(55.3) and v.limit["min"] == pytest.approx(H2D_FLOOR / GB)
-    assert "copy_bandwidth.floors.nvswitch.h2d" in v.message
+    assert "copy_bandwidth.floors.nvswitch.h2d" in v.yaml_path and "copy_bandwidth" not in v.message
 
 
 def test_slow_host_copy_names_the_gpu_and_the_link_it_ran_on():
@@ -65,12 +65,13 @@ def test_a_node_with_its_hardware_reading_is_judged_by_the_link_it_copied_on():
     assert host(55.3 * GB, hardware=h200).outcome == "pass"
     assert host(24.0 * GB, hardware=h200).outcome == "fail"
     gen4 = host(25 * GB, pcie={**GEN4_X16, "gen_max": 4}, hardware=h200)
-    assert gen4.outcome == "pass" and gen4.rule == "derived" and "31.5 GB/s" in gen4.message
+    assert gen4.outcome == "pass" and gen4.rule == "derived" and "31.5 GB/s" in gen4.source
+    assert gen4.message.endswith("(derived limit)")
 
 
 def test_a_fabric_without_figures_is_judged_against_its_own_pcie_link():
     ok = host(25 * GB, pcie={**GEN4_X16, "gen_max": 4}, fabric="pcie", direction="d2h")
-    assert ok.outcome == "pass" and "derived: 70 % of the PCIe link 31.5 GB/s" in ok.message
+    assert ok.outcome == "pass" and "derived: 70 % of the PCIe link 31.5 GB/s" in ok.source
     slow = host(15 * GB, pcie={**GEN4_X16, "gen_max": 4}, fabric="pcie", direction="d2h")
     assert slow.outcome == "fail" and "floor 22.1 GB/s" in slow.message
     assert host(15 * GB, pcie=None, fabric="pcie").outcome == "skip"
@@ -105,7 +106,7 @@ def test_peer_copy_on_nvswitch():
 def test_peer_copy_on_a_bridge_scales_with_its_links():
     nv6 = [{**d, "bytes_per_s": 120 * GB} for d in FAST]
     v = peer(nv6, fabric="bridged", nv=6)
-    assert v.outcome == "pass" and "60 % of NV# x per-link speed 159.4 GB/s" in v.message
+    assert v.outcome == "pass" and "60 % of NV# x per-link speed 159.4 GB/s" in v.source
     assert peer([{**d, "bytes_per_s": 80 * GB} for d in FAST], fabric="bridged", nv=6).outcome == "fail"
 
 

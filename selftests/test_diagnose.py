@@ -202,10 +202,10 @@ def test_the_report_shows_the_diagnosis_and_a_run_without_one_says_how(tmp_path)
     m = Measurement("collective", QUAD, "all_reduce at 4 MiB", None, "GB/s", {"op": "all_reduce", "failure": failure})
     run = _record(tmp_path, "h200-nvl-8.synthetic", measurements=[m])
     _, path, _ = _run(tmp_path, run)
-    shown = "".join(diagnosis_section(RunView.of(read_run(path))).body)
+    shown = diagnosis_section(RunView.of(read_run(path))).html()
     assert "GPU4 (rank 0 of" in shown and "found" in shown
-    empty = "".join(diagnosis_section(RunView.of(run)).body)
-    assert "No diagnosis in this record" in empty
+    empty = diagnosis_section(RunView.of(run))
+    assert not empty.body and "No diagnosis in this record" in empty.folded  # one line: the title and why
 
 
 def _copy_result(gpu: int, gbps: float, gen: int = 5, width: int = 16) -> dict:

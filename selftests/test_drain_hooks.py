@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from e2e import PROJECT
+from wirecheck.core import problems
 
 RECORD_HEADER = {"type": "run", "schema": 2, "host": "n1", "started": "2026-12-01T10:00:00+00:00",
                  "gpus": [{"index": 0}, {"index": 1}], "placements": []}
@@ -39,7 +40,9 @@ def _lines(*objs: dict) -> str:
 OUTCOMES = {
     "pass": (_lines(dict(RECORD_HEADER, simulated=False), PASSED_BUSBW, {"type": "end", "status": "complete"}), "", 0),
     "fail": (_lines(dict(RECORD_HEADER, simulated=False), FAILED_BUSBW, {"type": "end", "status": "complete"}), "", 1),
-    "nvml": (None, "wirecheck validate: NVML failed: NVML could not start (NVMLError_DriverNotLoaded: Driver Not Loaded)", 11),
+    "nvml": (None, "wirecheck validate: NVML failed: NVML could not start (NVMLError_DriverNotLoaded: Driver Not Loaded)\n"
+             + problems.state_line(problems.NVML_UNREADABLE,
+                                   error="NVML could not start (NVMLError_DriverNotLoaded: Driver Not Loaded)"), 11),
     "busy": (_lines(dict(RECORD_HEADER, simulated=False), {"type": "end", "status": "busy", "exit_status": 75,
                                                            "holder": HOLDER}), "", 75),
     "usage": (None, "ERROR: --thresholds: /etc/x.yaml does not exist", 4),

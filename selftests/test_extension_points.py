@@ -2,7 +2,7 @@
 (one row of the vocabulary's ops: its kernel is derived from the row), a toy strategy (one row of the
 strategies table, reusing the ddp trainer), a toy placement class (one row of the class table and its
 subsets rule), a toy check (one new module in wirecheck/checks/), a toy GPU check (its declaration,
-with its inputs builder, limit, advice and figure, in one new module, and its test file) and a toy
+with its inputs builder, limit, words and figure, in one new module, and its test file) and a toy
 test file (one new file in tests/, its work marker on its test), and nothing else: no list, no other
 module is edited (`ROWS` and `NEW_MODULES` are every edit). Only thresholds.yaml, which is data, gains
 the toys' entries: floors for the op, the class and the GPU figure, the strategy's slowdown and
@@ -58,8 +58,8 @@ ROWS = (
 NEW_MODULES = {
     "checks/toy_gpu.py": '''"""A toy GPU check: each GPU's HBM copy figure (read+write counted) as a share of its read figure,
 against a floor per GPU model; declared in one place, its inputs' builder beside it."""
-from wirecheck.checks import SECTION_GPU, check
-from wirecheck.checks.advice import Advice
+from wirecheck.checks import SECTION_GPU, SPECS, check
+from wirecheck.checks.words import Words
 from wirecheck.core.verdict import FAIL, PASS, Verdict, not_measured, skip
 from wirecheck.gpu.inputs import FromPhase, phase_error, where
 from wirecheck.thresholds.declared import Floor
@@ -77,27 +77,33 @@ def copy_share_inputs(run, phase, gpu):
 @check("toy_copy_share", inputs=FromPhase(FIGURES, copy_share_inputs), section=SECTION_GPU,
        figure=lambda inputs: "toy_copy_share",
        limits=(Floor("gpu_health.floors.<model>.toy_copy_share", unit="%", label="HBM copy per read (toy)"),),
-       advice=Advice("the GPU copies far slower than it reads", "compare the HBM copy and read figures"))
+       words=Words("HBM copy per read", "the GPU copies far slower than it reads", "compare the HBM copy and read figures",
+                   say={"no_floor": "no toy_copy_share floor for {gpu_model!r}"}))
 def copy_share(thresholds, *, gpu, bus_id, gpu_model, simulated, copy, read, error=None):
-    what, where_ = "HBM copy per read", f"GPU{gpu}"
+    words = SPECS["toy_copy_share"].words
+    what, where_ = words.judged(), f"GPU{gpu}"
     if error or not read:
         return not_measured(what, where_, error)
     floor = thresholds.gpu_health.floor("toy_copy_share", gpu_model, simulated)
     if floor is None:
-        return skip(what, where_, f"no toy_copy_share floor for {gpu_model!r}")
+        return skip(what, where_, words.said("no_floor", gpu_model=gpu_model))
     share = copy / read
     return Verdict("", what, where_, PASS if share >= floor.min else FAIL, measured=share * 100, unit="%",
                    limit={"min": floor.min * 100}, bound="floor", source=floor.source, yaml_path=floor.yaml_path)
 ''',
     "checks/toy.py": '''"""A toy check: every GPU of a placement is one of the node's."""
 from wirecheck.checks import check
+from wirecheck.checks.words import Words
 from wirecheck.core.verdict import no_problems
 
+WORDS = Words("placement GPUs on the node", "a placement names a GPU the node does not have",
+              "compare the placement with `wirecheck topo`", say={"missing": "GPU{gpu} is not on this node"})
 
-@check("toy_gpus_on_node")
+
+@check("toy_gpus_on_node", words=WORDS)
 def gpus_on_node(thresholds, *, placement: str, gpus: list, node_gpus: list):
-    missing = [f"GPU{g} is not on this node" for g in gpus if g not in node_gpus]
-    return no_problems("placement GPUs on the node", placement, missing)
+    missing = [WORDS.said("missing", gpu=g) for g in gpus if g not in node_gpus]
+    return no_problems(WORDS.judged(), placement, missing)
 ''',
 }
 TOY_TEST_FILE = '''"""A toy test file: the toy check on every pair placement; no stage marker, no list to join."""

@@ -82,4 +82,4 @@ def test_the_docs_catalog_is_the_tables():
     assert (PROJECT / "docs" / "failure-codes.md").read_text() == catalog.markdown(), \
         "docs/failure-codes.md is stale: wirecheck codes --markdown > docs/failure-codes.md"
     assert all(not row["means"].startswith("the measured value is outside") for row in catalog.rows()), \
-        "a coded check without advice: give it an Advice (advice.py or its declaration)"
+        "a coded check without words: declare its Words (@check(..., words=Words(...)))"

@@ -27,7 +27,7 @@ def test_a_gpu_20_percent_below_its_peers_on_another_node_is_named(tmp_path, cap
     assert "GPUs below the fleet's GPUs of their model: n02/GPU1 (HBM copy (read+write))" in out
     failure = next(line for line in out.splitlines() if "[fleet_gpu_outlier]" in line)
     assert failure.startswith("  n02: ") and "node n02 GPU1 (00000000:28:00.0)" in failure
-    assert "20.0 % below the median 4271.0 GB/s of 5 other NVIDIA H200 GPUs (" in failure and "fleet.hardware.gpus" in failure
+    assert "20.0 % below the median 4271.0 GB/s of 5 other NVIDIA H200 GPUs (" in failure and "(fleet limit)" in failure
     row = next(line for line in out.splitlines() if line.startswith("n02 "))
     assert row.split()[3:] == ["-", "1", "of", "2", "-", "FAIL"], row  # below peers: no node figure; 1 of 2 GPUs
     data = json.loads((tmp_path / "fleet.json").read_text())

@@ -50,7 +50,7 @@ def test_a_node_ten_percent_below_its_peers_is_named_above_its_floor(shipped):
     assert floor.outcome == "pass", floor.message
     v = _outlier(shipped, slow, peers)
     assert v.outcome == "fail" and v.where == "n9"
-    assert "10.1 % below the median 275.3 GB/s of 15 other node(s)" in v.message and "fleet.hardware.busbw" in v.message
+    assert "10.1 % below the median 275.3 GB/s of 15 other node(s)" in v.message and "fleet.hardware.busbw" in v.yaml_path
     assert v.source == shipped.fleet(False).busbw.source
     healthy = _outlier(shipped, 274.0, {k: p for k, p in peers.items() if k != "n3"})
     assert healthy.outcome == "pass"

@@ -29,7 +29,7 @@ import pytest
 
 from e2e import PROJECT, make_project, pythonpath
 from wirecheck.cli.node_state import UNHEALTHY, UNKNOWN, decide
-from wirecheck.core import exit_codes
+from wirecheck.core import exit_codes, problems
 from wirecheck.core.harness import HarnessFault, from_os_error
 from wirecheck.core.verdict import Verdict
 from wirecheck.records.file import Measurement, RecordFile, read_run
@@ -313,14 +313,22 @@ def test_validate_names_the_fault_pytest_named_on_its_last_line():
     from wirecheck.cli import validate
     from wirecheck.core.harness import WRAPPER_FD_ENV
 
+    told = {"line": "HARNESS FAULT ...: cannot write the record file /r.jsonl: No space left on device (ENOSPC)",
+            "problem": "harness_fault", "crash": None,
+            "fault": {"what": "the record file", "path": "/r.jsonl", "cause": "No space left on device (ENOSPC)"}}
     with validate.FaultLine() as fault:
         fd = int(os.environ[WRAPPER_FD_ENV])
-        subprocess.run([sys.executable, "-c", f"import os; os.write({fd}, b'HARNESS FAULT ...: cannot write the "
-                        "record file /r.jsonl: No space left on device (ENOSPC)\\n')"], pass_fds=fault.pass_fds, check=True)
+        subprocess.run([sys.executable, "-c", f"import os, sys; os.write({fd}, sys.argv[1].encode() + b'\\n')",
+                        json.dumps(told)], pass_fds=fault.pass_fds, check=True)
     assert WRAPPER_FD_ENV not in os.environ
     line = validate.last_line(74, validate.Mode(gpus=8), fault.line)
     assert line == ("wirecheck validate: HARNESS FAULT ...: cannot write the record file /r.jsonl: No space left on "
                     "device (ENOSPC); exit 74")
+    # the state line validate prints before it: the fault as data, which node-state reads when no record says it
+    said = problems.read_state(fault.state)
+    assert said["problem"] == problems.HARNESS_FAULT and said["fault"]["path"] == "/r.jsonl"
+    assert decide(74, None, fault.state).line == ("wirecheck: not checked (harness fault, exit 74): No space left on "
+                                                  "device (ENOSPC): the record file /r.jsonl")
     with validate.FaultLine() as quiet:
         pass
     assert quiet.line is None

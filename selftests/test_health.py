@@ -42,7 +42,7 @@ def test_growth_past_the_limit_is_named(counter, after):
     verdict, _ = counter_growth(_health(), _health(**after), 60.0)
     assert verdict.outcome == "fail"
     assert any(b.startswith(counter) for b in verdict.details["problems"]), verdict.message
-    assert "thresholds.yaml: health" in verdict.message and "DCGM" in verdict.message
+    assert verdict.yaml_path == "thresholds.yaml: health" and "DCGM" in verdict.source
 
 
 def test_a_few_crc_errors_over_a_long_run_pass():

@@ -8,7 +8,7 @@ from xml.etree import ElementTree
 
 from e2e import PROJECT, make_project, records, run_suite
 from wirecheck import checks
-from wirecheck.checks.advice import ADVICE, GENERIC, advice_for
+from wirecheck.checks.words import GENERIC, WORDS, words_for
 from wirecheck.checks.failure_block import reason, render
 from wirecheck.core.verdict import Verdict
 from wirecheck.thresholds.file import load_thresholds
@@ -24,16 +24,19 @@ def _slow_busbw():
         link_ceiling_bytes_per_s=None)
 
 
-def test_the_block_says_what_where_measured_limit_source_meaning_and_what_to_do():
+def test_the_block_says_what_where_measured_limit_meaning_and_what_to_do_in_a_few_lines():
     verdict = _slow_busbw()
     lines = render(verdict, "tests/test_collectives.py::test_busbw[nvswitch-2gpu-0.1-all_reduce]")
     text = "\n".join(lines)
     assert lines[0] == "busbw FAILED on nvswitch-2gpu-0.1: all_reduce busbw at 4 MiB", lines[0]
-    assert "  measured  0.001 GB/s" in lines
-    assert "  limit     >= 0.005 GB/s  (thresholds.yaml: collectives.simulated_floors.all_reduce.any)" in lines, text
-    assert "  source    CPU gloo sanity floor: catches a broken path, not speed" in lines
-    assert f"  means     {ADVICE['busbw'].means}" in lines and f"  to do     {ADVICE['busbw'].todo}" in lines
-    assert "  detail    all_reduce busbw at 4 MiB on nvswitch-2gpu-0.1: measured 0.001 GB/s < floor 0.005 GB/s" in text
+    assert "  measured  0.001 GB/s, 80 % below" in lines, text  # by how much
+    assert ("  limit     >= 0.005 GB/s (simulated limit; thresholds.yaml: collectives.simulated_floors.all_reduce.any)"
+            in lines), text  # the rule that made it, where it is written
+    assert f"  means     {WORDS['busbw'].means}" in lines and f"  to do     {WORDS['busbw'].todo}" in lines
+    assert "  code      WC2021 (docs/failure-codes.md)" in lines
+    # the limit's provenance (its source) is the limit's, said once with -v: not in the block, nor twice
+    assert "CPU gloo sanity floor" not in text and "source" not in text
+    assert len(lines) <= 8, text
     assert reason(verdict) == "busbw 0.001 < 0.005 GB/s"  # short: pytest cuts it at the terminal's width
 
 
@@ -42,26 +45,33 @@ def test_a_figure_measured_beside_another_process_says_so_not_that_the_gpu_is_sl
                       "processes computed on the GPU (pid 915 (python3))", measured=1900.5, unit="GB/s",
                       details={"foreign_processes": [[915, "python3", 916455424]]})
     text = "\n".join(render(verdict))
-    assert f"means     {ADVICE['no_foreign_processes'].means}" in text and ADVICE["hbm_bandwidth"].means not in text
+    assert f"means     {WORDS['no_foreign_processes'].means}" in text and WORDS["hbm_bandwidth"].means not in text
     assert "limit" not in text  # no limit was judged: none is shown
 
 
 def test_every_check_of_the_suite_says_what_a_failure_means():
-    missing = sorted(set(checks.CHECKS) - set(ADVICE))
-    assert not missing, f"add an entry to wirecheck/checks/advice.py for: {missing}"
-    assert advice_for("a_site_check") == GENERIC
+    missing = sorted(set(checks.CHECKS) - set(WORDS))
+    assert not missing, f"declare the Words of: {missing}"
+    assert words_for("a_site_check") == GENERIC
 
 
 def test_only_the_assertion_of_a_failed_verdict_is_a_verdict_failure():
     failed = _slow_busbw()
     passed = Verdict("gpu_count", "GPU count", None, "pass", "8 GPUs as expected")
-    assert asserted_verdict([passed, failed], AssertionError(failed.message + "\nassert False")) is failed
-    listed = Verdict("ecc_row_remap_growth", "memory errors", "GPU1", "fail", "GPU1: memory errors:\n  a\n  b")
-    rewritten = AssertionError("GPU1: memory errors:\n    a\n    b\nassert False")  # pytest re-indents a message
-    assert asserted_verdict([listed], rewritten) is listed
-    assert asserted_verdict([failed], AssertionError("assert (1 + 1) == 3")) is None  # another assertion
-    assert asserted_verdict([failed], RuntimeError(failed.message)) is None  # an error is never a verdict
-    assert asserted_verdict([passed], AssertionError(passed.message)) is None
+    recorded = [passed, failed]
+    error = AssertionError("whatever pytest made of the message")  # its words are never read
+    assert asserted_verdict(recorded, error, "assert verdict.ok, verdict.message", {"verdict": failed}) is failed
+    assert asserted_verdict(recorded, error, "    assert self.v.ok, self.v.message\n",
+                            {"self": type("T", (), {"v": failed})()}) is failed  # names and attributes
+    # the same words, but another object than the recorded one: not that verdict
+    twin = Verdict(**{k: getattr(failed, k) for k in ("check", "what", "where", "outcome", "message")})
+    assert asserted_verdict(recorded, error, "assert verdict.ok, verdict.message", {"verdict": twin}) is None
+    assert asserted_verdict(recorded, error, "assert (1 + 1) == 3", {"verdict": failed}) is None  # another assertion
+    assert asserted_verdict(recorded, error, "assert record(x).ok", {"record": lambda x: failed}) is None  # no call
+    assert asserted_verdict(recorded, RuntimeError(failed.message), "assert verdict.ok",
+                            {"verdict": failed}) is None  # an error is never a verdict
+    assert asserted_verdict(recorded, error, "assert verdict.ok", {"verdict": passed}) is None
+    assert asserted_verdict(recorded, error, "", {}) is None  # no source to read: pytest's report stays
 
 
 SCREEN_TESTS = '''
@@ -88,6 +98,11 @@ def test_the_harness_breaks(record):
 def test_another_assertion(record):
     record(Verdict("busbw", "x", "nowhere", "fail", "a recorded failure"))
     assert 1 + 1 == 3
+
+
+def test_another_assertion_of_a_failed_verdict(record):
+    verdict = record(Verdict("busbw", "x", "nowhere", "fail", "a recorded failure"))
+    assert verdict.where == "elsewhere", verdict.message
 '''
 
 
@@ -100,8 +115,8 @@ def test_a_failed_check_is_one_block_and_errors_keep_their_traceback(pytester):
     assert result.ret == 1, out
     block = out[out.index("_ test_a_check_fails _"):out.index("_ test_the_harness_breaks _")]
     assert "busbw FAILED on nvswitch-2gpu-0.1: all_reduce busbw at 4 MiB" in block
-    for line in ("measured  0.001 GB/s", "limit     >= 0.005 GB/s", "source    CPU gloo sanity floor",
-                 f"means     {ADVICE['busbw'].means}", "to do     compare `wirecheck topo`"):
+    for line in ("measured  0.001 GB/s", "limit     >= 0.005 GB/s",
+                 f"means     {WORDS['busbw'].means}", "to do     compare `wirecheck topo`"):
         assert line in block, block
     # no test source, no fixture reprs, no AssertionError: the block only
     assert "def test_a_check_fails" not in block and "Verdict(" not in block and "AssertionError" not in block, block
@@ -109,10 +124,11 @@ def test_a_failed_check_is_one_block_and_errors_keep_their_traceback(pytester):
     # a real error of the harness, and an assertion that is no verdict's, keep pytest's own report
     assert 'raise RuntimeError("the harness broke here")' in out and "RuntimeError: the harness broke here" in out
     assert "assert (1 + 1) == 3" in out
+    assert "assert 'nowhere' == 'elsewhere'" in out  # a failed verdict's words, but not its `ok` asserted
     failure = ElementTree.parse(junit).find(".//testcase[@name='test_a_check_fails']/failure")
     assert failure.get("message") == "busbw 0.001 < 0.005 GB/s" and "means " in failure.text
     last = [line for line in result.outlines if line.strip()][-3:]
-    assert last[0].startswith("wirecheck: record .wirecheck/results-") and "3 failed" in last[0], last
+    assert last[0].startswith("wirecheck: record .wirecheck/results-") and "4 failed" in last[0], last
     assert last[1].startswith("wirecheck: next: wirecheck report .wirecheck/results-"), last
     assert last[2].startswith("wirecheck: SIMULATION of"), last
 
@@ -159,3 +175,21 @@ def test_the_record_line_says_why_its_skips_are_fewer_than_pytests():
                          "skipped before their check ran and recorded none; `wirecheck judge` says why)"), line
     reporter.tests, reporter.skips_without_verdict = Counter({"passed": 364, "skipped": 211}), Counter()
     assert final_lines(reporter)[0][0].endswith(": 0 failed, 364 passed, 211 skipped checks")  # the counts agree
+
+
+def test_the_record_line_tells_a_measurement_that_broke_by_its_problem_kind():
+    """A failed verdict whose problem kind says the figure was never measured (a hang, a crash: core.problems)
+    is counted apart from the figures judged against a limit; the kind is read, never the verdict's words."""
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from pytest_wirecheck.last_screen import final_lines
+
+    writer = SimpleNamespace(ended=True, verdicts=Counter({"fail": 3, "pass": 5}))
+    reporter = SimpleNamespace(kept=True, writer=writer, file=SimpleNamespace(path=PROJECT / "r.jsonl"),
+                               stopped_by=None, unavailable=None, simulated=False, exit_status=1, tests=Counter(),
+                               skips_without_verdict=Counter(), failed_kinds=Counter({"broken": 1, "not_measured": 1}))
+    line = final_lines(reporter)[0][0]
+    assert ": 3 failed (2 not measured: a hang, a crash or a missing figure), 5 passed" in line, line
+    reporter.failed_kinds = Counter()
+    assert ": 3 failed, 5 passed" in final_lines(reporter)[0][0]

@@ -183,7 +183,7 @@ def test_affinity_warns_naming_the_gpu_and_follows_the_file(shipped, tmp_path):
     # a warn: ok (the test passes, the node is not drained), but not a pass
     assert far.outcome == "warn" and far.ok and far.message.startswith("nearest NIC on GPU1: measured NODE > ceiling PXB")
     assert "mlx5_0 through NODE" in far.message and "crosses the host bridge" in far.message
-    assert "network.gpu_nic_path" in far.message and far.details["warning"] == far.message
+    assert "network.gpu_nic_path" in far.yaml_path and far.details["warning"] == far.message
     data = yaml.safe_load((PROJECT / "thresholds.yaml").read_text())
     data["network"]["gpu_nic_path"]["max"] = "NODE"
     loose = tmp_path / "loose.yaml"
@@ -202,7 +202,7 @@ def test_affinity_fails_beyond_the_profiles_nic_path(shipped, tmp_path):
     far = checks.network.gpu_nic_affinity(th, gpu=1, paths=paths[1], source="f", profile="h100-sxm-8")
     assert far.outcome == "fail" and far.measured == "NODE"
     assert far.message.startswith("nearest NIC on GPU1: mlx5_0 is NODE, farther than the PIX profile h100-sxm-8 "
-                                  "expects (f)") and "profiles.h100-sxm-8" in far.message
+                                  "expects (f)") and "profiles.h100-sxm-8" in far.yaml_path
     none = checks.network.gpu_nic_affinity(th, gpu=0, paths={}, source="topo.txt", profile="h100-sxm-8")
     assert none.outcome == "fail" and "nearest NIC on GPU0: no NIC in topo.txt, profile h100-sxm-8 expects one within PIX" in none.message
     loose = _with_profile(tmp_path, gpu_nic_path="NODE")  # the node type is built this way: no warning either
@@ -224,8 +224,9 @@ def test_the_network_tests_fail_a_gpu_beyond_the_profiles_nic_path(pytester):
     result = run_suite(pytester, "--simulate=h100-sxm-8-nics", "--profile=h100-sxm-8", "tests/test_network.py")
     result.assert_outcomes(passed=4, failed=4, skipped=3)
     out = result.stdout.str()
-    for gpu in (1, 2, 5, 7):
-        assert f"nearest NIC on GPU{gpu}: mlx5_0 is NODE, farther than the PIX profile h100-sxm-8 expects" in out
+    for gpu in (1, 2, 5, 7):  # the failure block: what, where, what was found
+        assert f"gpu_nic_affinity FAILED on GPU{gpu}: nearest NIC" in out
+    assert out.count("found     mlx5_0 is NODE, farther than the PIX profile h100-sxm-8 expects") == 4, out
     assert "GPU0: its nearest" not in out
 
 

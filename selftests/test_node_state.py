@@ -13,6 +13,7 @@ import pytest
 
 from wirecheck.cli.main import main
 from wirecheck.cli.node_state import HEALTHY, UNHEALTHY, UNKNOWN, decide
+from wirecheck.core import problems
 from wirecheck.core.verdict import FAIL, PASS, SKIP, Verdict
 from wirecheck.records import reason
 from wirecheck.records.file import Measurement, RecordFile, read_run
@@ -68,14 +69,16 @@ def test_a_failed_check_drains_even_when_the_run_then_timed_out(tmp_path):
 
 
 def test_nvml_failing_on_a_driver_is_unhealthy_with_nvmls_words():
-    output = ("wirecheck validate: NVML failed: NVML could not start (NVMLError_LibRmVersionMismatch: RM has detected "
-              "an NVML/RM version mismatch.)\nwirecheck validate: NVML failed on a machine with an NVIDIA driver: "
-              "nothing ran; exit 11\n")
+    error = "NVML could not start (NVMLError_LibRmVersionMismatch: RM has detected an NVML/RM version mismatch.)"
+    # validate's output as it prints it: NVML's words, its state line (the data), its last line
+    output = (f"wirecheck validate: NVML failed: {error}\n{problems.state_line(problems.NVML_UNREADABLE, error=error)}\n"
+              "wirecheck validate: NVML failed on a machine with an NVIDIA driver: nothing ran; exit 11\n")
     s = decide(11, None, output)
-    assert (s.state, s.line) == (UNHEALTHY, "wirecheck: NVML failed: NVML could not start (NVMLError_LibRmVersionMismatch: "
-                                            "RM has detected an NVML/RM version mismatch.)")
+    assert (s.state, s.line) == (UNHEALTHY, f"wirecheck: NVML failed: {error}")
     assert decide(11, None, "").line == ("wirecheck: NVML failed: no GPU was read (no NVML error in the output "
                                          "given); every selected check skipped")
+    # the words alone are not read: reworded or not, only the state line says NVML's error
+    assert decide(11, None, f"wirecheck validate: NVML failed: {error}\n").line == decide(11, None, "").line
 
 
 def test_bare_pytest_that_read_no_gpu_says_why_from_its_record_and_claims_no_driver(tmp_path):
@@ -97,9 +100,13 @@ def test_busy_is_unknown_and_names_the_holder(tmp_path):
     end = {"status": "busy", "exit_status": 75, "holder": HOLDER, "waited_s": 60.0}
     assert state(tmp_path, 75, end=end) == (UNKNOWN, "wirecheck: node busy: pid 4321 (wirecheck validate --profile "
                                                      "h200-sxm-8), user root, since 2026-12-01T10:00:00+00:00: not checked")
-    # No record: validate's last line names the holder.
-    s = decide(75, None, "...\nwirecheck validate: node busy: pid 77 (pytest), user ops, since X; exit 75\n")
+    # No record: validate's state line names the holder (its last line says it in words, not read)
+    holder = {"pid": 77, "command": "pytest", "user": "ops", "since": "X", "host": "n1"}
+    s = decide(75, None, f"...\n{problems.state_line(problems.BUSY, holder=holder)}\n"
+                         "wirecheck validate: node busy: pid 77 (pytest), user ops, since X; exit 75\n")
     assert (s.state, s.line) == (UNKNOWN, "wirecheck: node busy: pid 77 (pytest), user ops, since X: not checked")
+    s = decide(75, None, "...\nwirecheck validate: node busy: pid 77 (pytest), user ops, since X; exit 75\n")
+    assert s.line == "wirecheck: node busy: another wirecheck run holds the GPUs: not checked"
 
 
 @pytest.mark.parametrize("code", [1, 10, 0])
@@ -165,7 +172,8 @@ def test_the_command_prints_the_line_and_exits_with_the_state(tmp_path, capsys):
     assert main(["node-state", "--exit-code", "1", "--record", str(record)]) == UNHEALTHY
     assert capsys.readouterr().out == "wirecheck: busbw nvswitch-2gpu-0.1 12.34 < 360 GB/s\n"
     log = tmp_path / "validate.log"
-    log.write_text("wirecheck validate: NVML failed: Driver Not Loaded\n")
+    log.write_text(f"wirecheck validate: NVML failed: Driver Not Loaded\n"
+                   f"{problems.state_line(problems.NVML_UNREADABLE, error='Driver Not Loaded')}\n")
     assert main(["node-state", "--exit-code", "11", "--record", str(tmp_path / "none.jsonl"), "--output", str(log)]) == UNHEALTHY
     assert capsys.readouterr().out == "wirecheck: NVML failed: Driver Not Loaded\n"
     (tmp_path / "bad.jsonl").write_text("not a record\n")

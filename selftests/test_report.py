@@ -20,6 +20,7 @@ import pytest
 from reference_record import convert
 from wirecheck.cli.report import main as report
 from wirecheck.report.figures import mad_band
+from wirecheck.checks.words import WORDS
 from wirecheck.report.sections import SECTION_IDS
 
 DATA = Path(__file__).parent / "data"
@@ -53,7 +54,7 @@ def meta(page: str, name: str) -> list[str]:
 
 
 def section(page: str, sid: str) -> str:
-    return re.search(rf'<section id="{sid}">(.*?)</section>', page, re.S).group(1)
+    return re.search(rf'<section id="{sid}"[^>]*>(.*?)</section>', page, re.S).group(1)
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -65,7 +66,7 @@ def test_simulated_run_every_section_every_figure(tmp_path, capsys):
     page = make(tmp_path, SIM)
     assert meta(page, "wirecheck-sections") == list(SECTION_IDS)
     for sid in SECTION_IDS:
-        assert f'<section id="{sid}">' in page
+        assert re.search(rf'<section id="{sid}"( class="folded")?>', page), sid
     assert set(figure_ids(page)) == SIM_FIGURES == set(meta(page, "wirecheck-figures"))
     for fid, uri, w, h in re.findall(r'<figure id="([^"]+)"[^>]*><img src="data:image/png;base64,([^"]+)" alt="[^"]+" '
                                      r'width="(\d+)" height="(\d+)"', page):
@@ -76,7 +77,9 @@ def test_simulated_run_every_section_every_figure(tmp_path, capsys):
     assert "Content-Security-Policy" in page
     out = capsys.readouterr().out
     assert "8 figures" in out and "SIMULATION" in out
-    # Sections without data say why.
+    # Sections without data say why, in one line (folded: their title and why)
+    assert re.search(r'<section id="copies" class="folded"><h2 title="[^"]*">[^<]*<span class="why">[^<]*</span></h2>'
+                     r'</section>', page)
     assert "simulation: no GPU memory to copy" in section(page, "copies")
     assert "gloo on CPU stands in for NCCL" in section(page, "nccl-path")
     assert "No error-counter readings" in section(page, "health")
@@ -99,25 +102,31 @@ def test_device_run_shows_the_wire_the_dial_and_the_counters(tmp_path):
     assert "fig-link-matrix" in links
 
 
-def test_failures_come_first_with_measured_limit_source_and_placement(tmp_path):
+def test_failures_come_first_each_in_a_few_lines_and_each_limit_is_sourced_once(tmp_path):
     objs = lines(SIM)
     failing = next(o for o in objs if o["type"] == "verdict" and o["check"] == "busbw")
     failing.update(outcome="fail", limit={"min": 5000.0, "max": None}, source="selftest: raised <floor>",
-                   yaml_path="thresholds.yaml: collectives.simulated_floors.all_reduce.any",
-                   message="all_reduce busbw at 4 MiB on nvswitch-2gpu-0.1: measured 0.5 GB/s < floor 5000.0 GB/s")
+                   yaml_path="thresholds.yaml: collectives.simulated_floors.all_reduce.any", rule="simulated",
+                   message="all_reduce busbw at 4 MiB on nvswitch-2gpu-0.1: measured 0.5 GB/s < floor 5000.0 GB/s "
+                           "(thresholds.yaml: ...; source: selftest: raised <floor>). A recorded hint that repeats")
     page = make(tmp_path, write(tmp_path / "fail.jsonl", objs))
     verdict = section(page, "verdict")
     assert verdict.index("<h3>Failures</h3>") < verdict.index("skipped, with the reason")
+    # one row of facts: check, where, what, measured, limit, by how much, the rule
     row = re.search(r'<tr class="fail">(.*?)</tr>', verdict).group(1)
-    for text in ("busbw", failing["where"], "&gt;= 5000 GB/s", "selftest: raised &lt;floor&gt;",
-                 "collectives.simulated_floors.all_reduce.any", failing["test"]):
-        assert text in row, text
-    # what it means and what to do, as the terminal's failure block gives them (checks.advice, not a copy)
-    from wirecheck.checks.advice import ADVICE
-
-    for text in ADVICE["busbw"]:
-        assert html.escape(text) in row, text
-    assert "<th>means</th><th>to do</th>" in verdict
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+    assert cells[:2] == ["busbw", failing["where"]] and cells[4] == "&gt;= 5000 GB/s", cells
+    assert cells[5].endswith("% below") and cells[6] == "simulated", cells
+    # beneath it, across the table: what it means and what to do (the check's words, as the terminal's
+    # failure block gives them), its code and test
+    said = re.search(r'<tr class="fail said">(.*?)</tr>', verdict).group(1)
+    for text in (WORDS["busbw"].means, WORDS["busbw"].todo, "WC2021", failing["test"]):
+        assert html.escape(text) in said, text
+    # the limit's source: once, behind a disclosure, never in the failure's rows nor its recorded words
+    assert "selftest: raised &lt;floor&gt;" not in row + said and "A recorded hint" not in page
+    assert page.count("selftest: raised &lt;floor&gt;") == 1
+    assert re.search(r"<details><summary>Where each limit comes from \(\d+ limits\)</summary>.*selftest: raised "
+                     r"&lt;floor&gt;", verdict, re.S)
     assert page.index('id="verdict"') < page.index('id="node"')
     # a simulated run says SIMULATION in one banner, at the top
     assert page.count('class="banner') == 1 and '<div class="banner sim">SIMULATION' in page

@@ -69,6 +69,29 @@ def test_the_gpu_section_renders_in_chromium(tmp_path):
         assert figures[fid]["complete"] and figures[fid]["width"] > 100 and figures[fid]["height"] > 100, figures
 
 
+def test_a_slow_gemm_on_a_1x_h200_reads_in_a_few_lines_and_the_page_fits_its_width(tmp_path):
+    """A -m health run of a 1x H200 whose bf16 GEMM is 20 % slow: its failure is a row of facts and its check's
+    words beneath (a few lines, not a message repeating the source, the means and the to-do beside the columns
+    that hold them), the page no wider than the window, and every section the record has nothing for (the
+    collectives, the strategy dial, NCCL's path, the copies, the burn-in...) one line. Narrow and wide windows."""
+    browser = chromium()
+    make(tmp_path, write_node(tmp_path / "gemm.jsonl", gpus=1, slow={(0, "gemm_bf16"): 0.8}), name="gemm.html")
+    page = tmp_path / "gemm.html"
+    console = console_lines(browser, page, tmp_path / "gemm.png")
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    shutil.copy(tmp_path / "gemm.png", os.path.join(ARTIFACTS, "report-slow-gemm.png"))
+    assert console == [], "the page logged to the console:\n" + "\n".join(console)
+    for width in (1400, 1000):
+        layout = probe(browser, page, width=width)["layout"]
+        assert layout["width"] <= layout["viewport"], layout  # nothing runs off the page to the right
+        rows, line = layout["failure_rows_px"], layout["failure_line_px"]
+        assert len(rows) == 2 and line > 0, layout  # the failure's facts, and its words beneath
+        assert sum(rows) / line <= 8, f"a failure takes {sum(rows) / line:.0f} lines at {width} px: {layout}"
+        folded = {f["id"]: f for f in layout["folded"]}
+        assert {"collectives", "strategies", "nccl-path", "copies", "burn-in"} <= set(folded), layout
+        assert all(f["height"] <= 1.5 * f["line"] for f in folded.values()), layout  # one line each
+
+
 def test_the_browser_check_sees_a_broken_figure_and_a_fetch(tmp_path):
     """The check above can fail: a figure whose PNG does not decode, and a page that tries the network."""
     browser = chromium()

@@ -147,8 +147,9 @@ def test_a_fleet_figure_is_named_and_shown_from_structure(shipped):
 
 
 # Reading a verdict's prose back (its `what` or `message` split, searched, matched) is what a renderer ends.
-PROSE_PARSING = re.compile(r"(\.what|message)\s*\.\s*(split|partition|rsplit|find|index)\s*\(|"
-                           r"\bre\.\w+\([^\n]*(\.what|message)\b")
+PROSE_PARSING = re.compile(r"(\.what|message|\.hint)\s*\.\s*(split|partition|rsplit|find|index|startswith|endswith)\s*\(|"
+                           r"\bre\.\w+\([^\n]*(\.what|message)\b|"
+                           r"[\"'] in [\w.()]*(\.what|message|\.hint)\b")
 
 
 def test_nothing_parses_a_verdicts_prose():
@@ -163,3 +164,5 @@ def test_nothing_parses_a_verdicts_prose():
     # and the pattern does see what it looks for
     assert PROSE_PARSING.search('name = v.what.split(" against the fleet")[0]')
     assert PROSE_PARSING.search("m = re.match(r'measured (\\S+)', v.message)")
+    assert PROSE_PARSING.search('state = "CUT" if "cut short" in self.record.message else "BROKEN"')
+    assert PROSE_PARSING.search("if verdict.message.startswith(text):")

@@ -10,6 +10,7 @@
 - `model`: the step-time model, its per-strategy fit and the prediction;
 - `validation`: the model against the recorded runs, with its error per strategy;
 - `slow_part`: what a slow GPU or link costs every synchronous data-parallel step;
+- `slow_part_costs`: each slow part of a node's records priced on its best placement's step;
 - `shortfall`: where DDP's step falls behind the fastest strategy's, term by term of the model;
 - `rule`: where the advice departs from the article's rule (DDP when it fits), by what and what to do, in one line;
 - `advice`: every strategy on every placement of G GPUs, the recommendation, the text.

@@ -29,7 +29,12 @@ NOT_JOB_CLASSES = (CLASS_SINGLE, CLASS_PAIR, CLASS_NETWORK)  # per-GPU and per-l
 
 
 class FiguresError(ValueError):
-    """Input advise cannot predict from: the message names the file or key and the fix."""
+    """Input advise cannot predict from: the message names the file or key and the fix. `usage`: the
+    command line asked for what is not there (an unknown --profile), not a file that is wrong."""
+
+    def __init__(self, message: str, usage: bool = False):
+        super().__init__(message)
+        self.usage = usage
 
 
 @dataclass(frozen=True)

@@ -141,7 +141,7 @@ def from_profile(name: str, thresholds, peak_flops, precision: str, path: Path =
     try:
         profile = thresholds.profile(name)
     except ValueError as exc:  # ThresholdsError: names the profiles there are
-        raise FiguresError(f"--profile {name}: {exc}") from None
+        raise FiguresError(f"--profile {name}: {exc}", usage=True) from None
     entry = measured_profiles(path).get(name) or {}
     hardware = node_hardware.from_profile(profile)
     topology = topology_from_profile(profile, where=str(thresholds.path))

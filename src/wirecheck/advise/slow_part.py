@@ -67,26 +67,3 @@ def step_cost(prediction, part: SlowPart) -> float:
 def cost_line(part: SlowPart, strategy: str, prediction) -> str:
     return (f"{part.where} at -{part.deficit:.0%} ({part.what}, below {part.against}) costs every {strategy} step "
             f"on this node about {step_cost(prediction, part):.0%}")
-
-
-def slow_part_costs(record_paths, strategy: str = "ddp") -> list[str]:
-    """For the fleet report and others: each slow part of the records, priced on `strategy`'s step of
-    the node's own training workload (the recorded model and micro-batch) on its fastest placement of
-    all the node's GPUs. Empty when the records name no slow part or hold no training runs."""
-    from wirecheck.advise.advice import advise
-    from wirecheck.advise.figures import from_records
-    from wirecheck.advise.fits import fit_strategies
-
-    figures = from_records(record_paths)
-    parts = slow_parts(figures.verdicts)
-    runs = [r for r in figures.runs if r.strategy == strategy] or figures.runs
-    if not parts or not runs or figures.compute is None:
-        return []
-    run = runs[0]
-    a = advise(figures, run.n_params, figures.gpu_count, run.shape["seq_len"], run.micro_batch, run.precision,
-               fit_strategies(figures))
-    options = [o for o in a.options if o.strategy == strategy and o.prediction and o.user_choice]
-    if not options:
-        return []
-    best = max(options, key=lambda o: o.prediction.tokens_per_s)
-    return [cost_line(part, strategy.upper() if strategy == "ddp" else strategy, best.prediction) for part in parts]

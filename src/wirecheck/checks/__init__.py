@@ -9,8 +9,9 @@ version of the suite as long as the check keeps its arguments.
 Register a check with `@check("name", ...)`; its keyword arguments are its inputs. Every module of
 this package is imported when the package is (so `judge` knows every check too): a new check
 is one new module here, registered without a list to edit. The declaration (`SPECS[name]`) is where
-the rest of the suite reads what a check is: what a failure means and what to do (`advice=`; the
-checks that predate declarations keep theirs in advice.py, the one table both land in), the limits
+the rest of the suite reads what a check is: everything it says (`words=`, wirecheck.checks.words.Words:
+the figure judged, what a failure means and what to do, its other sentences; the check itself gives facts,
+never prose), the limits
 it reads (`limits=`: Floor, Value, Section of wirecheck.thresholds.declared, which the thresholds
 loader reads as data), how the plugin builds its inputs (`inputs=`, e.g. a GPU load phase and its
 builder, wirecheck.gpu.inputs.FromPhase), and how the report shows it (`section=`: the report
@@ -50,17 +51,17 @@ class CheckSpec:
     section: str | None = None  # the report section that shows its verdicts (SECTIONS); None: the checks table only
     figure: Callable[[dict], str] | None = None  # the section's figure a verdict is about, from its inputs
     limits: tuple = ()  # what it reads in thresholds.yaml (wirecheck.thresholds.declared's Floor, Value, Section)
-    advice: Any = None  # advice.Advice: what a failure means, what to do (None: its entry in advice.ADVICE)
+    words: Any = None  # words.Words: what it judges, what a failure means, what to do, its sentences
 
 
 CHECKS: dict[str, Callable[..., Verdict]] = {}
 SPECS: dict[str, CheckSpec] = {}
 
 
-def check(name: str, advice=None, *, inputs=None, section: str | None = None,
+def check(name: str, *, words=None, inputs=None, section: str | None = None,
           figure: Callable[[dict], str] | None = None, limits=()):
     """Register `fn(thresholds, **inputs) -> Verdict` under `name`; its verdicts carry the name and inputs.
-    `advice` (advice.Advice): what a failure means and what to do, for a check advice.py does not list;
+    `words` (words.Words): everything the check says (a site's check without them reads GENERIC's);
     `inputs`, `section`, `figure`, `limits`: see CheckSpec."""
     if section is not None and section not in SECTIONS:
         raise ValueError(f"check {name!r}: section {section!r}; report sections are {SECTIONS}")
@@ -74,20 +75,18 @@ def check(name: str, advice=None, *, inputs=None, section: str | None = None,
     def register(fn):
         if name in CHECKS:
             raise ValueError(f"check {name!r} is registered twice")
-        from wirecheck.checks.advice import ADVICE
+        from wirecheck.checks import words as said
 
-        if advice is not None and name in ADVICE:
-            raise ValueError(f"check {name!r}: advice declared and in advice.py; keep one")
         declared.declare(name, limits)
-        if advice is not None:
-            ADVICE[name] = advice
+        if words is not None:
+            said.declare(name, words)
 
         @functools.wraps(fn)
         def run(thresholds, **inputs: Any) -> Verdict:
             return fn(thresholds, **inputs).with_inputs(name, inputs)
 
         CHECKS[name] = run
-        SPECS[name] = CheckSpec(name, run, inputs, section, figure, tuple(limits), advice)
+        SPECS[name] = CheckSpec(name, run, inputs, section, figure, tuple(limits), words)
         return run
 
     return register
@@ -95,12 +94,12 @@ def check(name: str, advice=None, *, inputs=None, section: str | None = None,
 
 def forget(name: str) -> None:
     """Unregister `name` (a self-test's own check, when the test ends)."""
-    from wirecheck.checks.advice import ADVICE
+    from wirecheck.checks import words as said
 
     CHECKS.pop(name, None)
     spec = SPECS.pop(name, None)
-    if spec is not None and spec.advice is not None:
-        ADVICE.pop(name, None)
+    if spec is not None and spec.words is not None:
+        said.forget(name)
     declared.undeclare(name)
 
 

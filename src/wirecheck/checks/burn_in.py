@@ -13,93 +13,93 @@ import statistics
 import time
 
 from wirecheck.checks import check
-from wirecheck.checks.advice import Advice
-from wirecheck.core.quantity import format_bw
-from wirecheck.core.render import FORMATS
+from wirecheck.checks.words import Words
 from wirecheck.core.verdict import FAIL, PASS, Verdict, skip
 
-ADVICE_FAULT = ("drain the node: a GPU that computes or stores wrong, reports an XID, or hangs under hours of load "
-                "is the infant mortality a burn-in is for; `nvidia-smi -q -d ECC,ROW_REMAPPER`, `dmesg | grep -i xid` "
-                "and the logs the message names say more; reset the GPU and burn it in again, replace it if it repeats")
+NO_HARD_FAULT = Words(
+    what="burn-in without a hard fault",
+    means="the node failed under hours of load: an XID, memory errors, a wrong product or element, or a hang",
+    todo="drain the node; the message names the round, the GPU or placement and the fault: an XID or ECC growth means "
+         "a GPU reset and a second burn-in, a wrong result or memory word replacing that GPU; `nvidia-smi -q -d "
+         "ECC,ROW_REMAPPER`, `dmesg | grep -i xid` and the logs the message names say more",
+    say={"stopped": "STOPPED in round {round} at {when} after {seconds:clock} of {duration_s:clock} by a {kind}"
+                    "{where}: {message}",
+         "on": " on {where}",
+         "no_round": "no round ran ({status} after {seconds:clock})",
+         "nothing_burned": "nothing was burned in; give a --duration of a round or more",
+         "passed": "{rounds} rounds in {seconds:clock} (of --duration {duration_s:clock}), {status}; no XID, no ECC "
+                   "growth, no hang; compared: {counts}, every one right"})
+DRIFT = Words(
+    what="TFLOP/s drift from the first rounds to the last",
+    means="a GPU lost throughput over the burn-in: it heats up, or its power or clocks sag over hours",
+    todo="compare its temperature and power over the run in `wirecheck report` with its peers'; check its cooling (fans, "
+         "airflow, inlet temperature, the heatsink's contact), its power delivery and `nvidia-smi -q -d PERFORMANCE` "
+         "for what held its clocks",
+    say={"too_few": "{rounds} round(s) with a figure: a drift needs two or more",
+         "drop": "the drop from the first {k} round(s) {first:compute} to the last {k} {last:compute}"})
+SPREAD = Words(
+    what="{op} busbw, slowest round against the median round",
+    means="a placement's bus bandwidth dropped in some rounds: a marginal link that degrades under heat or load",
+    todo="look at that placement's busbw per round in `wirecheck report`; `nvidia-smi nvlink -e` for the links' "
+         "error counters before and after; reseat or replace the link or GPU if it repeats",
+    say={"too_few": "{rounds} round(s) ran {op} on {placement}: a spread needs two or more",
+         "lowest": "the lowest round {lowest:bandwidth} below the median {median:bandwidth} over {rounds} rounds"})
 
 
-def _clock(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
-
-
-@check("burn_in_no_hard_fault", advice=Advice(
-    "the node failed under hours of load: an XID, memory errors, a wrong product or element, or a hang",
-    "drain the node; the message names the round, the GPU or placement and the fault: an XID or ECC growth means "
-    "a GPU reset and a second burn-in, a wrong result or memory word replacing that GPU"))
+@check("burn_in_no_hard_fault", words=NO_HARD_FAULT)
 def burn_in_no_hard_fault(thresholds, *, status: str, rounds: int, seconds: float, duration_s: float,
                           fault: dict | None, checked: dict) -> Verdict:
     """The burn-in ran its rounds to the end of --duration with no hard fault (an XID or ECC event, ECC
     growth, a wrong GEMM or collective result, a memory word read back wrong, a hang or a crash).
     `fault`: wirecheck.burnin.faults.Fault as a record; `checked`: what the rounds compared (counts)."""
-    what = "burn-in without a hard fault"
+    what = NO_HARD_FAULT.judged()
     if fault:
         when = time.strftime("%H:%M:%S", time.localtime(fault["time"])) if fault.get("time") else "?"
-        where = f" on {fault['where']}" if fault.get("where") else ""
-        return Verdict("", what, fault.get("where"), FAIL, measured=fault["kind"], hint=ADVICE_FAULT,
-                       details={"fault": fault, "problems": [
-                           f"STOPPED in round {fault['round']} at {when} after {_clock(seconds)} of "
-                           f"{_clock(duration_s)} by a {fault['kind']}{where}: {fault['message']}"]})
+        where = NO_HARD_FAULT.said("on", where=fault["where"]) if fault.get("where") else ""
+        stopped = NO_HARD_FAULT.said("stopped", round=fault["round"], when=when, seconds=seconds, duration_s=duration_s,
+                                     kind=fault["kind"], where=where, message=fault["message"])
+        return Verdict("", what, fault.get("where"), FAIL, measured=fault["kind"],
+                       details={"fault": fault, "problems": [stopped]})
     if not rounds:
-        return Verdict("", what, None, FAIL, hint="nothing was burned in; give a --duration of a round or more",
-                       details={"problems": [f"no round ran ({status} after {_clock(seconds)})"]})
+        return Verdict("", what, None, FAIL, hint=NO_HARD_FAULT.said("nothing_burned"),
+                       details={"problems": [NO_HARD_FAULT.said("no_round", status=status, seconds=seconds)]})
     counts = ", ".join(f"{v} {k}" for k, v in checked.items())
-    return Verdict("", what, None, PASS, note=f"{rounds} rounds in {_clock(seconds)} (of --duration "
-                                              f"{_clock(duration_s)}), {status}; no XID, no ECC growth, no hang; "
-                                              f"compared: {counts}, every one right", measured=rounds, unit="rounds",
-                   details={"checked": checked})
+    return Verdict("", what, None, PASS, measured=rounds, unit="rounds", details={"checked": checked},
+                   note=NO_HARD_FAULT.said("passed", rounds=rounds, seconds=seconds, duration_s=duration_s,
+                                           status=status, counts=counts))
 
 
-@check("burn_in_throughput_drift", advice=Advice(
-    "a GPU lost throughput over the burn-in: it heats up, or its power or clocks sag over hours",
-    "compare its temperature and power over the run in `wirecheck report` with its peers'; check its cooling and "
-    "power delivery"))
+@check("burn_in_throughput_drift", words=DRIFT)
 def burn_in_throughput_drift(thresholds, *, gpu: int, bus_id: str | None, round_flops: list, simulated: bool) -> Verdict:
     """A GPU's median TFLOP/s over its last `burn_in.drift.rounds` rounds at most `max_drop` below its
     first rounds' (`round_flops`: each round's median window, None where a round has no figure)."""
-    what, where = "TFLOP/s drift from the first rounds to the last", f"GPU{gpu}"
+    what, where = DRIFT.judged(), f"GPU{gpu}"
     values = [v for v in round_flops if isinstance(v, (int, float)) and v > 0]
     rule = thresholds.burn_in.drift(simulated)
     k = min(thresholds.burn_in.drift_rounds, len(values) // 2)
     if k < 1:
-        return skip(what, where, f"{len(values)} round(s) with a figure: a drift needs two or more")
+        return skip(what, where, DRIFT.said("too_few", rounds=len(values)))
     first, last = statistics.median(values[:k]), statistics.median(values[-k:])
     drop = 1 - last / first
     loc = f"GPU{gpu} ({bus_id})" if bus_id else where
-    tflops = FORMATS["compute"]
     return Verdict("", what, where, PASS if drop <= rule.value else FAIL, measured=drop * 100, unit="%", fmt="percent",
                    limit={"max": rule.value * 100}, bound="ceiling", source=rule.source, yaml_path=rule.yaml_path,
-                   place=loc, note=f"the drop from the first {k} round(s) {tflops(first)} to the last {k} {tflops(last)}",
-                   hint=(f"{loc} lost throughput as the burn-in went on: check its cooling (fans, airflow, inlet "
-                         "temperature, the heatsink's contact) and `nvidia-smi -q -d PERFORMANCE` for what held its "
-                         "clocks"),
+                   place=loc, note=DRIFT.said("drop", k=k, first=first, last=last),
                    details={"first": first, "last": last, "rounds_compared": k, "rounds": len(values)})
 
 
-@check("burn_in_busbw_spread", advice=Advice(
-    "a placement's bus bandwidth dropped in some rounds: a marginal link that degrades under heat or load",
-    "look at that placement's busbw per round in `wirecheck report`; `nvidia-smi nvlink -e` for the links' "
-    "error counters; reseat or replace the link or GPU if it repeats"))
+@check("burn_in_busbw_spread", words=SPREAD)
 def burn_in_busbw_spread(thresholds, *, placement: str, op: str, round_busbw: list, simulated: bool) -> Verdict:
     """The slowest round's busbw (its steps' median) at most `burn_in.busbw_spread.max_below_median` below
     the median round of that placement and collective (`round_busbw`: bytes/s per round that ran it)."""
-    what = f"{op} busbw, slowest round against the median round"
+    what = SPREAD.judged(op=op)
     values = [v for v in round_busbw if isinstance(v, (int, float)) and v > 0]
     if len(values) < 2:
-        return skip(what, placement, f"{len(values)} round(s) ran {op} on {placement}: a spread needs two or more")
+        return skip(what, placement, SPREAD.said("too_few", rounds=len(values), op=op, placement=placement))
     rule = thresholds.burn_in.busbw_spread(simulated)
     median, lowest = statistics.median(values), min(values)
     below = 1 - lowest / median
     return Verdict("", what, placement, PASS if below <= rule.value else FAIL, measured=below * 100, unit="%",
                    fmt="percent", limit={"max": rule.value * 100}, bound="ceiling", source=rule.source,
-                   yaml_path=rule.yaml_path,
-                   note=(f"the lowest round {format_bw(lowest)} below the median {format_bw(median)} over "
-                         f"{len(values)} rounds"),
-                   hint=(f"A link of {placement} slowed down under load (retraining, errors, heat): compare "
-                         "`nvidia-smi nvlink -e` before and after, and the link counters of the record"),
+                   yaml_path=rule.yaml_path, note=SPREAD.said("lowest", lowest=lowest, median=median, rounds=len(values)),
                    details={"lowest": lowest, "median": median, "rounds": len(values)})

@@ -1,11 +1,11 @@
 """The catalog of failure codes: each code of wirecheck.core.failure_codes with its check, the component it
-is about, and what a failure means and what to do (advice.ADVICE), as `wirecheck codes` prints it and
+is about, and what a failure means and what to do (the check's words, wirecheck.checks.words), as `wirecheck codes` prints it and
 docs/failure-codes.md holds it (a self-test keeps that file equal to `markdown()`).
 """
 
 from __future__ import annotations
 
-from wirecheck.checks.advice import advice_for
+from wirecheck.checks.words import words_for
 from wirecheck.core import failure_codes as fc
 
 HEADER = """# Failure codes
@@ -34,7 +34,7 @@ def rows() -> list[dict]:
     """One row per check of the table, in number order: its codes, component, meaning and first step."""
     out = []
     for check, entry in sorted(fc.TABLE.items(), key=lambda item: item[1].number):
-        advice = advice_for(check)
+        advice = words_for(check)
         out.append({"fail": fc.code(check, "fail"), "warn": fc.code(check, "warn"), "check": check,
                     "component": "by wire" if entry.component == fc.FABRIC else entry.component,
                     "means": advice.means, "todo": advice.todo})

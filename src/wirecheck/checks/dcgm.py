@@ -8,7 +8,7 @@ a DCGM failure drains, an uncorrectable memory fault among its error ids is "rep
 from __future__ import annotations
 
 from wirecheck.checks import check
-from wirecheck.checks.advice import Advice
+from wirecheck.checks.words import Words
 from wirecheck.core.failure_codes import GPU, MEMORY, NODE, NVLINK, PCIE
 from wirecheck.core.verdict import FAIL, PASS, WARN, Verdict, skip
 from wirecheck.node.dcgm import HARD_MEMORY_ERRORS
@@ -19,51 +19,70 @@ COMPONENT = {"software": NODE, "memory": MEMORY, "memtest": MEMORY, "memory_band
              "nvbandwidth": NVLINK, "nccl_tests": NVLINK}
 
 
+DCGM_DIAG = Words(
+    what="DCGM {test}",
+    means="NVIDIA's DCGM diagnostics failed this test on this GPU: its message and DCGM_FR error id say what it found",
+    todo="read DCGM's message above and its error id in DCGM's error catalog (dcgm_errors.h, the DCGM diagnostics "
+         "docs); run `dcgmi diag -r 3` on the drained node, then NVIDIA's field diagnostics for a hardware fault",
+    say={"problem": "{message} (DCGM error id {error_id}{name}, severity {severity}, category {category})",
+         "no_message": "no message",
+         "measured": "DCGM measured {values}",
+         "version": "DCGM {version}, {category}",
+         "skipped": "DCGM {status}: {said}",
+         "dcgm_skipped": "DCGM skipped it",
+         "not_run": "DCGM did not run it",
+         "unknown_status": "DCGM status {status!r} is none of {known}, Skip, Not Run: not judged",
+         "silent": "DCGM {status} without a message",
+         "said": "DCGM's {test} test said {status}",
+         "broken": "DCGM could not run its diagnostics: {error}",
+         "diagnostics": "DCGM diagnostics"})
+
+
 def _problem(w: dict) -> str:
     error_id = w.get("error_id")
     name = f" {HARD_MEMORY_ERRORS[error_id]}" if error_id in HARD_MEMORY_ERRORS else ""
-    return (f"{' '.join(str(w.get('warning') or 'no message').split())} (DCGM error id {error_id}{name}, "
-            f"severity {w.get('error_severity')}, category {w.get('error_category')})")
+    message = " ".join(str(w.get("warning") or DCGM_DIAG.said("no_message")).split())
+    return DCGM_DIAG.said("problem", message=message, error_id=error_id, name=name, severity=w.get("error_severity"),
+                          category=w.get("error_category"))
 
 
 def _measured_text(measured: dict) -> str:
     return ", ".join(f"{name} {m['value']:g} {m['unit']}" for name, m in measured.items())
 
 
-@check("dcgm_diag", advice=Advice(
-    "NVIDIA's DCGM diagnostics failed this test on this GPU: its message and DCGM_FR error id say what it found",
-    "read DCGM's message above and its error id in DCGM's error catalog (dcgm_errors.h, the DCGM diagnostics "
-    "docs); run `dcgmi diag -r 3` on the drained node, then NVIDIA's field diagnostics for a hardware fault"))
+@check("dcgm_diag", words=DCGM_DIAG)
 def dcgm_diag(thresholds, *, test: str, category: str, gpu: int | None, status: str, warnings: list,
               info: list | None = None, measured: dict | None = None, serial: str | None = None,
               bus_id: str | None = None, dcgm_version: str | None = None) -> Verdict:
     """`status`: DCGM's (Pass, Warn, Fail, Skip, Not Run); `warnings`: its {error_id, warning, error_severity,
     error_category}; `measured`: the values its info lines give ({name: {value, unit}})."""
-    what = f"DCGM {test}"
+    what = DCGM_DIAG.judged(test=test)
     where = f"GPU{gpu}" if gpu is not None else None
     ids = [w.get("error_id") for w in warnings if isinstance(w, dict)]
     place = where and f"{where} ({', '.join(x for x in (bus_id, f'serial {serial}' if serial else None) if x)})" \
         if (bus_id or serial) else where
-    notes = [x for x in (_measured_text(measured or {}) and f"DCGM measured {_measured_text(measured or {})}",
-                         f"DCGM {dcgm_version}, {category}" if dcgm_version else category) if x]
+    values = _measured_text(measured or {})
+    notes = [x for x in (values and DCGM_DIAG.said("measured", values=values),
+                         DCGM_DIAG.said("version", version=dcgm_version, category=category) if dcgm_version else category)
+             if x]
     extra = {"place": place, "note": "; ".join(notes)}
     if status in ("Skip", "Not Run"):
-        said = "; ".join(_problem(w) for w in warnings) or ("DCGM skipped it" if status == "Skip" else "DCGM did not run it")
-        return skip(what, where, f"DCGM {status}: {said}", **extra)
+        said = "; ".join(_problem(w) for w in warnings) or DCGM_DIAG.said("dcgm_skipped" if status == "Skip" else "not_run")
+        return skip(what, where, DCGM_DIAG.said("skipped", status=status, said=said), **extra)
     outcome = OUTCOME.get(status)
     if outcome is None:
-        return skip(what, where, f"DCGM status {status!r} is none of {', '.join(OUTCOME)}, Skip, Not Run: not judged",
-                    **extra)
+        return skip(what, where, DCGM_DIAG.said("unknown_status", status=status, known=", ".join(OUTCOME)), **extra)
     details = {"gpus": [gpu] if gpu is not None else [], "dcgm_status": status, "dcgm_error_ids": ids,
                "component": COMPONENT.get(test, GPU)}
     if any(i in HARD_MEMORY_ERRORS for i in ids) and outcome == FAIL:
         details["hard_memory"] = True  # records.drain_policy: replace the GPU
     problems = [_problem(w) for w in warnings if isinstance(w, dict)]
     if outcome != PASS:
-        details["problems"] = problems or [f"DCGM {status} without a message"]
+        details["problems"] = problems or [DCGM_DIAG.said("silent", status=status)]
         if outcome == WARN:
             details["warning"] = details["problems"][0]
-    return Verdict("", what, where, outcome, details=details, hint=f"DCGM's {test} test said {status}", **extra)
+    return Verdict("", what, where, outcome, details=details, hint=DCGM_DIAG.said("said", test=test, status=status),
+                   **extra)
 
 
 def judge(diag, gpus: list[dict] | None = None, thresholds=None) -> list[Verdict]:
@@ -72,7 +91,7 @@ def judge(diag, gpus: list[dict] | None = None, thresholds=None) -> list[Verdict
     from wirecheck.node import dcgm as node_dcgm
 
     if diag.runtime_error and not diag.results:
-        return [skip("DCGM diagnostics", None, f"DCGM could not run its diagnostics: {diag.runtime_error}")]
+        return [skip(DCGM_DIAG.said("diagnostics"), None, DCGM_DIAG.said("broken", error=diag.runtime_error))]
     return [dcgm_diag(thresholds, **inputs) for inputs in node_dcgm.check_inputs(diag, gpus)]
 
 

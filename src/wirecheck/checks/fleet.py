@@ -9,8 +9,9 @@ bandwidths), so `wirecheck fleet report --json` keeps them and the same function
 from __future__ import annotations
 
 from wirecheck.checks import check
+from wirecheck.checks.words import Words
 from wirecheck.core.pair_schedule import pair_key
-from wirecheck.core import render
+from wirecheck.core import problems, render
 from wirecheck.core.peer_stats import Below, Reference, below_median, below_reference, reference_of
 from wirecheck.core.verdict import FAIL, PASS, Verdict, skip
 
@@ -21,40 +22,91 @@ GB = 1e9
 # the display format of a fleet figure's unit (wirecheck.core.render.FORMATS)
 FORMAT_OF_UNIT = {"GB/s": "bandwidth", "TFLOP/s": "compute", "tokens/s": "throughput"}
 
+NODE_RECORD = Words(
+    what="validation record",
+    means="a node's record is missing, cut short or interrupted: the node was not validated",
+    todo="look at the node's job log; run `wirecheck validate` on it again",
+    say={"complete": "complete record {path}"})
+NETWORK_RECORD = Words(
+    what="multi-node record",
+    means="the multi-node step wrote no record: the fleet's network was not validated",
+    todo="look at the multi-node job's log (rendezvous, a node without a GPU)",
+    say={"none": "the multi-node step wrote none (it did not start, its rendezvous failed, or rank 0 died before its "
+                 "first line); see that step's log (multinode-<node>.log under Slurm), fix it and run the step again",
+         "missing": "no multi-node record in {directory}",
+         "found": "{found} multi-node record(s) in {directory}"})
+_SLOWEST = "slowest peers: {slowest}"
+FLEET_OUTLIER = Words(
+    what="{figure} against the fleet",
+    means="a node is clearly slower than its peers, even if it clears its own floors",
+    todo="run `wirecheck validate -k <placement> -v` on that node and compare its link and clocks with a peer's",
+    say={"slowest": _SLOWEST, "others": "{n} other node(s)",
+         "too_few": "{nodes} node(s) have this figure; the fleet median needs {min_nodes} (fleet.min_nodes)"})
+FLEET_GPU_OUTLIER = Words(
+    what="{figure} against the fleet's {gpu_model} GPUs",
+    means="a GPU is clearly slower than the fleet's GPUs of its model, even if it clears its own floor and its node's "
+          "peers (every GPU of its node may be slow alike: power, cooling or firmware of that node)",
+    todo="compare `nvidia-smi -q -d CLOCK,PERFORMANCE,POWER` on that node with a peer node's (clocks, power limit, "
+         "firmware); reseat or replace the GPU; run `wirecheck validate -m health -v` on it",
+    say={"slowest": _SLOWEST, "others": "{n} other {gpu_model} GPUs (on {nodes} nodes)",
+         "place": "node {node} GPU{gpu}", "bus": " ({bus_id})",
+         "too_few": "{nodes} node(s) have this figure for {gpu_model}; comparing GPUs across nodes needs {min_nodes} "
+                    "(fleet.min_nodes); the node's own peer rule judged it"})
+PAIR_NODE = Words(
+    what="node pairs of the ring schedule",
+    means="a node is slow with every partner: the node (its NICs, PCIe or GPUs) is the problem",
+    todo="`wirecheck fleet inventory` and `ibstat` on that node",
+    say={"too_few": "{mine} pair(s) with {node} and {rest} without it: telling a slow node from a slow link needs 2 "
+                    "with and {min_nodes} without (4 or more nodes)",
+         "fastest": "the fastest of its pairs ({listed})",
+         "slow": "node {node} is slow with every partner",
+         "others": "{n} pairs without it"})
+PAIR_LINK = Words(
+    what="link between two nodes",
+    means="one node pair is slow while both nodes are fine with others: the link or switch path between them",
+    todo="check the cables and switch ports between the two nodes",
+    say={"not_measured": "this pair was not measured",
+         "node_slow": "node {node} is slow with every partner: the pair's speed is the node's",
+         "too_few": "{n} other pair(s) to compare with; the median needs {min_nodes}",
+         "slow": "the link is slow while {a} and {b} are fine with their other partners (cable, switch port or route "
+                 "between them?)",
+         "others": "{n} other pairs"})
+
 
 def _limits(b, rule) -> dict:
     return {"median": b.median, "scaled_mad": b.scaled_mad, "n": b.n_reference,
             "max_below_median": rule.max_below_median, "mad_k": rule.mad_k}
 
 
-@check("node_record")
-def node_record(thresholds, *, node: str, path: str | None, problem: str | None) -> Verdict:
-    """The node's record is there and complete. `problem`: missing, cut short, interrupted, unreadable."""
-    what = "validation record"
+@check("node_record", words=NODE_RECORD)
+def node_record(thresholds, *, node: str, path: str | None, problem: str | None,
+                problem_kind: str | None = None) -> Verdict:
+    """The node's record is there and complete. `problem`: what is wrong with it, in words; `problem_kind`:
+    the same as a kind of core.problems (missing, cut_short, stopped, unreadable), which the fleet counts by."""
+    what = NODE_RECORD.judged()
     if problem:
-        return Verdict("", what, node, FAIL, measured=path, details={"problems": [problem]})
-    return Verdict("", what, node, PASS, measured=path, note=f"complete record {path}")
+        kind = problem_kind or (problems.MISSING if path is None else problems.UNREADABLE)
+        return Verdict("", what, node, FAIL, measured=path, details={"problems": [problem]}, problem=kind)
+    return Verdict("", what, node, PASS, measured=path, note=NODE_RECORD.said("complete", path=path))
 
 
-@check("network_record")
+@check("network_record", words=NETWORK_RECORD)
 def network_record(thresholds, *, directory: str, found: int) -> Verdict:
     """A multi-node run was expected (`fleet report --expect-network`): `found` records of one in `directory`."""
-    what = "multi-node record"
+    what = NETWORK_RECORD.judged()
     if not found:
-        return Verdict("", what, "network", FAIL,
-                       hint="the multi-node step wrote none (it did not start, its rendezvous failed, or rank 0 died "
-                            "before its first line); see that step's log (multinode-<node>.log under Slurm), fix it "
-                            "and run the step again",
-                       details={"problems": [f"no multi-node record in {directory}"]})
-    return Verdict("", what, "network", PASS, measured=found, note=f"{found} multi-node record(s) in {directory}")
+        return Verdict("", what, "network", FAIL, hint=NETWORK_RECORD.said("none"), problem=problems.MISSING,
+                       details={"problems": [NETWORK_RECORD.said("missing", directory=directory)]})
+    return Verdict("", what, "network", PASS, measured=found,
+                   note=NETWORK_RECORD.said("found", found=found, directory=directory))
 
 
-def _peer_verdict(what: str, where: str, value: float, unit: str, b, rule, compared_with: str, stats: dict,
-                  hint: str = "", **details) -> Verdict:
+def _peer_verdict(words: Words, what: str, where: str, value: float, unit: str, b, rule, compared_with: str,
+                  stats: dict, hint: str = "", **details) -> Verdict:
     """A fleet figure against the others' statistics, as structure: the renderer writes its words."""
     fmt = FORMAT_OF_UNIT.get(unit, "number")
     slowest = stats.get("slowest") or []
-    note = ("slowest peers: " + ", ".join(f"{n} {render.figure(v, unit, fmt)}" for n, v in slowest)) \
+    note = words.said("slowest", slowest=", ".join(f"{n} {render.figure(v, unit, fmt)}" for n, v in slowest)) \
         if b.named and slowest else ""
     return Verdict("", what, where, FAIL if b.named else PASS, measured=value, unit=unit, fmt=fmt, bound="peers",
                    limit=_limits(b, rule), source=rule.source, yaml_path=rule.yaml_path, rule="fleet", note=note,
@@ -93,7 +145,7 @@ def _judge(value: float, stats: dict, rule) -> Below:
 
 
 
-@check("fleet_outlier")
+@check("fleet_outlier", words=FLEET_OUTLIER)
 def fleet_outlier(thresholds, *, node: str, figure: str, kind: str, value: float, unit: str, simulated: bool,
                   fleet: dict | None = None, peers: dict | None = None) -> Verdict:
     """`value` (this node's `figure`) against the other nodes' values, with the fleet rule for `kind`
@@ -105,16 +157,16 @@ def fleet_outlier(thresholds, *, node: str, figure: str, kind: str, value: float
     limits = thresholds.fleet(simulated)
     rule = getattr(limits, kind)
     stats = _reference(fleet, peers)
-    what = f"{figure} against the fleet"
+    what = FLEET_OUTLIER.judged(figure=figure)
     if stats["n"] + 1 < limits.min_nodes or stats["n"] < 1:
-        return skip(what, node, f"{stats['n'] + 1} node(s) have this figure; the fleet median needs "
-                                f"{limits.min_nodes} (fleet.min_nodes)", details={"figure": figure})
+        return skip(what, node, FLEET_OUTLIER.said("too_few", nodes=stats["n"] + 1, min_nodes=limits.min_nodes),
+                    details={"figure": figure})
     b = _judge(value, stats, rule)
-    return _peer_verdict(what, node, value, unit, b, rule, f"{b.n_reference} other node(s)", stats,
-                         figure=figure, kind=kind)
+    return _peer_verdict(FLEET_OUTLIER, what, node, value, unit, b, rule, FLEET_OUTLIER.said("others", n=b.n_reference),
+                         stats, figure=figure, kind=kind)
 
 
-@check("fleet_gpu_outlier")
+@check("fleet_gpu_outlier", words=FLEET_GPU_OUTLIER)
 def fleet_gpu_outlier(thresholds, *, node: str, gpu: int, bus_id: str | None, gpu_model: str, figure: str,
                       value: float, unit: str, simulated: bool, fleet: dict | None = None,
                       peers: dict | None = None) -> Verdict:
@@ -126,7 +178,7 @@ def fleet_gpu_outlier(thresholds, *, node: str, gpu: int, bus_id: str | None, gp
     limits = thresholds.fleet(simulated)
     rule = limits.gpus
     where = f"{node}/GPU{gpu}"
-    what = f"{figure} against the fleet's {gpu_model} GPUs"
+    what = FLEET_GPU_OUTLIER.judged(figure=figure, gpu_model=gpu_model)
     if fleet is None and peers is not None:
         nodes = len({key.rsplit("/", 1)[0] for key in peers} | {node})
     else:
@@ -136,14 +188,14 @@ def fleet_gpu_outlier(thresholds, *, node: str, gpu: int, bus_id: str | None, gp
     stats = _reference(fleet, peers)
     details = {"figure": figure, "gpu_model": gpu_model}
     if nodes < limits.min_nodes:
-        return skip(what, where, f"{nodes} node(s) have this figure for {gpu_model}; comparing GPUs across nodes "
-                                 f"needs {limits.min_nodes} (fleet.min_nodes); the node's own peer rule judged it",
-                    details=details)
+        return skip(what, where, FLEET_GPU_OUTLIER.said("too_few", nodes=nodes, gpu_model=gpu_model,
+                                                        min_nodes=limits.min_nodes), details=details)
     b = _judge(value, stats, rule)
-    v = _peer_verdict(what, where, value, unit, b, rule, f"{b.n_reference} other {gpu_model} GPUs (on {nodes} nodes)",
-                      stats, hint="Below the fleet's GPUs of its model: reseat or replace it; `nvidia-smi -q -d CLOCK,"
-                                  "PERFORMANCE,POWER` shows whether it is held back", nodes=nodes, **details)
-    return v.amended(place=f"node {node} GPU{gpu}" + (f" ({bus_id})" if bus_id else ""))
+    v = _peer_verdict(FLEET_GPU_OUTLIER, what, where, value, unit, b, rule,
+                      FLEET_GPU_OUTLIER.said("others", n=b.n_reference, gpu_model=gpu_model, nodes=nodes), stats,
+                      nodes=nodes, **details)
+    return v.amended(place=FLEET_GPU_OUTLIER.said("place", node=node, gpu=gpu)
+                     + (FLEET_GPU_OUTLIER.said("bus", bus_id=bus_id) if bus_id else ""))
 
 
 # ---- the pair schedule ---------------------------------------------------------------------------
@@ -188,48 +240,47 @@ def _pair_text(p: dict) -> str:
     return f"{p['a']}-{p['b']} {format_bw(p['busbw_bytes_per_s'])}"
 
 
-@check("pair_node")
+@check("pair_node", words=PAIR_NODE)
 def pair_node(thresholds, *, node: str, pairs: list, simulated: bool) -> Verdict:
     """A node is slow when even its fastest pair (over every partner of both rounds) is below the pairs
     it is not in. `pairs`: [{"a", "b", "busbw_bytes_per_s"}] of the whole schedule."""
     limits = thresholds.fleet(simulated)
     rule = limits.pairs
-    what = "node pairs of the ring schedule"
+    what = PAIR_NODE.judged()
     b, mine, rest = _node_judgement(node, pairs, rule, limits.min_nodes)
     if b is None:
-        return skip(what, node, f"{len(mine)} pair(s) with {node} and {len(rest)} without it: telling a slow node "
-                                f"from a slow link needs 2 with and {limits.min_nodes} without (4 or more nodes)")
+        return skip(what, node, PAIR_NODE.said("too_few", mine=len(mine), node=node, rest=len(rest),
+                                               min_nodes=limits.min_nodes))
     listed = ", ".join(_pair_text(p) for p in mine)
     return Verdict("", what, node, FAIL if b.named else PASS, measured=b.value / GB, unit="GB/s", fmt="bandwidth",
                    bound="peers", limit={**_limits(b, rule), "median": b.median / GB, "scaled_mad": b.scaled_mad / GB},
-                   source=rule.source, yaml_path=rule.yaml_path, rule="fleet", note=f"the fastest of its pairs ({listed})",
-                   hint=f"node {node} is slow with every partner",
-                   details={"below": b.below, "compared_with": f"{b.n_reference} pairs without it"})
+                   source=rule.source, yaml_path=rule.yaml_path, rule="fleet", note=PAIR_NODE.said("fastest", listed=listed),
+                   hint=PAIR_NODE.said("slow", node=node),
+                   details={"below": b.below, "compared_with": PAIR_NODE.said("others", n=b.n_reference)})
 
 
-@check("pair_link")
+@check("pair_link", words=PAIR_LINK)
 def pair_link(thresholds, *, a: str, b: str, pairs: list, simulated: bool) -> Verdict:
     """The link between nodes a and b against the pairs that touch no slow node. A slow pair with a
     slow node in it is that node's (pair_node names it); one between two healthy nodes is the link."""
     limits = thresholds.fleet(simulated)
     rule = limits.pairs
     where = f"{a}~{b}"
-    what = "link between two nodes"
+    what = PAIR_LINK.judged()
     by_pair = _by_pair(pairs)
     me = by_pair.get(pair_key(a, b))
     if me is None:
-        return skip(what, where, "this pair was not measured")
+        return skip(what, where, PAIR_LINK.said("not_measured"))
     slow = slow_nodes(pairs, thresholds, simulated)
     if a in slow or b in slow:
-        return skip(what, where, f"node {a if a in slow else b} is slow with every partner: the pair's speed is the node's")
+        return skip(what, where, PAIR_LINK.said("node_slow", node=a if a in slow else b))
     reference = [p["busbw_bytes_per_s"] for k, p in by_pair.items()
                  if k != pair_key(a, b) and p["a"] not in slow and p["b"] not in slow]
     if len(reference) < limits.min_nodes:
-        return skip(what, where, f"{len(reference)} other pair(s) to compare with; the median needs {limits.min_nodes}")
+        return skip(what, where, PAIR_LINK.said("too_few", n=len(reference), min_nodes=limits.min_nodes))
     bl = below_median(me["busbw_bytes_per_s"], reference, rule.max_below_median, rule.mad_k)
     return Verdict("", what, where, FAIL if bl.named else PASS, measured=bl.value / GB, unit="GB/s", fmt="bandwidth",
                    bound="peers", limit={**_limits(bl, rule), "median": bl.median / GB, "scaled_mad": bl.scaled_mad / GB},
                    source=rule.source, yaml_path=rule.yaml_path, rule="fleet",
-                   hint=f"the link is slow while {a} and {b} are fine with their other partners (cable, switch port "
-                        "or route between them?)",
-                   details={"below": bl.below, "compared_with": f"{bl.n_reference} other pairs"})
+                   hint=PAIR_LINK.said("slow", a=a, b=b),
+                   details={"below": bl.below, "compared_with": PAIR_LINK.said("others", n=bl.n_reference)})

@@ -3,24 +3,33 @@
 from __future__ import annotations
 
 from wirecheck.checks import check
+from wirecheck.checks.words import Words
 from wirecheck.node.health import allowed_growth
 from wirecheck.core.verdict import Verdict, no_problems, skip
 
+COUNTER_GROWTH = Words(
+    what="error-counter growth",
+    means="NVLink or PCIe error counters grew during the run: a link is flaky even if bandwidth looked fine",
+    todo="`nvidia-smi nvlink -e` / `nvidia-smi -q -d PCIE` on that GPU; reseat, then replace what keeps counting",
+    say={"unreadable": "no error counter readable ({counters})",
+         "grew": "{counter} +{grew_by} in {seconds:.0f} s (allowed {allowed:g})"})
 
-@check("counter_growth")
+
+@check("counter_growth", words=COUNTER_GROWTH)
 def counter_growth(thresholds, *, gpu: int, bus_id: str | None, seconds: float, deltas: list,
                    unreadable: list) -> Verdict:
     """No error counter grew past its allowance while the suite loaded the links.
     `deltas`: [{"counter", "kind", "grew_by"}] from wirecheck.node.health.counter_deltas."""
-    what, where = "error-counter growth", f"GPU{gpu}"
+    what, where = COUNTER_GROWTH.judged(), f"GPU{gpu}"
     limits = thresholds.health
     if not deltas:
-        return skip(what, where, f"no error counter readable ({', '.join(unreadable)})")
+        return skip(what, where, COUNTER_GROWTH.said("unreadable", counters=", ".join(unreadable)))
     bad = []
     for d in deltas:
         allowed = allowed_growth(d["kind"], seconds, limits)
         if d["grew_by"] > allowed:
-            bad.append(f"{d['counter']} +{d['grew_by']} in {seconds:.0f} s (allowed {allowed:g})")
+            bad.append(COUNTER_GROWTH.said("grew", counter=d["counter"], grew_by=d["grew_by"], seconds=seconds,
+                                           allowed=allowed))
     return no_problems(what, where, bad, measured={d["counter"]: d["grew_by"] for d in deltas if d["grew_by"]},
-                       intro=f"GPU{gpu} ({bus_id}): error counters grew during the run",
-                       source=limits.source, yaml_path=limits.yaml_path)
+                       place=f"GPU{gpu} ({bus_id})" if bus_id else None, source=limits.source,
+                       yaml_path=limits.yaml_path)

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wirecheck.checks import check, gpu_figures
-from wirecheck.checks.advice import Advice
+from wirecheck.checks.words import Words
 from wirecheck.core.peer_stats import relative_spread
 from wirecheck.core.resolution import Resolution, of_normal, percent, prediction_factor
-from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, skip
+from wirecheck.core.verdict import FAIL, PASS, Verdict, skip
 from wirecheck.records import figures as records_figures
 from wirecheck.records.figures import UNITS, Figure, display
 from wirecheck.records.file import RunRecord
@@ -106,14 +106,28 @@ def margin_of(rule, values: list[float], within: list[float | None] = (), figure
     return Margin(max(least, factor * noise), noise, factor, spread, sd, inside, n, least)
 
 
-ADVICE = Advice(
-    "this GPU or placement is slower than it was on its own earlier runs, by more than the figure's noise: it "
-    "degraded (clocks, power limit, cooling, a link) even if it still passes its model's floor",
-    "compare `nvidia-smi -q -d CLOCK,PERFORMANCE,POWER` and `nvidia-smi nvlink -s` with a good night; the history "
-    "in the message names the runs; reseat or replace the GPU if it stays low")
+WORDS = Words(
+    what="{figure} against its own history ({key})",
+    means="this GPU or placement is slower than it was on its own earlier runs, by more than the figure's noise: it "
+          "degraded (clocks, power limit, cooling, a link) even if it still passes its model's floor",
+    todo="compare `nvidia-smi -q -d CLOCK,PERFORMANCE,POWER` and `nvidia-smi nvlink -s` with a good night (the "
+         "history in the message names the runs); reseat or replace the GPU if it stays low",
+    say={"simulation": "simulation: CPU figures have no history worth keeping",
+         "slot": "{subject}: the record names no GPU serial or UUID, only its slot: no history is kept for a slot "
+                 "(another GPU may sit in it); measured {shown}",
+         "swapped": "{subject} replaces {was} in {slot} (last seen {date}): a new GPU starts a new history",
+         "first": "first run of {subject}: nothing to compare yet, its history starts with this run",
+         "earlier": "{subject} has {n} earlier run(s): {past}",
+         "too_few": "{start}; measured {shown}; compared from {min_runs} earlier runs on ({yaml_path}.min_runs)",
+         "context": "the median {median} of its last {n} runs less {margin}",
+         "noisy": "{subject}: too noisy to judge against its history: {context} is wider than {max_margin:g} % "
+                  "({yaml_path}.max_margin); narrow it with {narrowing}; history: {past}",
+         "judged": "{context}; this bound {resolution}; history: {past}",
+         "below": "{below:.1f} % below its own median: this GPU or its links lost speed since those runs",
+         "place": "{where} ({subject})"})
 
 
-@check("history", advice=ADVICE)
+@check("history", words=WORDS)
 def history(thresholds, *, figure: str, key: str, subject: str, where: str, kind: str, value: float,
             history: list, identified: bool = True, swapped: dict | None = None, simulated: bool = False,
             unit: str | None = None, within: float | None = None) -> Verdict:
@@ -121,47 +135,43 @@ def history(thresholds, *, figure: str, key: str, subject: str, where: str, kind
     subject's earlier runs) less its margin (margin_of). `unit`: the unit it shows in where its
     declaration says it (a GPU figure's floor); None: its kind's. `within`: the figure's standard error
     within this run (its repeats), where the record has it."""
-    what = f"{figure} against its own history ({key})"
+    what = WORDS.judged(figure=figure, key=key)
     shown = _fmt(kind, value, unit)
     unit, scale = display(kind, unit)
     if simulated:
-        return skip(what, where, "simulation: CPU figures have no history worth keeping")
+        return skip(what, where, WORDS.said("simulation"))
     if not identified:
-        return skip(what, where, f"{subject}: the record names no GPU serial or UUID, only its slot: no history is "
-                                 f"kept for a slot (another GPU may sit in it); measured {shown}")
+        return skip(what, where, WORDS.said("slot", subject=subject, shown=shown))
     rule = thresholds.history
     past = list(history)[-rule.runs:]
     if len(past) < rule.min_runs:
         if swapped:
-            start = (f"{subject} replaces {swapped.get('was')} in {swapped.get('slot')} (last seen "
-                     f"{str(swapped.get('date', '?'))[:10]}): a new GPU starts a new history")
+            start = WORDS.said("swapped", subject=subject, was=swapped.get("was"), slot=swapped.get("slot"),
+                               date=str(swapped.get("date", "?"))[:10])
         elif not past:
-            start = f"first run of {subject}: nothing to compare yet, its history starts with this run"
+            start = WORDS.said("first", subject=subject)
         else:
-            start = f"{subject} has {len(past)} earlier run(s): {_past(past, kind, unit)}"
-        return skip(what, where, f"{start}; measured {shown}; compared from {rule.min_runs} earlier runs on "
-                                 f"({rule.yaml_path}.min_runs)", measured=value * scale, unit=unit, rule="history")
+            start = WORDS.said("earlier", subject=subject, n=len(past), past=_past(past, kind, unit))
+        return skip(what, where, WORDS.said("too_few", start=start, shown=shown, min_runs=rule.min_runs,
+                                            yaml_path=rule.yaml_path), measured=value * scale, unit=unit, rule="history")
     values = [float(h["value"]) for h in past]
     median = statistics.median(values)
     m = margin_of(rule, values, [within] + [h.get("within") for h in past], figure)
     margin = m.margin
-    context = f"the median {_fmt(kind, median, unit)} of its last {len(past)} runs less {m.words(rule)}"
+    context = WORDS.said("context", median=_fmt(kind, median, unit), n=len(past), margin=m.words(rule))
     if margin > rule.max_margin:
-        return skip(what, where, f"{subject}: too noisy to judge against its history: {context} is wider than "
-                                 f"{rule.max_margin * 100:g} % ({rule.yaml_path}.max_margin); narrow it with {NARROWING}; "
-                                 f"history: {_past(past, kind, unit)}", measured=value * scale, unit=unit, rule="history")
+        return skip(what, where, WORDS.said("noisy", subject=subject, context=context, max_margin=rule.max_margin * 100,
+                                            yaml_path=rule.yaml_path, narrowing=NARROWING, past=_past(past, kind, unit)),
+                    measured=value * scale, unit=unit, rule="history")
     resolution = m.resolution()
     floor = median * (1 - margin)
     ok = value >= floor
-    verb = f">= {_fmt(kind, floor, unit)}" if ok else f"< {_fmt(kind, floor, unit)}"
-    message = (f"{what} on {where}, {subject}: measured {shown} {verb}, {context}; this bound {resolution.words()}; "
-               f"history: {_past(past, kind, unit)} ({cite(rule.yaml_path, rule.source)})")
-    if not ok:
-        message += (f". {(1 - value / median) * 100:.1f} % below its own median: this GPU or its links lost speed since "
-                    "those runs; compare its clocks, power limit and link state with them (nvidia-smi -q), then reseat "
-                    "or replace it")
-    return Verdict("", what, where, PASS if ok else FAIL, message, measured=value * scale, unit=unit,
-                   limit={"min": floor * scale}, source=rule.source, yaml_path=rule.yaml_path, rule="history",
+    return Verdict("", what, where, PASS if ok else FAIL, measured=value * scale, unit=unit,
+                   fmt="number" if kind == "throughput" else "tenths",
+                   limit={"min": floor * scale}, bound="floor", source=rule.source, yaml_path=rule.yaml_path,
+                   rule="history", place=WORDS.said("place", where=where, subject=subject),
+                   note=WORDS.said("judged", context=context, resolution=resolution.words(), past=_past(past, kind, unit)),
+                   hint="" if ok else WORDS.said("below", below=(1 - value / median) * 100),
                    details={"median": median * scale, "spread": m.spread, "noise": m.noise, "margin": margin,
                             "runs": len(past), "resolution": resolution.as_dict()})
 

@@ -9,30 +9,38 @@ older NCCL, RAS off, a simulation) is a skip naming why.
 from __future__ import annotations
 
 from wirecheck.checks import check
-from wirecheck.checks.advice import Advice
+from wirecheck.checks.words import Words
 from wirecheck.core.verdict import PASS, WARN, Verdict, skip
 
-WHAT = "NCCL RAS readiness"
+READINESS = Words(
+    what="NCCL RAS readiness",
+    means="the ranks of one NCCL job differ in GPU inventory, driver, ECC, NVLinks or NCCL_* settings (NCCL RAS's "
+          "readiness diagnostics): a job's collectives may hang or slow on the odd rank",
+    todo="read the lines above: align the driver and NCCL_* environment of the ranks named, drain a GPU with "
+         "uncorrected ECC errors (`nvidia-smi -q -d ECC`), check `nvidia-smi nvlink -s` for inactive links",
+    say={"simulation": "simulation: no NCCL, no RAS",
+         "not_read": "not read: {why}",
+         "busy": "RAS was busy with another diagnostics request (BUSY); not read",
+         "lines": "{checked} result line(s) from {address}",
+         "notes": "; not read: {notes}",
+         "apart": "NCCL RAS found the ranks of one job apart"})
 
 
-@check("ras_readiness", advice=Advice(
-    "the ranks of one NCCL job differ in GPU inventory, driver, ECC, NVLinks or NCCL_* settings (NCCL RAS's "
-    "readiness diagnostics): a job's collectives may hang or slow on the odd rank",
-    "read the lines above: align the driver and NCCL_* environment of the ranks named, drain a GPU with "
-    "uncorrected ECC errors (`nvidia-smi -q -d ECC`), check `nvidia-smi nvlink -s` for inactive links"))
+@check("ras_readiness", words=READINESS)
 def ras_readiness(thresholds, *, reading: dict | None, simulated: bool = False) -> Verdict:
     """`reading`: wirecheck.workers.ras.ask_diagnostics's (answered, absent, differ, notes, lines, busy)."""
+    what = READINESS.judged()
     if simulated:
-        return skip(WHAT, None, "simulation: no NCCL, no RAS")
+        return skip(what, None, READINESS.said("simulation"))
     if not reading or not reading.get("answered"):
-        return skip(WHAT, None, f"not read: {(reading or {}).get('absent') or 'not asked'}")
+        return skip(what, None, READINESS.said("not_read", why=(reading or {}).get("absent") or "not asked"))
     if reading.get("busy"):
-        return skip(WHAT, None, "RAS was busy with another diagnostics request (BUSY); not read")
-    checked = len(reading.get("lines") or [])
+        return skip(what, None, READINESS.said("busy"))
     notes = reading.get("notes") or []
-    note = f"{checked} result line(s) from {reading.get('address')}" + (f"; not read: {'; '.join(notes)}" if notes else "")
+    note = (READINESS.said("lines", checked=len(reading.get("lines") or []), address=reading.get("address"))
+            + (READINESS.said("notes", notes="; ".join(notes)) if notes else ""))
     differ = reading.get("differ") or []
     if differ:
-        return Verdict("", WHAT, None, WARN, details={"problems": list(differ), "warning": differ[0]}, note=note,
-                       hint="NCCL RAS found the ranks of one job apart")
-    return Verdict("", WHAT, None, PASS, note=note)
+        return Verdict("", what, None, WARN, details={"problems": list(differ), "warning": differ[0]}, note=note,
+                       hint=READINESS.said("apart"))
+    return Verdict("", what, None, PASS, note=note)

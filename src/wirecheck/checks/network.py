@@ -10,9 +10,50 @@ type's `gpu_nic_path` makes it a failure, as its nic_ports and nic_rate do for t
 from __future__ import annotations
 
 from wirecheck.checks import check
+from wirecheck.checks.words import Words
 from wirecheck.node.network import RDMA_KINDS, nearest_nic
 from wirecheck.node.topology import PCIE_LEVELS
 from wirecheck.core.verdict import FAIL, PASS, WARN, Verdict, expect, no_problems, skip
+
+_NO_RDMA = ("no InfiniBand/RoCE port under /sys/class/infiniband: multi-node traffic would use TCP sockets (NCCL's "
+            "Socket transport); nothing to judge")
+
+PORTS_UP = Words(
+    what="InfiniBand/RoCE ports up",
+    means="an InfiniBand/RoCE port is down: multi-node jobs lose its bandwidth",
+    todo="`ibstat`; check the cable, the switch port and the subnet manager",
+    say={"no_rdma": _NO_RDMA,
+         "down": "{name} ({kind}): state {state}, physical {phys_state}",
+         "not_up": "{down} of {ports} InfiniBand/RoCE port(s) not up"})
+RATE = Words(
+    what="InfiniBand/RoCE port rate",
+    means="a NIC port runs below the expected rate",
+    todo="`ibstat` (rate and width); reseat or replace the cable",
+    say={"no_rdma": _NO_RDMA, "none_up": "no InfiniBand/RoCE port is up",
+         "no_rate": "the kernel gives no rate for {ports}",
+         "one_rate": "one rate",
+         "different": "InfiniBand/RoCE ports at different rates: {slow} below {fastest} (a port trained down)",
+         "profile": "InfiniBand/RoCE ports at {rate}, profile {profile} expects {expected}"})
+COUNT = Words(
+    what="InfiniBand/RoCE port count",
+    means="the node has another number of NIC ports than its profile",
+    todo="`ibstat`; check the build sheet (a card missing, or its driver not loaded)",
+    say={"no_profile": "no --profile with nic_ports given: the expected count is unknown",
+         "no_ports": "profile {profile} has no nic_ports",
+         "differs": "{found} InfiniBand/RoCE port(s) found, profile {profile} expects {expected}"})
+AFFINITY = Words(
+    what="nearest NIC",
+    means="a GPU's nearest NIC is far (across a CPU socket): its network traffic crosses the host",
+    todo="`nvidia-smi topo -m`; check the NIC slots against the node's design",
+    say={"no_columns": "{source} has no NIC columns",
+         "through": "{nic} through {code}, read from {source}",
+         "crosses": "its network traffic crosses the host bridge or the CPU interconnect",
+         "no_nic": "no NIC in {source}, profile {profile} expects one within {limit} (a NIC missing or its driver not "
+                   "loaded)",
+         "farther": "{nic} is {code}, farther than the {limit} profile {profile} expects ({source}): a NIC missing, "
+                    "disabled or in another slot, or the GPU in the wrong one",
+         "profile_limit": "{nic} through {code}, read from {source}; profile {profile}'s limit"})
+
 
 def _rdma(ports: list) -> list:
     return [p for p in ports if p["kind"] in RDMA_KINDS]
@@ -22,62 +63,57 @@ def _gbps(bytes_per_s: float) -> str:
     return f"{bytes_per_s * 8 / 1e9:g} Gb/s"
 
 
-NO_RDMA = ("no InfiniBand/RoCE port under /sys/class/infiniband: multi-node traffic would use TCP sockets "
-           "(NCCL's Socket transport); nothing to judge")
-
-
-@check("nic_ports_up")
+@check("nic_ports_up", words=PORTS_UP)
 def nic_ports_up(thresholds, *, ports: list) -> Verdict:
     """Every InfiniBand/RoCE port is ACTIVE with its physical link up."""
-    what = "InfiniBand/RoCE ports up"
+    what = PORTS_UP.judged()
     rdma = _rdma(ports)
     if not rdma:
-        return skip(what, None, NO_RDMA)
-    down = [f"{p['name']} ({p['kind']}): state {p['state']}, physical {p['phys_state']}" for p in rdma if not p["up"]]
+        return skip(what, None, PORTS_UP.said("no_rdma"))
+    down = [PORTS_UP.said("down", name=p["name"], kind=p["kind"], state=p["state"], phys_state=p["phys_state"])
+            for p in rdma if not p["up"]]
     return no_problems(what, None, down, measured=len(rdma) - len(down), unit="ports up",
-                       intro=f"{len(down)} of {len(rdma)} InfiniBand/RoCE port(s) not up (cable, switch port or subnet manager?)")
+                       intro=PORTS_UP.said("not_up", down=len(down), ports=len(rdma)))
 
 
-@check("nic_rate")
+@check("nic_rate", words=RATE)
 def nic_rate(thresholds, *, ports: list, profile: str | None) -> Verdict:
     """Every active InfiniBand/RoCE port at one rate (a port trained down stands out), and at the
     profile's rate when it gives one."""
-    what = "InfiniBand/RoCE port rate"
+    what = RATE.judged()
     active = [p for p in _rdma(ports) if p["up"]]
     if not active:
-        return skip(what, None, NO_RDMA if not _rdma(ports) else "no InfiniBand/RoCE port is up")
+        return skip(what, None, RATE.said("no_rdma" if not _rdma(ports) else "none_up"))
     rates = {p["name"]: p["rate_bytes_per_s"] for p in active}
     if None in rates.values():
-        return skip(what, None, "the kernel gives no rate for " + ", ".join(n for n, r in rates.items() if r is None))
+        return skip(what, None, RATE.said("no_rate", ports=", ".join(n for n, r in rates.items() if r is None)))
     distinct = sorted(set(rates.values()))
     if len(distinct) > 1:
         slow = {n: _gbps(r) for n, r in rates.items() if r < distinct[-1]}
-        return expect(what, None, {n: _gbps(r) for n, r in rates.items()}, "one rate", False,
-                      f"InfiniBand/RoCE ports at different rates: {slow} below {_gbps(distinct[-1])} "
-                      "(a port trained down: reseat or replace the cable)", unit="Gb/s")
+        return expect(what, None, {n: _gbps(r) for n, r in rates.items()}, RATE.said("one_rate"), False,
+                      RATE.said("different", slow=slow, fastest=_gbps(distinct[-1])), unit="Gb/s")
     p = thresholds.profile(profile) if profile else None
     if p and p.nic_rate:
         return expect(what, None, _gbps(distinct[0]), _gbps(p.nic_rate), abs(distinct[0] - p.nic_rate) <= 0.01 * p.nic_rate,
-                      f"InfiniBand/RoCE ports at {_gbps(distinct[0])}, profile {p.name} expects {_gbps(p.nic_rate)}",
+                      RATE.said("profile", rate=_gbps(distinct[0]), profile=p.name, expected=_gbps(p.nic_rate)),
                       p.source, p.yaml_path, unit="Gb/s")
-    return expect(what, None, _gbps(distinct[0]), "one rate", True, "", unit="Gb/s")
+    return expect(what, None, _gbps(distinct[0]), RATE.said("one_rate"), True, "", unit="Gb/s")
 
 
-@check("nic_count")
+@check("nic_count", words=COUNT)
 def nic_count(thresholds, *, ports: list, profile: str | None) -> Verdict:
     """As many InfiniBand/RoCE ports as the profile expects (up or not: a missing one is a card or driver)."""
-    what = "InfiniBand/RoCE port count"
+    what = COUNT.judged()
     p = thresholds.profile(profile) if profile else None
     if p is None or p.nic_ports is None:
-        return skip(what, None, "no --profile with nic_ports given: the expected count is unknown"
-                    if p is None else f"profile {p.name} has no nic_ports")
+        return skip(what, None, COUNT.said("no_profile") if p is None else COUNT.said("no_ports", profile=p.name))
     found = len(_rdma(ports))
     return expect(what, None, found, p.nic_ports, found == p.nic_ports,
-                  f"{found} InfiniBand/RoCE port(s) found, profile {p.name} expects {p.nic_ports} "
-                  "(a card missing, or its driver not loaded)", p.source, p.yaml_path, unit="ports")
+                  COUNT.said("differs", found=found, profile=p.name, expected=p.nic_ports), p.source, p.yaml_path,
+                  unit="ports")
 
 
-@check("gpu_nic_affinity")
+@check("gpu_nic_affinity", words=AFFINITY)
 def gpu_nic_affinity(thresholds, *, gpu: int, paths: dict, source: str, profile: str | None = None) -> Verdict:
     """The GPU reaches a NIC through at most `network.gpu_nic_path.max` (PIX/PXB: under PCIe switches).
     Farther (PHB, NODE, SYS) warns (the verdict is ok, its outcome `warn`), naming the GPU and its nearest NIC. A profile with
@@ -85,39 +121,36 @@ def gpu_nic_affinity(thresholds, *, gpu: int, paths: dict, source: str, profile:
     NIC missing, disabled, or in another slot), and that limit replaces the warning's.
     `paths`: {NIC name: topo -m code} from the GPU's row; `source`: where they were read. `profile`
     defaults to None so that records made before it existed are judged as they were."""
-    what, where = "nearest NIC", f"GPU{gpu}"
+    what, where = AFFINITY.judged(), f"GPU{gpu}"
     nearest = nearest_nic(paths)
     p = thresholds.profile(profile) if profile else None
     if p is not None and p.gpu_nic_path is not None:
-        return _affinity_against_profile(what, where, gpu, nearest, source, p)
+        return _affinity_against_profile(what, where, nearest, source, p)
     if nearest is None:
-        return skip(what, where, f"{source} has no NIC columns")
+        return skip(what, where, AFFINITY.said("no_columns", source=source))
     nic, code = nearest
     rule = thresholds.network
     allowed = PCIE_LEVELS.index(code) <= PCIE_LEVELS.index(rule.gpu_nic_max_path)
     v = Verdict("", what, where, PASS if allowed else WARN, measured=code, limit={"max": rule.gpu_nic_max_path},
                 bound="ceiling", source=rule.gpu_nic_source, yaml_path=rule.gpu_nic_yaml_path,
-                note=f"{nic} through {code}, read from {source}",
-                hint="Its network traffic crosses the host bridge or the CPU interconnect")
+                note=AFFINITY.said("through", nic=nic, code=code, source=source), hint=AFFINITY.said("crosses"))
     # details["warning"]: the fleet report lists a node's warnings by it
     return v if allowed else v.amended(details={"warning": v.message})
 
 
-def _affinity_against_profile(what: str, where: str, gpu: int, nearest: tuple[str, str] | None, source: str,
-                              p) -> Verdict:
+def _affinity_against_profile(what: str, where: str, nearest: tuple[str, str] | None, source: str, p) -> Verdict:
     """The node type's own NIC layout is a requirement, as its nic_ports and nic_rate are."""
     limit = p.gpu_nic_path
     if nearest is None:
         code = None
-        problem = (f"no NIC in {source}, profile {p.name} expects one within {limit} "
-                   "(a NIC missing or its driver not loaded)")
+        problem = AFFINITY.said("no_nic", source=source, profile=p.name, limit=limit)
     else:
         nic, code = nearest
-        problem = None if PCIE_LEVELS.index(code) <= PCIE_LEVELS.index(limit) else (
-            f"{nic} is {code}, farther than the {limit} profile {p.name} expects "
-            f"({source}): a NIC missing, disabled or in another slot, or the GPU in the wrong one")
+        problem = None if PCIE_LEVELS.index(code) <= PCIE_LEVELS.index(limit) else AFFINITY.said(
+            "farther", nic=nic, code=code, limit=limit, profile=p.name, source=source)
     if problem:
         return Verdict("", what, where, FAIL, measured=code, limit={"max": limit}, bound="ceiling", source=p.source,
                        yaml_path=p.yaml_path, details={"problems": [problem]})
     return Verdict("", what, where, PASS, measured=code, limit={"max": limit}, bound="ceiling", source=p.source,
-                   yaml_path=p.yaml_path, note=f"{nic} through {code}, read from {source}; profile {p.name}'s limit")
+                   yaml_path=p.yaml_path, note=AFFINITY.said("profile_limit", nic=nic, code=code, source=source,
+                                                             profile=p.name))

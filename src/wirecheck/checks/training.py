@@ -11,41 +11,118 @@ import math
 from dataclasses import replace
 
 from wirecheck.checks import check
+from wirecheck.checks.words import Words
 from wirecheck.node.hardware import Hardware
 from wirecheck.training.memory_model import predict
-from wirecheck.core.quantity import format_bytes
 from wirecheck.training.timing import CEILING
 from wirecheck.core.verdict import Verdict, at_least, at_most, expect, no_problems, skip, within
 
 GIB = 2**30
 
+# What every training check says of a record measured on another workload, and of a step time not settled.
+_WORKLOAD = {"other_workload": "measured on another workload than {section} of {path} sets: {diffs}. Its limits do "
+                               "not apply: judge the record with the thresholds it ran under, or measure again",
+             "differs": "{key} {value!r} (thresholds: {ours!r})"}
+_MEDIAN = {"unsettled": "the median step time had not settled ({known}, the training steps ceiling): the step time "
+                        "moved during the run, see the record's step_times_s",
+           "steady": "the median step time was known to {known}: a steady shortfall, not noise",
+           "known": "+-{halfwidth:.1%} at 95 % after {steps} timed steps"}
 
-def _tokens(rate: float) -> str:
-    return f"{rate:,.0f} tokens/s"
+STEPS = Words(
+    what="{strategy} losses finite",
+    means="a training strategy produced non-finite losses or missing steps",
+    todo="run `pytest -k '<strategy> and <placement>' -v`; a wrong collective (see collective_correct) is the usual "
+         "cause",
+    say={"rank": "rank {rank}: {losses}", "non_finite": "{strategy} on {placement}: non-finite losses"})
+AGREE = Words(
+    what="{strategy} loss at step {step} vs {reference}",
+    means="a strategy's losses differ from DDP's on the same data: its gradients are wrong",
+    todo="check collective_correct on the same placement; then the library versions in the header",
+    say={"losses": "{strategy} {loss:.6f} vs {reference} {reference_loss:.6f}: a wrong gradient or update path"})
+MODEL_STATE = Words(
+    what="{strategy} model state per GPU",
+    means="a strategy holds more (or less) model state per GPU than the memory model predicts",
+    todo="check the library versions in the header and `wirecheck memory`; the strategy may not shard as configured",
+    say={"bytes": "{measured:size} measured vs {expected:size} predicted; per rank {per_rank}"})
+STAIRCASE_WORDS = Words(
+    what="staircase of model state",
+    means="the strategies' model state per GPU is not in the order DDP >= ZeRO-1 >= ZeRO-2 >= ZeRO-3",
+    todo="as model_state: a strategy does not shard as configured",
+    say={"below": "{a} {a_bytes:size} < {b} {b_bytes:size}",
+         "zero3": "zero3 {zero3:size} vs fsdp {fsdp:size}: ratio {ratio:.2f}, expected {expected:.2f} for {precision} "
+                  "(allowed {allowed:.0%} off)",
+         "nothing_saved": "sharding saved nothing: ddp {ddp:size} vs zero3 {zero3:size}",
+         "broken": "staircase broken on {placement}"})
+PEAK_MEMORY = Words(
+    what="{strategy} peak allocated memory per GPU",
+    means="a strategy used more GPU memory than its limit",
+    todo="check another process's memory (`nvidia-smi`) and the library versions; compare with the record's memory "
+         "figures",
+    say={**_WORKLOAD, "simulation": "simulation: CPU ranks have no device memory counters",
+         "no_limit": "no peak-memory limit for {klass}/{strategy} in {path}"})
+THROUGHPUT = Words(
+    what="{strategy} throughput",
+    means="training runs slower than the floor for this wiring and strategy",
+    todo="check the placement's collectives (busbw) and the host (the -v dial's `py loop`); a slow host, not the wire, "
+         "shows there",
+    say={**_WORKLOAD, **_MEDIAN, "no_limit": "no throughput floor for {klass}/{strategy}/{n_gpus} GPUs in {path}{why}",
+         "why": " ({why})"})
+SINGLE_GPU = Words(
+    what="one GPU alone: training throughput",
+    means="one GPU alone trains the strategies' model slower than its floor, or its losses are not finite: the GPU or "
+          "its host, not the wire (no other GPU takes part)",
+    todo="compare with the GPU health checks (GEMM, HBM, sustained load: -m health) of the same GPU, `nvidia-smi -q -d "
+         "PERFORMANCE,POWER` and the -v dial's `py loop` (a slow host); non-finite losses: run the GPU's math check "
+         "(`pytest -k gemm_matches_reference`)",
+    say={**_WORKLOAD, **_MEDIAN, "step": "step {step}: {loss}", "no_step": "no step ran",
+         "non_finite": "one GPU alone on {placement}: non-finite losses (the GPU computed NaN or Inf from finite inputs)",
+         "mfu": "MFU {mfu:.1%}",
+         "no_limit": "no training.single_gpu_throughput_floors entry for {gpu_model!r} in {path}; measured "
+                     "{tokens:throughput}{mfu}, every loss finite",
+         "alone": "with no other GPU to wait for, the GPU itself or its host is slow"})
+SLOW_WIRE = Words(
+    what="{strategy} NVLink/host-path throughput ({nvlink:throughput} on {nvlink_placement} vs {host:throughput})",
+    means="a strategy does not slow down on the host path as it should: the NVLink run was slow, or the host path is "
+          "not the host path",
+    todo="check busbw and nccl_path on both placements",
+    say=_WORKLOAD)
+DIAL = Words(
+    what="strategy spread on the host path (NVLink {nvlink_placement}: {spread:.2f}x)",
+    means="one strategy collapses on the host path far beyond the others",
+    todo="compare the dial tables (-v) of both placements; check that strategy's library version",
+    say=_WORKLOAD)
+CAPACITY = Words(
+    what="{strategy} with a {billions:.1f}B-parameter model",
+    means="a model that must not fit under DDP did, or FSDP could not train it",
+    todo="check GPU memory (`nvidia-smi`) and the library versions",
+    say={"unexpected": "{strategy} on {placement} with {billions:.1f}B parameters (DDP state {target:.0%} of "
+                       "{memory:size}): expected {expected}, got {outcome}{error}"})
 
 
-@check("steps_complete")
+@check("steps_complete", words=STEPS)
 def steps_complete(thresholds, *, placement: str, strategy: str, losses_by_rank: dict) -> Verdict:
     """Every step ran on every rank and every loss is finite. `losses_by_rank`: {rank: [loss, ...]}."""
     bad = {r: losses for r, losses in losses_by_rank.items() if not losses or not all(math.isfinite(x) for x in losses)}
-    return no_problems(f"{strategy} losses finite", placement, [f"rank {r}: {v}" for r, v in bad.items()],
-                       measured=next(iter(losses_by_rank.values()), None), intro=f"{strategy} on {placement}: non-finite losses")
+    return no_problems(STEPS.judged(strategy=strategy), placement,
+                       [STEPS.said("rank", rank=r, losses=v) for r, v in bad.items()],
+                       measured=next(iter(losses_by_rank.values()), None),
+                       intro=STEPS.said("non_finite", strategy=strategy, placement=placement))
 
 
-@check("losses_agree")
+@check("losses_agree", words=AGREE)
 def losses_agree(thresholds, *, placement: str, strategy: str, reference: str, step: int, loss: float,
                  reference_loss: float, simulated: bool) -> Verdict:
     """Same seed, same data: loss `step` (1-based) matches the reference strategy's."""
     tol = thresholds.training_limits(simulated).agreement
     rel = abs(loss - reference_loss) / abs(reference_loss)
-    what = f"{strategy} loss at step {step} vs {reference}"
+    what = AGREE.judged(strategy=strategy, step=step, reference=reference)
     return at_most(what, placement, rel, tol.max_rel_diff, "relative difference", tol.source, tol.yaml_path,
-                   fmt="number",
-                   hint=f" ({strategy} {loss:.6f} vs {reference} {reference_loss:.6f}): a wrong gradient or update path",
+                   fmt="number", hint=AGREE.said("losses", strategy=strategy, loss=loss, reference=reference,
+                                                 reference_loss=reference_loss),
                    rule="simulated" if simulated else "measured")
 
 
-@check("model_state")
+@check("model_state", words=MODEL_STATE)
 def model_state(thresholds, *, placement: str, strategy: str, n_params: int, n_gpus: int, precision: str,
                 measured_bytes: int, per_rank: list, simulated: bool) -> Verdict:
     """Parameters + gradients + optimizer state held per GPU (local shards only) within
@@ -53,26 +130,22 @@ def model_state(thresholds, *, placement: str, strategy: str, n_params: int, n_g
     expected = predict(strategy, n_params, n_gpus, accounting="implementation", precision=precision).total
     tol = thresholds.training_limits(simulated).model_state
     rel = abs(measured_bytes - expected) / expected
-    what = f"{strategy} model state per GPU"
-    v = at_most(what, placement, rel * 100, tol.max_rel_diff_from_model * 100, "% off the model", tol.source,
-                tol.yaml_path, fmt="number",
-                hint=f": {format_bytes(measured_bytes)} measured vs {format_bytes(expected)} predicted; per rank {per_rank}",
+    v = at_most(MODEL_STATE.judged(strategy=strategy), placement, rel * 100, tol.max_rel_diff_from_model * 100,
+                "% off the model", tol.source, tol.yaml_path, fmt="number",
+                hint=MODEL_STATE.said("bytes", measured=measured_bytes, expected=expected, per_rank=per_rank),
                 rule="simulated" if simulated else "measured")
     return _with(v, measured_bytes=measured_bytes, predicted_bytes=expected)
 
 
-def _median_hint(median: dict | None) -> str:
+def _median_hint(words: Words, median: dict | None) -> str:
     """A failed floor, told apart: a steady shortfall, or step times that moved during the run."""
     if not median or median.get("halfwidth") is None:
         return ""
-    known = f"+-{median['halfwidth']:.1%} at 95 % after {median.get('steps')} timed steps"
-    if median.get("stop") == CEILING:
-        return (f"; the median step time had not settled ({known}, the training steps ceiling): the step "
-                "time moved during the run, see the record's step_times_s")
-    return f"; the median step time was known to {known}: a steady shortfall, not noise"
+    known = words.said("known", halfwidth=median["halfwidth"], steps=median.get("steps"))
+    return words.said("unsettled" if median.get("stop") == CEILING else "steady", known=known)
 
 
-def _other_workload(thresholds, simulated: bool, workload: dict | None) -> str | None:
+def _other_workload(thresholds, words: Words, simulated: bool, workload: dict | None) -> str | None:
     """Why limits measured on the thresholds' workload do not apply to a run of another one (a
     record taken before the model or micro-batch changed, judged again), or None when they do.
     `workload`: the run's {"shape", "micro_batch", "precision"}; None (older records) is taken as
@@ -80,12 +153,12 @@ def _other_workload(thresholds, simulated: bool, workload: dict | None) -> str |
     if workload is None:
         return None
     ours = thresholds.training_settings(simulated).workload()
-    diffs = [f"{key} {workload.get(key)!r} (thresholds: {value!r})" for key, value in ours.items() if workload.get(key) != value]
+    diffs = [words.said("differs", key=key, value=workload.get(key), ours=value) for key, value in ours.items()
+             if workload.get(key) != value]
     if not diffs:
         return None
     section = "training.simulated" if simulated else "training.hardware"
-    return (f"measured on another workload than {section} of {thresholds.path} sets: {'; '.join(diffs)}. "
-            "Its limits do not apply: judge the record with the thresholds it ran under, or measure again")
+    return words.said("other_workload", section=section, path=thresholds.path, diffs="; ".join(diffs))
 
 
 def _with(verdict: Verdict, **details) -> Verdict:
@@ -95,13 +168,14 @@ def _with(verdict: Verdict, **details) -> Verdict:
 STAIRCASE = ("ddp", "zero1", "zero2", "zero3")
 
 
-@check("staircase")
+@check("staircase", words=STAIRCASE_WORDS)
 def staircase(thresholds, *, placement: str, n_gpus: int, n_params: int, precision: str, state_bytes: dict,
               simulated: bool) -> Verdict:
     """Model state per GPU: DDP >= ZeRO-1 >= ZeRO-2 >= ZeRO-3 ~ FSDP."""
     tol = thresholds.training_limits(simulated).model_state
     s = state_bytes
-    broken = [f"{a} {format_bytes(s[a])} < {b} {format_bytes(s[b])}" for a, b in zip(STAIRCASE, STAIRCASE[1:]) if s[a] < s[b]]
+    broken = [STAIRCASE_WORDS.said("below", a=a, a_bytes=s[a], b=b, b_bytes=s[b])
+              for a, b in zip(STAIRCASE, STAIRCASE[1:]) if s[a] < s[b]]
     # ZeRO-3 ~ FSDP: the same sharding in two implementations, judged against what each
     # implementation stores (in fp32 DeepSpeed keeps an extra fp32 master copy; in bf16 both
     # hold 16/N bytes per parameter), so only a real difference in sharding shows.
@@ -109,94 +183,94 @@ def staircase(thresholds, *, placement: str, n_gpus: int, n_params: int, precisi
                 / predict("fsdp", n_params, n_gpus, precision=precision).total)
     gap = abs(s["zero3"] / s["fsdp"] / expected - 1)
     if gap > tol.zero3_vs_fsdp_max_rel_diff:
-        broken.append(f"zero3 {format_bytes(s['zero3'])} vs fsdp {format_bytes(s['fsdp'])}: ratio {s['zero3'] / s['fsdp']:.2f}, "
-                      f"expected {expected:.2f} for {precision} (allowed {tol.zero3_vs_fsdp_max_rel_diff:.0%} off)")
+        broken.append(STAIRCASE_WORDS.said("zero3", zero3=s["zero3"], fsdp=s["fsdp"], ratio=s["zero3"] / s["fsdp"],
+                                           expected=expected, precision=precision,
+                                           allowed=tol.zero3_vs_fsdp_max_rel_diff))
     if n_gpus > 1 and not s["ddp"] > s["zero3"]:
-        broken.append(f"sharding saved nothing: ddp {format_bytes(s['ddp'])} vs zero3 {format_bytes(s['zero3'])}")
-    return no_problems("staircase of model state", placement, broken, measured=s, unit="B",
-                       intro=f"staircase broken on {placement}", source=tol.source if broken else None,
-                       yaml_path=tol.yaml_path if broken else None)
+        broken.append(STAIRCASE_WORDS.said("nothing_saved", ddp=s["ddp"], zero3=s["zero3"]))
+    return no_problems(STAIRCASE_WORDS.judged(), placement, broken, measured=s, unit="B",
+                       intro=STAIRCASE_WORDS.said("broken", placement=placement),
+                       source=tol.source if broken else None, yaml_path=tol.yaml_path if broken else None)
 
 
-@check("peak_memory")
+@check("peak_memory", words=PEAK_MEMORY)
 def peak_memory(thresholds, *, placement: str, placement_class: str, strategy: str, peak_bytes: int | None,
                 simulated: bool, workload: dict | None = None) -> Verdict:
     """Peak allocated GPU memory per rank within the limit for this strategy."""
-    what = f"{strategy} peak allocated memory per GPU"
+    what = PEAK_MEMORY.judged(strategy=strategy)
     if simulated or peak_bytes is None:
-        return skip(what, placement, "simulation: CPU ranks have no device memory counters")
-    other = _other_workload(thresholds, simulated, workload)
+        return skip(what, placement, PEAK_MEMORY.said("simulation"))
+    other = _other_workload(thresholds, PEAK_MEMORY, simulated, workload)
     if other:
         return skip(what, placement, other)
     limit = thresholds.training_limits(simulated).peak_memory(placement_class, strategy)
     if limit is None:
-        return skip(what, placement, f"no peak-memory limit for {placement_class}/{strategy} in {thresholds.path}")
+        return skip(what, placement, PEAK_MEMORY.said("no_limit", klass=placement_class, strategy=strategy,
+                                                      path=thresholds.path))
     return within(what, placement, peak_bytes, limit, "memory", "GiB", scale=1 / GIB)
 
 
-@check("throughput")
+@check("throughput", words=THROUGHPUT)
 def throughput(thresholds, *, placement: str, placement_class: str, strategy: str, n_gpus: int,
                tokens_per_s: float, simulated: bool, workload: dict | None = None,
                median: dict | None = None, hardware: dict | None = None) -> Verdict:
     """Training throughput (global tokens/s, slowest rank) above the floor for the class. `median`
     (training.strategy_run.median_of): how well the run knew its median; a failure says whether it was steady.
     `hardware` (wirecheck.node.hardware.Hardware.as_dict): an entry measured on other hardware does not apply."""
-    what = f"{strategy} throughput"
-    other = _other_workload(thresholds, simulated, workload)
+    what = THROUGHPUT.judged(strategy=strategy)
+    other = _other_workload(thresholds, THROUGHPUT, simulated, workload)
     if other:
         return skip(what, placement, other)
     limit, why = thresholds.training_limits(simulated).throughput_rule(placement_class, strategy, n_gpus,
                                                                         Hardware.from_dict(hardware))
     if limit is None:
-        return skip(what, placement, f"no throughput floor for {placement_class}/{strategy}/{n_gpus} GPUs in {thresholds.path}"
-                                     + (f" ({why})" if why else ""))
-    return within(what, placement, tokens_per_s, limit, "throughput", "tokens/s", hint=_median_hint(median))
+        return skip(what, placement, THROUGHPUT.said("no_limit", klass=placement_class, strategy=strategy,
+                                                     n_gpus=n_gpus, path=thresholds.path,
+                                                     why=THROUGHPUT.said("why", why=why) if why else ""))
+    return within(what, placement, tokens_per_s, limit, "throughput", "tokens/s", hint=_median_hint(THROUGHPUT, median))
 
 
-@check("single_gpu_training")
+@check("single_gpu_training", words=SINGLE_GPU)
 def single_gpu_training(thresholds, *, placement: str, gpu_model: str | None, tokens_per_s: float, losses: list,
                         simulated: bool, workload: dict | None = None, median: dict | None = None,
                         mfu: float | None = None) -> Verdict:
     """One GPU alone trains the strategies' model: every loss finite, and tokens/s at least the GPU
     model's floor (training.single_gpu_throughput_floors). `mfu` (of the GPU's dense peak) is shown."""
-    what = "one GPU alone: training throughput"
-    bad = [f"step {i + 1}: {x}" for i, x in enumerate(losses) if not math.isfinite(x)]
+    what = SINGLE_GPU.judged()
+    bad = [SINGLE_GPU.said("step", step=i + 1, loss=x) for i, x in enumerate(losses) if not math.isfinite(x)]
     if not losses or bad:
-        return no_problems(what, placement, bad or ["no step ran"], measured=losses,
-                           intro=f"one GPU alone on {placement}: non-finite losses (the GPU computed NaN or Inf from "
-                                 "finite inputs: run the GPU health checks, -m health, on it)")
-    shown = f"MFU {mfu:.1%}" if mfu is not None else ""
-    other = _other_workload(thresholds, simulated, workload)
+        return no_problems(what, placement, bad or [SINGLE_GPU.said("no_step")], measured=losses,
+                           intro=SINGLE_GPU.said("non_finite", placement=placement))
+    shown = SINGLE_GPU.said("mfu", mfu=mfu) if mfu is not None else ""
+    other = _other_workload(thresholds, SINGLE_GPU, simulated, workload)
     if other:
         return skip(what, placement, other)
     limit = thresholds.training_limits(simulated).single_gpu_floor(gpu_model)
     if limit is None:
-        return skip(what, placement, f"no training.single_gpu_throughput_floors entry for {gpu_model!r} in "
-                                     f"{thresholds.path}; measured {_tokens(tokens_per_s)}"
-                                     + (f"; {shown}" if shown else "") + ", every loss finite",
+        return skip(what, placement, SINGLE_GPU.said("no_limit", gpu_model=gpu_model, path=thresholds.path,
+                                                     tokens=tokens_per_s, mfu=f"; {shown}" if shown else ""),
                     measured=tokens_per_s, unit="tokens/s")
-    advice = (". With no other GPU to wait for, the GPU itself or its host is slow: see its GEMM and HBM figures "
-              "(-m health) and `nvidia-smi -q -d PERFORMANCE,POWER`")
-    return within(what, placement, tokens_per_s, limit, "throughput", "tokens/s", hint=_median_hint(median) + advice,
-                  note=shown, details={"gpu_model": gpu_model, "mfu": mfu})
+    hint = "; ".join(h for h in (_median_hint(SINGLE_GPU, median), SINGLE_GPU.said("alone")) if h)
+    return within(what, placement, tokens_per_s, limit, "throughput", "tokens/s", hint=hint, note=shown,
+                  details={"gpu_model": gpu_model, "mfu": mfu})
 
 
-@check("slow_wire")
+@check("slow_wire", words=SLOW_WIRE)
 def slow_wire(thresholds, *, placement: str, nvlink_placement: str, strategy: str, nvlink_tokens_per_s: float,
               host_path_tokens_per_s: float, workload: dict | None = None) -> Verdict:
     """On the host path each strategy is slower than on NVLink with the same GPUs, by at least its floor."""
     rule = thresholds.training_limits(False).slow_wire
     slowdown = nvlink_tokens_per_s / host_path_tokens_per_s
-    what = (f"{strategy} NVLink/host-path throughput ({_tokens(nvlink_tokens_per_s)} on {nvlink_placement} vs "
-            f"{_tokens(host_path_tokens_per_s)})")
-    other = _other_workload(thresholds, False, workload)
+    what = SLOW_WIRE.judged(strategy=strategy, nvlink=nvlink_tokens_per_s, nvlink_placement=nvlink_placement,
+                            host=host_path_tokens_per_s)
+    other = _other_workload(thresholds, SLOW_WIRE, False, workload)
     if other:
         return skip(what, placement, other)
     return at_least(what, placement, slowdown, rule.min_slowdown(strategy), "x", rule.source,
                     f"{rule.yaml_path}.min_slowdown.{strategy}", rule="measured")
 
 
-@check("dial_flattens")
+@check("dial_flattens", words=DIAL)
 def dial_flattens(thresholds, *, placement: str, nvlink_placement: str, nvlink_tokens_per_s: dict,
                   host_path_tokens_per_s: dict, workload: dict | None = None) -> Verdict:
     """The strategy spread on the slow wire stays within max_spread_ratio of the spread on NVLink:
@@ -207,20 +281,21 @@ def dial_flattens(thresholds, *, placement: str, nvlink_placement: str, nvlink_t
     fast, slow = nvlink_tokens_per_s, host_path_tokens_per_s
     spread_fast = max(fast.values()) / min(fast.values())
     spread_slow = max(slow.values()) / min(slow.values())
-    what = f"strategy spread on the host path (NVLink {nvlink_placement}: {spread_fast:.2f}x)"
-    other = _other_workload(thresholds, False, workload)
+    what = DIAL.judged(nvlink_placement=nvlink_placement, spread=spread_fast)
+    other = _other_workload(thresholds, DIAL, False, workload)
     if other:
         return skip(what, placement, other)
     return at_most(what, placement, spread_slow, spread_fast * rule.max_spread_ratio, "x", rule.source, rule.yaml_path,
                    fmt="ratio", rule="measured")
 
 
-@check("capacity")
+@check("capacity", words=CAPACITY)
 def capacity(thresholds, *, placement: str, strategy: str, expected: str, outcome: str, n_params: float,
              gpu_memory_bytes: int, error: str | None) -> Verdict:
     """A model whose DDP state exceeds one GPU: DDP must stop with a clean out-of-memory, FSDP must train."""
     rule = thresholds.training_limits(False).capacity
-    what = f"{strategy} with a {n_params / 1e9:.1f}B-parameter model"
-    failure = (f"{strategy} on {placement} with {n_params / 1e9:.1f}B parameters (DDP state {rule.model_state_target:.0%} "
-               f"of {format_bytes(gpu_memory_bytes)}): expected {expected}, got {outcome}" + (f"\n{error}" if error else ""))
+    what = CAPACITY.judged(strategy=strategy, billions=n_params / 1e9)
+    failure = CAPACITY.said("unexpected", strategy=strategy, placement=placement, billions=n_params / 1e9,
+                            target=rule.model_state_target, memory=gpu_memory_bytes, expected=expected, outcome=outcome,
+                            error=f"\n{error}" if error else "")
     return expect(what, placement, outcome, expected, outcome == expected, failure, rule.source, rule.yaml_path)

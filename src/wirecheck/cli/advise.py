@@ -123,9 +123,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
             figures = from_records(args.record)
             fits = fit_strategies(figures)
     except FiguresError as exc:
-        message = str(exc)
-        print(f"wirecheck advise: {message}", file=sys.stderr)
-        return exit_codes.USAGE_ERROR if message.startswith("--profile") else exit_codes.BAD_INPUT
+        print(f"wirecheck advise: {exc}", file=sys.stderr)
+        return exit_codes.USAGE_ERROR if exc.usage else exit_codes.BAD_INPUT
     if memory is not None:
         figures.gpu_memory = memory
         figures.description += f"; GPU memory {memory / 1e9:.0f} GB as --gpu-memory says"

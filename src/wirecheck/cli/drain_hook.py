@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from wirecheck.cli import node_state as ns
+from wirecheck.cli import node_decision as ns
 from wirecheck.core import exit_codes as codes
 from wirecheck.core.paths import suite_paths
 from wirecheck.core.safefs import write_atomically

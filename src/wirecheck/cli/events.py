@@ -46,14 +46,14 @@ def decision_for(record, exit_code: int | None) -> str | None:
     """The decision validate's exit code gives (node-state's reading of it), or None to read the record alone."""
     if exit_code is None:
         return None
-    from wirecheck.cli import node_state
+    from wirecheck.cli import node_decision
     from wirecheck.records import drain_policy
     from wirecheck.records.events import DRAIN, HEALTHY, REPLACE, UNKNOWN
 
-    state = node_state.decide(exit_code, record)
-    if state.state == node_state.UNHEALTHY:
+    state = node_decision.decide(exit_code, record)
+    if state.state == node_decision.UNHEALTHY:
         return REPLACE if drain_policy.hard_memory_failure(record.verdicts) else DRAIN
-    return HEALTHY if state.state == node_state.HEALTHY else UNKNOWN
+    return HEALTHY if state.state == node_decision.HEALTHY else UNKNOWN
 
 
 def render(record, fmt: str, decision: str | None, node: str | None) -> tuple[str, str, int]:

@@ -43,6 +43,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help="thresholds file to judge against (default: each run's own, kept in its record; a record "
                              "written before 2026-12-02 keeps none and is judged against the shipped thresholds.yaml)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print failures and the summary only")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="also say, once per limit, where the failed and warned verdicts' limits come from (their "
+                             "source in the thresholds file)")
     return parser
 
 
@@ -101,6 +104,14 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     for j in sorted(judged, key=lambda j: order.get(j.now.outcome, 4)):
         if j.now.outcome in (FAIL, WARN) or not args.quiet:
             print(format_verdict(j))
+    if args.verbose:
+        from wirecheck.checks.failure_block import provenance_lines
+
+        lines = provenance_lines([j.now for j in judged if j.now.outcome in (FAIL, WARN)])
+        if lines:
+            print("wirecheck judge: where the limits of the failed and warned verdicts come from, each once:")
+            for line in lines:
+                print(f"  {line}")
     for line in skips_explained(runs, judged):
         print(f"wirecheck judge: {line}")
     counts = {o: sum(j.now.outcome == o for j in judged) for o in OUTCOMES}

@@ -16,17 +16,29 @@ A command of commands is a package of the same shape one floor down: `wirecheck 
 wirecheck/cli/fleet/, whose modules (report, inventory, multinode, diagnose) follow this same protocol
 and are found by `commands(package)`; its parser makes them argparse subcommands, and each one's
 `main = entry("fleet", NAME)`.
+
+`wirecheck` itself (`dispatch`: find the commands, parse, run one) is here too, beside `entry`, which calls it:
+wirecheck.cli.main is only the console script's name for it.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import os
 import pkgutil
+import platform
+import signal
 import sys
+from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
+from wirecheck.core import exit_codes
+
 PROTOCOL = ("NAME", "add_parser", "run")
+DESCRIPTION = ("validate that a multi-GPU node moves data as fast as its wiring allows, and read what it recorded: "
+               "one command below per task (`wirecheck COMMAND --help` for its options)")
 
 
 def commands(package: ModuleType | None = None) -> list[ModuleType]:
@@ -52,9 +64,68 @@ def entry(*names: str) -> Callable[[list[str] | None], int]:
     """`main(argv) -> exit code` of the subcommand `names` (`"topo"`, or `"fleet", "report"`), as `wirecheck
     names... argv...` runs it."""
     def main(argv: list[str] | None = None) -> int:
-        from wirecheck.cli.main import main as wirecheck
-
-        return wirecheck([*names, *(sys.argv[1:] if argv is None else argv)])
+        return dispatch([*names, *(sys.argv[1:] if argv is None else argv)])
 
     main.__doc__ = f"`wirecheck {' '.join(names)} ARGV...` from Python: the exit code."
     return main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="wirecheck", description=DESCRIPTION)
+    parser.add_argument("--version", action=PrintVersion,
+                        help="the version, and where this wirecheck is installed (a checkout or a wheel)")
+    found = commands()
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(c.NAME for c in found) + "}")
+    for command in found:
+        command_parser = command.add_parser(sub)
+        # Kept so that arguments a command does not take are refused with its own usage line.
+        command_parser.set_defaults(run=command.run, command_parser=command_parser)
+    return parser
+
+
+def version_line() -> str:
+    """`wirecheck --version`: the version (wirecheck.__version__, the one place it is written; every record's
+    header keeps it too), the folder it runs from (an editable checkout's src/ or an environment's
+    site-packages) and the Python."""
+    import wirecheck
+
+    return (f"wirecheck {wirecheck.__version__} from {Path(wirecheck.__file__).resolve().parent} "
+            f"(Python {platform.python_version()})")
+
+
+class PrintVersion(argparse.Action):
+    """argparse's own version action wraps the line at the terminal's width; a path must stay whole."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_line())
+        parser.exit()
+
+
+def dispatch(argv: list[str] | None = None) -> int:
+    """`wirecheck ARGV...`: the exit code."""
+    # Imported here, not with the module: every command imports this module for `entry`, and importing a
+    # command must not load the thresholds package (the checks' registry) before the command runs.
+    from wirecheck.thresholds.declared import DeclarationsError
+
+    try:
+        return _main(argv)
+    except DeclarationsError as exc:  # the install is broken (no checks to read limits against), whatever the command
+        print(f"wirecheck: {exc}", file=sys.stderr)
+        return exit_codes.INTERNAL_ERROR
+
+
+def _main(argv: list[str] | None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args, extra = build_parser().parse_known_args(argv)
+    if extra and not getattr(args, "passes_extra_args", False):
+        args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    try:
+        return args.run(args, extra)
+    except BrokenPipeError:
+        # The reader went away (`wirecheck topo | head`): stop quietly, as a command killed by
+        # SIGPIPE does. stdout goes to devnull so that the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE

@@ -9,6 +9,8 @@ SIMULATION and exits 10 rather than 0, so no script can take it for an accepted 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
 import textwrap
@@ -17,6 +19,7 @@ from typing import Callable, Sequence
 
 from wirecheck.cli.protocol import entry
 from wirecheck.core import exit_codes as codes
+from wirecheck.core import problems
 from wirecheck.core.harness import WRAPPER_FD_ENV
 from wirecheck.node import driver, nvml, pci
 from wirecheck.cli.foreground import Outcome, run_foreground
@@ -173,6 +176,7 @@ class Mode:
     simulate: str | None = None  # the topology to simulate, or None for the node's GPUs
     gpus: int | None = None  # GPUs NVML saw (hardware)
     refusal: str | None = None  # why nothing may run (driver present, NVML failing)
+    nvml_error: str | None = None  # NVML's own error, with the refusal
     notice: str | None = None  # said before the run (why it is a simulation)
 
 
@@ -198,8 +202,9 @@ def choose_mode(
         profile = _option_value(pytest_args, "--profile")
         reasons = driver.gpus_expected(profile, evidence, on_bus)
         if reasons:
-            return Mode(refusal=driver.unreadable(nvml.without_simulate_hint(exc), reasons, evidence,
-                                                  f"{PROG} --simulate" + (f" --profile {profile}" if profile else "")))
+            error = nvml.without_simulate_hint(exc)
+            return Mode(nvml_error=error, refusal=driver.unreadable(
+                error, reasons, evidence, f"{PROG} --simulate" + (f" --profile {profile}" if profile else "")))
         return Mode(simulate=DEFAULT_SIMULATION, notice=(
             f"no GPU on this machine: no NVIDIA GPU on the PCI bus, no NVIDIA driver ({evidence.describe()}; NVML: "
             f"{exc}), no --profile.\n"
@@ -236,12 +241,13 @@ def node_lock_path(pytest_args: Sequence[str]):
     return NodeLock(None).path
 
 
-def busy_line(pytest_args: Sequence[str], holder_of: Callable = current_holder) -> str:
-    """The last line of a run that stopped busy, naming who holds the node now (pytest said who held it
-    when it gave up; a line it cannot hand back)."""
+def busy_lines(pytest_args: Sequence[str], holder_of: Callable = current_holder) -> list[str]:
+    """The state line and the last line of a run that stopped busy, naming who holds the node now (pytest
+    said who held it when it gave up; a line it cannot hand back)."""
     holder = holder_of(node_lock_path(pytest_args))
     who = holder.describe() if holder else "another wirecheck run held the GPUs (it has let go since)"
-    return f"{PROG}: node busy: {who}; exit {codes.NODE_BUSY}"
+    held = dataclasses.asdict(holder) if holder else None
+    return [problems.state_line(problems.BUSY, holder=held), f"{PROG}: node busy: {who}; exit {codes.NODE_BUSY}"]
 
 
 def last_line(code: int, mode: Mode, fault: str | None = None) -> str:
@@ -307,6 +313,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     mode = choose_mode(pytest_args)
     if mode.refusal:
         _say(mode.refusal)
+        print(problems.state_line(problems.NVML_UNREADABLE, error=mode.nvml_error), flush=True)
         print(last_line(codes.NVML_BROKEN, mode), flush=True)
         return codes.NVML_BROKEN
     cmd = base + list(pytest_args)
@@ -318,7 +325,12 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         code = exit_code(run_foreground(cmd, PROG, pass_fds=fault.pass_fds), simulated=mode.simulate is not None)
     if code > 128:  # pytest may have stopped mid-line (its progress dots): the last line starts on its own
         print(flush=True)
-    print(busy_line(pytest_args) if code == codes.NODE_BUSY else last_line(code, mode, fault.line), flush=True)
+    if code == codes.NODE_BUSY:
+        lines = busy_lines(pytest_args)
+    else:
+        lines = [fault.state] if fault.state and code in (codes.HARNESS_FAULT, codes.HARNESS_CRASH) else []
+        lines.append(last_line(code, mode, fault.line))
+    print("\n".join(lines), flush=True)
     return code
 
 
@@ -346,11 +358,13 @@ def _trust_recent(args: argparse.Namespace, pytest_args: list[str]) -> int | Non
 
 
 class FaultLine:
-    """A pipe pytest's plugin writes the line of a fault of the harness into (core.harness.WRAPPER_FD_ENV),
-    so that validate's last line names the path and the cause as pytest's did."""
+    """A pipe pytest's plugin writes a fault of the harness into (core.harness.WRAPPER_FD_ENV), as JSON: its
+    line, so that validate's last line names the path and the cause as pytest's did, and its kind and facts,
+    which validate's state line (core.problems) hands to `node-state`."""
 
     def __init__(self):
         self.line: str | None = None
+        self.state: str | None = None  # the state line (core.problems.state_line)
         self.pass_fds: tuple[int, ...] = ()
         self._read = self._write = None
 
@@ -374,7 +388,16 @@ class FaultLine:
         except (BlockingIOError, OSError):
             text = ""
         os.close(self._read)
-        self.line = text.strip().splitlines()[0] if text.strip() else None
+        try:
+            told = json.loads(text.strip().splitlines()[0]) if text.strip() else None
+        except ValueError:
+            told = None
+        if not isinstance(told, dict) or not isinstance(told.get("line"), str):
+            return
+        self.line = told["line"]
+        kind = told.get("problem")
+        if kind in (problems.HARNESS_FAULT, problems.HARNESS_CRASH):
+            self.state = problems.state_line(kind, fault=told.get("fault"), crash=told.get("crash"))
 
 
 

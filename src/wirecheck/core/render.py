@@ -1,15 +1,19 @@
-"""Every text a verdict is read as, made from its structure in one place.
+"""Every text a verdict is read as, made from its structure in one place: the line around a check's words.
 
 A verdict carries what was judged (`what`, on `where`, named in full as `place`), the measured value
 with its `unit` and display format `fmt`, the `bound` it was judged against (kind, value(s) in
 `limit`, the same unit), the `rule`, `source` and `yaml_path` of the limit, and what the structure
 cannot say: `details["problems"]` (what was found wrong, one line each), a `note` (a fact shown with
-the verdict whatever its outcome) and a `hint` (the likely cause and what to do, shown when it fails
-or warns). The faces are all here:
+the verdict whatever its outcome) and a `hint` (a fact the figures cannot say, shown when it fails or
+warns). `what`, the problems, the note and the hint are the check's own sentences (wirecheck.checks.words,
+filled here by `fill`); the faces around them are all here:
 
-- `message(v)`: the verdict's line (recorded with it, asserted by the test, shown by judge);
-- `measured_text(v)`, `bound_text(v)`, `citation(v)`: the failure block's fields and the report's
-  cells (and what a fleet page shows of a node's figure);
+- `message(v)`: the verdict's one line (recorded with it, asserted by the test, shown by judge): what on
+  where, measured against its bound, by how much (`margin`), the rule that made the limit (`rule_text`);
+- `measured_text(v)`, `bound_text(v)`: the failure block's fields and the report's cells (and what a fleet
+  page shows of a node's figure);
+- `provenance(v)`, `provenances(vs)`: where a limit is written and where its number comes from, shown once
+  per limit (the page's disclosure, -v), never in the line;
 - `relation(v)`: "40 % < 90 % of the power limit", the short form: pytest's short summary line
   (`summary(v)`), judge's figures line and the drain reason (`drain_reason(v)`), which a Slurm
   node's Reason and the Kubernetes node condition carry;
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import string
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -73,7 +78,9 @@ FORMATS: dict[str, Callable[[float], str]] = {
     "rate": lambda r: f"{_trim(r, 2)} /s",
     "compute": _compute,
     "temperature": lambda c: f"{c:g} {DEGREES_C}",
+    "clock": lambda s: f"{int(round(s)) // 3600}:{int(round(s)) % 3600 // 60:02d}:{int(round(s)) % 60:02d}",  # H:MM:SS
     "number": number,  # a plain figure with its unit after it
+    "tenths": lambda x: f"{x:,.1f}",  # a figure to a tenth, its unit after it (a GPU's history: 1203.3 TFLOP/s)
 }
 
 # The words around the figures, by bound and outcome: {m} the measured value, {b} the bound
@@ -92,6 +99,10 @@ BOUND_TEXT = {"floor": ">= {b}{q}", "ceiling": "<= {b}{q}", "range": "{lo} to {h
 PEERS = "{m} is {side} the median {median} of {compared}"
 PEERS_FAILED = ": more than the {allowed} allowed"
 PEERS_PASSED = " (allowed {allowed})"
+# How far a figure is from the bound it was judged against ({p}: a share of the bound, or percentage points
+# of a percentage), and the rule that made the limit: the line's last words.
+MARGIN = {"floor": {"fail": "{p} below", "pass": "{p} above"}, "ceiling": {"fail": "{p} above", "pass": "{p} below"}}
+RULE_TEXT = "{rule} limit"
 _LONGEST_VALUE = 300  # a measured list (the processes on a GPU) is cut here in the block's fields
 
 
@@ -207,9 +218,7 @@ def _peer_text(v) -> str | None:
     allowed = f"{limit.get('max_below_median', 0) * 100:g} %" + (
         f" or {limit['mad_k']:g} x scaled MAD" if limit.get("mad_k") is not None else "")
     text = PEERS.format(m=value_text(v, v.measured), side=side, median=value_text(v, median), compared=compared)
-    text += (PEERS_FAILED if named else PEERS_PASSED).format(allowed=allowed)
-    cited = cite(d.get("peers_yaml_path"), d.get("peers_source"))
-    return text + (f" ({cited})" if cited else "")
+    return text + (PEERS_FAILED if named else PEERS_PASSED).format(allowed=allowed)
 
 
 def relation(v, short: bool = False) -> str | None:
@@ -240,6 +249,54 @@ def relation(v, short: bool = False) -> str | None:
         words = "fail" if v.outcome == "fail" else "pass"
         return _fill(v, (SHORT if short else RELATIONS)["expected"][words], limit["expected"], short)
     return None
+
+
+def margin(v) -> str | None:
+    """How far the figure is from its floor or ceiling ("3.4 % below"; a percentage's in points: "32.1 points
+    below"); None where there is no single scalar bound."""
+    limit = v.limit if isinstance(v.limit, dict) else {}
+    kind = bound_kind(v)
+    if kind not in ("floor", "ceiling") or not _scalar(v.measured):
+        return None
+    bound = limit.get("min" if kind == "floor" else "max")
+    if not _scalar(bound):
+        return None
+    gap = abs(v.measured - bound)
+    if getattr(v, "fmt", None) == "percent":
+        p = f"{_trim(gap * 100)} points"
+    elif bound:
+        p = f"{_trim(gap / abs(bound) * 100)} %"
+    else:
+        return None
+    return MARGIN[kind]["fail" if _failed_side(v) else "pass"].format(p=p)
+
+
+def rule_text(v) -> str | None:
+    """The rule that made the limit, as the line ends on it ("measured limit"), or None."""
+    rule = getattr(v, "rule", None)
+    return RULE_TEXT.format(rule=rule) if rule else None
+
+
+def fill(template: str, /, **facts: Any) -> str:
+    """A check's sentence (wirecheck.checks.words) with its facts: `{name}` as the fact is, `{name:FORMAT}`
+    written by FORMATS (`{size_bytes:size}`: "1 GiB"; `{bytes_per_s:bandwidth}`), any other spec as
+    format() takes it (`{ratio:.2f}`). A fact the sentence names and the check did not give is an error that
+    names both."""
+    try:
+        return _SENTENCES.format(template, **facts)
+    except KeyError as exc:
+        raise KeyError(f"the sentence {template!r} names the fact {exc.args[0]!r}; given: "
+                       f"{', '.join(sorted(facts)) or 'none'}") from None
+
+
+class _Sentences(string.Formatter):
+    def format_field(self, value: Any, spec: str) -> str:
+        if spec in FORMATS:
+            return FORMATS[spec](value)
+        return format(value, spec)
+
+
+_SENTENCES = _Sentences()
 
 
 def cite(yaml_path: str | None, source: str | None) -> str:
@@ -302,8 +359,10 @@ def _listed(problems: list) -> str:
 
 
 def message(v) -> str:
-    """The verdict's line: what on where, what was found (the figure against its bound, or the problems),
-    where the limit is written, then its note and (failed or warned) its hint."""
+    """The verdict's line: what on where, what was found (the figure against its bound, by how much, and the rule
+    that made the limit; or the problems, listed below it), then its note and (failed or warned) its hint. Where
+    the limit is written and where its number comes from is the limit's, said once per limit (`provenance`),
+    never in the line."""
     head = subject(v)
     hint = getattr(v, "hint", "") or ""
     note = getattr(v, "note", "") or ""
@@ -311,33 +370,53 @@ def message(v) -> str:
         return f"{head}: {hint or 'not judged'}"
     details = v.details or {}
     problems = details.get("problems") or []
-    cited = citation(v)
     if problems:
         # what they mean first, then the list: a hint after the last of several problems would read as its own
-        body = (f"{hint.lstrip('.;:, ')}: " if hint else "") + _listed(problems)
+        body = (f"{hint}: " if hint else "") + _listed(problems)
         hint = ""
     elif bound_kind(v) == "peers":
-        # two limits, each cited where it is said: the model's floor and the peers' rule
-        floor = relation(v)
-        if floor and details.get("floor_cite"):
-            floor += f" ({details['floor_cite']})"
-        body = "; ".join(p for p in (floor, _peer_text(v)) if p) or measured_text(v)
-        if any(details.get(k) for k in ("floor_cite", "peers_source", "peers_yaml_path")):
-            cited = ""  # said beside each limit
+        # two limits: the model's floor and the peers' rule; the rule that failed it (or the floor's) last
+        body = "; ".join(p for p in (relation(v), _peer_text(v)) if p) or measured_text(v)
+        body += f" ({rule_text(v)})" if rule_text(v) else ""
     else:
-        body = relation(v)
+        body = _judged(v, relation(v))
         if body is None and note:  # nothing to compare: the note says what was found
             body, note = note, ""
         elif body is None:
             body = measured_text(v) if v.measured not in (None, [], {}) else "failed" if v.outcome == "fail" else "ok"
     text = f"{head}: {body}"
-    if cited:
-        text += f" ({cited})"
     if note:
         text += f"; {note}"
     if hint and v.outcome in ("fail", "warn"):
-        text += hint if hint[0] in ".;:,\n" else f". {hint}"
+        text += f"; {hint}"
     return text
+
+
+def _judged(v, relation_text: str | None) -> str | None:
+    """The figure against its bound, then by how much and the rule: "measured 598 < floor 619 TFLOP/s, 3.4 %
+    below (measured limit)"."""
+    if relation_text is None:
+        return None
+    by, rule = margin(v), rule_text(v)
+    return relation_text + (f", {by}" if by else "") + (f" ({rule})" if rule else "")
+
+
+def provenance(v) -> tuple[str, str] | None:
+    """(where the limit is written, where its number comes from) of the verdict's limit, or None: what a page
+    shows once per limit behind a disclosure, and the terminal with -v, never in every line."""
+    if not (getattr(v, "yaml_path", None) or getattr(v, "source", None)):
+        return None
+    return str(v.yaml_path or "-"), str(v.source or "-")
+
+
+def provenances(verdicts) -> list[tuple[str, str]]:
+    """Each distinct limit's provenance among `verdicts`, in their order, once."""
+    seen: dict[tuple[str, str], None] = {}
+    for v in verdicts:
+        found = provenance(v)
+        if found is not None:
+            seen.setdefault(found, None)
+    return list(seen)
 
 
 def summary(v) -> str:
@@ -372,12 +451,12 @@ def drain_reason(v) -> str:
 
 def judge_lines(v) -> list[str]:
     """`wirecheck judge`'s lines for one verdict judged again: outcome, check, where and the message; a
-    failure's figures and the limit's citation below it."""
+    failure's figures and where its limit is written below it (where its number comes from: `judge -v`)."""
     head = f"{v.outcome.upper():4} {v.check:22} {v.where or 'node':28}"
     lines = [f"{head} {v.message or message(v)}"]
     if v.outcome == "fail" and v.measured is not None:
-        cited = citation(v)
-        lines.append(f"     measured {measured_text(v)}; limit {bound_text(v)}" + (f"; {cited}" if cited else ""))
+        lines.append(f"     measured {measured_text(v)}; limit {bound_text(v)}"
+                     + (f" ({v.yaml_path})" if getattr(v, "yaml_path", None) else ""))
     return lines
 
 

@@ -6,10 +6,11 @@ file keeps the verdict with the inputs it was computed from, so `wirecheck judge
 the same function again on a recorded run, with other thresholds, without GPUs.
 
 A verdict is structure: what was judged and where, the measured value with its unit and display
-format, the bound (its kind and values), the rule, source and YAML path of the limit, and the
-problems, note and hint the structure cannot say. Its words come from wirecheck.core.render,
-the one place every face (the message, the failure block, judge, the report, the drain reason)
-is written from; the message is rendered when it is first read (a fleet report makes a verdict per
+format, the bound (its kind and values), the rule, source and YAML path of the limit, the problems,
+note and hint the structure cannot say (each a sentence of its check's words, wirecheck.checks.words),
+and the kind of problem it had beside its figures (`problem`, wirecheck.core.problems), which readers
+decide by. Its line comes from wirecheck.core.render, the one place every face (the message, the
+failure block, judge, the report, the drain reason) is written from; the message is rendered when it is first read (a fleet report makes a verdict per
 node and figure, and shows the words of the few that fail) and recorded with the verdict.
 """
 
@@ -19,7 +20,7 @@ import copy
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from wirecheck.core import failure_codes, render
+from wirecheck.core import failure_codes, problems, render
 
 # warn: nothing failed but the check has something to say (a GPU far from every NIC); it passes the
 # test and the run, never drains a node, and is counted and shown apart from the passes.
@@ -72,7 +73,8 @@ class Verdict:
     bound: str | None = None  # render.BOUNDS: floor, ceiling, range, expected, peers; None: no bound
     place: str | None = None  # `where` as the words name it: "GPU3 (0000:1b:00.0)"
     note: str = ""  # a fact shown with the verdict whatever its outcome
-    hint: str = ""  # the likely cause and what to do (shown when it fails or warns); a skip's reason
+    hint: str = ""  # a fact the figures cannot say (shown when it fails or warns); a skip's reason
+    problem: str | None = None  # the kind of problem beside the figures (core.problems: cut_short, not_measured...)
 
     def __post_init__(self) -> None:
         if self.bound is None and self.limit:
@@ -129,7 +131,7 @@ def skip(what: str, where: str | None, reason: str, **extra: Any) -> Verdict:
 def not_measured(what: str, where: str | None, error: str | None, **extra: Any) -> Verdict:
     """A figure that could not be measured (the worker's error) fails whatever its limit."""
     details = {**extra.pop("details", {}), "problems": [f"not measured: {error}"]}
-    return Verdict("", what, where, FAIL, details=details, **extra)
+    return Verdict("", what, where, FAIL, details=details, problem=problems.NOT_MEASURED, **extra)
 
 
 def within(what: str, where: str | None, value: float, limit, fmt: str, unit: str, scale: float = 1.0,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from wirecheck.core import exit_codes
+from wirecheck.core import exit_codes, problems
 from wirecheck.checks import fleet as fleet_checks
 from wirecheck.fleet.changes import FleetChange, absorb, fleet_changes
 from wirecheck.fleet.figures import KINDS_READ, Figure, GpuFigure, gpu_figures, node_figures
@@ -88,7 +88,8 @@ class NodeResult:
         if self.record.outcome == FAIL:
             if self.path is None:
                 return "MISSING"
-            return "DAMAGED" if self.damaged else "CUT" if "cut short" in self.record.message else "BROKEN"
+            kind = self.record.problem
+            return "DAMAGED" if kind == problems.DAMAGED else "CUT" if kind == problems.CUT_SHORT else "BROKEN"
         return "complete"
 
     @property
@@ -160,7 +161,8 @@ def node_result(thresholds: Thresholds, n: NodeRun, under: tuple | None = None) 
     (the same thresholds bytes, the same wirecheck code) keeps them as recorded; any other is judged
     again with the fleet's thresholds."""
     path = str(n.path) if n.path else None
-    result = NodeResult(n.node, path, fleet_checks.node_record(thresholds, node=n.node, path=path, problem=n.problem),
+    result = NodeResult(n.node, path, fleet_checks.node_record(thresholds, node=n.node, path=path, problem=n.problem,
+                                                                  problem_kind=n.problem_kind),
                         unexpected=n.unexpected, damaged=n.damaged)
     if n.run is not None:
         trusted = under is not None and judged_under(n.run.run) == under
@@ -223,11 +225,12 @@ def _as_recorded(path, run: RunRecord) -> list | None:
 _PASSED = re.compile(r'\{"type": "verdict", "test": "(?:[^"\\]|\\.)*", "time": "[^"\\]*", "check": "([a-z0-9_]+)", '
                      r'"what": "(?:[^"\\]|\\.)*", "where": (?:null|"(?:[^"\\]|\\.)*"), "outcome": "(pass|skip)", ')
 # ... and how it ends: the words' fields (core.verdict.Verdict's last fields, in order), each a plain
-# string or null. No string of the line holds an unescaped '"fmt": ', so its last one is the verdict's
+# string or null, then its problem kind and failure code (a record written before them has neither). No string of the line holds an unescaped '"fmt": ', so its last one is the verdict's
 # own; a line with no '"warning"' anywhere has no warning to keep (the fleet keeps passes with one).
 _WORDS = '"fmt": '
 _ENDS = re.compile(r'"fmt": (?:null|"[^"\\]*"), "bound": (?:null|"[^"\\]*"), "place": (?:null|"(?:[^"\\]|\\.)*"), '
-                   r'"note": "(?:[^"\\]|\\.)*", "hint": "(?:[^"\\]|\\.)*"\}')
+                   r'"note": "(?:[^"\\]|\\.)*", "hint": "(?:[^"\\]|\\.)*"(?:, "problem": (?:null|"[a-z_]*"))?'
+                   r'(?:, "code": (?:null|"[A-Z0-9]*"))?\}')
 _MEASUREMENT = re.compile(r'\{"type": "measurement", "kind": "([a-z0-9_]+)", ')
 
 
@@ -349,17 +352,19 @@ def _judge_gpus(nodes: list[NodeResult], thresholds: Thresholds, simulated: bool
 
 
 def _network(run: RunRecord, thresholds: Thresholds) -> NetworkResult:
-    problem = None
+    problem, kind = None, None
     if run.end is None:
-        problem = "cut short (no end line): rank 0 of the multi-node run died or hung"
+        problem, kind = "cut short (no end line): rank 0 of the multi-node run died or hung", problems.CUT_SHORT
     elif run.end.get("signal"):
-        problem = (f"the multi-node run was stopped by {run.end['signal']} (a job time limit, a closed session or "
-                   "Ctrl-C) before it finished: what it measured is below, the rest was never measured; run it again")
+        problem, kind = (f"the multi-node run was stopped by {run.end['signal']} (a job time limit, a closed session "
+                         "or Ctrl-C) before it finished: what it measured is below, the rest was never measured; run it "
+                         "again"), problems.STOPPED
     elif run.end.get("status") != "complete":
-        problem = f"the multi-node run ended with status {run.end.get('status')} (a rank broke; see the failure below)"
+        problem, kind = (f"the multi-node run ended with status {run.end.get('status')} (a rank broke; see the failure "
+                         "below)"), problems.BROKEN
     _, verdicts = rejudge_run(run, thresholds)
     if problem:
-        verdicts.append(Verdict("measurement_completed", "multi-node run", run.path.name, FAIL, problem))
+        verdicts.append(Verdict("measurement_completed", "multi-node run", run.path.name, FAIL, problem, problem=kind))
     return NetworkResult(str(run.path), list(run.run["multinode"].get("nodes", [])), problem is None, problem, verdicts,
                          run.measurements, run.simulated)
 

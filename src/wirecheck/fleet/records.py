@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from wirecheck.core import jsondata
+from wirecheck.core import jsondata, problems
 
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 from wirecheck.fleet.settings import PARALLEL_FROM  # below it, one process reads the records
@@ -34,7 +34,8 @@ class NodeRun:
     node: str
     path: Path | None
     run: RunRecord | None
-    problem: str | None = None  # None: a complete record
+    problem: str | None = None  # what is wrong with its record, in words; None: a complete record
+    problem_kind: str | None = None  # the same as a kind of wirecheck.core.problems (what readers decide by)
     damaged: tuple = ()  # the record's lines that were not UTF-8 text (records.file.DamagedLine)
     unexpected: bool = False  # a record from a node not in the --nodes list
     simulated: bool = False
@@ -62,16 +63,18 @@ def _is_run_header(path: Path) -> bool:
         return False
 
 
-def _problem(run: RunRecord) -> str | None:
+def _problem(run: RunRecord) -> tuple[str | None, str | None]:
+    """(words, kind) of what is wrong with a record that was read; (None, None) for a complete one."""
     if run.damaged:  # its other lines are judged: what could be read stands, the record as a whole does not
-        return f"record {run.path.name} is damaged: {run.damage()}"
+        return f"record {run.path.name} is damaged: {run.damage()}", problems.DAMAGED
     if run.end is None:
         return (f"record {run.path.name} was cut short (no end line): the run was killed, hung or ran out of disk; "
-                "whatever it had not reached was never judged")
+                "whatever it had not reached was never judged"), problems.CUT_SHORT
     status = run.end.get("status")
     if status != "complete":
-        return f"record {run.path.name}: the run was {status} (exit status {run.end.get('exit_status')}): not every check ran"
-    return None
+        return (f"record {run.path.name}: the run was {status} (exit status {run.end.get('exit_status')}): not every "
+                "check ran"), problems.STOPPED
+    return None, None
 
 
 # What a host or Slurm node name is made of (RFC 1123 labels, and the '_' some sites use), 253 at most.
@@ -112,17 +115,18 @@ def _read(path: Path, directory: Path, digest: Callable[[NodeRun], Any] | None) 
     every record at once."""
     node = path.name[: -len(SUFFIX)]
     if path.stat().st_size == 0:
-        return NodeRun(node, path, None, f"record {path.name} is empty: the run died before writing its header")
+        return NodeRun(node, path, None, f"record {path.name} is empty: the run died before writing its header",
+                       problems.UNREADABLE)
     try:  # read for what the digest keeps of it (fleet.judging.LeanLines; a multi-node run is read whole)
         run = read_run(path, getattr(digest, "lines", None))
     except RecordFileError as exc:
-        if not _is_run_header(path) or "schema" in str(exc):
+        if not _is_run_header(path) or exc.other_schema:
             raise FleetInputError(f"{exc}; move it out of {directory} (the directory must hold only wirecheck "
                                   "records, one per node)") from None
-        return NodeRun(node, path, None, f"unreadable record: {exc}")
+        return NodeRun(node, path, None, f"unreadable record: {exc}", problems.UNREADABLE)
     if run.run.get("multinode"):
         return run
-    n = NodeRun(node, path, run, _problem(run), simulated=run.simulated, damaged=run.damaged)
+    n = NodeRun(node, path, run, *_problem(run), simulated=run.simulated, damaged=run.damaged)
     if digest is not None:
         n.digest = digest(n)
         n.run = None
@@ -204,7 +208,8 @@ def collect(directory: str | Path, expected: list[str] | None = None, expect_n: 
         for name in expected:
             if name not in found:
                 nodes.append(NodeRun(name, None, None, f"no record {name}{SUFFIX} in {directory}: the node never wrote "
-                                                       "one (not started, or it died before its first line)"))
+                                                       "one (not started, or it died before its first line)",
+                                     problems.MISSING))
     elif expect_n is not None and len(nodes) < expect_n:
         fleet.missing_unnamed = expect_n - len(nodes)
     nodes.sort(key=lambda n: n.node)

@@ -69,11 +69,13 @@ class Measurement:
 
 
 class RecordFileError(ValueError):
-    """A record file that cannot be written or read. `taken`: a new file's name was already there."""
+    """A record file that cannot be written or read. `taken`: a new file's name was already there;
+    `other_schema`: a record of another schema than this wirecheck reads (not a damaged one)."""
 
-    def __init__(self, message: str, taken: bool = False):
+    def __init__(self, message: str, taken: bool = False, other_schema: bool = False):
         super().__init__(message)
         self.taken = taken
+        self.other_schema = other_schema
 
 
 def default_name(prefix: str = "results", n: int = 1) -> str:
@@ -371,7 +373,8 @@ def read_run(path: str | Path, lines_of: Callable[[dict], Callable[[str], str | 
     starts = [i for i, obj in enumerate(objs) if obj.get("type") == "run"]
     run = objs[starts[-1]]
     if run.get("schema") != SCHEMA:
-        raise RecordFileError(f"{path}: record schema {run.get('schema')!r}; this wirecheck reads schema {SCHEMA}")
+        raise RecordFileError(f"{path}: record schema {run.get('schema')!r}; this wirecheck reads schema {SCHEMA}",
+                              other_schema=True)
     by_type: dict[str, list[dict]] = {"measurement": [], "verdict": [], "end": []}
     for obj in objs[starts[-1] + 1:]:
         by_type.setdefault(obj.get("type"), []).append(obj)

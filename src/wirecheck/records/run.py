@@ -338,11 +338,17 @@ class RunWriter:
         self.file.discard()
 
 
+def failed_not_kept(writer: RunWriter, limit: int = 20) -> list[str]:
+    """fault_lines' line for each failed verdict the record could not keep (the screen marks them)."""
+    from wirecheck.records.reason import ascii_text, verdict_reason
+
+    failed = [v for v in writer.unwritten_verdicts if v.get("outcome") == "fail"]
+    return [f"not in the record: FAILED {ascii_text(verdict_reason(v))} ({v.get('test')})" for v in failed[:limit]]
+
+
 def fault_lines(writer: RunWriter, limit: int = 20) -> list[str]:
     """What a run whose record failed says before its last line: what the record keeps, what it lost, and
     each failed verdict it could not keep (the measurement is not lost with the disk: it is on the screen)."""
-    from wirecheck.records.reason import ascii_text, verdict_reason
-
     if writer.fault is None:
         return []
     if writer.unwritten.get("run"):
@@ -354,8 +360,7 @@ def fault_lines(writer: RunWriter, limit: int = 20) -> list[str]:
             else f"keeps every line before the fault{', and its end line' if writer.end_written else ''}")
     lines = [f"the record {writer.path} {kept}; not written: {lost or 'nothing'}"]
     failed = [v for v in writer.unwritten_verdicts if v.get("outcome") == "fail"]
-    for verdict in failed[:limit]:
-        lines.append(f"not in the record: FAILED {ascii_text(verdict_reason(verdict))} ({verdict.get('test')})")
+    lines += failed_not_kept(writer, limit)
     if len(failed) > limit:
         lines.append(f"not in the record: {len(failed) - limit} more failed verdict(s)")
     others = Counter(v.get("outcome") for v in writer.unwritten_verdicts if v.get("outcome") != "fail")

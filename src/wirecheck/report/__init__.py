@@ -5,8 +5,9 @@ A small package of functions a fleet page can call:
 - `gpus`: the GPU health checks per GPU (figures, how each was judged, the sustained load, the
   memory test, XIDs), which the fleet's GPU comparison reads too;
 - `figures`: matplotlib figures (Agg) as embedded PNGs, from plain data;
-- `html`: escaping, tables, figures, the page (no JavaScript, nothing fetched);
-- `sections`: one section per concern, built from a RunView;
+- `html`: the blocks a section holds (plain data) and the page, drawn by the Jinja2 templates of
+  `templates/` (no JavaScript, nothing fetched);
+- `sections`: one section per concern, built from a RunView, as blocks;
 - `trends`: key figures over runs and their noise band;
 - `history_view`: each GPU's and placement's figures over its own history, from this run's history and
   drift verdicts (the bound each was held to, where a fall began);

@@ -18,7 +18,7 @@ def advice_section(view) -> Section:
     try:
         return _section(view)
     except (FiguresError, ValueError, KeyError, TypeError) as exc:  # an older record's runs lack a figure
-        return Section("advice", TITLE).add(note(f"No prediction from this record: {type(exc).__name__}: {exc}"))
+        return Section("advice", TITLE).fold(f"No prediction from this record: {type(exc).__name__}: {exc}")
 
 
 TITLE = "What the wires cost a job: predicted against measured, and advice"
@@ -27,15 +27,15 @@ TITLE = "What the wires cost a job: predicted against measured, and advice"
 def _section(view) -> Section:
     s = Section("advice", TITLE)
     if view.simulated or not view.strategies:
-        return s.add(note("No prediction: the record has no strategy runs on GPUs (a simulation, or a selection "
-                          "without test_strategies)."))
+        return s.fold("No prediction: the record has no strategy runs on GPUs (a simulation, or a selection "
+                          "without test_strategies).")
     try:
         figures = from_records([view.run.path])
         fits = fit_strategies(figures)
     except (FiguresError, ValueError) as exc:
-        return s.add(note(f"No prediction: {exc}"))
+        return s.fold(f"No prediction: {exc}")
     if figures.compute is None:
-        return s.add(note("No prediction: no one-GPU rate in the record."))
+        return s.fold("No prediction: no one-GPU rate in the record.")
     rows = []
     for (name, klass, n), (step, _local, run) in sorted(grouped(figures.runs).items()):
         if name not in fits:

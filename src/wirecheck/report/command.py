@@ -18,15 +18,13 @@ def build_html(view, history, skipped, sources: list[str]) -> tuple[str, list]:
     from wirecheck.report import html, sections
 
     parts = sections.build(view, history, skipped)
-    css, text = sections.headline(view)
     h = view.header
     title = f"wirecheck: {h.get('host')} {h.get('started')}" + (" (SIMULATION)" if view.simulated else "")
-    header = (f"<h1>{html.esc(title)}</h1><div class=\"banner {css}\">{html.esc(text)}</div>")
     made = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    footer = (f"made by wirecheck report at {html.esc(made)} from {html.esc(', '.join(sources))}; "
-              f"figures drawn with matplotlib {html.esc(matplotlib.__version__)}")
+    footer = (f"made by wirecheck report at {made} from {', '.join(sources)}; "
+              f"figures drawn with matplotlib {matplotlib.__version__}")
     images = [img for s in parts for img in s.images]
-    return html.page(title, header, parts, footer), images
+    return html.page(title, sections.headline(view), parts, footer), images
 
 
 def _topology_of(view) -> tuple:

@@ -14,8 +14,8 @@ def diagnosis_section(view) -> Section:
     s = Section("diagnosis", "Diagnosis: the failing part")
     found = [v for v in view.verdicts if v.get("check") == CHECK]
     if not found:
-        return s.add(note("No diagnosis in this record: `wirecheck diagnose RUN.jsonl --run` localizes a run's "
-                          "failures and writes its findings to a record of their own, which this page shows."))
+        return s.fold("No diagnosis in this record: `wirecheck diagnose RUN.jsonl --run` localizes a run's "
+                          "failures and writes its findings to a record of their own, which this page shows.")
     rows = []
     for v in found:
         d = v.get("details") or {}

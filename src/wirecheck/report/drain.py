@@ -31,9 +31,9 @@ def drain_section(view) -> Section:
     path = Path(view.run.path).parent / EVENTS
     events = dp.read_events(path)
     if not events:
-        return s.add(note(f"No drain decisions beside this record ({path.name}): the Slurm prolog, health check and "
+        return s.fold(f"No drain decisions beside this record ({path.name}): the Slurm prolog, health check and "
                           "node-problem-detector plugin keep one there, a line per check that failed and passed its "
-                          "re-test (flaky, not drained) and per failure that drained."))
+                          "re-test (flaky, not drained) and per failure that drained.")
     flaky = [e for e in events if e.get("event") == dp.FLAKY]
     s.add(note(f"{len(flaky)} flaky re-test(s) and {len(events) - len(flaky)} failure(s) in {path}; the newest "
                f"{min(SHOWN, len(events))} below."))

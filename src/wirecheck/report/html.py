@@ -1,139 +1,228 @@
-"""HTML assembly: one self-contained page, no JavaScript, nothing fetched.
+"""The page's markup: Jinja2 templates (report/templates/), filled with plain data.
 
-Everything from a record is escaped here (messages quote NCCL lines and Python reprs with
-`<` and `>`); figures are inline PNG data URIs; the stylesheet is inline. The Content
-Security Policy forbids every fetch and every script, so a report opened in a browser
-cannot reach the network even if a record carried something that looks like a URL.
+The sections (wirecheck.report.sections and the modules beside it) say what a section holds, as blocks of
+plain data: a heading, a paragraph (text, bold, code, an outcome), a note, a table (its rows of values and
+cells), a figure, two blocks side by side, a disclosure, preformatted text. The templates say how each block
+looks (`templates/blocks.html.j2`), how a section wraps its blocks or folds to one line when the record has
+nothing for it (`section.html.j2`), and the page around them (`page.html.j2`, `report.css`): a change to how
+the page looks is a change to a template, never to the code that reads the record.
+
+Everything from a record is escaped (Jinja2's autoescape: messages quote NCCL lines and Python reprs with `<`
+and `>`); figures are inline PNG data URIs; the stylesheet is inline. The Content Security Policy forbids every
+fetch and every script, so a report opened in a browser cannot reach the network even if a record carried
+something that looks like a URL. The templates ship inside the package (pyproject's package data), and Jinja2
+is a dependency of its own: `wirecheck report` runs where torch is not installed.
 """
 
 from __future__ import annotations
 
-import html as _html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
+
+from markupsafe import Markup, escape
 
 if TYPE_CHECKING:  # for annotations only: the fleet page reads CSP from here without loading matplotlib
     from wirecheck.report.figures import Image
 
-CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"  # the page's template writes it as it is
 
-CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0 auto; max-width: 1500px;
-       padding: 0 1.5em 3em; color: #222; line-height: 1.35; }
-h1 { font-size: 1.6em; margin: 0.6em 0 0.2em; }
-h2 { border-bottom: 2px solid #ccc; padding-bottom: 0.2em; margin-top: 1.8em; }
-h3 { margin: 1.2em 0 0.4em; }
-.banner { font-size: 2.6em; font-weight: 800; letter-spacing: 0.04em; padding: 0.3em 0.5em; margin: 0.4em 0;
-          border-radius: 6px; text-align: center; }
-.banner.sim { background: #fff3cd; color: #7a5200; border: 4px dashed #e0a800; }
-.banner.fail { background: #f8d7da; color: #842029; }
-.banner.pass { background: #d1e7dd; color: #0f5132; }
-.banner.cut { background: #e2e3e5; color: #41464b; }
-.small { font-size: 0.85em; color: #555; }
-.note { color: #555; font-style: italic; }
-table { border-collapse: collapse; margin: 0.4em 0 1em; font-size: 0.85em; }
-th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: left; vertical-align: top; }
-th { background: #f3f3f3; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-tr.fail td { background: #fbe3e4; }
-tr.skip td { color: #666; }
-tr.warn td { background: #fff3cd; }
-.outcome-warn { color: #997404; font-weight: 700; }
-.outcome-fail { color: #b02a37; font-weight: 700; }
-.outcome-pass { color: #146c43; font-weight: 700; }
-.outcome-skip { color: #666; }
-.pair { display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start; }
-.pair > div { flex: 0 1 auto; min-width: 0; }
-.scroll { max-height: 430px; overflow: auto; }
-figure { margin: 0.5em 0; }
-figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-figcaption { font-size: 0.85em; color: #444; max-width: 48em; }
-code, pre { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 0.85em; }
-pre { white-space: pre-wrap; word-break: break-word; background: #f7f7f7; padding: 0.4em; }
-nav a { margin-right: 0.8em; }
-details > summary { cursor: pointer; font-weight: 600; margin: 0.4em 0; }
-"""
+_ENV = None
+
+
+def environment():
+    """The templates' Jinja2 environment (made once: loading it costs what a page does not need twice)."""
+    global _ENV
+    if _ENV is None:
+        from jinja2 import Environment, PackageLoader, StrictUndefined
+
+        _ENV = Environment(loader=PackageLoader("wirecheck.report", "templates"), autoescape=True,
+                           undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    return _ENV
 
 
 def esc(value: Any) -> str:
-    return _html.escape("" if value is None else str(value), quote=True)
+    """`value` escaped for HTML (the templates escape on their own: for a caller that builds text)."""
+    return str(escape("" if value is None else str(value)))
 
 
-class Raw(str):
-    """Already-safe HTML (built by these helpers): not escaped again."""
+# ---- blocks: what a section holds, as data; templates/blocks.html.j2 draws each kind -----------------------
+
+@dataclass(frozen=True)
+class Badge:
+    """An outcome (pass, warn, fail, skip) shown in its colour."""
+    outcome: str | None
+    kind: str = "badge"
 
 
-def cell(value: Any) -> str:
-    return value if isinstance(value, Raw) else esc(value)
+@dataclass(frozen=True)
+class Bold:
+    text: Any
+    kind: str = "bold"
+
+
+@dataclass(frozen=True)
+class Code:
+    text: Any
+    kind: str = "code"
+
+
+@dataclass(frozen=True)
+class Small:
+    text: Any
+    kind: str = "small"
+
+
+@dataclass(frozen=True)
+class Break:
+    kind: str = "break"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A table cell that is more than its text: the text and an outcome beside it."""
+    text: Any
+    outcome: str | None = None
+    kind: str = "cell"
+
+
+@dataclass(frozen=True)
+class Band:
+    """A row across a table that heads the rows below it (a placement's block of sizes)."""
+    text: Any
+    kind: str = "band"
+
+
+@dataclass(frozen=True)
+class Across:
+    """A row across a table that says more of the row above it (a failure's meaning and what to do)."""
+    parts: tuple
+    kind: str = "across"
+
+
+@dataclass(frozen=True)
+class Table:
+    headers: tuple
+    rows: tuple
+    classes: tuple = ()
+    numeric: frozenset = frozenset()
+    css: str = ""
+    wide: frozenset = frozenset()  # columns that take the room a long text needs ("what")
+    kind: str = "table"
+
+
+@dataclass(frozen=True)
+class Heading:
+    parts: tuple
+    kind: str = "heading"
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    parts: tuple
+    css: str = ""
+    kind: str = "paragraph"
+
+
+@dataclass(frozen=True)
+class Note:
+    text: Any
+    kind: str = "note"
+
+
+@dataclass(frozen=True)
+class Pre:
+    text: Any
+    kind: str = "pre"
+
+
+@dataclass(frozen=True)
+class Figure:
+    image: Any  # figures.Image
+    kind: str = "figure"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two blocks side by side (a figure and its table); the right one scrolls when it is long."""
+    left: tuple
+    right: tuple
+    kind: str = "pair"
+
+
+@dataclass(frozen=True)
+class Details:
+    summary: Any
+    body: tuple
+    open: bool = False
+    kind: str = "details"
 
 
 def table(headers: list[str], rows: Iterable[list[Any]], row_classes: Iterable[str] | None = None,
-          numeric: Iterable[int] = ()) -> Raw:
-    nums = set(numeric)
-    classes = list(row_classes) if row_classes is not None else None
-    out = ["<table><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in headers) + "</tr></thead><tbody>"]
-    for k, row in enumerate(rows):
-        cls = f' class="{esc(classes[k])}"' if classes and classes[k] else ""
-        if isinstance(row, Raw):  # a heading row across the table
-            out.append(f'<tr{cls}><th colspan="{len(headers)}">{row}</th></tr>')
-            continue
-        out.append(f"<tr{cls}>" + "".join(
-            f'<td class="num">{cell(v)}</td>' if i in nums else f"<td>{cell(v)}</td>" for i, v in enumerate(row)) + "</tr>")
-    out.append("</tbody></table>")
-    return Raw("".join(out))
+          numeric: Iterable[int] = (), css: str = "", wide: Iterable[int] = ()) -> Table:
+    """A table: a row is a list of cells (a value, or a Cell, a Badge...), or a Band or an Across row."""
+    rows = tuple(r if isinstance(r, (Band, Across)) else tuple(r) for r in rows)
+    classes = tuple(row_classes) if row_classes is not None else ("",) * len(rows)
+    return Table(tuple(headers), rows, tuple(c or "" for c in classes), frozenset(numeric), css, frozenset(wide))
 
 
-def figure(img: Image) -> Raw:
-    return Raw(f'<figure id="{esc(img.id)}" class="wirecheck-figure"><img src="{img.data_uri}" alt="{esc(img.alt)}" '
-               f'width="{img.width}" height="{img.height}"><figcaption>{esc(img.caption)}</figcaption></figure>')
+def heading(*parts: Any) -> Heading:
+    return Heading(parts)
 
 
-def outcome(value: str | None) -> Raw:
-    return Raw(f'<span class="outcome-{esc(value)}">{esc((value or "").upper())}</span>')
+def para(*parts: Any, css: str = "") -> Paragraph:
+    return Paragraph(parts, css)
 
 
-def note(text: str) -> Raw:
-    return Raw(f'<p class="note">{esc(text)}</p>')
+def outcome(value: str | None) -> Badge:
+    return Badge(value)
 
 
-def details(summary: str, body: str, open_: bool = False) -> Raw:
-    return Raw(f"<details{' open' if open_ else ''}><summary>{esc(summary)}</summary>{body}</details>")
+def note(text: str) -> Note:
+    return Note(text)
 
 
-def pre(text: str) -> Raw:
-    return Raw(f"<pre>{esc(text)}</pre>")
+def pre(text: str) -> Pre:
+    return Pre(text)
+
+
+def details(summary: str, *body, open_: bool = False) -> Details:
+    return Details(summary, tuple(body), open_)
+
+
+def pair(left, right) -> Pair:
+    return Pair((left,), (right,))
 
 
 @dataclass
 class Section:
     id: str
     title: str
-    body: list[str] = field(default_factory=list)
+    body: list = field(default_factory=list)
     images: list[Image] = field(default_factory=list)
+    folded: str | None = None  # why the record has nothing for this section: it shows as its one line
 
-    def add(self, *parts: str) -> Section:
-        self.body.extend(parts)
+    def add(self, *blocks) -> Section:
+        self.body.extend(blocks)
         return self
 
-    def add_figure(self, img: Image) -> Raw:
+    def add_figure(self, img: Image) -> Figure:
         self.images.append(img)
-        return figure(img)
+        return Figure(img)
 
-    def html(self) -> str:
-        return f'<section id="{esc(self.id)}"><h2>{esc(self.title)}</h2>{"".join(self.body)}</section>'
+    def fold(self, why: str) -> Section:
+        """Nothing of this section in the record (a -m health run has no strategy dial): one line, title and why."""
+        self.folded = why
+        return self
+
+    def html(self) -> Markup:
+        """The section as the page holds it (section.html.j2): markup, not text to escape again."""
+        return Markup(environment().get_template("section.html.j2").render(section=self))
 
 
-def page(title: str, header: str, sections: list[Section], footer: str) -> str:
-    nav = "".join(f'<a href="#{esc(s.id)}">{esc(s.title)}</a>' for s in sections)
-    figures = " ".join(img.id for s in sections for img in s.images)
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta name="wirecheck-figures" content="{esc(figures)}">'
-        f'<meta name="wirecheck-sections" content="{esc(" ".join(s.id for s in sections))}">'
-        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
-        f"{header}<nav>{nav}</nav>{''.join(s.html() for s in sections)}"
-        f'<footer class="small"><hr>{footer}</footer></body></html>\n'
-    )
+def page(title: str, banner: tuple[str, str], sections: list[Section], footer: str) -> str:
+    """The whole page: `banner` (css class, text) under the title, the sections, the footer's line."""
+    css, text = banner
+    return environment().get_template("page.html.j2").render(
+        title=title, banner_css=css, banner=text, sections=sections, footer=footer, csp=CSP,
+        figures=" ".join(img.id for s in sections for img in s.images),
+        section_ids=" ".join(s.id for s in sections))

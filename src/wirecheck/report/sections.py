@@ -1,18 +1,21 @@
-"""The report's sections, each built from a RunView (or several, for the trend).
+"""The report's sections, each built from a RunView (or several, for the trend), as blocks of plain data
+(wirecheck.report.html): what each section holds, in which order. How the blocks look is the templates'
+(report/templates/): nothing here writes markup.
 
 Every section is always present, in a fixed order, so a reader (and the browser test) knows
-where to look; a section whose data the run does not have says why instead of drawing an
-empty chart (a -k selection, a simulation, a run cut short before it got there).
+where to look; a section whose data the run does not have folds to one line saying why instead of
+drawing an empty chart (a -k selection, a -m health run, a simulation, a run cut short before it got there).
 """
 
 from __future__ import annotations
 
-from wirecheck.checks.advice import advice_for
+from wirecheck.checks.words import words_for
 from wirecheck.core.quantity import format_bytes
 from wirecheck.burnin.progress import left_out
 from wirecheck.report.advice import advice_section
 from wirecheck.report import figures
-from wirecheck.report.html import Raw, Section, details, esc, note, outcome, pre, table
+from wirecheck.report.html import (Across, Band, Bold, Break, Cell, Code, Section, Small, details, heading, note, outcome,
+                                   pair, para, pre, table)
 from wirecheck.report.diagnosis import diagnosis_section
 from wirecheck.report.drain import drain_section
 from wirecheck.report.gpus import GPU_FIGURES, GPU_HEALTH_CHECKS
@@ -43,19 +46,9 @@ def _verdict(v: dict) -> Verdict | None:
         return None
 
 
-def _limit(v: dict) -> str:
-    verdict = _verdict(v)
-    return render.bound_text(verdict) if verdict else "-"
-
-
 def _measured(v: dict) -> str:
     verdict = _verdict(v)
     return render.measured_text(verdict) if verdict else "-"
-
-
-def _citation(v: dict) -> str:
-    verdict = _verdict(v)
-    return render.citation(verdict) if verdict else ""
 
 
 def gbps(bps: float | None) -> str:
@@ -69,9 +62,10 @@ def gbps(bps: float | None) -> str:
 # -- the verdict ---------------------------------------------------------------------------
 
 
-def _counted(counts: dict) -> str:
-    warned = f", <b>{counts[WARN]}</b> warned" if counts.get(WARN) else ""
-    return f"<b>{counts[FAIL]}</b> failed, <b>{counts[PASS]}</b> passed{warned}, <b>{counts[SKIP]}</b> skipped"
+def _counted(counts: dict) -> tuple:
+    warned = (", ", Bold(counts[WARN]), " warned") if counts.get(WARN) else ()
+    return (Bold(counts[FAIL]), " failed, ", Bold(counts[PASS]), " passed", *warned, ", ", Bold(counts[SKIP]),
+            " skipped")
 
 
 def headline(view: RunView) -> tuple[str, str]:
@@ -92,20 +86,67 @@ def headline(view: RunView) -> tuple[str, str]:
     return "pass", f"PASSED: {counts[PASS] + counts.get(WARN, 0)} checks{warned}, {counts[SKIP]} skipped"
 
 
-def _verdict_rows(verdicts: list[dict], test: bool = False) -> list[list]:
-    """The report's cells of a verdict, every one written by wirecheck.core.render."""
-    return [[v.get("check"), v.get("where") or "node", v.get("what"), _measured(v), _limit(v), _citation(v),
-             v.get("message")] + ([v.get("test")] if test else []) for v in verdicts]
+# A verdict's columns on the page, each one fact: the line the terminal reads (measured against its bound, by how
+# much, the rule) cut into its parts. Where the limit comes from is shown once per limit, behind a disclosure.
+VERDICT_COLUMNS = ["check", "where", "what", "measured", "limit", "off by", "rule"]
+
+
+def _cells(v: dict) -> list:
+    """A verdict's cells, every one written by wirecheck.core.render (a damaged line: its words as recorded)."""
+    verdict = _verdict(v)
+    if verdict is None:
+        return [v.get("check"), v.get("where") or "node", v.get("message"), "-", "-", "-", "-"]
+    return [verdict.check, verdict.where or "node", verdict.what, render.measured_text(verdict),
+            render.bound_text(verdict), render.margin(verdict) or "-", verdict.rule or "-"]
+
+
+def _said(v: dict) -> Across:
+    """Under a failed or warned verdict, across the table: what was found (its problems, its note), what it means
+    and what to do (the check's words, as the terminal's failure block gives them), its code and test."""
+    verdict = _verdict(v)
+    details_ = v.get("details") if isinstance(v.get("details"), dict) else None
+    words = words_for(v.get("check"), details_)
+    parts: list = []
+    problems = (details_ or {}).get("problems") or []
+    remarks = [x for x in (verdict.hint, verdict.note) if x] if verdict else []
+    if problems:
+        parts += [Bold("found"), " " + "; ".join(map(str, problems)), Break()]
+    if remarks:
+        parts += [Bold("note"), " " + "; ".join(remarks), Break()]
+    parts += [Bold("means"), f" {words.means}", Break(), Bold("to do"), f" {words.todo}"]
+    tail = " ".join(x for x in (verdict.code if verdict and verdict.code else "", v.get("test") or "") if x)
+    if tail:
+        parts += [" ", Small(tail)]
+    return Across(tuple(parts))
+
+
+def _judged_table(verdicts: list[dict], css: str):
+    """Failures or warnings: one row of facts per verdict, and beneath it across the table what it means and what
+    to do. A few lines each, as narrow as the page."""
+    rows, classes = [], []
+    for v in verdicts:
+        rows += [_cells(v), _said(v)]
+        classes += [css, f"{css} said"]
+    return table(VERDICT_COLUMNS, rows, classes, numeric=(3,), css="verdicts", wide=(2,))
+
+
+def _provenance(verdicts: list[dict]):
+    """Where each limit the verdicts were judged against is written and where its number comes from, once per
+    limit: behind a disclosure, never in every row."""
+    found = render.provenances(x for x in (_verdict(v) for v in verdicts) if x is not None)
+    if not found:
+        return None
+    return details(f"Where each limit comes from ({len(found)} limits)",
+                   table(["limit", "source"], [[written, source] for written, source in found]))
 
 
 def verdict_section(view: RunView) -> Section:
     s = Section("verdict", "Verdict")
     counts = view.verdict_counts
-    s.add(Raw(f"<p>{_counted(counts)} ({len(view.verdicts)} verdicts in {esc(view.run.path)}).</p>"))
+    s.add(para(*_counted(counts), f" ({len(view.verdicts)} verdicts in {view.run.path})."))
     if view.simulated:  # the page's banner says SIMULATION already (headline): once is loud enough
-        s.add(Raw(f"<p>Recorded topology "
-                  f"<code>{esc(view.header.get('simulation_source'))}</code> replayed with CPU processes and gloo standing "
-                  "in for GPUs and NCCL: the figures below say nothing about a node.</p>"))
+        s.add(para("Recorded topology ", Code(view.header.get("simulation_source")), " replayed with CPU processes and "
+                   "gloo standing in for GPUs and NCCL: the figures below say nothing about a node."))
     if view.status == "cut short":
         s.add(note("This record has no end line: the run was cut short (killed, out of disk, a crash). "
                    "Whatever it did not reach was never judged."))
@@ -114,29 +155,46 @@ def verdict_section(view: RunView) -> Section:
     if view.run.damaged:
         s.add(note(f"{view.run.damage()}. Every other line was read: the verdicts below stand, but a lost line may "
                    "have held a failed one; judge the node again (or restore the record from a copy)."))
-    columns = ["check", "where", "what", "measured", "limit", "limit's source", "message"]
     fails = view.failures
     if fails:
-        # "means" and "to do": the failure block's own lines (checks.advice), as the terminal shows them
-        advice = [advice_for(v.get("check"), v.get("details") if isinstance(v.get("details"), dict) else None)
-                  for v in fails]
-        rows = [row[:5] + [a.means, a.todo] + row[5:] for row, a in zip(_verdict_rows(fails, test=True), advice)]
-        s.add(Raw("<h3>Failures</h3>"), table(columns[:5] + ["means", "to do"] + columns[5:] + ["test"], rows,
-                                              ["fail"] * len(fails)))
+        s.add(heading("Failures"), _judged_table(fails, "fail"))
     else:
         s.add(note("No check failed."))
     warns = [v for v in view.verdicts if v.get("outcome") == WARN]
     if warns:
         # nothing failed, but the check has something to say: shown open, apart from the passes
-        s.add(Raw("<h3>Warnings</h3>"), table(columns + ["test"], _verdict_rows(warns, test=True), ["warn"] * len(warns)))
+        s.add(heading("Warnings"), _judged_table(warns, "warn"))
+    judged = [v for v in view.verdicts if v.get("outcome") != SKIP]
+    shown = _provenance(judged)
+    if shown is not None:
+        s.add(shown)
     skips = [v for v in view.verdicts if v.get("outcome") == SKIP]
     if skips:
         s.add(details(f"{len(skips)} skipped, with the reason", table(
-            ["check", "where", "reason"], [[v.get("check"), v.get("where") or "node", v.get("message")] for v in skips])))
+            ["check", "where", "reason"], [[v.get("check"), v.get("where") or "node", _reason(v)] for v in skips])))
     passes = [v for v in view.verdicts if v.get("outcome") == PASS]
     if passes:
-        s.add(details(f"{len(passes)} passed", table(columns, _verdict_rows(passes))))
+        s.add(details(f"{len(passes)} passed", table(VERDICT_COLUMNS, [_cells(v) for v in passes],
+                                                     numeric=(3,))))
     return s
+
+
+def _line(v: dict) -> str:
+    """A verdict's one line, written from its structure as this wirecheck writes it (a record's own words, from
+    an older wirecheck, may cite its limit's source and repeat what it means and what to do: the columns and
+    the disclosure say those once); a skip's line is its reason."""
+    verdict = _verdict({**v, "message": ""})
+    if verdict is None:
+        return v.get("message") or "-"
+    if verdict.outcome == SKIP:
+        return f"{render.subject(verdict)}: {_reason(v)}"
+    return verdict.message
+
+
+def _reason(v: dict) -> str:
+    """A skip's reason, as the check said it (its hint); a record written before the field: its message."""
+    verdict = _verdict(v)
+    return (verdict.hint if verdict is not None and verdict.hint else None) or v.get("message") or "-"
 
 
 # -- the node -------------------------------------------------------------------------------
@@ -176,19 +234,19 @@ def node_section(view: RunView) -> Section:
 # -- collectives --------------------------------------------------------------------------
 
 
-def _sweep_table(view: RunView, sweeps) -> Raw:
+def _sweep_table(view: RunView, sweeps):
     """nccl-tests' columns, one block of rows per placement; the floor beside the size it applies at."""
     rows, classes = [], []
     for sw in sweeps:
         floor = view.floors.get((sw.placement, sw.op))
-        rows.append(Raw(f"{esc(sw.placement)} ({sw.n_gpus} GPUs)"))
+        rows.append(Band(f"{sw.placement} ({sw.n_gpus} GPUs)"))
         classes.append("")
         for p in sw.points:
             judged = floor is not None and floor.size == p.bytes
-            shown = (f"{outcome(floor.outcome)} &ge;&nbsp;{_num(floor.min)}" + (f" &le;&nbsp;{_num(floor.max)}" if floor.max else "")
-                     if judged else "")
+            shown = (Cell(f"\u2265\u00a0{_num(floor.min)}" + (f" \u2264\u00a0{_num(floor.max)}" if floor.max else ""),
+                          floor.outcome) if judged else "")
             rows.append([p.bytes, p.bytes // 4, f"{p.time_s * 1e6:.2f}", gbps(p.algbw), gbps(p.busbw),
-                         "-" if p.wrong is None else p.wrong, p.path or "", Raw(shown)])
+                         "-" if p.wrong is None else p.wrong, p.path or "", shown])
             classes.append(FAIL if judged and floor.outcome == FAIL else "")
         if sw.error:
             rows.append(["stopped", "", "", "", "", "", "", sw.error.splitlines()[0]])
@@ -200,8 +258,8 @@ def _sweep_table(view: RunView, sweeps) -> Raw:
 def collectives_section(view: RunView) -> Section:
     s = Section("collectives", "Collectives: bus bandwidth against size")
     if not view.sweeps:
-        return s.add(note("No collective measurements in this record (a -k selection without test_collectives, "
-                          "or a run cut short before them)."))
+        return s.fold("No collective measurements in this record (a -k selection without test_collectives, "
+                          "or a run cut short before them).")
     s.add(note("nccl-tests conventions: count in float32 elements; slowest rank's mean time per call; algbw and busbw "
                "in GB/s (1e9 B/s), busbw = algbw x 2(n-1)/n for all_reduce, (n-1)/n for all_gather, reduce_scatter "
                "and all_to_all, 1 for broadcast; timed: eager calls or a CUDA-graph replay; limit: the floor (and "
@@ -210,8 +268,7 @@ def collectives_section(view: RunView) -> Section:
         sweeps = [sw for (pid, o), sw in view.sweeps.items() if o == op]
         floors = {sw.placement: view.floors[(sw.placement, op)] for sw in sweeps if (sw.placement, op) in view.floors}
         fig = s.add_figure(figures.busbw_vs_size(op, sweeps, floors, view.simulated))
-        s.add(Raw(f"<h3>{esc(op)}</h3>"), Raw(f'<div class="pair"><div>{fig}</div><div class="scroll">'
-                                              f"{_sweep_table(view, sweeps)}</div></div>"))
+        s.add(heading(op), pair(fig, _sweep_table(view, sweeps)))
     return s
 
 
@@ -236,14 +293,14 @@ def wire_section(view: RunView) -> Section:
         size = rows[0][3]
         img = figures.wire([(op, f, h) for op, f, h, _ in rows], twin, host, size, view.simulated)
         checks = [v for v in view.verdicts if v.get("check") == "wire_check" and v.get("where") == host]
-        s.add(Raw(f"<h3>{esc(twin)} vs {esc(host)}</h3>"), s.add_figure(img), table(
+        s.add(heading(f"{twin} vs {host}"), s.add_figure(img), table(
             ["op", "NVLink busbw (GB/s)", "host path busbw (GB/s)", "ratio"],
             [[op, gbps(f), gbps(h), f"{f / h:.1f}x" if h else "-"] for op, f, h, _ in rows], numeric=(1, 2, 3)))
         for v in checks:
-            s.add(Raw(f"<p>{outcome(v.get('outcome'))} {esc(v.get('message'))}</p>"))
+            s.add(para(outcome(v.get("outcome")), f" {_line(v)}"))
     if not drawn:
-        s.add(note("No host-path placement with an NVLink twin was measured in this run (the topology has no NVLink "
-                   "pair, or a -k selection left test_collectives out)."))
+        return s.fold("No host-path placement with an NVLink twin was measured in this run (the topology has no "
+                      "NVLink pair, or a -k selection left test_collectives out).")
     return s
 
 
@@ -272,15 +329,15 @@ def links_section(view: RunView) -> Section:
     matrix = view.header.get("matrix") or []
     gpus = [g.get("index") if isinstance(g, dict) else i for i, g in enumerate(view.header.get("gpus") or [])]
     if not matrix or len(matrix) != len(gpus):
-        return s.add(note("The record carries no link matrix (no GPU topology was read)."))
+        return s.fold("The record carries no link matrix (no GPU topology was read).")
     measured, copies = _pair_figures(view)
     s.add(s.add_figure(figures.link_matrix(gpus, matrix, measured, copies)))
     if view.simulated and measured:
         s.add(note("Simulation: the per-pair figures are gloo on CPU, not links."))
     spread = [v for v in view.verdicts if v.get("check") in ("pair_spread", "group_scaling", "peer_access")]
     if spread:
-        s.add(table(["check", "where", "outcome", "message"],
-                    [[v.get("check"), v.get("where"), outcome(v.get("outcome")), v.get("message")] for v in spread]))
+        s.add(table(["check", "where", "outcome", "verdict"],
+                    [[v.get("check"), v.get("where"), outcome(v.get("outcome")), _line(v)] for v in spread]))
     return s
 
 
@@ -290,8 +347,8 @@ def links_section(view: RunView) -> Section:
 def strategies_section(view: RunView) -> Section:
     s = Section("strategies", "The strategy dial")
     if not view.strategies:
-        return s.add(note("No training measurements in this record (a -k selection without test_strategies, "
-                          "or a run cut short before them)."))
+        return s.fold("No training measurements in this record (a -k selection without test_strategies, "
+                          "or a run cut short before them).")
     points = list(view.strategies.values())
     s.add(s.add_figure(figures.strategy_dial(points)))
     rows = []
@@ -310,20 +367,20 @@ def strategies_section(view: RunView) -> Section:
                  "tokens/s", "scaling (per GPU / one GPU)", "MFU (or TFLOP/s per GPU)", "exposed comm (s)", "error"], rows,
                 [FAIL if r[-1] else "" for r in rows], numeric=(2, 3, 4, 5, 6, 7, 8, 9, 10)))
     for one in view.single_gpu.values():
-        s.add(Raw(f"<p>One GPU alone ({esc(one.placement)}): "
-                  + (esc(f"failed: {one.error.splitlines()[0]}") if one.error else
-                     esc(f"{one.tokens_per_s:,.0f} tokens/s" + (f", MFU {one.mfu * 100:.1f} %" if one.mfu else "")
-                         + (f", peak allocated {format_bytes(one.peak_bytes)}" if one.peak_bytes else "")))
-                  + ". Scaling = a strategy's tokens/s per GPU over this figure (the same model and micro-batch per "
-                    "GPU): 100 % is perfect data-parallel scaling.</p>"))
+        s.add(para(f"One GPU alone ({one.placement}): "
+                   + (f"failed: {one.error.splitlines()[0]}" if one.error else
+                      f"{one.tokens_per_s:,.0f} tokens/s" + (f", MFU {one.mfu * 100:.1f} %" if one.mfu else "")
+                      + (f", peak allocated {format_bytes(one.peak_bytes)}" if one.peak_bytes else ""))
+                   + ". Scaling = a strategy's tokens/s per GPU over this figure (the same model and micro-batch per "
+                     "GPU): 100 % is perfect data-parallel scaling."))
     if not view.single_gpu:
         s.add(note("Scaling: no one-GPU run in this record (test_single_gpu_training did not run first)."))
     precision = next((p.precision for p in points if p.precision), None)
     s.add(note(f"Memory model: wirecheck.training.memory_model.predict(..., accounting='implementation', precision={precision!r})."))
     dial = [v for v in view.verdicts if v.get("check") in ("staircase", "slow_wire", "dial_flattens", "single_gpu_training")]
     if dial:
-        s.add(table(["check", "where", "outcome", "message"],
-                    [[v.get("check"), v.get("where"), outcome(v.get("outcome")), v.get("message")] for v in dial]))
+        s.add(table(["check", "where", "outcome", "verdict"],
+                    [[v.get("check"), v.get("where"), outcome(v.get("outcome")), _line(v)] for v in dial]))
     return s
 
 
@@ -334,14 +391,14 @@ def nccl_section(view: RunView) -> Section:
     s = Section("nccl-path", "NCCL's path (from NCCL's own log)")
     verdicts = {v.get("where"): v for v in view.verdicts if v.get("check") == "nccl_path"}
     if not view.nccl_paths:
-        reason = next((v.get("message") for v in verdicts.values() if v.get("outcome") == SKIP), None)
-        return s.add(note(reason or "No NCCL path probe in this record (tests/test_nccl_path.py did not run)."))
+        reason = next((_reason(v) for v in verdicts.values() if v.get("outcome") == SKIP), None)
+        return s.fold(reason or "No NCCL path probe in this record (tests/test_nccl_path.py did not run).")
     for pid, d in view.nccl_paths.items():
         v = verdicts.get(pid) or {}
         gpus = d.get("gpus") or list(view.gpus_of(pid))
-        s.add(Raw(f"<h3>{esc(pid)} {outcome(v.get('outcome')) if v else ''}</h3>"))
+        s.add(heading(pid, " ", outcome(v.get("outcome"))) if v else heading(pid))
         if v:
-            s.add(Raw(f"<p>{esc(v.get('message'))}</p>"))
+            s.add(para(_line(v)))
         if d.get("error"):
             s.add(pre(d["error"]))
             continue
@@ -364,9 +421,9 @@ def nccl_section(view: RunView) -> Section:
                  ", ".join(f"{k} {x}" for k, x in counts.items()) + " channels" if counts else "",
                  "; ".join(f"pattern {g['pattern']}: {g['n_channels']} channels, type {g['type_intra']}/{g['type_inter']}, "
                            f"bw {g['bw_intra']:g}/{g['bw_inter']:g}" for g in graphs)]
-        s.add(Raw(f"<p class=\"small\">{esc(' | '.join(f for f in facts if f))}</p>"))
+        s.add(para(" | ".join(f for f in facts if f), css="small"))
         if d.get("log_files"):
-            s.add(Raw(f"<p class=\"small\">logs: {esc(', '.join(map(str, d['log_files'])))}</p>"))
+            s.add(para(f"logs: {', '.join(map(str, d['log_files']))}", css="small"))
     return s
 
 
@@ -378,8 +435,8 @@ def copies_section(view: RunView) -> Section:
     verdicts = [v for v in view.verdicts if v.get("check") in ("host_copy", "peer_copy", "pcie_link_under_load")]
     c = view.copies
     if not c or not (c.get("host") or c.get("peer")):
-        reason = (c or {}).get("error") or next((v.get("message") for v in verdicts if v.get("outcome") == SKIP), None)
-        return s.add(note(reason or "No copy-bandwidth measurement in this record (tests/test_copy_bandwidth.py did not run)."))
+        reason = (c or {}).get("error") or next((_reason(v) for v in verdicts if v.get("outcome") == SKIP), None)
+        return s.fold(reason or "No copy-bandwidth measurement in this record (tests/test_copy_bandwidth.py did not run).")
     floors = {}
     for v in verdicts:
         lim = (v.get("limit") or {}).get("min")
@@ -403,19 +460,19 @@ def copies_section(view: RunView) -> Section:
     s.add(note(f"{format_bytes(c.get('size') or 0)} per copy, {c.get('iters')} timed copies after {c.get('warmup_iters')} "
                "warm-up, CUDA events, one link at a time."))
     if verdicts:
-        s.add(table(["check", "where", "outcome", "message"],
-                    [[v.get("check"), v.get("where"), outcome(v.get("outcome")), v.get("message")] for v in verdicts],
+        s.add(table(["check", "where", "outcome", "verdict"],
+                    [[v.get("check"), v.get("where"), outcome(v.get("outcome")), _line(v)] for v in verdicts],
                     [v.get("outcome") for v in verdicts]))
     return s
 
 
-def _figure_cell(point, key: str) -> Raw | str:
+def _figure_cell(point, key: str) -> Cell | str:
     label, unit, scale = GPU_FIGURES[key]
     if key not in point.figures:
         return "-"
     worst = point.outcome(key)  # its floor and peers, its history, its drift
     text = f"{point.figures[key] * scale:.4g}"
-    return Raw(f"{esc(text)} {outcome(worst)}") if worst else text
+    return Cell(text, worst) if worst else text
 
 
 def _memory_rows(view: RunView) -> list[list]:
@@ -439,9 +496,9 @@ def gpus_section(view: RunView) -> Section:
     s = Section("gpus", "Each GPU under load")
     verdicts = [v for v in view.verdicts if v.get("check") in GPU_HEALTH_CHECKS]
     if not view.gpus:
-        reason = next((v.get("message") for v in verdicts if v.get("outcome") == SKIP), None)
-        return s.add(note(reason or "No GPU health measurements in this record (tests/test_gpu_health.py did not run: "
-                                    "select it with -m health)."))
+        reason = next((_reason(v) for v in verdicts if v.get("outcome") == SKIP), None)
+        return s.fold(reason or "No GPU health measurements in this record (tests/test_gpu_health.py did not run: "
+                                    "select it with -m health).")
     points = list(view.gpus.values())
     s.add(note("One worker per GPU, every GPU at once (power and heat are shared): HBM copy (read+write counted) and "
                "read in GB/s, dense square GEMM in TFLOP/s, the sustained GEMM load's median window; each against its "
@@ -459,21 +516,21 @@ def gpus_section(view: RunView) -> Section:
                  "hottest (°C)", "peak power (W)", "memory test: wrong words", "XIDs"], rows, classes,
                 numeric=tuple(range(3, 3 + len(GPU_FIGURES) + 4))))
     if any(p.windows or p.samples for p in points):
-        s.add(Raw("<h3>The sustained load over time</h3>"), s.add_figure(figures.gpu_sustained(points)))
+        s.add(heading("The sustained load over time"), s.add_figure(figures.gpu_sustained(points)))
     memory = _memory_rows(view)
     if memory:
-        s.add(Raw("<h3>Memory test coverage</h3>"), table(
+        s.add(heading("Memory test coverage"), table(
             ["GPU", "covered", "of free memory", "patterns x passes", "wrong words", "first bad offset", "wall s"],
             memory, [FAIL if r[4] else "" for r in memory], numeric=(1, 2, 4, 5, 6)))
     events = [e for p in points for e in p.events]
     if events:
-        s.add(Raw("<h3>XID and ECC events during the run</h3>"), table(
+        s.add(heading("XID and ECC events during the run"), table(
             ["GPU", "kind", "code", "bus id"], [[f"GPU{e.get('gpu')}", e.get("kind"), e.get("code"), e.get("bus_id")]
                                                 for e in events], [FAIL] * len(events)))
     if verdicts:
         shown = [v for v in verdicts if v.get("outcome") != PASS]
-        body = table(["check", "where", "outcome", "message"],
-                     [[v.get("check"), v.get("where") or "node", outcome(v.get("outcome")), v.get("message")]
+        body = table(["check", "where", "outcome", "verdict"],
+                     [[v.get("check"), v.get("where") or "node", outcome(v.get("outcome")), _line(v)]
                       for v in verdicts], [v.get("outcome") for v in verdicts])
         s.add(details(f"{len(verdicts)} GPU health verdicts ({len(shown)} not passed)", body, open_=bool(shown)))
     return s
@@ -488,18 +545,18 @@ def burn_in_section(view: RunView) -> Section:
     s = Section("burn-in", "Burn-in")
     b = view.burn_in
     if b is None:
-        return s.add(note("Not a burn-in: `wirecheck validate --level burn-in --duration 4h` holds every GPU under load "
-                          "while collectives cycle, for hours, and this section draws it."))
+        return s.fold("Not a burn-in: `wirecheck validate --level burn-in --duration 4h` holds every GPU under load "
+                          "while collectives cycle, for hours, and this section draws it.")
     end = b.end or {}
     fault = b.fault
     duration = end.get("duration_s")
-    s.add(Raw(f"<p><b>{esc(b.status)}</b>: {len(b.rounds)} round(s)"
-              + (f" in {_clock(end['seconds'])} of --duration {_clock(duration)}" if duration else "")
-              + (f", rounds of {end.get('round_s'):g} s with the memory test ({end.get('memory_passes')} pass(es)) after "
-                 "each" if end.get("round_s") else "") + ".</p>"))
+    s.add(para(Bold(b.status), f": {len(b.rounds)} round(s)"
+               + (f" in {_clock(end['seconds'])} of --duration {_clock(duration)}" if duration else "")
+               + (f", rounds of {end.get('round_s'):g} s with the memory test ({end.get('memory_passes')} pass(es)) after "
+                  "each" if end.get("round_s") else "") + "."))
     if fault:
-        s.add(Raw(f'<p class="fail">Stopped in round {esc(fault.get("round"))} by a {esc(fault.get("kind"))}'
-                  + (f" on {esc(fault.get('where'))}" if fault.get("where") else "") + f": {esc(fault.get('message'))}</p>"))
+        s.add(para(f"Stopped in round {fault.get('round')} by a {fault.get('kind')}"
+                   + (f" on {fault.get('where')}" if fault.get("where") else "") + f": {fault.get('message')}", css="fail"))
     cycle = end.get("cycle") or []
     if cycle:
         placements = sorted({c["placement"] for c in cycle})
@@ -521,8 +578,8 @@ def burn_in_section(view: RunView) -> Section:
     if b.verdicts:
         failed = [v for v in b.verdicts if v.get("outcome") == FAIL]
         s.add(details(f"{len(b.verdicts)} burn-in verdicts ({len(failed)} failed)", table(
-            ["check", "where", "outcome", "message"],
-            [[v.get("check"), v.get("where") or "node", outcome(v.get("outcome")), v.get("message")] for v in b.verdicts],
+            ["check", "where", "outcome", "verdict"],
+            [[v.get("check"), v.get("where") or "node", outcome(v.get("outcome")), _line(v)] for v in b.verdicts],
             [v.get("outcome") for v in b.verdicts]), open_=bool(failed)))
     return s
 
@@ -530,14 +587,14 @@ def burn_in_section(view: RunView) -> Section:
 def health_section(view: RunView) -> Section:
     s = Section("health", "Health counters over the run")
     if not view.counters:
-        return s.add(note("No error-counter readings in this record (a simulation has no NVML; a -k selection may "
-                          "leave test_link_health out; it runs last, so a run cut short never reaches it)."))
+        return s.fold("No error-counter readings in this record (a simulation has no NVML; a -k selection may "
+                          "leave test_link_health out; it runs last, so a run cut short never reaches it).")
     judged = [r for r in view.counters if (r.get("inputs") or {}).get("deltas")]
     if judged:
         s.add(s.add_figure(figures.counter_growth(judged)))
-    s.add(table(["GPU", "outcome", "grew", "message"],
+    s.add(table(["GPU", "outcome", "grew", "verdict"],
                 [[v.get("where"), outcome(v.get("outcome")), _measured(v) if v.get("measured") else "none",
-                  v.get("message")] for v in view.counters], [v.get("outcome") for v in view.counters]))
+                  _line(v)] for v in view.counters], [v.get("outcome") for v in view.counters]))
     return s
 
 
@@ -549,7 +606,7 @@ def _own_history(s: Section, view: RunView) -> None:
     series = [x for x in history_series(view.verdicts, view.header.get("started")) if x.past]
     if not series:
         return
-    s.add(Raw("<h3>Each GPU and placement against its own history</h3>"))
+    s.add(heading("Each GPU and placement against its own history"))
     judged = [x for x in series if x.judged]
     if judged:
         s.add(s.add_figure(figures.history_trends(judged)))
@@ -579,11 +636,11 @@ def trends_section(view: RunView, history: list[RunView], skipped: list) -> Sect
             panels = [(panel, series) for panel, series in table_.get(family, {}).items()
                       if any(len(points) >= 2 for points in series.values())]
             if panels:
-                s.add(Raw(f"<h3>{esc(title)}</h3>"),
+                s.add(heading(title),
                       s.add_figure(figures.trend(f"fig-trend-{family}", f"{title} over {len(views)} runs", unit, panels, log_y)))
         flagged = drifts(table_, view.started)
         if flagged:
-            s.add(Raw("<h3>This run against its history</h3>"), table(
+            s.add(heading("This run against its history"), table(
                 ["figure", "series", "this run", "median", "band (median +- 3 MAD)", "runs", ""],
                 [[f"{d.family}: {d.panel}", d.series, _num(d.latest), _num(d.median), f"{_num(d.low)} .. {_num(d.high)}",
                   d.n, "OUTSIDE" if d.outside else ""] for d in flagged], [FAIL if d.outside else "" for d in flagged],
