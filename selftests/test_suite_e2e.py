@@ -13,11 +13,13 @@ def test_k_nvl_quad_selects_exactly_the_quad_tests(pytester):
     assert ids, result.stdout.str()
     assert all("nvl_quad" in i for i in ids), [i for i in ids if "nvl_quad" not in i]
     assert any("nvl_quad-4gpu-0.1.2.3" in i for i in ids) and any("nvl_quad-4gpu-4.5.6.7" in i for i in ids)
-    # every collective test of the quads is there, each op's further dtypes and reductions with their own ids
+    # every collective test of the quads is there; each op's further dtypes and reductions with their own ids, on
+    # the class's first largest placement only (tests/test_collectives.py: the kernels a class's wires share)
     for op in OPS:
         assert any(f"test_busbw[nvl_quad-4gpu-4.5.6.7-{op}]" in i for i in ids), op
     for a in FURTHER_AXES:
-        assert any(f"test_axis_busbw[nvl_quad-4gpu-4.5.6.7-{a.id}]" in i for i in ids), a
+        assert any(f"test_axis_busbw[nvl_quad-4gpu-0.1.2.3-{a.id}]" in i for i in ids), a
+    assert not [i for i in ids if "test_axis_" in i and "nvl_quad-4gpu-4.5.6.7" in i]
 
 
 def test_header_says_simulation(pytester):
