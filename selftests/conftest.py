@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from e2e import HEALTHY_RUNS, finish_run, start_busbw_run
+
+# The runs these self-tests start (pytest on the suite, `wirecheck validate`) are runs of their own: one that
+# inherits pytest-xdist's worker variables takes itself for a worker of this run (pytest-benchmark then saves
+# nothing). Dropped once, as this process starts its tests, so every child starts clean.
+for _name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+    os.environ.pop(_name, None)
 
 
 @pytest.fixture(scope="session")

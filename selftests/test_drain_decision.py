@@ -90,7 +90,10 @@ def set_sinfo(root: Path, nodes: tuple[str, ...], drained: tuple[tuple[str, str,
 def hook(root: Path, *more: str, hook_kind: str = "slurm", code: int = 1, capsys=None) -> tuple[int, str, str]:
     args = ["node-state", "--exit-code", str(code), "--record", str(root / "first.jsonl"), "--hook", hook_kind,
             "--node", "wc2", "--records", str(root / "records"), "--mode", "prolog", "--wirecheck", str(root / "wirecheck"),
-            "--sinfo", str(root / "sinfo"), "--time-left", "30", *more, "--", "--level", "quick", "--profile", "h200-sxm-2"]
+            "--sinfo", str(root / "sinfo"), "--time-left", "30",
+            # the whole line, whatever the temporary folder's length (pytest-xdist's is longer); the cut to Slurm's
+            # reason length has its own self-test (test_node_state.py)
+            "--max-length", "2000", *more, "--", "--level", "quick", "--profile", "h200-sxm-2"]
     rc = main(args)
     out, err = capsys.readouterr()
     lines = out.splitlines()
