@@ -12,11 +12,77 @@ from __future__ import annotations
 import statistics
 import time
 
+from dataclasses import dataclass
+
 from wirecheck.checks import check
 from wirecheck.checks.advice import Advice
 from wirecheck.core.quantity import format_bw
 from wirecheck.core.render import FORMATS
 from wirecheck.core.verdict import FAIL, PASS, Verdict, skip
+from wirecheck.thresholds.declared import Rule
+from wirecheck.thresholds.fields import Count, Nested, Share, Source, spec
+
+# --- the limits only a burn-in has, per mode (hardware / simulated) --------------------------------------
+
+_NEVER = "nothing could ever fail; write less than 100 %, e.g. {example}"
+
+
+@dataclass(frozen=True)
+class MaxDrop:
+    WHAT = "max_drop and source"
+    value: float = spec(Share('"10 %"', _NEVER, positive=False, below_one=True), key="max_drop")
+    source: str = spec(Source())
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class MaxBelowMedian:
+    WHAT = "max_below_median and source"
+    value: float = spec(Share('"15 %"', _NEVER, positive=False, below_one=True), key="max_below_median")
+    source: str = spec(Source())
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class Drift:
+    """How far a GPU's TFLOP/s may fall from its first rounds to its last (a GPU that cannot shed its heat
+    loses clocks after minutes, not seconds); `rounds`: how many rounds at each end are compared."""
+
+    WHAT = "drift settings"
+    rounds: int = spec(Count(minimum=1), "3")
+    hardware: MaxDrop = spec(Nested('{max_drop: "10 %", source: ...}', MaxDrop))
+    simulated: MaxDrop = spec(Nested('{max_drop: "90 %", source: ...}', MaxDrop))
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How far a (placement, collective)'s slowest round may fall below its median round (a link that degrades
+    when hot, or retrains under load)."""
+
+    WHAT = "busbw spread per mode"
+    hardware: MaxBelowMedian = spec(Nested('{max_below_median: "15 %", source: ...}', MaxBelowMedian))
+    simulated: MaxBelowMedian = spec(Nested('{max_below_median: "95 %", source: ...}', MaxBelowMedian))
+
+
+@dataclass(frozen=True)
+class BurnInLimits:
+    WHAT = "burn_in sections"
+    drift_settings: Drift = spec(Nested('{rounds: 3, hardware: {max_drop: "10 %", source: ...}, simulated: '
+                                        '{max_drop: "90 %", source: ...}}', Drift), key="drift")
+    spread: Spread = spec(Nested('{hardware: {max_below_median: "15 %", source: ...}, simulated: {...}}', Spread),
+                          key="busbw_spread")
+    yaml_path: str
+
+    drift_rounds = property(lambda s: s.drift_settings.rounds)
+
+    def drift(self, simulated: bool) -> MaxDrop:
+        return self.drift_settings.simulated if simulated else self.drift_settings.hardware
+
+    def busbw_spread(self, simulated: bool) -> MaxBelowMedian:
+        return self.spread.simulated if simulated else self.spread.hardware
+
+
+BURN_IN = Rule("burn_in", BurnInLimits, "{drift: {rounds: 3, hardware: {...}, simulated: {...}}, busbw_spread: {...}}")
 
 ADVICE_FAULT = ("drain the node: a GPU that computes or stores wrong, reports an XID, or hangs under hours of load "
                 "is the infant mortality a burn-in is for; `nvidia-smi -q -d ECC,ROW_REMAPPER`, `dmesg | grep -i xid` "
@@ -55,7 +121,7 @@ def burn_in_no_hard_fault(thresholds, *, status: str, rounds: int, seconds: floa
                    details={"checked": checked})
 
 
-@check("burn_in_throughput_drift", advice=Advice(
+@check("burn_in_throughput_drift", limits=(BURN_IN,), advice=Advice(
     "a GPU lost throughput over the burn-in: it heats up, or its power or clocks sag over hours",
     "compare its temperature and power over the run in `wirecheck report` with its peers'; check its cooling and "
     "power delivery"))
@@ -81,7 +147,7 @@ def burn_in_throughput_drift(thresholds, *, gpu: int, bus_id: str | None, round_
                    details={"first": first, "last": last, "rounds_compared": k, "rounds": len(values)})
 
 
-@check("burn_in_busbw_spread", advice=Advice(
+@check("burn_in_busbw_spread", limits=(BURN_IN,), advice=Advice(
     "a placement's bus bandwidth dropped in some rounds: a marginal link that degrades under heat or load",
     "look at that placement's busbw per round in `wirecheck report`; `nvidia-smi nvlink -e` for the links' "
     "error counters; reseat or replace the link or GPU if it repeats"))

@@ -9,17 +9,67 @@ down to Gen3 or x8 shows as the cause; the link itself is judged under load by
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from wirecheck.checks import check
 from wirecheck.core.quantity import format_bw
-from wirecheck.thresholds.copy_limits import pcie_ceiling
 from wirecheck.core.verdict import FAIL, Verdict, expect, not_measured, skip, within
-from wirecheck.node.hardware import Hardware
+from wirecheck.node.hardware import PCIE_LANE_BYTES_PER_S, Hardware
+from wirecheck.node.topology import FABRICS
+from wirecheck.thresholds import plausible
+from wirecheck.thresholds.declared import Rule
+from wirecheck.thresholds.fields import Share, Source, spec
+from wirecheck.thresholds.limits import Axis, Entry, Limit, Table
 
 GB = 1e9
 SIMULATION = "simulation: no GPU memory to copy to or from"
 DIRECTION_NAMES = {"h2d": "host->device", "d2h": "device->host"}
+DIRECTIONS = ("h2d", "d2h", "peer")
+HOST_DIRECTIONS = ("h2d", "d2h")
+
+
+def pcie_ceiling(gen: int | None, width: int | None) -> float | None:
+    """One-way PCIe bandwidth of a link (bytes/s), or None when gen/width are unknown."""
+    if not gen or not width or gen not in PCIE_LANE_BYTES_PER_S:
+        return None
+    return PCIE_LANE_BYTES_PER_S[gen] * width
+
+
+# --- the limits the copy checks read: what nvbandwidth measures, floors per fabric and direction ----------
+
+
+@dataclass(frozen=True)
+class DerivedCopyFloor:
+    """A direction without an entry: a share of the link the copy rides (the GPU's PCIe link for host copies,
+    NV# x per-link speed for peer copies)."""
+
+    WHAT = "derived copy floor"
+    host_efficiency: float = spec(Share('"70 %"', "a floor cannot exceed the link it rides; write at most 100 %"))
+    peer_efficiency: float = spec(Share('"60 %"', "a floor cannot exceed the link it rides; write at most 100 %"))
+    source: str = spec(Source())
+    yaml_path: str
+
+
+def _derived_copy(th, names: tuple, n_gpus, hardware, unmatched: str, ceiling: float | None = None):
+    fabric, direction = names
+    note = f" ({unmatched})" if unmatched else ""
+    link = "the PCIe link" if direction in HOST_DIRECTIONS else "NV# x per-link speed"
+    if not ceiling:
+        return None, f"no {fabric}/{direction} copy floor{note} and no reading of {link} to derive one"
+    derived = th.values["copy_bandwidth.derived_floor"]
+    eff = derived.host_efficiency if direction in HOST_DIRECTIONS else derived.peer_efficiency
+    return Limit(min=ceiling * eff, max=None, yaml_path=derived.yaml_path, rule="derived",
+                 source=(f"derived: {eff * 100:g} % of {link} {format_bw(ceiling)} (no {fabric}/{direction} "
+                         f"entry{note}; efficiency: {derived.source})")), ""
+
+
+FLOORS = Table("copy_bandwidth.floors", (Axis("fabric", lambda: FABRICS, "fabric", "copy floors are keyed by fabric"),
+                                         Axis("direction", lambda: DIRECTIONS, "copy direction", "directions are")),
+               Entry("bandwidth", ("min",), ("min",), "a copy floor", positive=True), "copy floor", derived=_derived_copy,
+               plausible=lambda at, table, _: plausible.check_copies(at, table),
+               example='{nvswitch: {h2d: {min: "48 GB/s", source: ...}, ...}, ...}')
+DERIVED = Rule("copy_bandwidth.derived_floor", DerivedCopyFloor,
+               '{host_efficiency: "70 %", peer_efficiency: "60 %", source: ...}')
 
 
 def _link(pcie: dict | None) -> str:
@@ -31,7 +81,7 @@ def _link(pcie: dict | None) -> str:
     return text + ("" if pcie.get("under_load", True) else ", read after the copies ended")
 
 
-@check("host_copy")
+@check("host_copy", limits=(FLOORS, DERIVED))
 def host_copy(thresholds, *, gpu: int, direction: str, fabric: str, bytes_per_s: float | None, pcie: dict | None,
               simulated: bool, error: str | None = None, hardware: dict | None = None) -> Verdict:
     """Pinned host<->device copy bandwidth of one GPU against the floor for the fabric.
@@ -49,7 +99,7 @@ def host_copy(thresholds, *, gpu: int, direction: str, fabric: str, bytes_per_s:
     limit, why = thresholds.copy_bandwidth.limit_rule(fabric, direction, ceiling, node)
     if limit is None:
         return skip(what, where, f"{why} in {thresholds.path}")
-    return within(what, where, bytes_per_s, limit, "bandwidth", "GB/s", scale=1 / GB,
+    return within(what, where, bytes_per_s, limit, "GB/s",
                   hint=f"; the copy ran on {_link(pcie)}", details={"pcie": pcie})
 
 
@@ -75,7 +125,7 @@ def pcie_link_under_load(thresholds, *, gpu: int, pcie: dict | None, simulated: 
                   "check the slot's BIOS setting and `lspci -vv` LnkSta)", source=source)
 
 
-@check("peer_copy")
+@check("peer_copy", limits=(FLOORS, DERIVED))
 def peer_copy(thresholds, *, pair: str, fabric: str, nv: int, link_speed_bytes_per_s: float | None,
               directions: list | None, simulated: bool, error: str | None = None,
               hardware: dict | None = None) -> Verdict:
@@ -102,4 +152,4 @@ def peer_copy(thresholds, *, pair: str, fabric: str, nv: int, link_speed_bytes_p
     both = ", ".join(f"GPU{d['src']}->GPU{d['dst']} {format_bw(d['bytes_per_s'])}" for d in directions)
     hint = f" ({both}); suspect the NVLinks of GPU{slow['src']} or GPU{slow['dst']}"
     return within(f"{what} (slower direction GPU{slow['src']}->GPU{slow['dst']})", pair, slow["bytes_per_s"], limit,
-                  "bandwidth", "GB/s", scale=1 / GB, hint=hint, details={"directions": directions})
+                  "GB/s", hint=hint, details={"directions": directions})

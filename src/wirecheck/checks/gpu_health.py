@@ -15,6 +15,7 @@ gpu_health loader), what a failure means and what to do, and its report section 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from wirecheck.checks import SECTION_GPU, check
@@ -29,8 +30,8 @@ from wirecheck.core.verdict import FAIL, PASS, Verdict, no_problems, not_measure
 from wirecheck.node.gpu_sampling import CLOCK_EVENT_REASONS, REASON_TEXT, decode_reasons
 from wirecheck.node.hardware import Hardware
 from wirecheck.node.xid_events import describe as describe_event
-from wirecheck.thresholds.declared import Floor, Section, Value
-from wirecheck.thresholds.gpu_health import parse_clocks, parse_memory_errors, parse_xid
+from wirecheck.thresholds.declared import Floor, Rule, Value
+from wirecheck.thresholds.fields import Count, Items, Qty, Source, Word, spec
 
 SIMULATION = "simulation: no NVML on CPU ranks"
 BITWISE = ("exact: a bf16 GEMM repeated on one H200 gave bitwise-identical results (the GPU health probe, "
@@ -45,6 +46,42 @@ _GEMM_THROUGHPUT = Advice("the GPU computes slower than its floor or its peers",
 _SUSTAINED_THROUGHPUT = Advice("the GPU cannot hold its throughput under a long load",
         "check cooling (fans, airflow, inlet temperature) and power delivery; "
         "`nvidia-smi -q -d PERFORMANCE` says which limit held it")
+
+
+@dataclass(frozen=True)
+class ClockRule:
+    WHAT = "clock-event reasons that fail"
+    # clock-event reason names (wirecheck.node.gpu_sampling.CLOCK_EVENT_REASONS)
+    fail_on: tuple[str, ...] = spec(Items(
+        "[hw_slowdown, sw_thermal, hw_thermal, hw_power_brake]", Word(words=lambda: tuple(CLOCK_EVENT_REASONS)),
+        "expected a list of clock-event reason names", lambda: f"write e.g. [hw_slowdown, sw_thermal, hw_thermal, "
+        f"hw_power_brake]; known: {', '.join(CLOCK_EVENT_REASONS)}", non_empty=True))
+    # nvmlDeviceGetViolationStatus THERMAL time over the load
+    max_thermal_violation_s: float = spec(Qty('"0 ms"', "time"), key="max_thermal_violation")
+    source: str = spec(Source())
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class MemoryErrorGrowth:
+    """Growth allowed over a run (events), per GPU."""
+
+    WHAT = "memory-error growth allowed over a run"
+    volatile_sbe: int = spec(Count(), "0")
+    volatile_dbe: int = spec(Count(), "0")
+    remapped_rows: int = spec(Count(), "0")
+    source: str = spec(Source())
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class XidRule:
+    WHAT = "XID rule"
+    allowed: tuple[int, ...] = spec(Items("[]", Count(minimum=1), "expected a list of XID numbers",
+                                          "write allowed: [] (none) or e.g. [43]"))  # XIDs recorded but not failed
+    wait_s: float = spec(Qty('"0.5 s"', "time", positive=True), key="wait")  # how late an event can be noticed
+    source: str = spec(Source())
+    yaml_path: str
 
 
 def _loc(gpu: int, bus_id: str | None) -> str:
@@ -77,7 +114,7 @@ def _figure(thresholds, *, figure: str, what: str, advice: Advice, gpu: int, bus
     if floor is None and peer is None:
         return skip(what, where, f"{no_floor}; no other GPU of that model to compare with; measured "
                                  f"{FORMATS[fmt](value)}", measured=value * scale, unit=unit, fmt=fmt, place=loc)
-    limit: dict[str, Any] = {"min": floor.min * scale if floor else None}
+    limit: dict[str, Any] = {"min": floor.min.to(unit) if floor else None}
     details: dict[str, Any] = {"peers": peers, "gpu_model": gpu_model}
     failed, source, yaml_path, note, made_by = [], None, None, "", None
     if floor is not None:
@@ -194,8 +231,8 @@ def gemm_matches_reference(thresholds, *, gpu: int, bus_id: str | None, phases: 
 
 
 @check("sustained_clocks", inputs=FromPhase(SUSTAINED, gpu_inputs.clocks), section=SECTION_GPU,
-       limits=(Section("gpu_health.clocks", parse_clocks, '{fail_on: [hw_slowdown, sw_thermal, hw_thermal, '
-                       'hw_power_brake], max_thermal_violation: "0 ms", source: ...}'),),
+       limits=(Rule("gpu_health.clocks", ClockRule, '{fail_on: [hw_slowdown, sw_thermal, hw_thermal, '
+                    'hw_power_brake], max_thermal_violation: "0 ms", source: ...}'),),
        advice=Advice("the GPU throttled under load (thermal, HW slowdown or power brake)",
         "thermal: cooling; HW slowdown or power brake: the power supply or the board "
         "(`nvidia-smi -q -d PERFORMANCE`, dmesg)"))
@@ -343,7 +380,7 @@ def failing_event(event: dict, allowed: tuple[int, ...]) -> bool:
 
 
 @check("no_xid", section=SECTION_GPU,
-       limits=(Section("gpu_health.xid", parse_xid, '{allowed: [], wait: "0.5 s", source: ...}'),),
+       limits=(Rule("gpu_health.xid", XidRule, '{allowed: [], wait: "0.5 s", source: ...}'),),
        advice=Advice("the driver reported a critical XID during the run",
         "drain the node; `dmesg | grep -i xid`; XIDs 48, 63, 64, 79, 94, 95 need a GPU reset or "
         "replacement"))
@@ -392,8 +429,8 @@ def _grew(before: Any, after: Any) -> int | None:
 
 
 @check("ecc_row_remap_growth", section=SECTION_GPU,
-       limits=(Section("gpu_health.memory_errors", parse_memory_errors,
-                       "{volatile_sbe: 0, volatile_dbe: 0, remapped_rows: 0, source: ...}"),),
+       limits=(Rule("gpu_health.memory_errors", MemoryErrorGrowth,
+                    "{volatile_sbe: 0, volatile_dbe: 0, remapped_rows: 0, source: ...}"),),
        advice=Advice("memory errors or remapped rows grew during the run",
         "a pending remap needs a GPU reset (`nvidia-smi -r`); errors that keep coming or a "
         "failed remap mean replacing the GPU"))

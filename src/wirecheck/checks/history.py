@@ -24,6 +24,11 @@ from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, skip
 from wirecheck.records import figures as records_figures
 from wirecheck.records.figures import UNITS, Figure, display
 from wirecheck.records.file import RunRecord
+from wirecheck.thresholds.baselines import parse_history
+from wirecheck.thresholds.declared import Rule
+
+HISTORY = Rule("history", parse_history, '{runs: 10, min_runs: 3, mad_k: "3 x", min_margin: "3 %", max_margin: "10 %", '
+               'figures: [...], source: ...}', optional=True)
 
 NARROWING = ("more calls per figure (the figure's iters in thresholds.yaml) or a longer window, or take the figure "
              "out of history.figures")
@@ -56,7 +61,7 @@ ADVICE = Advice(
     "in the message names the runs; reseat or replace the GPU if it stays low")
 
 
-@check("history", advice=ADVICE)
+@check("history", advice=ADVICE, limits=(HISTORY,))
 def history(thresholds, *, figure: str, key: str, subject: str, where: str, kind: str, value: float,
             history: list, identified: bool = True, swapped: dict | None = None, simulated: bool = False,
             unit: str | None = None) -> Verdict:

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from wirecheck.checks import check
 from wirecheck.core.verdict import FAIL, PASS, Verdict, expect, skip
+from wirecheck.thresholds.declared import Rule
+from wirecheck.thresholds.settings import read_profiles
+
+# The node types a run is checked against (--profile NAME), read by the inventory, link and NIC checks.
+PROFILES = Rule("profiles", read_profiles, "{h200-sxm-8: {...}}")
 
 SIMULATION_REASON = "simulation: the inventory is read from the live node only; no GPU was looked at"
 
@@ -39,7 +44,7 @@ def gpus_visible(thresholds, *, n_gpus: int, unavailable: str | None, simulated:
     return Verdict("", what, None, FAIL, failure, measured=0, unit="GPUs", limit={"min": 1})
 
 
-@check("gpu_count")
+@check("gpu_count", limits=(PROFILES,))
 def gpu_count(thresholds, *, n_gpus: int, profile: str | None, simulated: bool) -> Verdict:
     what = "GPU count"
     if simulated:
@@ -52,7 +57,7 @@ def gpu_count(thresholds, *, n_gpus: int, profile: str | None, simulated: bool) 
                   "(dmesg: Xid 79) or is hidden (CUDA_VISIBLE_DEVICES, MIG)", p.source, p.yaml_path)
 
 
-@check("gpu_model")
+@check("gpu_model", limits=(PROFILES,))
 def gpu_model(thresholds, *, gpu: int, name: str | None, profile: str | None, simulated: bool) -> Verdict:
     what, where = "GPU model", _gpu(gpu)
     if simulated:
@@ -66,7 +71,7 @@ def gpu_model(thresholds, *, gpu: int, name: str | None, profile: str | None, si
                   f"GPU{gpu} is {name!r}, profile {p.name} expects {p.gpu_model!r}", p.source, p.yaml_path)
 
 
-@check("fabric")
+@check("fabric", limits=(PROFILES,))
 def fabric(thresholds, *, fabric: str, groups: list, profile: str | None, simulated: bool) -> Verdict:
     what = "fabric"
     if simulated:
@@ -79,7 +84,7 @@ def fabric(thresholds, *, fabric: str, groups: list, profile: str | None, simula
                   "check NVLink state with `wirecheck topo`", p.source, p.yaml_path)
 
 
-@check("pcie_width")
+@check("pcie_width", limits=(PROFILES,))
 def pcie_width(thresholds, *, gpu: int, bus_id: str | None, width: int | None, width_max: int | None,
                simulated: bool) -> Verdict:
     what, where = "PCIe link width", _gpu(gpu)
@@ -92,7 +97,7 @@ def pcie_width(thresholds, *, gpu: int, bus_id: str | None, width: int | None, w
                   unit="lanes")
 
 
-@check("pcie_generation")
+@check("pcie_generation", limits=(PROFILES,))
 def pcie_generation(thresholds, *, gpu: int, gen: int | None, gen_max: int | None, profile: str | None,
                     simulated: bool) -> Verdict:
     """The link can run at the profile's generation. It drops at idle to save power, so a lower

@@ -9,10 +9,44 @@ type's `gpu_nic_path` makes it a failure, as its nic_ports and nic_rate do for t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from wirecheck.checks import check
+from wirecheck.checks.inventory import PROFILES
 from wirecheck.node.network import RDMA_KINDS, nearest_nic
 from wirecheck.node.topology import PCIE_LEVELS
 from wirecheck.core.verdict import FAIL, PASS, WARN, Verdict, expect, no_problems, skip
+from wirecheck.thresholds.declared import Rule
+from wirecheck.thresholds.fields import Nested, Qty, Share, Source, Word, spec
+
+
+@dataclass(frozen=True)
+class LineRateShare:
+    WHAT = "efficiency and source"
+    # the share of the NICs' line rate a multi-node busbw must reach (the network class's derived floor)
+    efficiency: float = spec(Share('"80 %"', "a floor cannot exceed the line rate; write at most 100 %", positive=False))
+    source: str = spec(Source())
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class NicPath:
+    WHAT = "GPU-to-NIC path limit"
+    max: str = spec(Word(words=PCIE_LEVELS), "PXB")  # the farthest topo -m path from a GPU to its nearest NIC, no warning
+    source: str = spec(Source())
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class NetworkLimits:
+    """Multi-node collectives and the node's NICs (wirecheck.fleet.multinode, tests/test_network.py)."""
+
+    WHAT = "network limits"
+    derived_floor: LineRateShare = spec(Nested('{efficiency: "80 %", source: ...}', LineRateShare))
+    gpu_nic_path: NicPath = spec(Nested("{max: PXB, source: ...}", NicPath))
+
+
+NETWORK = Rule("network", NetworkLimits, '{derived_floor: {efficiency: "80 %", source: ...}, gpu_nic_path: {max: PXB, source: ...}}')
 
 def _rdma(ports: list) -> list:
     return [p for p in ports if p["kind"] in RDMA_KINDS]
@@ -38,7 +72,7 @@ def nic_ports_up(thresholds, *, ports: list) -> Verdict:
                        intro=f"{len(down)} of {len(rdma)} InfiniBand/RoCE port(s) not up (cable, switch port or subnet manager?)")
 
 
-@check("nic_rate")
+@check("nic_rate", limits=(PROFILES,))
 def nic_rate(thresholds, *, ports: list, profile: str | None) -> Verdict:
     """Every active InfiniBand/RoCE port at one rate (a port trained down stands out), and at the
     profile's rate when it gives one."""
@@ -63,7 +97,7 @@ def nic_rate(thresholds, *, ports: list, profile: str | None) -> Verdict:
     return expect(what, None, _gbps(distinct[0]), "one rate", True, "", unit="Gb/s")
 
 
-@check("nic_count")
+@check("nic_count", limits=(PROFILES,))
 def nic_count(thresholds, *, ports: list, profile: str | None) -> Verdict:
     """As many InfiniBand/RoCE ports as the profile expects (up or not: a missing one is a card or driver)."""
     what = "InfiniBand/RoCE port count"
@@ -77,7 +111,7 @@ def nic_count(thresholds, *, ports: list, profile: str | None) -> Verdict:
                   "(a card missing, or its driver not loaded)", p.source, p.yaml_path, unit="ports")
 
 
-@check("gpu_nic_affinity")
+@check("gpu_nic_affinity", limits=(PROFILES, NETWORK))
 def gpu_nic_affinity(thresholds, *, gpu: int, paths: dict, source: str, profile: str | None = None) -> Verdict:
     """The GPU reaches a NIC through at most `network.gpu_nic_path.max` (PIX/PXB: under PCIe switches).
     Farther (PHB, NODE, SYS) warns (the verdict is ok, its outcome `warn`), naming the GPU and its nearest NIC. A profile with
@@ -93,10 +127,10 @@ def gpu_nic_affinity(thresholds, *, gpu: int, paths: dict, source: str, profile:
     if nearest is None:
         return skip(what, where, f"{source} has no NIC columns")
     nic, code = nearest
-    rule = thresholds.network
-    allowed = PCIE_LEVELS.index(code) <= PCIE_LEVELS.index(rule.gpu_nic_max_path)
-    v = Verdict("", what, where, PASS if allowed else WARN, measured=code, limit={"max": rule.gpu_nic_max_path},
-                bound="ceiling", source=rule.gpu_nic_source, yaml_path=rule.gpu_nic_yaml_path,
+    rule = thresholds.network.gpu_nic_path
+    allowed = PCIE_LEVELS.index(code) <= PCIE_LEVELS.index(rule.max)
+    v = Verdict("", what, where, PASS if allowed else WARN, measured=code, limit={"max": rule.max},
+                bound="ceiling", source=rule.source, yaml_path=rule.yaml_path,
                 note=f"{nic} through {code}, read from {source}",
                 hint="Its network traffic crosses the host bridge or the CPU interconnect")
     # details["warning"]: the fleet report lists a node's warnings by it

@@ -6,6 +6,7 @@ Inputs use GPU indices (NVML's numbering, as in the test ids), never positions.
 from __future__ import annotations
 
 from wirecheck.checks import check
+from wirecheck.checks.inventory import PROFILES
 from wirecheck.core.verdict import Verdict, expect, no_problems, skip
 
 FABRICS_KNOWN = ("nvswitch", "bridged", "pcie")
@@ -26,7 +27,7 @@ def nvlink_groups(thresholds, *, fabric: str, groups: list, nv: dict) -> Verdict
     return no_problems(what, None, problems, measured=groups, intro="uneven NVLink groups (a bridge or link missing)")
 
 
-@check("nvlinks_per_gpu")
+@check("nvlinks_per_gpu", limits=(PROFILES,))
 def nvlinks_per_gpu(thresholds, *, gpu: int, bus_id: str | None, fabric: str, links: list | None,
                     nv_to_peers: dict, profile: str | None) -> Verdict:
     """Every NVLink of the GPU is up and it has as many as the fabric expects (18 to the
@@ -61,7 +62,7 @@ def nvlinks_per_gpu(thresholds, *, gpu: int, bus_id: str | None, fabric: str, li
                   f"GPU{gpu}: expected NV{expected} to each peer, found {short}", **cite)
 
 
-@check("nvlink_speed")
+@check("nvlink_speed", limits=(PROFILES,))
 def nvlink_speed(thresholds, *, gpu: int, speeds_mbps: dict, profile: str | None) -> Verdict:
     """All active links of the GPU run at one speed (and the profile's speed when given).
     `speeds_mbps`: {link index: MB/s} of the active links."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from wirecheck.thresholds import declared
 from wirecheck.vocab import ops, strategies
-from wirecheck.thresholds.yaml_reader import SOURCE_HINT, ThresholdsError, _At
+from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
 
 # The short names a history figures list may hold (as wirecheck.records.figures names them): the GPU figures,
 # host copies, a collective op (busbw at the floor size), a strategy, one GPU alone.
@@ -95,8 +95,3 @@ def parse_history(at: _At) -> HistoryRule:
         raise f["min_margin"].error("is above max_margin", "no figure could be judged; lower min_margin")
     return HistoryRule(runs, min_runs, f["mad_k"].quantity("ratio"), low, high, tuple(names), f["source"].source(),
                        at.cite)
-
-
-def missing(path, section: str) -> ThresholdsError:
-    return ThresholdsError(f"{path}: has no `{section}:` section (a file older than that rule); copy it from the "
-                           "thresholds.yaml shipped with wirecheck, or start the file with `extends: wirecheck`")
