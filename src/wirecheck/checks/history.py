@@ -24,10 +24,10 @@ from wirecheck.core.verdict import FAIL, PASS, Verdict, cite, skip
 from wirecheck.records import figures as records_figures
 from wirecheck.records.figures import UNITS, Figure, display
 from wirecheck.records.file import RunRecord
-from wirecheck.thresholds.baselines import parse_history
+from wirecheck.thresholds.baselines import HistoryRule
 from wirecheck.thresholds.declared import Rule
 
-HISTORY = Rule("history", parse_history, '{runs: 10, min_runs: 3, mad_k: "3 x", min_margin: "3 %", max_margin: "10 %", '
+HISTORY = Rule("history", HistoryRule, '{runs: 10, min_runs: 3, mad_k: "3 x", min_margin: "3 %", max_margin: "10 %", '
                'figures: [...], source: ...}', optional=True)
 
 NARROWING = ("more calls per figure (the figure's iters in thresholds.yaml) or a longer window, or take the figure "

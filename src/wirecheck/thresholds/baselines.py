@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wirecheck.thresholds import declared
+from wirecheck.thresholds.fields import Count, Items, Qty, Raw, Source, Word, spec
+from wirecheck.thresholds.yaml_reader import _At
 from wirecheck.vocab import ops, strategies
-from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
 
 # The short names a history figures list may hold (as wirecheck.records.figures names them): the GPU figures,
 # host copies, a collective op (busbw at the floor size), a strategy, one GPU alone.
@@ -28,20 +29,30 @@ def history_figures() -> tuple[str, ...]:
     return tuple(declared.floors()) + OTHER_HISTORY_FIGURES
 
 
+def _margin(example: str) -> Qty:
+    return Qty(example, "percent", below=(1.0, False, "must be at least 0 % and below 100 %", "write e.g. {example}"))
+
+
 @dataclass(frozen=True)
 class CalibrationRule:
     """floor = min(lowest x (1 - min_margin), median x (1 - mad_k x spread)), spread = scaled MAD /
     median; refused when that floor lies more than max_below_median under the median. A ceiling
     (latency) mirrors it and is refused more than max_above_median above."""
 
-    min_runs: int
-    tight_runs: int  # runs after which more runs move the spread little (said when fewer were given)
-    mad_k: float
-    min_margin: float
-    max_below_median: float
-    max_above_median: float
-    source: str
+    WHAT = "calibration rule"
+    min_runs: int = spec(Count(minimum=3), "3")  # a median and a spread need three values at least
+    tight_runs: int = spec(Raw("10"))  # runs after which more runs move the spread little (said when fewer were given)
+    mad_k: float = spec(Qty('"3 x"', "ratio"))
+    min_margin: float = spec(_margin('"3 %"'))
+    max_below_median: float = spec(_margin('"10 %"'))
+    max_above_median: float = spec(Qty('"50 %"', "percent", positive=True))
+    source: str = spec(Source())
     yaml_path: str
+
+    @classmethod
+    def check(cls, v: dict, f: dict, at: _At) -> dict:
+        v["tight_runs"] = f["tight_runs"].count(minimum=v["min_runs"])
+        return v
 
 
 @dataclass(frozen=True)
@@ -49,49 +60,22 @@ class HistoryRule:
     """A figure fails below median(last `runs`) x (1 - max(min_margin, mad_k x spread)); fewer than
     `min_runs` earlier runs: said, not judged; a noise wider than max_margin: said, not judged."""
 
-    runs: int  # K: the last runs compared with
-    min_runs: int
-    mad_k: float
-    min_margin: float
-    max_margin: float
-    figures: tuple[str, ...]
-    source: str
+    WHAT = "history rule"
+    runs: int = spec(Raw("10"))  # K: the last runs compared with
+    min_runs: int = spec(Count(minimum=3), "3")
+    mad_k: float = spec(Qty('"3 x"', "ratio"))
+    min_margin: float = spec(_margin('"3 %"'))
+    max_margin: float = spec(_margin('"10 %"'))
+    figures: tuple[str, ...] = spec(Items(
+        "[hbm_copy, hbm_read, sustained_bf16, gemm_fp8, h2d, d2h, all_reduce, ddp, single_gpu_throughput]",
+        Word(words=lambda: history_figures()), "expected a list of figure names",
+        lambda: f"write e.g. [hbm_copy, sustained_bf16]; known: {', '.join(history_figures())}", non_empty=True))
+    source: str = spec(Source())
     yaml_path: str
 
-
-def _fraction(at: _At, example: str) -> float:
-    value = at.quantity("percent")
-    if not 0 <= value < 1:
-        raise at.error("must be at least 0 % and below 100 %", f"write e.g. {example}")
-    return value
-
-
-def parse_calibration(at: _At) -> CalibrationRule:
-    f = at.fields("calibration rule", required={
-        "min_runs": "3", "tight_runs": "10", "mad_k": '"3 x"', "min_margin": '"3 %"', "max_below_median": '"10 %"',
-        "max_above_median": '"50 %"', "source": SOURCE_HINT})
-    min_runs = f["min_runs"].count(minimum=3)  # a median and a spread need three values at least
-    return CalibrationRule(min_runs, f["tight_runs"].count(minimum=min_runs), f["mad_k"].quantity("ratio"),
-                           _fraction(f["min_margin"], '"3 %"'), _fraction(f["max_below_median"], '"10 %"'),
-                           f["max_above_median"].quantity("percent", positive=True), f["source"].source(), at.cite)
-
-
-def parse_history(at: _At) -> HistoryRule:
-    f = at.fields("history rule", required={
-        "runs": "10", "min_runs": "3", "mad_k": '"3 x"', "min_margin": '"3 %"', "max_margin": '"10 %"',
-        "figures": "[hbm_copy, hbm_read, sustained_bf16, gemm_fp8, h2d, d2h, all_reduce, ddp, single_gpu_throughput]",
-        "source": SOURCE_HINT})
-    min_runs = f["min_runs"].count(minimum=3)
-    runs = f["runs"].count(minimum=min_runs)
-    names = f["figures"].value
-    if not isinstance(names, list) or not names:
-        raise f["figures"].error("expected a list of figure names", f"write e.g. [hbm_copy, sustained_bf16]; known: "
-                                                                     f"{', '.join(history_figures())}")
-    for i, name in enumerate(names):
-        _At(f["figures"].file, f["figures"].path[:-1] + (f"figures[{i}]",), name, f["figures"].line).choice(
-            history_figures())
-    low, high = _fraction(f["min_margin"], '"3 %"'), _fraction(f["max_margin"], '"10 %"')
-    if low > high:
-        raise f["min_margin"].error("is above max_margin", "no figure could be judged; lower min_margin")
-    return HistoryRule(runs, min_runs, f["mad_k"].quantity("ratio"), low, high, tuple(names), f["source"].source(),
-                       at.cite)
+    @classmethod
+    def check(cls, v: dict, f: dict, at: _At) -> dict:
+        v["runs"] = f["runs"].count(minimum=v["min_runs"])
+        if v["min_margin"] > v["max_margin"]:
+            raise f["min_margin"].error("is above max_margin", "no figure could be judged; lower min_margin")
+        return v

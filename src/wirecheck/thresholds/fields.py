@@ -126,6 +126,13 @@ def valued(name: str, field: str, reader: Reader, doc: str = "") -> type:
                                       frozen=True)
 
 
+class Raw(Call):
+    """A key read by its model's `check` (whether and how depends on other keys)."""
+
+    def __init__(self, example: str):
+        super().__init__(example, lambda at: at)
+
+
 def _key(f: dataclasses.Field) -> str:
     return f.metadata["key"] or f.name
 

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from wirecheck.thresholds import declared
-from wirecheck.thresholds.baselines import parse_calibration
+from wirecheck.thresholds.baselines import CalibrationRule
 from wirecheck.thresholds.declared import Floor, Rule
 from wirecheck.thresholds.extends import read_layered
 from wirecheck.thresholds.fields import read
@@ -51,7 +51,7 @@ OWN = (
          "{hbm: {...}, gemm: {...}, memory_pattern: {...}, sustained: {...}, timeout: ...}"),
     Rule("gpu_health.simulated", _gpu_settings(True),
          "{hbm: {...}, gemm: {...}, memory_pattern: {...}, sustained: {...}, timeout: ...}"),
-    Rule("calibration", parse_calibration, '{min_runs: 3, tight_runs: 10, mad_k: "3 x", min_margin: "3 %", '
+    Rule("calibration", CalibrationRule, '{min_runs: 3, tight_runs: 10, mad_k: "3 x", min_margin: "3 %", '
          'max_below_median: "10 %", source: ...}', optional=True),
     Rule("drain", _raw, '{flaky_max: 3, flaky_window: "24 h", guard_share: "50 %", guard_window: "5 min", '
                         'replace_after: 3, replace_window: "7 d", source: ...}', optional=True),

@@ -14,19 +14,12 @@ from wirecheck.core.precision import NAMES as PRECISIONS
 from wirecheck.core.precision import why_unsupported
 from wirecheck.measure.curve import SWEEP_NAMES, SweepSpec, geometric_sizes
 from wirecheck.node.topology import BRIDGED, FABRICS, PCIE, PCIE_LEVELS
-from wirecheck.thresholds.fields import Call, Count, Nested, Qty, Share, Source, Text, Word, read, spec
+from wirecheck.thresholds.fields import Call, Count, Nested, Qty, Raw, Share, Source, Text, Word, read, spec
 from wirecheck.thresholds.limits import check_name
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
 from wirecheck.workers.deadlines import DeadlineRule
 
 TIME, SIZE = (lambda example: Qty(example, "time", positive=True)), (lambda example: Qty(example, "size", positive=True))
-
-
-class Raw(Call):
-    """A key read by its model's `check` (whether and how depends on other keys)."""
-
-    def __init__(self, example: str):
-        super().__init__(example, lambda at: at)
 
 
 # --- profiles ------------------------------------------------------------------------------------------
