@@ -17,7 +17,7 @@ from wirecheck.node.network import RDMA_KINDS, nearest_nic
 from wirecheck.node.topology import PCIE_LEVELS
 from wirecheck.core.verdict import FAIL, PASS, WARN, Verdict, expect, no_problems, skip
 from wirecheck.thresholds.declared import Rule
-from wirecheck.thresholds.fields import Nested, Qty, Share, Source, Word, spec
+from wirecheck.thresholds.fields import Nested, Share, Source, Word, spec
 
 
 @dataclass(frozen=True)

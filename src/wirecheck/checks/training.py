@@ -13,7 +13,6 @@ from types import MappingProxyType
 from typing import Mapping
 
 from wirecheck.checks import check
-from wirecheck.checks.collectives import CLASS
 from wirecheck.core.precision import NAMES as PRECISIONS
 from wirecheck.node.hardware import Hardware
 from wirecheck.thresholds.declared import Rule

@@ -24,13 +24,13 @@ nothing above it, and knows no package of checks.
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
 from wirecheck.core.quantity import EXAMPLES, UNITS
-from wirecheck.thresholds.fields import Qty, Share, Source, per_mode, spec
+from wirecheck.thresholds.fields import Qty, Share, Source, per_mode, spec, valued
 from wirecheck.thresholds.fields import read as read_model
 from wirecheck.thresholds.limits import Axis, Entry, Limit, Table
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, ThresholdsError, _At
@@ -106,13 +106,6 @@ class Rule:
         return read_model(self.read, at) if isinstance(self.read, type) else self.read(at)
 
 
-@dataclass(frozen=True)
-class ShareRule:
-    value: float
-    source: str
-    yaml_path: str
-
-
 class Section(Rule):
     """A section of a shape of its own, read by `parse(at)`."""
 
@@ -125,7 +118,7 @@ class Section(Rule):
 
 @dataclass(frozen=True)
 class Value:
-    """`SECTION: {FIELD: ..., source: ...}`: one value with its source, read as a ShareRule."""
+    """`SECTION: {FIELD: ..., source: ...}`: one value with its source, read as `.value`, `.source`, `.yaml_path`."""
 
     key: str  # "gpu_health.power.min_share_of_limit"
     unit: str  # "%", "°C", ...: its quantity kind follows; "%" is at most 100 %
@@ -141,13 +134,14 @@ class Value:
     kind = property(lambda self: _kind_of(self.unit, self.key)[0])
     example = property(lambda self: f'{{{self.field}: "{EXAMPLES.get(self.kind, "1")}", source: ...}}')
 
-    def value(self, at: _At) -> ShareRule:
-        example = f'"{EXAMPLES.get(self.kind, "1")}"'
-        f = at.fields(f"{self.field} and source", required={self.field: example, "source": SOURCE_HINT})
-        value = f[self.field].quantity(self.kind, positive=self.kind == "percent")
-        if self.kind == "percent" and value > 1:
-            raise f[self.field].error("is above 100 %", f"write at most 100 %, e.g. {example}")
-        return ShareRule(value, f["source"].source(), at.cite)
+    def value(self, at: _At) -> Any:
+        return read_model(_share_rule(self.field, self.kind), at)
+
+
+@functools.lru_cache(maxsize=None)
+def _share_rule(field: str, kind: str) -> type:
+    example = f'"{EXAMPLES.get(kind, "1")}"'
+    return valued("ShareRule", field, Share(example) if kind == "percent" else Qty(example, kind), attribute="value")
 
 
 # --- what the Floors declare together ---------------------------------------------------------------------

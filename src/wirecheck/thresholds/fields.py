@@ -118,12 +118,12 @@ class Call(Reader):
         return self.fn(at)
 
 
-def valued(name: str, field: str, reader: Reader, doc: str = "") -> type:
-    """A model of `{FIELD: ..., source: ...}`: one value and where it came from (`name.FIELD`, `.source`,
-    `.yaml_path`)."""
-    return dataclasses.make_dataclass(name, [(field, float, spec(reader)), ("source", str, spec(Source())),
-                                             ("yaml_path", str)], namespace={"WHAT": f"{field} and source", "__doc__": doc},
-                                      frozen=True)
+def valued(name: str, field: str, reader: Reader, doc: str = "", attribute: str | None = None) -> type:
+    """A model of `{FIELD: ..., source: ...}`: one value and where it came from (`.FIELD`, or `.attribute`,
+    `.source`, `.yaml_path`)."""
+    return dataclasses.make_dataclass(name, [(attribute or field, float, spec(reader, key=field)),
+                                             ("source", str, spec(Source())), ("yaml_path", str)],
+                                      namespace={"WHAT": f"{field} and source", "__doc__": doc}, frozen=True)
 
 
 class Raw(Call):

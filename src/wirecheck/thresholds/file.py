@@ -11,7 +11,6 @@ count, then `any`) measured on this node's hardware, else the rule the table dec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping

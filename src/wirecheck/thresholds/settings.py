@@ -16,7 +16,7 @@ from wirecheck.measure.curve import SWEEP_NAMES, SweepSpec, geometric_sizes
 from wirecheck.node.topology import BRIDGED, FABRICS, PCIE, PCIE_LEVELS
 from wirecheck.thresholds.fields import Call, Count, Nested, Qty, Raw, Share, Source, Text, Word, read, spec
 from wirecheck.thresholds.limits import check_name
-from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
+from wirecheck.thresholds.yaml_reader import _At
 from wirecheck.workers.deadlines import DeadlineRule
 
 TIME, SIZE = (lambda example: Qty(example, "time", positive=True)), (lambda example: Qty(example, "size", positive=True))
@@ -509,7 +509,3 @@ class WorkerSettings:
     lock_wait_s = property(lambda s: s.node_lock.wait_s)
     lock_source = property(lambda s: s.node_lock.source)
     lock_yaml_path = property(lambda s: s.node_lock.yaml_path)
-
-
-__all__ = ["CollectiveSettings", "CopySettings", "GpuHealthSettings", "ModelShape", "MedianBound", "Profile",
-           "TrainingSettings", "WorkerSettings", "SOURCE_HINT"]
