@@ -138,7 +138,7 @@ class _Reader:
             (optional if _optional(place, d, self.places) else required)[key] = example
         if is_open:
             fixed = [k for k in GROUPS[path][1] if k in children]
-            owners = {k: self.places[f"{path}.{k}"][0] for k in children if k not in fixed}
+            owners = {k: self.places.get(f"{path}.{k}", ("a check",))[0] for k in children if k not in fixed}
             for key in at.mapping(f"{path} sections"):
                 if key not in children:
                     raise at.child(key).error(
