@@ -126,3 +126,15 @@ def test_limits_stay_typed_from_the_file_to_the_tables():
     assert isinstance(derived.min, Quantity) and derived.rule == "derived"  # made by code, typed all the same
     with pytest.raises(ValueError, match="no unit of a bandwidth"):
         floor.min.to("µs")
+
+
+def test_a_missing_bound_is_asked_for_in_its_tables_own_unit(tmp_path, shipped_data):
+    data = copy.deepcopy(shipped_data)
+    del data["collectives"]["latency"]["ceilings"]["nvswitch"]["all_reduce"][2]["max"]
+    del data["training"]["peak_memory"]["any"]["ddp"]["max"]
+    message = _error(tmp_path, data)  # the first of the two, in the file's order
+    assert ("collectives.latency.ceilings.nvswitch.all_reduce.2: missing required key 'max' in a limit entry; "
+            'add max: "30 µs"') in message, message
+    data["collectives"]["latency"]["ceilings"]["nvswitch"]["all_reduce"][2]["max"] = "12 µs"
+    assert 'training.peak_memory.any.ddp: missing required key \'max\' in a limit entry; add max: "40 GiB"' in \
+        _error(tmp_path, data)

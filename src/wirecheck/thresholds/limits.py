@@ -113,6 +113,10 @@ def entry_rule(f: dict[str, _At], at: _At) -> str:
     return rule
 
 
+# A bound as an entry's error shows it (a peak memory, a small message's time), else the kind's own example.
+_ENTRY_EXAMPLES = {"size": "40 GiB", "time": "30 µs"}
+
+
 @dataclass(frozen=True)
 class Entry:
     """How a table's entries are written: the quantity kind, the bounds allowed and required, and whether an
@@ -126,7 +130,7 @@ class Entry:
     hardware: bool = True
 
     def read(self, at: _At) -> Limit:
-        example = f'"{EXAMPLES[self.kind]}"'
+        example = f'"{_ENTRY_EXAMPLES.get(self.kind, EXAMPLES[self.kind])}"'
         bounds = {k: example for k in self.bounds}
         if self.hardware:
             required = {"source": SOURCE_HINT} | {k: example for k in self.required}
