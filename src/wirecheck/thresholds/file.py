@@ -298,8 +298,8 @@ class GpuHealthLimits(_Part):
         values = self._th.values
         if f"gpu_health.{name}" in values:
             return values[f"gpu_health.{name}"]
-        sections = [k.split(".", 1)[1] for k in values if k.startswith("gpu_health.")]
-        raise AttributeError(f"gpu_health has no {name!r}: no check declares it (sections: {', '.join(sections)})")
+        raise AttributeError(f"gpu_health has no {name!r}: no check declares it (sections: "
+                             f"{', '.join(declared.sections())})")
 
     def settings(self, simulated: bool) -> GpuHealthSettings:
         return self._th.values["gpu_health.simulated" if simulated else "gpu_health.hardware"]
