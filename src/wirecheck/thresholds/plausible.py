@@ -29,7 +29,7 @@ from wirecheck.node.placement import (CLASS_CROSS_QUAD, CLASS_FORCED_PCIE, CLASS
 from wirecheck.node.profile_topology import from_profile as profile_topology
 from wirecheck.node.wire import wire_peak
 from wirecheck.thresholds import declared
-from wirecheck.thresholds.tables import ANY, describe_hardware
+from wirecheck.thresholds.limits import ANY, describe_hardware
 from wirecheck.thresholds.yaml_reader import _At
 
 PCIE_PATH_CLASSES = (CLASS_PCIE, CLASS_CROSS_QUAD, CLASS_FORCED_PCIE)
