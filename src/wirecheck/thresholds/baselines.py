@@ -161,10 +161,11 @@ class HistoryRule:
         v["runs"] = f["runs"].count(minimum=v["min_runs"])
         if v["min_margin"] > v["max_margin"]:
             raise f["min_margin"].error("is above max_margin", "no figure could be judged; lower min_margin")
-        for _, at_name, value in v["min_margins"]:
-            if value > v["max_margin"]:
-                raise at_name.error("is above max_margin", "that figure could never be judged; lower it")
-        v["min_margins"] = tuple((name, value) for name, _, value in v["min_margins"])
+        if "min_margins" in v:
+            for _, at_name, value in v["min_margins"]:
+                if value > v["max_margin"]:
+                    raise at_name.error("is above max_margin", "that figure could never be judged; lower it")
+            v["min_margins"] = tuple((name, value) for name, _, value in v["min_margins"])
         return v
 
     def least_margin(self, figure: str | None) -> float:

@@ -126,8 +126,8 @@ def _optional(path: str, d: Any, places: Mapping) -> bool:
 class _Reader:
     """Reads the file's tree from the declarations into `values` (place -> what it holds) and `cites`."""
 
-    def __init__(self, places: Mapping[str, tuple[str, Any]]):
-        self.places, self.values, self.cites = places, {}, {}
+    def __init__(self, places: Mapping[str, tuple[str, Any]], recorded: bool = False):
+        self.places, self.values, self.cites, self.recorded = places, {}, {}, recorded
 
     def group(self, at: _At, path: str) -> None:
         what, _, is_open = GROUPS.get(path, (f"{path.rsplit('.', 1)[-1]} sections", (), False))
@@ -154,7 +154,8 @@ class _Reader:
                 if d is None:
                     self.group(f[key], place)
                 else:
-                    self.values[place] = (d.read(f[key], self.values) if isinstance(d, Table) else d.value(f[key]))
+                    self.values[place] = (d.read(f[key], self.values, cover=not self.recorded) if isinstance(d, Table)
+                                          else d.value(f[key]))
 
 
 # --- the thresholds ----------------------------------------------------------------------------------------
@@ -350,14 +351,17 @@ def load_thresholds(path: str | Path, content: bytes | None = None,
                     bases: Mapping[str, bytes] | None = None) -> Thresholds:
     """Read and validate a thresholds file (`content`: its bytes, kept elsewhere, e.g. in a run's record; `path`
     then names it in messages), laid over the file its `extends:` names (`bases`: absolute path -> bytes of
-    those kept elsewhere). Raises ThresholdsError, whose message names the file that holds the mistake."""
+    those kept elsewhere). Raises ThresholdsError, whose message names the file that holds the mistake.
+    A file kept elsewhere (a run's record) is read as that run read it: an op or strategy added to the
+    vocabulary since is not asked of it (the run measured none of it), where the suite's own file must
+    give each its limit."""
     path = Path(path)
     data, _ = read_layered(path, content, bases)
     if data is None:
         raise ThresholdsError(f"{path}: the file is empty; it must hold the sections profiles, collectives and training "
                               "(start from the thresholds.yaml shipped with wirecheck)")
     places = _declared()
-    reader = _Reader(places)
+    reader = _Reader(places, recorded=content is not None)
     reader.group(_At(str(path), (), data, 1), "")
     tables = {p: d for p, (_, d) in places.items() if isinstance(d, Table)}
     return Thresholds(path, reader.values, reader.cites, tables)

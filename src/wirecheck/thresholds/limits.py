@@ -204,7 +204,8 @@ class Table:
     `none_simulated` why a name has none there; `derived`: the rule that makes a limit where the table has
     none, `(thresholds, names, n_gpus, hardware, unmatched, **physics) -> (Limit | None, why)`; `present`:
     the first axis's names the file must write (maybe as {}); `cover`: (axis, why) whose every name needs an
-    entry somewhere, so a name added to the vocabulary without its limit is named when the file loads;
+    entry somewhere, so a name added to the vocabulary without its limit is named when the file loads (not
+    in a file a run recorded: it names what that run measured, and a name added since has no verdict there);
     `plausible(at, table, values)`: limits no node could meet, refused."""
 
     key: str
@@ -230,7 +231,7 @@ class Table:
     def counted(self) -> bool:
         return bool(self.axes) and self.axes[-1] == COUNT
 
-    def read(self, at: _At, values: Mapping[str, Any]) -> Mapping[tuple, Any]:
+    def read(self, at: _At, values: Mapping[str, Any], cover: bool = True) -> Mapping[tuple, Any]:
         names = [a for a in self.axes if a != COUNT]
         table: dict[tuple, Any] = {}
 
@@ -249,7 +250,8 @@ class Table:
                 walk(child, depth + 1, prefix + (name,))
 
         walk(at, 0, ())
-        self._covered(at, table)
+        if cover:
+            self._covered(at, table)
         if self.plausible:
             self.plausible(at, table, values)
         return MappingProxyType(table)
