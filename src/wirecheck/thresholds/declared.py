@@ -202,7 +202,8 @@ def _derived_shares(at: _At) -> dict[str, tuple[float, str, str]]:
 def _plausible(at: _At, table, values) -> None:
     from wirecheck.node.hardware import from_profile
     from wirecheck.thresholds import plausible
-    plausible.check_gpu_floors(at, table, {p.gpu_model: from_profile(p) for p in values["profiles"].values()})
+    plausible.check_gpu_floors(at, table, {p.gpu_model: from_profile(p) for p in values["profiles"].values()},
+                               {figure: floor.peak for figure, floor in floors().items()})
 
 
 def floor_tables() -> tuple:
