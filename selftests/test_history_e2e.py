@@ -56,7 +56,7 @@ def test_night_one_is_said_and_a_10_percent_drop_fails_by_uuid(pytester):
     text = slow.stdout.str()
     failed = [line.split()[1] for line in slow.outlines if line.startswith("FAILED ")]
     assert failed == ["tests/test_history.py::test_figures_against_history"], text
-    assert "uuid GPU-00000000-0000-0000-0000-000000000000: measured 2700.0 GB/s < 2985.0 GB/s" in text, text
+    assert "(uuid GPU-00000000-0000-0000-0000-000000000000): measured 2,700.0 GB/s < floor 2,985.0 GB/s" in text, text
     verdict = next(r for r in records(root / "tonight.jsonl") if r.get("check") == "history")
     assert verdict["outcome"] == "fail" and verdict["rule"] == "history" and len(verdict["inputs"]["history"]) == 3
 
