@@ -20,6 +20,7 @@ from test_fleet_report import JITTER, write_node
 from wirecheck.cli.fleet.report import main as fleet_report
 from wirecheck.cli.judge import main as judge
 from wirecheck.cli.report import main as report
+from wirecheck.core import exit_codes
 from wirecheck.report.html import CSP
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
 from wirecheck.node.topo_text import load_recorded
@@ -109,11 +110,15 @@ def test_judge_names_the_file_of_a_record_it_cannot_take(tmp_path, capsys, case)
         with_line(path, "[1, 2, 3]")
         expected = f"{where}:2: a JSON list, where each line is an object"
     else:
+        # a bad byte loses its own line, not the record: the line is named and skipped, every other
+        # verdict judged, and the exit says the record is damaged
+        lines = SIM.read_bytes().count(b"\n")
         path.write_bytes(SIM.read_bytes() + b"\xff\xfe\n")
-        expected = f"{where}: not UTF-8 text"
+        expected = f"{where}:{lines + 1}: not UTF-8 text"
     t0 = time.monotonic()
-    assert judge([str(path)]) == 2
-    err = capsys.readouterr().err
+    assert judge([str(path)]) == (exit_codes.RECORD_DAMAGED if case == "not UTF-8" else exit_codes.BAD_INPUT)
+    said = capsys.readouterr()
+    err = said.err if case != "not UTF-8" else said.out + said.err  # a damaged record is judged: said with its verdicts
     assert expected in err and "Traceback" not in err, err
     assert time.monotonic() - t0 < 30
 
