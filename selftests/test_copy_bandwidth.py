@@ -15,7 +15,7 @@ import yaml
 from e2e import PROJECT
 from wirecheck import checks
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
-from wirecheck.thresholds.copy_limits import pcie_ceiling
+from wirecheck.checks.copy_bandwidth import pcie_ceiling
 from wirecheck.core.verdict import Verdict
 
 SHIPPED = PROJECT / "thresholds.yaml"

@@ -5,8 +5,8 @@ subsets rule), a toy check (one new module in wirecheck/checks/), a toy GPU chec
 with its inputs builder, limit, words and figure, in one new module, and its test file) and a toy
 test file (one new file in tests/, its work marker on its test), and nothing else: no list, no other
 module is edited (`ROWS` and `NEW_MODULES` are every edit). Only thresholds.yaml, which is data, gains
-the toys' entries: floors for the op, the class and the GPU figure, the strategy's slowdown and
-throughput floors (a row left out of it by accident must not go unjudged).
+the toys' entries: floors for the op, the class and the GPU figure, the strategy's slowdown, peak-memory
+limit and throughput floors (the loader names each one a new row lacks: it must not go unjudged).
 
 On that copy, the suite runs in simulation and collects, measures, judges and records each toy;
 `wirecheck judge` judges the record again, `wirecheck report` draws it (the toy GPU figure in the
@@ -166,8 +166,9 @@ def _thresholds_for_toys() -> str:
         section[TOY_CLASS] = {}  # curve ceilings: none yet
     sim = c["simulated_floors"]  # (where "*" stands for every op, the new op is one of them)
     sim[TOY_OP] = dict(sim.get("all_reduce") or sim["*"])
-    t = data["training"]  # the strategy: the slowdown the loader asks for, and ddp's throughput floors
+    t = data["training"]  # the strategy: the slowdown, peak memory and throughput floors the loader asks for (ddp's)
     t["slow_wire"]["min_slowdown"][TOY_STRATEGY] = t["slow_wire"]["min_slowdown"]["ddp"]
+    t["peak_memory"]["any"][TOY_STRATEGY] = t["peak_memory"]["any"]["ddp"]
     for strategies in t["throughput_floors"].values():
         strategies[TOY_STRATEGY] = strategies["ddp"]
     sim = t["simulated_throughput_floors"]

@@ -5,7 +5,6 @@ verdict says it catches; a rule coarser than 10 % says so; calibrate states and 
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import statistics
 
@@ -129,9 +128,15 @@ def test_a_figure_with_its_own_least_margin_keeps_it(thresholds):
     assert v.outcome == "pass" and v.details["margin"] == thresholds.history.least_margin("h2d") > 0.03, v.message
 
 
-def test_a_file_without_the_prediction_bound_keeps_its_own_rule(thresholds):
-    old = dataclasses.replace(thresholds, history_rule=dataclasses.replace(
-        thresholds.history, false_alarms=None, mad_k=3.0, min_margin=0.03, min_margins=()))
+def test_a_file_without_the_prediction_bound_keeps_its_own_rule(tmp_path):
+    text = suite_paths().thresholds.read_text()
+    history = text[text.index("\nhistory: {"):]
+    written = history.replace('false_alarms: "1 %", min_margin: "0.5 %"', 'mad_k: "3 x", min_margin: "3 %"')
+    written = written[:written.index("  min_margins: {")] + written[written.index("  figures: ["):]
+    assert "false_alarms" not in written.split("drift:")[0] and written != history
+    (tmp_path / "old.yaml").write_text(text.replace(history, written))
+    old = load_thresholds(tmp_path / "old.yaml")
+    assert old.history.false_alarms is None and old.history.mad_k == 3.0 and old.history.min_margins == ()
     v = _history(old, [670e12] * 5, 670e12 * 0.975)
     assert v.outcome == "pass" and v.details["margin"] == pytest.approx(0.03), v.message
 

@@ -12,9 +12,75 @@ from __future__ import annotations
 import statistics
 import time
 
+from dataclasses import dataclass
+
 from wirecheck.checks import check
 from wirecheck.checks.words import Words
 from wirecheck.core.verdict import FAIL, PASS, Verdict, skip
+from wirecheck.thresholds.declared import Rule
+from wirecheck.thresholds.fields import Count, Nested, Share, Source, spec
+
+# --- the limits only a burn-in has, per mode (hardware / simulated) --------------------------------------
+
+_NEVER = "nothing could ever fail; write less than 100 %, e.g. {example}"
+
+
+@dataclass(frozen=True)
+class MaxDrop:
+    WHAT = "max_drop and source"
+    value: float = spec(Share('"10 %"', _NEVER, positive=False, below_one=True), key="max_drop")
+    source: str = spec(Source())
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class MaxBelowMedian:
+    WHAT = "max_below_median and source"
+    value: float = spec(Share('"15 %"', _NEVER, positive=False, below_one=True), key="max_below_median")
+    source: str = spec(Source())
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class Drift:
+    """How far a GPU's TFLOP/s may fall from its first rounds to its last (a GPU that cannot shed its heat
+    loses clocks after minutes, not seconds); `rounds`: how many rounds at each end are compared."""
+
+    WHAT = "drift settings"
+    rounds: int = spec(Count(minimum=1), "3")
+    hardware: MaxDrop = spec(Nested('{max_drop: "10 %", source: ...}', MaxDrop))
+    simulated: MaxDrop = spec(Nested('{max_drop: "90 %", source: ...}', MaxDrop))
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How far a (placement, collective)'s slowest round may fall below its median round (a link that degrades
+    when hot, or retrains under load)."""
+
+    WHAT = "busbw spread per mode"
+    hardware: MaxBelowMedian = spec(Nested('{max_below_median: "15 %", source: ...}', MaxBelowMedian))
+    simulated: MaxBelowMedian = spec(Nested('{max_below_median: "95 %", source: ...}', MaxBelowMedian))
+
+
+@dataclass(frozen=True)
+class BurnInLimits:
+    WHAT = "burn_in sections"
+    drift_settings: Drift = spec(Nested('{rounds: 3, hardware: {max_drop: "10 %", source: ...}, simulated: '
+                                        '{max_drop: "90 %", source: ...}}', Drift), key="drift")
+    spread: Spread = spec(Nested('{hardware: {max_below_median: "15 %", source: ...}, simulated: {...}}', Spread),
+                          key="busbw_spread")
+    yaml_path: str
+
+    drift_rounds = property(lambda s: s.drift_settings.rounds)
+
+    def drift(self, simulated: bool) -> MaxDrop:
+        return self.drift_settings.simulated if simulated else self.drift_settings.hardware
+
+    def busbw_spread(self, simulated: bool) -> MaxBelowMedian:
+        return self.spread.simulated if simulated else self.spread.hardware
+
+
+BURN_IN = Rule("burn_in", BurnInLimits, "{drift: {rounds: 3, hardware: {...}, simulated: {...}}, busbw_spread: {...}}")
 
 NO_HARD_FAULT = Words(
     what="burn-in without a hard fault",
@@ -69,7 +135,7 @@ def burn_in_no_hard_fault(thresholds, *, status: str, rounds: int, seconds: floa
                                            status=status, counts=counts))
 
 
-@check("burn_in_throughput_drift", words=DRIFT)
+@check("burn_in_throughput_drift", words=DRIFT, limits=(BURN_IN,))
 def burn_in_throughput_drift(thresholds, *, gpu: int, bus_id: str | None, round_flops: list, simulated: bool) -> Verdict:
     """A GPU's median TFLOP/s over its last `burn_in.drift.rounds` rounds at most `max_drop` below its
     first rounds' (`round_flops`: each round's median window, None where a round has no figure)."""
@@ -88,7 +154,7 @@ def burn_in_throughput_drift(thresholds, *, gpu: int, bus_id: str | None, round_
                    details={"first": first, "last": last, "rounds_compared": k, "rounds": len(values)})
 
 
-@check("burn_in_busbw_spread", words=SPREAD)
+@check("burn_in_busbw_spread", words=SPREAD, limits=(BURN_IN,))
 def burn_in_busbw_spread(thresholds, *, placement: str, op: str, round_busbw: list, simulated: bool) -> Verdict:
     """The slowest round's busbw (its steps' median) at most `burn_in.busbw_spread.max_below_median` below
     the median round of that placement and collective (`round_busbw`: bytes/s per round that ran it)."""

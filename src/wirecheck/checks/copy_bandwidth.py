@@ -9,14 +9,19 @@ down to Gen3 or x8 shows as the cause; the link itself is judged under load by
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from wirecheck.checks import check
 from wirecheck.checks.words import Words
 from wirecheck.core import render
-from wirecheck.thresholds.copy_limits import pcie_ceiling
+from wirecheck.core.quantity import format_bw
 from wirecheck.core.verdict import FAIL, Verdict, expect, not_measured, skip, within
-from wirecheck.node.hardware import Hardware
+from wirecheck.node.hardware import PCIE_LANE_BYTES_PER_S, Hardware
+from wirecheck.node.topology import FABRICS
+from wirecheck.thresholds import plausible
+from wirecheck.thresholds.declared import Rule
+from wirecheck.thresholds.fields import Share, Source, spec
+from wirecheck.thresholds.limits import Axis, Entry, Limit, Table
 
 GB = 1e9
 DIRECTION_NAMES = {"h2d": "host->device", "d2h": "device->host"}
@@ -49,6 +54,53 @@ PEER_COPY = Words(
          "no_access": "GPU{src} cannot access GPU{dst}'s memory directly (NV{nv}): the copy was staged through the host",
          "suspect": "{both}; suspect the NVLinks of GPU{src} or GPU{dst}"})
 
+DIRECTIONS = ("h2d", "d2h", "peer")
+HOST_DIRECTIONS = ("h2d", "d2h")
+
+
+def pcie_ceiling(gen: int | None, width: int | None) -> float | None:
+    """One-way PCIe bandwidth of a link (bytes/s), or None when gen/width are unknown."""
+    if not gen or not width or gen not in PCIE_LANE_BYTES_PER_S:
+        return None
+    return PCIE_LANE_BYTES_PER_S[gen] * width
+
+
+# --- the limits the copy checks read: what nvbandwidth measures, floors per fabric and direction ----------
+
+
+@dataclass(frozen=True)
+class DerivedCopyFloor:
+    """A direction without an entry: a share of the link the copy rides (the GPU's PCIe link for host copies,
+    NV# x per-link speed for peer copies)."""
+
+    WHAT = "derived copy floor"
+    host_efficiency: float = spec(Share('"70 %"', "a floor cannot exceed the link it rides; write at most 100 %"))
+    peer_efficiency: float = spec(Share('"60 %"', "a floor cannot exceed the link it rides; write at most 100 %"))
+    source: str = spec(Source())
+    yaml_path: str
+
+
+def _derived_copy(th, names: tuple, n_gpus, hardware, unmatched: str, ceiling: float | None = None):
+    fabric, direction = names
+    note = f" ({unmatched})" if unmatched else ""
+    link = "the PCIe link" if direction in HOST_DIRECTIONS else "NV# x per-link speed"
+    if not ceiling:
+        return None, f"no {fabric}/{direction} copy floor{note} and no reading of {link} to derive one"
+    derived = th.values["copy_bandwidth.derived_floor"]
+    eff = derived.host_efficiency if direction in HOST_DIRECTIONS else derived.peer_efficiency
+    return Limit(min=ceiling * eff, max=None, yaml_path=derived.yaml_path, rule="derived",
+                 source=(f"derived: {eff * 100:g} % of {link} {format_bw(ceiling)} (no {fabric}/{direction} "
+                         f"entry{note}; efficiency: {derived.source})")), ""
+
+
+FLOORS = Table("copy_bandwidth.floors", (Axis("fabric", lambda: FABRICS, "fabric", "copy floors are keyed by fabric"),
+                                         Axis("direction", lambda: DIRECTIONS, "copy direction", "directions are")),
+               Entry("bandwidth", ("min",), ("min",), "a copy floor", positive=True), "copy floor", derived=_derived_copy,
+               plausible=lambda at, table, _: plausible.check_copies(at, table),
+               example='{nvswitch: {h2d: {min: "48 GB/s", source: ...}, ...}, ...}')
+DERIVED = Rule("copy_bandwidth.derived_floor", DerivedCopyFloor,
+               '{host_efficiency: "70 %", peer_efficiency: "60 %", source: ...}')
+
 
 def _link(pcie: dict | None) -> str:
     if not pcie or pcie.get("gen") is None:
@@ -59,7 +111,7 @@ def _link(pcie: dict | None) -> str:
     return text + ("" if pcie.get("under_load", True) else HOST_COPY.said("after"))
 
 
-@check("host_copy", words=HOST_COPY)
+@check("host_copy", words=HOST_COPY, limits=(FLOORS, DERIVED))
 def host_copy(thresholds, *, gpu: int, direction: str, fabric: str, bytes_per_s: float | None, pcie: dict | None,
               simulated: bool, error: str | None = None, hardware: dict | None = None) -> Verdict:
     """Pinned host<->device copy bandwidth of one GPU against the floor for the fabric.
@@ -77,8 +129,7 @@ def host_copy(thresholds, *, gpu: int, direction: str, fabric: str, bytes_per_s:
     limit, why = thresholds.copy_bandwidth.limit_rule(fabric, direction, ceiling, node)
     if limit is None:
         return skip(what, where, HOST_COPY.said("no_limit", why=why, path=thresholds.path))
-    return within(what, where, bytes_per_s, limit, "bandwidth", "GB/s", scale=1 / GB, hint=_link(pcie),
-                  details={"pcie": pcie})
+    return within(what, where, bytes_per_s, limit, "GB/s", hint=_link(pcie), details={"pcie": pcie})
 
 
 @check("pcie_link_under_load", words=PCIE_UNDER_LOAD)
@@ -101,7 +152,7 @@ def pcie_link_under_load(thresholds, *, gpu: int, pcie: dict | None, simulated: 
                   PCIE_UNDER_LOAD.said("trained_down", measured=measured, expected=expected), source=source)
 
 
-@check("peer_copy", words=PEER_COPY)
+@check("peer_copy", words=PEER_COPY, limits=(FLOORS, DERIVED))
 def peer_copy(thresholds, *, pair: str, fabric: str, nv: int, link_speed_bytes_per_s: float | None,
               directions: list | None, simulated: bool, error: str | None = None,
               hardware: dict | None = None) -> Verdict:
@@ -126,6 +177,5 @@ def peer_copy(thresholds, *, pair: str, fabric: str, nv: int, link_speed_bytes_p
         return skip(what, pair, PEER_COPY.said("no_limit", why=why, path=thresholds.path))
     both = ", ".join(f"GPU{d['src']}->GPU{d['dst']} {render.FORMATS['bandwidth'](d['bytes_per_s'])}" for d in directions)
     return within(PEER_COPY.judged("slower", src=slow["src"], dst=slow["dst"]), pair, slow["bytes_per_s"], limit,
-                  "bandwidth", "GB/s", scale=1 / GB, hint=PEER_COPY.said("suspect", both=both, src=slow["src"],
-                                                                         dst=slow["dst"]),
+                  "GB/s", hint=PEER_COPY.said("suspect", both=both, src=slow["src"], dst=slow["dst"]),
                   details={"directions": directions})

@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 
 from wirecheck.checks import check
-from wirecheck.checks.history import _fmt, _past, margin_of
+from wirecheck.checks.history import HISTORY, _fmt, _past, margin_of
 from wirecheck.checks.words import Words
 from wirecheck.core.resolution import percent
 from wirecheck.core.trend import cusum, detrended_noise
@@ -60,7 +60,7 @@ def _date(entry: dict) -> str:
     return str(entry.get("date") or "?")[:10]
 
 
-@check("drift", words=WORDS)
+@check("drift", words=WORDS, limits=(HISTORY,))  # history.drift, with the history rule's margin
 def drift(thresholds, *, figure: str, key: str, subject: str, where: str, kind: str, value: float,
           history: list, identified: bool = True, swapped: dict | None = None, simulated: bool = False,
           unit: str | None = None, within: float | None = None) -> Verdict:

@@ -8,15 +8,72 @@ bandwidths), so `wirecheck fleet report --json` keeps them and the same function
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from wirecheck.checks import check
 from wirecheck.checks.words import Words
 from wirecheck.core.pair_schedule import pair_key
 from wirecheck.core import problems, render
 from wirecheck.core.peer_stats import Below, Reference, below_median, below_reference, reference_of
 from wirecheck.core.verdict import FAIL, PASS, Verdict, skip
+from wirecheck.thresholds.declared import Rule
+from wirecheck.thresholds.fields import Count, Nested, Qty, Share, Source, spec
 
 KINDS = ("busbw", "throughput")
 GB = 1e9
+
+
+# --- the fleet rules: a node's figure against its peers' median -------------------------------------------
+
+
+@dataclass(frozen=True)
+class FleetRule:
+    """A node's figure against its peers' median: named when it is below the median by more than `mad_k` x the
+    peers' scaled MAD (1.4826 x median absolute deviation) and by more than `max_below_median` (a fraction).
+    Both: MAD alone flags noise on a tight fleet, a percentage alone flags ordinary noise on a noisy figure."""
+
+    WHAT = "fleet rule"
+    max_below_median: float = spec(Share('"5 %"', "no node could ever be named; write less than 100 %", positive=False,
+                                         below_one=True))
+    mad_k: float = spec(Qty('"3 x"', "ratio"))
+    source: str = spec(Source())
+    yaml_path: str
+
+
+_EXAMPLE = '{max_below_median: "5 %", mad_k: "3 x", source: ...}'
+
+
+@dataclass(frozen=True)
+class FleetRules:
+    WHAT = "fleet rules per figure"
+    busbw: FleetRule = spec(Nested(_EXAMPLE, FleetRule))  # collective busbw per placement/op at floor_size, NIC line rate
+    throughput: FleetRule = spec(Nested(_EXAMPLE, FleetRule))  # training tokens/s per placement (wire) and strategy
+    pairs: FleetRule = spec(Nested(_EXAMPLE, FleetRule))  # node pairs of the ring schedule against the median pair
+    gpus: FleetRule = spec(Nested(_EXAMPLE, FleetRule))  # each GPU's HBM and GEMM figures against the fleet's others
+
+
+@dataclass(frozen=True)
+class FleetLimits:
+    busbw: FleetRule
+    throughput: FleetRule
+    pairs: FleetRule
+    min_nodes: int  # a median needs this many nodes (pairs) with the figure
+    gpus: FleetRule
+
+
+@dataclass(frozen=True)
+class Fleet:
+    WHAT = "fleet sections"
+    min_nodes: int = spec(Count(minimum=3), "3")  # fewer than 3 values have no meaningful median to stand out from
+    hardware: FleetRules = spec(Nested("{busbw: {...}, throughput: {...}, pairs: {...}, gpus: {...}}", FleetRules))
+    simulated: FleetRules = spec(Nested("{busbw: {...}, throughput: {...}, pairs: {...}, gpus: {...}}", FleetRules))
+
+    def modes(self, simulated: bool) -> FleetLimits:
+        r = self.simulated if simulated else self.hardware
+        return FleetLimits(r.busbw, r.throughput, r.pairs, self.min_nodes, r.gpus)
+
+
+FLEET = Rule("fleet", Fleet, "{min_nodes: 3, hardware: {...}, simulated: {...}}")
 
 
 # the display format of a fleet figure's unit (wirecheck.core.render.FORMATS)
@@ -145,7 +202,7 @@ def _judge(value: float, stats: dict, rule) -> Below:
 
 
 
-@check("fleet_outlier", words=FLEET_OUTLIER)
+@check("fleet_outlier", words=FLEET_OUTLIER, limits=(FLEET,))
 def fleet_outlier(thresholds, *, node: str, figure: str, kind: str, value: float, unit: str, simulated: bool,
                   fleet: dict | None = None, peers: dict | None = None) -> Verdict:
     """`value` (this node's `figure`) against the other nodes' values, with the fleet rule for `kind`
@@ -166,7 +223,7 @@ def fleet_outlier(thresholds, *, node: str, figure: str, kind: str, value: float
                          stats, figure=figure, kind=kind)
 
 
-@check("fleet_gpu_outlier", words=FLEET_GPU_OUTLIER)
+@check("fleet_gpu_outlier", words=FLEET_GPU_OUTLIER, limits=(FLEET,))
 def fleet_gpu_outlier(thresholds, *, node: str, gpu: int, bus_id: str | None, gpu_model: str, figure: str,
                       value: float, unit: str, simulated: bool, fleet: dict | None = None,
                       peers: dict | None = None) -> Verdict:
@@ -240,7 +297,7 @@ def _pair_text(p: dict) -> str:
     return f"{p['a']}-{p['b']} {format_bw(p['busbw_bytes_per_s'])}"
 
 
-@check("pair_node", words=PAIR_NODE)
+@check("pair_node", words=PAIR_NODE, limits=(FLEET,))
 def pair_node(thresholds, *, node: str, pairs: list, simulated: bool) -> Verdict:
     """A node is slow when even its fastest pair (over every partner of both rounds) is below the pairs
     it is not in. `pairs`: [{"a", "b", "busbw_bytes_per_s"}] of the whole schedule."""
@@ -259,7 +316,7 @@ def pair_node(thresholds, *, node: str, pairs: list, simulated: bool) -> Verdict
                    details={"below": b.below, "compared_with": PAIR_NODE.said("others", n=b.n_reference)})
 
 
-@check("pair_link", words=PAIR_LINK)
+@check("pair_link", words=PAIR_LINK, limits=(FLEET,))
 def pair_link(thresholds, *, a: str, b: str, pairs: list, simulated: bool) -> Verdict:
     """The link between nodes a and b against the pairs that touch no slow node. A slow pair with a
     slow node in it is that node's (pair_node names it); one between two healthy nodes is the link."""

@@ -15,6 +15,7 @@ gpu_health loader), what a failure means and what to do, and its report section 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from wirecheck.checks import SECTION_GPU, check
@@ -29,8 +30,8 @@ from wirecheck.core.verdict import FAIL, PASS, Verdict, no_problems, not_measure
 from wirecheck.node.gpu_sampling import CLOCK_EVENT_REASONS, REASON_TEXT, decode_reasons
 from wirecheck.node.hardware import Hardware
 from wirecheck.node.xid_events import describe as describe_event
-from wirecheck.thresholds.declared import Floor, Section, Value
-from wirecheck.thresholds.gpu_health import parse_clocks, parse_memory_errors, parse_xid
+from wirecheck.thresholds.declared import Floor, Rule, Value
+from wirecheck.thresholds.fields import Count, Items, Qty, Source, Word, spec
 
 BITWISE = ("exact: a bf16 GEMM repeated on one H200 gave bitwise-identical results (the GPU health probe, "
            "scripts/device/gpu_health_probe.py, on a 1x H200 node, 2026-12-01)")
@@ -140,6 +141,42 @@ ECC_GROWTH = Words(
          "not_readable": "; not readable: {what}"})
 
 
+@dataclass(frozen=True)
+class ClockRule:
+    WHAT = "clock-event reasons that fail"
+    # clock-event reason names (wirecheck.node.gpu_sampling.CLOCK_EVENT_REASONS)
+    fail_on: tuple[str, ...] = spec(Items(
+        "[hw_slowdown, sw_thermal, hw_thermal, hw_power_brake]", Word(words=lambda: tuple(CLOCK_EVENT_REASONS)),
+        "expected a list of clock-event reason names", lambda: f"write e.g. [hw_slowdown, sw_thermal, hw_thermal, "
+        f"hw_power_brake]; known: {', '.join(CLOCK_EVENT_REASONS)}", non_empty=True))
+    # nvmlDeviceGetViolationStatus THERMAL time over the load
+    max_thermal_violation_s: float = spec(Qty('"0 ms"', "time"), key="max_thermal_violation")
+    source: str = spec(Source())
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class MemoryErrorGrowth:
+    """Growth allowed over a run (events), per GPU."""
+
+    WHAT = "memory-error growth allowed over a run"
+    volatile_sbe: int = spec(Count(), "0")
+    volatile_dbe: int = spec(Count(), "0")
+    remapped_rows: int = spec(Count(), "0")
+    source: str = spec(Source())
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class XidRule:
+    WHAT = "XID rule"
+    allowed: tuple[int, ...] = spec(Items("[]", Count(minimum=1), "expected a list of XID numbers",
+                                          "write allowed: [] (none) or e.g. [43]"))  # XIDs recorded but not failed
+    wait_s: float = spec(Qty('"0.5 s"', "time", positive=True), key="wait")  # how late an event can be noticed
+    source: str = spec(Source())
+    yaml_path: str
+
+
 def _loc(gpu: int, bus_id: str | None) -> str:
     return f"GPU{gpu} ({bus_id})" if bus_id else f"GPU{gpu}"
 
@@ -169,7 +206,7 @@ def _figure(thresholds, *, figure: str, what: str, words: Words, gpu: int, bus_i
     if floor is None and peer is None:
         return skip(what, where, words.said("no_limit", no_floor=no_floor, value=render.FORMATS[fmt](value)),
                     measured=value * scale, unit=unit, fmt=fmt, place=loc)
-    limit: dict[str, Any] = {"min": floor.min * scale if floor else None}
+    limit: dict[str, Any] = {"min": floor.min.to(unit) if floor else None}
     details: dict[str, Any] = {"peers": peers, "gpu_model": gpu_model}
     failed, source, yaml_path, note, made_by = [], None, None, "", None
     if floor is not None:
@@ -283,8 +320,8 @@ def gemm_matches_reference(thresholds, *, gpu: int, bus_id: str | None, phases: 
 
 
 @check("sustained_clocks", inputs=FromPhase(SUSTAINED, gpu_inputs.clocks), section=SECTION_GPU,
-       limits=(Section("gpu_health.clocks", parse_clocks, '{fail_on: [hw_slowdown, sw_thermal, hw_thermal, '
-                       'hw_power_brake], max_thermal_violation: "0 ms", source: ...}'),), words=CLOCKS)
+       limits=(Rule("gpu_health.clocks", ClockRule, '{fail_on: [hw_slowdown, sw_thermal, hw_thermal, '
+                    'hw_power_brake], max_thermal_violation: "0 ms", source: ...}'),), words=CLOCKS)
 def sustained_clocks(thresholds, *, gpu: int, bus_id: str | None, reason_counts: dict, samples: int,
                      violations_ns: dict, simulated: bool, unsupported: str | None = None,
                      error: str | None = None) -> Verdict:
@@ -410,8 +447,7 @@ def failing_event(event: dict, allowed: tuple[int, ...]) -> bool:
 
 
 @check("no_xid", section=SECTION_GPU,
-       limits=(Section("gpu_health.xid", parse_xid, '{allowed: [], wait: "0.5 s", source: ...}'),),
-       words=NO_XID)
+       limits=(Rule("gpu_health.xid", XidRule, '{allowed: [], wait: "0.5 s", source: ...}'),), words=NO_XID)
 def no_xid(thresholds, *, events: list, watched: list, unwatched: dict, error: str | None, simulated: bool,
            during: str | None = None) -> Verdict:
     """No critical XID (nor uncorrectable ECC or row-remap failure event) while the suite ran
@@ -454,9 +490,8 @@ def _grew(before: Any, after: Any) -> int | None:
 
 
 @check("ecc_row_remap_growth", section=SECTION_GPU,
-       limits=(Section("gpu_health.memory_errors", parse_memory_errors,
-                       "{volatile_sbe: 0, volatile_dbe: 0, remapped_rows: 0, source: ...}"),),
-       words=ECC_GROWTH)
+       limits=(Rule("gpu_health.memory_errors", MemoryErrorGrowth,
+                    "{volatile_sbe: 0, volatile_dbe: 0, remapped_rows: 0, source: ...}"),), words=ECC_GROWTH)
 def ecc_row_remap_growth(thresholds, *, gpu: int, bus_id: str | None, before: dict, after: dict, seconds: float,
                          simulated: bool) -> Verdict:
     """Volatile ECC errors and remapped rows grew no more than `gpu_health.memory_errors` allows

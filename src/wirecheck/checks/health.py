@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from wirecheck.checks import check
 from wirecheck.checks.words import Words
 from wirecheck.node.health import allowed_growth
 from wirecheck.core.verdict import Verdict, no_problems, skip
+from wirecheck.thresholds.declared import Rule
+from wirecheck.thresholds.fields import Count, Qty, Source, spec
 
 COUNTER_GROWTH = Words(
     what="error-counter growth",
@@ -15,7 +19,24 @@ COUNTER_GROWTH = Words(
          "grew": "{counter} +{grew_by} in {seconds:.0f} s (allowed {allowed:g})"})
 
 
-@check("counter_growth", words=COUNTER_GROWTH)
+@dataclass(frozen=True)
+class HealthLimits:
+    """How much each error counter may grow over a run (DCGM's health-watch rules)."""
+
+    WHAT = "error-counter growth limits"
+    nvlink_replay: int = spec(Count(), "0")  # events, over the whole run
+    nvlink_recovery: int = spec(Count(), "0")
+    nvlink_crc_rate: float = spec(Qty('"100 /s"', "rate"))  # CRC flit + data errors per second, per link
+    pcie_replay_rate: float = spec(Qty('"8 /min"', "rate"))  # replays per second, per GPU
+    source: str = spec(Source())
+    yaml_path: str
+
+
+HEALTH = Rule("health", HealthLimits, '{nvlink_replay: 0, nvlink_recovery: 0, nvlink_crc_rate: "100 /s", '
+              'pcie_replay_rate: "8 /min", source: ...}')
+
+
+@check("counter_growth", words=COUNTER_GROWTH, limits=(HEALTH,))
 def counter_growth(thresholds, *, gpu: int, bus_id: str | None, seconds: float, deltas: list,
                    unreadable: list) -> Verdict:
     """No error counter grew past its allowance while the suite loaded the links.

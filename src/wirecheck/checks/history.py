@@ -30,6 +30,11 @@ from wirecheck.core.verdict import FAIL, PASS, Verdict, skip
 from wirecheck.records import figures as records_figures
 from wirecheck.records.figures import UNITS, Figure, display
 from wirecheck.records.file import RunRecord
+from wirecheck.thresholds.baselines import HistoryRule
+from wirecheck.thresholds.declared import Rule
+
+HISTORY = Rule("history", HistoryRule, '{runs: 10, min_runs: 3, mad_k: "3 x", min_margin: "3 %", max_margin: "10 %", '
+               'figures: [...], source: ...}', optional=True)
 
 NARROWING = ("more calls per figure (the figure's iters in thresholds.yaml) or a longer window, or take the figure "
              "out of history.figures")
@@ -127,7 +132,7 @@ WORDS = Words(
          "place": "{where} ({subject})"})
 
 
-@check("history", words=WORDS)
+@check("history", words=WORDS, limits=(HISTORY,))
 def history(thresholds, *, figure: str, key: str, subject: str, where: str, kind: str, value: float,
             history: list, identified: bool = True, swapped: dict | None = None, simulated: bool = False,
             unit: str | None = None, within: float | None = None) -> Verdict:

@@ -10,6 +10,11 @@ from wirecheck.checks import check
 from wirecheck.checks.words import SIMULATION_INVENTORY, Words
 from wirecheck.core import problems
 from wirecheck.core.verdict import FAIL, PASS, Verdict, expect, skip
+from wirecheck.thresholds.declared import Rule
+from wirecheck.thresholds.settings import read_profiles
+
+# The node types a run is checked against (--profile NAME), read by the inventory, link and NIC checks.
+PROFILES = Rule("profiles", read_profiles, "{h200-sxm-8: {...}}")
 
 # What every inventory check says when it cannot judge: a dry run, no profile to hold the node to, NVML silent.
 _SAY = {"simulation": SIMULATION_INVENTORY,
@@ -111,7 +116,7 @@ def gpus_visible(thresholds, *, n_gpus: int, unavailable: str | None, simulated:
                    details={"problems": [GPUS_VISIBLE.said("none")]})
 
 
-@check("gpu_count", words=GPU_COUNT)
+@check("gpu_count", words=GPU_COUNT, limits=(PROFILES,))
 def gpu_count(thresholds, *, n_gpus: int, profile: str | None, simulated: bool) -> Verdict:
     what = GPU_COUNT.judged()
     if simulated:
@@ -123,7 +128,7 @@ def gpu_count(thresholds, *, n_gpus: int, profile: str | None, simulated: bool) 
                   GPU_COUNT.said("differs", n=n_gpus, profile=p.name, expected=p.gpu_count), p.source, p.yaml_path)
 
 
-@check("gpu_model", words=GPU_MODEL)
+@check("gpu_model", words=GPU_MODEL, limits=(PROFILES,))
 def gpu_model(thresholds, *, gpu: int, name: str | None, profile: str | None, simulated: bool) -> Verdict:
     what, where = GPU_MODEL.judged(), _gpu(gpu)
     if simulated:
@@ -138,7 +143,7 @@ def gpu_model(thresholds, *, gpu: int, name: str | None, profile: str | None, si
                   p.source, p.yaml_path)
 
 
-@check("fabric", words=FABRIC)
+@check("fabric", words=FABRIC, limits=(PROFILES,))
 def fabric(thresholds, *, fabric: str, groups: list, profile: str | None, simulated: bool) -> Verdict:
     what = FABRIC.judged()
     if simulated:
@@ -151,7 +156,7 @@ def fabric(thresholds, *, fabric: str, groups: list, profile: str | None, simula
                   p.source, p.yaml_path)
 
 
-@check("pcie_width", words=PCIE_WIDTH)
+@check("pcie_width", words=PCIE_WIDTH, limits=(PROFILES,))
 def pcie_width(thresholds, *, gpu: int, bus_id: str | None, width: int | None, width_max: int | None,
                simulated: bool) -> Verdict:
     what, where = PCIE_WIDTH.judged(), _gpu(gpu)
@@ -163,7 +168,7 @@ def pcie_width(thresholds, *, gpu: int, bus_id: str | None, width: int | None, w
                   PCIE_WIDTH.said("narrow", gpu=gpu, bus_id=bus_id, width=width, width_max=width_max), unit="lanes")
 
 
-@check("pcie_generation", words=PCIE_GENERATION)
+@check("pcie_generation", words=PCIE_GENERATION, limits=(PROFILES,))
 def pcie_generation(thresholds, *, gpu: int, gen: int | None, gen_max: int | None, profile: str | None,
                     simulated: bool) -> Verdict:
     """The link can run at the profile's generation. It drops at idle to save power, so a lower

@@ -7,15 +7,62 @@ Inputs are the measured curve as plain data: [{"bytes", "time_s", "busbw", "path
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from types import SimpleNamespace
 
 from wirecheck.checks import check
+from wirecheck.checks.collectives import CLASS, FLOOR_CLASSES, OP
 from wirecheck.checks.words import Words
 from wirecheck.measure.curve import half_peak_size, small_message_latency
 from wirecheck.core.quantity import format_bytes, format_time
 from wirecheck.core.verdict import Verdict, skip, within
 from wirecheck.node.hardware import Hardware
+from wirecheck.thresholds import plausible
+from wirecheck.thresholds.declared import Rule
+from wirecheck.thresholds.fields import Share
+from wirecheck.thresholds.limits import COUNT, Entry, Table
+from wirecheck.thresholds.yaml_reader import _At
+
+
+@dataclass(frozen=True)
+class LatencyRule:
+    """Small-message latency: the median time per call over the sweep's sizes up to `up_to`."""
+
+    up_to: int  # bytes
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class HalfPeakRule:
+    """n½: the size where busbw first reaches `fraction` of the curve's peak busbw."""
+
+    fraction: float
+    yaml_path: str
+
+
+def _ceilings(section: str, kind: str, what: str, plausible_check=None) -> tuple[Table, Table]:
+    """A section's ceilings by class, op and GPU count, and the simulated ones by op (CPU: the class says nothing)."""
+    entry = Entry(kind, ("max",), ("max",))
+    simulated = Table(f"collectives.{section}.simulated_ceilings", (OP, COUNT), entry, what, rule="simulated",
+                      example="{all_reduce: {any: {max: ..., source: ...}}}  (or {} to judge nothing in simulation)")
+    return Table(f"collectives.{section}.ceilings", (CLASS, OP, COUNT), entry, what, simulated=simulated,
+                 present=FLOOR_CLASSES, plausible=plausible_check,
+                 example="{nvswitch: {all_reduce: {2: {max: ..., source: ...}}}, ...}"), simulated
+
+
+def _up_to(at: _At) -> LatencyRule:
+    return LatencyRule(int(at.quantity("size", positive=True)), at.cite)
+
+
+def _fraction(at: _At) -> HalfPeakRule:
+    return HalfPeakRule(Share('"50 %"', "n½ is where busbw first reaches a fraction of its peak: write e.g. 50 %")(at),
+                        at.cite)
+
+
+LATENCY_LIMITS = (Rule("collectives.latency.up_to", _up_to, '"64 KiB"'),
+                  *_ceilings("latency", "time", "latency ceiling", lambda at, table, _: plausible.check_latency(at, table)))
+HALF_PEAK_LIMITS = (Rule("collectives.half_peak.fraction", _fraction, '"50 %"'),
+                    *_ceilings("half_peak", "size", "n½ ceiling"))
 
 LATENCY = Words(
     what="{op} small-message latency ({reading}: {per_size})",
@@ -45,7 +92,7 @@ def _points(curve: list) -> list:
     return [SimpleNamespace(**p) for p in curve]
 
 
-@check("small_message_latency", words=LATENCY)
+@check("small_message_latency", words=LATENCY, limits=LATENCY_LIMITS)
 def small_message_latency_check(thresholds, *, op: str, placement: str, placement_class: str, n_gpus: int,
                                 simulated: bool, curve: list, hardware: dict | None = None) -> Verdict:
     """Median time per call over the sizes up to collectives.latency.up_to, against the ceiling (an entry
@@ -69,11 +116,11 @@ def small_message_latency_check(thresholds, *, op: str, placement: str, placemen
     per_size = ", ".join(f"{format_bytes(s)} {format_time(t)}{' ' + p if p else ''}"
                          for s, t, p in zip(reading.sizes, reading.times_s, reading.paths))
     v = within(LATENCY.judged(op=op, reading=reading.describe(), per_size=per_size), placement, reading.time_s, limit,
-               "time", "µs", scale=1e6)
+               "µs")
     return v.amended(details=asdict(reading))
 
 
-@check("half_peak_size", words=HALF_PEAK)
+@check("half_peak_size", words=HALF_PEAK, limits=HALF_PEAK_LIMITS)
 def half_peak_size_check(thresholds, *, op: str, placement: str, placement_class: str, n_gpus: int, simulated: bool,
                          curve: list, hardware: dict | None = None) -> Verdict:
     """n½ — the size where busbw first reaches half the curve's peak — against its ceiling."""
@@ -90,5 +137,5 @@ def half_peak_size_check(thresholds, *, op: str, placement: str, placement_class
                  first=reading.first_size)
     what = (HALF_PEAK.judged("between", below=reading.below_size, **facts) if reading.below_size is not None
             else HALF_PEAK.judged("smallest", **facts))
-    v = within(what, placement, reading.size, limit, "size", "B")
+    v = within(what, placement, reading.size, limit, "B")
     return v.amended(details=asdict(reading))

@@ -9,11 +9,45 @@ type's `gpu_nic_path` makes it a failure, as its nic_ports and nic_rate do for t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from wirecheck.checks import check
+from wirecheck.checks.inventory import PROFILES
 from wirecheck.checks.words import Words
 from wirecheck.node.network import RDMA_KINDS, nearest_nic
 from wirecheck.node.topology import PCIE_LEVELS
 from wirecheck.core.verdict import FAIL, PASS, WARN, Verdict, expect, no_problems, skip
+from wirecheck.thresholds.declared import Rule
+from wirecheck.thresholds.fields import Nested, Share, Source, Word, spec
+
+
+@dataclass(frozen=True)
+class LineRateShare:
+    WHAT = "efficiency and source"
+    # the share of the NICs' line rate a multi-node busbw must reach (the network class's derived floor)
+    efficiency: float = spec(Share('"80 %"', "a floor cannot exceed the line rate; write at most 100 %", positive=False))
+    source: str = spec(Source())
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class NicPath:
+    WHAT = "GPU-to-NIC path limit"
+    max: str = spec(Word(words=PCIE_LEVELS), "PXB")  # the farthest topo -m path from a GPU to its nearest NIC, no warning
+    source: str = spec(Source())
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class NetworkLimits:
+    """Multi-node collectives and the node's NICs (wirecheck.fleet.multinode, tests/test_network.py)."""
+
+    WHAT = "network limits"
+    derived_floor: LineRateShare = spec(Nested('{efficiency: "80 %", source: ...}', LineRateShare))
+    gpu_nic_path: NicPath = spec(Nested("{max: PXB, source: ...}", NicPath))
+
+
+NETWORK = Rule("network", NetworkLimits, '{derived_floor: {efficiency: "80 %", source: ...}, gpu_nic_path: {max: PXB, source: ...}}')
 
 _NO_RDMA = ("no InfiniBand/RoCE port under /sys/class/infiniband: multi-node traffic would use TCP sockets (NCCL's "
             "Socket transport); nothing to judge")
@@ -76,7 +110,7 @@ def nic_ports_up(thresholds, *, ports: list) -> Verdict:
                        intro=PORTS_UP.said("not_up", down=len(down), ports=len(rdma)))
 
 
-@check("nic_rate", words=RATE)
+@check("nic_rate", words=RATE, limits=(PROFILES,))
 def nic_rate(thresholds, *, ports: list, profile: str | None) -> Verdict:
     """Every active InfiniBand/RoCE port at one rate (a port trained down stands out), and at the
     profile's rate when it gives one."""
@@ -100,7 +134,7 @@ def nic_rate(thresholds, *, ports: list, profile: str | None) -> Verdict:
     return expect(what, None, _gbps(distinct[0]), RATE.said("one_rate"), True, "", unit="Gb/s")
 
 
-@check("nic_count", words=COUNT)
+@check("nic_count", words=COUNT, limits=(PROFILES,))
 def nic_count(thresholds, *, ports: list, profile: str | None) -> Verdict:
     """As many InfiniBand/RoCE ports as the profile expects (up or not: a missing one is a card or driver)."""
     what = COUNT.judged()
@@ -113,7 +147,7 @@ def nic_count(thresholds, *, ports: list, profile: str | None) -> Verdict:
                   unit="ports")
 
 
-@check("gpu_nic_affinity", words=AFFINITY)
+@check("gpu_nic_affinity", words=AFFINITY, limits=(PROFILES, NETWORK))
 def gpu_nic_affinity(thresholds, *, gpu: int, paths: dict, source: str, profile: str | None = None) -> Verdict:
     """The GPU reaches a NIC through at most `network.gpu_nic_path.max` (PIX/PXB: under PCIe switches).
     Farther (PHB, NODE, SYS) warns (the verdict is ok, its outcome `warn`), naming the GPU and its nearest NIC. A profile with
@@ -129,10 +163,10 @@ def gpu_nic_affinity(thresholds, *, gpu: int, paths: dict, source: str, profile:
     if nearest is None:
         return skip(what, where, AFFINITY.said("no_columns", source=source))
     nic, code = nearest
-    rule = thresholds.network
-    allowed = PCIE_LEVELS.index(code) <= PCIE_LEVELS.index(rule.gpu_nic_max_path)
-    v = Verdict("", what, where, PASS if allowed else WARN, measured=code, limit={"max": rule.gpu_nic_max_path},
-                bound="ceiling", source=rule.gpu_nic_source, yaml_path=rule.gpu_nic_yaml_path,
+    rule = thresholds.network.gpu_nic_path
+    allowed = PCIE_LEVELS.index(code) <= PCIE_LEVELS.index(rule.max)
+    v = Verdict("", what, where, PASS if allowed else WARN, measured=code, limit={"max": rule.max},
+                bound="ceiling", source=rule.source, yaml_path=rule.yaml_path,
                 note=AFFINITY.said("through", nic=nic, code=code, source=source), hint=AFFINITY.said("crosses"))
     # details["warning"]: the fleet report lists a node's warnings by it
     return v if allowed else v.amended(details={"warning": v.message})

@@ -6,6 +6,7 @@ Inputs use GPU indices (NVML's numbering, as in the test ids), never positions.
 from __future__ import annotations
 
 from wirecheck.checks import check
+from wirecheck.checks.inventory import PROFILES
 from wirecheck.checks.words import Words
 from wirecheck.core.verdict import Verdict, expect, no_problems, skip
 
@@ -56,7 +57,7 @@ def nvlink_groups(thresholds, *, fabric: str, groups: list, nv: dict) -> Verdict
     return no_problems(GROUPS.judged(), None, problems, measured=groups, intro=GROUPS.said("uneven"))
 
 
-@check("nvlinks_per_gpu", words=LINKS)
+@check("nvlinks_per_gpu", words=LINKS, limits=(PROFILES,))
 def nvlinks_per_gpu(thresholds, *, gpu: int, bus_id: str | None, fabric: str, links: list | None,
                     nv_to_peers: dict, profile: str | None) -> Verdict:
     """Every NVLink of the GPU is up and it has as many as the fabric expects (18 to the
@@ -92,7 +93,7 @@ def nvlinks_per_gpu(thresholds, *, gpu: int, bus_id: str | None, fabric: str, li
                   LINKS.said("short", gpu=gpu, expected=expected, short=short), **cite)
 
 
-@check("nvlink_speed", words=SPEED)
+@check("nvlink_speed", words=SPEED, limits=(PROFILES,))
 def nvlink_speed(thresholds, *, gpu: int, speeds_mbps: dict, profile: str | None) -> Verdict:
     """All active links of the GPU run at one speed (and the profile's speed when given).
     `speeds_mbps`: {link index: MB/s} of the active links."""

@@ -8,16 +8,136 @@ Inputs are what the workers reported (per-rank losses, bytes, tokens/s), never a
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Mapping
 
 from wirecheck.checks import check
 from wirecheck.checks.words import Words
+from wirecheck.core.precision import NAMES as PRECISIONS
 from wirecheck.node.hardware import Hardware
+from wirecheck.thresholds.declared import Rule
+from wirecheck.thresholds.fields import Call, Count, Qty, Source, per_mode, spec
+from wirecheck.thresholds.limits import ANY, COUNT, Axis, Entry, Table, check_name
+from wirecheck.thresholds.yaml_reader import SOURCE_HINT, _At
 from wirecheck.training.memory_model import predict
 from wirecheck.training.timing import CEILING
 from wirecheck.core.verdict import Verdict, at_least, at_most, expect, no_problems, skip, within
+from wirecheck.vocab import strategies
+from wirecheck.vocab.placements import CLASSES, TRAINING_CLASSES
 
-GIB = 2**30
+
+# --- the limits the strategy checks read ------------------------------------------------------------------
+
+STRATEGY = Axis("strategy", lambda: strategies.NAMES, "strategy", "strategies are")
+MODEL = Axis("model", None, "GPU model")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    WHAT = "first_loss_max_rel_diff and source"
+    max_rel_diff: float = spec(Qty('"2 %"', "percent"), key="first_loss_max_rel_diff")  # a fraction
+    source: str = spec(Source())
+    yaml_path: str
+
+    @classmethod
+    def check(cls, v: dict, f: dict, at: _At) -> dict:
+        return {**v, "yaml_path": f["first_loss_max_rel_diff"].cite}
+
+
+@dataclass(frozen=True)
+class ModelStateLimits:
+    WHAT = "model-state tolerances"
+    max_rel_diff_from_model: float = spec(Qty('"10 %"', "percent"))
+    zero3_vs_fsdp_max_rel_diff: float = spec(Qty('"10 %"', "percent"))
+    source: str = spec(Source())
+    yaml_path: str
+
+
+def _per_strategy(at: _At) -> Mapping[str, float]:
+    f = at.fields("minimum slowdown per strategy", required={s: '"1.1 x"' for s in strategies.NAMES})
+    return MappingProxyType({s: f[s].quantity("ratio") for s in strategies.NAMES})
+
+
+@dataclass(frozen=True)
+class SlowWire:
+    WHAT = "slow-wire checks"
+    # ratio: NVLink tokens/s over forced_pcie tokens/s, per strategy (every strategy needs one: the loader says so)
+    min_slowdown_by_strategy: Mapping[str, float] = spec(Call('{ddp: "1.7 x", zero1: "1.1 x", ...}', _per_strategy),
+                                                         key="min_slowdown")
+    max_spread_ratio: float = spec(Qty('"1.0 x"', "ratio"))  # spread_slow <= spread_fast x this
+    source: str = spec(Source())
+    yaml_path: str
+
+    def min_slowdown(self, strategy: str) -> float:
+        check_name(strategy, strategies.NAMES, "strategy")
+        return self.min_slowdown_by_strategy[strategy]
+
+
+@dataclass(frozen=True)
+class Capacity:
+    WHAT = "capacity check settings"
+    model_state_target: float = spec(Qty('"110 %"', "percent", positive=True))  # of GPU memory, the DDP model state
+    steps: int = spec(Count(minimum=1), "2")
+    timeout_s: float = spec(Qty('"600 s"', "time", positive=True), key="timeout")
+    source: str = spec(Source())
+    yaml_path: str
+
+
+@dataclass(frozen=True)
+class PeakFlops:
+    """A GPU model's dense tensor-core peak for one precision, FLOP/s (the MFU denominator)."""
+
+    gpu_model: str
+    precision: str
+    flops: float
+    source: str
+    yaml_path: str
+
+
+def _peak_flops(at: _At) -> Mapping[tuple[str, str], PeakFlops]:
+    """gpu model name -> {precision: "989 TFLOP/s", source: ...}"""
+    table = {}
+    at.mapping("GPU model entries", allow_empty=False)
+    for gpu_model, entry_at in MODEL.read(at, "").items():
+        f = entry_at.fields("dense peak per precision", required={"source": SOURCE_HINT},
+                            optional={p: '"989 TFLOP/s"' for p in PRECISIONS})
+        precisions = [p for p in PRECISIONS if p in f]
+        if not precisions:
+            raise entry_at.error(f"{gpu_model!r} gives no peak", f"add one of {', '.join(PRECISIONS)}: \"989 TFLOP/s\"")
+        for p in precisions:
+            table[(gpu_model, p)] = PeakFlops(gpu_model, p, f[p].quantity("compute", positive=True), f["source"].source(),
+                                              f[p].cite)
+    return MappingProxyType(table)
+
+
+THROUGHPUT_ENTRY = Entry("throughput", ("min",), ("min",))
+SIMULATED_THROUGHPUT = Table("training.simulated_throughput_floors", (STRATEGY, COUNT), THROUGHPUT_ENTRY,
+                             "throughput floor", rule="simulated", example='{ddp: {any: {min: "1 tokens/s", source: ...}}}',
+                             cover=("strategy", 'add {name}: {{any: {{min: "1 tokens/s", source: ...}}}} (or "*")'))
+THROUGHPUT_FLOORS = Table("training.throughput_floors",
+                   (Axis("klass", lambda: CLASSES, "placement class", "throughput floors are keyed by placement class"),
+                    STRATEGY, COUNT), THROUGHPUT_ENTRY, "throughput floor", simulated=SIMULATED_THROUGHPUT,
+                   present=lambda: TRAINING_CLASSES, example='{nvswitch: {ddp: {any: {min: "20000 tokens/s", source: ...}}}, ...}',
+                   cover=("strategy", 'add {name}: {{any: {{min: "...", source: ...}}}} under each placement class'))
+PEAK_MEMORY_LIMITS = Table("training.peak_memory",
+                    (Axis("klass", lambda: CLASSES, "placement class", "peak_memory is keyed by placement class or `any`",
+                          extra=(ANY,)), STRATEGY), Entry("size", ("max",), ("max",)), "peak-memory limit",
+                    example='{any: {ddp: {max: "60 GiB", source: ...}}}',
+                    cover=("strategy", 'add any: {{{name}: {{max: "...", source: ...}}}}'))
+SIMULATED_SINGLE_GPU = Table("training.simulated_single_gpu_throughput_floor", (), THROUGHPUT_ENTRY, "throughput floor",
+                             rule="simulated", example='{min: "1 tokens/s", source: ...}')
+SINGLE_GPU_FLOORS = Table("training.single_gpu_throughput_floors", (MODEL,), THROUGHPUT_ENTRY, "throughput floor",
+                   simulated=SIMULATED_SINGLE_GPU, match_hardware=False,
+                   example='{"NVIDIA H200": {min: "38300 tokens/s", source: ...}}')
+AGREEMENT = Rule("training.agreement", per_mode(Tolerance, "agreement per mode", '{first_loss_max_rel_diff: "2 %", source: ...}',
+                                                '{first_loss_max_rel_diff: "0.1 %", source: ...}'),
+                 "{hardware: {...}, simulated: {...}}")
+MODEL_STATE_LIMITS = Rule("training.model_state", ModelStateLimits,
+                   '{max_rel_diff_from_model: "10 %", zero3_vs_fsdp_max_rel_diff: "10 %", source: ...}')
+SLOW_WIRE_LIMITS = Rule("training.slow_wire", SlowWire, '{min_slowdown: "1.05 x", max_spread_ratio: "1.5 x", source: ...}')
+CAPACITY_LIMITS = Rule("training.capacity", Capacity, '{model_state_target: "110 %", steps: 2, timeout: "600 s", source: ...}')
+PEAK_FLOPS = Rule("training.peak_flops", _peak_flops, '{"NVIDIA H200": {bf16: "989 TFLOP/s", source: ...}}')
 
 # What every training check says of a record measured on another workload, and of a step time not settled.
 _WORKLOAD = {"other_workload": "measured on another workload than {section} of {path} sets: {diffs}. Its limits do "
@@ -109,7 +229,7 @@ def steps_complete(thresholds, *, placement: str, strategy: str, losses_by_rank:
                        intro=STEPS.said("non_finite", strategy=strategy, placement=placement))
 
 
-@check("losses_agree", words=AGREE)
+@check("losses_agree", words=AGREE, limits=(AGREEMENT,))
 def losses_agree(thresholds, *, placement: str, strategy: str, reference: str, step: int, loss: float,
                  reference_loss: float, simulated: bool) -> Verdict:
     """Same seed, same data: loss `step` (1-based) matches the reference strategy's."""
@@ -122,7 +242,7 @@ def losses_agree(thresholds, *, placement: str, strategy: str, reference: str, s
                    rule="simulated" if simulated else "measured")
 
 
-@check("model_state", words=MODEL_STATE)
+@check("model_state", words=MODEL_STATE, limits=(MODEL_STATE_LIMITS,))
 def model_state(thresholds, *, placement: str, strategy: str, n_params: int, n_gpus: int, precision: str,
                 measured_bytes: int, per_rank: list, simulated: bool) -> Verdict:
     """Parameters + gradients + optimizer state held per GPU (local shards only) within
@@ -168,7 +288,7 @@ def _with(verdict: Verdict, **details) -> Verdict:
 STAIRCASE = ("ddp", "zero1", "zero2", "zero3")
 
 
-@check("staircase", words=STAIRCASE_WORDS)
+@check("staircase", words=STAIRCASE_WORDS, limits=(MODEL_STATE_LIMITS,))
 def staircase(thresholds, *, placement: str, n_gpus: int, n_params: int, precision: str, state_bytes: dict,
               simulated: bool) -> Verdict:
     """Model state per GPU: DDP >= ZeRO-1 >= ZeRO-2 >= ZeRO-3 ~ FSDP."""
@@ -193,7 +313,7 @@ def staircase(thresholds, *, placement: str, n_gpus: int, n_params: int, precisi
                        source=tol.source if broken else None, yaml_path=tol.yaml_path if broken else None)
 
 
-@check("peak_memory", words=PEAK_MEMORY)
+@check("peak_memory", words=PEAK_MEMORY, limits=(PEAK_MEMORY_LIMITS,))
 def peak_memory(thresholds, *, placement: str, placement_class: str, strategy: str, peak_bytes: int | None,
                 simulated: bool, workload: dict | None = None) -> Verdict:
     """Peak allocated GPU memory per rank within the limit for this strategy."""
@@ -207,10 +327,10 @@ def peak_memory(thresholds, *, placement: str, placement_class: str, strategy: s
     if limit is None:
         return skip(what, placement, PEAK_MEMORY.said("no_limit", klass=placement_class, strategy=strategy,
                                                       path=thresholds.path))
-    return within(what, placement, peak_bytes, limit, "memory", "GiB", scale=1 / GIB)
+    return within(what, placement, peak_bytes, limit, "GiB", fmt="memory")
 
 
-@check("throughput", words=THROUGHPUT)
+@check("throughput", words=THROUGHPUT, limits=(THROUGHPUT_FLOORS, SIMULATED_THROUGHPUT, PEAK_FLOPS))
 def throughput(thresholds, *, placement: str, placement_class: str, strategy: str, n_gpus: int,
                tokens_per_s: float, simulated: bool, workload: dict | None = None,
                median: dict | None = None, hardware: dict | None = None) -> Verdict:
@@ -227,10 +347,10 @@ def throughput(thresholds, *, placement: str, placement_class: str, strategy: st
         return skip(what, placement, THROUGHPUT.said("no_limit", klass=placement_class, strategy=strategy,
                                                      n_gpus=n_gpus, path=thresholds.path,
                                                      why=THROUGHPUT.said("why", why=why) if why else ""))
-    return within(what, placement, tokens_per_s, limit, "throughput", "tokens/s", hint=_median_hint(THROUGHPUT, median))
+    return within(what, placement, tokens_per_s, limit, "tokens/s", hint=_median_hint(THROUGHPUT, median))
 
 
-@check("single_gpu_training", words=SINGLE_GPU)
+@check("single_gpu_training", words=SINGLE_GPU, limits=(SINGLE_GPU_FLOORS, SIMULATED_SINGLE_GPU))
 def single_gpu_training(thresholds, *, placement: str, gpu_model: str | None, tokens_per_s: float, losses: list,
                         simulated: bool, workload: dict | None = None, median: dict | None = None,
                         mfu: float | None = None) -> Verdict:
@@ -251,11 +371,11 @@ def single_gpu_training(thresholds, *, placement: str, gpu_model: str | None, to
                                                      tokens=tokens_per_s, mfu=f"; {shown}" if shown else ""),
                     measured=tokens_per_s, unit="tokens/s")
     hint = "; ".join(h for h in (_median_hint(SINGLE_GPU, median), SINGLE_GPU.said("alone")) if h)
-    return within(what, placement, tokens_per_s, limit, "throughput", "tokens/s", hint=hint, note=shown,
+    return within(what, placement, tokens_per_s, limit, "tokens/s", hint=hint, note=shown,
                   details={"gpu_model": gpu_model, "mfu": mfu})
 
 
-@check("slow_wire", words=SLOW_WIRE)
+@check("slow_wire", words=SLOW_WIRE, limits=(SLOW_WIRE_LIMITS,))
 def slow_wire(thresholds, *, placement: str, nvlink_placement: str, strategy: str, nvlink_tokens_per_s: float,
               host_path_tokens_per_s: float, workload: dict | None = None) -> Verdict:
     """On the host path each strategy is slower than on NVLink with the same GPUs, by at least its floor."""
@@ -270,7 +390,7 @@ def slow_wire(thresholds, *, placement: str, nvlink_placement: str, strategy: st
                     f"{rule.yaml_path}.min_slowdown.{strategy}", rule="measured")
 
 
-@check("dial_flattens", words=DIAL)
+@check("dial_flattens", words=DIAL, limits=(SLOW_WIRE_LIMITS,))
 def dial_flattens(thresholds, *, placement: str, nvlink_placement: str, nvlink_tokens_per_s: dict,
                   host_path_tokens_per_s: dict, workload: dict | None = None) -> Verdict:
     """The strategy spread on the slow wire stays within max_spread_ratio of the spread on NVLink:
@@ -289,7 +409,7 @@ def dial_flattens(thresholds, *, placement: str, nvlink_placement: str, nvlink_t
                    fmt="ratio", rule="measured")
 
 
-@check("capacity", words=CAPACITY)
+@check("capacity", words=CAPACITY, limits=(CAPACITY_LIMITS,))
 def capacity(thresholds, *, placement: str, strategy: str, expected: str, outcome: str, n_params: float,
              gpu_memory_bytes: int, error: str | None) -> Verdict:
     """A model whose DDP state exceeds one GPU: DDP must stop with a clean out-of-memory, FSDP must train."""

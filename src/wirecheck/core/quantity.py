@@ -159,6 +159,38 @@ def parse_quantity(text: object, kind: str, where: str) -> float:
     return value * units[unit]
 
 
+class Quantity(float):
+    """A value read with its unit, kept typed: a float in the base unit of its `kind` (bytes/s, seconds, a
+    fraction ...) that says what it is, from the thresholds file to the tables and verdicts that show it. It
+    computes and compares as the float it is (arithmetic gives plain floats); `to(unit)` converts by the
+    unit's name and `text()` writes it as messages do, so no caller multiplies by a factor of its own."""
+
+    __slots__ = ("kind",)
+
+    def __new__(cls, value: float, kind: str) -> "Quantity":
+        q = super().__new__(cls, value)
+        q.kind = _base_kind(kind)
+        return q
+
+    def __reduce__(self):
+        return Quantity, (float(self), self.kind)
+
+    def to(self, unit: str) -> float:
+        """The value in `unit` ("GB/s", "µs", "MiB", "%"): a plain float."""
+        units = UNITS[self.kind]
+        if unit not in units:
+            raise ValueError(f"{unit!r} is no unit of {NOUNS[self.kind]} ({', '.join(units)})")
+        return float(self) * (1.0 / units[unit])  # as `x * 1e-9`, the way the recorded figures were always made
+
+    def text(self) -> str:
+        return format_quantity(self, self.kind)
+
+
+def in_unit(value: float | None, unit: str) -> float | None:
+    """A typed value (`Quantity`) in `unit`; None stays None."""
+    return None if value is None else value.to(unit)
+
+
 # A run's length as operators type it on a command line: "4h", "30min", "90 s", "5m", "1h30m", "2d". One
 # part is any time unit above or one of these words; several parts add up ("1h 30min").
 _DURATION_UNITS = {

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from wirecheck.core import failure_codes, problems, render
+from wirecheck.core.quantity import KIND_ALIASES, UNITS
 
 # warn: nothing failed but the check has something to say (a GPU far from every NIC); it passes the
 # test and the run, never drains a node, and is counted and shown apart from the passes.
@@ -134,14 +135,17 @@ def not_measured(what: str, where: str | None, error: str | None, **extra: Any) 
     return Verdict("", what, where, FAIL, details=details, problem=problems.NOT_MEASURED, **extra)
 
 
-def within(what: str, where: str | None, value: float, limit, fmt: str, unit: str, scale: float = 1.0,
+def within(what: str, where: str | None, value: float, limit, unit: str, fmt: str | None = None,
            hint: str = "", **extra: Any) -> Verdict:
-    """`value` inside [limit.min, limit.max] (either may be None). `scale` converts base units
-    (bytes/s) to the recorded unit (GB/s); `fmt` names the display format (render.FORMATS)."""
+    """`value` (base units: bytes/s) inside [limit.min, limit.max] (typed: wirecheck.core.quantity.Quantity;
+    either may be None), both recorded in `unit` (GB/s); `fmt` names the display format (render.FORMATS),
+    by default the limit's quantity kind."""
     failed = ((limit.min is not None and value < limit.min) or (limit.max is not None and value > limit.max))
+    fmt = fmt or limit.kind
+    scale = 1.0 / UNITS[KIND_ALIASES.get("memory" if fmt == "memory" else fmt, fmt)][unit]
     bounds = {"min": limit.min, "max": limit.max}
     return Verdict("", what, where, FAIL if failed else PASS, measured=value * scale, unit=unit,
-                   limit={k: (v * scale if v is not None else None) for k, v in bounds.items()}, fmt=fmt,
+                   limit={k: (v.to(unit) if v is not None else None) for k, v in bounds.items()}, fmt=fmt,
                    bound="range" if limit.min is not None and limit.max is not None else
                    "floor" if limit.min is not None else "ceiling",
                    source=limit.source, yaml_path=limit.yaml_path, rule=getattr(limit, "rule", None),

@@ -77,7 +77,7 @@ class Hardware:
         return gpu_arch.memory_peak(self.mem_bus_width, self.mem_clock_max_mhz)
 
     def pcie_peak(self) -> tuple[float | None, str]:
-        # Kept here (not in thresholds.copy_limits) so node-level code needs no thresholds import.
+        # Kept here (not with the copy checks) so node-level code needs no thresholds import.
         lane = PCIE_LANE_BYTES_PER_S.get(self.pcie_gen or 0)
         if not lane or not self.pcie_width:
             return None, "no PCIe peak: NVML gave no PCIe generation or width"

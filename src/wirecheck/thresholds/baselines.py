@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wirecheck.thresholds import declared
+from wirecheck.thresholds.fields import Call, Count, Items, Nested, Qty, Raw, Source, Word, spec
+from wirecheck.thresholds.yaml_reader import _At
 from wirecheck.vocab import ops, strategies
-from wirecheck.thresholds.yaml_reader import SOURCE_HINT, ThresholdsError, _At
 
 # The short names a history figures list may hold (as wirecheck.records.figures names them): the GPU figures,
 # host copies, a collective op (busbw at the floor size), a strategy, one GPU alone.
@@ -28,6 +29,29 @@ def history_figures() -> tuple[str, ...]:
     return tuple(declared.floors()) + OTHER_HISTORY_FIGURES
 
 
+
+def _margin(example: str) -> Qty:
+    return Qty(example, "percent", below=(1.0, False, "must be at least 0 % and below 100 %", "write e.g. {example}"))
+
+
+def _false_alarms(at: _At) -> float:
+    """The share of clean runs a bound may fail (its one-sided level): above 0 % and below 50 %."""
+    value = _margin('"1 %"')(at)
+    if not 0 < value < 0.5:
+        raise at.error("must lie above 0 % and below 50 %", 'write e.g. "1 %"')
+    return value
+
+
+FALSE_ALARMS = Call('"1 %"', _false_alarms)
+
+
+def _either(v: dict, at: _At, what: str) -> None:
+    """A rule from the readings' own noise (false_alarms) or, in a file written before it, from mad_k."""
+    if v.get("false_alarms") is None and v.get("mad_k") is None:
+        raise at.error("has neither false_alarms nor mad_k", f'add false_alarms: "1 %" (the {what} own noise at that '
+                                                              "false-alarm rate)")
+
+
 @dataclass(frozen=True)
 class CalibrationRule:
     """floor = lowest x (1 - max(min_margin, factor x noise)): noise the readings' own (the larger of their
@@ -37,15 +61,22 @@ class CalibrationRule:
     keeps its rule: min(lowest x (1 - min_margin), median x (1 - mad_k x spread)). A ceiling (latency)
     mirrors it and is refused more than max_above_median above."""
 
-    min_runs: int
-    tight_runs: int  # runs after which more runs move the spread little (said when fewer were given)
-    mad_k: float | None
-    min_margin: float
-    max_below_median: float
-    max_above_median: float
-    source: str
+    WHAT = "calibration rule"
+    min_runs: int = spec(Count(minimum=3), "3")  # a median and a spread need three values at least
+    tight_runs: int = spec(Raw("10"))  # runs after which more runs move the spread little (said when fewer were given)
+    min_margin: float = spec(_margin('"1 %"'))
+    max_below_median: float = spec(_margin('"10 %"'))
+    max_above_median: float = spec(Qty('"50 %"', "percent", positive=True))
+    source: str = spec(Source())
     yaml_path: str
-    false_alarms: float | None = None
+    false_alarms: float | None = spec(FALSE_ALARMS, default=None)
+    mad_k: float | None = spec(Qty('"3 x"', "ratio"), default=None)
+
+    @classmethod
+    def check(cls, v: dict, f: dict, at: _At) -> dict:
+        _either(v, at, "readings'")
+        v["tight_runs"] = f["tight_runs"].count(minimum=v["min_runs"])
+        return v
 
 
 @dataclass(frozen=True)
@@ -58,21 +89,42 @@ class DriftRule:
     Fewer than `baseline` + `min_after` runs: said, not judged; a noise whose `noise_k` multiple is wider
     than history.max_margin: said too noisy, not judged."""
 
-    runs: int
-    baseline: int
-    min_after: int
-    k: float
-    h: float
-    min_noise: float
-    noise_k: float
-    warn_at: float
-    fail_at: float
-    source: str
+    WHAT = "drift rule"
+    runs: int = spec(Raw("30"))
+    baseline: int = spec(Count(minimum=3), "8")  # a median and a spread need three runs
+    min_after: int = spec(Count(minimum=1), "3")
+    k: float = spec(Qty('"0.5 x"', "ratio"))
+    h: float = spec(Qty('"5 x"', "ratio", positive=True))
+    min_noise: float = spec(_margin('"0.1 %"'))
+    noise_k: float = spec(Qty('"3 x"', "ratio", positive=True))
+    warn_at: float = spec(_margin('"1 %"'))
+    fail_at: float = spec(_margin('"3 %"'))
+    source: str = spec(Source())
     yaml_path: str
+
+    @classmethod
+    def check(cls, v: dict, f: dict, at: _At) -> dict:
+        v["runs"] = f["runs"].count(minimum=v["baseline"] + v["min_after"])
+        if v["warn_at"] > v["fail_at"]:
+            raise f["warn_at"].error("is above fail_at", "warn at a smaller loss than the one that fails")
+        return v
 
     def bounds(self, noise: float) -> tuple[float, float]:
         """(the loss it warns from, the loss it fails from) for a series of this relative noise."""
         return max(self.warn_at, self.noise_k * noise), max(self.fail_at, self.noise_k * noise)
+
+
+def _min_margins(at: _At) -> tuple:
+    """figure -> its own least margin: ((figure, margin), ...), each a figure the history rule knows."""
+    at.mapping("figure -> its least margin", allow_empty=False)
+    margins = []
+    for name in at.value:
+        at_name = at.child(name)
+        if name not in history_figures():
+            raise at_name.error(f"{name!r} is no figure the history rule knows",
+                                f"give a least margin to one of: {', '.join(history_figures())}")
+        margins.append((str(name), at_name, _margin('"4 %"')(at_name)))
+    return tuple(margins)
 
 
 @dataclass(frozen=True)
@@ -84,109 +136,37 @@ class HistoryRule:
     bound (no `false_alarms`) keeps its rule: factor `mad_k`, noise the scaled MAD. Fewer than `min_runs`
     earlier runs: said, not judged; a margin wider than max_margin: said, not judged."""
 
-    runs: int  # K: the last runs compared with
-    min_runs: int
-    mad_k: float | None
-    min_margin: float
-    max_margin: float
-    figures: tuple[str, ...]
-    source: str
+    WHAT = "history rule"
+    runs: int = spec(Raw("10"))  # K: the last runs compared with
+    min_runs: int = spec(Count(minimum=3), "3")
+    min_margin: float = spec(_margin('"0.5 %"'))
+    max_margin: float = spec(_margin('"10 %"'))
+    figures: tuple[str, ...] = spec(Items(
+        "[hbm_copy, hbm_read, sustained_bf16, gemm_fp8, h2d, d2h, all_reduce, ddp, single_gpu_throughput]",
+        Word(words=lambda: history_figures()), "expected a list of figure names",
+        lambda: f"write e.g. [hbm_copy, sustained_bf16]; known: {', '.join(history_figures())}", non_empty=True))
+    source: str = spec(Source())
     yaml_path: str
-    false_alarms: float | None = None  # the share of clean runs the bound may fail (its one-sided level)
-    drift: DriftRule | None = None  # the trend rule over the same figures (None: a file older than it)
+    false_alarms: float | None = spec(FALSE_ALARMS, default=None)  # the share of clean runs the bound may fail
+    mad_k: float | None = spec(Qty('"3 x"', "ratio"), default=None)
     # figure -> its own least margin, over min_margin: a figure whose recorded noise has a tail the few runs of
     # one history cannot show (host copies: one run in twelve 4 % low) keeps its false alarms under the rate
-    min_margins: tuple = ()
+    min_margins: tuple = spec(Call('{h2d: "4 %"}', _min_margins), default=())
+    drift: DriftRule | None = spec(Nested('{runs: 30, baseline: 8, min_after: 3, k: "0.5 x", h: "5 x", ...}', DriftRule),
+                                   default=None)  # the trend rule over the same figures (None: a file older than it)
+
+    @classmethod
+    def check(cls, v: dict, f: dict, at: _At) -> dict:
+        _either(v, at, "runs'")
+        v["runs"] = f["runs"].count(minimum=v["min_runs"])
+        if v["min_margin"] > v["max_margin"]:
+            raise f["min_margin"].error("is above max_margin", "no figure could be judged; lower min_margin")
+        if "min_margins" in v:
+            for _, at_name, value in v["min_margins"]:
+                if value > v["max_margin"]:
+                    raise at_name.error("is above max_margin", "that figure could never be judged; lower it")
+            v["min_margins"] = tuple((name, value) for name, _, value in v["min_margins"])
+        return v
 
     def least_margin(self, figure: str | None) -> float:
         return max([self.min_margin] + [m for name, m in self.min_margins if name == figure])
-
-
-def _fraction(at: _At, example: str) -> float:
-    value = at.quantity("percent")
-    if not 0 <= value < 1:
-        raise at.error("must be at least 0 % and below 100 %", f"write e.g. {example}")
-    return value
-
-
-def _false_alarms(f: dict) -> float | None:
-    if "false_alarms" not in f:
-        return None
-    value = _fraction(f["false_alarms"], '"1 %"')
-    if not 0 < value < 0.5:
-        raise f["false_alarms"].error("must lie above 0 % and below 50 %", 'write e.g. "1 %"')
-    return value
-
-
-def parse_calibration(at: _At) -> CalibrationRule:
-    f = at.fields("calibration rule", required={
-        "min_runs": "3", "tight_runs": "10", "min_margin": '"1 %"', "max_below_median": '"10 %"',
-        "max_above_median": '"50 %"', "source": SOURCE_HINT}, optional={"false_alarms": '"1 %"', "mad_k": '"3 x"'})
-    if "false_alarms" not in f and "mad_k" not in f:
-        raise at.error("has neither false_alarms nor mad_k", 'add false_alarms: "1 %" (the margin from the readings\' '
-                                                              'own noise at that false-alarm rate)')
-    min_runs = f["min_runs"].count(minimum=3)  # a median and a spread need three values at least
-    return CalibrationRule(min_runs, f["tight_runs"].count(minimum=min_runs),
-                           f["mad_k"].quantity("ratio") if "mad_k" in f else None,
-                           _fraction(f["min_margin"], '"1 %"'), _fraction(f["max_below_median"], '"10 %"'),
-                           f["max_above_median"].quantity("percent", positive=True), f["source"].source(), at.cite,
-                           _false_alarms(f))
-
-
-def parse_drift(at: _At) -> DriftRule:
-    f = at.fields("drift rule", required={
-        "runs": "30", "baseline": "8", "min_after": "3", "k": '"0.5 x"', "h": '"5 x"', "min_noise": '"0.1 %"',
-        "noise_k": '"3 x"', "warn_at": '"1 %"', "fail_at": '"3 %"', "source": SOURCE_HINT})
-    baseline = f["baseline"].count(minimum=3)  # a median and a spread need three runs
-    min_after = f["min_after"].count(minimum=1)
-    runs = f["runs"].count(minimum=baseline + min_after)
-    warn_at, fail_at = _fraction(f["warn_at"], '"1 %"'), _fraction(f["fail_at"], '"3 %"')
-    if warn_at > fail_at:
-        raise f["warn_at"].error("is above fail_at", "warn at a smaller loss than the one that fails")
-    return DriftRule(runs, baseline, min_after, f["k"].quantity("ratio"), f["h"].quantity("ratio", positive=True),
-                     _fraction(f["min_noise"], '"0.1 %"'), f["noise_k"].quantity("ratio", positive=True), warn_at,
-                     fail_at, f["source"].source(), at.cite)
-
-
-def parse_history(at: _At) -> HistoryRule:
-    f = at.fields("history rule", required={
-        "runs": "10", "min_runs": "3", "min_margin": '"0.5 %"', "max_margin": '"10 %"',
-        "figures": "[hbm_copy, hbm_read, sustained_bf16, gemm_fp8, h2d, d2h, all_reduce, ddp, single_gpu_throughput]",
-        "source": SOURCE_HINT}, optional={"false_alarms": '"1 %"', "mad_k": '"3 x"', "min_margins": '{h2d: "4 %"}',
-                                          "drift": '{runs: 30, baseline: 8, min_after: 3, k: "0.5 x", h: "5 x", ...}'})
-    if "false_alarms" not in f and "mad_k" not in f:
-        raise at.error("has neither false_alarms nor mad_k", 'add false_alarms: "1 %" (the bound from the runs\' '
-                                                              'own noise at that false-alarm rate)')
-    min_runs = f["min_runs"].count(minimum=3)
-    runs = f["runs"].count(minimum=min_runs)
-    names = f["figures"].value
-    if not isinstance(names, list) or not names:
-        raise f["figures"].error("expected a list of figure names", f"write e.g. [hbm_copy, sustained_bf16]; known: "
-                                                                     f"{', '.join(history_figures())}")
-    for i, name in enumerate(names):
-        _At(f["figures"].file, f["figures"].path[:-1] + (f"figures[{i}]",), name, f["figures"].line).choice(
-            history_figures())
-    low, high = _fraction(f["min_margin"], '"0.5 %"'), _fraction(f["max_margin"], '"10 %"')
-    if low > high:
-        raise f["min_margin"].error("is above max_margin", "no figure could be judged; lower min_margin")
-    false_alarms = _false_alarms(f)
-    margins: list = []
-    if "min_margins" in f:
-        f["min_margins"].mapping("figure -> its least margin", allow_empty=False)
-        for name in f["min_margins"].value:
-            at_name = f["min_margins"].child(name)
-            if name not in history_figures():
-                raise at_name.error(f"{name!r} is no figure the history rule knows",
-                                    f"give a least margin to one of: {', '.join(history_figures())}")
-            value = _fraction(at_name, '"4 %"')
-            if value > high:
-                raise at_name.error("is above max_margin", "that figure could never be judged; lower it")
-            margins.append((str(name), value))
-    return HistoryRule(runs, min_runs, f["mad_k"].quantity("ratio") if "mad_k" in f else None, low, high,
-                       tuple(names), f["source"].source(), at.cite, false_alarms,
-                       parse_drift(f["drift"]) if "drift" in f else None, tuple(margins))
-
-
-def missing(path, section: str) -> ThresholdsError:
-    return ThresholdsError(f"{path}: has no `{section}:` section (a file older than that rule); copy it from the "
-                           "thresholds.yaml shipped with wirecheck, or start the file with `extends: wirecheck`")

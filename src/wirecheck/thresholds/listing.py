@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from wirecheck.core.levels import ACCEPTANCE, BURN_IN, QUICK, check_level
+from wirecheck.core.quantity import Quantity, in_unit
 from wirecheck.vocab.ops import OPS, all_axes
 from wirecheck.node.hardware import Hardware
 from wirecheck.node.placement import CLASS_PAIR, COLLECTIVE_CLASSES, TRAINING_CLASSES, enumerate_placements, link_ceiling
@@ -24,9 +25,8 @@ from wirecheck.core.resolution import Resolution
 from wirecheck.thresholds import declared, sensitivity
 from wirecheck.vocab import strategies
 
-# The recorded unit per quantity kind and its factor from base units (as the verdicts record them).
-UNITS = {"bandwidth": ("GB/s", 1e-9), "compute": ("TFLOP/s", 1e-12), "time": ("µs", 1e6), "size": ("MiB", 2.0**-20),
-         "throughput": ("tokens/s", 1.0), "percent": ("%", 100.0)}
+# The unit each quantity kind is shown in (as the verdicts record it); the limits stay typed (Quantity) until shown.
+UNITS = {"bandwidth": "GB/s", "compute": "TFLOP/s", "time": "µs", "size": "MiB", "throughput": "tokens/s", "percent": "%"}
 
 
 def figure_checks() -> dict[str, tuple[str, str]]:
@@ -52,8 +52,8 @@ LEVEL_CHECKS = {
 class Row:
     check: str
     where: str
-    min: float | None  # in `unit`
-    max: float | None
+    min: Quantity | None  # typed, in base units; shown in `unit`
+    max: Quantity | None
     unit: str
     rule: str | None  # None: not judged (the source says why)
     source: str
@@ -69,13 +69,17 @@ class Row:
     def judged(self) -> bool:
         return self.rule is not None
 
+    def shown(self, bound: str) -> float | None:
+        """`min` or `max` in the row's unit."""
+        return in_unit(getattr(self, bound), self.unit)
+
     def as_json(self) -> dict:
-        return {**asdict(self), "judged": self.judged}
+        return {**asdict(self), "min": self.shown("min"), "max": self.shown("max"), "judged": self.judged}
 
 
 def _resolution(limit, rule: str | None, key: str | None) -> dict | None:
     """A bound's resolution: what its calibrated entry states, else what the recorded noise measured."""
-    stated = getattr(limit, "resolution", None) if limit is not None else None
+    stated = limit.resolution if limit is not None else None
     if stated and "step" in stated:
         return Resolution(stated["step"], stated.get("false_alarms", 0.0), "as calibrated").as_dict()
     found = sensitivity.measured(key, rule) if key and rule else None
@@ -85,14 +89,11 @@ def _resolution(limit, rule: str | None, key: str | None) -> dict | None:
 def _row(check: str, where: str, limit, kind: str, why: str, key: str | None = None) -> Row:
     """`key`: the thresholds key of the figure's floor (records.figures.Figure.yaml_path), whose measured
     resolution the row shows."""
-    unit, scale = UNITS[kind]
+    unit = UNITS[kind]
     if limit is None:
         return Row(check, where, None, None, unit, None, why or f"no {check} limit for {where} in the file", None)
-    rule = getattr(limit, "rule", "measured")
-    return Row(check, where, limit.min * scale if limit.min is not None else None,
-               limit.max * scale if limit.max is not None else None, unit, rule,
-               limit.source, limit.yaml_path, dict(limit.hardware) if getattr(limit, "hardware", None) else None,
-               _resolution(limit, rule, key), key=key)
+    return Row(check, where, limit.min, limit.max, unit, limit.rule, limit.source, limit.yaml_path,
+               dict(limit.hardware) if limit.hardware else None, _resolution(limit, limit.rule, key), key=key)
 
 
 def node_limits(thresholds, topology: Topology, hardware: Hardware | None, level: str = ACCEPTANCE,
@@ -242,7 +243,7 @@ def _bound(r: Row) -> str:
         return "not judged"
     if r.bound_text:
         return r.bound_text
-    parts = ([f">= {_num(r.min)}"] if r.min is not None else []) + ([f"<= {_num(r.max)}"] if r.max is not None else [])
+    parts = [f"{op} {_num(r.shown(bound))}" for op, bound in ((">=", "min"), ("<=", "max")) if getattr(r, bound) is not None]
     return " and ".join(parts) + f" {r.unit}" if parts else "-"
 
 

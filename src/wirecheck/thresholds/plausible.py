@@ -28,8 +28,7 @@ from wirecheck.node.placement import (CLASS_CROSS_QUAD, CLASS_FORCED_PCIE, CLASS
                                       CLASS_PCIE, enumerate_placements)
 from wirecheck.node.profile_topology import from_profile as profile_topology
 from wirecheck.node.wire import wire_peak
-from wirecheck.thresholds import declared
-from wirecheck.thresholds.tables import ANY, describe_hardware
+from wirecheck.thresholds.limits import ANY, describe_hardware
 from wirecheck.thresholds.yaml_reader import _At
 
 PCIE_PATH_CLASSES = (CLASS_PCIE, CLASS_CROSS_QUAD, CLASS_FORCED_PCIE)
@@ -175,10 +174,11 @@ def check_copies(at: _At, floors: Mapping[tuple[str, str], Any]) -> None:
                           limit.hardware)
 
 
-def check_gpu_floors(at: _At, floors: Mapping[tuple[str, str], Any], models: Mapping[str, Hardware]) -> None:
+def check_gpu_floors(at: _At, floors: Mapping[tuple[str, str], Any], models: Mapping[str, Hardware],
+                     peaks: Mapping[str, str | None]) -> None:
     """gpu_health.floors: against the model's own peaks where a profile describes it, else the largest
-    (the figures whose declared floor names a peak: a share such as a utilization has none)."""
-    peaks = {figure: floor.peak for figure, floor in declared.floors().items()}
+    (`peaks`: figure -> the peak its declared floor names, "memory" or a math dtype; a share such as a
+    utilization has none)."""
     for (model, figure), limit in floors.items():
         if not peaks.get(figure):
             continue

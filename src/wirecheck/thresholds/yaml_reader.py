@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from wirecheck.core.quantity import QuantityError, parse_quantity
+from wirecheck.core.quantity import Quantity, QuantityError, parse_quantity
 
 SOURCE_HINT = '"<where the number came from: a measurement (machine, date), the article, or guess: ...>"'
 
@@ -315,7 +315,8 @@ class _At:
             raise self.error(f"expected where the number came from, got {_describe(self.value)}", f"write source: {SOURCE_HINT}")
         return self.value.strip()
 
-    def quantity(self, kind: str, positive: bool = False) -> float:
+    def quantity(self, kind: str, positive: bool = False) -> Quantity:
+        """The value as a quantity of `kind` (typed: it says its kind wherever it goes)."""
         _trace(self.path, "quantity", kind)
         try:
             value = parse_quantity(self.value, kind, where=f"{self.file}: {self.yaml_path}")
@@ -323,7 +324,7 @@ class _At:
             raise ThresholdsError(str(exc) + (f" (line {self.line})" if self.line else "")) from None
         if positive and value <= 0:
             raise self.error(f'"{self.value}" must be above zero', f"write a positive {kind}")
-        return value
+        return Quantity(value, kind)
 
     def keyed(self, known: tuple[str, ...], what: str, fix: str) -> dict[str, _At]:
         """Children of an open mapping whose keys must come from `known` (classes, ops, strategies).
