@@ -14,6 +14,7 @@ import pytest
 
 from fake_ras import FakeRas, free_port, sample
 from wirecheck import checks
+from wirecheck.burnin import faults
 from wirecheck.workers import ras, ras_report
 from wirecheck.workers.launcher import WorkerGroup, WorkerTimeout
 
@@ -174,6 +175,12 @@ def test_a_hang_carries_ras_evidence_into_the_failure_and_the_verdict(tmp_path):
                                            ras=failure.ras)
     assert verdict.outcome == "fail" and verdict.inputs["ras"]["answered"]
     assert any("RAS UNRESPONSIVE" in p for p in verdict.details["problems"][0].splitlines())
+    # the same failure stopping a burn-in: its hard fault and verdict keep the reading
+    fault = faults.from_error(info.value, 4, {}, (0,))
+    assert fault.kind == faults.HANG and fault.ras is failure.ras
+    burn_in = checks.burn_in.burn_in_no_hard_fault(None, status="stopped by a hard fault", rounds=4, seconds=9.0,
+                                                   duration_s=60.0, fault=fault.as_record(), checked={})
+    assert "RAS UNRESPONSIVE 0x9e17999afaa87dbb: rank 2, GPU 2, pid 51234 on 10.0.0.5" in burn_in.message
 
 
 def test_gloo_says_it_has_no_ras(tmp_path):
@@ -184,3 +191,4 @@ def test_gloo_says_it_has_no_ras(tmp_path):
         assert time.monotonic() - t0 < 8  # nothing waited on a RAS that cannot be there
     assert info.value.failure.ras == ras.not_read("not asked: the gloo backend has no NCCL RAS")
     assert "NCCL RAS not read: not asked: the gloo backend has no NCCL RAS" in str(info.value)
+    assert faults.from_error(info.value, 1, {}, (0,)).ras == info.value.failure.ras  # a burn-in's hang says it too
