@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from e2e import PROJECT
+from fake_ras import FakeRas, sample
 from wirecheck import checks
-from wirecheck.burnin import judging, progress
+from wirecheck.burnin import faults, judging, progress
 from wirecheck.burnin.faults import ECC, HANG, WRONG_COLLECTIVE, XID
 from wirecheck.burnin.loop import COMPLETE, INTERRUPTED, STOPPED, RoundReport, run_burn_in
 from wirecheck.burnin.plan import cycle, plan_burn_in
@@ -25,6 +26,7 @@ from wirecheck.node.placement import COLLECTIVE_CLASSES, enumerate_placements
 from wirecheck.node.topo_text import load_recorded
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
 from wirecheck.vocab.ops import OPS, get as get_op
+from wirecheck.workers import ras
 
 TH = load_thresholds(suite_paths().thresholds)
 TOPO = load_recorded("h200-sxm-2", suite_paths().topologies)
@@ -228,6 +230,50 @@ def test_a_hang_is_named_with_what_each_rank_was_doing():
     assert re.search(r"no reply within 95 s \[last seen: GPU1 \(rank 1\): step 3: all_reduce on nvswitch-2gpu-0.1 "
                      r"since \d\d:\d\d:\d\d\]", burn.fault.message), burn.fault.message
     assert recorded[1].details["error"].startswith("burn-in round 2")
+
+
+def _hang(ras_reading):
+    error = RuntimeError("burn-in round 2 on burn-in: no reply within 95 s")
+    error.failure = SimpleNamespace(kind=HUNG, root=SimpleNamespace(rank=1), ras=ras_reading)
+    return error
+
+
+def test_a_hang_carries_nccl_ras_s_reading_into_the_fault_its_records_and_the_verdict():
+    """The launcher's failure holds RAS's reading, taken before the ranks were killed (here read from a
+    stand-in RAS whose answer names rank 2 unresponsive): the fault, the round's and the burn-in's lines and
+    the hard-fault verdict keep it, its findings by host, GPU and pid among the verdict's problems."""
+    with FakeRas(json=sample("status-unresponsive-4rank-2.28.9.json")) as fake:
+        reading = ras.ask_status({"NCCL_RAS_ADDR": fake.address})
+    plan = _plan(duration_s=100.0)
+    burn, recorded, _ = _run(plan, FakeRig(plan, {2: {"error": _hang(reading)}}))
+    assert burn.fault.kind == HANG and burn.fault.ras is reading
+    for line in (recorded[1].details, recorded[-1].details):  # the round's and the burn-in's record
+        assert line["fault"]["ras"]["answered"] and line["fault"]["ras"]["findings"][0]["pid"] == 51234
+    verdict = checks.burn_in.burn_in_no_hard_fault(TH, **judging.hard_fault(burn))
+    assert verdict.outcome == "fail" and verdict.inputs["fault"]["ras"]["communicators"][0]["missing_ranks_count"] == 1
+    problems = verdict.details["problems"]
+    assert problems[0].startswith("STOPPED in round 2") and problems[1].startswith(f"NCCL RAS ({fake.address}, json")
+    assert "RAS UNRESPONSIVE 0x9e17999afaa87dbb: rank 2, GPU 2, pid 51234 on 10.0.0.5: did not answer RAS" in \
+        verdict.message
+
+
+def test_a_hang_without_a_ras_reading_says_why_and_other_faults_have_none():
+    plan = _plan(duration_s=100.0)
+    gloo = ras.not_read("not asked: the gloo backend has no NCCL RAS")  # what a simulated group's failure holds
+    burn, _, _ = _run(plan, FakeRig(plan, {2: {"error": _hang(gloo)}}))
+    verdict = checks.burn_in.burn_in_no_hard_fault(TH, **judging.hard_fault(burn))
+    assert verdict.outcome == "fail" and verdict.details["problems"][1:] == [
+        "NCCL RAS not read: not asked: the gloo backend has no NCCL RAS"]
+    # a group that was closed or could not be sent the call has no failed call: RAS was not asked, and said so
+    unsent = faults.from_error(RuntimeError("round 3 on burn-in: could not send the call to rank 1"), 3, {}, plan.gpus)
+    assert unsent.ras == ras.not_read(faults.NO_FAILURE)
+    said = checks.burn_in.burn_in_no_hard_fault(TH, status=STOPPED, rounds=3, seconds=3.0, duration_s=100.0,
+                                                fault=unsent.as_record(), checked={})
+    assert said.details["problems"][1] == f"NCCL RAS not read: {faults.NO_FAILURE}"
+    # a fault the workers did not break on (a wrong element) has no RAS reading, and says none
+    wrong, _, _ = _run(plan, FakeRig(plan, {2: {"wrong_step": 2}}))
+    assert wrong.fault.ras is None
+    assert "NCCL RAS" not in checks.burn_in.burn_in_no_hard_fault(TH, **judging.hard_fault(wrong)).message
 
 
 def test_ctrl_c_keeps_the_round_it_cut_short_then_stops_the_run():

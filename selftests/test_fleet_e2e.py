@@ -216,9 +216,15 @@ def test_a_rank_that_breaks_ends_the_job_and_its_record_says_so(tmp_path, capsys
     lines = records(record)
     failed = [v for v in lines if v["type"] == "verdict" and v["outcome"] == "fail"]
     assert len(failed) == 1 and failed[0]["check"] == "measurement_completed"
-    assert failed[0]["message"].startswith("all_reduce across 2 nodes on network-2node-2gpu: all_reduce across 2 nodes "
-                                           "stopped on rank 0 (node0)")
+    # the failure, then NCCL RAS's reading: one problem a line
+    assert failed[0]["message"].startswith("all_reduce across 2 nodes on network-2node-2gpu: \n  all_reduce across 2 "
+                                           "nodes stopped on rank 0 (node0)")
     assert failed[0]["details"]["problems"][0].startswith("all_reduce across 2 nodes stopped on rank 0 (node0)")
+    # each rank asked for NCCL RAS's evidence before leaving: gloo has none, and the record and the logs say so
+    assert failed[0]["inputs"]["ras"]["absent"] == "not asked: the gloo backend has no NCCL RAS"
+    assert failed[0]["details"]["problems"][-1] == "NCCL RAS not read: not asked: the gloo backend has no NCCL RAS"
+    for k in range(2):
+        assert f"rank {k} (node{k}): NCCL RAS not read: not asked: the gloo backend" in outs[k], outs[k]
     assert lines[-1]["type"] == "end" and lines[-1]["status"] == "error"
     assert report([str(record.parent)]) == 1
     out = capsys.readouterr().out

@@ -1,6 +1,7 @@
 """NCCL RAS as evidence: its answers read into fields (text and JSON, the readiness diagnostics), the client
 against a stand-in of RAS's listener (JSON where the library answers it, text otherwise, its absence said),
-and a worker group that asks RAS when a call hangs, before its ranks are killed.
+a worker group that asks RAS when a call hangs, before its ranks are killed (and the burn-in that it
+stops), and a rank of `fleet multinode` that asks its node's RAS when a step fails, before it leaves.
 
 The samples (selftests/data/ras/) follow NCCL's own format strings (each names its source file) or its
 documented examples; none is recorded on a node yet.
@@ -9,11 +10,16 @@ documented examples; none is recorded on a node yet.
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import pytest
 
+from e2e import records
 from fake_ras import FakeRas, free_port, sample
 from wirecheck import checks
+from wirecheck.burnin import faults
+from wirecheck.core.exit_codes import FAILED
+from wirecheck.fleet.multinode import Judge, failure_ras, print_ras
 from wirecheck.workers import ras, ras_report
 from wirecheck.workers.launcher import WorkerGroup, WorkerTimeout
 
@@ -174,6 +180,12 @@ def test_a_hang_carries_ras_evidence_into_the_failure_and_the_verdict(tmp_path):
                                            ras=failure.ras)
     assert verdict.outcome == "fail" and verdict.inputs["ras"]["answered"]
     assert any("RAS UNRESPONSIVE" in p for p in verdict.details["problems"][0].splitlines())
+    # the same failure stopping a burn-in: its hard fault and verdict keep the reading
+    fault = faults.from_error(info.value, 4, {}, (0,))
+    assert fault.kind == faults.HANG and fault.ras is failure.ras
+    burn_in = checks.burn_in.burn_in_no_hard_fault(None, status="stopped by a hard fault", rounds=4, seconds=9.0,
+                                                   duration_s=60.0, fault=fault.as_record(), checked={})
+    assert "RAS UNRESPONSIVE 0x9e17999afaa87dbb: rank 2, GPU 2, pid 51234 on 10.0.0.5" in burn_in.message
 
 
 def test_gloo_says_it_has_no_ras(tmp_path):
@@ -184,3 +196,49 @@ def test_gloo_says_it_has_no_ras(tmp_path):
         assert time.monotonic() - t0 < 8  # nothing waited on a RAS that cannot be there
     assert info.value.failure.ras == ras.not_read("not asked: the gloo backend has no NCCL RAS")
     assert "NCCL RAS not read: not asked: the gloo backend has no NCCL RAS" in str(info.value)
+    assert faults.from_error(info.value, 1, {}, (0,)).ras == info.value.failure.ras  # a burn-in's hang says it too
+
+
+# ---- a rank of fleet multinode asks its node's RAS before it leaves --------------------------------
+
+def _rank_0(tmp_path):
+    """Rank 0's judge of a two-node job, without torch.distributed: it only records here."""
+    job = SimpleNamespace(started=time.monotonic(), thresholds=None, node="node0", nodes=["node0", "node1"], world=2,
+                          simulated=False)
+    return Judge(job, str(tmp_path / "network.jsonl"))
+
+
+def test_a_multinode_rank_asks_ras_where_nccl_ras_addr_says_and_rank_0_records_it(tmp_path, capsys):
+    """A step failed on an NCCL job: the rank reads RAS at NCCL_RAS_ADDR (a stand-in naming a dead process),
+    prints it in its torchrun log, and rank 0's failure verdict in the record holds it (inputs and problems)."""
+    with FakeRas(text=sample("status-dead-4rank.txt")) as fake:
+        reading = failure_ras("nccl", 0, "node0", {"NCCL_RAS_ADDR": fake.address})
+        assert fake.commands[-1] == "VERBOSE STATUS"
+    assert reading["answered"] and reading["address"] == fake.address and reading["format"] == "text"
+    assert reading["asked_by"]["rank"] == 0 and reading["asked_by"]["node"] == "node0"
+    assert ("DEAD", None, 2, 51234) in _kinds(reading)
+    print_ras(reading)
+    assert f"wirecheck multinode: rank 0 (node0): NCCL RAS ({fake.address}, text" in capsys.readouterr().err
+    judge = _rank_0(tmp_path)
+    error = RuntimeError("NCCL error in: ProcessGroupNCCL.cpp, remote process exited or there was a network error")
+    assert judge.record_break("all_reduce across 2 nodes", error, reading) == FAILED
+    (verdict,) = [v for v in records(judge.writer.path) if v["type"] == "verdict"]
+    assert verdict["check"] == "measurement_completed" and verdict["outcome"] == "fail"
+    assert [f["pid"] for f in verdict["inputs"]["ras"]["findings"] if f["kind"] == "DEAD"] == [51234]
+    assert any(p.startswith("  RAS DEAD") and "pid 51234 on 10.0.0.5" in p for p in verdict["details"]["problems"])
+
+
+@pytest.mark.parametrize(("backend", "env", "said"), [
+    ("gloo", {}, "not asked: the gloo backend has no NCCL RAS"),
+    ("nccl", "free", "nothing listens on 127.0.0.1:"),
+    ("nccl", {"NCCL_RAS_ENABLE": "0"}, "NCCL_RAS_ENABLE=0"),
+])
+def test_a_multinode_rank_without_ras_says_why_in_the_record(tmp_path, backend, env, said):
+    env = {"NCCL_RAS_ADDR": f"127.0.0.1:{free_port()}"} if env == "free" else env
+    reading = failure_ras(backend, 1, "node1", env)
+    assert reading["answered"] is False and said in reading["absent"]
+    judge = _rank_0(tmp_path)
+    judge.record_break("the pair schedule", TimeoutError("timed out"), reading)
+    (verdict,) = [v for v in records(judge.writer.path) if v["type"] == "verdict"]
+    assert verdict["outcome"] == "fail" and verdict["details"]["problems"][-1].startswith("NCCL RAS not read: ")
+    assert said in verdict["details"]["problems"][-1]

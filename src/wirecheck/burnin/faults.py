@@ -6,7 +6,8 @@ Each fault is found by the check that judges the same thing at acceptance (wirec
 ECC growth over `gpu_health.memory_errors` (uncorrectable errors, corrected ones over the limit, row
 remaps), a GEMM result or a collective element that differs, a memory word read back wrong; its message
 is that check's. A hang or a crash of the workers is the launcher's failure, with what each rank was
-doing when it stopped answering.
+doing when it stopped answering and NCCL RAS's reading of their communicators, taken before they were
+killed (wirecheck.workers.ras: the dead or unresponsive ranks by host, GPU and pid), or why it was not read.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from wirecheck.core.failures import HUNG
 from wirecheck.core.verdict import FAIL
 from wirecheck.node.memory_errors import memory_errors
 from wirecheck.node.xid_events import describe
+from wirecheck.workers import ras as nccl_ras
 
 XID, ECC, WRONG_GEMM, WRONG_COLLECTIVE, MEMORY, HANG, CRASH = (
     "xid", "ecc", "wrong GEMM result", "wrong collective result", "memory test", "hang", "crash")
@@ -32,6 +34,9 @@ class Fault:
     time: float  # unix time it was found
     where: str | None  # "GPU1", a placement id, None for the node
     message: str
+    # A hang's or crash's NCCL RAS reading (wirecheck.workers.ras_report's fields, or why it was not read);
+    # None for a fault the workers did not break on (an XID, a wrong result).
+    ras: dict | None = None
 
     def as_record(self) -> dict[str, Any]:
         return asdict(self)
@@ -102,4 +107,19 @@ def from_error(error, number: int, doing: dict[int, str], gpus: tuple[int, ...])
     where = None
     if failure is not None and 0 <= failure.root.rank < len(gpus):
         where = f"GPU{gpus[failure.root.rank]}"
-    return Fault(HANG if hung else CRASH, number, time.time(), where, message)
+    return Fault(HANG if hung else CRASH, number, time.time(), where, message, _ras_of(failure))
+
+
+# Why a hang's or crash's fault holds no RAS reading: no call failed, or the group did not ask.
+NO_FAILURE = "not asked: the workers' error carries no failed call (the group was closed or unreachable)"
+NOT_ASKED = "not asked by the worker group"
+
+
+def _ras_of(failure) -> dict:
+    """The RAS reading the launcher took before it killed the ranks; its absence said, never None."""
+    reading = getattr(failure, "ras", None)
+    if reading is not None:
+        return reading
+    if failure is None:  # a group closed, or a call it could not send: no call failed, so RAS was not asked
+        return nccl_ras.not_read(NO_FAILURE)
+    return nccl_ras.not_read(NOT_ASKED)

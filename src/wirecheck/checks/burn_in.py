@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from wirecheck.checks import check
 from wirecheck.checks.words import Words
 from wirecheck.core.verdict import FAIL, PASS, Verdict, skip
+from wirecheck.workers import ras_report
 from wirecheck.thresholds.declared import Rule
 from wirecheck.thresholds.fields import Count, Nested, Share, Source, spec
 
@@ -117,15 +118,18 @@ def burn_in_no_hard_fault(thresholds, *, status: str, rounds: int, seconds: floa
                           fault: dict | None, checked: dict) -> Verdict:
     """The burn-in ran its rounds to the end of --duration with no hard fault (an XID or ECC event, ECC
     growth, a wrong GEMM or collective result, a memory word read back wrong, a hang or a crash).
-    `fault`: wirecheck.burnin.faults.Fault as a record; `checked`: what the rounds compared (counts)."""
+    `fault`: wirecheck.burnin.faults.Fault as a record (a hang's or crash's with NCCL RAS's reading, `ras`);
+    `checked`: what the rounds compared (counts)."""
     what = NO_HARD_FAULT.judged()
     if fault:
         when = time.strftime("%H:%M:%S", time.localtime(fault["time"])) if fault.get("time") else "?"
         where = NO_HARD_FAULT.said("on", where=fault["where"]) if fault.get("where") else ""
         stopped = NO_HARD_FAULT.said("stopped", round=fault["round"], when=when, seconds=seconds, duration_s=duration_s,
                                      kind=fault["kind"], where=where, message=fault["message"])
+        # A hang's or crash's RAS reading follows: the communicators' state, the dead or missing ranks.
+        said_by_ras = ras_report.lines(fault["ras"]) if fault.get("ras") is not None else []
         return Verdict("", what, fault.get("where"), FAIL, measured=fault["kind"],
-                       details={"fault": fault, "problems": [stopped]})
+                       details={"fault": fault, "problems": [stopped, *said_by_ras]})
     if not rounds:
         return Verdict("", what, None, FAIL, hint=NO_HARD_FAULT.said("nothing_burned"),
                        details={"problems": [NO_HARD_FAULT.said("no_round", status=status, seconds=seconds)]})

@@ -16,6 +16,11 @@ records it. Every rank exits with rank 0's verdict (wirecheck.core.exit_codes): 
 failed or a measurement broke, 2 bad input, 10 a simulation that failed nothing (torchrun counts
 every exit but 0 as a failed rank: `wirecheck fleet multinode` says what 10 meant). A rank that
 raises writes torch elastic's error file (`record`), so torchrun's summary names its exception.
+A rank whose step fails (its own measurement raised, or a collective failed or timed out on a peer that
+died or hung) asks NCCL's RAS before it leaves (`failure_ras`: the communicators of the whole job, the dead
+or unresponsive ranks by host, GPU and pid; NCCL_RAS_ADDR honoured) and prints the reading in its torchrun
+log; rank 0's goes into the record with the failure (`measurement_completed`'s `ras`). With gloo (a
+simulation) there is no RAS, and that is said.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
+from typing import Mapping
 
 from wirecheck.core import exit_codes
 from wirecheck.records.run import COMPLETE, ERROR, INTERRUPTED
@@ -393,14 +399,15 @@ class Judge:
             self.verdict(checks.fleet.pair_link(job.thresholds, a=p["a"], b=p["b"], pairs=measured,
                                                 simulated=job.simulated), f"multinode::pair_link::{p['a']}~{p['b']}")
 
-    def record_break(self, what: str, exc: BaseException) -> int:
-        """The job broke in `what` (this rank raised, or a peer died or hung): record it and end."""
+    def record_break(self, what: str, exc: BaseException, ras: dict | None = None) -> int:
+        """The job broke in `what` (this rank raised, or a peer died or hung): record it and end.
+        `ras`: NCCL RAS's reading this rank took before giving up (`failure_ras`)."""
         from wirecheck import checks
 
         error = (f"{what} stopped on rank 0 ({self.job.node}): {type(exc).__name__}: {exc}; a peer that died or hung "
                  "shows in its own node's torchrun log")
         self.verdict(checks.measurement_completed(self.job.thresholds, what=what, placement=self.placement_id,
-                                                  error=error), f"multinode::{what}")
+                                                  error=error, ras=ras), f"multinode::{what}")
         return self.end(status=ERROR)
 
     def end(self, status: str = COMPLETE) -> int:
@@ -471,12 +478,37 @@ def run(args, stopper: EndOnSignal | None = None) -> int:
         # leaves at once, so torchrun reports the job failed instead of waiting on it.
         traceback.print_exc()
         _record_for_torchrun(exc)
-        code = judge.record_break(what, exc) if judge else exit_codes.FAILED
+        # Before leaving: RAS lives in the ranks' processes, and once they exit it has nothing to tell.
+        reading = failure_ras(job.ctx.backend, job.rank, job.node)
+        print_ras(reading)
+        code = judge.record_break(what, exc, reading) if judge else exit_codes.FAILED
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code or exit_codes.FAILED)
     code = judge.end() if judge else exit_codes.OK
     return job.finish(code)
+
+
+def failure_ras(backend: str, rank: int, node: str, env: Mapping[str, str] | None = None) -> dict:
+    """NCCL RAS's reading of the job as this rank's node answers it (`env`: the process's, where NCCL_RAS_ADDR
+    says where RAS listens), taken when a step failed; with gloo, why there is none. Never raises: RAS is
+    evidence, its absence said (wirecheck.workers.ras)."""
+    from wirecheck.workers import ras
+
+    if backend != "nccl":
+        reading = ras.not_read(f"not asked: the {backend} backend has no NCCL RAS")
+    else:
+        reading = ras.ask_status(os.environ if env is None else env)
+    return {**reading, "asked_by": {"rank": rank, "node": node, "pid": os.getpid()}}
+
+
+def print_ras(reading: dict) -> None:
+    """The reading in this rank's torchrun log (each node's log holds its own ranks' readings)."""
+    from wirecheck.workers import ras_report
+
+    who = reading.get("asked_by") or {}
+    for line in ras_report.lines(reading):
+        print(f"wirecheck multinode: rank {who.get('rank')} ({who.get('node')}): {line}", file=sys.stderr, flush=True)
 
 
 def _pair_list(text: str, nodes: list[str]) -> list[tuple[str, str]]:
