@@ -323,6 +323,18 @@ def test_bad_input_is_one_clear_message(tmp_path, capsys):
     assert "--history" in capsys.readouterr().err and not (tmp_path / "r.html").exists()
 
 
+def test_a_missing_package_is_said_as_the_install_not_as_a_damaged_record(tmp_path, capsys, monkeypatch):
+    """A Python without markupsafe (jinja2's) once had `report` blame the record for it."""
+    import sys
+
+    monkeypatch.delitem(sys.modules, "wirecheck.report.html", raising=False)
+    monkeypatch.setitem(sys.modules, "markupsafe", None)  # import markupsafe raises ImportError
+    assert report([str(SIM), "-o", str(tmp_path / "r.html")]) == 3
+    err = capsys.readouterr().err
+    assert "lacks a package wirecheck's report needs: `pip install markupsafe`" in err, err
+    assert "damaged" not in err and not (tmp_path / "r.html").exists()
+
+
 @pytest.mark.parametrize("where", ["/proc/x.html", "no such folder", "read-only folder", "/sys/x.html"])
 def test_an_output_that_cannot_be_written_is_refused_before_anything_is_read_or_drawn(where, tmp_path, capsys,
                                                                                       monkeypatch):

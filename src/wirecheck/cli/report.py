@@ -71,6 +71,10 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     trend = trend_runs(view, views[1:], history, skipped)
     try:
         page, images = build_html(view, trend, skipped, args.records)
+    except ImportError as exc:  # the install, not the record: a package the page needs is missing
+        print(f"wirecheck report: cannot draw the page: {exc}; this Python lacks a package wirecheck's report needs: "
+              f"`pip install {exc.name or 'wirecheck'}` (or reinstall wirecheck with its dependencies)", file=sys.stderr)
+        return exit_codes.INTERNAL_ERROR
     except Exception as exc:  # noqa: BLE001 (records are data from other nodes: a message, never a traceback)
         print(f"wirecheck report: cannot draw the page from {', '.join(map(str, args.records))}: a value in it is not "
               f"one wirecheck records ({type(exc).__name__}: {str(exc)[:300]}); the record was changed or damaged",
