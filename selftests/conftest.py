@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 
 import pytest
 
@@ -33,3 +35,32 @@ def healthy_busbw_runs(tmp_path_factory) -> list:
         started = [start_busbw_run(root / name, records / f"{name}.jsonl") for name in batch]
         done += [finish_run(proc) for proc in started]
     return [(result, records / f"{name}.jsonl") for name, result in zip(names, done)]
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _signal_state() -> tuple:
+    """This thread's blocked stop signals and each one's handler: what every later child inherits (a blocked
+    or ignored SIGINT in a child pytest means a Ctrl-C that never reaches it)."""
+    blocked = frozenset(signal.pthread_sigmask(signal.SIG_BLOCK, [])) & set(STOP_SIGNALS)
+    return blocked, tuple(signal.getsignal(s) for s in STOP_SIGNALS)
+
+
+@pytest.fixture(autouse=True)
+def _signals_left_as_found():
+    """A test that calls signal-taking code in this process must give the signals back: the self-tests after it
+    (in the same worker) press Ctrl-C on commands they start, and those inherit this process's mask."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = _signal_state()
+    yield
+    after = _signal_state()
+    if after != before:
+        signal.pthread_sigmask(signal.SIG_SETMASK, set(signal.pthread_sigmask(signal.SIG_BLOCK, [])) - set(STOP_SIGNALS)
+                               | set(before[0]))
+        for sig, handler in zip(STOP_SIGNALS, before[1]):
+            if handler is not None:
+                signal.signal(sig, handler)
+        pytest.fail(f"this test left the stop signals changed (blocked, handlers): before {before}, after {after}")

@@ -320,7 +320,7 @@ def _interrupted_run(tmp_path, interrupt) -> tuple[int, str, Path]:
 def _assert_interrupted_cleanly(code: int, output: str, records: Path) -> None:
     assert code == CTRL_C, output
     assert "Traceback (most recent call last)" not in output, output
-    assert "KeyboardInterrupt" in output  # pytest's own report of the interrupt ...
+    assert "KeyboardInterrupt" in output, output  # pytest's own report of the interrupt ...
     assert re.search(r"^=+ .*\d+ passed.* in [\d.]+s .*=+$", output, re.M), output  # ... and its summary
     lines = [line for line in output.splitlines() if line.strip()]
     assert lines[-1] == ("wirecheck validate: SIMULATION of h200-sxm-2 — no GPU was validated; "

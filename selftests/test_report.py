@@ -327,7 +327,11 @@ def test_a_missing_package_is_said_as_the_install_not_as_a_damaged_record(tmp_pa
     """A Python without markupsafe (jinja2's) once had `report` blame the record for it."""
     import sys
 
+    import wirecheck.report
+
+    # the page module imported afresh (`from wirecheck.report import html` reads the package's attribute first)
     monkeypatch.delitem(sys.modules, "wirecheck.report.html", raising=False)
+    monkeypatch.delattr(wirecheck.report, "html", raising=False)
     monkeypatch.setitem(sys.modules, "markupsafe", None)  # import markupsafe raises ImportError
     assert report([str(SIM), "-o", str(tmp_path / "r.html")]) == 3
     err = capsys.readouterr().err

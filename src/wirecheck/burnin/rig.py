@@ -29,6 +29,7 @@ from wirecheck.node.gpu_sampling import LoadSampler, Sampling
 from wirecheck.workers.launcher import WorkerError
 from wirecheck.workers.pool import WorkerPool
 from wirecheck.workers.subgroups import SubGroup
+from wirecheck.core.threads import start_helper
 
 WORKERS = "wirecheck.burnin.worker"  # the module with the worker functions load_round and memory
 STOP_FILE = "stop"
@@ -46,7 +47,7 @@ class RoundCall:
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(group, fn, kwargs, timeout_s, what),
                                         name="wirecheck-burn-in-round", daemon=True)
-        self._thread.start()
+        start_helper(self._thread)
 
     def _run(self, group, fn, kwargs, timeout_s, what) -> None:
         try:

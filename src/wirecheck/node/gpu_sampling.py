@@ -18,6 +18,7 @@ from typing import Any
 
 from wirecheck.node import nvml
 from wirecheck.node.nvml import NvmlUnavailable, Unsupported
+from wirecheck.core.threads import start_helper
 
 # nvmlClocksEventReason* bits (nvml.h; nvidia-smi -q -d PERFORMANCE shows the same names).
 CLOCK_EVENT_REASONS = {
@@ -129,7 +130,7 @@ class LoadSampler:
         self._thread = threading.Thread(target=self._run, name="wirecheck-nvml-sampler", daemon=True)
 
     def start(self, timeout_s: float = 30.0) -> "LoadSampler":
-        self._thread.start()
+        start_helper(self._thread)
         self._ready.wait(timeout_s)
         return self
 

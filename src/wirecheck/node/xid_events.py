@@ -19,6 +19,7 @@ from typing import Any
 
 from wirecheck.node import nvml
 from wirecheck.node.nvml import NvmlUnavailable, Unsupported
+from wirecheck.core.threads import start_helper
 
 # nvmlEventType* bits (nvml.h).
 EVENT_SBE, EVENT_DBE, EVENT_XID, EVENT_ROW_REMAP_FAILURE = 0x1, 0x2, 0x8, 0x800
@@ -129,7 +130,7 @@ class EventWatch:
 
     def start(self, timeout_s: float = 30.0) -> "EventWatch":
         """Returns once every GPU is registered (or could not be), so nothing after it is missed."""
-        self._thread.start()
+        start_helper(self._thread)
         self._ready.wait(timeout_s)
         return self
 
