@@ -108,3 +108,28 @@ def test_sigterm_is_passed_on(start):
     term.wait_for("outcome", timeout=30)
     assert f"outcome returncode={-signal.SIGTERM} interrupts=0 terminated=True" in term.output
     _assert_clean(term)
+
+
+def test_a_child_started_by_a_parent_that_ignores_sigint_still_takes_it(tmp_path):
+    """A command started with SIGINT ignored (a script's background job, a test harness) passed that on to pytest
+    through exec: the terminal's Ctrl-C and the one passed on were lost and the run went to its end."""
+    import subprocess
+
+    parent = tmp_path / "parent.py"
+    parent.write_text(textwrap.dedent(
+        """
+        import signal, sys
+        from wirecheck.cli.foreground import run_foreground
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        child = ("import signal; status = dict(l.split(':', 1) for l in open('/proc/self/status'));"
+                 "ignored, blocked = (int(status[k], 16) for k in ('SigIgn', 'SigBlk'));"
+                 "print('child', [s.name for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)"
+                 " if (ignored | blocked) >> (s - 1) & 1], signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
+        run_foreground([sys.executable, "-c", child], "parent")
+        """))
+    from e2e import pythonpath
+
+    out = subprocess.run([sys.executable, str(parent)], capture_output=True, text=True, timeout=60,
+                         env={"PYTHONPATH": pythonpath(), "PATH": "/usr/bin:/bin"}).stdout
+    assert "child [] True" in out, out

@@ -98,7 +98,12 @@ def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], Non
     dies_with_us = parent_death.prepare() and parent_death.forked_by_main_thread()
 
     def in_child() -> None:  # after the fork, before exec: no library is loaded here (prepare did)
-        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        # pytest must take Ctrl-C itself: one started with SIGINT ignored (inherited through exec from whoever
+        # started this command) keeps ignoring it, so the terminal's Ctrl-C and the one passed on are both lost
+        # and the run goes to its end. The parent handles the signals for the child's sake, so they are default.
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask - {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
         if dies_with_us:
             parent_death.arm(signal.SIGTERM, parent)
 
