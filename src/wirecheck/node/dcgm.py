@@ -24,7 +24,7 @@ from typing import Any
 LEVELS = {"r1": 1, "r2": 2, "r3": 3, "r4": 4}
 # How long each level may run before it is stopped: DCGM's documented durations (dcgmi diag reference: level 1
 # seconds, 2 about 2 min, 3 about 15 min; NVSentinel's preflight docs: level 4 1-2 h) with room for a large
-# node; DCGM issue 247 reports `-r 2` hanging forever on B200, so a bound there must be.
+# node; DCGM's users report `-r 2` hanging forever on B200 (NVIDIA/DCGM on GitHub), so a bound there must be.
 TIMEOUT_S = {1: 300, 2: 900, 3: 3600, 4: 3 * 3600}
 STATUSES = ("Pass", "Skip", "Warn", "Fail", "Not Run")
 # DCGM_FR_* ids of an uncorrectable memory fault (dcgmlib/dcgm_errors.h, DCGM 4.6.0): the drain rules
