@@ -31,6 +31,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from wirecheck.core.threads import STOP_SIGNALS
 from wirecheck.workers import parent_death
 
 SI_KERNEL = 0x80  # si_code of a signal the kernel sent itself: the tty's Ctrl-C (not in `signal`)
@@ -101,9 +102,9 @@ def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], Non
         # pytest must take Ctrl-C itself: one started with SIGINT ignored (inherited through exec from whoever
         # started this command) keeps ignoring it, so the terminal's Ctrl-C and the one passed on are both lost
         # and the run goes to its end. The parent handles the signals for the child's sake, so they are default.
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask - {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask - STOP_SIGNALS)
         if dies_with_us:
             parent_death.arm(signal.SIGTERM, parent)
 
