@@ -1,10 +1,12 @@
 """What pyproject.toml cannot say: which packages and data files the wheel carries, found in the tree
 rather than listed (a list by hand once left a whole package out), and the validation suite itself.
 
-- Packages: every folder with an `__init__.py` under src/wirecheck, and the plugin folder fixtures/
-  (installed as `pytest_wirecheck`) with any of its own.
+- Packages: every folder with an `__init__.py` under src/wirecheck, and the plugin folder
+  fixtures/pytest_wirecheck/ (installed as `pytest_wirecheck`) with any of its own.
 - Package data: every other file under those folders (topologies, unit costs, advise's profiles, ...),
   each given to the nearest package above it, except what is listed in NOT_SHIPPED with its reason.
+  The recorded runs in fixtures/reference/ sit beside the plugin folder, under no package root, so
+  the wheel never sees them.
 - The suite: in a checkout, tests/, conftest.py and thresholds.yaml sit at the top (the layout
   operators know); an installed wheel has no checkout, so the build copies them into the plugin
   package, where wirecheck.core.paths finds them.
@@ -21,13 +23,10 @@ from setuptools.command.build_py import build_py
 HERE = Path(__file__).parent
 
 # import name -> its folder in the checkout (pyproject.toml's package-dir maps them for setuptools)
-PACKAGE_ROOTS = {"wirecheck": "src/wirecheck", "pytest_wirecheck": "fixtures"}
-# Folders under the package roots that stay out of the wheel, with why.
-NOT_SHIPPED = {
-    # the GPU nodes' records and logs behind thresholds.yaml and the docs (10 MB): evidence for people
-    # and for the self-tests, read by nothing the installed tool runs
-    "fixtures/reference",
-}
+PACKAGE_ROOTS = {"wirecheck": "src/wirecheck", "pytest_wirecheck": "fixtures/pytest_wirecheck"}
+# Folders under the package roots that stay out of the wheel, each with why. None today: the GPU nodes'
+# records (fixtures/reference/, 10 MB) are a data folder beside the plugin, under no package root.
+NOT_SHIPPED: set[str] = set()
 # The suite the wheel carries inside the plugin package: source in the checkout -> name under pytest_wirecheck/.
 SUITE_FILES = {"thresholds.yaml": "thresholds.yaml",
                "thresholds.schema.json": "thresholds.schema.json"}  # its first line names it

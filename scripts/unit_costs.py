@@ -1,7 +1,7 @@
 """The time model's unit costs (`wirecheck plan`), derived from recorded whole-suite runs.
 
     .venv/bin/python scripts/unit_costs.py                     # the shipped reference runs; prints the YAML
-    .venv/bin/python scripts/unit_costs.py --write             # ... into fixtures/unit_costs.yaml
+    .venv/bin/python scripts/unit_costs.py --write             # ... into fixtures/pytest_wirecheck/unit_costs.yaml
     .venv/bin/python scripts/unit_costs.py --runs A.jsonl B.jsonl --startup-runs B.jsonl --write
 
 A record stamps every measurement and verdict line with the second it was written. Between two
@@ -56,7 +56,7 @@ SPARE_CHECK = PROJECT / "fixtures" / "reference" / "h200-1" / "spare-check-2026-
 SINGLE_GPU_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / "spare-times-2026-12-02" / "acceptance" / f"without-{i}.jsonl"
                    for i in (1, 2)]
 SINGLE_GPU_TEST = "tests/test_strategies.py::test_single_gpu_training["
-OUT = PROJECT / "fixtures" / "unit_costs.yaml"
+OUT = PROJECT / "fixtures" / "pytest_wirecheck" / "unit_costs.yaml"
 NVLINK_CLASSES = ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "pair")
 
 # GPU health phases: no suite record has them yet (the GPU health probe, scripts/device/gpu_health_probe.py, on a

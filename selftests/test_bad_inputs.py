@@ -22,8 +22,8 @@ from wirecheck.cli import report
 
 RECORD = PROJECT / "selftests" / "data" / "sim-h200-sxm-2.jsonl"
 THRESHOLDS = PROJECT / "thresholds.yaml"
-TOPOLOGY = PROJECT / "fixtures" / "topologies" / "h200-sxm-2.txt"
-UNIT_COSTS = PROJECT / "fixtures" / "unit_costs.yaml"
+TOPOLOGY = PROJECT / "fixtures" / "pytest_wirecheck" / "topologies" / "h200-sxm-2.txt"
+UNIT_COSTS = PROJECT / "fixtures" / "pytest_wirecheck" / "unit_costs.yaml"
 
 INPUT_KINDS = ("non-UTF-8", "binary", "empty", "truncated", "directory", "nonexistent")
 OUTPUT_KINDS = ("directory", "unwritable", "no such folder", "folder is a file")
@@ -283,7 +283,7 @@ def on_a_gpu_node(monkeypatch):
     from wirecheck.node import nvml
     from wirecheck.node.topo_text import load_recorded
 
-    topology = load_recorded("h200-sxm-2", PROJECT / "fixtures" / "topologies")
+    topology = load_recorded("h200-sxm-2", PROJECT / "fixtures" / "pytest_wirecheck" / "topologies")
     monkeypatch.setattr(nvml, "read_topology", lambda: topology)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
 

@@ -190,14 +190,16 @@ TABLE_SELFTESTS = ("selftests/test_thresholds.py", "selftests/test_thresholds_gp
 
 @pytest.fixture(scope="module")
 def toy_tree(tmp_path_factory):
-    """The copy: src with the toys, the plugin (fixtures/, found as pytest_wirecheck through a link, so
-    the suite's paths are the copy's), tests, selftests, and the toys' thresholds.yaml."""
+    """The copy: src with the toys, the plugin (fixtures/pytest_wirecheck/, found as pytest_wirecheck
+    through a link, so the suite's paths are the copy's), tests, selftests, and the toys' thresholds.yaml."""
     root = tmp_path_factory.mktemp("toys")
     shutil.copytree(PROJECT / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     _add_toys(root / "src")
-    shutil.copytree(PROJECT / "fixtures", root / "fixtures", ignore=shutil.ignore_patterns("__pycache__", "reference"))
+    shutil.copytree(PROJECT / "fixtures" / "pytest_wirecheck", root / "fixtures" / "pytest_wirecheck",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     (root / "packages").mkdir()
-    (root / "packages" / "pytest_wirecheck").symlink_to(root / "fixtures", target_is_directory=True)
+    (root / "packages" / "pytest_wirecheck").symlink_to(root / "fixtures" / "pytest_wirecheck",
+                                                         target_is_directory=True)
     shutil.copy(PROJECT / "conftest.py", root / "conftest.py")
     shutil.copytree(PROJECT / "tests", root / "tests", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(PROJECT / "selftests", root / "selftests", ignore=shutil.ignore_patterns("__pycache__", "data"))

@@ -65,7 +65,7 @@ def fake_node():
     return NVML, SCENARIO
 '''
 
-# Named as a module the suite runs before its end-of-run checks (fixtures/placements.py).
+# Named as a module the suite runs before its end-of-run checks (fixtures/pytest_wirecheck/placements.py).
 PROBE = '''
 import time
 

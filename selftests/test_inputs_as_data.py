@@ -278,7 +278,7 @@ def test_a_topology_it_cannot_take_names_the_file(tmp_path, case):
         expected = f"{path}, line 2: unknown cell code"
     else:
         path = tmp_path / "snap.json"
-        load_recorded("h200-sxm-2", PROJECT / "fixtures" / "topologies").save(path)
+        load_recorded("h200-sxm-2", PROJECT / "fixtures" / "pytest_wirecheck" / "topologies").save(path)
         data = json.loads(path.read_text())
         if case.startswith("100000"):
             path.write_text(DEEP)

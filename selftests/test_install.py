@@ -84,7 +84,8 @@ def test_install_sh_layers_the_venv_over_the_environment_that_holds_torch(tmp_pa
     assert (project / ".venv" / "bin" / "wirecheck").exists()
     # An activated .venv runs its own pytest, with this checkout's plugin (not the one underneath).
     plugins = run([project / ".venv" / "bin" / "pytest", "-VV"], cwd=tmp_path)
-    assert f"wirecheck-0.1.0 at {project / 'fixtures' / 'options.py'}" in plugins.stdout + plugins.stderr, plugins.stdout
+    options = project / "fixtures" / "pytest_wirecheck" / "options.py"
+    assert f"wirecheck-0.1.0 at {options}" in plugins.stdout + plugins.stderr, plugins.stdout
 
 
 def test_layered_venv_follows_the_environments_own_pth_files(tmp_path):
@@ -188,19 +189,19 @@ def build_wheel(tmp_path: Path) -> Path:
     return wheel
 
 
-def tree_files(folder: Path, skip: tuple[str, ...] = ()) -> set[str]:
-    """Every file under `folder` (relative, posix), less bytecode and the subfolders in `skip`."""
+def tree_files(folder: Path) -> set[str]:
+    """Every file under `folder` (relative, posix), less bytecode."""
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
-            and not any(p.relative_to(folder).as_posix().startswith(s + "/") for s in skip)}
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
 
 
 def expected_wheel_files() -> set[str]:
     """What the wheel must hold, read from the tree: the library and the plugin package whole (modules and
-    every data file: topologies, unit costs, advise's profiles...), less fixtures/reference (the node
-    records behind the docs, read by nothing the tool runs), and the suite the build copies into the plugin."""
+    every data file: topologies, unit costs, advise's profiles...), and the suite the build copies into the
+    plugin. fixtures/reference (the node records behind the docs, read by nothing the tool runs) sits
+    beside the plugin package, in no package, and so is not in the wheel."""
     files = {f"wirecheck/{f}" for f in tree_files(PROJECT / "src" / "wirecheck")}
-    files |= {f"pytest_wirecheck/{f}" for f in tree_files(PROJECT / "fixtures", skip=("reference",))}
+    files |= {f"pytest_wirecheck/{f}" for f in tree_files(PROJECT / "fixtures" / "pytest_wirecheck")}
     files |= {f"pytest_wirecheck/tests/{f}" for f in tree_files(PROJECT / "tests")}
     files |= {"pytest_wirecheck/tests/conftest.py", "pytest_wirecheck/thresholds.yaml",
               "pytest_wirecheck/thresholds.schema.json"}

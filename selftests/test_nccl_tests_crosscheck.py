@@ -33,7 +33,7 @@ def settings():
 
 @pytest.fixture(scope="module")
 def placements():
-    return enumerate_placements(load_recorded("h200-sxm-2", ROOT / "fixtures" / "topologies"))
+    return enumerate_placements(load_recorded("h200-sxm-2", ROOT / "fixtures" / "pytest_wirecheck" / "topologies"))
 
 
 def test_binary_command_and_environment(placements):

@@ -20,7 +20,7 @@ from wirecheck.node import network
 from wirecheck.thresholds.file import load_thresholds
 from wirecheck.thresholds.yaml_reader import ThresholdsError
 
-TOPOLOGIES = PROJECT / "fixtures" / "topologies"
+TOPOLOGIES = PROJECT / "fixtures" / "pytest_wirecheck" / "topologies"
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from wirecheck.node.placement import FORCED_PCIE_ENV, enumerate_placements, find
 from wirecheck.node.topo_text import load_recorded
 from wirecheck.node.topology import BRIDGED, NVSWITCH, Gpu, NvLink, Topology
 
-TOPOLOGIES = Path(__file__).resolve().parent.parent / "fixtures" / "topologies"
+TOPOLOGIES = Path(__file__).resolve().parent.parent / "fixtures" / "pytest_wirecheck" / "topologies"
 
 
 def _ids(topo: Topology) -> list[str]:
@@ -188,14 +188,14 @@ def test_a_profile_describes_a_topology_to_simulate():
     assert "nvswitch-8gpu-0.1.2.3.4.5.6.7" in {p.id for p in enumerate_placements(sxm8)}
     nvl8 = from_profile(th.profile("h200-nvl-8"))
     assert nvl8.fabric == BRIDGED and [list(g) for g in nvl8.index_groups] == [[0, 1, 2, 3], [4, 5, 6, 7]]
-    recorded = load_recorded("h200-nvl-8", Path(__file__).resolve().parents[1] / "fixtures" / "topologies")
+    recorded = load_recorded("h200-nvl-8", TOPOLOGIES)
     assert nvl8.nvlinks == recorded.nvlinks  # the recorded synthetic topology and the profile agree
 
 
 def test_an_unknown_placement_is_answered_with_the_closest_and_a_listing_by_class():
     from wirecheck.node.placement import did_you_mean, listing
 
-    placements = enumerate_placements(load_recorded("h200-nvl-8", Path(__file__).resolve().parents[1] / "fixtures" / "topologies"))
+    placements = enumerate_placements(load_recorded("h200-nvl-8", TOPOLOGIES))
     assert did_you_mean("nvl_qaud", placements) == "did you mean nvl_quad?"
     assert did_you_mean("zzz", placements) == ""
     text = listing(placements, width=60)

@@ -346,5 +346,5 @@ def test_the_unit_costs_file_is_what_the_script_makes_of_the_records():
     done = subprocess.run([sys.executable, str(PROJECT / "scripts" / "unit_costs.py")], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == (PROJECT / "fixtures" / "unit_costs.yaml").read_text(), \
-        "fixtures/unit_costs.yaml differs from the records: run scripts/unit_costs.py --write"
+    assert done.stdout == (PROJECT / "fixtures" / "pytest_wirecheck" / "unit_costs.yaml").read_text(), \
+        "fixtures/pytest_wirecheck/unit_costs.yaml differs from the records: run scripts/unit_costs.py --write"

@@ -99,7 +99,7 @@ def test_option_values_that_are_existing_paths(pytester, tmp_path_factory):
     existing = elsewhere / "x.jsonl"
     existing.write_text("")
     topo = elsewhere / "node.txt"
-    topo.write_text((PROJECT / "fixtures" / "topologies" / "h200-sxm-2.txt").read_text())
+    topo.write_text((PROJECT / "fixtures" / "pytest_wirecheck" / "topologies" / "h200-sxm-2.txt").read_text())
     result = run_suite(pytester, "--simulate", str(topo), "-k", "inventory", "--wirecheck-json", str(existing))
     assert result.ret == 10, result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines(["*SIMULATION on *node.txt*", f"rootdir: {root}"])

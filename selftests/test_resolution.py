@@ -175,8 +175,9 @@ def test_calibrate_states_and_writes_what_each_floor_catches(tmp_path, capsys):
 
 
 def test_limits_shows_what_each_shipped_bound_catches_on_the_recorded_noise(capsys):
-    """fixtures/resolution.yaml (scripts/bench/sensitivity.py --write) beside each bound: the shipped H200 GPU floors
-    coarser than 10 %, the history rule's per figure, a bound of hardware nobody recorded "not measured"."""
+    """fixtures/pytest_wirecheck/resolution.yaml (scripts/bench/sensitivity.py --write) beside each bound: the
+    shipped H200 GPU floors coarser than 10 %, the history rule's per figure, a bound of hardware nobody
+    recorded "not measured"."""
     from wirecheck.thresholds import sensitivity as measured
 
     source, figures = measured.load()

@@ -1,4 +1,4 @@
-"""The pytest_wirecheck_* hooks (fixtures/hooks.py), implemented by a site's conftest.py: a header
+"""The pytest_wirecheck_* hooks (fixtures/pytest_wirecheck/hooks.py), implemented by a site's conftest.py: a header
 field, a placement dropped and one added, every measurement and verdict observed as recorded.
 No worker runs: a site test file records a measurement itself."""
 

@@ -11,7 +11,7 @@ from wirecheck.node.topo_text import load_recorded, parse_topo_text, recorded_na
 from wirecheck.node.topology import BRIDGED, NVSWITCH, PCIE
 
 ROOT = Path(__file__).resolve().parent.parent
-TOPOLOGIES = ROOT / "fixtures" / "topologies"
+TOPOLOGIES = ROOT / "fixtures" / "pytest_wirecheck" / "topologies"
 
 ALL8 = ((0, 1, 2, 3, 4, 5, 6, 7),)
 

@@ -1,6 +1,6 @@
-"""Where each strategy trains (wirecheck.training.selection, fixtures/training_set.py): the rule on recorded
-topologies, the tests it keeps in a simulated collection, `--training all`'s full grid, an empty selection
-that says why, and a simulated run whose record's header holds the set."""
+"""Where each strategy trains (wirecheck.training.selection, fixtures/pytest_wirecheck/training_set.py): the
+rule on recorded topologies, the tests it keeps in a simulated collection, `--training all`'s full grid, an
+empty selection that says why, and a simulated run whose record's header holds the set."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from wirecheck.node.topo_text import load_recorded
 from wirecheck.training.selection import ALL, SELECTED, WHY_ARTICLE, WHY_SCALING, check_set, training_set
 from wirecheck.vocab.strategies import NAMES
 
-TOPOLOGIES = PROJECT / "fixtures" / "topologies"
+TOPOLOGIES = PROJECT / "fixtures" / "pytest_wirecheck" / "topologies"
 NVL = "cross_quad-8gpu-0.1.2.3.4.5.6.7"
 
 

@@ -153,7 +153,8 @@ PROSE_PARSING = re.compile(r"(\.what|message|\.hint)\s*\.\s*(split|partition|rsp
 
 
 def test_nothing_parses_a_verdicts_prose():
-    roots = [PROJECT / "src" / "wirecheck", PROJECT / "fixtures", PROJECT / "tests", PROJECT / "scripts"]
+    roots = [PROJECT / "src" / "wirecheck", PROJECT / "fixtures" / "pytest_wirecheck", PROJECT / "tests",
+             PROJECT / "scripts"]
     found = []
     for root in roots:
         for path in root.rglob("*.py"):

@@ -1,7 +1,7 @@
 """The burn-in (`--level burn-in --duration 4h`): every GPU under the GEMM load, every result compared
 bit for bit, while collectives cycle over every placement at the floor size, checked element by element;
 the memory test after each round; NVML, XIDs, ECC and link counters read throughout. It stops at the
-first hard fault (fixtures/burn_in.py runs it once, wirecheck.burnin holds the loop).
+first hard fault (fixtures/pytest_wirecheck/burn_in.py runs it once, wirecheck.burnin holds the loop).
 
 Then the same checks as acceptance over the whole burn-in's figures (each GPU's sustained TFLOP/s
 against its floor and its peers, clock-event reasons, power, temperature, the memory test; each

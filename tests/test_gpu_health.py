@@ -3,7 +3,7 @@ match a reference bit for bit, a sustained load with clocks, power and temperatu
 beside it, and a memory pattern test.
 
 One worker per GPU, all concurrently, in one group started for the module (fixtures/
-gpu_health.py); each measurement is made once, by the first test that needs it, and judged per
+pytest_wirecheck/gpu_health.py); each measurement is made once, by the first test that needs it, and judged per
 GPU by the functions in wirecheck.checks.gpu_health: against the GPU model's floor and against
 the node's other GPUs (the peer rule). Select them all with `-m health` or `-k health`.
 """

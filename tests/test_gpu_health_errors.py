@@ -1,5 +1,5 @@
 """Errors the GPUs reported over the whole run, judged after everything else ran: XIDs (an XID
-also fails the test it arrived in: fixtures/gpu_health.py) and memory-error counters (volatile
+also fails the test it arrived in: fixtures/pytest_wirecheck/gpu_health.py) and memory-error counters (volatile
 ECC errors, remapped rows) read at session start and again now."""
 
 from __future__ import annotations

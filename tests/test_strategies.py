@@ -5,7 +5,7 @@ Where each strategy trains is the run's training set (wirecheck.training.selecti
 every strategy on the largest placement of each training class short of the whole node, on each
 class's 4-GPU placement (the article's comparisons: an NVSwitch 4-GPU set, a full quad, across
 quads) and on forced_pcie's NVLink twin; DDP alone on the whole node, for its scaling. A test runs
-where the set makes the runs it needs (fixtures/training_set.py): the staircase where every strategy
+where the set makes the runs it needs (fixtures/pytest_wirecheck/training_set.py): the staircase where every strategy
 trains, the slow wire's cost on forced_pcie against its twin. `--training all`: the full grid.
 
 Each strategy runs in fresh worker processes (DeepSpeed and Accelerate keep process-global

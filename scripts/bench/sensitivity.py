@@ -54,7 +54,7 @@ from wirecheck.records.file import RecordFileError, read_run  # noqa: E402
 from wirecheck.thresholds.file import load_thresholds  # noqa: E402
 
 REFERENCE = ROOT / "fixtures" / "reference"
-DATA = ROOT / "fixtures" / "resolution.yaml"
+DATA = ROOT / "fixtures" / "pytest_wirecheck" / "resolution.yaml"
 SOURCES = {"h200-1": "1x H200 nodes", "h200-sxm-2": "2x H200 SXM"}
 # Runs slowed or disturbed on purpose (fixtures/reference/*/NOTES.md): never clean, whatever their verdicts say.
 INJECTED = ("gemm10", "hbm10", "half", "slowed", "slowgemm", "slowhbm", "foreign", "copy", "wrong", "diag-")
@@ -273,7 +273,7 @@ def _clean_rates(noise: sens.Noise, rules: NightRules, replays: int, seed: int) 
 
 def _steps(losses: list[float], noise: sens.Noise, rule: str, how: str) -> dict:
     """One rule's row: false alarms, the share caught at each step, its resolution; `rule`: the name limits
-    knows it by (fixtures/resolution.yaml), `how`: what it was measured on."""
+    knows it by (fixtures/pytest_wirecheck/resolution.yaml), `how`: what it was measured on."""
     res = from_critical(losses, noise.describe())
     return {"rule": rule, "how": how, "false_alarm": res.false_alarm, "resolution": res.step,
             "caught": {step: sens.caught(losses, step) for step in STEPS}}
@@ -370,7 +370,8 @@ def markdown(results: list[dict], labels: dict) -> str:
 
 
 def write_data(results: list[dict], path: Path, args) -> None:
-    """fixtures/resolution.yaml: what `wirecheck limits` shows beside each bound (wirecheck.thresholds.sensitivity)."""
+    """fixtures/pytest_wirecheck/resolution.yaml: what `wirecheck limits` shows beside each bound
+    (wirecheck.thresholds.sensitivity)."""
     lines = ["# What each rule catches on the recorded noise of the reference nodes: the loss a bound fails in 95 % of",
              "# runs and its false alarms on clean runs. Written by scripts/bench/sensitivity.py --write (the tables:",
              "# docs/records.md#sensitivity); `wirecheck limits` shows it beside each bound. Do not edit by hand.",

@@ -37,13 +37,15 @@ pick_python() {
 }
 
 # checkout_shim TREE: a folder that, after TREE/src on PYTHONPATH, stands in for installing TREE: the
-# plugin package is the folder fixtures/ (the checkout's layout), reached through a link, and the
-# checks' entry point (pyproject.toml's "wirecheck.checks" group, which the thresholds loader reads
-# the checks' limits through) is a metadata folder of its own. Prints the folder.
+# plugin package is the folder fixtures/pytest_wirecheck/ (the checkout's layout; in an older tree, as
+# same_checks.sh runs, fixtures/ itself), reached through a link, and the checks' entry point
+# (pyproject.toml's "wirecheck.checks" group, which the thresholds loader reads the checks' limits
+# through) is a metadata folder of its own. Prints the folder.
 checkout_shim() {
-  local shim meta
+  local shim meta plugin=$1/fixtures/pytest_wirecheck
+  [ -d "$plugin" ] || plugin=$1/fixtures
   shim=$(mktemp -d)
-  ln -s "$1/fixtures" "$shim/pytest_wirecheck"
+  ln -s "$plugin" "$shim/pytest_wirecheck"
   meta=$shim/wirecheck_checkout-0.dist-info
   mkdir "$meta"
   printf 'Metadata-Version: 2.1\nName: wirecheck-checkout\nVersion: 0\n' > "$meta/METADATA"

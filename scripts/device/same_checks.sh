@@ -21,7 +21,7 @@ export PYTHONUNBUFFERED=1
 . "$ROOT/scripts/device/common.sh"
 PY=$(pick_python) || { log "no Python whose torch sees a GPU"; exit 2; }
 
-run_tree() {  # TREE LABEL MODULE: validate from TREE (its src/ and fixtures/ first on the import path)
+run_tree() {  # TREE LABEL MODULE: validate from TREE (its src/ and plugin package first on the import path)
   local tree=$1 label=$2 module=$3 shim t0=$SECONDS rc
   shim=$(checkout_shim "$tree")
   (cd "$tree" && PYTHONPATH="$tree/src:$shim${PYTHONPATH:+:$PYTHONPATH}" \

@@ -1,5 +1,5 @@
 """A failed verdict as the operator reads it at the end of a run: one block, set as the failing test's
-report (fixtures/last_screen.py), so pytest's terminal, its short summary and --junitxml all show it.
+report (fixtures/pytest_wirecheck/last_screen.py), so pytest's terminal, its short summary and --junitxml all show it.
 
     busbw FAILED on nvswitch-2gpu-0.1: all_reduce busbw at 1 GiB
       measured  1.2 GB/s, 99.9 % below

@@ -40,8 +40,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--profile", metavar="NAME", help="the node a thresholds profile describes (profiles.NAME)")
     where.add_argument("--simulate", nargs="?", const=DEFAULT_SIMULATION, metavar="TOPO",
-                       help=f"a recorded topology (a NAME in fixtures/topologies, a topo -m text or snapshot JSON; "
-                            f"default {DEFAULT_SIMULATION})")
+                       help=f"a recorded topology (a NAME in fixtures/pytest_wirecheck/topologies, a topo -m text or "
+                            f"snapshot JSON; default {DEFAULT_SIMULATION})")
     where.add_argument("--record", metavar="RUN.jsonl", help="the node a run's record was taken on")
     parser.add_argument("--level", choices=LEVELS, default=DEFAULT_LEVEL,
                         help=f"the checks of this level (default {DEFAULT_LEVEL})")

@@ -1,7 +1,7 @@
 """`wirecheck plan`: how long a level of the suite takes on a topology, before running it.
 
 The suite is collected for the topology and level (a pytest subprocess: the tests that would run,
-never a list of our own), then priced with the unit costs of recorded runs (fixtures/unit_costs.yaml,
+never a list of our own), then priced with the unit costs of recorded runs (fixtures/pytest_wirecheck/unit_costs.yaml,
 made by scripts/unit_costs.py). `--record RUN.jsonl` prices a recorded run's own tests instead and
 puts the prediction beside the run's measured wall time.
 """
@@ -38,8 +38,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--simulate", nargs="?", const=DEFAULT_SIMULATION, metavar="FILE|NAME",
-                       help=f"plan for a recorded topology (a NAME in fixtures/topologies, a topo -m text or snapshot "
-                            f"JSON; default {DEFAULT_SIMULATION})")
+                       help=f"plan for a recorded topology (a NAME in fixtures/pytest_wirecheck/topologies, a topo -m "
+                            f"text or snapshot JSON; default {DEFAULT_SIMULATION})")
     where.add_argument("--profile", metavar="NAME", help="plan for the topology a thresholds profile names "
                        "(profiles.NAME.topology)")
     where.add_argument("--record", nargs="+", metavar="RUN.jsonl", help="price recorded runs' own tests and show each "
@@ -56,7 +56,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--thresholds", metavar="PATH", help="thresholds file (run settings: sizes, iterations, "
                         "durations); default: the suite's")
     parser.add_argument("--unit-costs", metavar="PATH", help="unit costs file; default: the suite's "
-                        "fixtures/unit_costs.yaml")
+                        "fixtures/pytest_wirecheck/unit_costs.yaml")
     parser.add_argument("--without-bytecode-cache", action="store_true", help="price worker starts as on a node "
                         "whose workers compile torch each time (no cache built by install.sh or an earlier run)")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")

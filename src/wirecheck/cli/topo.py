@@ -24,8 +24,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description=__doc__,
     )
     parser.add_argument("--simulate", nargs="?", const=DEFAULT_SIMULATION, metavar="FILE|NAME",
-                        help=f"read a recorded topology (topo -m text, snapshot JSON or a NAME in fixtures/topologies; "
-                             f"default {DEFAULT_SIMULATION}) instead of NVML")
+                        help=f"read a recorded topology (topo -m text, snapshot JSON or a NAME in "
+                             f"fixtures/pytest_wirecheck/topologies; default {DEFAULT_SIMULATION}) instead of NVML")
     parser.add_argument("--json", action="store_true", help="print JSON: fabric, gpus, matrix, groups, placements")
     parser.add_argument("--save", metavar="FILE", help="write a snapshot JSON that --simulate FILE replays")
     return parser

@@ -3,7 +3,8 @@ topologies, the time model's unit costs, the measured resolution of the limits. 
 
 Two layouts hold them:
 - a checkout (installed editable): the plugin package `pytest_wirecheck` is the folder
-  `fixtures/`, with `tests/` and `thresholds.yaml` beside it at the top of the checkout;
+  `fixtures/pytest_wirecheck/`, and `tests/` and `thresholds.yaml` sit at the top of the checkout,
+  beside `fixtures/`;
 - an installed wheel: the build copies `tests/` and `thresholds.yaml` into the package, so
   they sit inside `pytest_wirecheck/` (see setup.py).
 """
@@ -41,7 +42,7 @@ def plugin_dir() -> Path:
 
 def suite_paths() -> SuitePaths:
     plugin = plugin_dir()
-    top = plugin.parent
+    top = plugin.parent.parent  # a checkout's top: the plugin is its fixtures/pytest_wirecheck/
     if (top / "tests").is_dir() and (top / "thresholds.yaml").is_file() and (top / "conftest.py").is_file():
         return SuitePaths(top, top / "tests", top / "thresholds.yaml", plugin / "topologies", checkout=True,
                           unit_costs=plugin / "unit_costs.yaml", resolution=plugin / "resolution.yaml")

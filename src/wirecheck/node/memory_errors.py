@@ -1,7 +1,7 @@
 """A GPU's memory-error counters as plain data: volatile ECC errors (single-bit corrected,
 double-bit uncorrected) and remapped rows, from one NVML health reading.
 
-The session reads them at start (fixtures/node.py) and again after the run; the check
+The session reads them at start (fixtures/pytest_wirecheck/node.py) and again after the run; the check
 (wirecheck.checks.gpu_health.ecc_row_remap_growth) judges what grew in between, so that a
 recorded run can be judged again. An unreadable counter is {"unsupported": reason}.
 """

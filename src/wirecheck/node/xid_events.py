@@ -5,7 +5,7 @@ NVML only delivers events that happen after registration (past XIDs are in the k
 not here), so the set is registered once at session start for every GPU of the run, and
 `nvmlEventSetWait_v2` is polled with a short timeout until the session ends. Each event is
 kept with the moment it arrived and the GPU it came from; the plugin turns the test that was
-running into a failure naming it (fixtures/gpu_health.py) and the record keeps it. A GPU or
+running into a failure naming it (fixtures/pytest_wirecheck/gpu_health.py) and the record keeps it. A GPU or
 driver that cannot deliver critical XID events is listed with the reason, never taken for a
 quiet one.
 """

@@ -1,6 +1,6 @@
 """The time model (`wirecheck plan`): how long a level of the suite takes on a topology, before it runs.
 
-- `costs`: the unit costs (fixtures/unit_costs.yaml, made by scripts/unit_costs.py from recorded
+- `costs`: the unit costs (fixtures/pytest_wirecheck/unit_costs.yaml, made by scripts/unit_costs.py from recorded
   runs): a worker group's start, a collective size, a benchmark round, an NCCL path probe, a strategy
   run, the GPU load's phases, each with its source;
 - `collect`: which tests run, from the real suite collected in a subprocess (`pytest --collect-only

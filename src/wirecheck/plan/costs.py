@@ -1,4 +1,4 @@
-"""The unit costs of the time model: fixtures/unit_costs.yaml read into plain seconds and bytes/s.
+"""The unit costs of the time model: fixtures/pytest_wirecheck/unit_costs.yaml read into plain seconds and bytes/s.
 
 The file is made by scripts/unit_costs.py from recorded runs; every figure there carries its
 source, kept here so the plan can say where each of its numbers came from.

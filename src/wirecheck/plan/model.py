@@ -1,7 +1,7 @@
 """The time model: a run's tests walked in their order, as the session runs them, each priced.
 
 A measurement is made by the first test that needs it and shared by the rest (fixtures/
-measurements.py), and a worker group is started when the placement changes (wirecheck.workers.pool),
+pytest_wirecheck/measurements.py), and a worker group is started when the placement changes (wirecheck.workers.pool),
 so the walk keeps the same state: the shared group's placement, the sweeps and strategy runs made,
 the GPU load's phases. A test costs pytest's per-test share plus what it is the first to need:
 - a collective sweep: each size's overhead plus its wire time, calls x bytes x the op's busbw
@@ -47,7 +47,8 @@ from wirecheck.vocab.work import (ALL_RUNS, AXES_FULL_SWEEP, AXIS_SWEEP, BENCHMA
 # (`@pytest.mark.work(...)`, wirecheck.vocab.work), read when the suite is collected (plan/collect.py):
 # {test function: {"work": (kinds...), "opt_in": why or None}}; a function without one is unknown.
 
-# The id a test gets where the topology has no placement of its classes (fixtures/placements.py): it skips.
+# The id a test gets where the topology has no placement of its classes (fixtures/pytest_wirecheck/placements.py):
+# it skips.
 NO_PLACEMENT = "none"
 # Kinds of work, for each group's line and the summary by kind.
 K_TEST, K_START, K_SIZE, K_ROUND, K_PROBE, K_READ, K_COPY, K_RUN, K_GPU, K_BURN = (

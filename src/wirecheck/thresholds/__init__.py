@@ -5,7 +5,7 @@ registry (`declared`: Table, Floor, Rule, Value), the run settings (`settings`),
 (`file`: Thresholds, load_thresholds), the calibration, history and drift rules (`baselines`), limits no node
 could meet, refused (`plausible`), the JSON Schema from the loader's reads (`schema`), and every limit a node
 would be held to (`listing`, for `wirecheck limits`), with what each catches on the recorded noise
-(`sensitivity`: fixtures/resolution.yaml).
+(`sensitivity`: fixtures/pytest_wirecheck/resolution.yaml).
 
 May import: core, vocab (the ops, strategies and placement classes tables are keyed by), node, workers
 (deadline rules), measure (the sweep specs). Never torch: judge, report and fleet report load thresholds on

@@ -5,7 +5,7 @@ host and peer copies and training: the bound, its unit, the rule that made it (m
 simulated, peers) and its source; a check no limit judges is listed with the reason; at acceptance the
 history and drift rules over each figure they judge. Beside each bound its resolution: the loss it
 catches in 95 % of runs and its false alarms, as a calibrated entry states it or as the recorded noise
-of the reference nodes measured it (wirecheck.thresholds.sensitivity, fixtures/resolution.yaml); a
+of the reference nodes measured it (wirecheck.thresholds.sensitivity, fixtures/pytest_wirecheck/resolution.yaml); a
 bound no run measured says so. The node is a topology plus its hardware (wirecheck.node.hardware): from
 NVML, a profile, a recorded topology or a run's record. Which checks a level runs follows the tests'
 `levels` markers (tests/).

@@ -1,4 +1,4 @@
-"""What each rule catches on the recorded noise: fixtures/resolution.yaml read into Resolutions.
+"""What each rule catches on the recorded noise: fixtures/pytest_wirecheck/resolution.yaml read into Resolutions.
 
 The file is made by scripts/bench/sensitivity.py (`--write`) from the committed clean runs of the reference
 nodes; for each figure (by the thresholds key of its floor: "gpu_health.floors.NVIDIA H200.gemm_bf16") and

@@ -57,7 +57,8 @@ class Profile:
                                   default=None)
     # The farthest topo -m path (PIX..SYS) from any GPU to its nearest NIC it is built with; None: a warning only.
     gpu_nic_path: str | None = spec(Word(words=PCIE_LEVELS), "PIX  (a NIC under each GPU's own PCIe switch)", default=None)
-    # A recorded topology (fixtures/topologies NAME) wired as this node type: what a --profile dry run simulates.
+    # A recorded topology (a NAME in fixtures/pytest_wirecheck/topologies) wired as this node type: what a
+    # --profile dry run simulates.
     topology: str | None = spec(Text(), "h100-sxm-8-nics  (a recorded topology, wired as this node: what a --profile "
                                         "dry run simulates)", default=None)
     compute_capability: str | None = spec(Call('"9.0"  (as CUDA names it: 8.0 A100, 8.9 L40S, 9.0 H100/H200, 10.0 B200)',

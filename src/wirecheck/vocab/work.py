@@ -1,6 +1,6 @@
 """What a test of the suite makes when it is the first to need it: the kinds of work the time model
 (`wirecheck plan`) prices. A test declares its own with `@pytest.mark.work(SWEEP, BENCHMARK)`
-(registered by the plugin, fixtures/work.py); `@pytest.mark.work()` declares a test that reads NVML,
+(registered by the plugin, fixtures/pytest_wirecheck/work.py); `@pytest.mark.work()` declares a test that reads NVML,
 sysfs or the topology only; `opt_in="why"` one that a plain run skips. A test without the marker is
 priced at pytest's per-test share alone and listed as unknown by the plan.
 """
