@@ -17,6 +17,19 @@ for _name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_
     os.environ.pop(_name, None)
 
 
+def pytest_terminal_summary(terminalreporter):
+    # Every worker group's rendezvous goes through torch's TCPStore over ::ffff:127.0.0.1, which asks for the
+    # address's name on each connect and accept: without a line in /etc/hosts that is a DNS query, and a
+    # resolver that drops some stalls those starts 5 s each (.ci/run adds the line). Said at the end, where
+    # -q still shows it, because it explains a slow run.
+    import shutil
+    import subprocess
+
+    if shutil.which("getent") and subprocess.run(["getent", "-s", "files", "hosts", "::ffff:127.0.0.1"], capture_output=True).returncode != 0:
+        terminalreporter.write_line("note: ::ffff:127.0.0.1 has no name in /etc/hosts, so worker groups may have stalled "
+                                    "5 s on reverse DNS lookups; add '::ffff:127.0.0.1 localhost' there (.ci/run does)")
+
+
 @pytest.fixture(scope="session")
 def healthy_busbw_runs(tmp_path_factory) -> list:
     """Three runs of the suite in simulation (h200-sxm-2) with `e2e.BUSBW_SELECTION`, no fault, each in

@@ -85,9 +85,10 @@ def test_groups_start_while_ports_are_taken(port_thief, tmp_path, join_process_g
 
 
 def test_60_rendezvous_in_a_row_while_ports_are_taken(port_thief, tmp_path):
-    # ~35 ms a rendezvous on a plain Linux kernel; under gVisor torch's TCPStore client connect
-    # stalls 5 s about once in 10-30 connects (also with the old rendezvous): 200 in a row took
-    # ~100 s of a CPU machine's self-tests there. 60 keep the point: the thief takes a port of the
+    # ~35 ms a rendezvous where the loopback's IPv6 forms have names in /etc/hosts. Without them
+    # torch's TCPStore asks DNS for the name of ::ffff:127.0.0.1 on every connect and accept, and a
+    # resolver that drops one query in about 30 stalls that connect 5 s (.ci/run adds the names): 60
+    # took 32 s on such a CPU machine, 7 s with the names. 60 keep the point: the thief takes a port of the
     # old way's about once in 200 starts with a 1 s window (the test above), and this way has no
     # window between the kernel's pick and the bind, so every one of these starts must succeed.
     with WorkerGroup("rendezvous-selftest", 2, "gloo", log_dir=tmp_path) as group:
