@@ -45,6 +45,12 @@ class Terminal:
     def wait_for(self, text: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while text not in self.output:
+            if self.proc.poll() is not None:
+                # The command is gone, but what it wrote last may still be in the pty: the reader ends at
+                # EIO once every process holding the terminal has exited (on a loaded machine, seconds later).
+                self._reader.join(max(5.0, deadline - time.monotonic()))
+                if text in self.output:
+                    return
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"{text!r} never appeared (exit {self.proc.poll()}):\n{self.output[-4000:]}")
             time.sleep(0.05)
