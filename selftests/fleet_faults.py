@@ -19,10 +19,25 @@ from wirecheck.measure import collective_worker
 from wirecheck.fleet import pairs
 from wirecheck.vocab.ops import COLLECTIVES
 
-DELAY_S = 0.3  # per call: 10-30x a simulated 4 MiB all_reduce, far past CPU noise
+DELAY_S = 0.3  # per call at least: 10-30x a simulated 4 MiB all_reduce on a quiet machine
+# And at least this many times the call's own cost as measured here: on a loaded machine a simulated
+# 4 MiB all_reduce took 50 ms, and a fixed 0.3 s made the node only 6x slower than its peers, short of
+# the simulated fleet rule's 10x (thresholds.yaml, fleet.simulated). The shortest call seen is the
+# transfer alone (a longer one also waited for a peer); kept per function and size.
+SLOWDOWN = 25
 # The torch.distributed function of every op's kernel: its row's `torch`, or (a kernel of its own, as
 # broadcast) the function of the op's name.
 _SLOWED = tuple(dict.fromkeys(row.torch or row.name for row in COLLECTIVES.values()))
+
+
+_shortest: dict = {}  # (function, the first tensor's bytes) -> seconds: the quickest such call so far
+
+
+def _size(args) -> int:
+    t = args[0] if args else None
+    if isinstance(t, (list, tuple)):
+        t = t[0] if t else None
+    return t.numel() * t.element_size() if hasattr(t, "numel") else 0
 
 
 def _slow_down() -> None:
@@ -33,8 +48,12 @@ def _slow_down() -> None:
 
         @functools.wraps(original)
         def slow(*args, _original=original, **kwargs):
-            time.sleep(DELAY_S)
-            return _original(*args, **kwargs)
+            key = (_original.__name__, _size(args))
+            time.sleep(max(DELAY_S, SLOWDOWN * _shortest.get(key, 0.0)))
+            t0 = time.perf_counter()
+            out = _original(*args, **kwargs)
+            _shortest[key] = min(_shortest.get(key, float("inf")), time.perf_counter() - t0)
+            return out
 
         slow._fleet_faults_slow = True
         setattr(dist, name, slow)
