@@ -30,6 +30,22 @@ def pytest_terminal_summary(terminalreporter):
                                     "5 s on reverse DNS lookups; add '::ffff:127.0.0.1 localhost' there (.ci/run does)")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def forked_workers():
+    """Worker groups these self-tests start in this process take their ranks from a zygote's forks, as a run's
+    groups do (wirecheck.workers.spares): an interpreter that imports torch costs 3-4 s of CPU on a 2-core
+    machine, a fork milliseconds. A rank whose environment a fork cannot take on is a new interpreter."""
+    from wirecheck.workers import spares
+
+    stock = spares.SpareStock(0, replenish=False)
+    spares.install(stock)
+    stock.fill()
+    yield stock
+    spares.install(None)
+    open(f"/tmp/forkstats.{os.getpid()}", "w").write(stock.describe())  # TEMP
+    stock.close()
+
+
 @pytest.fixture(scope="session")
 def healthy_busbw_runs(tmp_path_factory) -> list:
     """Three runs of the suite in simulation (h200-sxm-2) with `e2e.BUSBW_SELECTION`, no fault, each in

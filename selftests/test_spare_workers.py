@@ -13,7 +13,7 @@ import time
 import pytest
 
 from wirecheck.workers import spares
-from wirecheck.workers.launcher import WorkerCallError, WorkerGroup
+from wirecheck.workers.launcher import WorkerCallError, WorkerCrash, WorkerGroup
 
 FAULTY = "selftests.faulty_workers"
 
@@ -22,11 +22,12 @@ FAULTY = "selftests.faulty_workers"
 def stock(request):
     """A stock of `count` spares (the test's parameter, default 2), installed, killed at the end."""
     count = getattr(request, "param", 2)
+    before = spares.installed()  # the self-tests' own (conftest.py), given back after
     made = spares.SpareStock(count, replenish=False)
     spares.install(made)
     made.fill()
     yield made
-    spares.install(None)
+    spares.install(before)
     made.close()
 
 
@@ -60,7 +61,7 @@ def test_a_rank_from_a_spare_is_as_a_new_interpreter(stock):
     with WorkerGroup("new", 2, "gloo", env=extra, use_spares=False) as new:
         assert [i.get("spare") for i in new.info] == [None, None]
         new_seen = new.run(f"{FAULTY}:environment", None, 30)
-    assert all(t is not None and t["import_s"] > 0 for t in taken), taken
+    assert all(t is not None for t in taken), taken
     assert stock.adopted == 2 and not stock.spares
     for rank, (w, n) in enumerate(zip(warm_seen, new_seen)):
         ignore = {"MASTER_PORT"}  # each group's own store
@@ -110,15 +111,29 @@ def test_what_a_spare_wrote_before_and_its_rank_writes_after_are_in_the_rank_log
         group.close()
 
 
-def test_a_dead_spare_is_passed_over(stock):
-    dead = stock.spares[0]
-    os.killpg(dead.proc.pid, signal.SIGKILL)
-    dead.proc.wait(10)
-    with WorkerGroup("one-dead", 2, "gloo") as group:
-        taken = [i.get("spare") is not None for i in group.info]
-        assert group.run(f"{FAULTY}:all_reduce_ranks", None, 30) == [3.0, 3.0]  # (0 + 1) + (1 + 1)
-    assert sorted(taken) == [False, True], "one rank from the live spare, one new interpreter"
-    assert stock.adopted == 1 and not stock.spares
+@pytest.mark.parametrize("fork", [False, True])
+def test_a_dead_spare_is_passed_over(fork):
+    before = spares.installed()
+    stock = spares.SpareStock(2, replenish=False, fork=fork)
+    spares.install(stock)
+    try:
+        stock.fill()
+        dead = stock.spares[0]
+        os.killpg(dead.proc.pid, signal.SIGKILL)
+        assert dead.proc.wait(10) == -signal.SIGKILL
+        with WorkerGroup("one-dead", 2, "gloo") as group:
+            taken = [i.get("spare") is not None for i in group.info]
+            assert group.run(f"{FAULTY}:all_reduce_ranks", None, 30) == [3.0, 3.0]  # (0 + 1) + (1 + 1)
+        waiting = list(stock.spares)
+    finally:
+        spares.install(before)
+        stock.close()
+    assert waiting == []
+    if fork:  # the other rank forked for it
+        assert taken == [True, True] and stock.adopted == 2 and stock.zygote.forked == 3
+    else:
+        assert sorted(taken) == [False, True], "one rank from the live spare, one new interpreter"
+        assert stock.adopted == 1
 
 
 def test_a_spare_whose_import_fails_after_it_was_taken_fails_its_groups_start(tmp_path, monkeypatch):
@@ -193,3 +208,59 @@ def test_the_parent_never_imports_torch_to_read_what_its_workers_send():
     imported, version = out.stdout.split()
     assert imported == "False", "the parent imported torch to unpickle a worker's message"
     assert version[0].isdigit()
+
+
+# ---- spares forked from a zygote (wirecheck.workers.zygote) ----------------------------------------------
+
+
+def _threads(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return int(next(line for line in f if line.startswith("Threads:")).split()[1])
+
+
+def test_a_rank_forked_for_a_group_is_as_a_new_interpreter_and_its_death_reads_as_a_new_ones(stock):
+    stock.resize(0)  # none waiting: every rank is forked when its group starts
+    forked_before = stock.zygote.forked
+    with WorkerGroup("forked", 2, "gloo") as forked:
+        assert [i.get("spare") is not None for i in forked.info] == [True, True]
+        forked_seen = forked.run(f"{FAULTY}:environment", None, 30)
+        assert _threads(stock.zygote.proc.pid) == 1, "the zygote forks with one thread: a fork copies only the caller"
+        with pytest.raises(WorkerCrash) as raised:
+            forked.run(f"{FAULTY}:die", {"rank": 1, "how": "segv"}, 30)
+    with WorkerGroup("new", 2, "gloo", use_spares=False) as new:
+        new_seen = new.run(f"{FAULTY}:environment", None, 30)
+    assert stock.zygote.forked - forked_before == 2 and stock.adopted == 2
+    for w, n in zip(forked_seen, new_seen):
+        assert {k: v for k, v in w["env"].items() if k != "MASTER_PORT"} == \
+               {k: v for k, v in n["env"].items() if k != "MASTER_PORT"}
+        assert set(w["path"]) == set(n["path"]) and w["cwd"] == n["cwd"]
+        assert w["training_imported"] == []
+    err = raised.value
+    assert err.rank == 1 and err.returncode == -signal.SIGSEGV and "killed by SIGSEGV" in str(err), str(err)
+
+
+def test_the_zygotes_children_die_with_it_and_read_as_killed(stock):
+    spare = stock.spares[0]
+    assert _threads(stock.zygote.proc.pid) == 1
+    os.killpg(stock.zygote.proc.pid, signal.SIGKILL)
+    assert spare.proc.wait(10) == -signal.SIGKILL, "a forked spare dies with its zygote (parent-death signal)"
+    with WorkerGroup("after", 1, "gloo") as group:  # the zygote gone: a new interpreter, and the run goes on
+        assert group.info[0].get("spare") is None
+    assert not stock.zygote.alive()
+
+
+def test_a_zygote_with_more_than_one_thread_forks_nothing_and_ranks_start_as_new_interpreters(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # torch starts its OpenMP pool at import: a second thread
+    before = spares.installed()
+    stock = spares.SpareStock(1, replenish=False)
+    spares.install(stock)
+    try:
+        stock.fill()
+        assert stock.zygote.forked == 0 and not stock.zygote.alive()
+        with WorkerGroup("threads", 2, "gloo") as group:
+            assert group.run(f"{FAULTY}:all_reduce_ranks", None, 30) == [3.0, 3.0]
+            assert sorted(i.get("spare") is not None for i in group.info) == [False, True]
+    finally:
+        spares.install(before)
+        stock.close()
+    assert "the zygote was given up" in stock.describe() and "2 threads after importing torch" in stock.describe()

@@ -17,9 +17,15 @@ Why a spare is the same as a new interpreter:
 - it has imported nothing of DeepSpeed or Accelerate: a training strategy's process-global state starts
   fresh in it as in a new process.
 
+Where the system can fork, the spares are forked from a zygote (zygote.py): one interpreter that imported
+torch once; a fork costs milliseconds and shares the zygote's memory. A rank that finds no spare waiting
+then gets one forked for it, where its environment is one the zygote's can become. Elsewhere each spare is
+a new interpreter.
+
 On a GPU node a spare taken is replaced when its group has started (`replenish`), so that later groups
 (the pool of another environment, each training strategy) find warm ones too. In simulation the first
-stock only: CPU ranks share a small machine's cores with the tests and the other spares.
+stock only (with a zygote, later ranks are forked when their groups start): CPU ranks share a small
+machine's cores with the tests.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from wirecheck.workers import evidence, spawn, teardown
+from wirecheck.workers import evidence, spawn, teardown, zygote
 
 # Variables nothing reads before a worker's first CUDA call, its first NCCL communicator or its process
 # group (the rank variables, torch.distributed's env:// ones, the devices), the import path (applied to
@@ -69,11 +75,14 @@ class SpareStock:
     this process: parent_death), taken by `adopt`, killed by `close`.
 
     `log_dir`: where the spares' log folder goes (the run's logs folder); a spare's log moves into its
-    group's log when it is taken.
+    group's log when it is taken. `fork`: spares are forked from a zygote (zygote.py) where the system can
+    fork, and a rank that finds none waiting gets one forked for it; else each is a new interpreter.
     """
 
-    def __init__(self, count: int, replenish: bool, log_dir: str | os.PathLike | None = None):
+    def __init__(self, count: int, replenish: bool, log_dir: str | os.PathLike | None = None, fork: bool = True):
         self.count = max(0, int(count))
+        self.fork = fork and zygote.available()
+        self.zygote: zygote.Zygote | None = None  # started by the first fill, from the main thread
         self.replenish = replenish
         self.folder = tempfile.mkdtemp(prefix="wirecheck-spares-", dir=log_dir)
         self.spares: list[Spare] = []
@@ -89,6 +98,8 @@ class SpareStock:
         """Start spares until `count` wait (none after close, none from another thread than the main one)."""
         if self.closed or threading.current_thread() is not threading.main_thread():
             return
+        if self.fork and self.zygote is None:
+            self.zygote = zygote.Zygote(self.folder)
         self._drop_dead()
         while len(self.spares) < self.count:
             self.spares.append(self._start())
@@ -102,10 +113,21 @@ class SpareStock:
 
     def _start(self) -> Spare:
         self.started += 1
-        env = spawn.base_env({})
         log_path = os.path.join(self.folder, f"spare-{self.started}.log")
+        forked = self._fork(log_path)
+        if forked is not None:
+            return forked
+        env = spawn.base_env({})
         proc, conn = spawn.launch(["--spare", "--spare-log", log_path, "--parent-death-signal"], env, log_path)
         return Spare(proc, conn, env, os.getcwd(), log_path)
+
+    def _fork(self, log_path: str) -> Spare | None:
+        if self.zygote is None or not self.zygote.alive():
+            return None
+        forked = self.zygote.fork(log_path)
+        if forked is None:
+            return None
+        return Spare(forked[0], forked[1], self.zygote.env, self.zygote.cwd, log_path)
 
     def adopt(self, env: dict[str, str], role: dict, log_path: str) -> tuple[subprocess.Popen, Connection] | None:
         """A waiting spare made into the rank of `env` and `role` (its output then goes to `log_path`), or
@@ -113,23 +135,41 @@ class SpareStock:
         self._drop_dead()
         why: list[str] = []  # what kept the first waiting spare from this rank
         for spare in list(self.spares):
-            differ = unadoptable(spare.env, env) + (["the working directory"] if spare.cwd != os.getcwd() else [])
+            differ = self._differ(spare.env, spare.cwd, env)
             if differ:
                 why = why or differ
                 continue
             self.spares.remove(spare)
-            os.close(spawn.open_log(log_path))  # the group's log exists (in its own folder) before the rank writes
-            try:
-                spare.conn.send(("become", {"env": dict(env), "role": dict(role), "log": log_path}))
-            except (OSError, EOFError):  # it died since: the next one
-                self._kill(spare)
-                continue
-            self.adopted += 1
-            self.ages_s.append(round(time.monotonic() - spare.started, 3))
-            return spare.proc, spare.conn
+            if self._give(spare, env, role, log_path):
+                return spare.proc, spare.conn
+        if self.zygote is not None and self.zygote.alive():
+            # None waiting fits: one forked for this rank, where the zygote's environment does.
+            differ = self._differ(self.zygote.env, self.zygote.cwd, env)
+            if not differ:
+                self.started += 1
+                spare = self._fork(os.path.join(self.folder, f"spare-{self.started}.log"))
+                if spare is not None and self._give(spare, env, role, log_path):
+                    return spare.proc, spare.conn
+            why = why or differ
         for name in why:
             self.refused[name] = self.refused.get(name, 0) + 1
         return None
+
+    @staticmethod
+    def _differ(spare_env: dict[str, str], spare_cwd: str, env: dict[str, str]) -> list[str]:
+        return unadoptable(spare_env, env) + (["the working directory"] if spare_cwd != os.getcwd() else [])
+
+    def _give(self, spare: Spare, env: dict[str, str], role: dict, log_path: str) -> bool:
+        """Make `spare` the rank: False where it died since (killed here)."""
+        os.close(spawn.open_log(log_path))  # the group's log exists (in its own folder) before the rank writes
+        try:
+            spare.conn.send(("become", {"env": dict(env), "role": dict(role), "log": log_path}))
+        except (OSError, EOFError):
+            self._kill(spare)
+            return False
+        self.adopted += 1
+        self.ages_s.append(round(time.monotonic() - spare.started, 3))
+        return True
 
     def refill(self) -> None:
         """After a group took spares: on a GPU node, new ones for the groups after it."""
@@ -142,12 +182,16 @@ class SpareStock:
         for spare in self.spares:
             self._kill(spare)
         self.spares = []
+        if self.zygote is not None:
+            self.zygote.close()
         teardown.untrack(self)
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def describe(self) -> str:
         refused = ", ".join(f"{name} ({n} rank{'s' if n > 1 else ''})" for name, n in sorted(self.refused.items()))
-        return (f"{self.started} spare worker(s) started, {self.adopted} taken"
+        forked = f" ({self.zygote.forked} forked from a zygote)" if self.zygote is not None and self.zygote.forked else ""
+        gave_up = f"; the zygote was given up: {self.zygote.failed}" if self.zygote is not None and self.zygote.failed else ""
+        return (f"{self.started} spare worker(s) started{forked}, {self.adopted} taken{gave_up}"
                 + (f"; new interpreters where a rank's environment differed in {refused}" if refused else "")
                 + (f"; {len(self.died)} ended while waiting ({self.died[0]})" if self.died else ""))
 
@@ -211,7 +255,8 @@ def stop(stock: SpareStock) -> dict | None:
     stock.close()
     if not (stock.adopted or stock.died):
         return None
-    return {"started": stock.started, "taken": stock.adopted, "replenish": stock.replenish, "stock": stock.count,
+    return {"started": stock.started, "taken": stock.adopted,
+            "forked": stock.zygote.forked if stock.zygote is not None else 0, "replenish": stock.replenish, "stock": stock.count,
             "new_interpreters_because": dict(stock.refused), "ages_s": stock.ages_s, "died": stock.died,
             "summary": stock.describe()}
 

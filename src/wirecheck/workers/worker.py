@@ -312,6 +312,7 @@ def _lowest_descriptor(fd: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global STARTED_AT
     # First thing: a hang or a fatal signal anywhere later must leave a Python stack in our log.
     faulthandler.enable(file=sys.stderr, all_threads=True)
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
@@ -323,21 +324,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend")
     parser.add_argument("--spare", action="store_true", help="import torch, then wait to be given a rank")
     parser.add_argument("--spare-log", help="a spare's own log, moved into its rank's when it is given one")
+    parser.add_argument("--zygote", metavar="EXITS_DIR",
+                        help="import torch, then fork spares on request; their exit codes go to EXITS_DIR (zygote.py)")
     parser.add_argument("--no-process-group", action="store_true")
     parser.add_argument("--parent-death-signal", action="store_true",
                         help="die with the parent (SIGKILL, prctl): the parent's main thread started us")
     parser.add_argument("--rendezvous-timeout", type=float, default=120.0,
                         help="seconds to wait for the group's store (the parent's start timeout)")
     args = parser.parse_args(argv)
-    if not args.spare and not (args.label and args.backend):
-        parser.error("--label and --backend are required (or --spare)")
+    if not (args.spare or args.zygote) and not (args.label and args.backend):
+        parser.error("--label and --backend are required (or --spare, or --zygote)")
 
     if args.parent_death_signal:
         # The kernel's own parent-death signal: at once, even where the watch thread cannot run (a
         # C call holding the GIL); the watch stays for systems without it.
         parent_death.arm(signal.SIGKILL, args.parent_pid)
-    _watch_parent(args.parent_pid)
     conn = Connection(_lowest_descriptor(args.fd))
+    if args.zygote:
+        # No watch thread in the zygote: it forks, and a fork copies only the calling thread. Its loop
+        # watches the parent instead.
+        from wirecheck.workers import zygote
+
+        forked = zygote.serve(conn, args.zygote, args.parent_pid)
+        if forked is None:
+            return 0
+        fd, args.spare_log, args.parent_pid = forked  # a forked spare: the zygote is its parent
+        conn = Connection(_lowest_descriptor(fd))
+        args.spare = True
+        STARTED_AT = time.time()  # this process began here
+    _watch_parent(args.parent_pid)
     try:
         if args.spare:
             given = _wait_as_spare(conn, args.spare_log)

@@ -1,0 +1,238 @@
+"""A zygote: one worker interpreter that has imported torch and forks spare workers from itself.
+
+Most of a worker's start is `import torch` (3.1-4.5 s of the 4-5 s on a 1x H200 node:
+fixtures/reference/h200-1/start-costs-2026-12-02), and on a small machine it is CPU the tests need. A fork of
+a process that has imported torch shares its memory and costs milliseconds. The run's spare stock
+(spares.py) asks the zygote for each spare it wants, and for one more whenever a rank finds none waiting;
+a new interpreter is only for a rank whose environment a spare cannot take on.
+
+Why a forked spare is the same as a new one: the zygote is a spare that never becomes a rank. It has
+touched no CUDA and no NCCL (checked before it forks anything, as a spare checks), runs no thread of its
+own when it forks (its parent watch is its own loop), and each child resets what the zygote set for
+itself (the SIGCHLD handler) before it waits as a spare.
+
+A forked spare is the zygote's child, not ours: `ForkedProcess` is its Popen-like handle here. The zygote
+reaps its children and writes each exit status to a file named by the pid, which `poll` reads.
+
+Protocol (over the zygote's private pipe, a socket pair): parent -> zygote ("fork", log_path) followed by
+the child's end of a new pipe (SCM_RIGHTS); zygote -> parent ("forked", pid), or ("cannot", why) where it
+may not fork (CUDA initialised, more than one thread): the parent then gives it up. ("exit",) ends it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from multiprocessing import Pipe
+from multiprocessing.connection import Connection
+from multiprocessing.reduction import recv_handle, send_handle
+
+from wirecheck.workers import evidence, parent_death, spawn
+
+# How long the parent waits for a fork: the first one waits for the zygote's `import torch` (4-5 s on a
+# GPU node, up to 40 s on a loaded 2-core machine); past this the zygote is given up and ranks start as
+# new interpreters.
+FORK_TIMEOUT_S = 120.0
+# How often the zygote looks at its parent and reaps its children when nothing else wakes it.
+IDLE_POLL_S = 0.2
+
+
+def available() -> bool:
+    """Forking is Linux's (and other POSIX systems'); elsewhere every worker is a new interpreter."""
+    return hasattr(os, "fork") and sys.platform.startswith("linux")
+
+
+class ForkedProcess:
+    """The handle of a spare the zygote forked, with what the workers' code asks of a Popen: pid, poll, wait,
+    returncode. Its status is the zygote's file `status_dir/PID`; a child whose zygote is gone (it then died
+    of its parent-death signal) reads as killed once its pid has gone."""
+
+    def __init__(self, pid: int, status_dir: str, zygote: subprocess.Popen):
+        self.pid = pid
+        self.returncode: int | None = None
+        self.args = ["(forked by the zygote)", str(zygote.pid)]
+        self._status = os.path.join(status_dir, str(pid))
+        self._zygote = zygote
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                with open(self._status, encoding="ascii") as fh:
+                    self.returncode = int(fh.read())
+            except (FileNotFoundError, ValueError):
+                if self._zygote.poll() is not None and not _exists(self.pid):
+                    self.returncode = -signal.SIGKILL
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _exists(pid: int) -> bool:
+    """Whether `pid` runs: a zombie no longer does (an orphan waits for PID 1 to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Zygote:
+    """The parent's side: the zygote's process (started as a worker with `--zygote`) and `fork`."""
+
+    def __init__(self, folder: str):
+        """Started now, from the main thread (parent_death), with its log and exit files in `folder`."""
+        self.status_dir = os.path.join(folder, "exits")
+        os.makedirs(self.status_dir, exist_ok=True)
+        self.env = spawn.base_env({})
+        self.cwd = os.getcwd()
+        self.log_path = os.path.join(folder, "zygote.log")
+        self.proc, self.conn = spawn.launch(["--zygote", self.status_dir, "--parent-death-signal"], self.env, self.log_path)
+        self.forked = 0
+        self.failed: str | None = None  # why it was given up
+
+    def alive(self) -> bool:
+        return self.failed is None and self.proc.poll() is None
+
+    def fork(self, log_path: str) -> tuple[ForkedProcess, Connection] | None:
+        """A new spare whose output goes to `log_path`, and the parent's end of its pipe; None where the zygote
+        cannot give one (it died, or did not answer in FORK_TIMEOUT_S): it is then given up."""
+        if not self.alive():
+            return None
+        parent_end, child_end = Pipe(duplex=True)
+        try:
+            self.conn.send(("fork", log_path))
+            send_handle(self.conn, child_end.fileno(), self.proc.pid)
+            if not self.conn.poll(FORK_TIMEOUT_S):
+                raise TimeoutError(f"no answer in {FORK_TIMEOUT_S:g} s")
+            kind, answer = self.conn.recv()
+            if kind != "forked":
+                raise ValueError(answer)
+        except (OSError, EOFError, TimeoutError, ValueError) as exc:
+            parent_end.close()
+            said = evidence.tail(self.log_path, 1).strip()  # a zygote that died says why in its log
+            self.give_up(f"the zygote (pid {self.proc.pid}) did not fork: {exc or type(exc).__name__}"
+                         + (f" ({said})" if said and not isinstance(exc, ValueError) else ""))
+            return None
+        finally:
+            child_end.close()
+        pid = answer
+        self.forked += 1
+        return ForkedProcess(pid, self.status_dir, self.proc), parent_end
+
+    def give_up(self, why: str) -> None:
+        self.failed = self.failed or why
+        self.close()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self.conn.close()
+
+
+# ---- the zygote's side ---------------------------------------------------------------------------
+
+
+def _reaper(status_dir: str):
+    def reap(*_args) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            tmp = os.path.join(status_dir, f".{pid}")
+            with open(tmp, "w", encoding="ascii") as fh:
+                fh.write(str(os.waitstatus_to_exitcode(status)))
+            os.replace(tmp, os.path.join(status_dir, str(pid)))
+
+    return reap
+
+
+def serve(conn: Connection, status_dir: str, parent_pid: int) -> tuple[int, str, int] | None:
+    """Run as the zygote until told to exit (None) or the parent goes (exits). Returns only in a forked child:
+    the descriptor of its pipe to the parent, its log path and the zygote's pid, for it to go on as a spare."""
+    import torch
+    import torch.distributed  # noqa: F401  (as a spare imports it)
+    # torch.optim imports it in every training rank (1.7-2.3 s of CPU each): once here instead. It is
+    # torch's own, and holds nothing of a strategy's state.
+    import torch._dynamo  # noqa: F401
+
+    cannot = None  # why this zygote forks nothing: every request is answered with it
+    if torch.cuda.is_initialized():
+        cannot = "CUDA was initialised in the zygote: its children would share its context"
+    elif len(os.listdir("/proc/self/task")) > 1:
+        # An OpenMP pool started at import (OMP_NUM_THREADS above 1): a fork copies only this thread, and
+        # the children's pool would wait for threads that are not there.
+        cannot = (f"the zygote runs {len(os.listdir('/proc/self/task'))} threads after importing torch "
+                  f"(OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}); a fork copies only one")
+    reap = _reaper(status_dir)
+    signal.signal(signal.SIGCHLD, reap)
+    while True:
+        if os.getppid() != parent_pid:
+            os._exit(70)
+        reap()
+        try:
+            if not conn.poll(IDLE_POLL_S):
+                continue
+            msg = conn.recv()
+            if msg[0] != "fork":
+                return None
+            fd = recv_handle(conn)
+        except (EOFError, OSError):
+            return None
+        if cannot is not None:
+            os.close(fd)
+            conn.send(("cannot", cannot))
+            continue
+        zygote_pid = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the rank's own subprocesses are its to wait for
+            conn.close()
+            return _as_child(fd, msg[1], zygote_pid)
+        os.close(fd)
+        conn.send(("forked", pid))
+
+
+def _as_child(fd: int, log_path: str, zygote_pid: int) -> tuple[int, str, int]:
+    """In the forked child: its own session (as a new interpreter's start_new_session), its output to
+    `log_path`, the parent-death signal from the zygote."""
+    os.setsid()
+    parent_death.arm(signal.SIGKILL, zygote_pid)
+    log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    return fd, log_path, zygote_pid
