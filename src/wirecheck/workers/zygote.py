@@ -183,9 +183,6 @@ def serve(conn: Connection, status_dir: str, parent_pid: int) -> tuple[int, str,
     the descriptor of its pipe to the parent, its log path and the zygote's pid, for it to go on as a spare."""
     import torch
     import torch.distributed  # noqa: F401  (as a spare imports it)
-    # torch.optim imports it in every training rank (1.7-2.3 s of CPU each): once here instead. It is
-    # torch's own, and holds nothing of a strategy's state.
-    import torch._dynamo  # noqa: F401
 
     cannot = None  # why this zygote forks nothing: every request is answered with it
     if torch.cuda.is_initialized():
