@@ -18,6 +18,18 @@ from wirecheck.workers.launcher import WorkerCallError, WorkerCrash, WorkerGroup
 FAULTY = "selftests.faulty_workers"
 
 
+def filled(stock: spares.SpareStock, timeout_s: float = 120) -> spares.SpareStock:
+    """`stock` once its zygote has imported torch (or was given up) and its spares are forked: a stock fills
+    only from a ready zygote, so that a run's start never waits for the import."""
+    deadline = time.monotonic() + timeout_s
+    while stock.zygote is not None and not stock.zygote.ready() and stock.zygote.alive():
+        assert time.monotonic() < deadline, "the zygote did not import torch in time"
+        time.sleep(0.1)
+    stock.fill()
+    assert len(stock.spares) == stock.count
+    return stock
+
+
 @pytest.fixture
 def stock(request):
     """A stock of `count` spares (the test's parameter, default 2), installed, killed at the end."""
@@ -26,7 +38,7 @@ def stock(request):
     made = spares.SpareStock(count, replenish=False)
     spares.install(made)
     made.fill()
-    yield made
+    yield filled(made)
     spares.install(before)
     made.close()
 
@@ -118,7 +130,7 @@ def test_a_dead_spare_is_passed_over(fork):
     spares.install(stock)
     try:
         stock.fill()
-        dead = stock.spares[0]
+        dead = filled(stock).spares[0]
         os.killpg(dead.proc.pid, signal.SIGKILL)
         assert dead.proc.wait(10) == -signal.SIGKILL
         with WorkerGroup("one-dead", 2, "gloo") as group:
@@ -136,31 +148,39 @@ def test_a_dead_spare_is_passed_over(fork):
         assert stock.adopted == 1
 
 
-def test_a_spare_whose_import_fails_after_it_was_taken_fails_its_groups_start(tmp_path, monkeypatch):
+@pytest.mark.parametrize("fork", [False, True])
+def test_a_spare_whose_import_fails_after_it_was_taken_fails_its_groups_start(tmp_path, monkeypatch, fork):
     # A torch.py in the working directory comes first on the import path: this spare's import of torch
-    # fails a second after the group took it.
+    # fails a second after the group took it. With a zygote, its own import fails: it is given up, saying
+    # why, and the rank is a new interpreter whose import fails the same way.
     (tmp_path / "torch.py").write_text("import time\ntime.sleep(1.5)\nraise ImportError('planted torch')\n")
     monkeypatch.chdir(tmp_path)
-    made = spares.SpareStock(1, replenish=False)
+    before = spares.installed()
+    made = spares.SpareStock(1, replenish=False, fork=fork)
     spares.install(made)
     try:
         made.fill()
         with pytest.raises(WorkerCallError) as raised:
             WorkerGroup("planted", 1, "gloo", log_dir=tmp_path / "logs")
-        assert made.adopted == 1
+        if fork:
+            assert made.adopted == 0 and "the zygote was given up" in made.describe()
+            assert "planted torch" in made.describe(), made.describe()
+        else:
+            assert made.adopted == 1
         failure = raised.value.failure
         assert failure.phase == "start" and "planted torch" in str(raised.value)
-        logs = list((tmp_path / "logs").rglob("rank0.log"))
-        assert logs and "planted torch" in logs[0].read_text(), "the traceback is in the rank's log"
+        if not fork:  # the spare's import failed after it was taken: it says so in the rank's log too
+            logs = list((tmp_path / "logs").rglob("rank0.log"))
+            assert logs and "planted torch" in logs[0].read_text(), "the traceback is in the rank's log"
     finally:
-        spares.install(None)
+        spares.install(before)
         made.close()
 
 
 def test_close_kills_the_waiting_spares_and_removes_their_folder():
     made = spares.SpareStock(2, replenish=True)
     made.fill()
-    pids = [s.proc.pid for s in made.spares]
+    pids = [s.proc.pid for s in filled(made).spares] + [made.zygote.proc.pid]
     made.close()
     assert all(not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] in "ZX"
                for pid in pids)
@@ -170,6 +190,7 @@ def test_close_kills_the_waiting_spares_and_removes_their_folder():
 
 
 def test_replenish_starts_new_spares_after_a_group_took_some():
+    before = spares.installed()
     made = spares.SpareStock(1, replenish=True)
     spares.install(made)
     try:
@@ -181,7 +202,7 @@ def test_replenish_starts_new_spares_after_a_group_took_some():
             assert group.info[0].get("spare") is not None
         assert made.adopted == 2
     finally:
-        spares.install(None)
+        spares.install(before)
         made.close()
 
 
@@ -256,6 +277,7 @@ def test_a_zygote_with_more_than_one_thread_forks_nothing_and_ranks_start_as_new
     spares.install(stock)
     try:
         stock.fill()
+        filled(stock)  # given up: its one spare a new interpreter
         assert stock.zygote.forked == 0 and not stock.zygote.alive()
         with WorkerGroup("threads", 2, "gloo") as group:
             assert group.run(f"{FAULTY}:all_reduce_ranks", None, 30) == [3.0, 3.0]

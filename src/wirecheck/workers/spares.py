@@ -101,6 +101,8 @@ class SpareStock:
         if self.fork and self.zygote is None:
             self.zygote = zygote.Zygote(self.folder)
         self._drop_dead()
+        if self.zygote is not None and not self.zygote.ready() and self.zygote.alive():
+            return  # still importing: the first ranks are forked when they ask, the stock at the next fill
         while len(self.spares) < self.count:
             self.spares.append(self._start())
 

@@ -14,9 +14,10 @@ itself (the SIGCHLD handler) before it waits as a spare.
 A forked spare is the zygote's child, not ours: `ForkedProcess` is its Popen-like handle here. The zygote
 reaps its children and writes each exit status to a file named by the pid, which `poll` reads.
 
-Protocol (over the zygote's private pipe, a socket pair): parent -> zygote ("fork", log_path) followed by
-the child's end of a new pipe (SCM_RIGHTS); zygote -> parent ("forked", pid), or ("cannot", why) where it
-may not fork (CUDA initialised, more than one thread): the parent then gives it up. ("exit",) ends it.
+Protocol (over the zygote's private pipe, a socket pair): zygote -> parent ("ready",) once it has imported
+torch, or ("cannot", why) where it may not fork (CUDA initialised, more than one thread), and it ends;
+parent -> zygote ("fork", log_path) followed by
+the child's end of a new pipe (SCM_RIGHTS); zygote -> parent ("forked", pid). ("exit",) ends it.
 """
 
 from __future__ import annotations
@@ -111,9 +112,31 @@ class Zygote:
         self.proc, self.conn = spawn.launch(["--zygote", self.status_dir, "--parent-death-signal"], self.env, self.log_path)
         self.forked = 0
         self.failed: str | None = None  # why it was given up
+        self._ready = False  # it said it imported torch
 
     def alive(self) -> bool:
         return self.failed is None and self.proc.poll() is None
+
+    def ready(self) -> bool:
+        """Whether it has imported torch, without waiting: a stock fills only from a ready zygote, so that the
+        run's start never waits for the import (a rank that needs a spare does)."""
+        if not self._ready and self.failed is None:  # an ended zygote's last words are still to read
+            try:
+                if self.conn.poll(0):
+                    self._said(self.conn.recv())
+            except (OSError, EOFError, ValueError) as exc:
+                self.give_up(self._why_not(exc))
+        return self._ready
+
+    def _said(self, msg: tuple) -> None:
+        if msg[0] != "ready":
+            raise ValueError(msg[1])
+        self._ready = True
+
+    def _why_not(self, exc: BaseException) -> str:
+        said = "" if isinstance(exc, ValueError) else evidence.tail(self.log_path, 1).strip()  # a death's why
+        return (f"the zygote (pid {self.proc.pid}) did not fork: {str(exc) or type(exc).__name__}"
+                + (f" ({said})" if said else ""))
 
     def fork(self, log_path: str) -> tuple[ForkedProcess, Connection] | None:
         """A new spare whose output goes to `log_path`, and the parent's end of its pipe; None where the zygote
@@ -122,6 +145,10 @@ class Zygote:
             return None
         parent_end, child_end = Pipe(duplex=True)
         try:
+            if not self._ready:  # its import first (a rank waits for it: a new interpreter would import too)
+                if not self.conn.poll(FORK_TIMEOUT_S):
+                    raise TimeoutError(f"not ready in {FORK_TIMEOUT_S:g} s")
+                self._said(self.conn.recv())
             self.conn.send(("fork", log_path))
             send_handle(self.conn, child_end.fileno(), self.proc.pid)
             if not self.conn.poll(FORK_TIMEOUT_S):
@@ -131,9 +158,7 @@ class Zygote:
                 raise ValueError(answer)
         except (OSError, EOFError, TimeoutError, ValueError) as exc:
             parent_end.close()
-            said = evidence.tail(self.log_path, 1).strip()  # a zygote that died says why in its log
-            self.give_up(f"the zygote (pid {self.proc.pid}) did not fork: {exc or type(exc).__name__}"
-                         + (f" ({said})" if said and not isinstance(exc, ValueError) else ""))
+            self.give_up(self._why_not(exc))
             return None
         finally:
             child_end.close()
@@ -184,7 +209,7 @@ def serve(conn: Connection, status_dir: str, parent_pid: int) -> tuple[int, str,
     import torch
     import torch.distributed  # noqa: F401  (as a spare imports it)
 
-    cannot = None  # why this zygote forks nothing: every request is answered with it
+    cannot = None  # why this zygote may fork nothing: said instead of ready, and it ends
     if torch.cuda.is_initialized():
         cannot = "CUDA was initialised in the zygote: its children would share its context"
     elif len(os.listdir("/proc/self/task")) > 1:
@@ -192,8 +217,12 @@ def serve(conn: Connection, status_dir: str, parent_pid: int) -> tuple[int, str,
         # the children's pool would wait for threads that are not there.
         cannot = (f"the zygote runs {len(os.listdir('/proc/self/task'))} threads after importing torch "
                   f"(OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}); a fork copies only one")
+    if cannot is not None:
+        conn.send(("cannot", cannot))
+        return None
     reap = _reaper(status_dir)
     signal.signal(signal.SIGCHLD, reap)
+    conn.send(("ready",))
     while True:
         if os.getppid() != parent_pid:
             os._exit(70)
@@ -207,10 +236,6 @@ def serve(conn: Connection, status_dir: str, parent_pid: int) -> tuple[int, str,
             fd = recv_handle(conn)
         except (EOFError, OSError):
             return None
-        if cannot is not None:
-            os.close(fd)
-            conn.send(("cannot", cannot))
-            continue
         zygote_pid = os.getpid()
         pid = os.fork()
         if pid == 0:
