@@ -42,7 +42,6 @@ def forked_workers():
     stock.fill()
     yield stock
     spares.install(None)
-    open(f"/tmp/forkstats.{os.getpid()}", "w").write(stock.describe())  # TEMP
     stock.close()
 
 
