@@ -48,8 +48,8 @@ def available() -> bool:
 
 class ForkedProcess:
     """The handle of a spare the zygote forked, with what the workers' code asks of a Popen: pid, poll, wait,
-    returncode. Its status is the zygote's file `status_dir/PID`; a child whose zygote is gone (it then died
-    of its parent-death signal) reads as killed once its pid has gone."""
+    returncode. Its status is the zygote's file `status_dir/PID`; a child whose zygote is gone died of its
+    parent-death signal then, and reads as killed."""
 
     def __init__(self, pid: int, status_dir: str, zygote: subprocess.Popen):
         self.pid = pid
@@ -60,13 +60,21 @@ class ForkedProcess:
 
     def poll(self) -> int | None:
         if self.returncode is None:
-            try:
-                with open(self._status, encoding="ascii") as fh:
-                    self.returncode = int(fh.read())
-            except (FileNotFoundError, ValueError):
-                if self._zygote.poll() is not None and not _exists(self.pid):
+            self.returncode = self._written()
+            if self.returncode is None and self._zygote.poll() is not None:
+                # The zygote ended: the kernel sent this child its parent-death signal (SIGKILL) then, unless
+                # the zygote wrote its status just before it ended.
+                self.returncode = self._written()
+                if self.returncode is None:
                     self.returncode = -signal.SIGKILL
         return self.returncode
+
+    def _written(self) -> int | None:
+        try:
+            with open(self._status, encoding="ascii") as fh:
+                return int(fh.read())
+        except (FileNotFoundError, ValueError):
+            return None
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -81,22 +89,6 @@ class ForkedProcess:
             os.kill(self.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-
-
-def _exists(pid: int) -> bool:
-    """Whether `pid` runs: a zombie no longer does (an orphan waits for PID 1 to reap it)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Zygote:
@@ -140,7 +132,7 @@ class Zygote:
 
     def fork(self, log_path: str) -> tuple[ForkedProcess, Connection] | None:
         """A new spare whose output goes to `log_path`, and the parent's end of its pipe; None where the zygote
-        cannot give one (it died, or did not answer in FORK_TIMEOUT_S): it is then given up."""
+        cannot give one (it died, refused, or did not answer in FORK_TIMEOUT_S): it is then given up."""
         if not self.alive():
             return None
         parent_end, child_end = Pipe(duplex=True)
@@ -167,8 +159,9 @@ class Zygote:
         return ForkedProcess(pid, self.status_dir, self.proc), parent_end
 
     def give_up(self, why: str) -> None:
+        """Fork no more from it. It is not killed here: ranks it forked may be running in groups, and they die
+        with it (their parent-death signal). `close`, at the stock's end, kills it."""
         self.failed = self.failed or why
-        self.close()
 
     def close(self) -> None:
         if self.proc.poll() is None:
