@@ -113,9 +113,12 @@ class SpareStock:
             self._kill(self.spares.pop())
         self.fill()
 
-    def _start(self) -> Spare:
+    def _next_log(self) -> str:
         self.started += 1
-        log_path = os.path.join(self.folder, f"spare-{self.started}.log")
+        return os.path.join(self.folder, f"spare-{self.started}.log")
+
+    def _start(self) -> Spare:
+        log_path = self._next_log()
         forked = self._fork(log_path)
         if forked is not None:
             return forked
@@ -148,8 +151,7 @@ class SpareStock:
             # None waiting fits: one forked for this rank, where the zygote's environment does.
             differ = self._differ(self.zygote.env, self.zygote.cwd, env)
             if not differ:
-                self.started += 1
-                spare = self._fork(os.path.join(self.folder, f"spare-{self.started}.log"))
+                spare = self._fork(self._next_log())
                 if spare is not None and self._give(spare, env, role, log_path):
                     return spare.proc, spare.conn
             why = why or differ

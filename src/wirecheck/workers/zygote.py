@@ -48,7 +48,7 @@ def available() -> bool:
 
 class ForkedProcess:
     """The handle of a spare the zygote forked, with what the workers' code asks of a Popen: pid, poll, wait,
-    returncode. Its status is the zygote's file `status_dir/PID`; a child whose zygote is gone died of its
+    returncode (teardown kills by process group, as for a new interpreter). Its status is the zygote's file `status_dir/PID`; a child whose zygote is gone died of its
     parent-death signal then, and reads as killed."""
 
     def __init__(self, pid: int, status_dir: str, zygote: subprocess.Popen):
@@ -83,12 +83,6 @@ class ForkedProcess:
                 raise subprocess.TimeoutExpired(self.args, timeout)
             time.sleep(0.01)
         return self.returncode
-
-    def kill(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 class Zygote:
