@@ -157,5 +157,21 @@ def test_a_one_gpu_node_trains_instead_of_skipping(pytester):
     assert result.ret == 10 and "this node has 1 GPU" in text, text
     (run,) = [r for r in records(out) if r.get("kind") == "single_gpu_training"]
     assert run["placement"] == "single-1gpu-0" and run["details"]["ranks"][0]["world_size"] == 1
+    assert run["details"]["workers"] == "fresh"  # no pool ran before it: a process of its own
     (verdict,) = [r for r in records(out) if r.get("check") == "single_gpu_training"]
     assert verdict["outcome"] == "pass" and verdict["test"].endswith("test_single_gpu_training[single-1gpu-0]")
+
+
+def test_a_one_gpu_node_trains_in_the_gpu_loads_worker(pytester):
+    """After the GPU load the one-GPU node's pool (its one worker) trains: no second process start."""
+    root = make_project(pytester)
+    (root / "one.txt").write_text(ONE_GPU)
+    out = root / "run.jsonl"
+    result = run_suite(pytester, "--simulate=one.txt", "tests/test_gpu_health.py", "tests/test_strategies.py",
+                       f"--wirecheck-json={out}", "--benchmark-disable", "-k", "hbm_bandwidth or single_gpu")
+    text = result.stdout.str()
+    assert result.ret == 10, text
+    (run,) = [r for r in records(out) if r.get("kind") == "single_gpu_training"]
+    assert run["details"]["workers"] == "pool" and run["details"]["ranks"][0]["world_size"] == 1, run["details"]
+    (verdict,) = [r for r in records(out) if r.get("check") == "single_gpu_training"]
+    assert verdict["outcome"] == "pass"

@@ -115,3 +115,34 @@ def test_one_pool_serves_every_placement_and_a_fault_in_it_is_named_then_the_poo
         assert set(pool.pids).isdisjoint(pids)
     finally:
         pool.close()
+
+
+def test_a_one_gpu_nodes_pool_serves_the_load_and_then_the_work_that_needs_the_gpu_alone():
+    """A node without collective placements (one GPU): the GPU load's `for_gpus` starts a pool over that GPU, and
+    `alone` hands its one worker to the copies and one GPU's training: the same process, no second start. Where
+    the pool is over more than one GPU, or not running, `alone` is None (the caller starts its own process)."""
+    from wirecheck.training.scaling import SingleGpuRun
+    from wirecheck.training.strategy_run import run_on_fresh_group
+
+    whoami = "selftests.faulty_workers:whoami"
+    single = Placement(klass="single", gpus=(0,))
+    pool = WorkerPool([], backend="gloo", simulated=True, timeout_s=60)
+    try:
+        assert pool.alone((0,), "copies") is None  # nothing running yet
+        (load,) = pool.for_gpus((0,), "gpu-health").run(whoami, {}, timeout_s=60)
+        (copies,) = pool.alone((0,), "copies").run(whoami, {}, timeout_s=60)
+        run = run_on_fresh_group(pool, SingleGpuRun(single), whoami, {}, 60, "one GPU", may_share=True)
+        assert copies["pid"] == load["pid"] == run.ranks[0]["pid"] and pool.starts == 1
+        assert run.workers == "pool" and pool.pids == [load["pid"]]  # the pool goes on after it
+        unshared = run_on_fresh_group(pool, SingleGpuRun(single), whoami, {}, 60, "one GPU")
+        assert unshared.workers == "fresh" and unshared.ranks[0]["pid"] != load["pid"] and pool.pids == []
+    finally:
+        pool.close()
+    two = WorkerPool([NVSWITCH], backend="gloo", simulated=True, timeout_s=60)
+    try:
+        assert two.for_gpus((0, 1), "gpu-health") is not None and len(two.pids) == 2
+        assert two.alone((0,), "copies") is None and two.alone((0, 1), "copies") is None
+        run = run_on_fresh_group(two, SingleGpuRun(single), whoami, {}, 60, "one GPU", may_share=True)
+        assert run.workers == "fresh" and run.ranks[0]["pid"] not in two.pids and two.pids == []
+    finally:
+        two.close()

@@ -30,6 +30,7 @@ class Copies:
         self._done = False
         self.result: dict | None = None
         self.error: str | None = None
+        self.workers: str | None = None  # where the copies ran: "pool" (a one-GPU node's one worker) or "fresh"
 
     def get(self) -> "Copies":
         if not self._done and not self.node.simulated:
@@ -42,20 +43,30 @@ class Copies:
         settings = node.thresholds.copy_bandwidth.settings
         gpus = sorted(node.topology.indices)
         pairs = [list(p.gpus) for p in node.placements if p.klass == CLASS_PAIR]
-        self.pool.close()  # nothing else on the GPUs while a link is measured
+        kwargs = {"gpus": gpus, "pairs": pairs, "size": settings.size, "warmup_iters": settings.warmup_iters,
+                  "iters": settings.iters}
+        # On a one-GPU node the pool's one worker (the GPU load's) sees the node's only GPU and nothing else of
+        # ours runs: the copies run there. Elsewhere nothing else may be on the GPUs while a link is measured.
+        alone = self.pool.alone(tuple(gpus), "copy-bandwidth")
+        self.workers = "pool" if alone is not None else "fresh"
         try:
-            # One process sees every GPU (peer copies need both in one process), counted as NVML does.
-            with WorkerGroup(label="copy-bandwidth", world_size=1, backend=node.backend, gpus=None,
-                             env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))},
-                             join_process_group=False) as group:
-                (self.result,) = group.run(
-                    COPY_WORKER, {"gpus": gpus, "pairs": pairs, "size": settings.size,
-                                  "warmup_iters": settings.warmup_iters, "iters": settings.iters},
-                    timeout_s=settings.timeout_s, what="copy bandwidth")
+            if alone is not None:
+                (self.result,) = alone.run(COPY_WORKER, kwargs, timeout_s=settings.timeout_s, what="copy bandwidth")
+            else:
+                self.pool.close()
+                # One process sees every GPU (peer copies need both in one process), counted as NVML does.
+                with WorkerGroup(label="copy-bandwidth", world_size=1, backend=node.backend, gpus=None,
+                                 env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+                                      "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus))},
+                                 join_process_group=False) as group:
+                    (self.result,) = group.run(COPY_WORKER, kwargs, timeout_s=settings.timeout_s,
+                                               what="copy bandwidth")
         except WorkerError as exc:
             self.error = str(exc)
+            if alone is not None:
+                self.pool.close()  # a failed call ends the pool's workers (the next work starts new ones)
         self.reporter.measurement(Measurement(kinds.COPY_BANDWIDTH, None, "copy bandwidth", None, None,
-                                              {**(self.result or {}), "error": self.error}))
+                                              {**(self.result or {}), "workers": self.workers, "error": self.error}))
 
     def host(self, gpu: int) -> dict | None:
         return next((h for h in (self.result or {}).get("host", []) if h["gpu"] == gpu), None)

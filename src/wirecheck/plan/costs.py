@@ -48,6 +48,10 @@ class UnitCosts:
     # One GPU alone training (test_single_gpu_training) in a new interpreter; None where the file has no figure (then
     # priced as the reference strategy's run on NVLink).
     single_gpu_s: float | None = None
+    # On a one-GPU node, work in the pool's one worker (wirecheck.workers.pool's `alone`): the copies beyond their
+    # copy time, and one GPU's training; None where the file has no figure (then priced as in new workers).
+    one_gpu_copies_s: float | None = None
+    one_gpu_single_s: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict)  # key path -> where the figure came from
 
     def single_gpu(self) -> float:
@@ -83,7 +87,8 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
     root = _At(str(path), (), _read_yaml(path))
     top = root.fields("unit costs", required={k: "..." for k in (
         "records", "startup_records", "gpu_load_records", "session", "per_test", "worker_group_start", "collective", "nccl_path_probe",
-        "copy_bandwidth", "training", "gpu_health")}, optional={"spare_workers": "{new_interpreter: ..., from_spare: ...}", "single_gpu_run": '{value: "6.9 s", source: ...}'})
+        "copy_bandwidth", "training", "gpu_health")}, optional={"spare_workers": "{new_interpreter: ..., from_spare: ...}", "single_gpu_run": '{value: "6.9 s", source: ...}',
+                   "one_gpu_pool": "{copies: ..., single_gpu_run: ...}"})
     sources: dict[str, str] = {}
     session = top["session"].fields("session costs", required={"start": "...", "end": "..."})
     collective = top["collective"].fields("collective costs", required={
@@ -111,6 +116,9 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
     if "spare_workers" in top:
         spare = top["spare_workers"].fields("spare worker costs", required={"new_interpreter": "...", "from_spare": "..."})
         spare_saving = max(0.0, _figure(spare["new_interpreter"], "time", sources) - _figure(spare["from_spare"], "time", sources))
+    one_gpu = {}
+    if "one_gpu_pool" in top:
+        one_gpu = top["one_gpu_pool"].fields("one-GPU pool costs", required={"copies": "...", "single_gpu_run": "..."})
     return UnitCosts(
         path=path,
         cold=cold,
@@ -135,6 +143,8 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
         gpu_sustained_extra_s=_figure(gpu["sustained_beyond_duration"], "time", sources),
         spare_saving_s=spare_saving,
         single_gpu_s=_figure(top["single_gpu_run"], "time", sources) if "single_gpu_run" in top else None,
+        one_gpu_copies_s=_figure(one_gpu["copies"], "time", sources) if one_gpu else None,
+        one_gpu_single_s=_figure(one_gpu["single_gpu_run"], "time", sources) if one_gpu else None,
         sources=sources,
     )
 

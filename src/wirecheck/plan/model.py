@@ -304,16 +304,26 @@ class _Walk:
             self.group.uses.setdefault(self.logged[env].name, None)
         self._add(K_READ, 0.0)
 
+    def one_gpu_pool(self, figure: float | None) -> bool:
+        """Whether work that needs the GPU alone runs in the pool's one worker: a one-GPU node whose pool runs (the
+        GPU load's) and a unit cost for it (wirecheck.workers.pool's `alone`)."""
+        gpus = {g for p in self.placements for g in p.gpus}
+        return self.pooled and self.pool == () and len(gpus) == 1 and figure is not None
+
     def copies(self) -> None:
         if not self._first(("copies",)):
             return
-        self.pool = None
         settings = self.th.copy_bandwidth.settings
         gpus = sorted({g for p in self.placements for g in p.gpus})
         pairs = [p.gpus for p in self.placements if p.klass == CLASS_PAIR]
         one = sum(2 * settings.size / self.costs.copy_host_bps for _ in gpus)
         one += sum(2 * settings.size / (self._nv(a, b) * self.costs.copy_peer_per_link_bps) for a, b in pairs)
-        self._add(K_COPY, self.costs.copy_start_s - self.started() + (settings.warmup_iters + settings.iters) * one)
+        if self.one_gpu_pool(self.costs.one_gpu_copies_s):
+            beyond = self.costs.one_gpu_copies_s
+        else:
+            self.pool = None  # the copies' own process has the GPUs alone
+            beyond = self.costs.copy_start_s - self.started()
+        self._add(K_COPY, beyond + (settings.warmup_iters + settings.iters) * one)
 
     def _nv(self, a: int, b: int) -> int:
         try:
@@ -326,6 +336,9 @@ class _Walk:
         """A strategy run in fresh workers; `single`: one GPU alone, no process group (its own figure, else priced
         as the reference strategy's run on NVLink)."""
         if p is None or not self._first(("single" if single else "run", p.id, strategy)):
+            return
+        if single and self.one_gpu_pool(self.costs.one_gpu_single_s):
+            self._add(K_RUN, self.costs.one_gpu_single_s)  # in the one-GPU pool's worker: no start
             return
         self.pool = None  # each strategy runs in fresh workers; the shared group is closed first
         seconds = self.costs.single_gpu() if single else self.costs.training(NVLINK if p.nvlink else HOST_PATH, strategy)

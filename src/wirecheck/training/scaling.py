@@ -52,6 +52,7 @@ class SingleGpuRun:
     ranks: list = field(default_factory=list)  # [the record of training/single_gpu.py]
     error: str | None = None
     failure: object = None  # the launcher's failures.GroupFailure behind `error`
+    workers: str | None = None  # where it ran: "pool" (a one-GPU node's one worker) or "fresh" (a new process)
 
     @property
     def rank0(self) -> dict:
@@ -76,7 +77,7 @@ def single_gpu_measurement(run: SingleGpuRun, kwargs: dict, timeout_s: float, th
                    "peak_allocated_bytes": run.rank0.get("peak_allocated_bytes")}
     return Measurement(
         kinds.SINGLE_GPU_TRAINING, run.placement.id, "one GPU alone: training steps", run.tokens_per_s, "tokens/s",
-        {"n_gpus": 1, "ranks": run.ranks, "error": run.error,
+        {"n_gpus": 1, "workers": run.workers, "ranks": run.ranks, "error": run.error,
          "failure": run.failure.as_dict(message=False) if run.failure is not None else None,
          "figures": figures, "env": env_switches(run.placement.env), "simulated": simulated,
          "settings": {**kwargs, "timeout_s": timeout_s}})

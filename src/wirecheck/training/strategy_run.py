@@ -41,6 +41,7 @@ class StrategyRun:
     ranks: list = field(default_factory=list)  # per-rank records from the worker
     error: str | None = None
     failure: object = None  # the launcher's failures.GroupFailure behind `error`
+    workers: str | None = None  # "fresh": every strategy trains in new processes (run_on_fresh_group)
 
     @property
     def rank0(self) -> dict:
@@ -87,6 +88,8 @@ class FreshGroups(Protocol):
 
     def fresh(self, placement: Placement) -> WorkerGroup: ...
 
+    def alone(self, gpus: tuple[int, ...], label: str): ...
+
     def failed(self, placement: Placement, error: WorkerError) -> None: ...
 
 
@@ -101,19 +104,27 @@ def strategy_arguments(settings, strategy: str, grad_hook: str | None, overrides
     return kwargs, timeout_s
 
 
-def run_on_fresh_group(groups: FreshGroups, run, worker: str, kwargs: dict, timeout_s: float, what: str):
+def run_on_fresh_group(groups: FreshGroups, run, worker: str, kwargs: dict, timeout_s: float, what: str,
+                       may_share: bool = False):
     """`run` (a StrategyRun, a SingleGpuRun: placement, ranks, error, failure) filled by one call on a
     fresh group, closed after it. A group that fails to start is the run's failure too: kept in the run
-    and handed to `groups.failed` (which may retire the placement)."""
-    group = None
+    and handed to `groups.failed` (which may retire the placement).
+
+    `may_share`: work that keeps no process-global state (one GPU's plain loop) runs in the pool's worker
+    where that worker is alone on the run's GPU (`groups.alone`: a one-GPU node), not in a new process;
+    `run.workers` says which ("pool" or "fresh")."""
+    group, fresh = None, False
     try:
-        group = groups.fresh(run.placement)
+        group = groups.alone(run.placement.gpus, run.placement.id) if may_share else None
+        if group is None:
+            group, fresh = groups.fresh(run.placement), True
+        run.workers = "fresh" if fresh else "pool"
         run.ranks = group.run(worker, kwargs, timeout_s=timeout_s, what=what)
     except WorkerError as exc:
         run.error, run.failure = str(exc), exc.failure
         groups.failed(run.placement, exc)
     finally:
-        if group is not None:
+        if group is not None and fresh:
             group.close()
     return run
 

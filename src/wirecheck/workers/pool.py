@@ -12,7 +12,8 @@ NCCL path reading of those placements runs on it. A placement whose environment 
 NCCL_P2P_DISABLE, which NCCL reads once per process) gets a pool of its own environment; one pool holds
 the GPUs at a time. Training strategies get fresh processes (`fresh`: DeepSpeed and Accelerate keep
 process-global state), and so does whatever closes the pool to have the GPUs alone (the copy bandwidth,
-the NVML readings that must not see the suite's own processes).
+the NVML readings that must not see the suite's own processes), except on a one-GPU node: there the pool is
+the GPU's one worker, and the copies and one GPU's training run in it (`alone`), two process starts saved.
 
 A failed call ends the pool (its workers are killed with the failure's evidence); the next call starts
 a new one. A hang also retires the wire: the placement's further work is `Unavailable`, naming the hang
@@ -126,6 +127,10 @@ class WorkerPool:
         environment of its own, started here if another runs; None where it does not cover every GPU
         of `gpus` (the caller then starts workers of its own)."""
         base = next((p for p in self._groupable() if not p.env), None)
+        if base is None and not self._groupable():
+            # A node without collective placements (one GPU): a pool over `gpus` alone serves the load and
+            # stays for the work after it that needs the GPU alone (`alone`: the copies, one GPU's training).
+            return self.over(gpus, label)
         if base is None:
             self.close()
             return None
@@ -139,6 +144,16 @@ class WorkerPool:
             self.used = None
             self._start_for(base)
         return SubGroup(self._group, tuple(self._gpus.index(g) for g in gpus), label, grouped=False)
+
+    def alone(self, gpus: tuple[int, ...], label: str) -> SubGroup | None:
+        """The running pool's one worker where the pool is one worker on exactly `gpus`, one GPU (a one-GPU
+        node's pool, which the GPU load started): work that needs the GPU alone (the copies, one GPU's
+        training) runs there, since no other process of ours holds it, instead of in a new process; None
+        elsewhere (the caller closes the pool and starts workers of its own)."""
+        gpus = tuple(gpus)
+        if len(gpus) != 1 or self._group is None or not self._group.alive or self._gpus != gpus:
+            return None
+        return SubGroup(self._group, (0,), label, grouped=False)
 
     def over(self, gpus: tuple[int, ...], label: str) -> SubGroup:
         """Every rank of a pool over exactly `gpus` (rank r on gpus[r]) as one group, its job's process group
