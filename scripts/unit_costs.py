@@ -17,7 +17,9 @@ for one gap; averaged over many it is not. What each figure takes:
 - the NCCL path probe, the copy-bandwidth measurement (less its copies) and each strategy run: the
   gap before their measurement line;
 - the session's start (before the first line) and end (after the last: wall_s says);
-- the one-GPU training run: its test's seconds in the end line of --single-gpu-runs (a new interpreter).
+- the one-GPU training run: its test's seconds in the end line of --single-gpu-runs (a new interpreter);
+- on a one-GPU node, the copies (beyond their copy time) and the one-GPU training in the pool's one
+  worker: their tests' seconds in the end lines of --one-gpu-pool-runs.
 Figures that include starting worker processes come from --startup-runs (default: the 2026-12-01b
 runs, the first with the bytecode cache: `import torch` 4.8 -> 1.4 s), and from the other --runs as
 their `without_bytecode_cache` value; the in-group figures from all --runs. The GPU load's phases
@@ -47,15 +49,19 @@ REFERENCE = PROJECT / "fixtures" / "reference" / "h200-sxm-2"
 RUNS = [REFERENCE / d / f"run{i}.jsonl" for d in ("wirecheck-2026-11-30b", "wirecheck-2026-12-01", "wirecheck-2026-12-01b")
         for i in (1, 2, 3)]
 STARTUP_RUNS = [REFERENCE / d / f"run{i}.jsonl" for d in ("wirecheck-2026-12-01b",) for i in (1, 2, 3)]
-# Runs with the GPU load (1x H200, 2026-12-01): -m health, and the whole suite after the restructuring.
-# Not foreign.jsonl: another process computed on the GPU there.
-GPU_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / p for p in (
-    "wirecheck-2026-12-01-health/health.jsonl", "wirecheck-2026-12-01-same/after.jsonl")]
+# Runs with the GPU load: today's acceptance on a 1x H200 node (2026-12-04; the sustained load's last window
+# ends with its duration since 2026-12-02), the load on the pool's one worker.
+GPU_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / "level-times-2026-12-04-pool" / f"acceptance-{i}.jsonl"
+            for i in (1, 2, 3)]
 SPARE_CHECK = PROJECT / "fixtures" / "reference" / "h200-1" / "spare-check-2026-12-02" / "spare_check.log"
 # Whole-suite runs on a 1x H200 node without spare workers (2026-12-02): the one-GPU training run as a new interpreter.
 SINGLE_GPU_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / "spare-times-2026-12-02" / "acceptance" / f"without-{i}.jsonl"
                    for i in (1, 2)]
 SINGLE_GPU_TEST = "tests/test_strategies.py::test_single_gpu_training["
+# Acceptance runs on a 1x H200 node (2026-12-04) whose copies and one-GPU training ran in the pool's one worker.
+ONE_GPU_POOL_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / "level-times-2026-12-04-pool" / f"acceptance-{i}.jsonl"
+                     for i in (1, 2, 3)]
+COPY_TEST = "tests/test_copy_bandwidth.py::test_host_copy["
 OUT = PROJECT / "fixtures" / "pytest_wirecheck" / "unit_costs.yaml"
 NVLINK_CLASSES = ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "pair")
 
@@ -324,8 +330,36 @@ def single_gpu_runs(paths: list[Path]) -> dict | None:
                   f"workers) ({', '.join(_name(p) for p in paths)})")
 
 
+def one_gpu_pool(paths: list[Path]) -> dict | None:
+    """On a one-GPU node, the work in the pool's one worker (wirecheck.workers.pool's `alone`): the copies beyond their
+    copy time (the first host-copy test's seconds less the timed and warm-up copies) and one GPU's training (its
+    test's seconds), from the records' end lines; only records whose copies and training say they ran there."""
+    copies, single = [], []
+    for path in paths:
+        lines = read_lines(path)
+        made = {x.get("kind"): x.get("details") or {} for x in lines if x.get("type") == "measurement"}
+        copy, alone = made.get("copy_bandwidth", {}), made.get("single_gpu_training", {})
+        if copy.get("workers") != "pool" or alone.get("workers") != "pool":
+            raise SystemExit(f"unit_costs.py: {path}: its copies and one-GPU training did not run in the one-GPU pool's "
+                             "worker (their details' workers are not \"pool\"): pass a 1x GPU node's acceptance record")
+        durations = next((x for x in reversed(lines) if x.get("type") == "end"), {}).get("test_durations_s") or {}
+        copy_test = max((s for t, s in durations.items() if t.startswith(COPY_TEST)), default=0.0)  # the one that copied
+        timed = sum((copy["warmup_iters"] + copy["iters"]) * (h["h2d_time_s"] + h["d2h_time_s"]) for h in copy["host"])
+        copies.append(copy_test - timed)
+        single += [s for t, s in durations.items() if t.startswith(SINGLE_GPU_TEST)]
+    if not paths:
+        return None
+    names = ", ".join(_name(p) for p in paths)
+    return {"copies": figure(q(statistics.mean(copies)), f"mean of {len(copies)} runs ({', '.join(f'{s:.2f}' for s in copies)}"
+                             f" s): the first host-copy test's seconds less its copies, in the pool's worker ({names})"),
+            "single_gpu_run": figure(q(statistics.mean(single)), f"mean of {len(single)} runs ("
+                                     f"{', '.join(f'{s:.2f}' for s in single)} s): test_single_gpu_training's seconds in "
+                                     f"the record's end line, in the pool's worker ({names})")}
+
+
 def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: Path, gpu_paths: list[Path],
-           spare_check: Path | None = SPARE_CHECK, single_gpu_paths: list[Path] = ()) -> dict:
+           spare_check: Path | None = SPARE_CHECK, single_gpu_paths: list[Path] = (),
+           one_gpu_pool_paths: list[Path] = ()) -> dict:
     th = load_thresholds(thresholds_path)
     settings = th.collective_settings(False)
     runs = [Run(p, settings) for p in runs_paths]
@@ -422,6 +456,7 @@ def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: P
         **({"single_gpu_run": one} if (one := single_gpu_runs(list(single_gpu_paths))) else {}),
         "gpu_health": gpu,
         **({"spare_workers": spare_starts(spare_check)} if spare_check is not None else {}),
+        **({"one_gpu_pool": pool} if (pool := one_gpu_pool(list(one_gpu_pool_paths))) else {}),
     }
 
 
@@ -440,18 +475,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--startup-runs", nargs="+", type=Path, default=STARTUP_RUNS, help="the records whose process "
                         "starts are today's (default: the 2026-12-01b runs, with the bytecode cache)")
     parser.add_argument("--gpu-runs", nargs="*", type=Path, default=GPU_RUNS, help="records with the GPU load's phases "
-                        "(default: the 1x H200 GPU health runs of 2026-12-01); none: the GPU health probe's figures")
+                        "(default: the 1x H200 acceptance runs of 2026-12-04); none: the GPU health probe's figures")
     parser.add_argument("--spare-check", type=Path, default=SPARE_CHECK, help="scripts/device/spare_check.py's log "
                         f"(default {_name(SPARE_CHECK)})")
     parser.add_argument("--single-gpu-runs", nargs="*", type=Path, default=SINGLE_GPU_RUNS, help="whole-suite records "
                         "whose one-GPU training ran in a new interpreter (default: the 1x H200 runs without spare workers "
                         "of 2026-12-02); none: priced as the reference strategy's 2-GPU run")
+    parser.add_argument("--one-gpu-pool-runs", nargs="*", type=Path, default=ONE_GPU_POOL_RUNS, help="acceptance records "
+                        "of a one-GPU node whose copies and training ran in the pool's worker (default: the 1x H200 runs "
+                        "of 2026-12-04); none: priced as in new workers")
     parser.add_argument("--thresholds", type=Path, default=PROJECT / "thresholds.yaml")
     parser.add_argument("--write", nargs="?", const=OUT, type=Path, default=None, metavar="PATH",
                         help=f"write the YAML there (default {_name(OUT)}) instead of printing it")
     args = parser.parse_args(argv)
     text = HEADER + yaml.safe_dump(derive(args.runs, args.startup_runs, args.thresholds, args.gpu_runs, args.spare_check,
-                                             args.single_gpu_runs), sort_keys=False, width=120,
+                                             args.single_gpu_runs, args.one_gpu_pool_runs), sort_keys=False, width=120,
                                    allow_unicode=True)
     if args.write:
         args.write.write_text(text)

@@ -25,6 +25,9 @@ from wirecheck.vocab.ops import OPS
 REFERENCE = PROJECT / "fixtures" / "reference" / "h200-sxm-2"
 WARM = [REFERENCE / "wirecheck-2026-12-01b" / f"run{i}.jsonl" for i in (1, 2, 3)]  # with the bytecode cache
 COLD = [REFERENCE / d / f"run{i}.jsonl" for d in ("wirecheck-2026-11-30b", "wirecheck-2026-12-01") for i in (1, 2, 3)]
+# 1x H200 acceptance runs whose copies and one-GPU training ran in the pool's one worker.
+ONE_GPU = [PROJECT / "fixtures" / "reference" / "h200-1" / "level-times-2026-12-04-pool" / f"acceptance-{i}.jsonl"
+           for i in (1, 2, 3)]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +45,7 @@ def _predicted_and_measured(path, thresholds, cold=False) -> tuple[float, float]
 # ---- against the records -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", WARM, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", WARM + ONE_GPU, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_the_model_predicts_the_recorded_runs_within_15_percent(path, thresholds):
     predicted, measured = _predicted_and_measured(path, thresholds)
     assert abs(predicted / measured - 1) <= 0.15, (predicted, measured)
@@ -171,6 +174,29 @@ def test_one_gpu_alone_is_priced_at_its_own_figure(thresholds):
     without = dataclasses.replace(costs, single_gpu_s=None)
     assert predict(tests[:1], header, thresholds, without, "acceptance", work=suite_work("acceptance")).groups[0].seconds[
         model.K_RUN] == pytest.approx(costs.training("nvlink", "ddp"))
+
+
+def test_on_a_one_gpu_node_the_copies_and_one_gpu_alone_run_in_the_load_pools_worker(thresholds):
+    """After the GPU load (its pool over the one GPU) the copies and one GPU's training start no process: each is
+    priced at its figure in the pool's worker; without those figures, or before the load, as in new workers."""
+    costs = load_unit_costs()
+    assert costs.one_gpu_single_s is not None and costs.one_gpu_copies_s is not None
+    header = {"fabric": "pcie", "gpus": [{"index": 0}], "matrix": [["X"]], "workers": "pool",
+              "placements": [{"id": "single-1gpu-0", "class": "single", "gpus": [0]}]}
+    tests = ["tests/test_gpu_health.py::test_hbm_bandwidth[gpu0-copy]",
+             "tests/test_copy_bandwidth.py::test_host_copy[gpu0-h2d]",
+             "tests/test_strategies.py::test_single_gpu_training[single-1gpu-0]"]
+    s = thresholds.copy_bandwidth.settings
+    copying = (s.warmup_iters + s.iters) * 2 * s.size / costs.copy_host_bps
+    load, copies, single = predict(tests, header, thresholds, costs, "acceptance", work=suite_work("acceptance")).groups
+    assert copies.seconds[model.K_COPY] == pytest.approx(costs.one_gpu_copies_s + copying)
+    assert single.seconds[model.K_RUN] == pytest.approx(costs.one_gpu_single_s)
+    without = dataclasses.replace(costs, one_gpu_copies_s=None, one_gpu_single_s=None)
+    _, copies, single = predict(tests, header, thresholds, without, "acceptance", work=suite_work("acceptance")).groups
+    assert copies.seconds[model.K_COPY] == pytest.approx(costs.copy_start_s + copying)
+    assert single.seconds[model.K_RUN] == pytest.approx(costs.single_gpu_s)
+    _, single = predict(tests[1:], header, thresholds, costs, "acceptance", work=suite_work("acceptance")).groups
+    assert single.seconds[model.K_RUN] == pytest.approx(costs.single_gpu_s)  # no load before it: no pool runs
 
 
 class _NoFloorFor:
