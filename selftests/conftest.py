@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
+from pathlib import Path
 
 import pytest
+from _pytest.pytester import RunResult
 
 from e2e import HEALTHY_RUNS, finish_run, start_busbw_run
 
@@ -46,15 +49,33 @@ def forked_workers():
 
 
 @pytest.fixture(scope="session")
-def healthy_busbw_runs(tmp_path_factory) -> list:
+def healthy_busbw_runs(request, tmp_path_factory) -> list:
     """Three runs of the suite in simulation (h200-sxm-2) with `e2e.BUSBW_SELECTION`, no fault, each in
     a project copy of its own and its record in one shared directory, two at a time (two cores):
     [(RunResult, record path)].
 
     Shared by every self-test file of one pytest run: test_fleet_e2e's three healthy nodes,
     test_report_e2e's three nights of a history and test_records_e2e's record to cut short are all this
-    same run, about 5 s each on a 2-core machine. A test copies a record before it changes or adds files next to it."""
-    root = tmp_path_factory.mktemp("healthy")
+    same run, about 5 s each on a 2-core machine. Under pytest-xdist the first worker to ask makes them in the
+    run's own temporary folder (its workers' common parent) and the others read them there, under a lock: a
+    session fixture is otherwise made once per worker. A test copies a record before it changes or adds files
+    next to it."""
+    if not hasattr(request.config, "workerinput"):  # not an xdist worker: this process alone
+        return _healthy_runs(tmp_path_factory.mktemp("healthy"))
+    from filelock import FileLock  # torch's own dependency
+
+    root = tmp_path_factory.getbasetemp().parent / "healthy"
+    with FileLock(f"{root}.lock"):
+        made = root / "runs.json"
+        if not made.exists():
+            root.mkdir()
+            runs = _healthy_runs(root)
+            made.write_text(json.dumps([[r.ret, r.outlines, r.errlines, r.duration, str(path)] for r, path in runs]))
+        return [(RunResult(ret, out, err, duration), Path(path))
+                for ret, out, err, duration, path in json.loads(made.read_text())]
+
+
+def _healthy_runs(root: Path) -> list:
     records = root / "records"
     records.mkdir()
     names = [f"run{k}" for k in range(HEALTHY_RUNS)]

@@ -92,6 +92,8 @@ def test_one_pool_serves_every_placement_and_a_fault_in_it_is_named_then_the_poo
         assert not run_sweep(pool, a, "all_gather", [64], settings, worker=hang, record=record).error
         pids = pool.pids
         assert len(pids) == 3 and pool.starts == 1  # one pool served both placements
+        # Work that needs a GPU alone never shares a pool over more than one GPU (that is a one-GPU node's).
+        assert pool.alone((0,), "copies") is None and pool.alone((0, 1, 2), "copies") is None
         hung = run_sweep(pool, a, "all_reduce", [64], settings, worker=hang, record=record)
         assert hung.failure.label == a.id and hung.failure.kind == F.HUNG
         assert hung.error.startswith("all_reduce at 64 B on nvswitch-2gpu-0.1 did not finish within 4s")
@@ -134,15 +136,6 @@ def test_a_one_gpu_nodes_pool_serves_the_load_and_then_the_work_that_needs_the_g
         run = run_on_fresh_group(pool, SingleGpuRun(single), whoami, {}, 60, "one GPU", may_share=True)
         assert copies["pid"] == load["pid"] == run.ranks[0]["pid"] and pool.starts == 1
         assert run.workers == "pool" and pool.pids == [load["pid"]]  # the pool goes on after it
-        unshared = run_on_fresh_group(pool, SingleGpuRun(single), whoami, {}, 60, "one GPU")
-        assert unshared.workers == "fresh" and unshared.ranks[0]["pid"] != load["pid"] and pool.pids == []
     finally:
         pool.close()
-    two = WorkerPool([NVSWITCH], backend="gloo", simulated=True, timeout_s=60)
-    try:
-        assert two.for_gpus((0, 1), "gpu-health") is not None and len(two.pids) == 2
-        assert two.alone((0,), "copies") is None and two.alone((0, 1), "copies") is None
-        run = run_on_fresh_group(two, SingleGpuRun(single), whoami, {}, 60, "one GPU", may_share=True)
-        assert run.workers == "fresh" and run.ranks[0]["pid"] not in two.pids and two.pids == []
-    finally:
-        two.close()
+    # A pool over more than one GPU: test_one_pool_serves_every_placement_... asks `alone` of its three ranks.
