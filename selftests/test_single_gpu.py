@@ -146,32 +146,20 @@ def test_the_dial_shows_each_strategys_scaling():
 ONE_GPU = "\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t0-15\t0\n"
 
 
-def test_a_one_gpu_node_trains_instead_of_skipping(pytester):
+def test_a_one_gpu_node_trains_instead_of_skipping_in_the_gpu_loads_worker(pytester):
+    """One GPU alone trains where the strategies skip, and after the GPU load it trains in the load's one worker
+    (the one-GPU node's pool): no second process start."""
     root = make_project(pytester)
     (root / "one.txt").write_text(ONE_GPU)
     out = root / "run.jsonl"
-    result = run_suite(pytester, "--simulate=one.txt", "tests/test_strategies.py", "-rs", f"--wirecheck-json={out}",
-                       "--benchmark-disable", "-k", "single_gpu or steps_complete")
+    result = run_suite(pytester, "--simulate=one.txt", "tests/test_gpu_health.py", "tests/test_strategies.py", "-rs",
+                       f"--wirecheck-json={out}", "--benchmark-disable", "-k",
+                       "hbm_bandwidth or single_gpu or steps_complete")
     text = result.stdout.str()
-    result.assert_outcomes(passed=1, skipped=5)  # the five strategies still need two GPUs: skips saying so
+    result.assert_outcomes(passed=3, skipped=5)  # the five strategies still need two GPUs: skips saying so
     assert result.ret == 10 and "this node has 1 GPU" in text, text
     (run,) = [r for r in records(out) if r.get("kind") == "single_gpu_training"]
     assert run["placement"] == "single-1gpu-0" and run["details"]["ranks"][0]["world_size"] == 1
-    assert run["details"]["workers"] == "fresh"  # no pool ran before it: a process of its own
+    assert run["details"]["workers"] == "pool", run["details"]
     (verdict,) = [r for r in records(out) if r.get("check") == "single_gpu_training"]
     assert verdict["outcome"] == "pass" and verdict["test"].endswith("test_single_gpu_training[single-1gpu-0]")
-
-
-def test_a_one_gpu_node_trains_in_the_gpu_loads_worker(pytester):
-    """After the GPU load the one-GPU node's pool (its one worker) trains: no second process start."""
-    root = make_project(pytester)
-    (root / "one.txt").write_text(ONE_GPU)
-    out = root / "run.jsonl"
-    result = run_suite(pytester, "--simulate=one.txt", "tests/test_gpu_health.py", "tests/test_strategies.py",
-                       f"--wirecheck-json={out}", "--benchmark-disable", "-k", "hbm_bandwidth or single_gpu")
-    text = result.stdout.str()
-    assert result.ret == 10, text
-    (run,) = [r for r in records(out) if r.get("kind") == "single_gpu_training"]
-    assert run["details"]["workers"] == "pool" and run["details"]["ranks"][0]["world_size"] == 1, run["details"]
-    (verdict,) = [r for r in records(out) if r.get("check") == "single_gpu_training"]
-    assert verdict["outcome"] == "pass"
