@@ -16,8 +16,8 @@ reaps its children and writes each exit status to a file named by the pid, which
 
 Protocol (over the zygote's private pipe, a socket pair): zygote -> parent ("ready",) once it has imported
 torch, or ("cannot", why) where it may not fork (CUDA initialised, more than one thread), and it ends;
-parent -> zygote ("fork", log_path) followed by
-the child's end of a new pipe (SCM_RIGHTS); zygote -> parent ("forked", pid). ("exit",) ends it.
+parent -> zygote ("fork", log_path) followed by the child's end of a new pipe (SCM_RIGHTS); zygote -> parent
+("forked", pid). ("exit",) ends it.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ def available() -> bool:
 
 class ForkedProcess:
     """The handle of a spare the zygote forked, with what the workers' code asks of a Popen: pid, poll, wait,
-    returncode (teardown kills by process group, as for a new interpreter). Its status is the zygote's file `status_dir/PID`; a child whose zygote is gone died of its
-    parent-death signal then, and reads as killed."""
+    returncode (teardown kills by process group, as for a new interpreter). Its status is the zygote's file
+    `status_dir/PID`; a child whose zygote is gone died of its parent-death signal then, and reads as killed."""
 
     def __init__(self, pid: int, status_dir: str, zygote: subprocess.Popen):
         self.pid = pid
