@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from typing import Any
 
 import torch
@@ -26,13 +25,12 @@ from wirecheck.diagnose import worker as probes
 from wirecheck.gpu import gemm, worker as gpu_worker
 from wirecheck.measure import collective_worker
 
-SLOW_PAIR_SLEEP_S = 0.15  # at least, per call
-# And at least this many times the call's own cost, measured here: the simulated pair rule names a pair
-# 90 % below its peers' median (thresholds.yaml, fleet.simulated), and a fixed 0.15 s made the pair only
-# 89.9 % slower once the calls themselves were quick. Kept per op and size: the shortest call seen is the
-# transfer alone (a longer one also waited for a peer).
-SLOW_PAIR_TIMES = 25
-_shortest: dict = {}
+from selftests.slowdown import Slowdown
+
+SLOW_PAIR_SLEEP_S = 0.15  # per call at least, and SLOWDOWN x this process's quickest call of its op and size:
+# the simulated pair rule names a pair 90 % below its peers' median (thresholds.yaml), and a fixed 0.15 s once
+# made the pair only 89.9 % slower (slowdown.py)
+_slow_pair = Slowdown(SLOW_PAIR_SLEEP_S)
 NEIGHBOUR_SLOW_TIMES = 40  # past the simulated peer rule (80 %) with room: a loaded neighbour on shared CPU cores ran 3x slower
 WRONG_INDEX = 5
 
@@ -56,12 +54,10 @@ def _with_faults(ctx, op: str, ranks: list[int]):
     launch = collective_worker.KERNELS[op].launch
 
     def faulty(inp, out, **kw):
-        key = (op, inp.numel())
         if slow and slow <= among:
-            time.sleep(max(SLOW_PAIR_SLEEP_S, SLOW_PAIR_TIMES * _shortest.get(key, 0.0)))
-        t0 = time.perf_counter()
-        launch(inp, out, **kw)
-        _shortest[key] = min(_shortest.get(key, float("inf")), time.perf_counter() - t0)
+            _slow_pair.call((op, inp.numel()), lambda: launch(inp, out, **kw))
+        else:
+            launch(inp, out, **kw)
         if mine in wrong:
             flat = out.view(-1)
             flat[min(WRONG_INDEX, flat.numel() - 1)] += 1.0

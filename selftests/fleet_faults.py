@@ -11,26 +11,21 @@ PCIe link or NIC is slow.
 from __future__ import annotations
 
 import functools
-import time
 
 import torch.distributed as dist
+from selftests.slowdown import PAIR_SLOWDOWN, SLOWDOWN, Slowdown
 
 from wirecheck.measure import collective_worker
 from wirecheck.fleet import pairs
 from wirecheck.vocab.ops import COLLECTIVES
 
-DELAY_S = 0.3  # per call at least: 10-30x a simulated 4 MiB all_reduce on a quiet machine
-# And at least this many times the call's own cost as measured here: on a loaded machine a simulated
-# 4 MiB all_reduce took 50 ms, and a fixed 0.3 s made the node only 6x slower than its peers, short of
-# the simulated fleet rule's 10x (thresholds.yaml, fleet.simulated). The shortest call seen is the
-# transfer alone (a longer one also waited for a peer); kept per function and size.
-SLOWDOWN = 25
+DELAY_S = 0.3  # per call at least, and SLOWDOWN x this process's quickest call of its kind (slowdown.py)
 # The torch.distributed function of every op's kernel: its row's `torch`, or (a kernel of its own, as
 # broadcast) the function of the op's name.
 _SLOWED = tuple(dict.fromkeys(row.torch or row.name for row in COLLECTIVES.values()))
 
 
-_shortest: dict = {}  # (function, the first tensor's bytes) -> seconds: the quickest such call so far
+_delay = Slowdown(DELAY_S)  # keyed by (function, the first tensor's bytes); `times` set by the worker below
 
 
 def _size(args) -> int:
@@ -48,12 +43,7 @@ def _slow_down() -> None:
 
         @functools.wraps(original)
         def slow(*args, _original=original, **kwargs):
-            key = (_original.__name__, _size(args))
-            time.sleep(max(DELAY_S, SLOWDOWN * _shortest.get(key, 0.0)))
-            t0 = time.perf_counter()
-            out = _original(*args, **kwargs)
-            _shortest[key] = min(_shortest.get(key, float("inf")), time.perf_counter() - t0)
-            return out
+            return _delay.call((_original.__name__, _size(args)), lambda: _original(*args, **kwargs))
 
         slow._fleet_faults_slow = True
         setattr(dist, name, slow)
@@ -61,11 +51,13 @@ def _slow_down() -> None:
 
 def slow_collective(ctx, **kwargs):
     _slow_down()
+    _delay.times = SLOWDOWN  # every rank of this node's groups is slowed (slowdown.py)
     return collective_worker.measure(ctx, **kwargs)
 
 
 def slow_pair(ctx, **kwargs):
     _slow_down()
+    _delay.times = PAIR_SLOWDOWN  # paired with a good node, which waits for this one alone
     return pairs.measure_pair(ctx, **kwargs)
 
 
