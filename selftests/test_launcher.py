@@ -255,7 +255,9 @@ def test_describe_exit():
 
 def test_the_earliest_failure_is_the_root_cause_not_the_lowest_rank(pair):
     with pytest.raises(WorkerCallError) as info:
-        pair.run(f"{FAULTY}:raise_in_order", {"first": 1, "delay_s": 0.3}, timeout_s=30, what="order-test")
+        # Each rank's clock starts when it gets the call: on a loaded machine one rank got it 57 ms after the
+        # other, and a 0.3-s delay then left 0.243 s between their failures. 1 s leaves room for that.
+        pair.run(f"{FAULTY}:raise_in_order", {"first": 1, "delay_s": 1.0}, timeout_s=30, what="order-test")
     failure = info.value.failure
     assert info.value.rank == 1 and failure.root.rank == 1 and failure.kind == failures.RAISED
     assert [(r.rank, r.kind) for r in failure.ranks] == [(1, "raised"), (0, "raised")]
