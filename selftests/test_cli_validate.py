@@ -7,7 +7,9 @@ Ctrl-C through a pseudo-terminal (pytest's summary, no traceback, records kept, 
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import signal
 import sys
 from pathlib import Path
@@ -380,3 +382,41 @@ def test_the_pytest_face_exits_11_where_gpus_belong(pytester, monkeypatch, tmp_p
     monkeypatch.setattr(pci, "SYSFS", tmp_path / "sys")
     code, text = run()  # collects (then ends 11 as before: every selected check skipped, nothing validated)
     assert "collected 11 items" in text and "GPU machine whose GPUs cannot be read" not in text, text
+
+
+def _plugin_on_the_path(tmp_path: Path) -> dict:
+    """A pytest plugin that pytest would load by itself (a `pytest11` entry point on the import path), which
+    says so on stderr when it is loaded: as a node's Python carries hypothesis's or pytest-cov's."""
+    site = tmp_path / "site"
+    (site / "nodeplug-0.dist-info").mkdir(parents=True)
+    (site / "nodeplug-0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: nodeplug\nVersion: 0\n")
+    (site / "nodeplug-0.dist-info" / "entry_points.txt").write_text("[pytest11]\nnodeplug = nodeplug\n")
+    (site / "nodeplug.py").write_text("import sys\n\ndef pytest_configure(config):\n"
+                                      "    print('NODE PLUGIN LOADED', file=sys.stderr)\n")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+
+
+def test_validate_runs_the_suite_with_its_own_pytest_plugins_only(tmp_path):
+    env = _plugin_on_the_path(tmp_path)
+    collect = ["--simulate=h200-sxm-2", "-k", "test_gpus_visible", "--collect-only", "-q"]
+    # pytest alone loads the node's plugin: the test below can tell the difference
+    bare = subprocess.run([sys.executable, "-m", "pytest", str(PROJECT / "tests"), *collect], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert "NODE PLUGIN LOADED" in bare.stderr, bare.stderr + bare.stdout
+    ours = subprocess.run(_validate_cmd(*collect), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert ours.returncode == SIMULATED, ours.stderr + ours.stdout
+    assert "NODE PLUGIN LOADED" not in ours.stderr, ours.stderr
+    assert "test_gpus_visible" in ours.stdout  # the suite's own plugin did load
+    # ... and an operator loads one by name with pytest's -p
+    named = subprocess.run(_validate_cmd("-p", "nodeplug", *collect), cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=300)
+    assert named.returncode == SIMULATED and "NODE PLUGIN LOADED" in named.stderr, named.stderr + named.stdout
+
+
+def test_an_option_of_a_plugin_not_loaded_is_a_usage_error_that_says_how(tmp_path):
+    done = subprocess.run(_validate_cmd("--simulate=h200-sxm-2", "-k", "test_gpus_visible", "--collect-only",
+                                        "--nodeplug-option", "5"),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    lines = done.stdout.strip().splitlines()
+    assert done.returncode == 4, done.stderr + done.stdout
+    assert "-p MODULE" in lines[-2] and lines[-1].endswith("usage error, exit 4"), done.stdout

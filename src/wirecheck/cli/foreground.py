@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from wirecheck.core.threads import STOP_SIGNALS
 from wirecheck.workers import parent_death
@@ -90,7 +90,8 @@ class _Policy:
 _WAITED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD}
 
 
-def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], None], pass_fds: Sequence[int] = ()) -> Outcome:
+def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], None], pass_fds: Sequence[int] = (),
+                      env: Mapping[str, str] | None = None) -> Outcome:
     # The signals stay blocked in the parent and are taken with sigtimedwait, which gives their
     # siginfo; the child gets the original mask back before exec (masks are inherited).
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _WAITED)
@@ -109,7 +110,7 @@ def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], Non
             parent_death.arm(signal.SIGTERM, parent)
 
     try:
-        proc = subprocess.Popen(list(cmd), preexec_fn=in_child, pass_fds=tuple(pass_fds))
+        proc = subprocess.Popen(list(cmd), preexec_fn=in_child, pass_fds=tuple(pass_fds), env=env)
         policy = _Policy(proc, name, notice)
 
         def handle(info) -> None:
@@ -138,8 +139,9 @@ def _run_with_siginfo(cmd: Sequence[str], name: str, notice: Callable[[str], Non
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
-def _run_with_handlers(cmd: Sequence[str], name: str, notice: Callable[[str], None], pass_fds: Sequence[int] = ()) -> Outcome:
-    proc = subprocess.Popen(list(cmd), pass_fds=tuple(pass_fds))
+def _run_with_handlers(cmd: Sequence[str], name: str, notice: Callable[[str], None], pass_fds: Sequence[int] = (),
+                       env: Mapping[str, str] | None = None) -> Outcome:
+    proc = subprocess.Popen(list(cmd), pass_fds=tuple(pass_fds), env=env)
     policy = _Policy(proc, name, notice)
     previous = {
         signal.SIGINT: signal.signal(signal.SIGINT, lambda *_: policy.on_sigint(from_terminal=True)),
@@ -155,12 +157,12 @@ def _run_with_handlers(cmd: Sequence[str], name: str, notice: Callable[[str], No
 
 
 def run_foreground(cmd: Sequence[str], name: str = "wirecheck", notice: Callable[[str], None] = _stderr,
-                   pass_fds: Sequence[int] = ()) -> Outcome:
+                   pass_fds: Sequence[int] = (), env: Mapping[str, str] | None = None) -> Outcome:
     """Run `cmd` to its end, handling SIGINT/SIGTERM as the module docstring says; `pass_fds`: descriptors
-    the child keeps (subprocess's).
+    the child keeps (subprocess's); `env`: its environment (None: this process's).
 
     Call from the main thread (signal masks and handlers are per thread / main-thread only).
     """
     if hasattr(signal, "sigtimedwait"):
-        return _run_with_siginfo(cmd, name, notice, pass_fds)
-    return _run_with_handlers(cmd, name, notice, pass_fds)
+        return _run_with_siginfo(cmd, name, notice, pass_fds, env)
+    return _run_with_handlers(cmd, name, notice, pass_fds, env)

@@ -24,7 +24,7 @@ from wirecheck.core.harness import WRAPPER_FD_ENV
 from wirecheck.node import driver, nvml, pci
 from wirecheck.cli.foreground import Outcome, run_foreground
 from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL, LEVELS, PURPOSE, check_level
-from wirecheck.core.paths import suite_paths
+from wirecheck.core.paths import suite_paths, suite_plugin_args, suite_pytest_env
 from wirecheck.node.topo_text import DEFAULT_SIMULATION
 from wirecheck.workers.node_lock import NodeLock, current_holder
 
@@ -267,6 +267,10 @@ def last_line(code: int, mode: Mode, fault: str | None = None) -> str:
     return f"{PROG}: {what}; exit {code}"
 
 
+PLUGIN_HINT = (f"{PROG}: the suite runs with its own pytest plugins only (wirecheck's and pytest-benchmark): an option "
+               "of another plugin needs it loaded with -p MODULE (e.g. -p pytest_timeout --timeout 600)")
+
+
 def _say(message: str) -> None:
     for line in message.splitlines():
         print(f"{PROG}: {line}", file=sys.stderr, flush=True)
@@ -274,7 +278,8 @@ def _say(message: str) -> None:
 
 def _pytest_command(pytest_args: Sequence[str]) -> list[str]:
     suite = suite_paths()
-    cmd = [sys.executable, "-m", "pytest", str(suite.tests), "--rootdir", str(suite.root)]
+    # The suite's own pytest plugins and no other (core/paths.py says why); `-p MODULE` among the arguments adds one.
+    cmd = [sys.executable, "-m", "pytest", str(suite.tests), "--rootdir", str(suite.root), *suite_plugin_args()]
     if not suite.checkout:
         # An installed suite lives in site-packages: keep pytest's cache out of it.
         cmd += ["-p", "no:cacheprovider"]
@@ -297,7 +302,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         _say(str(exc))
         return codes.INTERNAL_ERROR
     if args.pytest_help:
-        return run_foreground(base + ["--help"], PROG).returncode
+        return run_foreground(base + ["--help"], PROG, env=suite_pytest_env()).returncode
 
     if args.level is not None:
         try:
@@ -322,13 +327,16 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         cmd.append(f"--simulate={mode.simulate}")
     _say(" ".join(cmd))
     with FaultLine() as fault:
-        code = exit_code(run_foreground(cmd, PROG, pass_fds=fault.pass_fds), simulated=mode.simulate is not None)
+        code = exit_code(run_foreground(cmd, PROG, pass_fds=fault.pass_fds, env=suite_pytest_env()),
+                         simulated=mode.simulate is not None)
     if code > 128:  # pytest may have stopped mid-line (its progress dots): the last line starts on its own
         print(flush=True)
     if code == codes.NODE_BUSY:
         lines = busy_lines(pytest_args)
     else:
         lines = [fault.state] if fault.state and code in (codes.HARNESS_FAULT, codes.HARNESS_CRASH) else []
+        if code == codes.USAGE_ERROR and any(arg.startswith("--") for arg in pytest_args):
+            lines.append(PLUGIN_HINT)
         lines.append(last_line(code, mode, fault.line))
     print("\n".join(lines), flush=True)
     return code

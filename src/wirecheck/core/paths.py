@@ -50,6 +50,26 @@ def suite_paths() -> SuitePaths:
                       unit_costs=plugin / "unit_costs.yaml", resolution=plugin / "resolution.yaml")
 
 
+# The pytest plugins the suite runs with when wirecheck starts it (`wirecheck validate`, `wirecheck plan`): its
+# own options and pytest-benchmark, and no other. A node's Python often carries more (on a 1x H200 node's image:
+# hypothesis, jaxtyping, anyio, pytest-mock, -cov and -timeout), which pytest would load at every start: there
+# they cost 1.2-1.6 s of pytest's 2.4-2.8-s start to collection (scripts/device/start_end_probe.sh), and a
+# plugin that reorders, reruns or times out tests would change what a verdict means. An operator loads another
+# with pytest's own `-p MODULE` among the arguments passed on.
+SUITE_PLUGINS = ("pytest_wirecheck.options", "pytest_benchmark.plugin")
+AUTOLOAD_ENV = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
+
+
+def suite_plugin_args() -> list[str]:
+    """pytest's arguments that load the suite's own plugins (with AUTOLOAD_ENV set, the only ones loaded)."""
+    return [arg for plugin in SUITE_PLUGINS for arg in ("-p", plugin)]
+
+
+def suite_pytest_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment pytest runs the suite in: `base` (default this process's) without plugin auto-loading."""
+    return {**(os.environ if base is None else base), AUTOLOAD_ENV: "1"}
+
+
 # `extends: wirecheck` in a thresholds file names the thresholds.yaml shipped with this wirecheck
 # (where it sits differs between a checkout and a wheel); any other value is a path, relative to
 # the file that says it.

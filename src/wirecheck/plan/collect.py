@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL
-from wirecheck.core.paths import suite_paths
+from wirecheck.core.paths import suite_paths, suite_plugin_args, suite_pytest_env
 from wirecheck.plan.header_probe import HEADER_FILE_ENV, WORK_FILE_ENV
 from wirecheck.records.file import read_run
 
@@ -50,7 +50,7 @@ class CollectError(ValueError):
 def pytest_command(level: str, simulate: str | None, extra: list[str]) -> list[str]:
     suite = suite_paths()
     cmd = [sys.executable, "-m", "pytest", str(suite.tests), "--rootdir", str(suite.root), "-p", "no:cacheprovider",
-           "--collect-only", "-q", "--level", level]
+           *suite_plugin_args(), "--collect-only", "-q", "--level", level]
     if simulate:
         cmd.append(f"--simulate={simulate}")
     return cmd + list(extra)
@@ -65,7 +65,8 @@ def collect(level: str, simulate: str | None = None, extra: list[str] | None = N
                                                f"--wirecheck-json={Path(folder) / 'collected.jsonl'}", *(extra or [])])
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
-                                  env={**os.environ, HEADER_FILE_ENV: str(header_file), WORK_FILE_ENV: str(work_file)})
+                                  env=suite_pytest_env({**os.environ, HEADER_FILE_ENV: str(header_file),
+                                                         WORK_FILE_ENV: str(work_file)}))
         except subprocess.TimeoutExpired:
             raise CollectError(f"collecting the suite took over {timeout_s:.0f} s: {' '.join(cmd)}") from None
         tests = _test_ids(done.stdout)
