@@ -41,14 +41,17 @@ DESCRIPTION = ("validate that a multi-GPU node moves data as fast as its wiring 
                "one command below per task (`wirecheck COMMAND --help` for its options)")
 
 
-def commands(package: ModuleType | None = None) -> list[ModuleType]:
+def commands(package: ModuleType | None = None, only: str | None = None) -> list[ModuleType]:
     """Every module of `package` (default wirecheck.cli; wirecheck.cli.fleet for `wirecheck fleet`'s) that
-    is a subcommand, by NAME; a module with part of the protocol is an error that names what it lacks."""
+    is a subcommand, by NAME; a module with part of the protocol is an error that names what it lacks.
+    `only`: the module of that NAME alone (its module's name is the NAME with `_` for `-`), or none."""
     if package is None:
         import wirecheck.cli as package
 
     found = []
     for info in pkgutil.iter_modules(package.__path__):
+        if only is not None and info.name != only.replace("-", "_"):
+            continue
         module = importlib.import_module(f"{package.__name__}.{info.name}")
         has = [name for name in PROTOCOL if hasattr(module, name)]
         if "NAME" in has:
@@ -57,7 +60,7 @@ def commands(package: ModuleType | None = None) -> list[ModuleType]:
                 raise TypeError(f"{module.__name__}: a wirecheck subcommand (NAME = {module.NAME!r}) without "
                                 f"{', '.join(missing)}; see wirecheck.cli.protocol")
             found.append(module)
-    return sorted(found, key=lambda m: m.NAME)
+    return sorted((m for m in found if only is None or m.NAME == only), key=lambda m: m.NAME)
 
 
 def entry(*names: str) -> Callable[[list[str] | None], int]:
@@ -70,11 +73,14 @@ def entry(*names: str) -> Callable[[list[str] | None], int]:
     return main
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """`wirecheck`'s parser with every command; with `command` (the word after `wirecheck`), that command's
+    alone where there is one by that name: importing every command's module was 0.4 s of each start on this
+    project's CPU machine, and the prolog's `validate --trust-recent` needs only its own."""
     parser = argparse.ArgumentParser(prog="wirecheck", description=DESCRIPTION)
     parser.add_argument("--version", action=PrintVersion,
                         help="the version, and where this wirecheck is installed (a checkout or a wheel)")
-    found = commands()
+    found = (commands(only=command) if command else []) or commands()
     sub = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(c.NAME for c in found) + "}")
     for command in found:
         command_parser = command.add_parser(sub)
@@ -119,7 +125,8 @@ def dispatch(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args, extra = build_parser().parse_known_args(argv)
+    named = argv[0] if argv and not argv[0].startswith("-") else None
+    args, extra = build_parser(named).parse_known_args(argv)
     if extra and not getattr(args, "passes_extra_args", False):
         args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
