@@ -257,6 +257,18 @@ def training_runs(runs: list[Run]) -> dict:
     return out
 
 
+def local_baselines(runs: list[Run]) -> list[float]:
+    """Each strategy run's local baseline (phase_s.local), its slowest rank's: the ranks leave together."""
+    out = []
+    for run in runs:
+        for line in run.lines:
+            if line.get("kind") == "strategy":
+                phases = [(r.get("phase_s") or {}).get("local") for r in line["details"].get("ranks") or []]
+                if phases and None not in phases:
+                    out.append(max(phases))
+    return out
+
+
 def gpu_health_phases(runs: list[Run]) -> dict:
     """phase -> wall seconds of each recorded GPU load phase (one per run: every GPU at once)."""
     out = defaultdict(list)
@@ -457,6 +469,9 @@ def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: P
         "gpu_health": gpu,
         **({"spare_workers": spare_starts(spare_check)} if spare_check is not None else {}),
         **({"one_gpu_pool": pool} if (pool := one_gpu_pool(list(one_gpu_pool_paths))) else {}),
+        **({"local_baseline": figure(q(statistics.mean(local)), f"mean of {len(local)} strategy runs on 2 GPUs: each "
+                                     f"run's local baseline (phase_s.local, its slowest rank), part of the training "
+                                     f"figures above ({startup_text})")} if (local := local_baselines(startup)) else {}),
     }
 
 

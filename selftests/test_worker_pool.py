@@ -122,7 +122,8 @@ def test_one_pool_serves_every_placement_and_a_fault_in_it_is_named_then_the_poo
 def test_a_one_gpu_nodes_pool_serves_the_load_and_then_the_work_that_needs_the_gpu_alone():
     """A node without collective placements (one GPU): the GPU load's `for_gpus` starts a pool over that GPU, and
     `alone` hands its one worker to the copies and one GPU's training: the same process, no second start. Where
-    the pool is over more than one GPU, or not running, `alone` is None (the caller starts its own process)."""
+    the pool is over more than one GPU, or not running, `alone` is None (the caller starts its own process).
+    The one worker joins no process group."""
     from wirecheck.training.scaling import SingleGpuRun
     from wirecheck.training.strategy_run import run_on_fresh_group
 
@@ -136,6 +137,7 @@ def test_a_one_gpu_nodes_pool_serves_the_load_and_then_the_work_that_needs_the_g
         run = run_on_fresh_group(pool, SingleGpuRun(single), whoami, {}, 60, "one GPU", may_share=True)
         assert copies["pid"] == load["pid"] == run.ranks[0]["pid"] and pool.starts == 1
         assert run.workers == "pool" and pool.pids == [load["pid"]]  # the pool goes on after it
+        assert not load["dist_initialized"]  # one worker has no one to talk to: no process group to start and end
     finally:
         pool.close()
     # A pool over more than one GPU: test_one_pool_serves_every_placement_... asks `alone` of its three ranks.

@@ -52,6 +52,9 @@ class UnitCosts:
     # copy time, and one GPU's training; None where the file has no figure (then priced as in new workers).
     one_gpu_copies_s: float | None = None
     one_gpu_single_s: float | None = None
+    # A strategy run's local baseline (training/baseline.py), part of each training_s figure: what a run saves that
+    # takes its GPUs' figures from an earlier run (training/local_baselines.py); None where the file has no figure.
+    local_baseline_s: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict)  # key path -> where the figure came from
 
     def single_gpu(self) -> float:
@@ -88,7 +91,7 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
     top = root.fields("unit costs", required={k: "..." for k in (
         "records", "startup_records", "gpu_load_records", "session", "per_test", "worker_group_start", "collective", "nccl_path_probe",
         "copy_bandwidth", "training", "gpu_health")}, optional={"spare_workers": "{new_interpreter: ..., from_spare: ...}", "single_gpu_run": '{value: "6.9 s", source: ...}',
-                   "one_gpu_pool": "{copies: ..., single_gpu_run: ...}"})
+                   "one_gpu_pool": "{copies: ..., single_gpu_run: ...}", "local_baseline": '{value: "2.7 s", source: ...}'})
     sources: dict[str, str] = {}
     session = top["session"].fields("session costs", required={"start": "...", "end": "..."})
     collective = top["collective"].fields("collective costs", required={
@@ -145,6 +148,7 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
         single_gpu_s=_figure(top["single_gpu_run"], "time", sources) if "single_gpu_run" in top else None,
         one_gpu_copies_s=_figure(one_gpu["copies"], "time", sources) if one_gpu else None,
         one_gpu_single_s=_figure(one_gpu["single_gpu_run"], "time", sources) if one_gpu else None,
+        local_baseline_s=_figure(top["local_baseline"], "time", sources) if "local_baseline" in top else None,
         sources=sources,
     )
 

@@ -36,7 +36,7 @@ from wirecheck.node.hardware import Hardware
 from wirecheck.node.placement import Placement, nvlink_twin
 from wirecheck.plan.costs import HOST_PATH, NVLINK, UnitCosts
 from wirecheck.records.run import POOL
-from wirecheck.vocab.strategies import NAMES, REFERENCE
+from wirecheck.vocab.strategies import LOCAL_BASELINE_ONCE_PER_GPU as ONCE_PER_GPU, NAMES, REFERENCE
 from wirecheck.vocab.ops import DTYPES, OPS, REDUCTIONS, axes as op_axes, busbw_factor, feasible_sizes
 from wirecheck.vocab.placements import CLASS_BY_NAME, CLASS_PAIR
 from wirecheck.vocab.work import (ALL_RUNS, AXES_FULL_SWEEP, AXIS_SWEEP, BENCHMARK, BURN_IN_LOOP, COPIES, FIGURES,
@@ -183,6 +183,11 @@ class _Walk:
         self.spares = header.get("spare_workers") == "on" and costs.spare_saving_s is not None
         self.clock_s = costs.session_start_s  # the run's seconds so far, as priced
         self.spares_since_s = 0.0  # when the waiting spares were started
+        # The local baseline (training/local_baselines.py): a run whose header says "once per GPU" measures it in
+        # the first strategy run on each GPU only; a later run whose GPUs all have one saves its price.
+        self.local_once = ((header.get("training") or {}).get("local_baseline") == ONCE_PER_GPU
+                           and costs.local_baseline_s is not None)
+        self.local_gpus: set[int] = set()
 
     def _add(self, kind: str, seconds: float, count: int = 1) -> None:
         self.group.add(kind, seconds, count)
@@ -342,6 +347,10 @@ class _Walk:
             return
         self.pool = None  # each strategy runs in fresh workers; the shared group is closed first
         seconds = self.costs.single_gpu() if single else self.costs.training(NVLINK if p.nvlink else HOST_PATH, strategy)
+        if not single and self.local_once:
+            if set(p.gpus) <= self.local_gpus:
+                seconds -= self.costs.local_baseline_s
+            self.local_gpus |= set(p.gpus)
         self._add(K_RUN, seconds - self.started())
 
     def gpu_phase(self, module: str, phase: str) -> None:

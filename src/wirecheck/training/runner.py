@@ -43,7 +43,9 @@ What the record holds and how it is measured:
 - model_flops_per_token (6 N), attention_flops_per_token (12 L d T), achieved_flops_per_gpu
   (6 N x tokens/s / ranks): divide by the GPU's dense peak for MFU (training/figures.py).
 - local_step_time_median_s, exposed_comm_s (= step median - local median; None with
-  local_skipped when the unwrapped model does not fit), exposed_comm_fraction (of the step).
+  local_skipped when the unwrapped model does not fit), exposed_comm_fraction (of the step);
+  local_from where an earlier run on this GPU measured the local figure (training/local_baselines.py:
+  once per GPU and run) and no "local" phase then.
 - phase_s: wall seconds of setup (of which build: the model on the device, wrap: the
   strategy's construction, its trainer module's import included), warm-up, timed steps, profile,
   state pass, local baseline.
@@ -255,11 +257,15 @@ def _train(ctx, strategy, trainer_cls, import_s, s, micro_batch, warmup_steps, r
     record.update(trainer_cls.library_versions())
 
     record["exposed_comm_s"] = record["exposed_comm_fraction"] = None
-    if local_baseline:
+    local = None
+    if isinstance(local_baseline, dict):  # measured on this rank's GPU by an earlier run (training/local_baselines.py)
+        local = {**local_baseline["ranks"][str(ctx.rank)], "local_from": local_baseline["from"][str(ctx.rank)]}
+    elif local_baseline:
         t0 = time.perf_counter()
         local_rule = StopRule(rule.min_steps, rule.max_steps, rule.confidence, rule.max_halfwidth)
         local = local_step_times(device, s.as_dict(), batches, seed, precision, settings["optimizer"], lr, local_rule)
         phases["local"] = time.perf_counter() - t0
+    if local is not None:
         record.update(local)
         if "local_step_time_median_s" in local:
             exposed = summary["step_time_median_s"] - local["local_step_time_median_s"]
@@ -284,7 +290,7 @@ def run_strategy(
     ci_confidence: float = 0.95,
     ci_max_halfwidth: float = 0.02,
     settings: dict | None = None,
-    local_baseline: bool = True,
+    local_baseline: bool | dict = True,
     profile_steps: int = 0,
     gc_freq: int = 0,
     setup_profile: int = 0,
@@ -294,7 +300,8 @@ def run_strategy(
 
     `settings` overrides entries of the strategies table (the training probe's variants, scripts/device/training_probe.py).
     `local_baseline` times the unwrapped model afterwards (exposed communication); the
-    capacity case turns it off. `profile_steps` profiles that many extra steps.
+    capacity case turns it off; a dict hands each rank the figure an earlier run measured on its GPU
+    (training/local_baselines.py: {"ranks": {"r": fields}, "from": {"r": which run}}) instead. `profile_steps` profiles that many extra steps.
     `gc_freq` > 0 turns Python's automatic garbage collection off for the steps and collects
     the young generations every gc_freq steps instead (training/manual_gc.py); 0 leaves it on.
     `setup_profile` > 0 runs the strategy's wrapping (trainer construction) under cProfile and

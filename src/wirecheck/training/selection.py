@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wirecheck.training.local_baselines import ONCE_PER_GPU
 from wirecheck.node.placement import CLASS_FORCED_PCIE, Placement, TRAINING_CLASSES, nvlink_twin
 from wirecheck.vocab.strategies import NAMES, REFERENCE
 
@@ -109,5 +110,6 @@ def strategies_on(trained: list[Trained]) -> dict[str, tuple[str, ...]]:
 
 
 def as_header(trained: list[Trained], which: str) -> dict:
-    """What the record's header keeps: which set, and each placement with its strategies and why."""
-    return {"set": which, "placements": [t.as_dict() for t in trained]}
+    """What the record's header keeps: which set, each placement with its strategies and why, and how often a
+    GPU's local baseline is measured (training/local_baselines.py)."""
+    return {"set": which, "placements": [t.as_dict() for t in trained], "local_baseline": ONCE_PER_GPU}

@@ -290,3 +290,9 @@ def check_in_force(name: str, asked: Mapping[str, Any], in_force: Mapping[str, A
 
 def _normal(value):
     return tuple(value) if isinstance(value, list) else value
+
+
+# The record header's training.local_baseline where a run measures each GPU's local step time once
+# (training/local_baselines.py); the plan prices a run whose header lacks it as one that measured it in every
+# strategy run.
+LOCAL_BASELINE_ONCE_PER_GPU = "once per GPU"

@@ -234,9 +234,11 @@ class WorkerPool:
         groups = list(dict.fromkeys(ranks_in(gpus, p) for p in members))  # node order, each once
         start = self.starting(self.starts + 1)
         self.starts += 1
+        # A pool of one worker (a one-GPU node's) has no one to talk to: no process group, which on a 1x H200 node
+        # cost NCCL's start (0.24 s) and its end (0.35 s: scripts/device/exit_probe.py) for nothing.
         group = WorkerGroup(label=f"pool-{self.starts}", world_size=len(gpus), backend=self.backend,
                             gpus=None if self.simulated else gpus, env={**env, **start.env},
-                            join_process_group=True, log_dir=self.log_dir)
+                            join_process_group=len(gpus) > 1, log_dir=self.log_dir)
         try:
             # Every rank makes every sub-group, in one order: new_group is collective over the whole job.
             answers = group.run(start.worker, {"groups": [list(g) for g in groups], **start.kwargs},
