@@ -21,6 +21,7 @@ import torch
 from wirecheck.measure import collective_worker
 from wirecheck.vocab import ops as vocab
 from wirecheck.workers.worker import RankContext
+from wirecheck.workers import zygote
 
 
 def whoami(ctx: RankContext, env_names: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -415,7 +416,8 @@ def environment(ctx: RankContext) -> dict[str, Any]:
     """What a rank's process was started with, as far as its work can tell: the spare-worker self-tests
     compare a rank taken from a spare with one started as a new interpreter."""
     return {"env": dict(os.environ), "path": list(sys.path), "cwd": os.getcwd(),
-            "training_imported": sorted(m for m in ("deepspeed", "accelerate") if m in sys.modules)}
+            "training_imported": sorted(m for m in ("deepspeed", "accelerate") if m in sys.modules),
+            "trainer_modules": sorted(m for m in zygote.TRAINER_MODULES if m in sys.modules)}
 
 
 def say(ctx: RankContext, text: str) -> int:

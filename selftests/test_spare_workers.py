@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from wirecheck.workers import spares
+from wirecheck.workers import spares, zygote
 from wirecheck.workers.launcher import WorkerCallError, WorkerCrash, WorkerGroup
 
 FAULTY = "selftests.faulty_workers"
@@ -286,3 +286,20 @@ def test_a_zygote_with_more_than_one_thread_forks_nothing_and_ranks_start_as_new
         spares.install(before)
         stock.close()
     assert "the zygote was given up" in stock.describe() and "2 threads after importing torch" in stock.describe()
+
+
+def test_spares_forked_after_a_preload_come_with_the_trainers_imports_and_earlier_ones_without(stock):
+    """A run that trains on GPUs asks the zygote to import what every strategy's set-up imports (torch._dynamo,
+    FSDP, DTensor: 3.6-4.3 s of each strategy run's process on a 1x H200 node), once, when it is idle: the
+    spares forked after have them; those forked before, and any group of a run that never asks, do not."""
+    stock.resize(0)  # none waiting: each rank is forked as its group starts
+    with WorkerGroup("before", 1, "gloo") as before:
+        (plain,) = before.run(f"{FAULTY}:environment", None, 30)
+    stock.preload_trainers()
+    time.sleep(2 * zygote.IDLE_POLL_S)  # idle: the zygote imports now; a fork asked meanwhile waits for it
+    with WorkerGroup("after", 1, "gloo") as after:
+        (loaded,) = after.run(f"{FAULTY}:environment", None, 60)
+    assert plain["trainer_modules"] == []
+    assert loaded["trainer_modules"] == sorted(zygote.TRAINER_MODULES), loaded["trainer_modules"]
+    assert loaded["training_imported"] == []  # nothing of DeepSpeed or Accelerate: their state starts in the rank
+    assert stock.zygote.alive() and _threads(stock.zygote.proc.pid) == 1

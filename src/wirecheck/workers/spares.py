@@ -106,6 +106,12 @@ class SpareStock:
         while len(self.spares) < self.count:
             self.spares.append(self._start())
 
+    def preload_trainers(self) -> None:
+        """The spares forked from now on come with the training strategies' imports (zygote.TRAINER_MODULES);
+        nothing where there is no zygote."""
+        if self.zygote is not None:
+            self.zygote.preload()
+
     def resize(self, count: int) -> None:
         """Keep `count` spares from now on: the newest beyond it killed, the missing ones started."""
         self.count = max(0, int(count))

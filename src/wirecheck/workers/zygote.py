@@ -17,7 +17,9 @@ reaps its children and writes each exit status to a file named by the pid, which
 Protocol (over the zygote's private pipe, a socket pair): zygote -> parent ("ready",) once it has imported
 torch, or ("cannot", why) where it may not fork (CUDA initialised, more than one thread), and it ends;
 parent -> zygote ("fork", log_path) followed by the child's end of a new pipe (SCM_RIGHTS); zygote -> parent
-("forked", pid). ("exit",) ends it.
+("forked", pid), or ("cannot", why) where it may fork no more. ("preload",) asks it to import what the training
+strategies' set-up imports (TRAINER_MODULES) the next time it is idle, so that the spares forked after it have
+them. ("exit",) ends it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,13 @@ from wirecheck.workers import evidence, parent_death, spawn
 FORK_TIMEOUT_S = 120.0
 # How often the zygote looks at its parent and reaps its children when nothing else wakes it.
 IDLE_POLL_S = 0.2
+# What every training strategy's set-up imports beyond torch: DDP's construction pulls in torch._dynamo (and sympy
+# with it), FSDP torch.distributed.fsdp and DTensor. In a new process on a 1x H200 node they took 1.3-1.4 s and
+# 2.3-2.9 s after torch (fixtures/reference/h200-1/start-end-2026-12-04/), paid by every strategy run. Imported in
+# the zygote on request, when idle and after the first spares: a run's first groups must not wait for them, and a
+# run without training (a one-GPU node, a simulation) never asks. Pure Python: no CUDA, no thread (checked after,
+# as at the start).
+TRAINER_MODULES = ("torch._dynamo", "torch.distributed.fsdp", "torch.distributed.tensor")
 
 
 def available() -> bool:
@@ -152,6 +161,14 @@ class Zygote:
         self.forked += 1
         return ForkedProcess(pid, self.status_dir, self.proc), parent_end
 
+    def preload(self) -> None:
+        """Ask it to import TRAINER_MODULES when it is next idle (the spares forked after have them)."""
+        if self.alive():
+            try:
+                self.conn.send(("preload",))
+            except OSError as exc:
+                self.give_up(self._why_not(exc))
+
     def give_up(self, why: str) -> None:
         """Fork no more from it. It is not killed here: ranks it forked may be running in groups, and they die
         with it (their parent-death signal). `close`, at the stock's end, kills it."""
@@ -190,6 +207,26 @@ def _reaper(status_dir: str):
     return reap
 
 
+def _import_trainer_modules() -> str | None:
+    """TRAINER_MODULES imported here (one a torch lacks is skipped); why the zygote may fork no more after
+    them, or None."""
+    import importlib
+
+    import torch
+
+    for name in TRAINER_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a torch without it: the trainer that needs it fails in its own process
+            pass
+    if torch.cuda.is_initialized():
+        return f"importing {', '.join(TRAINER_MODULES)} initialised CUDA in the zygote"
+    threads = len(os.listdir("/proc/self/task"))
+    if threads > 1:
+        return f"the zygote runs {threads} threads after importing {', '.join(TRAINER_MODULES)}; a fork copies only one"
+    return None
+
+
 def serve(conn: Connection, status_dir: str, parent_pid: int) -> tuple[int, str, int] | None:
     """Run as the zygote until told to exit (None) or the parent goes (exits). Returns only in a forked child:
     the descriptor of its pipe to the parent, its log path and the zygote's pid, for it to go on as a spare."""
@@ -210,19 +247,30 @@ def serve(conn: Connection, status_dir: str, parent_pid: int) -> tuple[int, str,
     reap = _reaper(status_dir)
     signal.signal(signal.SIGCHLD, reap)
     conn.send(("ready",))
+    preload = False  # asked to import TRAINER_MODULES, not done yet
     while True:
         if os.getppid() != parent_pid:
             os._exit(70)
         reap()
         try:
             if not conn.poll(IDLE_POLL_S):
+                if preload:
+                    preload = False
+                    cannot = _import_trainer_modules()
                 continue
             msg = conn.recv()
+            if msg[0] == "preload":
+                preload = True
+                continue
             if msg[0] != "fork":
                 return None
             fd = recv_handle(conn)
         except (EOFError, OSError):
             return None
+        if cannot is not None:
+            os.close(fd)
+            conn.send(("cannot", cannot))
+            continue
         zygote_pid = os.getpid()
         pid = os.fork()
         if pid == 0:
