@@ -51,7 +51,7 @@ RUNS = [REFERENCE / d / f"run{i}.jsonl" for d in ("wirecheck-2026-11-30b", "wire
 STARTUP_RUNS = [REFERENCE / d / f"run{i}.jsonl" for d in ("wirecheck-2026-12-01b",) for i in (1, 2, 3)]
 # Runs with the GPU load: today's acceptance on a 1x H200 node (2026-12-04; the sustained load's last window
 # ends with its duration since 2026-12-02), the load on the pool's one worker.
-GPU_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / "level-times-2026-12-04-pool" / f"acceptance-{i}.jsonl"
+GPU_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / "level-times-2026-12-04-start" / f"acceptance-{i}.jsonl"
             for i in (1, 2, 3)]
 SPARE_CHECK = PROJECT / "fixtures" / "reference" / "h200-1" / "spare-check-2026-12-02" / "spare_check.log"
 # Whole-suite runs on a 1x H200 node without spare workers (2026-12-02): the one-GPU training run as a new interpreter.
@@ -59,9 +59,14 @@ SINGLE_GPU_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / "spare-times-
                    for i in (1, 2)]
 SINGLE_GPU_TEST = "tests/test_strategies.py::test_single_gpu_training["
 # Acceptance runs on a 1x H200 node (2026-12-04) whose copies and one-GPU training ran in the pool's one worker.
-ONE_GPU_POOL_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / "level-times-2026-12-04-pool" / f"acceptance-{i}.jsonl"
+ONE_GPU_POOL_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / "level-times-2026-12-04-start" / f"acceptance-{i}.jsonl"
                      for i in (1, 2, 3)]
 COPY_TEST = "tests/test_copy_bandwidth.py::test_host_copy["
+# Strategy runs on a 1x H200 node forked from a zygote before and after it imported the trainers' modules
+# (scripts/device/preload_check.py), and a worker's end with and without Python's finalisation
+# (scripts/device/exit_probe.py), 2026-12-04.
+PRELOAD_CHECKS = sorted((PROJECT / "fixtures" / "reference" / "h200-1" / "preload-2026-12-04").glob("preload-*.log"))
+EXIT_PROBE = PROJECT / "fixtures" / "reference" / "h200-1" / "start-end-2026-12-04" / "console.log"
 OUT = PROJECT / "fixtures" / "pytest_wirecheck" / "unit_costs.yaml"
 NVLINK_CLASSES = ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "pair")
 
@@ -328,6 +333,41 @@ def spare_starts(log: Path) -> dict:
             "from_spare": figure(f"{float(spare):.2f} s", f"median of {spare_all.strip()} s: {how} ({_name(log)})")}
 
 
+def trainer_preload(logs: list[Path]) -> dict | None:
+    """strategy -> what its run's process saves forked after the zygote's import of the trainers' modules: the
+    median wrap phase (the trainer's import and construction) of runs forked before it, less that of runs forked
+    after, from preload_check.py's RESULT lines; None without logs."""
+    wraps: dict = defaultdict(lambda: {"plain": [], "preloaded": []})
+    for log in logs:
+        for found in re.finditer(r"^RESULT (\w+) (plain|preloaded): .*?\bwrap ([\d.]+)", log.read_text(encoding="utf-8"),
+                                 re.M):
+            wraps[found[1]][found[2]].append(float(found[3]))
+    names = "+".join(_name(log) for log in logs)
+    out = {}
+    for strategy, seen in sorted(wraps.items()):
+        if seen["plain"] and seen["preloaded"]:
+            plain, pre = statistics.median(seen["plain"]), statistics.median(seen["preloaded"])
+            out[strategy] = figure(q(max(0.0, plain - pre)), f"median wrap phase of {len(seen['plain'])} runs forked "
+                                   f"before the preload ({plain:.2f} s) less that of {len(seen['preloaded'])} forked after "
+                                   f"({pre:.2f} s), one rank on GPU 0 of a 1x H200 node ({names})")
+    return out or None
+
+
+def worker_exit_saving(log: Path | None) -> dict | None:
+    """A worker's end with Python's finalisation less one without (exit_probe.py's `RESULT end` medians)."""
+    if log is None:
+        return None
+    text = log.read_text(encoding="utf-8")
+    medians = {m[1]: float(m[2]) for m in re.finditer(r"^RESULT end (\w+): .*\(median ([\d.]+)\)", text, re.M)}
+    if not {"normal", "exit_after_destroy"} <= medians.keys():
+        raise SystemExit(f"unit_costs.py: {log}: no `RESULT end normal` and `RESULT end exit_after_destroy` lines "
+                         "(run scripts/device/exit_probe.py on a GPU node and pass its log with --exit-probe)")
+    saving = medians["normal"] - medians["exit_after_destroy"]
+    return figure(q(saving), f"median request-to-exit of a one-rank NCCL worker holding 30 GiB on a 1x H200 node, "
+                             f"{medians['normal']:.3f} s with Python's finalisation less {medians['exit_after_destroy']:.3f} s "
+                             f"without ({_name(log)})")
+
+
 def single_gpu_runs(paths: list[Path]) -> dict | None:
     """The one-GPU training run (test_single_gpu_training: its fresh worker, set-up, warm-up, timed steps), from the
     seconds the records' end lines give each test (setup, call and teardown); None without such records."""
@@ -371,7 +411,7 @@ def one_gpu_pool(paths: list[Path]) -> dict | None:
 
 def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: Path, gpu_paths: list[Path],
            spare_check: Path | None = SPARE_CHECK, single_gpu_paths: list[Path] = (),
-           one_gpu_pool_paths: list[Path] = ()) -> dict:
+           one_gpu_pool_paths: list[Path] = (), preload_checks: list[Path] = (), exit_probe: Path | None = None) -> dict:
     th = load_thresholds(thresholds_path)
     settings = th.collective_settings(False)
     runs = [Run(p, settings) for p in runs_paths]
@@ -472,6 +512,8 @@ def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: P
         **({"local_baseline": figure(q(statistics.mean(local)), f"mean of {len(local)} strategy runs on 2 GPUs: each "
                                      f"run's local baseline (phase_s.local, its slowest rank), part of the training "
                                      f"figures above ({startup_text})")} if (local := local_baselines(startup)) else {}),
+        **({"trainer_preload": pre} if (pre := trainer_preload(list(preload_checks))) else {}),
+        **({"worker_exit_saving": ex} if (ex := worker_exit_saving(exit_probe)) else {}),
     }
 
 
@@ -499,12 +541,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--one-gpu-pool-runs", nargs="*", type=Path, default=ONE_GPU_POOL_RUNS, help="acceptance records "
                         "of a one-GPU node whose copies and training ran in the pool's worker (default: the 1x H200 runs "
                         "of 2026-12-04); none: priced as in new workers")
+    parser.add_argument("--preload-checks", nargs="*", type=Path, default=PRELOAD_CHECKS, help="scripts/device/"
+                        "preload_check.py's logs (default: the 1x H200 node's of 2026-12-04); none: no preload saving")
+    parser.add_argument("--exit-probe", type=Path, default=EXIT_PROBE, help="scripts/device/start_end_probe.sh's console "
+                        f"log, with exit_probe.py's lines (default {_name(EXIT_PROBE)})")
     parser.add_argument("--thresholds", type=Path, default=PROJECT / "thresholds.yaml")
     parser.add_argument("--write", nargs="?", const=OUT, type=Path, default=None, metavar="PATH",
                         help=f"write the YAML there (default {_name(OUT)}) instead of printing it")
     args = parser.parse_args(argv)
     text = HEADER + yaml.safe_dump(derive(args.runs, args.startup_runs, args.thresholds, args.gpu_runs, args.spare_check,
-                                             args.single_gpu_runs, args.one_gpu_pool_runs), sort_keys=False, width=120,
+                                             args.single_gpu_runs, args.one_gpu_pool_runs, args.preload_checks,
+                                             args.exit_probe), sort_keys=False, width=120,
                                    allow_unicode=True)
     if args.write:
         args.write.write_text(text)

@@ -26,6 +26,7 @@ DYNAMIC = {
     "wirecheck.training.runner": "a grad hook the user names",
     "wirecheck.training.trainer": "the trainer a strategy row names, in a worker",
     "wirecheck.workers.worker": "the target function a parent names, in a worker",
+    "wirecheck.workers.zygote": "torch's modules every trainer imports (TRAINER_MODULES), in the zygote",
 }
 
 

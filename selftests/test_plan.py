@@ -21,12 +21,13 @@ from wirecheck.plan.costs import load_unit_costs
 from wirecheck.plan.model import predict
 from wirecheck.thresholds.file import load_thresholds
 from wirecheck.vocab.ops import OPS
+from wirecheck.vocab.strategies import LOCAL_BASELINE_ONCE_PER_GPU, TRAINER_WORKERS_PRELOADED
 
 REFERENCE = PROJECT / "fixtures" / "reference" / "h200-sxm-2"
 WARM = [REFERENCE / "wirecheck-2026-12-01b" / f"run{i}.jsonl" for i in (1, 2, 3)]  # with the bytecode cache
 COLD = [REFERENCE / d / f"run{i}.jsonl" for d in ("wirecheck-2026-11-30b", "wirecheck-2026-12-01") for i in (1, 2, 3)]
 # 1x H200 acceptance runs whose copies and one-GPU training ran in the pool's one worker.
-ONE_GPU = [PROJECT / "fixtures" / "reference" / "h200-1" / "level-times-2026-12-04-pool" / f"acceptance-{i}.jsonl"
+ONE_GPU = [PROJECT / "fixtures" / "reference" / "h200-1" / "level-times-2026-12-04-start" / f"acceptance-{i}.jsonl"
            for i in (1, 2, 3)]
 
 
@@ -197,6 +198,38 @@ def test_on_a_one_gpu_node_the_copies_and_one_gpu_alone_run_in_the_load_pools_wo
     assert single.seconds[model.K_RUN] == pytest.approx(costs.single_gpu_s)
     _, single = predict(tests[1:], header, thresholds, costs, "acceptance", work=suite_work("acceptance")).groups
     assert single.seconds[model.K_RUN] == pytest.approx(costs.single_gpu_s)  # no load before it: no pool runs
+
+
+def test_a_run_that_measures_each_gpus_local_baseline_once_and_preloads_the_trainers_is_priced_so(thresholds):
+    """The header's training says how its strategy runs go (training/local_baselines.py, workers.zygote): a later run
+    on GPUs that all have a local baseline saves its price; each run saves the workers' quick exit and, with spare
+    workers, the trainer's imports. A header without those words is priced as before (the recorded runs)."""
+    costs = load_unit_costs()
+    assert costs.local_baseline_s and costs.worker_exit_saving_s and costs.trainer_preload_s
+    header = {"fabric": "nvswitch", "gpus": [{"index": 0}, {"index": 1}], "matrix": [["X", "NV18"], ["NV18", "X"]],
+              "spare_workers": "on",
+              "placements": [{"id": "nvswitch-2gpu-0.1", "class": "nvswitch", "gpus": [0, 1]},
+                             {"id": "forced_pcie-2gpu-0.1", "class": "forced_pcie", "gpus": [0, 1],
+                              "env": {"NCCL_P2P_DISABLE": "1"}}]}
+    tests = [f"tests/test_strategies.py::test_steps_complete[{p}-{s}]"
+             for p in ("nvswitch-2gpu-0.1", "forced_pcie-2gpu-0.1") for s in ("ddp", "zero3")]
+    work = suite_work("acceptance")
+
+    def runs(h: dict) -> list[float]:
+        return [g.seconds[model.K_RUN] for g in predict(tests, h, thresholds, costs, "acceptance", work=work).groups]
+
+    before = runs(header)
+    now = runs({**header, "training": {"local_baseline": LOCAL_BASELINE_ONCE_PER_GPU,
+                                       "trainer_workers": TRAINER_WORKERS_PRELOADED}})
+    local, exit_s, preload = costs.local_baseline_s, costs.worker_exit_saving_s, costs.trainer_preload_s
+    trainers = preload.get("ddp", 0.0) + preload.get("zero3", 0.0)
+    # each placement's group holds its two runs; the first run on GPUs 0 and 1 measures their baselines, every
+    # later one takes them
+    assert [b - n for b, n in zip(before, now)] == pytest.approx([local + 2 * exit_s + trainers,
+                                                                  2 * local + 2 * exit_s + trainers])
+    off = {**header, "spare_workers": "off"}  # nothing forked: no preload
+    assert [b - n for b, n in zip(runs(off), runs({**off, "training": {"trainer_workers": TRAINER_WORKERS_PRELOADED}}))] \
+        == pytest.approx([2 * exit_s] * 2)
 
 
 class _NoFloorFor:

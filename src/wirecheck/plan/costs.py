@@ -55,6 +55,11 @@ class UnitCosts:
     # A strategy run's local baseline (training/baseline.py), part of each training_s figure: what a run saves that
     # takes its GPUs' figures from an earlier run (training/local_baselines.py); None where the file has no figure.
     local_baseline_s: float | None = None
+    # What a strategy run's process saves when forked after the zygote imported the trainers' modules (its set-up's
+    # imports), by strategy; a strategy without a figure saves nothing.
+    trainer_preload_s: Mapping[str, float] = field(default_factory=dict)
+    # What a worker group's close saves by its workers leaving without Python's finalisation; None: no figure.
+    worker_exit_saving_s: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict)  # key path -> where the figure came from
 
     def single_gpu(self) -> float:
@@ -91,7 +96,9 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
     top = root.fields("unit costs", required={k: "..." for k in (
         "records", "startup_records", "gpu_load_records", "session", "per_test", "worker_group_start", "collective", "nccl_path_probe",
         "copy_bandwidth", "training", "gpu_health")}, optional={"spare_workers": "{new_interpreter: ..., from_spare: ...}", "single_gpu_run": '{value: "6.9 s", source: ...}',
-                   "one_gpu_pool": "{copies: ..., single_gpu_run: ...}", "local_baseline": '{value: "2.7 s", source: ...}'})
+                   "one_gpu_pool": "{copies: ..., single_gpu_run: ...}", "local_baseline": '{value: "2.7 s", source: ...}',
+                   "trainer_preload": '{ddp: {value: "1.4 s", source: ...}}',
+                   "worker_exit_saving": '{value: "0.4 s", source: ...}'})
     sources: dict[str, str] = {}
     session = top["session"].fields("session costs", required={"start": "...", "end": "..."})
     collective = top["collective"].fields("collective costs", required={
@@ -149,6 +156,10 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
         one_gpu_copies_s=_figure(one_gpu["copies"], "time", sources) if one_gpu else None,
         one_gpu_single_s=_figure(one_gpu["single_gpu_run"], "time", sources) if one_gpu else None,
         local_baseline_s=_figure(top["local_baseline"], "time", sources) if "local_baseline" in top else None,
+        trainer_preload_s={strategy: _figure(at, "time", sources) for strategy, at in
+                           (_keyed(top["trainer_preload"], NAMES, "strategy").items() if "trainer_preload" in top else ())},
+        worker_exit_saving_s=(_figure(top["worker_exit_saving"], "time", sources) if "worker_exit_saving" in top
+                              else None),
         sources=sources,
     )
 

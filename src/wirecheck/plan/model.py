@@ -36,7 +36,8 @@ from wirecheck.node.hardware import Hardware
 from wirecheck.node.placement import Placement, nvlink_twin
 from wirecheck.plan.costs import HOST_PATH, NVLINK, UnitCosts
 from wirecheck.records.run import POOL
-from wirecheck.vocab.strategies import LOCAL_BASELINE_ONCE_PER_GPU as ONCE_PER_GPU, NAMES, REFERENCE
+from wirecheck.vocab.strategies import (LOCAL_BASELINE_ONCE_PER_GPU as ONCE_PER_GPU, NAMES, REFERENCE,
+                                        TRAINER_WORKERS_PRELOADED)
 from wirecheck.vocab.ops import DTYPES, OPS, REDUCTIONS, axes as op_axes, busbw_factor, feasible_sizes
 from wirecheck.vocab.placements import CLASS_BY_NAME, CLASS_PAIR
 from wirecheck.vocab.work import (ALL_RUNS, AXES_FULL_SWEEP, AXIS_SWEEP, BENCHMARK, BURN_IN_LOOP, COPIES, FIGURES,
@@ -188,6 +189,9 @@ class _Walk:
         self.local_once = ((header.get("training") or {}).get("local_baseline") == ONCE_PER_GPU
                            and costs.local_baseline_s is not None)
         self.local_gpus: set[int] = set()
+        # A run whose header says its strategy runs' workers are forked after the trainers' imports (with spare
+        # workers) and leave without Python's finalisation saves both in each strategy run.
+        self.trainer_workers = (header.get("training") or {}).get("trainer_workers") == TRAINER_WORKERS_PRELOADED
 
     def _add(self, kind: str, seconds: float, count: int = 1) -> None:
         self.group.add(kind, seconds, count)
@@ -351,6 +355,10 @@ class _Walk:
             if set(p.gpus) <= self.local_gpus:
                 seconds -= self.costs.local_baseline_s
             self.local_gpus |= set(p.gpus)
+        if not single and self.trainer_workers:
+            seconds -= self.costs.worker_exit_saving_s or 0.0
+            if self.spares:
+                seconds -= self.costs.trainer_preload_s.get(strategy, 0.0)
         self._add(K_RUN, seconds - self.started())
 
     def gpu_phase(self, module: str, phase: str) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from wirecheck.training.local_baselines import ONCE_PER_GPU
 from wirecheck.node.placement import CLASS_FORCED_PCIE, Placement, TRAINING_CLASSES, nvlink_twin
-from wirecheck.vocab.strategies import NAMES, REFERENCE
+from wirecheck.vocab.strategies import NAMES, REFERENCE, TRAINER_WORKERS_PRELOADED
 
 SELECTED, ALL = "selected", "all"
 TRAINING_SETS = (SELECTED, ALL)
@@ -110,6 +110,8 @@ def strategies_on(trained: list[Trained]) -> dict[str, tuple[str, ...]]:
 
 
 def as_header(trained: list[Trained], which: str) -> dict:
-    """What the record's header keeps: which set, each placement with its strategies and why, and how often a
-    GPU's local baseline is measured (training/local_baselines.py)."""
-    return {"set": which, "placements": [t.as_dict() for t in trained], "local_baseline": ONCE_PER_GPU}
+    """What the record's header keeps: which set, each placement with its strategies and why, how often a GPU's
+    local baseline is measured (training/local_baselines.py) and how the strategy runs' workers start and end
+    (vocab.strategies.TRAINER_WORKERS_PRELOADED)."""
+    return {"set": which, "placements": [t.as_dict() for t in trained], "local_baseline": ONCE_PER_GPU,
+            "trainer_workers": TRAINER_WORKERS_PRELOADED}

@@ -296,3 +296,8 @@ def _normal(value):
 # (training/local_baselines.py); the plan prices a run whose header lacks it as one that measured it in every
 # strategy run.
 LOCAL_BASELINE_ONCE_PER_GPU = "once per GPU"
+
+# The record header's training.trainer_workers where a run's strategy runs take workers forked after the zygote
+# imported the trainers' modules (workers.zygote.TRAINER_MODULES, where spare workers are on) and its workers leave
+# without Python's finalisation; the plan prices a run whose header lacks it without either saving.
+TRAINER_WORKERS_PRELOADED = "preloaded, quick exit"
