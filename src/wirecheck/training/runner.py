@@ -301,7 +301,8 @@ def run_strategy(
     `settings` overrides entries of the strategies table (the training probe's variants, scripts/device/training_probe.py).
     `local_baseline` times the unwrapped model afterwards (exposed communication); the
     capacity case turns it off; a dict hands each rank the figure an earlier run measured on its GPU
-    (training/local_baselines.py: {"ranks": {"r": fields}, "from": {"r": which run}}) instead. `profile_steps` profiles that many extra steps.
+    instead (training/local_baselines.py: {"ranks": {"r": fields}, "from": {"r": which run}}).
+    `profile_steps` profiles that many extra steps.
     `gc_freq` > 0 turns Python's automatic garbage collection off for the steps and collects
     the young generations every gc_freq steps instead (training/manual_gc.py); 0 leaves it on.
     `setup_profile` > 0 runs the strategy's wrapping (trainer construction) under cProfile and

@@ -233,7 +233,7 @@ def serve(conn: Connection, status_dir: str, parent_pid: int) -> tuple[int, str,
     import torch
     import torch.distributed  # noqa: F401  (as a spare imports it)
 
-    cannot = None  # why this zygote may fork nothing: said instead of ready, and it ends
+    cannot = None  # why this zygote may fork nothing (more): said instead of ready (and it ends), or of a fork
     if torch.cuda.is_initialized():
         cannot = "CUDA was initialised in the zygote: its children would share its context"
     elif len(os.listdir("/proc/self/task")) > 1:
