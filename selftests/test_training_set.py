@@ -101,3 +101,22 @@ def test_a_simulated_run_keeps_the_set_in_its_records_header(pytester):
     placed = {p["placement"]: p for p in header["training"]["placements"]}
     assert placed[NVL]["strategies"] == ["ddp"] and placed[NVL]["why"] == [WHY_SCALING]
     assert placed["nvl_quad-4gpu-0.1.2.3"]["strategies"] == list(NAMES) and "cross_quad-2gpu-0.4" not in placed
+
+
+TRAINS_PROBE = '''
+def pytest_collection_finish(session):
+    from pytest_wirecheck import training_set
+    print("TRAINS", training_set.trains(session.items))
+'''
+
+
+@pytest.mark.parametrize("simulate, selection, trains", [
+    ("h200-sxm-2", "test_steps_complete and ddp", True),
+    ("h200-sxm-2", "test_busbw", False),  # no strategy run: the zygote is not asked to import the trainers
+    ("one.txt", "test_strategies", False),  # a one-GPU node: its strategy tests are collected without a placement
+])
+def test_a_run_asks_for_the_trainers_imports_only_where_a_selected_test_trains(pytester, simulate, selection, trains):
+    root = make_project(pytester, tests_conftest=TRAINS_PROBE)
+    (Path(root) / "one.txt").write_text("\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t0-15\t0\n")
+    result = run_suite(pytester, f"--simulate={simulate}", "-k", selection, "--collect-only", "-s")
+    result.stdout.fnmatch_lines([f"TRAINS {trains}"])
