@@ -54,6 +54,9 @@ def test_the_host_path_takes_the_figures_nvlink_measured_on_the_same_gpus(pytest
     lines = records(out)
     assert lines[0]["training"]["local_baseline"] == ONCE_PER_GPU
     runs = {m["placement"]: m["details"]["ranks"] for m in lines if m.get("kind") == "strategy"}
+    settings = {m["placement"]: m["details"]["settings"] for m in lines if m.get("kind") == "strategy"}
+    assert "local_baseline" not in settings["nvswitch-2gpu-0.1"]  # measured in the run itself, as the default says
+    assert settings["forced_pcie-2gpu-0.1"]["local_baseline"] == {"from": ["ddp on nvswitch-2gpu-0.1"]}
     nvlink, host = runs["nvswitch-2gpu-0.1"], runs["forced_pcie-2gpu-0.1"]
     for measured, taken in zip(nvlink, host):
         assert "local" in measured["phase_s"] and "local_from" not in measured

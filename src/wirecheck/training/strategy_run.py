@@ -147,9 +147,12 @@ def strategy_measurement(run: StrategyRun, kwargs: dict, timeout_s: float, thres
                    "exposed_comm_s": run.exposed_comm_s, "model_state_bytes": run.model_state_bytes,
                    "peak_allocated_bytes": run.worst("peak_allocated_bytes"),
                    "strategy_settings": run.rank0.get("settings"), **(extra_figures or {})}
+    settings = {**kwargs, "timeout_s": timeout_s}
+    handed = kwargs.get("local_baseline")
+    if isinstance(handed, dict):  # the figures are in each rank's record already: say only whose they are
+        settings["local_baseline"] = {"from": sorted(set(handed["from"].values()))}
     return Measurement(
         kinds.STRATEGY, run.placement.id, f"{run.strategy} training", run.tokens_per_s if run.ranks else None, "tokens/s",
         {"strategy": run.strategy, "n_gpus": run.placement.n_gpus, "ranks": run.ranks, "error": run.error,
          "failure": run.failure.as_dict(message=False) if run.failure is not None else None,
-         "figures": figures, "env": env_switches(run.placement.env), "simulated": simulated,
-         "settings": {**kwargs, "timeout_s": timeout_s}})
+         "figures": figures, "env": env_switches(run.placement.env), "simulated": simulated, "settings": settings})
