@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from e2e import make_project, records, run_suite
-from wirecheck.training.local_baselines import ONCE_PER_GPU, LocalBaselines
+from wirecheck.training.local_baselines import LocalBaselines
+from wirecheck.vocab.strategies import LOCAL_BASELINE_ONCE_PER_GPU as ONCE_PER_GPU
 
 SHAPE = {"n_layer": 2, "n_head": 4, "d_model": 64, "vocab_size": 256, "seq_len": 32}
 KWARGS = {"shape": SHAPE, "micro_batch": 2, "precision": "fp32"}

@@ -296,6 +296,7 @@ def run(args: argparse.Namespace, pytest_args: list[str]) -> int:
 
 
 def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
+    passed_on = list(pytest_args)  # the operator's own pytest arguments, before validate adds --level
     try:
         base = _pytest_command([])
     except RuntimeError as exc:  # the plugin package is missing: a broken install
@@ -335,7 +336,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         lines = busy_lines(pytest_args)
     else:
         lines = [fault.state] if fault.state and code in (codes.HARNESS_FAULT, codes.HARNESS_CRASH) else []
-        if code == codes.USAGE_ERROR and any(arg.startswith("--") for arg in pytest_args):
+        if code == codes.USAGE_ERROR and any(arg.startswith("--") for arg in passed_on):
             lines.append(PLUGIN_HINT)
         lines.append(last_line(code, mode, fault.line))
     print("\n".join(lines), flush=True)

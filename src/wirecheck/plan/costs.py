@@ -126,6 +126,7 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
     if "spare_workers" in top:
         spare = top["spare_workers"].fields("spare worker costs", required={"new_interpreter": "...", "from_spare": "..."})
         spare_saving = max(0.0, _figure(spare["new_interpreter"], "time", sources) - _figure(spare["from_spare"], "time", sources))
+    preload = _keyed(top["trainer_preload"], NAMES, "strategy") if "trainer_preload" in top else {}
     one_gpu = {}
     if "one_gpu_pool" in top:
         one_gpu = top["one_gpu_pool"].fields("one-GPU pool costs", required={"copies": "...", "single_gpu_run": "..."})
@@ -156,8 +157,7 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
         one_gpu_copies_s=_figure(one_gpu["copies"], "time", sources) if one_gpu else None,
         one_gpu_single_s=_figure(one_gpu["single_gpu_run"], "time", sources) if one_gpu else None,
         local_baseline_s=_figure(top["local_baseline"], "time", sources) if "local_baseline" in top else None,
-        trainer_preload_s={strategy: _figure(at, "time", sources) for strategy, at in
-                           (_keyed(top["trainer_preload"], NAMES, "strategy").items() if "trainer_preload" in top else ())},
+        trainer_preload_s={strategy: _figure(at, "time", sources) for strategy, at in preload.items()},
         worker_exit_saving_s=(_figure(top["worker_exit_saving"], "time", sources) if "worker_exit_saving" in top
                               else None),
         sources=sources,

@@ -186,12 +186,12 @@ class _Walk:
         self.spares_since_s = 0.0  # when the waiting spares were started
         # The local baseline (training/local_baselines.py): a run whose header says "once per GPU" measures it in
         # the first strategy run on each GPU only; a later run whose GPUs all have one saves its price.
-        self.local_once = ((header.get("training") or {}).get("local_baseline") == ONCE_PER_GPU
-                           and costs.local_baseline_s is not None)
+        training = header.get("training") or {}
+        self.local_once = training.get("local_baseline") == ONCE_PER_GPU and costs.local_baseline_s is not None
         self.local_gpus: set[int] = set()
         # A run whose header says its strategy runs' workers are forked after the trainers' imports (with spare
         # workers) and leave without Python's finalisation saves both in each strategy run.
-        self.trainer_workers = (header.get("training") or {}).get("trainer_workers") == TRAINER_WORKERS_PRELOADED
+        self.trainer_workers = training.get("trainer_workers") == TRAINER_WORKERS_PRELOADED
 
     def _add(self, kind: str, seconds: float, count: int = 1) -> None:
         self.group.add(kind, seconds, count)

@@ -16,9 +16,7 @@ neither takes nor gives one. Imports no torch.
 
 from __future__ import annotations
 
-__all__ = ["FIELDS", "ONCE_PER_GPU", "LocalBaselines"]
-
-from wirecheck.vocab.strategies import LOCAL_BASELINE_ONCE_PER_GPU as ONCE_PER_GPU, resolve_settings
+from wirecheck.vocab.strategies import resolve_settings
 
 # What a rank's record keeps of its local baseline (training/baseline.py local_step_times).
 FIELDS = ("local_step_time_median_s", "local_step_time_ci_s", "local_timed_steps", "local_stop_reason",

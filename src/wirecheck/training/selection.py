@@ -25,9 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wirecheck.training.local_baselines import ONCE_PER_GPU
 from wirecheck.node.placement import CLASS_FORCED_PCIE, Placement, TRAINING_CLASSES, nvlink_twin
-from wirecheck.vocab.strategies import NAMES, REFERENCE, TRAINER_WORKERS_PRELOADED
+from wirecheck.vocab.strategies import LOCAL_BASELINE_ONCE_PER_GPU, NAMES, REFERENCE, TRAINER_WORKERS_PRELOADED
 
 SELECTED, ALL = "selected", "all"
 TRAINING_SETS = (SELECTED, ALL)
@@ -113,5 +112,5 @@ def as_header(trained: list[Trained], which: str) -> dict:
     """What the record's header keeps: which set, each placement with its strategies and why, how often a GPU's
     local baseline is measured (training/local_baselines.py) and how the strategy runs' workers start and end
     (vocab.strategies.TRAINER_WORKERS_PRELOADED)."""
-    return {"set": which, "placements": [t.as_dict() for t in trained], "local_baseline": ONCE_PER_GPU,
-            "trainer_workers": TRAINER_WORKERS_PRELOADED}
+    return {"set": which, "placements": [t.as_dict() for t in trained],
+            "local_baseline": LOCAL_BASELINE_ONCE_PER_GPU, "trainer_workers": TRAINER_WORKERS_PRELOADED}
