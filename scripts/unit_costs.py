@@ -43,6 +43,7 @@ import yaml
 
 from wirecheck.core import jsondata
 from wirecheck.thresholds.file import load_thresholds
+from wirecheck.vocab.work import BENCHMARK_FIRST_ROUND_SWEPT
 
 PROJECT = Path(__file__).resolve().parents[1]
 REFERENCE = PROJECT / "fixtures" / "reference" / "h200-sxm-2"
@@ -180,10 +181,12 @@ def group_starts(runs: list[Run], per_size: float) -> list[float]:
 
 def benchmark_rounds(runs: list[Run]) -> tuple[float, int]:
     """Per round beyond its wire time: test_busbw benchmarks its op after its verdict, so the gap to
-    the next busbw verdict of the same placement is that benchmark."""
+    the next busbw verdict of the same placement is that benchmark; a run whose header says its first round
+    came from the sweep measured one round less."""
     extra, rounds = 0.0, 0
     for run in runs:
         s = run.settings
+        measured = s.benchmark_rounds - (run.header.get("benchmark") == BENCHMARK_FIRST_ROUND_SWEPT)
         at_floor = {(line["placement"], line["details"]["op"]): line["details"] for line in run.lines
                     if line["type"] == "measurement" and line.get("kind") == "collective"
                     and line["details"].get("requested_bytes", line["details"]["bytes"]) == s.floor_size}
@@ -192,8 +195,8 @@ def benchmark_rounds(runs: list[Run]) -> tuple[float, int]:
             busbw = line["type"] == "verdict" and "::test_busbw[" in (line.get("test") or "")
             here = (line["inputs"]["placement"], line["inputs"]["op"]) if busbw else None
             if here and previous and previous[0] == here[0] and previous in at_floor:
-                extra += gap - s.benchmark_rounds * s.iters * at_floor[previous]["time_s"]
-                rounds += s.benchmark_rounds
+                extra += gap - measured * s.iters * at_floor[previous]["time_s"]
+                rounds += measured
             previous = here
     return max(0.0, extra / rounds) if rounds else 0.0, rounds
 

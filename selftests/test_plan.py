@@ -22,6 +22,7 @@ from wirecheck.plan.model import predict
 from wirecheck.thresholds.file import load_thresholds
 from wirecheck.vocab.ops import OPS
 from wirecheck.vocab.strategies import LOCAL_BASELINE_ONCE_PER_GPU, TRAINER_WORKERS_PRELOADED
+from wirecheck.vocab.work import BENCHMARK_FIRST_ROUND_SWEPT
 
 REFERENCE = PROJECT / "fixtures" / "reference" / "h200-sxm-2"
 WARM = [REFERENCE / "wirecheck-2026-12-01b" / f"run{i}.jsonl" for i in (1, 2, 3)]  # with the bytecode cache
@@ -230,6 +231,25 @@ def test_a_run_that_measures_each_gpus_local_baseline_once_and_preloads_the_trai
     off = {**header, "spare_workers": "off"}  # nothing forked: no preload
     assert [b - n for b, n in zip(runs(off), runs({**off, "training": {"trainer_workers": TRAINER_WORKERS_PRELOADED}}))] \
         == pytest.approx([2 * exit_s] * 2)
+
+
+def test_a_run_that_takes_its_first_benchmark_round_from_the_sweep_is_priced_one_round_less(thresholds):
+    """test_busbw's first pytest-benchmark round is its sweep's own floor-size calls where the header says so
+    (wirecheck.measure.sweep.swept_round); the records before it measured every round."""
+    costs = load_unit_costs()
+    header = {"fabric": "nvswitch", "gpus": [{"index": 0}, {"index": 1}], "matrix": [["X", "NV18"], ["NV18", "X"]],
+              "workers": "pool", "placements": [{"id": "forced_pcie-2gpu-0.1", "class": "forced_pcie", "gpus": [0, 1],
+                                                 "env": {"NCCL_P2P_DISABLE": "1"}}]}
+    tests = [f"tests/test_collectives.py::test_busbw[forced_pcie-2gpu-0.1-{op}]" for op in ("all_reduce", "all_gather")]
+
+    def rounds(h: dict) -> tuple[int, float]:
+        (group,) = predict(tests, h, thresholds, costs, "acceptance", work=suite_work("acceptance")).groups
+        return group.work[model.K_ROUND], group.seconds[model.K_ROUND]
+
+    n = thresholds.collective_settings(False).benchmark_rounds
+    (before, before_s), (now, now_s) = rounds(header), rounds({**header, "benchmark": BENCHMARK_FIRST_ROUND_SWEPT})
+    assert (before, now) == (2 * n, 2 * (n - 1))
+    assert now_s == pytest.approx(before_s * (n - 1) / n)
 
 
 class _NoFloorFor:

@@ -10,10 +10,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from e2e import PROJECT, make_project, records, run_suite, thresholds_with
 from wirecheck.cli.judge import main as judge
 from wirecheck.core.exit_codes import FAILED as EXIT_FAILED, SIMULATED as EXIT_SIMULATION
+from wirecheck.thresholds.file import load_thresholds
 from wirecheck.vocab.ops import OPS
+from wirecheck.vocab.work import BENCHMARK_FIRST_ROUND_SWEPT
 
 BUSBW = ("-k", "test_busbw and nvswitch")
 
@@ -76,13 +80,25 @@ NIGHTLY = ("--benchmark-autosave", "--benchmark-compare", "--benchmark-compare-f
 def test_nightly_command_runs_on_the_first_night_and_compares_on_the_second(pytester):
     make_project(pytester)
     selection = ("-k", "test_busbw and all_reduce and nvswitch")
-    first = run_suite(pytester, "--simulate=h200-sxm-2", *selection, *NIGHTLY)
+    record = pytester.path / "first.jsonl"
+    first = run_suite(pytester, "--simulate=h200-sxm-2", *selection, *NIGHTLY, "--benchmark-save-data",
+                      f"--wirecheck-json={record}")
     first.assert_outcomes(passed=1)
     first.stdout.fnmatch_lines(["*first night: no saved benchmark run*this run is saved as the first*"])
     saved = list(Path(pytester.path, ".benchmarks", "simulated").rglob("*.json"))
     assert len(saved) == 1, "a simulated run is saved apart from hardware history"
     bench = json.loads(saved[0].read_text())["benchmarks"][0]
     assert bench["options"]["timer"].endswith("wirecheck_device_clock") and bench["stats"]["rounds"] >= 2
+    # The first round is the sweep's own calls at the floor size (their slowest rank's eager time, `iters` of them),
+    # which the record holds; the later rounds are measured anew, so they are other figures.
+    lines = records(record)
+    settings = load_thresholds(pytester.path / "thresholds.yaml").collective_settings(True)
+    (floor,) = [x["details"] for x in lines if x["type"] == "measurement" and x.get("kind") == "collective"
+                and x["details"]["requested_bytes"] == settings.floor_size]
+    assert lines[0]["benchmark"] == BENCHMARK_FIRST_ROUND_SWEPT
+    assert bench["stats"]["rounds"] == settings.benchmark_rounds
+    assert bench["stats"]["data"][0] == pytest.approx(floor["eager_time_s"] * settings.iters, rel=1e-12)
+    assert all(later != bench["stats"]["data"][0] for later in bench["stats"]["data"][1:]), bench["stats"]["data"]
     second = run_suite(pytester, "--simulate=h200-sxm-2", *selection, *NIGHTLY)
     second.assert_outcomes(passed=1)
     assert "first night" not in second.stdout.str()

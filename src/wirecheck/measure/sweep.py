@@ -9,8 +9,8 @@ size's deadline, and the sizes measured before it are kept.
 The sizes run on a worker pool the caller owns and hands in (wirecheck.workers.pool: the pytest
 plugin's for the run, nccl-tests' for the command): the placement's sub-group, each size's deadline
 from the pool, and the pool told when a size failed (a hang retires the placement's wire). The size
-sweep's benchmark rounds (`benchmark_round`) and the deadline rule from the thresholds' busbw floors
-(`floor_deadlines`) are here too.
+sweep's benchmark rounds (`benchmark_round`; `swept_round`, the one the sweep timed itself) and the deadline
+rule from the thresholds' busbw floors (`floor_deadlines`) are here too.
 """
 
 from __future__ import annotations
@@ -145,6 +145,13 @@ def benchmark_round(pool: WorkerPool, placement: Placement, op: str, size: int, 
         timeout_s=pool.collective_deadline(placement, op, size, settings.iters + 1),
         what=f"{op} benchmark at {format_bytes(size)}")
     return max(r["time_s"] for r in ranks) * settings.iters
+
+
+def swept_round(result: collectives.SizeResult, settings) -> float:
+    """The benchmark round a sweep has timed already at a size: its `settings.iters` eager calls there, the
+    slowest rank's seconds for all of them, as `benchmark_round` times a round (better warmed: the sweep's
+    `warmup_iters` went before them)."""
+    return result.eager_time_s * settings.iters
 
 
 def floor_deadlines(thresholds, simulated: bool) -> Deadlines:

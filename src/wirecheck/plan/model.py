@@ -11,13 +11,13 @@ the GPU load's phases. A test costs pytest's per-test share plus what it is the 
   neither, the floor derived from the header's hardware, as the check would), and a worker
   group's start when the shared group was on another placement; an op's further dtype and
   reduction (an axis sweep) is priced as its op at the floor size (every size with --sweep full);
-- test_busbw's benchmark rounds; NCCL's path (read from the pool's logs: a pool start where none of its
-  environment ran yet; before the pool, a probe in a group of its own); the copy-bandwidth measurement (a start, host
-  copies per GPU, peer copies per NVLink pair at the pair's NV#); a strategy run (its recorded run
-  on that wire, whatever the GPU count: see README; one GPU alone as the reference strategy's run);
-  the GPU load's phases (figures, the level's sustained duration, the level's memory passes); a burn-in's
-  loop (tests/test_burn_in.py: its worker group's start, its --duration from the run's header, and the
-  memory test after each of its rounds).
+- test_busbw's benchmark rounds (the first taken from its sweep, where the header says so); NCCL's path (read
+  from the pool's logs: a pool start where none of its environment ran yet; before the pool, a probe in a group of
+  its own); the copy-bandwidth measurement (a start, host copies per GPU, peer copies per NVLink pair at the
+  pair's NV#); a strategy run (its recorded run on that wire, whatever the GPU count: see README; one GPU alone
+  as the reference strategy's run); the GPU load's phases (figures, the level's sustained duration, the level's
+  memory passes); a burn-in's loop (tests/test_burn_in.py: its worker group's start, its --duration from the
+  run's header, and the memory test after each of its rounds).
 Each worker start (a pool's, the GPU load's, the copies', a strategy run's, the burn-in's) is priced less
 what spare workers save, where the run takes them (the header's spare_workers): the part of their
 `import torch` done since they were started, at the previous start (the run's, for the first).
@@ -40,9 +40,10 @@ from wirecheck.vocab.strategies import (LOCAL_BASELINE_ONCE_PER_GPU as ONCE_PER_
                                         TRAINER_WORKERS_PRELOADED)
 from wirecheck.vocab.ops import DTYPES, OPS, REDUCTIONS, axes as op_axes, busbw_factor, feasible_sizes
 from wirecheck.vocab.placements import CLASS_BY_NAME, CLASS_PAIR
-from wirecheck.vocab.work import (ALL_RUNS, AXES_FULL_SWEEP, AXIS_SWEEP, BENCHMARK, BURN_IN_LOOP, COPIES, FIGURES,
-                                  FLOOR_SWEEP, INNER_PAIR_SWEEP, PAIR_SWEEPS, PROBE, REFERENCE_RUN, RUN, SINGLE_GPU_RUN,
-                                  SUSTAINED, SWEEP, TWIN_ALL_RUNS, TWIN_RUN, TWIN_SWEEP)
+from wirecheck.vocab.work import (ALL_RUNS, AXES_FULL_SWEEP, AXIS_SWEEP, BENCHMARK, BENCHMARK_FIRST_ROUND_SWEPT,
+                                  BURN_IN_LOOP, COPIES, FIGURES, FLOOR_SWEEP, INNER_PAIR_SWEEP, PAIR_SWEEPS, PROBE,
+                                  REFERENCE_RUN, RUN, SINGLE_GPU_RUN, SUSTAINED, SWEEP, TWIN_ALL_RUNS, TWIN_RUN,
+                                  TWIN_SWEEP)
 
 # What each test makes first when it is the first to need it is the test's own declaration
 # (`@pytest.mark.work(...)`, wirecheck.vocab.work), read when the suite is collected (plan/collect.py):
@@ -192,6 +193,8 @@ class _Walk:
         # A run whose header says its strategy runs' workers are forked after the trainers' imports (with spare
         # workers) and leave without Python's finalisation saves both in each strategy run.
         self.trainer_workers = training.get("trainer_workers") == TRAINER_WORKERS_PRELOADED
+        # A run whose header says so takes each test_busbw's first benchmark round from its sweep: one round less.
+        self.swept_first_round = header.get("benchmark") == BENCHMARK_FIRST_ROUND_SWEPT
 
     def _add(self, kind: str, seconds: float, count: int = 1) -> None:
         self.group.add(kind, seconds, count)
@@ -293,7 +296,8 @@ class _Walk:
         self.shared(p)
         s = self.settings
         one = self.costs.benchmark_round_s + self.wire_s(p, op, s.floor_size, s.iters)
-        self._add(K_ROUND, s.benchmark_rounds * one, s.benchmark_rounds)
+        rounds = s.benchmark_rounds - 1 if self.swept_first_round else s.benchmark_rounds
+        self._add(K_ROUND, rounds * one, rounds)
 
     def probe(self, p: Placement | None) -> None:
         """NCCL's path. On the pool: read by the pytest process from the log a pool of the run wrote when it made the

@@ -171,7 +171,8 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
                placements: Iterable[dict], topology=None, gpus: list | None = None, unavailable: str | None = None,
                profile: str | None = None, level: str | None = None, duration_s: float | None = None,
                hardware: dict | None = None, selection: list[str] | None = None, workers: str | None = None,
-               spare_workers: str | None = None, training: dict | None = None, **extra: Any) -> dict:
+               spare_workers: str | None = None, training: dict | None = None, benchmark: str | None = None,
+               **extra: Any) -> dict:
     """The provenance of a run that measures and judges: what was simulated, against which thresholds,
     with which versions and environment, on which GPUs and placements, at which level (the suite's
     --level, a burn-in's duration; None for a run without levels). `gpus` replaces the topology's
@@ -181,7 +182,8 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
     level (-k, -m, ...; None where a run has no levels); `workers`: how the suite ran its workers (POOL);
     `spare_workers`: "on" where a run on a GPU node takes its workers' ranks from spares (wirecheck.workers.spares),
     "off" where told not to, None where it has none (a multi-node job); `training`: where each strategy trains
-    (wirecheck.training.selection's header; None where nothing trains).
+    (wirecheck.training.selection's header; None where nothing trains); `benchmark`: how the run's pytest-benchmark
+    rounds were made (wirecheck.vocab.work.BENCHMARK_FIRST_ROUND_SWEPT; None where it makes none).
     Every header has every key, so that the suite's and the multi-node job's read alike."""
     fields = topology_fields(topology)
     if gpus is not None:
@@ -204,6 +206,7 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
         "workers": workers,
         "spare_workers": spare_workers,
         "training": training,
+        "benchmark": benchmark,
         **extra,
     }
 

@@ -15,6 +15,9 @@ AXIS_SWEEP = "axis sweep"  # the test's op at its dtype and reduction: the floor
 # The --sweep that gives the further dtypes and reductions every size of the sweep (others: the floor size alone).
 AXES_FULL_SWEEP = "full"
 BENCHMARK = "benchmark"  # pytest-benchmark rounds of the op
+# How a run made them, in its header's `benchmark` (absent before): the sweep's own floor-size calls are the
+# first round (wirecheck.measure.sweep.swept_round), the others are measured anew.
+BENCHMARK_FIRST_ROUND_SWEPT = "first round from the sweep"
 TWIN_SWEEP = "twin sweep"  # the all_reduce sweep of the placement's NVLink twin
 PAIR_SWEEPS = "pair sweeps"  # the all_reduce sweep of every pair of the same NV#
 INNER_PAIR_SWEEP = "inner pair sweep"  # the all_reduce sweep of a pair inside the placement
