@@ -342,8 +342,11 @@ def trainer_preload(logs: list[Path]) -> dict | None:
     after, from preload_check.py's RESULT lines; None without logs."""
     wraps: dict = defaultdict(lambda: {"plain": [], "preloaded": []})
     for log in logs:
-        for found in re.finditer(r"^RESULT (\w+) (plain|preloaded): .*?\bwrap ([\d.]+)", log.read_text(encoding="utf-8"),
-                                 re.M):
+        text = log.read_text(encoding="utf-8")
+        if text.startswith("REHEARSAL"):
+            raise SystemExit(f"unit_costs.py: {log}: a CPU rehearsal of preload_check.py (--cpu), not a GPU node's "
+                             "figures: pass the log of a run on a GPU node")
+        for found in re.finditer(r"^RESULT (\w+) (plain|preloaded): .*?\bwrap ([\d.]+)", text, re.M):
             wraps[found[1]][found[2]].append(float(found[3]))
     names = "+".join(_name(log) for log in logs)
     out = {}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# What is left of a 1x H200 node's acceptance beyond its 60-s load plus 15 s, measured on a newly started node
+# (about 5 minutes), from a fresh install (offline, .whl/ beside the checkout):
+#   - scripts/device/warmup_probe.py first, while the node's caches are as a first run finds them: where the
+#     first training warm-up's extra 1.5-2.5 s goes (the page cache, the CUDA JIT cache, or neither);
+#   - scripts/device/preload_check.py for ZeRO-2 and ZeRO-3 (and ZeRO-1 beside them): what the zygote's
+#     preload saves each, which `wirecheck plan` prices at nothing until measured
+#     (`python scripts/unit_costs.py --preload-checks LOG ... --write` takes the log).
+#   bash scripts/device/first_warmup_check.sh OUTDIR
+# OUTDIR gets console.log, warmup.log and preload.log. The environment is passed through unchanged.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+ROOT=$PWD
+if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/first_warmup_check.sh OUTDIR" >&2; exit 4; fi
+case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac
+WORK=$(mktemp -d /tmp/first-warmup.XXXXXX)
+mkdir -p "$OUT"
+exec > >(tee "$OUT/console.log") 2>&1
+NAME=first_warmup_check
+BUDGET=${FIRST_WARMUP_BUDGET_S:-560}
+. "$ROOT/scripts/device/common.sh"
+
+fresh_venv "$WORK"
+log "warm-up probe"
+timeout "$(allow 200)" "$venv/bin/python" "$ROOT/scripts/device/warmup_probe.py" --repeats 2 2>&1 | tee "$OUT/warmup.log"
+log "warm-up probe: exit ${PIPESTATUS[0]}"
+if fits 200 "preload check"; then
+  timeout "$(allow 300)" "$venv/bin/python" "$ROOT/scripts/device/preload_check.py" --repeats 2 \
+    --strategies zero2 zero3 zero1 2>&1 | tee "$OUT/preload.log"
+  log "preload check: exit ${PIPESTATUS[0]}"
+fi
