@@ -427,3 +427,16 @@ def test_the_unit_costs_file_is_what_the_script_makes_of_the_records():
     assert done.returncode == 0, done.stderr
     assert done.stdout == (PROJECT / "fixtures" / "pytest_wirecheck" / "unit_costs.yaml").read_text(), \
         "fixtures/pytest_wirecheck/unit_costs.yaml differs from the records: run scripts/unit_costs.py --write"
+
+
+def test_the_script_refuses_a_cpu_rehearsal_of_the_preload_check(tmp_path):
+    """preload_check.py --cpu times gloo ranks on the simulated model: no GPU node's saving to price."""
+    node_log = PROJECT / "fixtures" / "reference" / "h200-1" / "preload-2026-12-04" / "preload-1.log"
+    rehearsal = tmp_path / "preload-cpu.log"
+    rehearsal.write_text("REHEARSAL on a CPU machine (gloo, the simulated model): not a GPU node's figures\n"
+                         + node_log.read_text())
+    script = [sys.executable, str(PROJECT / "scripts" / "unit_costs.py"), "--preload-checks"]
+    taken = subprocess.run([*script, str(node_log)], capture_output=True, text=True, timeout=120)
+    assert taken.returncode == 0 and "zero1:" in taken.stdout, taken.stderr
+    refused = subprocess.run([*script, str(rehearsal)], capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "a CPU rehearsal of preload_check.py (--cpu)" in refused.stderr, refused.stderr
