@@ -58,6 +58,9 @@ def test_one_cpu_rank_trains_the_strategies_model(alone):
     x, y = local_batch(0, 0, 0, settings.micro_batch, s.seq_len, s.vocab_size)
     assert losses[0] == pytest.approx(GPT(s)(x, y).item(), rel=1e-6)
     assert alone["achieved_flops_per_gpu"] == pytest.approx(6 * alone["n_params"] * alone["tokens_per_s"])
+    # each warm-up step is timed alone, within the warm-up phase: where a node's first run loses its seconds
+    assert len(alone["warmup_step_s"]) == settings.warmup_steps and all(t > 0 for t in alone["warmup_step_s"])
+    assert sum(alone["warmup_step_s"]) <= alone["phase_s"]["warmup"]
 
 
 def test_only_one_rank(alone):

@@ -13,7 +13,8 @@ figure is its scaling efficiency (training/scaling.py).
 
 The record keeps the strategy runner's names for what both have (losses, step_times_s,
 tokens_per_s, peak_allocated_bytes, achieved_flops_per_gpu, ...: training/runner.py says what
-each is), so the same readers take both.
+each is), so the same readers take both; warmup_step_s is its own: each warm-up step's seconds,
+synchronised one by one (a node's first run spends 1.5-2.5 s more there than its later runs).
 """
 
 from __future__ import annotations
@@ -71,11 +72,15 @@ def train_alone(ctx, shape: dict, micro_batch: int, warmup_steps: int, steps: in
         x, y = batches[i]
         losses.append(loop.step(x, y).detach().float().reshape(1))  # no host sync inside the loop
 
+    warmup_step_s = []  # each warm-up step alone: a node's first run spends its extra seconds in the first ones
     try:
         t0 = time.perf_counter()
         manual_gc.start()
         for i in range(warmup_steps):
+            t_step = time.perf_counter()
             step(i)
+            sync(device)
+            warmup_step_s.append(time.perf_counter() - t_step)
         sync(device)
         phases["warmup"] = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -115,4 +120,5 @@ def train_alone(ctx, shape: dict, micro_batch: int, warmup_steps: int, steps: in
         "attention_flops_per_token": figures.attention_flops_per_token(s.n_layer, s.d_model, s.seq_len),
         "achieved_flops_per_gpu": figures.achieved_flops_per_gpu(flops, tokens_per_s, 1),
         "phase_s": phases,
+        "warmup_step_s": warmup_step_s,
     }
