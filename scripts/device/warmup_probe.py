@@ -18,7 +18,8 @@ thresholds' hardware settings and trains --steps steps, each synchronised and ti
     prefetched  dropped as `evicted`, then read through once (its seconds: the disk's part), before the process starts
 
 Prints per case one `RESULT` line: the share of the libraries' pages resident before it, `import torch`, CUDA's
-start, the model's set-up and each step's seconds. If `evicted` is as slow as `first` and `prefetched` as quick as
+start, `import torch._dynamo` (which AdamW's construction pulls in, with torch.distributed's FSDP and DTensor), the
+model's set-up and each step's seconds. If `evicted` is as slow as `first` and `prefetched` as quick as
 `warm`, the page cache is the cause and reading the libraries ahead while the GPU load runs would remove it.
 The environment is passed through untouched.
 """
@@ -63,6 +64,9 @@ torch.zeros(1, device=device)
 sync()
 t_cuda = time.perf_counter() - t0
 t0 = time.perf_counter()
+import torch._dynamo  # what AdamW's construction imports (torch._compile), apart from the set-up it would join
+t_dynamo = time.perf_counter() - t0
+t0 = time.perf_counter()
 s = GPTShape.of(kw["shape"])
 loop = PlainLoop(device, s, kw["seed"], kw["precision"], kw["optimizer"], 1e-3)
 batches = [local_batch(kw["seed"], i, 0, kw["micro_batch"], s.seq_len, s.vocab_size, device) for i in range(steps)]
@@ -74,7 +78,8 @@ for x, y in batches:
     loop.step(x, y)
     sync()
     step_s.append(time.perf_counter() - t0)
-print("CHILD " + json.dumps({"import_s": t_import, "cuda_s": t_cuda, "setup_s": t_setup, "step_s": step_s}))
+print("CHILD " + json.dumps({"import_s": t_import, "cuda_s": t_cuda, "dynamo_s": t_dynamo, "setup_s": t_setup,
+                            "step_s": step_s}))
 """
 
 
@@ -153,6 +158,7 @@ def case(name: str, python: str, paths: list[str], steps: int, device: str, env:
     got = json.loads(line[len("CHILD "):])
     print(f"RESULT {name} resident_before={held / max(total, 1):.3f} ({held * PAGE / 2**30:.2f} of "
           f"{total * PAGE / 2**30:.2f} GiB) import={got['import_s']:.2f} cuda={got['cuda_s']:.2f} "
+          f"dynamo={got['dynamo_s']:.2f} "
           f"setup={got['setup_s']:.2f} steps=[{', '.join(f'{s:.3f}' for s in got['step_s'])}] wall={wall:.1f}"
           + "".join(f" {k}={v}" for k, v in (extra or {}).items()), flush=True)
 
