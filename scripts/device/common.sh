@@ -1,9 +1,17 @@
-# Shared by the GPU node check scripts of scripts/device (sourced, not run). The caller sets ROOT (the checkout),
-# NAME (its log prefix) and BUDGET (seconds for the whole script) before sourcing.
+# Shared by the GPU node check scripts of scripts/device (sourced, not run). The caller sets ROOT (the checkout)
+# before sourcing, and NAME (its log prefix) and BUDGET (seconds for the whole script) before it logs or times a step.
 # The environment is never changed beyond PYTHONPATH: NCCL_NVLS_ENABLE=0 and the other multicast
 # switches a node sets reach every process.
 
 log() { echo "[$NAME +${SECONDS}s] $*"; }
+
+# outdir USAGE ARG: OUT, the script's output folder ARG made absolute against the folder it was started from
+# (the scripts cd to the checkout first) and made; no ARG is a usage error, exit 4, USAGE said.
+outdir() {
+  [ -n "${2:-}" ] || { echo "usage: $1" >&2; exit 4; }
+  case $2 in /*) OUT=$2 ;; *) OUT=$OLDPWD/$2 ;; esac
+  mkdir -p "$OUT"
+}
 
 # Seconds a step may take: its own cap, or what is left of the budget.
 allow() {

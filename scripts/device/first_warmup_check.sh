@@ -7,25 +7,28 @@
 #     preload saves each, which `wirecheck plan` prices at nothing until measured
 #     (`python scripts/unit_costs.py --preload-checks LOG ... --write` takes the log).
 #   bash scripts/device/first_warmup_check.sh OUTDIR
-# OUTDIR gets console.log, warmup.log and preload.log. The environment is passed through unchanged.
+# OUTDIR gets console.log, warmup.log and preload.log; exits non-zero where a step failed. The environment is
+# passed through unchanged.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
-if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/first_warmup_check.sh OUTDIR" >&2; exit 4; fi
-case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac
+. "$ROOT/scripts/device/common.sh"
+outdir "bash scripts/device/first_warmup_check.sh OUTDIR" "${1:-}"
 WORK=$(mktemp -d /tmp/first-warmup.XXXXXX)
-mkdir -p "$OUT"
 exec > >(tee "$OUT/console.log") 2>&1
 NAME=first_warmup_check
 BUDGET=${FIRST_WARMUP_BUDGET_S:-560}
-. "$ROOT/scripts/device/common.sh"
 
 fresh_venv "$WORK"
 log "warm-up probe"
 timeout "$(allow 200)" "$venv/bin/python" "$ROOT/scripts/device/warmup_probe.py" --repeats 2 2>&1 | tee "$OUT/warmup.log"
-log "warm-up probe: exit ${PIPESTATUS[0]}"
+status=${PIPESTATUS[0]}
+log "warm-up probe: exit $status"
 if fits 200 "preload check"; then
   timeout "$(allow 300)" "$venv/bin/python" "$ROOT/scripts/device/preload_check.py" --repeats 2 \
     --strategies zero2 zero3 zero1 2>&1 | tee "$OUT/preload.log"
-  log "preload check: exit ${PIPESTATUS[0]}"
+  step=${PIPESTATUS[0]}
+  log "preload check: exit $step"
+  [ "$step" = 0 ] || status=$step
 fi
+exit "$status"

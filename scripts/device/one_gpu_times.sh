@@ -12,8 +12,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
-if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/one_gpu_times.sh OUTDIR [N]" >&2; exit 4; fi
-case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac
+. "$ROOT/scripts/device/common.sh"
+outdir "bash scripts/device/one_gpu_times.sh OUTDIR [N]" "${1:-}"
 REPEATS=${2:-3}
 BEFORE=$ROOT/fixtures/reference/h200-1/level-times-2026-12-02-after
 

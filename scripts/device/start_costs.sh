@@ -13,17 +13,16 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
-if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/start_costs.sh OUTDIR [N]" >&2; exit 4; fi
-case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac
+. "$ROOT/scripts/device/common.sh"
+outdir "bash scripts/device/start_costs.sh OUTDIR [N]" "${1:-}"
 REPEATS=${2:-2}
 case $REPEATS in ''|*[!0-9]*) echo "start_costs: N must be a whole number, not '$REPEATS'" >&2; exit 4 ;; esac
 WORK=$(mktemp -d /tmp/start-costs.XXXXXX)
-mkdir -p "$OUT" "$WORK/runs"
+mkdir -p "$WORK/runs"
 exec > >(tee "$OUT/console.log") 2>&1
 export PYTHONUNBUFFERED=1
 NAME=start_costs
 BUDGET=${START_COSTS_BUDGET_S:-400}
-. "$ROOT/scripts/device/common.sh"
 
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }

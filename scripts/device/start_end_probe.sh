@@ -9,15 +9,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
-if [ $# -lt 1 ] || [ -z "$1" ]; then echo "usage: bash scripts/device/start_end_probe.sh OUTDIR [N]" >&2; exit 4; fi
-case $1 in /*) OUT=$1 ;; *) OUT=$OLDPWD/$1 ;; esac
+. "$ROOT/scripts/device/common.sh"
+outdir "bash scripts/device/start_end_probe.sh OUTDIR [N]" "${1:-}"
 REPEATS=${2:-3}
 WORK=$(mktemp -d /tmp/start-end.XXXXXX)
-mkdir -p "$OUT"
 exec > >(tee "$OUT/console.log") 2>&1
 NAME=start_end_probe
 BUDGET=${START_END_BUDGET_S:-400}
-. "$ROOT/scripts/device/common.sh"
 
 fresh_venv "$WORK"
 cd "$(dirname "$venv")" || exit 2

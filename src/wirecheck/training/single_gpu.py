@@ -81,7 +81,6 @@ def train_alone(ctx, shape: dict, micro_batch: int, warmup_steps: int, steps: in
             step(i)
             sync(device)
             warmup_step_s.append(time.perf_counter() - t_step)
-        sync(device)
         phases["warmup"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         timed = time_steps(step, rule, StepClock(device), chunk=CHECK_EVERY, first_index=warmup_steps)
