@@ -97,6 +97,16 @@ fresh_venv() {
   local t0=$SECONDS
   bash "$ROOT/scripts/device/fresh_install.sh" -k inventory > "$1/fresh.log" 2>&1
   log "fresh install and inventory: exit $?, $((SECONDS - t0)) s"
-  venv=$(ls -d /tmp/wirecheck-fresh.*/wirecheck/.venv 2>/dev/null | head -1)
-  [ -n "$venv" ] || { log "no fresh install (see fresh.log)"; cp "$1/fresh.log" "$OUT/"; exit 2; }
+  # This install's venv, which fresh_install.sh names only once install.sh succeeded: never an older
+  # $TMPDIR/wirecheck-fresh.* that a failed install would leave the script measuring.
+  venv=$(sed -n 's/^== venv: //p' "$1/fresh.log" | tail -1)
+  [ -n "$venv" ] && [ -x "$venv/bin/python" ] || { log "no fresh install (see fresh.log)"; cp "$1/fresh.log" "$OUT/"; exit 2; }
+}
+
+# The venv of the newest fresh install on this machine that succeeded (fresh_install.sh marks it), for a
+# script that goes on from another's; nothing when there is none.
+newest_fresh_venv() {
+  local marker
+  marker=$(ls -dt "${TMPDIR:-/tmp}"/wirecheck-fresh.*/wirecheck/.venv/.fresh-install-ok 2>/dev/null | head -1)
+  [ -n "$marker" ] && dirname "$marker"
 }

@@ -26,8 +26,6 @@ BUDGET=${FINAL_BUDGET_S:-560}
 status=0
 . "$ROOT/scripts/device/common.sh"
 
-fresh_venv() { ls -d /tmp/wirecheck-fresh.*/wirecheck/.venv 2>/dev/null | head -1; }
-
 # fresh and quick are levels_check.sh's own steps (its records land in OUTDIR/levels)
 step_fresh() { fits 200 fresh || return 0; LEVELS_BUDGET_S=$(allow 330) bash scripts/device/levels_check.sh "$OUT/levels" fresh; }
 step_quick() { fits 60 quick || return 0; LEVELS_BUDGET_S=$(allow 130) bash scripts/device/levels_check.sh "$OUT/levels-quick" quick; }
@@ -35,7 +33,7 @@ step_quick() { fits 60 quick || return 0; LEVELS_BUDGET_S=$(allow 130) bash scri
 step_sigterm() {
   fits 60 sigterm || return 0
   local venv rc record="$WORK/sigterm/network.jsonl" pid waited=0
-  venv=$(fresh_venv)
+  venv=$(newest_fresh_venv)
   [ -n "$venv" ] || { log "sigterm: no fresh install to run from (run the fresh step first)"; return 1; }
   mkdir -p "$WORK/sigterm"
   # fleet_faults (selftests/) delays each collective by 0.3 s, so the job is still measuring at the signal

@@ -18,7 +18,7 @@ if [ "${1:-}" = "--full" ]; then shift; elif [ $# -eq 0 ]; then set -- -k invent
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
-dest=$(mktemp -d /tmp/wirecheck-fresh.XXXXXX)/wirecheck
+dest=$(mktemp -d "${TMPDIR:-/tmp}/wirecheck-fresh.XXXXXX")/wirecheck
 if git -C "$src" rev-parse --git-dir >/dev/null 2>&1 && [ -z "$(git -C "$src" status --porcelain --untracked-files=no)" ]; then
   git clone -q "$src" "$dest" || exit 2
   echo "== fresh clone of $(git -C "$dest" log -1 --format='%h %s') in $dest"
@@ -50,6 +50,10 @@ install_rc=$?
 install_s=$(since "$t")
 echo "== install.sh: exit $install_rc, wall ${install_s} s"
 [ "$install_rc" = 0 ] || exit "$install_rc"
+# This install's venv, for the scripts that go on with it (common.sh's fresh_venv and newest_fresh_venv): named
+# and marked only once install.sh succeeded.
+touch "$dest/.venv/.fresh-install-ok"
+echo "== venv: $dest/.venv"
 echo "== .venv's torch: $(.venv/bin/python -c 'import torch; print(torch.__version__, torch.__file__)')"
 
 echo "== .venv/bin/wirecheck validate $*"

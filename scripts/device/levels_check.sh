@@ -41,7 +41,7 @@ step_fresh() {
 step_quick() {
   fits 60 quick || return 0
   local venv py t0=$SECONDS rc
-  venv=$(ls -d /tmp/wirecheck-fresh.*/wirecheck/.venv 2>/dev/null | head -1)
+  venv=$(newest_fresh_venv)
   py=${venv:+$venv/bin/wirecheck}
   [ -n "$py" ] || { log "quick: no fresh install to run from (run the fresh step first)"; return 1; }
   mkdir -p "$WORK/quick"

@@ -27,7 +27,7 @@ status=$?
   echo "== before beside after: every test's outcome in every run, each figure's median"
   python3 "$ROOT/scripts/device/same_verdicts.py" "$BEFORE" "$OUT" || status=1
   echo "== wirecheck plan --record: the time model's prediction beside each record's own seconds"
-  venv=$(ls -d /tmp/wirecheck-fresh.*/wirecheck/.venv 2>/dev/null | head -1)
+  venv=$(newest_fresh_venv)
   mkdir -p "$OUT/records" && tar xzf "$OUT/records.tgz" -C "$OUT/records"
   if [ -n "$venv" ]; then
     "$venv/bin/wirecheck" plan --record "$OUT"/records/runs/*.jsonl || status=1

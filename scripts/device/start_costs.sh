@@ -29,11 +29,7 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 printf 'step\trepeat\tseconds\n' > "$OUT/costs.tsv"
 cost() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >> "$OUT/costs.tsv"; log "$1 ($2): $3 s"; }
 
-t0=$SECONDS
-bash scripts/device/fresh_install.sh -k inventory > "$WORK/fresh.log" 2>&1
-log "fresh install and inventory: exit $?, $((SECONDS - t0)) s"
-venv=$(ls -d /tmp/wirecheck-fresh.*/wirecheck/.venv 2>/dev/null | head -1)
-[ -n "$venv" ] || { log "no fresh install (see fresh.log)"; cp "$WORK/fresh.log" "$OUT/"; exit 2; }
+fresh_venv "$WORK"
 checkout=$(dirname "$venv")
 
 for i in $(seq 1 "$REPEATS"); do

@@ -3,7 +3,9 @@
 # or spare_times.sh made one): the wrapper's NVML read, pytest's start to collection, each twice.
 #   bash scripts/device/startup_split.sh
 set -uo pipefail
-venv=$(ls -d /tmp/wirecheck-fresh.*/wirecheck/.venv 2>/dev/null | head -1)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$ROOT/scripts/device/common.sh"
+venv=$(newest_fresh_venv)
 [ -n "$venv" ] || { echo "startup_split: no fresh install under /tmp (run spare_times.sh first)" >&2; exit 2; }
 cd "$(dirname "$venv")" || exit 2
 for i in 1 2; do
