@@ -94,7 +94,8 @@ def _signal_state() -> tuple:
     or ignored SIGINT in a child pytest means a Ctrl-C that never reaches it)."""
     blocked = frozenset(signal.pthread_sigmask(signal.SIG_BLOCK, [])) & set(STOP_SIGNALS)
     # the kernel's view too: a library may ignore a signal below Python, where getsignal does not see it
-    ignored = int(next(line for line in open("/proc/thread-self/status") if line.startswith("SigIgn:")).split()[1], 16)
+    with open("/proc/thread-self/status", encoding="ascii") as status:
+        ignored = int(next(line for line in status if line.startswith("SigIgn:")).split()[1], 16)
     return blocked, tuple(signal.getsignal(s) for s in STOP_SIGNALS), tuple(bool(ignored >> (s - 1) & 1) for s in STOP_SIGNALS)
 
 

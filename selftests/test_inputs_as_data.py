@@ -153,6 +153,8 @@ def _csp_meta(page: str) -> str:
     return found[0]
 
 
+# Errors, so that a warning matplotlib prints about the long labels shows here (it did: the layout's).
+@pytest.mark.filterwarnings("error")
 def test_the_node_report_escapes_markup_from_every_field(tmp_path, capsys):
     record = tainted(tmp_path / "node.jsonl")
     page_path = tmp_path / "node.html"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import statistics
+import warnings
 from dataclasses import dataclass
 
 import matplotlib
@@ -62,7 +63,13 @@ def _figure(width_in: float, height_in: float) -> Figure:
 
 def render(fig: Figure, fid: str, alt: str, caption: str) -> Image:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    with warnings.catch_warnings():
+        # Labels from a record (placement and host names, another node's file) can be long enough to leave the
+        # axes no room; matplotlib then draws the figure without its layout, and says so on stderr, where it would
+        # only stand among the report's own lines (and stop the page where warnings are errors). The tables
+        # beside each figure carry every name in full.
+        warnings.filterwarnings("ignore", message="constrained_layout not applied", category=UserWarning)
+        fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
     w, h = fig.get_size_inches()
     return Image(fid, buf.getvalue(), int(w * DPI), int(h * DPI), alt, caption)
 
