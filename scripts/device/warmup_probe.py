@@ -19,7 +19,8 @@ thresholds' hardware settings and trains --steps steps, each synchronised and ti
 
 Prints per case one `RESULT` line: the share of the libraries' pages resident before it, `import torch`, CUDA's
 start, `import torch._dynamo` (which AdamW's construction pulls in, with torch.distributed's FSDP and DTensor), the
-model's set-up and each step's seconds. If `evicted` is as slow as `first` and `prefetched` as quick as
+model's set-up and each step's seconds, and which library files came into the page cache (MiB, the most first)
+during CUDA's start and the set-up, and during the first step. If `evicted` is as slow as `first` and `prefetched` as quick as
 `warm`, the page cache is the cause and reading the libraries ahead while the GPU load runs would remove it.
 The environment is passed through untouched.
 """
@@ -53,6 +54,10 @@ from wirecheck.training.data import local_batch
 from wirecheck.training.scaling import single_gpu_kwargs
 from wirecheck.vocab.shape import GPTShape
 cpu = sys.argv[4] == "cpu"
+sys.path.insert(0, sys.argv[5])
+from warmup_probe import paged_in, resident_by_file
+libs = json.loads(sys.argv[6])
+before_cuda = resident_by_file(libs)
 kw = single_gpu_kwargs(load_thresholds(sys.argv[2]).training_settings(cpu))
 steps = int(sys.argv[3])
 device = torch.device("cpu" if cpu else "cuda:0")
@@ -72,14 +77,18 @@ loop = PlainLoop(device, s, kw["seed"], kw["precision"], kw["optimizer"], 1e-3)
 batches = [local_batch(kw["seed"], i, 0, kw["micro_batch"], s.seq_len, s.vocab_size, device) for i in range(steps)]
 sync()
 t_setup = time.perf_counter() - t0
+before_step = resident_by_file(libs)
 step_s = []
-for x, y in batches:
+for i, (x, y) in enumerate(batches):
     t0 = time.perf_counter()
     loop.step(x, y)
     sync()
     step_s.append(time.perf_counter() - t0)
+    if i == 0:
+        after_step = resident_by_file(libs)
 print("CHILD " + json.dumps({"import_s": t_import, "cuda_s": t_cuda, "dynamo_s": t_dynamo, "setup_s": t_setup,
-                            "step_s": step_s}))
+                            "step_s": step_s, "paged_in_setup": paged_in(before_cuda, before_step),
+                            "paged_in_step1": paged_in(before_step, after_step)}))
 """
 
 
@@ -101,9 +110,10 @@ _libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctype
 PAGE = mmap.PAGESIZE
 
 
-def resident(paths: list[str]) -> tuple[int, int]:
-    """(pages in the page cache, pages) over the files: mincore on a read-only mapping of each."""
-    held = total = 0
+def resident_by_file(paths: list[str]) -> dict[str, tuple[int, int]]:
+    """{path: (pages in the page cache, pages)}: mincore on a read-only mapping of each (a file it cannot map is
+    left out)."""
+    out = {}
     for path in paths:
         size = os.path.getsize(path)
         if not size:
@@ -116,12 +126,25 @@ def resident(paths: list[str]) -> tuple[int, int]:
             pages = (size + PAGE - 1) // PAGE
             vec = (ctypes.c_ubyte * pages)()
             if _libc.mincore(addr, size, vec) == 0:
-                held += sum(v & 1 for v in vec)
-                total += pages
+                held = bytes(vec)
+                out[path] = (pages - held.count(0), pages)  # bit 0 set: resident (the other bits are reserved)
             _libc.munmap(addr, size)
         finally:
             os.close(fd)
-    return held, total
+    return out
+
+
+def resident(paths: list[str]) -> tuple[int, int]:
+    """(pages in the page cache, pages) over the files."""
+    counts = resident_by_file(paths).values()
+    return sum(h for h, _ in counts), sum(t for _, t in counts)
+
+
+def paged_in(before: dict, after: dict, top: int = 6) -> dict[str, float]:
+    """The files that came into the page cache between two resident_by_file readings: name -> MiB, the most
+    first (at most `top`, none under 1 MiB): which library a phase read from the disk."""
+    grown = {os.path.basename(p): (after[p][0] - before.get(p, (0, 0))[0]) * PAGE / 2**20 for p in after}
+    return {name: round(mib, 1) for name, mib in sorted(grown.items(), key=lambda kv: -kv[1])[:top] if mib >= 1}
 
 
 def advise(paths: list[str], advice: int) -> None:
@@ -148,7 +171,8 @@ def case(name: str, python: str, paths: list[str], steps: int, device: str, env:
          extra: dict | None = None):
     held, total = resident(paths)
     t0 = time.monotonic()
-    done = subprocess.run([python, "-c", CHILD, str(ROOT / "src"), str(ROOT / "thresholds.yaml"), str(steps), device],
+    done = subprocess.run([python, "-c", CHILD, str(ROOT / "src"), str(ROOT / "thresholds.yaml"), str(steps), device,
+                           str(Path(__file__).resolve().parent), json.dumps(paths)],
                           capture_output=True, text=True, env=env or os.environ.copy(), timeout=600)
     wall = time.monotonic() - t0
     line = next((x for x in done.stdout.splitlines() if x.startswith("CHILD ")), None)
@@ -160,6 +184,7 @@ def case(name: str, python: str, paths: list[str], steps: int, device: str, env:
           f"{total * PAGE / 2**30:.2f} GiB) import={got['import_s']:.2f} cuda={got['cuda_s']:.2f} "
           f"dynamo={got['dynamo_s']:.2f} "
           f"setup={got['setup_s']:.2f} steps=[{', '.join(f'{s:.3f}' for s in got['step_s'])}] wall={wall:.1f}"
+          f" paged_in_setup={json.dumps(got['paged_in_setup'])} paged_in_step1={json.dumps(got['paged_in_step1'])}"
           + "".join(f" {k}={v}" for k, v in (extra or {}).items()), flush=True)
 
 
