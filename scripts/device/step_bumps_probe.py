@@ -1,7 +1,8 @@
 """On a GPU node: why the one-GPU training's timed steps 5 to 7 are slower than the rest. In all 26 one-GPU
 acceptance runs on 1x H200 nodes in fixtures/reference/h200-1/level-times-*/ the slowest of them took 122-133 ms
 where the first four took 114-120 ms, and steps slowed again every 8 or 9 steps (about once a second) in the runs
-that went on: the median's interval then needs 16-30 steps instead of 12 (1-2 s of a run). DDP on two GPUs, with no GPU load before it, ran flat
+that went on. With them in the sample the median's interval took 16-30 steps to settle instead of 12 in 13 of the
+26 runs (0.5-2.2 s more). DDP on two GPUs, with no GPU load before it, ran flat
 (fixtures/reference/h200-sxm-2/wirecheck-2026-11-30b/). Is it the GPU's clocks (the power controller after the
 load), the caching allocator, or our own process?
 
