@@ -2,9 +2,9 @@
 acceptance runs on 1x H200 nodes in fixtures/reference/h200-1/level-times-*/ the slowest of them took 122-133 ms
 where the first four took 114-120 ms, and steps slowed again every 8 or 9 steps (about once a second) in the runs
 that went on. With them in the sample the median's interval took 16-30 steps to settle instead of 12 in 13 of the
-26 runs (0.5-2.2 s more). DDP on two GPUs, with no GPU load before it, held 76-77 ms over
-its fifth to seventh steps in all three runs (fixtures/reference/h200-sxm-2/wirecheck-2026-11-30b/). Is it the GPU's clocks (the power controller after the
-load), the caching allocator, or our own process?
+26 runs (0.5-2.2 s more). DDP on two GPUs, with no GPU load before it, held 76-77 ms over its fifth to seventh
+steps in all three runs (fixtures/reference/h200-sxm-2/wirecheck-2026-11-30b/). Is it the GPU's clocks (the power
+controller after the load), the caching allocator, or our own process?
 
     python scripts/device/step_bumps_probe.py [--load-s 60] [--steps 30]   (--cpu: a rehearsal, no NVML)
 
