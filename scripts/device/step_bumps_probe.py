@@ -38,12 +38,13 @@ import json, sys, time
 import pynvml
 pynvml.nvmlInit()
 h = pynvml.nvmlDeviceGetHandleByIndex(int(sys.argv[1]))
-reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+reasons = (getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+           or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons)
 print("ready", flush=True)
 while True:
     t = time.monotonic()
-    print(json.dumps([t, pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM), pynvml.nvmlDeviceGetPowerUsage(h) / 1e3,
-                      reasons(h)]), flush=True)
+    print(json.dumps([t, pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+                      pynvml.nvmlDeviceGetPowerUsage(h) / 1e3, reasons(h)]), flush=True)
     time.sleep(max(0.0, 0.01 - (time.monotonic() - t)))
 """
 
@@ -116,7 +117,8 @@ def main() -> int:
 
     th = load_thresholds(ROOT / "thresholds.yaml")
     device = torch.device("cpu" if args.cpu else "cuda:0")
-    load = GpuLoad(GpuRun((0,), args.cpu, {0: None}, {0: None}), th.gpu_health.settings(simulated=args.cpu), "acceptance")
+    run = GpuRun((0,), args.cpu, {0: None}, {0: None})
+    load = GpuLoad(run, th.gpu_health.settings(simulated=args.cpu), "acceptance")
     hold = dict(load.kwargs(SUSTAINED), duration_s=args.load_s)
     memory = load.kwargs(MEMORY)
     train = single_gpu_kwargs(th.training_settings(args.cpu))
@@ -130,8 +132,8 @@ def main() -> int:
         try:
             t0 = time.monotonic()
             done = sustained.run(device, **hold)
-            print(f"LOAD {time.monotonic() - t0:.1f} s: {json.dumps({k: done[k] for k in done if k != 'windows'})[:300]}",
-                  flush=True)
+            said = json.dumps({k: v for k, v in done.items() if k != "windows"})[:300]
+            print(f"LOAD {time.monotonic() - t0:.1f} s: {said}", flush=True)
             t0 = time.monotonic()
             memory_pattern.run(device, **memory)
             if device.type == "cuda":
