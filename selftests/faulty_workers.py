@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import gc
 import os
 import signal
 import subprocess
@@ -418,6 +419,11 @@ def environment(ctx: RankContext) -> dict[str, Any]:
     return {"env": dict(os.environ), "path": list(sys.path), "cwd": os.getcwd(),
             "training_imported": sorted(m for m in ("deepspeed", "accelerate") if m in sys.modules),
             "trainer_modules": sorted(m for m in zygote.TRAINER_MODULES if m in sys.modules)}
+
+
+def collector(ctx: RankContext) -> dict[str, int]:
+    """What a full collection in this rank walks (`tracked`) and what it leaves out as frozen (`frozen`)."""
+    return {"tracked": len(gc.get_objects()), "frozen": gc.get_freeze_count()}
 
 
 def say(ctx: RankContext, text: str) -> int:

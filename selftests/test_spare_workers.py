@@ -303,3 +303,16 @@ def test_spares_forked_after_a_preload_come_with_the_trainers_imports_and_earlie
     assert loaded["trainer_modules"] == sorted(zygote.TRAINER_MODULES), loaded["trainer_modules"]
     assert loaded["training_imported"] == []  # nothing of DeepSpeed or Accelerate: their state starts in the rank
     assert stock.zygote.alive() and _threads(stock.zygote.proc.pid) == 1
+
+
+def test_a_forked_rank_leaves_the_zygotes_objects_out_of_its_collections(stock):
+    """A training run collects fully four or five times; in a rank forked from the zygote each collection would walk
+    every object of torch's imports (and write to each, copying the pages it shares with the zygote). The zygote
+    freezes them before it forks: the rank's collections walk only what it made. A new interpreter freezes nothing."""
+    stock.resize(0)  # none waiting: the rank is forked as its group starts
+    with WorkerGroup("forked", 1, "gloo") as forked:
+        (seen,) = forked.run(f"{FAULTY}:collector", None, 30)
+    with WorkerGroup("new", 1, "gloo", use_spares=False) as new:
+        (plain,) = new.run(f"{FAULTY}:collector", None, 30)
+    assert seen["frozen"] > 10_000 and seen["tracked"] < seen["frozen"] / 2, seen  # torch's objects, left out
+    assert plain["frozen"] == 0 and plain["tracked"] > 10_000, plain  # a new interpreter walks all of its own

@@ -9,7 +9,8 @@ a new interpreter is only for a rank whose environment a spare cannot take on.
 Why a forked spare is the same as a new one: the zygote is a spare that never becomes a rank. It has
 touched no CUDA and no NCCL (checked before it forks anything, as a spare checks), runs no thread of its
 own when it forks (its parent watch is its own loop), and each child resets what the zygote set for
-itself (the SIGCHLD handler) before it waits as a spare.
+itself (the SIGCHLD handler) before it waits as a spare. One difference, on purpose: what the child inherited is
+frozen (gc.freeze before each fork), so its collections walk only the objects it made (see `serve`).
 
 A forked spare is the zygote's child, not ours: `ForkedProcess` is its Popen-like handle here. The zygote
 reaps its children and writes each exit status to a file named by the pid, which `poll` reads.
@@ -24,6 +25,7 @@ them. ("exit",) ends it.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -272,6 +274,12 @@ def serve(conn: Connection, status_dir: str, parent_pid: int) -> tuple[int, str,
             conn.send(("cannot", cannot))
             continue
         zygote_pid = os.getpid()
+        # What the zygote holds (torch's modules and, after a preload, the trainers'), out of every collection from
+        # now on, here and in the child: a training run collects fully four or five times (before its steps, after
+        # them, at its end), and each full collection walked these hundreds of thousands of objects, writing to each
+        # one's header, so the child's first also copied the pages it shares with the zygote. The objects a child
+        # makes are collected as before. Python's gc.freeze documentation recommends it before a fork.
+        gc.freeze()
         pid = os.fork()
         if pid == 0:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the rank's own subprocesses are its to wait for
