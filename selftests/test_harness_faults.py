@@ -85,6 +85,7 @@ def test_the_writer_keeps_whole_lines_and_says_what_it_lost(tmp_path, monkeypatc
     assert run.end["fault"]["path"] == str(path) and "ENOSPC" in run.end["fault"]["cause"]
     assert run.end["not_written"] == {"verdict": 1, "measurement": 1}
     said = fault_lines(writer)
+    writer.close()
     assert said[0] == (f"the record {path} keeps every line before the fault, and its end line; not written: "
                        "1 verdict line(s), 1 measurement line(s)")
     assert said[1] == "not in the record: FAILED busbw nvswitch-2gpu-0.1 all_reduce busbw at 1 GiB: 12.3 GB/s (t::b)", said
@@ -95,6 +96,7 @@ def test_without_keep_going_the_writer_raises_the_fault(tmp_path, monkeypatch):
     _fail_from(monkeypatch, 1, errno.EIO)
     with pytest.raises(HarnessFault, match=r"cannot write the record file .*r\.jsonl: .* \(EIO\)"):
         writer.header({})
+    writer.close()
 
 
 def test_a_read_only_disk_at_the_start_is_a_fault_and_a_bad_path_a_usage_error(tmp_path, monkeypatch):

@@ -115,7 +115,8 @@ def test_what_a_spare_wrote_before_and_its_rank_writes_after_are_in_the_rank_log
     try:
         (pid,) = group.run(f"{FAULTY}:say", {"text": "printed as rank 0"}, 30)
         assert pid == spare.proc.pid
-        text = open(group.log_paths[0]).read()
+        with open(group.log_paths[0], encoding="utf-8") as log:
+            text = log.read()
         assert "printed while importing" in text and "printed as rank 0" in text
         assert text.index("printed while importing") < text.index("printed as rank 0")
         assert not os.path.exists(spare.log_path), "the spare's own log moved into the rank's"
