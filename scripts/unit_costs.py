@@ -64,9 +64,10 @@ ONE_GPU_POOL_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / "level-time
                      for i in (1, 2, 3)]
 COPY_TEST = "tests/test_copy_bandwidth.py::test_host_copy["
 # Strategy runs on a 1x H200 node forked from a zygote before and after it imported the trainers' modules
-# (scripts/device/preload_check.py), and a worker's end with and without Python's finalisation
-# (scripts/device/exit_probe.py), 2026-12-04.
-PRELOAD_CHECKS = sorted((PROJECT / "fixtures" / "reference" / "h200-1" / "preload-2026-12-04").glob("preload-*.log"))
+# (scripts/device/preload_check.py: 2026-12-04, and 2026-12-05's first_warmup_check.sh with ZeRO-2 and ZeRO-3), and a
+# worker's end with and without Python's finalisation (scripts/device/exit_probe.py), 2026-12-04.
+PRELOAD_CHECKS = (sorted((PROJECT / "fixtures" / "reference" / "h200-1" / "preload-2026-12-04").glob("preload-*.log"))
+                  + [PROJECT / "fixtures" / "reference" / "h200-1" / "first-warmup-2026-12-05" / "preload.log"])
 EXIT_PROBE = PROJECT / "fixtures" / "reference" / "h200-1" / "start-end-2026-12-04" / "console.log"
 OUT = PROJECT / "fixtures" / "pytest_wirecheck" / "unit_costs.yaml"
 NVLINK_CLASSES = ("nvswitch", "nvl_pair", "nvl_quad", "nvl_group", "pair")
@@ -548,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
                         "of a one-GPU node whose copies and training ran in the pool's worker (default: the 1x H200 runs "
                         "of 2026-12-04); none: priced as in new workers")
     parser.add_argument("--preload-checks", nargs="*", type=Path, default=PRELOAD_CHECKS, help="scripts/device/"
-                        "preload_check.py's logs (default: the 1x H200 node's of 2026-12-04); none: no preload saving")
+                        "preload_check.py's logs (default: the 1x H200 nodes' of 2026-12-04 and 12-05); none: no preload saving")
     parser.add_argument("--exit-probe", type=Path, default=EXIT_PROBE, help="scripts/device/start_end_probe.sh's console "
                         f"log, with exit_probe.py's lines (default {_name(EXIT_PROBE)})")
     parser.add_argument("--thresholds", type=Path, default=PROJECT / "thresholds.yaml")
