@@ -117,3 +117,103 @@ def test_on_a_device_the_last_window_ends_with_the_duration_not_a_window_past_it
     assert sum(queued) == pytest.approx(10.0 * rate, abs=16)
     full = full_windows(out)
     assert full and all(w["seconds"] >= 0.5 for w in full)  # a short last window is left out of the figure
+
+
+def _simulated_device(monkeypatch, aside_host_s: float):
+    """sustained.run on a simulated device at 1000 products/s with its own clock (as above); the aside takes
+    `aside_host_s` of host time. Returns (the run's result, what the aside saw: the device's queued seconds
+    ahead of the host when it was called)."""
+    from wirecheck.gpu import sustained
+
+    class Clock:
+        now = 100.0
+
+        def time(self):
+            return self.now
+
+        def perf_counter(self):
+            return self.now
+
+    clock, rate = Clock(), 1000.0
+    device_free = [clock.now]
+    seen = []
+
+    def queue(a, b, ref, out, products, check_every, watch, host):
+        start = max(clock.now, device_free[0])
+        device_free[0] = start + products / rate
+        return types.SimpleNamespace(products=products, start=start, end=device_free[0])
+
+    def finish(w, watch, n):
+        clock.now = max(clock.now, w.end)
+        return {"t0": w.start, "t1": w.end, "products": w.products, "seconds": w.end - w.start,
+                "flops_per_s": 1.0, "checked": 0, "mismatched_results": 0, "mismatched_elements": 0}, None
+
+    def aside():
+        seen.append(device_free[0] - clock.now)
+        clock.now += aside_host_s
+        return {"prepared": True}
+
+    monkeypatch.setattr(sustained, "time", clock)
+    monkeypatch.setattr(sustained, "queue_window", queue)
+    monkeypatch.setattr(sustained, "finish_window", finish)
+    monkeypatch.setattr(sustained, "Stopwatch", lambda device: types.SimpleNamespace(
+        cuda=True, seconds=lambda start, end: end - start))
+    monkeypatch.setattr(sustained, "gemm", types.SimpleNamespace(
+        reference=lambda n, seed, device: {"a": None, "b": None, "ref": None, "out": None, "nonfinite": 0},
+        digest=lambda ref: "d"))
+    out = sustained.run(torch.device("cpu"), n=8, duration_s=20.0, window_s=1.0, check_every=8, seed=0, aside=aside)
+    return out, seen
+
+
+def test_the_aside_runs_once_while_the_device_computes_a_window_long_enough_to_hide_it(monkeypatch):
+    """The one-GPU training's preparation (the aside) is called once, after a full window gave the rate, with
+    the aside's cover (4 s) of products queued ahead of the host: the device never waits for it (no gap between
+    that window and the next), and the load still ends with its duration."""
+    out, seen = _simulated_device(monkeypatch, aside_host_s=3.0)
+    (ahead,) = seen
+    assert ahead >= 4.0
+    a = out["aside"]
+    assert a["result"] == {"prepared": True} and a["error"] is None and a["seconds"] == pytest.approx(3.0)
+    behind = out["windows"][a["window"]]
+    assert behind["seconds"] == pytest.approx(4.0, abs=0.01) and a["gap_s"] == pytest.approx(0.0)
+    # once the first full window had finished (the one after it still in flight), not behind the first short ones
+    first_full = next(i for i, w in enumerate(out["windows"]) if w["seconds"] >= 0.5)
+    assert a["window"] == first_full + 2
+    assert 20.0 <= out["windows"][-1]["t1"] - out["began"] < 20.05
+
+
+def test_an_aside_longer_than_its_window_leaves_its_gap_in_the_record(monkeypatch):
+    """An aside that outlasts the window it hides behind (6 s of host work behind 4 s of products): the device
+    idles between that window and the next, outside both windows' times, and the record says for how long."""
+    out, seen = _simulated_device(monkeypatch, aside_host_s=6.0)
+    (ahead,) = seen  # the hiding window, and what was left of the one before it
+    a = out["aside"]
+    assert 4.0 <= ahead < 6.0 and a["gap_s"] == pytest.approx(6.0 - ahead)
+    assert all(w["flops_per_s"] == 1.0 for w in out["windows"])  # no window's time holds the idle
+
+
+def test_a_failing_aside_is_recorded_and_the_load_goes_on(monkeypatch):
+    """The training's preparation failing (an import error, out of memory) costs the load nothing: the error is
+    in the result and every window is still measured; without an aside the result says none ran."""
+    from wirecheck.gpu import sustained
+
+    def broken():
+        raise RuntimeError("CUDA out of memory")
+
+    out = sustained.run(torch.device("cpu"), n=N, duration_s=1.5, window_s=0.25, check_every=8, seed=0, aside=broken)
+    assert out["aside"]["error"] == "RuntimeError: CUDA out of memory" and out["aside"]["result"] is None
+    assert len(full_windows(out)) >= 2 and out["math"]["mismatched_results"] == 0
+    assert sustained.run(torch.device("cpu"), n=N, duration_s=0.3, window_s=0.1, check_every=8, seed=0)["aside"] is None
+
+
+def test_the_worker_calls_the_aside_on_its_first_rank_only():
+    """worker.sustained resolves the aside's function and calls it with the rank's context on the first rank;
+    another rank runs the load alone."""
+    spec = {"function": "wirecheck.training.single_gpu:prepare",
+            "kwargs": {"shape": {"n_layer": 1, "n_head": 2, "d_model": 32, "vocab_size": 64, "seq_len": 16},
+                       "micro_batch": 2, "precision": "bf16", "optimizer": "fused"}}
+    load = {"n": N, "duration_s": 1.0, "window_s": 0.2, "check_every": 8, "seed": 0}
+    out = worker.sustained(CTX, **load, aside=spec)
+    assert out["aside"]["error"] is None and out["aside"]["result"]["seconds"] > 0, out["aside"]
+    other = types.SimpleNamespace(rank=1, device=torch.device("cpu"))
+    assert worker.sustained(other, **load, aside=spec)["aside"] is None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import math
+import types
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import torch
 import yaml
 
 from e2e import make_project, records, run_suite
+from pytest_wirecheck.gpu_health import training_aside
 from pytest_wirecheck.measurements import StrategyRun
 from wirecheck.checks.training import single_gpu_training
 from wirecheck.checks.words import WORDS
@@ -22,9 +24,11 @@ from wirecheck.thresholds.file import ThresholdsError, load_thresholds
 from wirecheck.training.dial import NO_BASELINE, dial_table
 from wirecheck.training.model import GPT
 from wirecheck.training.data import local_batch
-from wirecheck.training.scaling import SingleGpuRun, baseline_placement, scaling_efficiency, single_gpu_kwargs
+from wirecheck.training.scaling import (SINGLE_GPU_PREPARE, SingleGpuRun, baseline_placement, prepare_kwargs,
+                                        scaling_efficiency, single_gpu_kwargs)
 from wirecheck.vocab.shape import GPTShape
-from wirecheck.training.single_gpu import train_alone
+from wirecheck.training.single_gpu import prepare, train_alone
+from wirecheck.vocab.work import RUN, SINGLE_GPU_RUN
 from wirecheck.workers.worker import RankContext
 
 SHIPPED = Path(__file__).resolve().parents[1] / "thresholds.yaml"
@@ -157,12 +161,53 @@ def test_a_one_gpu_node_trains_instead_of_skipping_in_the_gpu_loads_worker(pytes
     out = root / "run.jsonl"
     result = run_suite(pytester, "--simulate=one.txt", "tests/test_gpu_health.py", "tests/test_strategies.py", "-rs",
                        f"--wirecheck-json={out}", "--benchmark-disable", "-k",
-                       "hbm_bandwidth or single_gpu or steps_complete")
+                       "hbm_bandwidth or sustained_load_throughput or single_gpu or steps_complete")
     text = result.stdout.str()
-    result.assert_outcomes(passed=3, skipped=5)  # the five strategies still need two GPUs: skips saying so
+    result.assert_outcomes(passed=4, skipped=5)  # the five strategies still need two GPUs: skips saying so
     assert result.ret == 10 and "this node has 1 GPU" in text, text
     (run,) = [r for r in records(out) if r.get("kind") == "single_gpu_training"]
     assert run["placement"] == "single-1gpu-0" and run["details"]["ranks"][0]["world_size"] == 1
     assert run["details"]["workers"] == "pool", run["details"]
     (verdict,) = [r for r in records(out) if r.get("check") == "single_gpu_training"]
     assert verdict["outcome"] == "pass" and verdict["test"].endswith("test_single_gpu_training[single-1gpu-0]")
+    # the training's one-time work was done in the sustained load's shadow, in the same worker, and recorded
+    (load,) = [r for r in records(out) if r.get("kind") == "gpu_sustained"]
+    assert load["details"]["settings"]["aside"]["function"] == SINGLE_GPU_PREPARE
+    aside = load["details"]["result"]["aside"]
+    assert aside["error"] is None and aside["result"]["seconds"] > 0, aside
+
+
+def _item(gpus: tuple, *kinds) -> types.SimpleNamespace:
+    marker = types.SimpleNamespace(args=kinds, kwargs={})
+    return types.SimpleNamespace(nodeid="tests/x.py::t", callspec=types.SimpleNamespace(
+        params={"placement": Placement("single" if len(gpus) == 1 else "pair", gpus)}),
+        get_closest_marker=lambda name: marker)
+
+
+def test_the_load_prepares_the_training_only_where_its_worker_trains_that_gpu_alone_next():
+    """The sustained load's aside is asked for where the load is one GPU and a selected test trains that GPU
+    alone (its pool worker trains next), with the training's own model, micro-batch and precision; not on a
+    load of two GPUs (each training runs in new processes there), nor where no test trains that GPU alone."""
+    node = types.SimpleNamespace(thresholds=TH, simulated=True)
+    alone = _item((0,), SINGLE_GPU_RUN)
+    aside = training_aside(node, (0,), [alone])
+    settings = TH.training_settings(True)
+    assert aside == {"function": SINGLE_GPU_PREPARE, "kwargs": {
+        "shape": settings.run_kwargs("ddp")["shape"], "micro_batch": settings.micro_batch,
+        "precision": settings.precision, "optimizer": "fused"}}
+    assert training_aside(node, (0, 1), [alone]) is None
+    assert training_aside(node, (1,), [alone]) is None
+    assert training_aside(node, (0,), [_item((0, 1), RUN)]) is None
+    assert training_aside(node, (0,), []) is None
+
+
+def test_prepare_leaves_the_random_state_and_returns_its_seconds():
+    """The preparation draws its block's weights and input inside a forked random state: a training after it
+    starts from the same weights as without it."""
+    kwargs = prepare_kwargs(single_gpu_kwargs(TH.training_settings(True)))
+    before = torch.random.get_rng_state()
+    out = prepare(_ctx(), **kwargs)
+    assert torch.equal(before, torch.random.get_rng_state())
+    assert out["seconds"] >= out["setup_s"] > 0 and "forward, backward" in out["what"]
+    with pytest.raises(ValueError):
+        prepare(_ctx(), **{**kwargs, "precision": "fp7"})

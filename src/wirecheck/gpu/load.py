@@ -68,10 +68,12 @@ class GpuLoad:
     """The run's GPU load. `settings`: the thresholds' GpuHealthSettings for this mode."""
 
     def __init__(self, run: GpuRun, settings, level: str, log_dir: str | Path | None = None,
-                 pool: WorkerPool | None = None):
+                 pool: WorkerPool | None = None, aside: dict | None = None):
         """`pool`: where the phases run (wirecheck.workers.pool: its ranks of the run's GPUs, idle
         meanwhile; its processes are no foreign processes on the GPUs); where it cannot serve them, or
-        without one, a group of the load's own."""
+        without one, a group of the load's own. `aside`: the first rank's next work, prepared in the
+        sustained load's shadow ({"function": "module:function", "kwargs": ...}: gpu/worker.py `sustained`)."""
+        self.aside = aside
         self.pool = pool
         self.run = run
         self.settings = settings
@@ -104,6 +106,8 @@ class GpuLoad:
             return s.figures_kwargs(self.level), s.timeout_s
         if name == SUSTAINED:
             kwargs = s.sustained_kwargs(self.level)
+            if self.aside:
+                kwargs = {**kwargs, "aside": self.aside}
             return kwargs, kwargs["duration_s"] + s.timeout_s
         return s.memory_kwargs(self.level), s.timeout_s
 

@@ -9,13 +9,20 @@ Each window's wall-clock start and end (unix time, the host's clock when the dev
 its end event) let the parent line the windows up with the NVML samples it took meanwhile.
 The comparisons (~1 % of the time at check_every 8 on an H200) count in the windows' time.
 A burn-in's rounds (wirecheck.burnin.worker) queue and finish the same windows, beside collectives.
+
+`aside`: host work of what the run does next (the one-GPU training's imports and first kernels:
+training/single_gpu.py `prepare`), done once in the load's shadow. It runs right after a window sized
+to `aside_cover_s` is queued, so the device computes that window meanwhile; whatever the aside queues
+on the device runs after that window's end mark and before the next one's start, in no window's time.
+Its seconds, the window it ran behind and the gap it left (the device idle between that window's end
+and the next one's start, when the aside outlasted the window) are in the result.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -23,6 +30,7 @@ from wirecheck.gpu import gemm
 from wirecheck.gpu.stopwatch import Stopwatch
 
 GROWTH = 8
+ASIDE_COVER_S = 4.0  # the window queued before the aside: its seconds on a 1x H200 node, 2.5-3.5 (docs/levels.md)
 
 
 @dataclass
@@ -76,7 +84,8 @@ def next_products(window: dict[str, Any], window_s: float, check_every: int) -> 
     return min(max(check_every, wanted), window["products"] * GROWTH)
 
 
-def run(device: torch.device, n: int, duration_s: float, window_s: float, check_every: int, seed: int) -> dict[str, Any]:
+def run(device: torch.device, n: int, duration_s: float, window_s: float, check_every: int, seed: int,
+        aside: Callable[[], dict] | None = None, aside_cover_s: float = ASIDE_COVER_S) -> dict[str, Any]:
     r = gemm.reference(n, seed, device)
     a, b, ref, out = r["a"], r["b"], r["ref"], r["out"]
     watch = Stopwatch(device)
@@ -94,14 +103,25 @@ def run(device: torch.device, n: int, duration_s: float, window_s: float, check_
     turn = 0
     rate = None  # products per second of the last finished window, its comparisons included
     busy_until = began  # when the products queued on the device should be done: a new window starts then
+    aside_done: dict[str, Any] | None = None
+    hidden_by: list[Window] = []  # the window the aside ran behind, then the one after it
     while pending is not None or time.time() < end_at:
         queued = None
         start = max(time.time(), busy_until)
+        # behind the first window queued once a full one has given the rate (the first ones are a few products)
+        covering = aside is not None and aside_done is None and bool(windows) and windows[-1]["seconds"] >= 0.5 * window_s
         if start < end_at:
+            if covering:  # the window the aside runs behind: long enough to hide it
+                products = max(products, round(aside_cover_s * rate / check_every) * check_every)
             if rate:  # the last window ends with the duration, not up to a window past it
                 products = max(check_every, min(products, int((end_at - start) * rate) // check_every * check_every))
             queued = queue_window(a, b, ref, out, products, check_every, watch, hosts[turn % 2])
             turn += 1
+            if len(hidden_by) == 1:
+                hidden_by.append(queued)
+        if covering and queued is not None:
+            aside_done = _aside(aside, len(windows) + (pending is not None))
+            hidden_by.append(queued)
         if pending is not None:
             window, first = finish_window(pending, watch, n)
             if first is not None and first_mismatch is None:
@@ -112,7 +132,10 @@ def run(device: torch.device, n: int, duration_s: float, window_s: float, check_
             # the window queued now started as this one ended (on a CPU it ran as it was queued)
             busy_until = time.time() + (queued.products / rate if queued is not None and rate and watch.cuda else 0.0)
         pending = queued
+    if aside_done is not None:  # the device's time between the two windows: the aside's kernels, and idle if any
+        aside_done["gap_s"] = watch.seconds(hidden_by[0].end, hidden_by[1].start) if len(hidden_by) == 2 else None
     return {
+        "aside": aside_done,
         "n": n,
         "duration_s": duration_s,
         "window_s": window_s,
@@ -125,3 +148,14 @@ def run(device: torch.device, n: int, duration_s: float, window_s: float, check_
                  "first": first_mismatch, "reference_nonfinite": r["nonfinite"],
                  "reference_digest": gemm.digest(ref)},
     }
+
+
+def _aside(aside: Callable[[], dict], window: int) -> dict[str, Any]:
+    """The aside's outcome: what it returned, or its error (the load goes on either way), its seconds, and the
+    index of the window it ran behind."""
+    t0 = time.perf_counter()
+    try:
+        out: dict[str, Any] = {"result": aside(), "error": None}
+    except Exception as exc:  # noqa: BLE001 - the load's figures do not depend on it; the record says it failed
+        out = {"result": None, "error": f"{type(exc).__name__}: {str(exc).strip()[:500]}"}
+    return {**out, "seconds": time.perf_counter() - t0, "window": window}

@@ -61,9 +61,21 @@ def figures(ctx: RankContext, hbm: dict, gemm: dict, seed: int) -> dict[str, Any
     }
 
 
-def sustained(ctx: RankContext, n: int, duration_s: float, window_s: float, check_every: int, seed: int) -> dict[str, Any]:
+def sustained(ctx: RankContext, n: int, duration_s: float, window_s: float, check_every: int, seed: int,
+              aside: dict | None = None) -> dict[str, Any]:
+    """`aside`: {"function": "module:function", "kwargs": {...}}, called once as function(ctx, **kwargs) in the
+    load's shadow (sustained.run's `aside`) by the first rank: the next work of this worker prepared meanwhile."""
     device = ctx.device
-    return _part(device, lambda: sustained_load.run(device, n, duration_s, window_s, check_every, seed))
+    call = _aside_call(ctx, aside) if aside and ctx.rank == 0 else None
+    return _part(device, lambda: sustained_load.run(device, n, duration_s, window_s, check_every, seed, aside=call))
+
+
+def _aside_call(ctx: RankContext, aside: dict) -> Callable[[], dict]:
+    from wirecheck.workers.worker import resolve  # the worker's own lookup; imported here, inside the worker
+
+    def call() -> dict:
+        return resolve(aside["function"])(ctx, **aside.get("kwargs", {}))
+    return call
 
 
 def memory(ctx: RankContext, coverage: float, chunk: int, cap: int | None, passes: int) -> dict[str, Any]:

@@ -20,6 +20,8 @@ from wirecheck.vocab.strategies import REFERENCE, strategy
 from wirecheck.vocab import records as kinds
 
 SINGLE_GPU_WORKER = "wirecheck.training.single_gpu:train_alone"
+SINGLE_GPU_PREPARE = "wirecheck.training.single_gpu:prepare"  # its one-time work, ahead (the GPU load's aside)
+PREPARED_ARGUMENTS = ("shape", "micro_batch", "precision", "optimizer")  # train_alone's that prepare takes
 
 
 def single_gpu_kwargs(settings) -> dict:
@@ -29,6 +31,11 @@ def single_gpu_kwargs(settings) -> dict:
     del kwargs["strategy"]
     kwargs["optimizer"] = strategy(REFERENCE).defaults()["optimizer"]
     return kwargs
+
+
+def prepare_kwargs(train_kwargs: dict) -> dict:
+    """The arguments of SINGLE_GPU_PREPARE: those of train_alone's (single_gpu_kwargs) that decide its kernels."""
+    return {k: train_kwargs[k] for k in PREPARED_ARGUMENTS if k in train_kwargs}
 
 
 def baseline_placement(placements: list[Placement]) -> Placement | None:

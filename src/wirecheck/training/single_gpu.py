@@ -15,20 +15,27 @@ The record keeps the strategy runner's names for what both have (losses, step_ti
 tokens_per_s, peak_allocated_bytes, achieved_flops_per_gpu, ...: training/runner.py says what
 each is), so the same readers take both; warmup_step_s is its own: each warm-up step's seconds,
 synchronised one by one (a node's first run spends 1.5-2.5 s more there than its later runs).
+
+`prepare` does that first step's one-time work ahead, on one block of the model: the GPU load calls it in
+its sustained load's shadow in the worker that trains next (a one-GPU node's pool worker), so the training
+finds its imports done and its kernels compiled (cuDNN's attention is compiled at run time, and kept in the
+CUDA JIT cache, on a node's first use: fixtures/reference/h200-1/first-warmup-2026-12-05).
 """
 
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 
 import torch
 
 from wirecheck.core.precision import precision as check_precision
 from wirecheck.training import figures
-from wirecheck.training.baseline import PlainLoop
+from wirecheck.training.baseline import PlainLoop, optimizer_flags
 from wirecheck.training.data import local_batch
 from wirecheck.training.device import device_name, sync
 from wirecheck.training.manual_gc import ManualGC
+from wirecheck.training.model import Block
 from wirecheck.vocab.shape import GPTShape, param_count
 from wirecheck.training.timing import StepClock, StopRule, time_steps
 
@@ -36,6 +43,30 @@ from wirecheck.training.timing import StepClock, StopRule, time_steps
 CHECK_EVERY = 4  # steps between looks at the stop rule, as the strategy runner's (each look synchronises)
 
 
+def prepare(ctx, shape: dict, micro_batch: int, precision: str, optimizer: str = "fused") -> dict:
+    """train_alone's one-time work, done ahead in this process: the imports of its set-up (AdamW's construction
+    imports torch._dynamo) and the kernels of its step (one block of the model at the run's micro-batch, sequence
+    and precision: forward, backward, the optimizer's step). Queues its kernels without waiting for them (the
+    caller's GPU work goes on) and leaves the random state and the model's weights as they were."""
+    check_precision(precision)
+    device = ctx.device
+    t0 = time.perf_counter()
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    s = GPTShape.of(shape)
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        with torch.device(device):
+            block = Block(s)
+            x = torch.randn(micro_batch, s.seq_len, s.d_model)
+        opt = torch.optim.AdamW(block.parameters(), **optimizer_flags(optimizer))
+        setup_s = time.perf_counter() - t0
+        with torch.autocast(device.type, dtype=torch.bfloat16) if precision == "bf16" else nullcontext():
+            y = block(x)
+        y.float().square().mean().backward()
+        opt.step()
+    del block, opt, x, y
+    return {"what": "one block of the training's model: forward, backward and the optimizer's step",
+            "setup_s": setup_s, "seconds": time.perf_counter() - t0}
 
 
 def train_alone(ctx, shape: dict, micro_batch: int, warmup_steps: int, steps: int, seed: int, precision: str,
