@@ -4,6 +4,9 @@ the sustained windows, and the memory pattern test (one wrong word caught with i
 
 from __future__ import annotations
 
+import sys
+import threading
+import time
 import types
 
 import pytest
@@ -119,78 +122,41 @@ def test_on_a_device_the_last_window_ends_with_the_duration_not_a_window_past_it
     assert full and all(w["seconds"] >= 0.5 for w in full)  # a short last window is left out of the figure
 
 
-def _simulated_device(monkeypatch, aside_host_s: float):
-    """sustained.run on a simulated device at 1000 products/s with its own clock (as above); the aside takes
-    `aside_host_s` of host time. Returns (the run's result, what the aside saw: the device's queued seconds
-    ahead of the host when it was called)."""
+
+def test_the_aside_runs_once_in_a_thread_of_its_own_while_the_load_goes_on():
+    """The one-GPU training's preparation (the aside) runs once, after a full window, in another thread, with
+    Python's switch interval short so the load's thread gets the interpreter back at once; the load keeps
+    queuing windows meanwhile (windows ran during it), the interval is restored after it, and the record keeps
+    its result, seconds and the windows it overlapped."""
     from wirecheck.gpu import sustained
 
-    class Clock:
-        now = 100.0
-
-        def time(self):
-            return self.now
-
-        def perf_counter(self):
-            return self.now
-
-    clock, rate = Clock(), 1000.0
-    device_free = [clock.now]
     seen = []
 
-    def queue(a, b, ref, out, products, check_every, watch, host):
-        start = max(clock.now, device_free[0])
-        device_free[0] = start + products / rate
-        return types.SimpleNamespace(products=products, start=start, end=device_free[0])
-
-    def finish(w, watch, n):
-        clock.now = max(clock.now, w.end)
-        return {"t0": w.start, "t1": w.end, "products": w.products, "seconds": w.end - w.start,
-                "flops_per_s": 1.0, "checked": 0, "mismatched_results": 0, "mismatched_elements": 0}, None
-
     def aside():
-        seen.append(device_free[0] - clock.now)
-        clock.now += aside_host_s
+        seen.append((threading.current_thread() is threading.main_thread(), sys.getswitchinterval()))
+        time.sleep(1.0)  # host work that gives the interpreter up (as torch's ops and the compiler do)
         return {"prepared": True}
 
-    monkeypatch.setattr(sustained, "time", clock)
-    monkeypatch.setattr(sustained, "queue_window", queue)
-    monkeypatch.setattr(sustained, "finish_window", finish)
-    monkeypatch.setattr(sustained, "Stopwatch", lambda device: types.SimpleNamespace(
-        cuda=True, seconds=lambda start, end: end - start))
-    monkeypatch.setattr(sustained, "gemm", types.SimpleNamespace(
-        reference=lambda n, seed, device: {"a": None, "b": None, "ref": None, "out": None, "nonfinite": 0},
-        digest=lambda ref: "d"))
-    out = sustained.run(torch.device("cpu"), n=8, duration_s=20.0, window_s=1.0, check_every=8, seed=0, aside=aside)
-    return out, seen
-
-
-def test_the_aside_runs_once_while_the_device_computes_a_window_long_enough_to_hide_it(monkeypatch):
-    """The one-GPU training's preparation (the aside) is called once, after a full window gave the rate, with
-    the aside's cover (4 s) of products queued ahead of the host: the device never waits for it (no gap between
-    that window and the next), and the load still ends with its duration."""
-    out, seen = _simulated_device(monkeypatch, aside_host_s=3.0)
-    (ahead,) = seen
-    assert ahead >= 4.0
+    interval = sys.getswitchinterval()
+    out = sustained.run(torch.device("cpu"), n=N, duration_s=2.5, window_s=0.1, check_every=8, seed=0, aside=aside)
+    ((on_main, during),) = seen
+    assert not on_main and during == pytest.approx(sustained.ASIDE_SWITCH_S) and sys.getswitchinterval() == interval
     a = out["aside"]
-    assert a["result"] == {"prepared": True} and a["error"] is None and a["seconds"] == pytest.approx(3.0)
-    behind = out["windows"][a["window"]]
-    assert behind["seconds"] == pytest.approx(4.0, abs=0.01) and a["gap_s"] == pytest.approx(0.0)
-    # once the first full window had finished (the one after it still in flight), not behind the first short ones
-    first_full = next(i for i, w in enumerate(out["windows"]) if w["seconds"] >= 0.5)
-    assert a["window"] == first_full + 2
-    assert 20.0 <= out["windows"][-1]["t1"] - out["began"] < 20.05
+    assert a["result"] == {"prepared": True} and a["error"] is None and a["seconds"] >= 1.0
+    first, last = a["windows"]
+    first_full = next(i for i, w in enumerate(out["windows"]) if w["seconds"] >= 0.05)
+    assert first > first_full and last - first >= 1, (a, [round(w["seconds"], 3) for w in out["windows"]])
 
 
-def test_an_aside_longer_than_its_window_leaves_its_gap_in_the_record(monkeypatch):
-    """An aside that outlasts the window it hides behind (6 s of host work behind 4 s of products): the device
-    idles between that window and the next, outside both windows' times, and the record says for how long."""
-    out, seen = _simulated_device(monkeypatch, aside_host_s=6.0)
-    (ahead,) = seen  # the hiding window, and what was left of the one before it
-    a = out["aside"]
-    assert 4.0 <= ahead < 6.0 and a["gap_s"] == pytest.approx(6.0 - ahead)
-    assert all(w["flops_per_s"] == 1.0 for w in out["windows"])  # no window's time holds the idle
+def test_the_load_waits_for_an_aside_that_outlasts_it():
+    """An aside longer than the load still ends before the load returns (its kernels and memory are the load's
+    to release), with its seconds in the record."""
+    from wirecheck.gpu import sustained
 
+    t0 = time.perf_counter()
+    out = sustained.run(torch.device("cpu"), n=N, duration_s=0.5, window_s=0.05, check_every=8, seed=0,
+                        aside=lambda: time.sleep(1.0) or {"slept": 1.0})
+    assert time.perf_counter() - t0 >= 1.0 and out["aside"]["seconds"] >= 1.0 and out["aside"]["error"] is None
 
 def test_a_failing_aside_is_recorded_and_the_load_goes_on(monkeypatch):
     """The training's preparation failing (an import error, out of memory) costs the load nothing: the error is

@@ -32,10 +32,16 @@ def parts(path: str) -> str:
     out.append(f"sustained {sustained.get('wall_s', 0):.2f} s ({median:.1f} TFLOP/s, {len(windows)} windows)")
     aside = result.get("aside")
     if aside:
-        gap = aside.get("gap_s")
         prepared = aside.get("result") or {}
-        out.append(f"aside {aside['seconds']:.2f} s (set-up {prepared.get('setup_s', 0):.2f}) behind window "
-                   f"{aside['window']}, gap {'-' if gap is None else f'{gap * 1e3:.1f} ms'}"
+        where = ""
+        if aside.get("windows"):  # the windows it overlapped: their TFLOP/s against the load's median
+            first, last = aside["windows"]
+            during = [w["flops_per_s"] / 1e12 for w in result["windows"][first:last + 1] if w.get("flops_per_s")]
+            where = (f" beside windows {first}-{last} ({min(during):.1f}-{max(during):.1f} TFLOP/s)" if during else
+                     f" beside windows {first}-{last}")
+        elif "window" in aside:  # the first version: behind one window, and the device's gap after it
+            where = f" behind window {aside['window']}, gap {(aside.get('gap_s') or 0) * 1e3:.1f} ms"
+        out.append(f"aside {aside['seconds']:.2f} s (set-up {prepared.get('setup_s', 0):.2f}){where}"
                    + (f", error {aside['error']}" if aside.get("error") else ""))
     else:
         out.append("no aside")

@@ -11,15 +11,19 @@ The comparisons (~1 % of the time at check_every 8 on an H200) count in the wind
 A burn-in's rounds (wirecheck.burnin.worker) queue and finish the same windows, beside collectives.
 
 `aside`: host work of what the run does next (the one-GPU training's imports and first kernels:
-training/single_gpu.py `prepare`), done once in the load's shadow. It runs right after a window sized
-to `aside_cover_s` is queued, so the device computes that window meanwhile; whatever the aside queues
-on the device runs after that window's end mark and before the next one's start, in no window's time.
-Its seconds, the window it ran behind and the gap it left (the device idle between that window's end
-and the next one's start, when the aside outlasted the window) are in the result.
-"""
+training/single_gpu.py `prepare`), done once in the load's shadow: in a thread of its own, started once a
+full window has run, on a CUDA stream of its own, while this thread keeps the device fed. A window queued
+ahead cannot hide it: the driver blocks a launch once about a thousand are pending (0.46 s of this load on
+a 1x H200 node), so host work done between two windows left the device idle for all but 0.46 s of it
+(fixtures/reference/h200-1/aside-2026-12-05). While it runs, Python's switch interval is ASIDE_SWITCH_S, so
+this thread gets the interpreter back within that of each launch returning. Its kernels share the device
+with the windows it overlaps (one block of the training's model: milliseconds); its seconds and those
+windows are in the result."""
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -30,7 +34,7 @@ from wirecheck.gpu import gemm
 from wirecheck.gpu.stopwatch import Stopwatch
 
 GROWTH = 8
-ASIDE_COVER_S = 4.0  # the window queued before the aside: its seconds on a 1x H200 node, 2.5-3.5 (docs/levels.md)
+ASIDE_SWITCH_S = 0.0002  # Python's switch interval while the aside runs (its default is 5 ms: a GEMM's 1.7 ms x 3)
 
 
 @dataclass
@@ -85,7 +89,7 @@ def next_products(window: dict[str, Any], window_s: float, check_every: int) -> 
 
 
 def run(device: torch.device, n: int, duration_s: float, window_s: float, check_every: int, seed: int,
-        aside: Callable[[], dict] | None = None, aside_cover_s: float = ASIDE_COVER_S) -> dict[str, Any]:
+        aside: Callable[[], dict] | None = None) -> dict[str, Any]:
     r = gemm.reference(n, seed, device)
     a, b, ref, out = r["a"], r["b"], r["ref"], r["out"]
     watch = Stopwatch(device)
@@ -103,37 +107,31 @@ def run(device: torch.device, n: int, duration_s: float, window_s: float, check_
     turn = 0
     rate = None  # products per second of the last finished window, its comparisons included
     busy_until = began  # when the products queued on the device should be done: a new window starts then
-    aside_done: dict[str, Any] | None = None
-    hidden_by: list[Window] = []  # the window the aside ran behind, then the one after it
-    while pending is not None or time.time() < end_at:
-        queued = None
-        start = max(time.time(), busy_until)
-        # behind the first window queued once a full one has given the rate (the first ones are a few products)
-        covering = aside is not None and aside_done is None and bool(windows) and windows[-1]["seconds"] >= 0.5 * window_s
-        if start < end_at:
-            if covering:  # the window the aside runs behind: long enough to hide it
-                products = max(products, round(aside_cover_s * rate / check_every) * check_every)
-            if rate:  # the last window ends with the duration, not up to a window past it
-                products = max(check_every, min(products, int((end_at - start) * rate) // check_every * check_every))
-            queued = queue_window(a, b, ref, out, products, check_every, watch, hosts[turn % 2])
-            turn += 1
-            if len(hidden_by) == 1:
-                hidden_by.append(queued)
-        if covering and queued is not None:
-            aside_done = _aside(aside, len(windows) + (pending is not None))
-            hidden_by.append(queued)
-        if pending is not None:
-            window, first = finish_window(pending, watch, n)
-            if first is not None and first_mismatch is None:
-                first_mismatch = {"window": len(windows), "index": first, "row": first // n, "col": first % n}
-            windows.append(window)
-            products = next_products(window, window_s, check_every)
-            rate = window["products"] / window["seconds"] if window["seconds"] > 0 else rate
-            # the window queued now started as this one ended (on a CPU it ran as it was queued)
-            busy_until = time.time() + (queued.products / rate if queued is not None and rate and watch.cuda else 0.0)
-        pending = queued
-    if aside_done is not None:  # the device's time between the two windows: the aside's kernels, and idle if any
-        aside_done["gap_s"] = watch.seconds(hidden_by[0].end, hidden_by[1].start) if len(hidden_by) == 2 else None
+    beside: Aside | None = None
+    try:
+        while pending is not None or time.time() < end_at:
+            # once a full window has run (the first ones are a few products each)
+            if aside is not None and beside is None and windows and windows[-1]["seconds"] >= 0.5 * window_s:
+                beside = Aside(aside, device)
+            queued = None
+            start = max(time.time(), busy_until)
+            if start < end_at:
+                if rate:  # the last window ends with the duration, not up to a window past it
+                    products = max(check_every, min(products, int((end_at - start) * rate) // check_every * check_every))
+                queued = queue_window(a, b, ref, out, products, check_every, watch, hosts[turn % 2])
+                turn += 1
+            if pending is not None:
+                window, first = finish_window(pending, watch, n)
+                if first is not None and first_mismatch is None:
+                    first_mismatch = {"window": len(windows), "index": first, "row": first // n, "col": first % n}
+                windows.append(window)
+                products = next_products(window, window_s, check_every)
+                rate = window["products"] / window["seconds"] if window["seconds"] > 0 else rate
+                # the window queued now started as this one ended (on a CPU it ran as it was queued)
+                busy_until = time.time() + (queued.products / rate if queued is not None and rate and watch.cuda else 0.0)
+            pending = queued
+    finally:
+        aside_done = beside.join(windows) if beside is not None else None
     return {
         "aside": aside_done,
         "n": n,
@@ -150,12 +148,39 @@ def run(device: torch.device, n: int, duration_s: float, window_s: float, check_
     }
 
 
-def _aside(aside: Callable[[], dict], window: int) -> dict[str, Any]:
-    """The aside's outcome: what it returned, or its error (the load goes on either way), its seconds, and the
-    index of the window it ran behind."""
-    t0 = time.perf_counter()
-    try:
-        out: dict[str, Any] = {"result": aside(), "error": None}
-    except Exception as exc:  # noqa: BLE001 - the load's figures do not depend on it; the record says it failed
-        out = {"result": None, "error": f"{type(exc).__name__}: {str(exc).strip()[:500]}"}
-    return {**out, "seconds": time.perf_counter() - t0, "window": window}
+class Aside:
+    """The aside in a thread of its own, on a CUDA stream of its own (on a GPU), with Python's switch interval at
+    ASIDE_SWITCH_S until it ends."""
+
+    def __init__(self, fn: Callable[[], dict], device: torch.device):
+        self.fn, self.device = fn, device
+        self.out: dict[str, Any] = {}
+        self.ended = None
+        self.interval = sys.getswitchinterval()
+        sys.setswitchinterval(ASIDE_SWITCH_S)
+        self.began = time.time()
+        self.thread = threading.Thread(target=self._run, name="wirecheck-aside", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            if self.device.type == "cuda":
+                with torch.cuda.stream(torch.cuda.Stream(self.device)):
+                    result = self.fn()
+            else:
+                result = self.fn()
+            self.out = {"result": result, "error": None}
+        except Exception as exc:  # noqa: BLE001 - the load's figures do not depend on it; the record says it failed
+            self.out = {"result": None, "error": f"{type(exc).__name__}: {str(exc).strip()[:500]}"}
+        finally:
+            self.out["seconds"] = time.perf_counter() - t0
+            self.ended = time.time()
+            sys.setswitchinterval(self.interval)
+
+    def join(self, windows: list[dict[str, Any]]) -> dict[str, Any]:
+        """Its outcome once it has ended (the load waits for it: its kernels and memory are the load's to
+        release): what it returned or its error, its seconds, and the windows it overlapped (by wall clock)."""
+        self.thread.join()
+        during = [i for i, w in enumerate(windows) if w["t1"] > self.began and w["t0"] < self.ended]
+        return {**self.out, "windows": [during[0], during[-1]] if during else None}
