@@ -183,3 +183,20 @@ def test_the_worker_calls_the_aside_on_its_first_rank_only():
     assert out["aside"]["error"] is None and out["aside"]["result"]["seconds"] > 0, out["aside"]
     other = types.SimpleNamespace(rank=1, device=torch.device("cpu"))
     assert worker.sustained(other, **load, aside=spec)["aside"] is None
+
+
+def test_an_aside_that_never_ends_is_left_to_itself_and_said_so(monkeypatch):
+    """An aside stuck past the load's wait (a driver call that never returns) does not hang the load: the result
+    says so, the switch interval is back to its own, and the windows stand."""
+    from wirecheck.gpu import sustained
+
+    monkeypatch.setattr(sustained, "ASIDE_WAIT_S", 0.2)
+    release = threading.Event()
+    interval = sys.getswitchinterval()
+    out = sustained.run(torch.device("cpu"), n=N, duration_s=0.5, window_s=0.05, check_every=8, seed=0,
+                        aside=lambda: release.wait(30) and {})
+    try:
+        assert out["aside"]["error"].startswith("still running") and out["aside"]["result"] is None
+        assert sys.getswitchinterval() == interval and len(full_windows(out)) >= 2
+    finally:
+        release.set()

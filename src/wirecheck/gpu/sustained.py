@@ -35,6 +35,7 @@ from wirecheck.gpu.stopwatch import Stopwatch
 
 GROWTH = 8
 ASIDE_SWITCH_S = 0.0002  # Python's switch interval while the aside runs (its default is 5 ms: a GEMM's 1.7 ms x 3)
+ASIDE_WAIT_S = 120.0  # how long the load waits for an aside still running at its end (one took 1.9-3.6 s)
 
 
 @dataclass
@@ -179,8 +180,15 @@ class Aside:
             sys.setswitchinterval(self.interval)
 
     def join(self, windows: list[dict[str, Any]]) -> dict[str, Any]:
-        """Its outcome once it has ended (the load waits for it: its kernels and memory are the load's to
-        release): what it returned or its error, its seconds, and the windows it overlapped (by wall clock)."""
-        self.thread.join()
+        """Its outcome once it has ended (the load waits for it, at most ASIDE_WAIT_S: its kernels and memory are
+        the load's to release): what it returned or its error, its seconds, and the windows it overlapped (by
+        wall clock). One still running then is left to itself and said so: the load's figures stand, and the
+        training that comes next does its own preparation."""
+        wait_s = ASIDE_WAIT_S
+        self.thread.join(wait_s)
+        if self.thread.is_alive():
+            sys.setswitchinterval(self.interval)
+            return {"result": None, "error": f"still running {wait_s:.0f} s after the load ended; left to itself",
+                    "seconds": time.time() - self.began, "windows": None}
         during = [i for i, w in enumerate(windows) if w["t1"] > self.began and w["t0"] < self.ended]
         return {**self.out, "windows": [during[0], during[-1]] if during else None}
