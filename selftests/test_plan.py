@@ -349,8 +349,8 @@ def test_plan_prints_a_line_per_group_and_the_total(capsys):
     assert main(["plan", "--simulate", "h200-sxm-2", "--level", "quick"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert re.match(r"wirecheck plan: level quick on --simulate h200-sxm-2 \(nvswitch, 2 GPUs\): \d+ tests in \d+ groups",
-                    lines[0]), lines[0]
+    assert re.match(r"wirecheck plan: level quick on --simulate h200-sxm-2 \(its hardware from profile h200-sxm-2\) "
+                    r"\(nvswitch, 2 GPUs\): \d+ tests in \d+ groups", lines[0]), lines[0]
     # One pool for the run: the GPU load started it, nvswitch's all_reduce runs on it; forced_pcie's environment
     # (NCCL_P2P_DISABLE) needs a pool of its own.
     assert re.search(r"^\s+[\d.]+\s+test_large_all_reduce_correct nvswitch 2gpu \(1 test\)\s+1 collective size",
@@ -368,6 +368,62 @@ def test_plan_json_adds_up(capsys):
     assert sum(g["tests"] for g in plan["groups"]) == plan["tests"]
     assert plan["total_s"] == pytest.approx(plan["session_s"] + sum(g["seconds"] for g in plan["groups"]), abs=0.2)
     assert plan["unit_cost_sources"]["worker_group_start"].startswith("mean of 9 placement starts")
+
+
+@pytest.mark.parametrize("name", ["h200-sxm-2", "h200-nvl-8"])
+def test_a_recorded_topology_text_is_priced_with_the_hardware_of_the_profile_that_names_it(name, capsys):
+    """A `topo -m` text names no GPU model or NVLink speed, so the op without a measured figure or a table
+    floor (reduce) was priced at the thresholds' slowest floor, 10 GB/s: 3.7 min on 2x H200 SXM and 10.1 on
+    H200 NVL where the same node's profile said 3.1 and 7.5. The profile whose topology is that file gives the
+    hardware NVML would, and both ways now price the same."""
+    assert main(["plan", "--simulate", name, "--json"]) == 0
+    simulated = json.loads(capsys.readouterr().out)
+    assert main(["plan", "--profile", name, "--json"]) == 0
+    profiled = json.loads(capsys.readouterr().out)
+    assert simulated["source"] == f"--simulate {name} (its hardware from profile {name})"
+    assert simulated["total_s"] == pytest.approx(profiled["total_s"], abs=0.2)
+    assert simulated["slowest_floor_priced"] == profiled["slowest_floor_priced"] == []
+
+
+def test_a_topology_no_profile_names_says_what_it_priced_at_the_slowest_floor(tmp_path, capsys):
+    """The same text under another name: no profile names it, so the plan prices reduce at the thresholds'
+    slowest floor, and says which ops and placements, and how to price them as the node would."""
+    text = tmp_path / "my-node.txt"
+    text.write_text((suite_paths().topologies / "h200-sxm-2.txt").read_text())
+    assert main(["plan", "--simulate", str(text), "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert "hardware from profile" not in plan["source"]
+    assert {(e["op"], e["class"], e["n_gpus"]) for e in plan["slowest_floor_priced"]} == {
+        ("reduce", "nvswitch", 2), ("reduce", "forced_pcie", 2)}
+    assert main(["plan", "--simulate", str(text)]) == 0
+    out = capsys.readouterr().out
+    assert ("  priced at the thresholds' slowest floor (nothing measured, no table floor, no hardware in the topology "
+            "to derive one): reduce on forced_pcie 2gpu, nvswitch 2gpu at 10.0 GB/s") in out, out
+    assert "--simulate a snapshot (`wirecheck topo --save`) instead of a `topo -m` text" in out
+
+
+def test_which_profile_describes_a_recorded_topology(thresholds):
+    from wirecheck.plan.hardware_of import describing_profile, names_no_hardware, with_profile_hardware
+
+    topologies = suite_paths().topologies
+    assert describing_profile(thresholds, str(topologies / "h200-nvl-8.synthetic.txt"), topologies) == "h200-nvl-8"
+    assert describing_profile(thresholds, str(topologies / "l40s-8.synthetic.txt"), topologies) == "l40s-8"
+    # two profiles naming the same file: which hardware is the node's is not known, so neither is taken
+    two = types.SimpleNamespace(profile_names=("a", "b"),
+                                profile=lambda name: types.SimpleNamespace(topology="h200-sxm-2"))
+    assert describing_profile(two, str(topologies / "h200-sxm-2.txt"), topologies) is None
+    assert describing_profile(thresholds, str(topologies / "rtx4090-pcie-8.txt"), topologies) is None
+    assert describing_profile(thresholds, None, topologies) is None
+    assert names_no_hardware({"hardware": {"gpu_model": None, "nvlinks_per_gpu": 18}})
+    assert not names_no_hardware({"hardware": {"gpu_model": "NVIDIA H200", "nvlink_speed": 26.6e9}})
+    # a snapshot or a live node names its hardware: kept as it is; so is a header that is not simulated
+    named = {"simulated": True, "simulation_source": str(topologies / "h200-sxm-2.txt"),
+             "hardware": {"gpu_model": "NVIDIA H200", "nvlink_speed": 1.0}}
+    assert with_profile_hardware(named, thresholds, topologies) == (named, None)
+    live = dict(named, simulated=False, hardware={})
+    assert with_profile_hardware(live, thresholds, topologies) == (live, None)
+    header, name = with_profile_hardware(dict(named, hardware={"nvlinks_per_gpu": 18}), thresholds, topologies)
+    assert name == "h200-sxm-2" and header["hardware"]["nvlink_speed"] and header["hardware"]["gpu_model"]
 
 
 def test_plan_puts_a_record_beside_its_measured_wall_time(capsys):
@@ -404,7 +460,8 @@ def test_plan_without_an_option_plans_what_validate_would_run_here(monkeypatch, 
         "wirecheck plan: no NVIDIA driver on this machine (evidence).",
         "wirecheck plan: Planning the node `wirecheck validate` simulates here, h200-sxm-2, in its hardware run's "
         "seconds (pass --simulate NAME or --profile NAME to plan another node)"], err
-    assert out.startswith("wirecheck plan: level quick on --simulate h200-sxm-2 (nvswitch, 2 GPUs)"), out
+    assert out.startswith("wirecheck plan: level quick on --simulate h200-sxm-2 (its hardware from profile h200-sxm-2) "
+                          "(nvswitch, 2 GPUs)"), out
     broken = Mode(refusal="NVML failed: x\nAn NVIDIA driver is installed here; for a dry run on purpose: "
                           "wirecheck validate --simulate")
     monkeypatch.setattr(plan_cli, "choose_mode", lambda args: broken)

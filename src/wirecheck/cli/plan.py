@@ -22,6 +22,7 @@ from wirecheck.node.topo_text import DEFAULT_SIMULATION
 from wirecheck.plan import table
 from wirecheck.plan.collect import collect, from_record
 from wirecheck.plan.costs import load_unit_costs
+from wirecheck.plan.hardware_of import with_profile_hardware
 from wirecheck.plan.model import predict
 from wirecheck.thresholds.file import load_thresholds
 from wirecheck.training.selection import ALL, DEFAULT_SET, SELECTED, TRAINING_SETS
@@ -111,8 +112,11 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
              "--profile NAME to plan for a recorded one")
         return codes.BAD_INPUT
     source = f"--profile {args.profile} ({simulate})" if args.profile else collected.source
+    header, described_by = with_profile_hardware(collected.header, thresholds, suite_paths().topologies)
+    if described_by:
+        source += f" (its hardware from profile {described_by})"
     try:
-        plan = predict(collected.tests, collected.header, thresholds, costs, args.level, source, sweep=args.sweep,
+        plan = predict(collected.tests, header, thresholds, costs, args.level, source, sweep=args.sweep,
                        work=collected.work)
     except ValueError as exc:  # thresholds that cannot price a sweep: the message names the section
         _say(str(exc))

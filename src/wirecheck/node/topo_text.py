@@ -279,16 +279,23 @@ def load_recorded(spec: str, search_dir: Path) -> Topology:
             raise ValueError(f"{spec}: no such file; give an existing .txt or .json path, or the name of a recorded "
                              f"topology ({', '.join(recorded_names(search_dir)) or 'none'})")
         return _load_file(path)
-    search_dir = Path(search_dir)
-    for suffix in _NAME_SUFFIXES:
-        candidate = search_dir / f"{spec}{suffix}"
-        if candidate.is_file():
-            return _load_file(candidate)
+    found = recorded_path(spec, search_dir)
+    if found is not None:
+        return _load_file(found)
     known = ", ".join(recorded_names(search_dir)) or "none"
     raise ValueError(
         f"recorded topology {spec!r}: not found in {search_dir}; available names: {known} "
         "(or give a path to a .txt from `nvidia-smi topo -m` or a .json from `wirecheck topo --save`)"
     )
+
+
+def recorded_path(name: str, search_dir: Path) -> Path | None:
+    """The file a recorded topology NAME is in search_dir (as `load_recorded` looks it up); None if none."""
+    for suffix in _NAME_SUFFIXES:
+        candidate = Path(search_dir) / f"{name}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def recorded_names(search_dir: Path) -> list[str]:

@@ -136,6 +136,8 @@ class Plan:
     groups: list[Group]
     session_s: float
     costs: UnitCosts
+    # (op, class, GPU count, busbw) whose sizes were priced at the thresholds' slowest floor (_Walk.busbw)
+    slowest_priced: tuple[tuple[str, str, int, float], ...] = ()
 
     @property
     def total_s(self) -> float:
@@ -195,6 +197,10 @@ class _Walk:
         self.trainer_workers = training.get("trainer_workers") == TRAINER_WORKERS_PRELOADED
         # A run whose header says so takes each test_busbw's first benchmark round from its sweep: one round less.
         self.swept_first_round = header.get("benchmark") == BENCHMARK_FIRST_ROUND_SWEPT
+        # (op, class, GPU count, busbw) priced at the thresholds' slowest floor: nothing measured, no floor for
+        # the class, and no hardware to derive one from (a `topo -m` text gives no NVLink speed). The plan says
+        # so: that price can be far slower than what the node's own checks would allow.
+        self.slowest_priced: set[tuple[str, str, int, float]] = set()
 
     def _add(self, kind: str, seconds: float, count: int = 1) -> None:
         self.group.add(kind, seconds, count)
@@ -235,7 +241,11 @@ class _Walk:
         if p.nvlink and per_link and p.n_gpus > 1:
             return self._narrowest(p) * per_link
         derived = self._derived_floor(p, op)
-        return derived if derived else self._slowest_floor(op)
+        if derived:
+            return derived
+        slowest = self._slowest_floor(op)
+        self.slowest_priced.add((op, p.klass, p.n_gpus, slowest))
+        return slowest
 
     def _narrowest(self, p: Placement) -> int:
         return min(self._nv(a, b) for a in p.gpus for b in p.gpus if a != b)
@@ -496,4 +506,4 @@ def predict(tests, header: dict, thresholds, costs: UnitCosts, level: str, sourc
         else:
             walk.test(t, tuple(declared.get("work") or ()))
     return Plan(level, source, header, len(tests), list(groups.values()), costs.session_start_s + costs.session_end_s,
-                costs)
+                costs, tuple(sorted(walk.slowest_priced)))

@@ -57,6 +57,20 @@ def describe_node(plan: Plan) -> str:
     return f"{header.get('fabric') or 'no fabric'}, {len(header.get('gpus') or [])} GPUs"
 
 
+def slowest_priced_lines(plan: Plan) -> list[str]:
+    """Which ops' sizes the plan priced at the thresholds' slowest floor, and how to price them as the node would."""
+    by_op: dict[tuple[str, float], list[str]] = {}
+    for op, klass, n_gpus, busbw in plan.slowest_priced:
+        by_op.setdefault((op, busbw), []).append(f"{klass} {n_gpus}gpu")
+    if not by_op:
+        return []
+    ops = "; ".join(f"{op} on {', '.join(where)} at {busbw / 1e9:.1f} GB/s" for (op, busbw), where in by_op.items())
+    return [f"  priced at the thresholds' slowest floor (nothing measured, no table floor, no hardware in the topology "
+            f"to derive one): {ops}",
+            "  for the node's own price: --profile NAME, or --simulate a snapshot (`wirecheck topo --save`) "
+            "instead of a `topo -m` text"]
+
+
 def text(plan: Plan) -> list[str]:
     lines = [f"wirecheck plan: level {plan.level} on {plan.source} ({describe_node(plan)}): {plan.tests} tests in "
              f"{len(plan.groups)} groups",
@@ -81,6 +95,7 @@ def text(plan: Plan) -> list[str]:
     if plan.unknown:
         lines.append(f"  {sum(g.tests for g in plan.unknown)} tests unknown to the model (priced at pytest's share only): "
                      + ", ".join(g.function for g in plan.unknown))
+    lines += slowest_priced_lines(plan)
     if plan.level == BURN_IN:
         duration = plan.header.get("duration_s")
         lines.append(f"  the burn-in's rounds for its --duration ({duration:g} s), the memory test after each "
@@ -106,6 +121,8 @@ def as_json(plan: Plan) -> dict:
                     "work": {kind: n for kind, n in g.work.items()}, "reads": list(g.uses),
                     "seconds": round(g.total_s, 2), "known": g.known} for g in plan.groups],
         "by_kind": {kind: {"count": count, "seconds": round(seconds, 1)} for kind, (count, seconds) in plan.by_kind().items()},
+        "slowest_floor_priced": [{"op": op, "class": klass, "n_gpus": n, "busbw_GBps": round(bw / 1e9, 2)}
+                                 for op, klass, n, bw in plan.slowest_priced],
         "unit_costs": str(plan.costs.path),
         "unit_cost_sources": dict(plan.costs.sources),
     }
