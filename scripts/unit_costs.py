@@ -59,9 +59,11 @@ SPARE_CHECK = PROJECT / "fixtures" / "reference" / "h200-1" / "spare-check-2026-
 SINGLE_GPU_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / "spare-times-2026-12-02" / "acceptance" / f"without-{i}.jsonl"
                    for i in (1, 2)]
 SINGLE_GPU_TEST = "tests/test_strategies.py::test_single_gpu_training["
-# Acceptance runs on a 1x H200 node (2026-12-04) whose copies and one-GPU training ran in the pool's one worker.
-ONE_GPU_POOL_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / "level-times-2026-12-04-start" / f"acceptance-{i}.jsonl"
-                     for i in (1, 2, 3)]
+# Acceptance runs on 1x H200 nodes whose copies and one-GPU training ran in the pool's one worker: 2026-12-05's with
+# the training's one-time work done in the sustained load's shadow (the load's aside, in its first version: the
+# training it leaves is the same in the thread version), 2026-12-04's without it.
+ONE_GPU_POOL_RUNS = [PROJECT / "fixtures" / "reference" / "h200-1" / d / f"acceptance-{i}.jsonl"
+                     for d in ("aside-2026-12-05", "level-times-2026-12-04-start") for i in (1, 2, 3)]
 COPY_TEST = "tests/test_copy_bandwidth.py::test_host_copy["
 # Strategy runs on a 1x H200 node forked from a zygote before and after it imported the trainers' modules
 # (scripts/device/preload_check.py: 2026-12-04, and 2026-12-05's first_warmup_check.sh with ZeRO-2 and ZeRO-3), and a
@@ -392,8 +394,11 @@ def single_gpu_runs(paths: list[Path]) -> dict | None:
 def one_gpu_pool(paths: list[Path]) -> dict | None:
     """On a one-GPU node, the work in the pool's one worker (wirecheck.workers.pool's `alone`): the copies beyond their
     copy time (the first host-copy test's seconds less the timed and warm-up copies) and one GPU's training (its
-    test's seconds), from the records' end lines; only records whose copies and training say they ran there."""
-    copies, single = [], []
+    test's seconds), from the records' end lines; only records whose copies and training say they ran there. The
+    training is priced from the records whose sustained load prepared it in its shadow (its settings name the aside),
+    and, as `single_gpu_run_unprepared`, from those whose load did not (where both are given)."""
+    copies, single = [], {True: [], False: []}
+    names = {True: [], False: []}
     for path in paths:
         lines = read_lines(path)
         made = {x.get("kind"): x.get("details") or {} for x in lines if x.get("type") == "measurement"}
@@ -401,19 +406,31 @@ def one_gpu_pool(paths: list[Path]) -> dict | None:
         if copy.get("workers") != "pool" or alone.get("workers") != "pool":
             raise SystemExit(f"unit_costs.py: {path}: its copies and one-GPU training did not run in the one-GPU pool's "
                              "worker (their details' workers are not \"pool\"): pass a 1x GPU node's acceptance record")
+        prepared = bool((made.get("gpu_sustained", {}).get("settings") or {}).get("aside"))
         durations = next((x for x in reversed(lines) if x.get("type") == "end"), {}).get("test_durations_s") or {}
         copy_test = max((s for t, s in durations.items() if t.startswith(COPY_TEST)), default=0.0)  # the one that copied
         timed = sum((copy["warmup_iters"] + copy["iters"]) * (h["h2d_time_s"] + h["d2h_time_s"]) for h in copy["host"])
         copies.append(copy_test - timed)
-        single += [s for t, s in durations.items() if t.startswith(SINGLE_GPU_TEST)]
+        single[prepared] += [s for t, s in durations.items() if t.startswith(SINGLE_GPU_TEST)]
+        names[prepared].append(_name(path))
     if not paths:
         return None
-    names = ", ".join(_name(p) for p in paths)
-    return {"copies": figure(q(statistics.mean(copies)), f"mean of {len(copies)} runs ({', '.join(f'{s:.2f}' for s in copies)}"
-                             f" s): the first host-copy test's seconds less its copies, in the pool's worker ({names})"),
-            "single_gpu_run": figure(q(statistics.mean(single)), f"mean of {len(single)} runs ("
-                                     f"{', '.join(f'{s:.2f}' for s in single)} s): test_single_gpu_training's seconds in "
-                                     f"the record's end line, in the pool's worker ({names})")}
+
+    def training(runs: list[float], where: list[str], how: str) -> dict:
+        return figure(q(statistics.mean(runs)), f"mean of {len(runs)} runs ({', '.join(f'{s:.2f}' for s in runs)} s): "
+                      f"test_single_gpu_training's seconds in the record's end line, in the pool's worker, {how} "
+                      f"({', '.join(where)})")
+
+    out = {"copies": figure(q(statistics.mean(copies)), f"mean of {len(copies)} runs ({', '.join(f'{s:.2f}' for s in copies)}"
+                            f" s): the first host-copy test's seconds less its copies, in the pool's worker "
+                            f"({', '.join(_name(p) for p in paths)})")}
+    if single[True]:
+        out["single_gpu_run"] = training(single[True], names[True], "prepared in the sustained load's shadow")
+        if single[False]:
+            out["single_gpu_run_unprepared"] = training(single[False], names[False], "not prepared (runs before it)")
+    else:
+        out["single_gpu_run"] = training(single[False], names[False], "not prepared in the load's shadow")
+    return out
 
 
 def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: Path, gpu_paths: list[Path],
@@ -547,7 +564,8 @@ def main(argv: list[str] | None = None) -> int:
                         "of 2026-12-02); none: priced as the reference strategy's 2-GPU run")
     parser.add_argument("--one-gpu-pool-runs", nargs="*", type=Path, default=ONE_GPU_POOL_RUNS, help="acceptance records "
                         "of a one-GPU node whose copies and training ran in the pool's worker (default: the 1x H200 runs "
-                        "of 2026-12-04); none: priced as in new workers")
+                        "of 2026-12-05, the training prepared in the load's shadow, and of 2026-12-04, not); none: "
+                        "priced as in new workers")
     parser.add_argument("--preload-checks", nargs="*", type=Path, default=PRELOAD_CHECKS, help="scripts/device/"
                         "preload_check.py's logs (default: the 1x H200 nodes' of 2026-12-04 and 12-05); none: no preload saving")
     parser.add_argument("--exit-probe", type=Path, default=EXIT_PROBE, help="scripts/device/start_end_probe.sh's console "

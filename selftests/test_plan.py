@@ -21,15 +21,16 @@ from wirecheck.plan.costs import load_unit_costs
 from wirecheck.plan.model import predict
 from wirecheck.thresholds.file import load_thresholds
 from wirecheck.vocab.ops import OPS
-from wirecheck.vocab.strategies import LOCAL_BASELINE_ONCE_PER_GPU, TRAINER_WORKERS_PRELOADED
+from wirecheck.vocab.strategies import (LOCAL_BASELINE_ONCE_PER_GPU, SINGLE_GPU_PREPARED_IN_LOAD,
+                                        TRAINER_WORKERS_PRELOADED)
 from wirecheck.vocab.work import BENCHMARK_FIRST_ROUND_SWEPT
 
 REFERENCE = PROJECT / "fixtures" / "reference" / "h200-sxm-2"
 WARM = [REFERENCE / "wirecheck-2026-12-01b" / f"run{i}.jsonl" for i in (1, 2, 3)]  # with the bytecode cache
 COLD = [REFERENCE / d / f"run{i}.jsonl" for d in ("wirecheck-2026-11-30b", "wirecheck-2026-12-01") for i in (1, 2, 3)]
 # 1x H200 acceptance runs whose copies and one-GPU training ran in the pool's one worker.
-ONE_GPU = [PROJECT / "fixtures" / "reference" / "h200-1" / "level-times-2026-12-04-start" / f"acceptance-{i}.jsonl"
-           for i in (1, 2, 3)]
+ONE_GPU = [PROJECT / "fixtures" / "reference" / "h200-1" / d / f"acceptance-{i}.jsonl"
+           for d in ("level-times-2026-12-04-start", "aside-2026-12-05") for i in (1, 2, 3)]
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +185,8 @@ def test_on_a_one_gpu_node_the_copies_and_one_gpu_alone_run_in_the_load_pools_wo
     costs = load_unit_costs()
     assert costs.one_gpu_single_s is not None and costs.one_gpu_copies_s is not None
     header = {"fabric": "pcie", "gpus": [{"index": 0}], "matrix": [["X"]], "workers": "pool",
-              "placements": [{"id": "single-1gpu-0", "class": "single", "gpus": [0]}]}
+              "placements": [{"id": "single-1gpu-0", "class": "single", "gpus": [0]}],
+              "single_gpu": SINGLE_GPU_PREPARED_IN_LOAD}
     tests = ["tests/test_gpu_health.py::test_hbm_bandwidth[gpu0-copy]",
              "tests/test_copy_bandwidth.py::test_host_copy[gpu0-h2d]",
              "tests/test_strategies.py::test_single_gpu_training[single-1gpu-0]"]
@@ -193,7 +195,7 @@ def test_on_a_one_gpu_node_the_copies_and_one_gpu_alone_run_in_the_load_pools_wo
     load, copies, single = predict(tests, header, thresholds, costs, "acceptance", work=suite_work("acceptance")).groups
     assert copies.seconds[model.K_COPY] == pytest.approx(costs.one_gpu_copies_s + copying)
     assert single.seconds[model.K_RUN] == pytest.approx(costs.one_gpu_single_s)
-    without = dataclasses.replace(costs, one_gpu_copies_s=None, one_gpu_single_s=None)
+    without = dataclasses.replace(costs, one_gpu_copies_s=None, one_gpu_single_s=None, one_gpu_single_unprepared_s=None)
     _, copies, single = predict(tests, header, thresholds, without, "acceptance", work=suite_work("acceptance")).groups
     assert copies.seconds[model.K_COPY] == pytest.approx(costs.copy_start_s + copying)
     assert single.seconds[model.K_RUN] == pytest.approx(costs.single_gpu_s)
@@ -250,6 +252,27 @@ def test_a_run_that_takes_its_first_benchmark_round_from_the_sweep_is_priced_one
     (before, before_s), (now, now_s) = rounds(header), rounds({**header, "benchmark": BENCHMARK_FIRST_ROUND_SWEPT})
     assert (before, now) == (2 * n, 2 * (n - 1))
     assert now_s == pytest.approx(before_s * (n - 1) / n)
+
+
+def test_a_one_gpu_nodes_training_is_priced_as_its_run_prepared_it(thresholds):
+    """Where the header says the one-GPU training is prepared in the GPU load's shadow, it is priced at the prepared
+    figure (3.2 s); a run before it paid the set-up and cuDNN's first attention in the training (5.0 s). A record
+    written before the header said so gets it from its sustained load's settings, which name the aside."""
+    costs = load_unit_costs()
+    assert costs.one_gpu_single_s < costs.one_gpu_single_unprepared_s
+    collected = {p: from_record(p)[0] for p in (ONE_GPU[0], ONE_GPU[3])}
+    assert "single_gpu" not in collected[ONE_GPU[0]].header  # 2026-12-04: the load ran no aside
+    assert collected[ONE_GPU[3]].header["single_gpu"] == SINGLE_GPU_PREPARED_IN_LOAD  # 2026-12-05: its settings say so
+
+    def training_s(header: dict) -> float:
+        c = collected[ONE_GPU[0]]
+        plan = predict(c.tests, header, thresholds, costs, "acceptance", work=c.work)
+        (group,) = [g for g in plan.groups if g.function == "test_single_gpu_training"]
+        return group.seconds[model.K_RUN]
+
+    header = collected[ONE_GPU[0]].header
+    assert training_s(header) == pytest.approx(costs.one_gpu_single_unprepared_s)
+    assert training_s({**header, "single_gpu": SINGLE_GPU_PREPARED_IN_LOAD}) == pytest.approx(costs.one_gpu_single_s)
 
 
 class _NoFloorFor:

@@ -17,6 +17,7 @@ from wirecheck.cli.judge import main as judge
 from wirecheck.core.exit_codes import FAILED as EXIT_FAILED, SIMULATED as EXIT_SIMULATION
 from wirecheck.thresholds.file import load_thresholds
 from wirecheck.vocab.ops import OPS
+from wirecheck.vocab.strategies import SINGLE_GPU_PREPARED_IN_LOAD
 from wirecheck.vocab.work import BENCHMARK_FIRST_ROUND_SWEPT
 
 BUSBW = ("-k", "test_busbw and nvswitch")
@@ -96,6 +97,7 @@ def test_nightly_command_runs_on_the_first_night_and_compares_on_the_second(pyte
     (floor,) = [x["details"] for x in lines if x["type"] == "measurement" and x.get("kind") == "collective"
                 and x["details"]["requested_bytes"] == settings.floor_size]
     assert lines[0]["benchmark"] == BENCHMARK_FIRST_ROUND_SWEPT
+    assert lines[0]["single_gpu"] == SINGLE_GPU_PREPARED_IN_LOAD  # the plan prices a one-GPU node's training by it
     assert bench["stats"]["rounds"] == settings.benchmark_rounds
     assert bench["stats"]["data"][0] == pytest.approx(floor["eager_time_s"] * settings.iters, rel=1e-12)
     assert all(later != bench["stats"]["data"][0] for later in bench["stats"]["data"][1:]), bench["stats"]["data"]

@@ -23,6 +23,7 @@ from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL
 from wirecheck.core.paths import suite_paths, suite_plugin_args, suite_pytest_env
 from wirecheck.plan.header_probe import HEADER_FILE_ENV, WORK_FILE_ENV
 from wirecheck.records.file import read_run
+from wirecheck.vocab.strategies import SINGLE_GPU_PREPARED_IN_LOAD
 
 COLLECT_TIMEOUT_S = 300.0
 
@@ -120,4 +121,14 @@ def from_record(path: str | Path) -> tuple[Collected, dict]:
             seen.add(test)
             tests.append(test)
     level = run.run.get("level") or DEFAULT_LEVEL
-    return Collected(tuple(tests), run.run, str(path), suite_work(level)), run.end or {}
+    return Collected(tuple(tests), _header(run), str(path), suite_work(level)), run.end or {}
+
+
+def _header(run) -> dict:
+    """The run's header; one written before the header named how the one-GPU training was prepared (`single_gpu`)
+    gets it from its sustained load's recorded settings, which name the aside where the load ran it."""
+    if "single_gpu" in run.run:
+        return run.run
+    prepared = any(((m.get("details") or {}).get("settings") or {}).get("aside") for m in run.measurements
+                   if m.get("kind") == "gpu_sustained")
+    return dict(run.run, single_gpu=SINGLE_GPU_PREPARED_IN_LOAD) if prepared else run.run

@@ -51,7 +51,8 @@ class UnitCosts:
     # On a one-GPU node, work in the pool's one worker (wirecheck.workers.pool's `alone`): the copies beyond their
     # copy time, and one GPU's training; None where the file has no figure (then priced as in new workers).
     one_gpu_copies_s: float | None = None
-    one_gpu_single_s: float | None = None
+    one_gpu_single_s: float | None = None  # its one-time work done in the GPU load's shadow (the load's aside)
+    one_gpu_single_unprepared_s: float | None = None  # the same training in a run that did not prepare it
     # A strategy run's local baseline (training/baseline.py), part of each training_s figure: what a run saves that
     # takes its GPUs' figures from an earlier run (training/local_baselines.py); None where the file has no figure.
     local_baseline_s: float | None = None
@@ -129,7 +130,8 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
     preload = _keyed(top["trainer_preload"], NAMES, "strategy") if "trainer_preload" in top else {}
     one_gpu = {}
     if "one_gpu_pool" in top:
-        one_gpu = top["one_gpu_pool"].fields("one-GPU pool costs", required={"copies": "...", "single_gpu_run": "..."})
+        one_gpu = top["one_gpu_pool"].fields("one-GPU pool costs", required={"copies": "...", "single_gpu_run": "..."},
+                                             optional={"single_gpu_run_unprepared": "..."})
     return UnitCosts(
         path=path,
         cold=cold,
@@ -156,6 +158,8 @@ def load_unit_costs(path: str | Path | None = None, cold: bool = False) -> UnitC
         single_gpu_s=_figure(top["single_gpu_run"], "time", sources) if "single_gpu_run" in top else None,
         one_gpu_copies_s=_figure(one_gpu["copies"], "time", sources) if one_gpu else None,
         one_gpu_single_s=_figure(one_gpu["single_gpu_run"], "time", sources) if one_gpu else None,
+        one_gpu_single_unprepared_s=(_figure(one_gpu["single_gpu_run_unprepared"], "time", sources)
+                                     if "single_gpu_run_unprepared" in one_gpu else None),
         local_baseline_s=_figure(top["local_baseline"], "time", sources) if "local_baseline" in top else None,
         trainer_preload_s={strategy: _figure(at, "time", sources) for strategy, at in preload.items()},
         worker_exit_saving_s=(_figure(top["worker_exit_saving"], "time", sources) if "worker_exit_saving" in top

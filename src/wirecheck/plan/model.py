@@ -37,7 +37,7 @@ from wirecheck.node.placement import Placement, nvlink_twin
 from wirecheck.plan.costs import HOST_PATH, NVLINK, UnitCosts
 from wirecheck.records.run import POOL
 from wirecheck.vocab.strategies import (LOCAL_BASELINE_ONCE_PER_GPU as ONCE_PER_GPU, NAMES, REFERENCE,
-                                        TRAINER_WORKERS_PRELOADED)
+                                        SINGLE_GPU_PREPARED_IN_LOAD, TRAINER_WORKERS_PRELOADED)
 from wirecheck.vocab.ops import DTYPES, OPS, REDUCTIONS, axes as op_axes, busbw_factor, feasible_sizes
 from wirecheck.vocab.placements import CLASS_BY_NAME, CLASS_PAIR
 from wirecheck.vocab.work import (ALL_RUNS, AXES_FULL_SWEEP, AXIS_SWEEP, BENCHMARK, BENCHMARK_FIRST_ROUND_SWEPT,
@@ -197,6 +197,11 @@ class _Walk:
         self.trainer_workers = training.get("trainer_workers") == TRAINER_WORKERS_PRELOADED
         # A run whose header says so takes each test_busbw's first benchmark round from its sweep: one round less.
         self.swept_first_round = header.get("benchmark") == BENCHMARK_FIRST_ROUND_SWEPT
+        # A run whose header says so prepares a one-GPU node's training in its GPU load's shadow; one before it paid
+        # that work in the training (the unprepared figure, where the unit costs have one).
+        unprepared = costs.one_gpu_single_unprepared_s
+        self.one_gpu_single_s = (costs.one_gpu_single_s if header.get("single_gpu") == SINGLE_GPU_PREPARED_IN_LOAD
+                                 or unprepared is None else unprepared)
         # (op, class, GPU count, busbw) priced at the thresholds' slowest floor: nothing measured, no floor for
         # the class, and no hardware to derive one from (a `topo -m` text gives no NVLink speed). The plan says
         # so: that price can be far slower than what the node's own checks would allow.
@@ -360,8 +365,8 @@ class _Walk:
         as the reference strategy's run on NVLink)."""
         if p is None or not self._first(("single" if single else "run", p.id, strategy)):
             return
-        if single and self.one_gpu_pool(self.costs.one_gpu_single_s):
-            self._add(K_RUN, self.costs.one_gpu_single_s)  # in the one-GPU pool's worker: no start
+        if single and self.one_gpu_pool(self.one_gpu_single_s):
+            self._add(K_RUN, self.one_gpu_single_s)  # in the one-GPU pool's worker: no start
             return
         self.pool = None  # each strategy runs in fresh workers; the shared group is closed first
         seconds = self.costs.single_gpu() if single else self.costs.training(NVLINK if p.nvlink else HOST_PATH, strategy)

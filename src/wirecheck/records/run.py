@@ -172,7 +172,7 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
                profile: str | None = None, level: str | None = None, duration_s: float | None = None,
                hardware: dict | None = None, selection: list[str] | None = None, workers: str | None = None,
                spare_workers: str | None = None, training: dict | None = None, benchmark: str | None = None,
-               **extra: Any) -> dict:
+               single_gpu: str | None = None, **extra: Any) -> dict:
     """The provenance of a run that measures and judges: what was simulated, against which thresholds,
     with which versions and environment, on which GPUs and placements, at which level (the suite's
     --level, a burn-in's duration; None for a run without levels). `gpus` replaces the topology's
@@ -183,7 +183,9 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
     `spare_workers`: "on" where a run on a GPU node takes its workers' ranks from spares (wirecheck.workers.spares),
     "off" where told not to, None where it has none (a multi-node job); `training`: where each strategy trains
     (wirecheck.training.selection's header; None where nothing trains); `benchmark`: how the run's pytest-benchmark
-    rounds were made (wirecheck.vocab.work.BENCHMARK_FIRST_ROUND_SWEPT; None where it makes none).
+    rounds were made (wirecheck.vocab.work.BENCHMARK_FIRST_ROUND_SWEPT; None where it makes none); `single_gpu`: how
+    the one-GPU training's one-time work is done (wirecheck.vocab.strategies.SINGLE_GPU_PREPARED_IN_LOAD; None where
+    the run has no GPU load).
     Every header has every key, so that the suite's and the multi-node job's read alike."""
     fields = topology_fields(topology)
     if gpus is not None:
@@ -207,6 +209,7 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
         "spare_workers": spare_workers,
         "training": training,
         "benchmark": benchmark,
+        "single_gpu": single_gpu,
         **extra,
     }
 

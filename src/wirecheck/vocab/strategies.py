@@ -301,3 +301,9 @@ LOCAL_BASELINE_ONCE_PER_GPU = "once per GPU"
 # imported the trainers' modules (workers.zygote.TRAINER_MODULES, where spare workers are on) and its workers leave
 # without Python's finalisation; the plan prices a run whose header lacks it without either saving.
 TRAINER_WORKERS_PRELOADED = "preloaded, quick exit"
+
+# The record header's `single_gpu` where the run prepares the one-GPU training in the GPU load's shadow: on a one-GPU
+# load whose GPU a selected test trains alone, the sustained load runs the training's one-time work beside it
+# (gpu/sustained.py's aside, training/single_gpu.py `prepare`); the plan prices a run whose header lacks it with the
+# training's unprepared figure.
+SINGLE_GPU_PREPARED_IN_LOAD = "prepared in the GPU load's shadow"
