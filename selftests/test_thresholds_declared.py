@@ -138,3 +138,33 @@ def test_a_missing_bound_is_asked_for_in_its_tables_own_unit(tmp_path, shipped_d
     data["collectives"]["latency"]["ceilings"]["nvswitch"]["all_reduce"][2]["max"] = "12 µs"
     assert 'training.peak_memory.any.ddp: missing required key \'max\' in a limit entry; add max: "40 GiB"' in \
         _error(tmp_path, data)
+
+
+def test_a_check_declaring_again_replaces_its_own_limits_and_another_check_still_clashes():
+    """pytester restores sys.modules after an in-process run, so a check module imported after it declares its limits
+    again with reader classes made anew: `wirecheck judge` then refused every record with "check 'burn_in_throughput_drift'
+    declares burn_in as Rule(...); check 'burn_in_throughput_drift' declares burn_in as Rule(...)". The same check
+    declaring again is not a clash; another check declaring the key differently still is."""
+    from wirecheck.thresholds import declared
+
+    def reader():  # a reader class, as a module imported anew makes it: same name, another object
+        @dataclass
+        class SelftestLimits:
+            rounds: int = 3
+        return SelftestLimits
+
+    first, again = Rule("selftest_redeclared", reader()), Rule("selftest_redeclared", reader())
+    assert first != again
+    try:
+        declared.declare("selftest_check", (first,))
+        declared.declare("selftest_check", (again,))
+        assert declared.DECLARED["selftest_redeclared"] == ("selftest_check", again)
+        with pytest.raises(ValueError, match="check 'selftest_other' declares selftest_redeclared as .*; check "
+                                             "'selftest_check' declares selftest_redeclared as"):
+            declared.declare("selftest_other", (Rule("selftest_redeclared", reader()),))
+        declared.declare("selftest_other", (again,))  # two checks may read one limit, declared alike
+        assert declared.DECLARED["selftest_redeclared"] == ("selftest_check", again)
+    finally:
+        declared.undeclare("selftest_check")
+        declared.undeclare("selftest_other")
+    assert "selftest_redeclared" not in declared.DECLARED
