@@ -4,7 +4,8 @@
 # `wirecheck validate --level quick` N times and `wirecheck validate` (acceptance) N times from that install.
 #   bash scripts/device/level_times.sh OUTDIR [N] [LEVEL ...]      (LEVEL: quick, acceptance; default both)
 # OUTDIR gets times.tsv (level, repeat, exit code, wall seconds), one record and one log per run, in
-# records.tgz, and console.log. Compare two such folders' verdicts with
+# records.tgz, console.log, and for acceptance runs parts.txt (scripts/device/acceptance_parts.py).
+# Compare two such folders' verdicts with
 #   python3 scripts/device/same_verdicts.py OUTDIR_BEFORE OUTDIR_AFTER
 # LEVEL_TIMES_ARGS: more options for every run (for example --no-spare-workers).
 # The environment is passed through unchanged (NCCL_NVLS_ENABLE=0 and the rest reach every worker).
@@ -46,4 +47,9 @@ for level in "${LEVELS[@]}"; do
 done
 cp "$WORK/fresh.log" "$WORK/runs/"
 tar czf "$OUT/records.tgz" -C "$WORK" runs
+# Where each acceptance run's time went (the figures, the sustained load and its aside, the training's phases),
+# on a one-GPU node: scripts/device/acceptance_parts.py over the records, so one call brings it back.
+if ls "$WORK"/runs/acceptance-*.jsonl > /dev/null 2>&1; then
+  python3 "$ROOT/scripts/device/acceptance_parts.py" "$WORK"/runs/acceptance-*.jsonl > "$OUT/parts.txt" 2>&1
+fi
 cat "$OUT/times.tsv"
