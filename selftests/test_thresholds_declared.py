@@ -142,8 +142,9 @@ def test_a_missing_bound_is_asked_for_in_its_tables_own_unit(tmp_path, shipped_d
 
 def test_a_check_declaring_again_replaces_its_own_limits_and_another_check_still_clashes():
     """pytester restores sys.modules after an in-process run, so a check module imported after it declares its limits
-    again with reader classes made anew: `wirecheck judge` then refused every record with "check 'burn_in_throughput_drift'
-    declares burn_in as Rule(...); check 'burn_in_throughput_drift' declares burn_in as Rule(...)". The same check
+    again with reader classes made anew: `wirecheck judge` in that process then raised, on any file, "check
+    'burn_in_throughput_drift' declares burn_in as Rule(...); check 'burn_in_throughput_drift' declares burn_in as
+    Rule(...)" (selftests/test_records_e2e.py under -n 2 without --dist loadfile). The same check
     declaring again is not a clash; another check declaring the key differently still is."""
     from wirecheck.thresholds import declared
 
