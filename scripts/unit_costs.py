@@ -43,7 +43,7 @@ import yaml
 
 from wirecheck.core import jsondata
 from wirecheck.thresholds.file import load_thresholds
-from wirecheck.vocab.work import BENCHMARK_FIRST_ROUND_SWEPT
+from wirecheck.vocab.work import BENCHMARK_FIRST_ROUND_SWEPT, BENCHMARK_SWEPT_ONLY
 
 PROJECT = Path(__file__).resolve().parents[1]
 REFERENCE = PROJECT / "fixtures" / "reference" / "h200-sxm-2"
@@ -185,10 +185,12 @@ def group_starts(runs: list[Run], per_size: float) -> list[float]:
 def benchmark_rounds(runs: list[Run]) -> tuple[float, int]:
     """Per round beyond its wire time: test_busbw benchmarks its op after its verdict, so the gap to
     the next busbw verdict of the same placement is that benchmark; a run whose header says its first round
-    came from the sweep measured one round less."""
+    came from the sweep measured one round less, and one that kept none measured none (it says nothing here)."""
     extra, rounds = 0.0, 0
     for run in runs:
         s = run.settings
+        if run.header.get("benchmark") == BENCHMARK_SWEPT_ONLY:
+            continue
         measured = s.benchmark_rounds - (run.header.get("benchmark") == BENCHMARK_FIRST_ROUND_SWEPT)
         at_floor = {(line["placement"], line["details"]["op"]): line["details"] for line in run.lines
                     if line["type"] == "measurement" and line.get("kind") == "collective"

@@ -23,7 +23,7 @@ from wirecheck.thresholds.file import load_thresholds
 from wirecheck.vocab.ops import OPS
 from wirecheck.vocab.strategies import (LOCAL_BASELINE_ONCE_PER_GPU, SINGLE_GPU_PREPARED_IN_LOAD,
                                         TRAINER_WORKERS_PRELOADED)
-from wirecheck.vocab.work import BENCHMARK_FIRST_ROUND_SWEPT
+from wirecheck.vocab.work import BENCHMARK_FIRST_ROUND_SWEPT, BENCHMARK_SWEPT_ONLY
 
 REFERENCE = PROJECT / "fixtures" / "reference" / "h200-sxm-2"
 WARM = [REFERENCE / "wirecheck-2026-12-01b" / f"run{i}.jsonl" for i in (1, 2, 3)]  # with the bytecode cache
@@ -237,21 +237,29 @@ def test_a_run_that_measures_each_gpus_local_baseline_once_and_preloads_the_trai
 
 def test_a_run_that_takes_its_first_benchmark_round_from_the_sweep_is_priced_one_round_less(thresholds):
     """test_busbw's first pytest-benchmark round is its sweep's own floor-size calls where the header says so
-    (wirecheck.measure.sweep.swept_round); the records before it measured every round."""
+    (wirecheck.measure.sweep.swept_round); the records before it measured every round; a run that keeps no round
+    makes none beyond the sweep's, and the plan says what keeping them would add."""
     costs = load_unit_costs()
     header = {"fabric": "nvswitch", "gpus": [{"index": 0}, {"index": 1}], "matrix": [["X", "NV18"], ["NV18", "X"]],
               "workers": "pool", "placements": [{"id": "forced_pcie-2gpu-0.1", "class": "forced_pcie", "gpus": [0, 1],
                                                  "env": {"NCCL_P2P_DISABLE": "1"}}]}
     tests = [f"tests/test_collectives.py::test_busbw[forced_pcie-2gpu-0.1-{op}]" for op in ("all_reduce", "all_gather")]
 
+    def plan(h: dict):
+        return predict(tests, h, thresholds, costs, "acceptance", work=suite_work("acceptance"))
+
     def rounds(h: dict) -> tuple[int, float]:
-        (group,) = predict(tests, h, thresholds, costs, "acceptance", work=suite_work("acceptance")).groups
+        (group,) = plan(h).groups
         return group.work[model.K_ROUND], group.seconds[model.K_ROUND]
 
     n = thresholds.collective_settings(False).benchmark_rounds
     (before, before_s), (now, now_s) = rounds(header), rounds({**header, "benchmark": BENCHMARK_FIRST_ROUND_SWEPT})
     assert (before, now) == (2 * n, 2 * (n - 1))
     assert now_s == pytest.approx(before_s * (n - 1) / n)
+    none_kept = plan({**header, "benchmark": BENCHMARK_SWEPT_ONLY})
+    assert rounds({**header, "benchmark": BENCHMARK_SWEPT_ONLY}) == (0, 0.0)
+    assert none_kept.rounds_if_kept[0] == now and none_kept.rounds_if_kept[1] == pytest.approx(now_s)
+    assert plan(header).rounds_if_kept == (0, 0.0)
 
 
 def test_a_one_gpu_nodes_training_is_priced_as_its_run_prepared_it(thresholds):
@@ -406,6 +414,23 @@ def test_a_recorded_topology_text_is_priced_with_the_hardware_of_the_profile_tha
     assert simulated["source"] == f"--simulate {name} (its hardware from profile {name})"
     assert simulated["total_s"] == pytest.approx(profiled["total_s"], abs=0.2)
     assert simulated["slowest_floor_priced"] == profiled["slowest_floor_priced"] == []
+
+
+def test_benchmark_rounds_are_priced_where_the_run_keeps_them(capsys):
+    """The suite collected for a plan keeps no pytest-benchmark round, so the plan prices test_busbw's sweep's own
+    round alone and says what a nightly run that keeps them adds; --benchmark-kept prices them in."""
+    assert main(["plan", "--profile", "h200-sxm-2", "--json"]) == 0
+    none_kept = json.loads(capsys.readouterr().out)
+    assert main(["plan", "--profile", "h200-sxm-2", "--json", "--benchmark-kept"]) == 0
+    kept = json.loads(capsys.readouterr().out)
+    assert "benchmark rounds" not in none_kept["by_kind"] and kept["rounds_if_kept"] == {"count": 0, "seconds": 0}
+    added = none_kept["rounds_if_kept"]
+    assert kept["by_kind"]["benchmark rounds"]["count"] == added["count"] > 0
+    assert kept["total_s"] - none_kept["total_s"] == pytest.approx(added["seconds"], abs=0.3)
+    assert main(["plan", "--profile", "h200-sxm-2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert f"    (--benchmark-autosave, -save, -json, -compare, -histogram, -csv: the nightly): +{added['count']} " \
+           f"benchmark rounds, +{added['seconds']:.1f} s (--benchmark-kept)" in lines, lines
 
 
 def test_a_topology_no_profile_names_says_what_it_priced_at_the_slowest_floor(tmp_path, capsys):

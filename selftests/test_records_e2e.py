@@ -18,7 +18,7 @@ from wirecheck.core.exit_codes import FAILED as EXIT_FAILED, SIMULATED as EXIT_S
 from wirecheck.thresholds.file import load_thresholds
 from wirecheck.vocab.ops import OPS
 from wirecheck.vocab.strategies import SINGLE_GPU_PREPARED_IN_LOAD
-from wirecheck.vocab.work import BENCHMARK_FIRST_ROUND_SWEPT
+from wirecheck.vocab.work import BENCHMARK_FIRST_ROUND_SWEPT, BENCHMARK_SWEPT_ONLY
 
 BUSBW = ("-k", "test_busbw and nvswitch")
 
@@ -106,6 +106,46 @@ def test_nightly_command_runs_on_the_first_night_and_compares_on_the_second(pyte
     assert "first night" not in second.stdout.str()
     second.stdout.fnmatch_lines(["*comparisons shown, not judged*"])
     assert "Comparing against benchmarks from" in second.stdout.str() + second.stderr.str()
+
+
+BENCHMARK_DEFAULTS = {"benchmark_save": None, "benchmark_autosave": False, "benchmark_json": None,
+                      "benchmark_compare": None, "benchmark_histogram": [], "benchmark_csv": [],
+                      "benchmark_disable": False, "benchmark_enable": False}
+
+
+@pytest.mark.parametrize("given, kept", [
+    ({}, False),
+    ({"benchmark_autosave": True}, True),
+    ({"benchmark_save": "night"}, True),
+    ({"benchmark_json": "out.json"}, True),
+    ({"benchmark_compare": True}, True),  # a first night's compare is dropped before (nightly.configure)
+    ({"benchmark_histogram": ["h"]}, True),
+    ({"benchmark_csv": ["c"]}, True),
+    ({"benchmark_autosave": True, "benchmark_disable": True}, False),  # pytest-benchmark runs each call once
+    ({"benchmark_json": "out.json", "benchmark_disable": True, "benchmark_enable": True}, True),
+])
+def test_which_options_keep_benchmark_rounds(given, kept):
+    from argparse import Namespace
+
+    from pytest_wirecheck.nightly import rounds, rounds_kept
+
+    option = Namespace(**{**BENCHMARK_DEFAULTS, **given})
+    assert rounds_kept(option) is kept
+    assert rounds(option, 3) == (3 if kept else 1)
+    assert rounds_kept(Namespace(verbose=0)) is False  # pytest-benchmark is not loaded (-p no:benchmark)
+
+
+def test_a_run_that_keeps_no_benchmark_round_measures_none_anew(pytester):
+    """Without an option that keeps or compares pytest-benchmark's rounds, test_busbw's one round is its sweep's own
+    floor-size calls: nothing is measured again for a table only -v shows, and the header says so, for the plan.
+    With --benchmark-autosave (the nightly test above) every round is made, the first the sweep's."""
+    make_project(pytester)
+    record = pytester.path / "run.jsonl"
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_busbw and all_reduce and nvswitch", "-v",
+                       "--benchmark-columns=rounds", f"--wirecheck-json={record}")
+    result.assert_outcomes(passed=1)
+    result.stdout.re_match_lines([r"test_busbw\[nvswitch-2gpu-0\.1-all_reduce\]\s+1\s*$"])
+    assert records(record)[0]["benchmark"] == BENCHMARK_SWEPT_ONLY
 
 
 def test_option_values_that_are_existing_paths(pytester, tmp_path_factory):

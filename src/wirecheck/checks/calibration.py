@@ -32,7 +32,7 @@ NARROWING = {
     "sustained": "a longer sustained load (gpu_health.hardware.sustained.duration)",
     "gpu_health": "more repetitions per figure (its check's settings under gpu_health.hardware)",
     "copy_bandwidth": "more copies per figure (copy_bandwidth.settings.iters)",
-    "collectives": "more calls per round (collectives.hardware.iters, benchmark_rounds)",
+    "collectives": "more calls at the floor size (collectives.hardware.iters)",
     "latency": "more calls per size (collectives.hardware.iters, graph_replays)",
     "training": "more timed steps (training.hardware steps)",
 }

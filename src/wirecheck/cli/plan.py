@@ -26,6 +26,7 @@ from wirecheck.plan.hardware_of import with_profile_hardware
 from wirecheck.plan.model import predict
 from wirecheck.thresholds.file import load_thresholds
 from wirecheck.training.selection import ALL, DEFAULT_SET, SELECTED, TRAINING_SETS
+from wirecheck.vocab.work import BENCHMARK_FIRST_ROUND_SWEPT
 
 NAME = "plan"
 PROG = f"wirecheck {NAME}"
@@ -54,6 +55,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--training", choices=TRAINING_SETS, default=DEFAULT_SET, help="where the strategies train, "
                         f"as the suite's --training: {SELECTED} (default) or {ALL} (every strategy on every training "
                         "placement)")
+    parser.add_argument("--benchmark-kept", action="store_true", help="price test_busbw's pytest-benchmark rounds as "
+                        "a run that keeps or compares them makes them (--benchmark-autosave, -save, -json, -compare, "
+                        "-histogram, -csv: the nightly regression); without it, as a run that keeps none (the sweep's "
+                        "own round only), and the plan says what keeping them adds")
     parser.add_argument("--thresholds", metavar="PATH", help="thresholds file (run settings: sizes, iterations, "
                         "durations); default: the suite's")
     parser.add_argument("--unit-costs", metavar="PATH", help="unit costs file; default: the suite's "
@@ -113,6 +118,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         return codes.BAD_INPUT
     source = f"--profile {args.profile} ({simulate})" if args.profile else collected.source
     header, described_by = with_profile_hardware(collected.header, thresholds, suite_paths().topologies)
+    if args.benchmark_kept:  # the collection kept nothing: its header says the sweep's round only
+        header = {**header, "benchmark": BENCHMARK_FIRST_ROUND_SWEPT}
     if described_by:
         source += f" (its hardware from profile {described_by})"
     try:

@@ -11,9 +11,9 @@ the GPU load's phases. A test costs pytest's per-test share plus what it is the 
   neither, the floor derived from the header's hardware, as the check would), and a worker
   group's start when the shared group was on another placement; an op's further dtype and
   reduction (an axis sweep) is priced as its op at the floor size (every size with --sweep full);
-- test_busbw's benchmark rounds (the first taken from its sweep, where the header says so); NCCL's path (read
-  from the pool's logs: a pool start where none of its environment ran yet; before the pool, a probe in a group of
-  its own); the copy-bandwidth measurement (a start, host copies per GPU, peer copies per NVLink pair at the
+- test_busbw's benchmark rounds (the first taken from its sweep, the others only where the run kept them, as the
+  header says); NCCL's path (read from the pool's logs: a pool start where none of its environment ran yet; before
+  the pool, a probe in a group of its own); the copy-bandwidth measurement (a start, host copies per GPU, peer copies per NVLink pair at the
   pair's NV#); a strategy run (its recorded run on that wire, whatever the GPU count: see README; one GPU alone
   as the reference strategy's run); the GPU load's phases (figures, the level's sustained duration, the level's
   memory passes); a burn-in's loop (tests/test_burn_in.py: its worker group's start, its --duration from the
@@ -41,9 +41,9 @@ from wirecheck.vocab.strategies import (LOCAL_BASELINE_ONCE_PER_GPU as ONCE_PER_
 from wirecheck.vocab.ops import DTYPES, OPS, REDUCTIONS, axes as op_axes, busbw_factor, feasible_sizes
 from wirecheck.vocab.placements import CLASS_BY_NAME, CLASS_PAIR
 from wirecheck.vocab.work import (ALL_RUNS, AXES_FULL_SWEEP, AXIS_SWEEP, BENCHMARK, BENCHMARK_FIRST_ROUND_SWEPT,
-                                  BURN_IN_LOOP, COPIES, FIGURES, FLOOR_SWEEP, INNER_PAIR_SWEEP, PAIR_SWEEPS, PROBE,
-                                  REFERENCE_RUN, RUN, SINGLE_GPU_RUN, SUSTAINED, SWEEP, TWIN_ALL_RUNS, TWIN_RUN,
-                                  TWIN_SWEEP)
+                                  BENCHMARK_SWEPT_ONLY, BURN_IN_LOOP, COPIES, FIGURES, FLOOR_SWEEP, INNER_PAIR_SWEEP,
+                                  PAIR_SWEEPS, PROBE, REFERENCE_RUN, RUN, SINGLE_GPU_RUN, SUSTAINED, SWEEP,
+                                  TWIN_ALL_RUNS, TWIN_RUN, TWIN_SWEEP)
 
 # What each test makes first when it is the first to need it is the test's own declaration
 # (`@pytest.mark.work(...)`, wirecheck.vocab.work), read when the suite is collected (plan/collect.py):
@@ -138,6 +138,8 @@ class Plan:
     costs: UnitCosts
     # (op, class, GPU count, busbw) whose sizes were priced at the thresholds' slowest floor (_Walk.busbw)
     slowest_priced: tuple[tuple[str, str, int, float], ...] = ()
+    # (rounds, seconds) of test_busbw's benchmark rounds a run that keeps or compares them would add to this one's
+    rounds_if_kept: tuple[int, float] = (0, 0.0)
 
     @property
     def total_s(self) -> float:
@@ -195,8 +197,9 @@ class _Walk:
         # A run whose header says its strategy runs' workers are forked after the trainers' imports (with spare
         # workers) and leave without Python's finalisation saves both in each strategy run.
         self.trainer_workers = training.get("trainer_workers") == TRAINER_WORKERS_PRELOADED
-        # A run whose header says so takes each test_busbw's first benchmark round from its sweep: one round less.
-        self.swept_first_round = header.get("benchmark") == BENCHMARK_FIRST_ROUND_SWEPT
+        # A run whose header says so takes each test_busbw's first benchmark round from its sweep: one round less;
+        # one that kept or compared no round made that one alone.
+        self.benchmark_made = header.get("benchmark")
         # A run whose header says so prepares a one-GPU node's training in its GPU load's shadow; one before it paid
         # that work in the training (the unprepared figure, where the unit costs have one).
         unprepared = costs.one_gpu_single_unprepared_s
@@ -206,6 +209,7 @@ class _Walk:
         # the class, and no hardware to derive one from (a `topo -m` text gives no NVLink speed). The plan says
         # so: that price can be far slower than what the node's own checks would allow.
         self.slowest_priced: set[tuple[str, str, int, float]] = set()
+        self.rounds_if_kept = [0, 0.0]  # what a run keeping test_busbw's rounds adds where this one makes none
 
     def _add(self, kind: str, seconds: float, count: int = 1) -> None:
         self.group.add(kind, seconds, count)
@@ -311,7 +315,11 @@ class _Walk:
         self.shared(p)
         s = self.settings
         one = self.costs.benchmark_round_s + self.wire_s(p, op, s.floor_size, s.iters)
-        rounds = s.benchmark_rounds - 1 if self.swept_first_round else s.benchmark_rounds
+        if self.benchmark_made == BENCHMARK_SWEPT_ONLY:
+            self.rounds_if_kept[0] += s.benchmark_rounds - 1
+            self.rounds_if_kept[1] += (s.benchmark_rounds - 1) * one
+            return
+        rounds = s.benchmark_rounds - 1 if self.benchmark_made == BENCHMARK_FIRST_ROUND_SWEPT else s.benchmark_rounds
         self._add(K_ROUND, rounds * one, rounds)
 
     def probe(self, p: Placement | None) -> None:
@@ -511,4 +519,4 @@ def predict(tests, header: dict, thresholds, costs: UnitCosts, level: str, sourc
         else:
             walk.test(t, tuple(declared.get("work") or ()))
     return Plan(level, source, header, len(tests), list(groups.values()), costs.session_start_s + costs.session_end_s,
-                costs, tuple(sorted(walk.slowest_priced)))
+                costs, tuple(sorted(walk.slowest_priced)), tuple(walk.rounds_if_kept))

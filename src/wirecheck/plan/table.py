@@ -96,6 +96,11 @@ def text(plan: Plan) -> list[str]:
         lines.append(f"  {sum(g.tests for g in plan.unknown)} tests unknown to the model (priced at pytest's share only): "
                      + ", ".join(g.function for g in plan.unknown))
     lines += slowest_priced_lines(plan)
+    rounds, seconds = plan.rounds_if_kept
+    if rounds:
+        lines += ["  pytest-benchmark's rounds beyond each sweep's own: made only where the run keeps or compares them",
+                  f"    (--benchmark-autosave, -save, -json, -compare, -histogram, -csv: the nightly): "
+                  f"+{_counted(rounds, 'benchmark rounds')}, +{seconds:.1f} s (--benchmark-kept)"]
     if plan.level == BURN_IN:
         duration = plan.header.get("duration_s")
         lines.append(f"  the burn-in's rounds for its --duration ({duration:g} s), the memory test after each "
@@ -121,6 +126,7 @@ def as_json(plan: Plan) -> dict:
                     "work": {kind: n for kind, n in g.work.items()}, "reads": list(g.uses),
                     "seconds": round(g.total_s, 2), "known": g.known} for g in plan.groups],
         "by_kind": {kind: {"count": count, "seconds": round(seconds, 1)} for kind, (count, seconds) in plan.by_kind().items()},
+        "rounds_if_kept": {"count": plan.rounds_if_kept[0], "seconds": round(plan.rounds_if_kept[1], 1)},
         "slowest_floor_priced": [{"op": op, "class": klass, "n_gpus": n, "busbw_GBps": round(bw / 1e9, 2)}
                                  for op, klass, n, bw in plan.slowest_priced],
         "unit_costs": str(plan.costs.path),

@@ -16,8 +16,10 @@ AXIS_SWEEP = "axis sweep"  # the test's op at its dtype and reduction: the floor
 AXES_FULL_SWEEP = "full"
 BENCHMARK = "benchmark"  # pytest-benchmark rounds of the op
 # How a run made them, in its header's `benchmark` (absent before): the sweep's own floor-size calls are the
-# first round (wirecheck.measure.sweep.swept_round), the others are measured anew.
+# first round (wirecheck.measure.sweep.swept_round), the others are measured anew; a run that keeps or compares
+# none of them (no --benchmark-autosave, -save, -json, -compare, -histogram or -csv) makes only that first one.
 BENCHMARK_FIRST_ROUND_SWEPT = "first round from the sweep"
+BENCHMARK_SWEPT_ONLY = "the sweep's round only: nothing kept or compared the rounds"
 TWIN_SWEEP = "twin sweep"  # the all_reduce sweep of the placement's NVLink twin
 PAIR_SWEEPS = "pair sweeps"  # the all_reduce sweep of every pair of the same NV#
 INNER_PAIR_SWEEP = "inner pair sweep"  # the all_reduce sweep of a pair inside the placement
