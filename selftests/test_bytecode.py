@@ -1,6 +1,7 @@
 """The workers' bytecode cache: needed only where Python cannot keep its own, built once into
 wirecheck's folder (never beside the sources), read by the workers, never stale."""
 
+import inspect
 import os
 import subprocess
 import sys
@@ -93,6 +94,57 @@ def test_built_once_outside_the_sources_and_read_by_workers(site, tmp_path):
     (site / "fakepkg" / "mod.py").write_text("VALUE = 22  # changed after the cache was built\n")
     done = _import_in_worker(worker)
     assert done.stdout.strip() == "22"  # Python rejects the stale bytecode by the source's mtime and size
+
+
+def test_a_cache_built_for_other_imports_is_built_again(site, tmp_path):
+    """A cache built before wirecheck's commands and pytest read it held the workers' packages only: what it was
+    built for is in its marker, and other imports build it again."""
+    (site / "otherpkg").mkdir()
+    (site / "otherpkg" / "__init__.py").write_text("VALUE = 3\n")
+    env = _env(site, tmp_path, PYTHONDONTWRITEBYTECODE="1")
+    assert bytecode.prepare(env, imports=("fakepkg.mod",), package="fakepkg", suite=False).compiled
+    assert not bytecode.prepare(env, imports=("fakepkg.mod",), package="fakepkg", suite=False).compiled
+    again = bytecode.prepare(env, imports=("fakepkg.mod", "otherpkg"), package="fakepkg", suite=False)
+    assert again.compiled and any(p.endswith("otherpkg") for p in again.packages), again.describe()
+    default = inspect.signature(bytecode.prepare).parameters["imports"].default
+    assert set(bytecode.WORKER_IMPORTS) | set(bytecode.SUITE_IMPORTS) == set(default)  # the workers' and the suite's
+
+
+def test_the_cache_handed_on_is_wirechecks_not_the_users(site, tmp_path):
+    """The command hands its cache to the pytest process, which hands it to the workers and may build it again:
+    a PYTHONPYCACHEPREFIX that is this cache is not a prefix of the user's, and is handed on only while ready."""
+    env = _env(site, tmp_path, PYTHONDONTWRITEBYTECODE="1")
+    cache = tmp_path / "cache"
+    handed = {**env, "PYTHONPYCACHEPREFIX": str(cache)}
+    assert bytecode.users_prefix(handed) is None and bytecode.users_prefix({**env, "PYTHONPYCACHEPREFIX": "/x"}) == "/x"
+    assert "PYTHONDONTWRITEBYTECODE" in bytecode.needs_cache("fakepkg", handed)
+    assert bytecode.worker_env(handed, "fakepkg") == env  # not built yet: not handed on
+    built = bytecode.prepare(handed, imports=("fakepkg.mod",), package="fakepkg", suite=False)
+    assert built.compiled, built.describe()
+    assert bytecode.worker_env(handed, "fakepkg") == handed
+
+
+def test_the_command_reads_the_cache_from_its_start(monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.setattr(bytecode, "ready", lambda env, package=bytecode.PROBE_PACKAGE: None)
+    assert bytecode.use_here() is None and sys.pycache_prefix is None
+    monkeypatch.setattr(bytecode, "ready", lambda env, package=bytecode.PROBE_PACKAGE: tmp_path)
+    assert bytecode.use_here() == tmp_path and sys.pycache_prefix == str(tmp_path)
+    monkeypatch.setattr(sys, "pycache_prefix", "/mine")  # a prefix the process started with is kept
+    assert bytecode.use_here() is None and sys.pycache_prefix == "/mine"
+
+
+def test_the_suites_tests_are_compiled_as_pytest_rewrites_them(tmp_path):
+    """The suite collected once into the cache (a dry run: it must not be refused for an empty
+    CUDA_VISIBLE_DEVICES, which the cache's build sets so that importing touches no GPU), so that pytest reads its
+    rewritten test modules from there; a collection that fails says why."""
+    cache = tmp_path / "cache"
+    child = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    child.update({"PYTHONPYCACHEPREFIX": str(cache), "CUDA_VISIBLE_DEVICES": ""})
+    assert bytecode._collect_suite(child, 300) is None
+    rewritten = {p.name.split(".")[0] for p in cache.rglob("test_*.cpython-*-pytest-*.pyc")}
+    assert {"test_collectives", "test_strategies", "test_gpu_health"} <= rewritten, sorted(rewritten)
+    assert "took over" in bytecode._collect_suite(child, 0.01)
 
 
 def test_a_cache_that_cannot_be_built_is_said_and_harmless(site, tmp_path):

@@ -235,6 +235,40 @@ def _run_validate(monkeypatch, capsys, evidence, outcome=None, args=(), pci_gpus
     return code, out, err, started
 
 
+def test_the_command_and_its_pytest_read_the_bytecode_cache_where_the_node_keeps_none(monkeypatch, capsys, tmp_path):
+    """Where the node's Python keeps no bytecode and wirecheck's cache is built (bytecode.ready), the command reads
+    its own imports from it and the pytest process it starts gets it (PYTHONPYCACHEPREFIX), as the workers do:
+    neither compiles pytest, its plugins and wirecheck from source at every start. Elsewhere the environment is
+    the caller's, and a cache that stopped being ready is not handed on."""
+    from wirecheck.core.paths import AUTOLOAD_ENV
+    from wirecheck.node import pci
+    from wirecheck.workers import bytecode
+
+    monkeypatch.setattr(sys, "pycache_prefix", None)  # what the command sets, given back after the test
+    monkeypatch.setattr(nvml, "read_topology", _nvml_fails)
+    monkeypatch.setattr(driver, "detect", lambda: NO_DRIVER)
+    monkeypatch.setattr(pci, "nvidia_gpus", lambda: ())
+    envs = []
+
+    def fake_run_foreground(cmd, name, env=None, **_):
+        envs.append(env)
+        return Outcome(0, 0, False)
+
+    monkeypatch.setattr(cli_validate, "run_foreground", fake_run_foreground)
+    monkeypatch.setattr(bytecode, "ready", lambda env, package=bytecode.PROBE_PACKAGE: tmp_path)
+    assert main(["validate", "-k", "inventory"]) == SIMULATED
+    assert envs[-1][bytecode.PREFIX_ENV] == str(tmp_path) and envs[-1][AUTOLOAD_ENV] == "1"
+    assert sys.pycache_prefix == str(tmp_path)  # the command's own imports, from its start on
+
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.setattr(bytecode, "ready", lambda env, package=bytecode.PROBE_PACKAGE: None)
+    monkeypatch.setenv(bytecode.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(bytecode.PREFIX_ENV, str(tmp_path))  # handed on by a command above, no longer ready
+    assert main(["validate", "-k", "inventory"]) == SIMULATED
+    assert bytecode.PREFIX_ENV not in envs[-1] and sys.pycache_prefix is None
+    capsys.readouterr()
+
+
 @pytest.mark.parametrize("evidence, args, pci_gpus", [
     (BROKEN_DRIVER, (), ()), (NO_DRIVER, ("--profile", "h200-sxm-8"), ()), (NO_DRIVER, (), ("0000:17:00.0",))])
 def test_refusal_runs_nothing_and_exits_11(monkeypatch, capsys, evidence, args, pci_gpus):

@@ -112,6 +112,11 @@ class PrintVersion(argparse.Action):
 
 def dispatch(argv: list[str] | None = None) -> int:
     """`wirecheck ARGV...`: the exit code."""
+    from wirecheck.workers import bytecode
+
+    # Before the command's imports: where the node's Python keeps no bytecode, they come from wirecheck's cache
+    # instead of being compiled from source at every start.
+    bytecode.use_here()
     # Imported here, not with the module: every command imports this module for `entry`, and importing a
     # command must not load the thresholds package (the checks' registry) before the command runs.
     from wirecheck.thresholds.declared import DeclarationsError

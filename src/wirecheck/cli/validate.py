@@ -286,6 +286,15 @@ def _pytest_command(pytest_args: Sequence[str]) -> list[str]:
     return cmd + list(pytest_args)
 
 
+def pytest_env() -> dict[str, str]:
+    """The environment pytest runs the suite in, with wirecheck's bytecode cache where the node's Python keeps no
+    bytecode of its own (wirecheck.workers.bytecode): pytest's start and collection then read pytest, its plugins
+    and the suite compiled, not compile them from source."""
+    from wirecheck.workers import bytecode
+
+    return bytecode.worker_env(suite_pytest_env())
+
+
 def run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     try:
         return _run(args, pytest_args)
@@ -303,7 +312,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         _say(str(exc))
         return codes.INTERNAL_ERROR
     if args.pytest_help:
-        return run_foreground(base + ["--help"], PROG, env=suite_pytest_env()).returncode
+        return run_foreground(base + ["--help"], PROG, env=pytest_env()).returncode
 
     if args.level is not None:
         try:
@@ -328,7 +337,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         cmd.append(f"--simulate={mode.simulate}")
     _say(" ".join(cmd))
     with FaultLine() as fault:
-        code = exit_code(run_foreground(cmd, PROG, pass_fds=fault.pass_fds, env=suite_pytest_env()),
+        code = exit_code(run_foreground(cmd, PROG, pass_fds=fault.pass_fds, env=pytest_env()),
                          simulated=mode.simulate is not None)
     if code > 128:  # pytest may have stopped mid-line (its progress dots): the last line starts on its own
         print(flush=True)

@@ -23,6 +23,7 @@ from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL
 from wirecheck.core.paths import suite_paths, suite_plugin_args, suite_pytest_env
 from wirecheck.plan.header_probe import HEADER_FILE_ENV, WORK_FILE_ENV
 from wirecheck.records.file import read_run
+from wirecheck.workers.bytecode import worker_env
 from wirecheck.vocab.strategies import SINGLE_GPU_PREPARED_IN_LOAD
 
 COLLECT_TIMEOUT_S = 300.0
@@ -65,9 +66,9 @@ def collect(level: str, simulate: str | None = None, extra: list[str] | None = N
         cmd = pytest_command(level, simulate, ["-p", "wirecheck.plan.header_probe",
                                                f"--wirecheck-json={Path(folder) / 'collected.jsonl'}", *(extra or [])])
         try:
+            env = suite_pytest_env({**os.environ, HEADER_FILE_ENV: str(header_file), WORK_FILE_ENV: str(work_file)})
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
-                                  env=suite_pytest_env({**os.environ, HEADER_FILE_ENV: str(header_file),
-                                                         WORK_FILE_ENV: str(work_file)}))
+                                  env=worker_env(env))  # the bytecode cache where the node's Python keeps none
         except subprocess.TimeoutExpired:
             raise CollectError(f"collecting the suite took over {timeout_s:.0f} s: {' '.join(cmd)}") from None
         tests = _test_ids(done.stdout)

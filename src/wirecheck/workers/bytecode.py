@@ -51,6 +51,10 @@ WORKER_IMPORTS = (
     "torch.profiler", "accelerate", "deepspeed", "wirecheck.workers.worker", "wirecheck.training.runner",
     "wirecheck.measure.collective_worker",
 )
+# What the command itself and the pytest process it starts import (`wirecheck validate`, `wirecheck plan`): without
+# bytecode they compiled pytest, its plugins and wirecheck from source at every start (a 1x H200 node: `wirecheck
+# --help` 0.87-0.95 s, pytest's start and collection 1.1-1.3 s; fixtures/reference/h200-1/start-end-2026-12-04).
+SUITE_IMPORTS = ("pytest", "pytest_benchmark.plugin", "pytest_wirecheck.plugin", "yaml", "pynvml", "wirecheck.cli.main")
 PROBE_PACKAGE = "torch"  # the package whose bytecode says whether workers compile from source
 
 
@@ -62,13 +66,23 @@ def cache_dir(env=None) -> Path:
     return Path(base) / "wirecheck" / "pycache"
 
 
+def users_prefix(env) -> str | None:
+    """The bytecode prefix the user set in `env`, None where there is none or it is this cache (which wirecheck
+    hands on to the processes it starts: the pytest process, and from there the workers)."""
+    own = env.get(PREFIX_ENV)
+    return own if own and os.path.abspath(own) != os.path.abspath(cache_dir(env)) else None
+
+
 def needs_cache(package: str = PROBE_PACKAGE, env=None) -> str | None:
     """Why workers would compile `package` from source in every process, or None when they
     would not (its .pyc is there, Python can write it, or the user set a prefix of their own)."""
     env = os.environ if env is None else env
-    if env.get(PREFIX_ENV) or env.get(CACHE_ENV) == "off":
+    if users_prefix(env) or env.get(CACHE_ENV) == "off":
         return None
-    spec = importlib.util.find_spec(package)
+    try:
+        spec = importlib.util.find_spec(package)
+    except ImportError:  # a finder that refuses the name (a command's self-test that bars torch): not found
+        return None
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         return None
     source = Path(spec.origin)
@@ -137,6 +151,7 @@ class Prepared:
     packages: tuple[str, ...]
     problem: str | None = None  # set when the cache could not be built (workers compile as before)
     untrusted: str | None = None  # set when the cache is not used: another user could have written it
+    suite_problem: str | None = None  # why the suite's test modules are not in it (compiled at each start)
 
     def describe(self) -> str:
         if self.untrusted:
@@ -145,7 +160,9 @@ class Prepared:
         if self.problem:
             return f"bytecode cache not built ({self.reason}): {self.problem}; workers compile from source"
         did = f"compiled {len(self.packages)} packages in {self.seconds:.0f} s" if self.compiled else "up to date"
-        return f"bytecode cache {self.cache}: {did} ({self.reason}; workers read it through {PREFIX_ENV})"
+        left = f"; the suite's test modules are not in it: {self.suite_problem}" if self.suite_problem else ""
+        return (f"bytecode cache {self.cache}: {did} ({self.reason}; wirecheck's commands, pytest and the workers read "
+                f"it through {PREFIX_ENV}){left}")
 
 
 def _marker_path(cache: Path) -> Path:
@@ -185,13 +202,28 @@ def ready(env=None, package: str = PROBE_PACKAGE) -> Path | None:
 
 
 def worker_env(env: dict, package: str = PROBE_PACKAGE) -> dict:
-    """`env` with the cache prefix added where the workers need it and it is built; a prefix the
-    user set that fails cache_problem is left out (prepare() says why)."""
-    own = env.get(PREFIX_ENV)
-    if own and cache_problem(own):
-        return {k: v for k, v in env.items() if k != PREFIX_ENV}
-    cache = ready(env, package)
-    return env if cache is None else {**env, PREFIX_ENV: str(cache)}
+    """`env` with the cache prefix added where the processes it starts (workers, the pytest process) need it and
+    it is built and clean, and left out otherwise; a prefix the user set is theirs, left out only where it fails
+    cache_problem (prepare() says why)."""
+    own = users_prefix(env)
+    if own:
+        return {k: v for k, v in env.items() if k != PREFIX_ENV} if cache_problem(own) else env
+    base = {k: v for k, v in env.items() if k != PREFIX_ENV}  # this cache: handed on again only where still ready
+    cache = ready(base, package)
+    return base if cache is None else {**base, PREFIX_ENV: str(cache)}
+
+
+def use_here(env=None) -> Path | None:
+    """From here on this process reads its imports' bytecode from the cache, where the node's Python cannot keep
+    its own and the cache is built and clean (`ready`): the command's own imports (`wirecheck validate` imports
+    the CLI, NVML's reader and the record's modules) are not compiled from source at every start. A prefix the
+    process was started with is kept. The cache, or None."""
+    if sys.pycache_prefix:
+        return None
+    cache = ready(os.environ if env is None else env)
+    if cache is not None:
+        sys.pycache_prefix = str(cache)  # importlib reads it at each import
+    return cache
 
 
 # Runs in a child process whose Python writes bytecode into the cache: it imports what the workers
@@ -219,14 +251,16 @@ print(json.dumps({"roots": {r: os.stat(r).st_mtime_ns for r in sorted(roots)}}))
 """
 
 
-def prepare(env=None, imports=WORKER_IMPORTS, package: str = PROBE_PACKAGE, timeout_s: float = 900.0) -> Prepared | None:
-    """Build (or confirm) the cache where workers need one; None where they do not.
+def prepare(env=None, imports=WORKER_IMPORTS + SUITE_IMPORTS, package: str = PROBE_PACKAGE, timeout_s: float = 900.0,
+            suite: bool = True) -> Prepared | None:
+    """Build (or confirm) the cache where workers need one; None where they do not. `suite`: also the suite's
+    test modules as pytest rewrites them (a collection of the suite in the child: `_collect_suite`).
 
     Never raises for a cache that cannot be built: the workers then compile as they always did,
     and the returned `problem` says why.
     """
     env = dict(os.environ if env is None else env)
-    own = env.get(PREFIX_ENV)
+    own = users_prefix(env)
     if own:  # the user's prefix: never built here, but never handed to workers when unsafe
         problem = cache_problem(own)
         return Prepared(Path(own), f"{PREFIX_ENV} is set", False, 0.0, (), untrusted=problem) if problem else None
@@ -239,7 +273,8 @@ def prepare(env=None, imports=WORKER_IMPORTS, package: str = PROBE_PACKAGE, time
         return Prepared(cache, reason, False, 0.0, (), untrusted=problem)
     start = time.monotonic()
     marker = _marker(cache)
-    if marker and marker.get("python") == sys.executable and _roots_unchanged(marker):
+    if (marker and marker.get("python") == sys.executable and marker.get("imports") == list(imports)
+            and _roots_unchanged(marker)):
         return Prepared(cache, reason, False, 0.0, tuple(marker["roots"]))
     try:
         _make_cache(cache)
@@ -263,10 +298,42 @@ def prepare(env=None, imports=WORKER_IMPORTS, package: str = PROBE_PACKAGE, time
     except (IndexError, ValueError):
         tail = (done.stderr or done.stdout).strip()[-400:]
         return Prepared(cache, reason, False, time.monotonic() - start, (), f"the compile step failed (exit {done.returncode}): {tail}")
+    suite_problem = _collect_suite(child, timeout_s) if suite else None
     # Replaced, never written through (a link there would be followed), and never group-writable.
-    write_atomically(_marker_path(cache), json.dumps({"python": sys.executable, "roots": result["roots"]}, indent=1),
-                     mode=0o644 & ~umask())
-    return Prepared(cache, reason, True, time.monotonic() - start, tuple(result["roots"]))
+    write_atomically(_marker_path(cache), json.dumps({"python": sys.executable, "imports": list(imports),
+                                                      "roots": result["roots"]}, indent=1), mode=0o644 & ~umask())
+    return Prepared(cache, reason, True, time.monotonic() - start, tuple(result["roots"]), suite_problem=suite_problem)
+
+
+def _collect_suite(child: dict, timeout_s: float) -> str | None:
+    """The suite collected once in the cache-writing environment `child` (a dry run's collection: no GPU, no
+    record kept), so that the cache holds the test modules as pytest rewrites them (pytest reads its rewritten
+    bytecode from the prefix too) and the standard library's modules the pytest process imports (a prefix
+    replaces every __pycache__ folder). None, or why the collection failed: those modules are then compiled at
+    each start (slower, not wrong)."""
+    import tempfile
+
+    from wirecheck.core.exit_codes import SIMULATED
+    from wirecheck.core.paths import suite_paths, suite_plugin_args, suite_pytest_env
+
+    try:
+        suite = suite_paths()
+    except RuntimeError as exc:  # the plugin package is missing: a broken install, which validate says too
+        return str(exc)
+    # A dry run uses no GPU, and simulates the GPUs CUDA_VISIBLE_DEVICES lists: an empty list would be refused.
+    env = suite_pytest_env({k: v for k, v in child.items() if k != "CUDA_VISIBLE_DEVICES"})
+    with tempfile.TemporaryDirectory(prefix="wirecheck-bytecode-") as folder:
+        cmd = [sys.executable, "-m", "pytest", str(suite.tests), "--rootdir", str(suite.root), "-p", "no:cacheprovider",
+               *suite_plugin_args(), "--collect-only", "-q", "--simulate", f"--wirecheck-json={folder}/collected.jsonl"]
+        try:
+            done = subprocess.run(cmd, env=env, cwd=folder, capture_output=True, text=True, timeout=timeout_s,
+                                  stdin=subprocess.DEVNULL, umask=0o022)
+        except subprocess.TimeoutExpired:
+            return f"collecting the suite took over {timeout_s:.0f} s"
+    if done.returncode not in (0, SIMULATED):
+        said = [line for line in (done.stderr + done.stdout).strip().splitlines() if line.strip()][-1:]
+        return f"collecting the suite failed (pytest exit {done.returncode}: {' '.join(said)})"
+    return None
 
 
 def main() -> int:
