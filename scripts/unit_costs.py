@@ -456,6 +456,10 @@ def derive(runs_paths: list[Path], startup_paths: list[Path], thresholds_path: P
 
     per_size, n_sizes = per_size_overhead(runs)
     round_s, n_rounds = benchmark_rounds(runs)
+    if not n_rounds:  # a round's cost would read 0 s, and the nightly's plan (--benchmark-kept) would price none
+        raise SystemExit("unit_costs.py: no run given made a test_busbw benchmark round beyond its sweep's own (each "
+                         "header says the sweep's round only): add --runs records of runs that kept them "
+                         "(--benchmark-autosave, as the nightly runs)")
     start_s, end_s = session_edges(runs)
     test_s, n_tests = per_test(runs)
     copies, cold_copies = copy_costs(startup, th.copy_bandwidth.settings), copy_costs(cold, th.copy_bandwidth.settings)

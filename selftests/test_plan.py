@@ -534,6 +534,21 @@ def test_the_unit_costs_file_is_what_the_script_makes_of_the_records():
         "fixtures/pytest_wirecheck/unit_costs.yaml differs from the records: run scripts/unit_costs.py --write"
 
 
+def test_the_script_refuses_runs_that_made_no_benchmark_round(tmp_path):
+    """A run that kept no pytest-benchmark round made none beyond its sweep's: runs of that kind alone give no round's
+    cost, and the script says so instead of writing 0 s, which would price the nightly's rounds at nothing."""
+    runs = []
+    for path in sorted((PROJECT / "fixtures" / "reference" / "h200-sxm-2" / "wirecheck-2026-12-01b").glob("run*.jsonl")):
+        lines = path.read_text().splitlines()
+        header = json.loads(lines[0])
+        copy = tmp_path / path.name
+        copy.write_text("\n".join([json.dumps({**header, "benchmark": BENCHMARK_SWEPT_ONLY}), *lines[1:]]) + "\n")
+        runs.append(str(copy))
+    script = [sys.executable, str(PROJECT / "scripts" / "unit_costs.py"), "--runs", *runs, "--startup-runs", *runs]
+    refused = subprocess.run(script, capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "made a test_busbw benchmark round" in refused.stderr, refused.stderr
+
+
 def test_the_script_refuses_a_cpu_rehearsal_of_the_preload_check(tmp_path):
     """preload_check.py --cpu times gloo ranks on the simulated model: no GPU node's saving to price."""
     node_log = PROJECT / "fixtures" / "reference" / "h200-1" / "preload-2026-12-04" / "preload-1.log"
