@@ -4,7 +4,8 @@
 # `wirecheck validate --level quick` N times and `wirecheck validate` (acceptance) N times from that install.
 #   bash scripts/device/level_times.sh OUTDIR [N] [LEVEL ...]      (LEVEL: quick, acceptance; default both)
 # OUTDIR gets times.tsv (level, repeat, exit code, wall seconds), one record and one log per run, in
-# records.tgz, console.log, and for acceptance runs parts.txt (scripts/device/acceptance_parts.py).
+# records.tgz, console.log, start.tsv (`wirecheck --help` and a quick collection, three times each, before the
+# runs), and for acceptance runs parts.txt (scripts/device/acceptance_parts.py).
 # Compare two such folders' verdicts with
 #   python3 scripts/device/same_verdicts.py OUTDIR_BEFORE OUTDIR_AFTER
 # LEVEL_TIMES_ARGS: more options for every run (for example --no-spare-workers).
@@ -27,6 +28,19 @@ BUDGET=${LEVEL_TIMES_BUDGET_S:-570}
 . "$ROOT/scripts/device/common.sh"
 
 fresh_venv "$WORK"
+# The command's own start, nothing run: where the node's Python keeps no bytecode, this is what wirecheck's cache
+# (workers/bytecode.py) saves the command and pytest at every start.
+printf 'command\trepeat\texit\twall_s\n' > "$OUT/start.tsv"
+for i in 1 2 3; do
+  for what in help collect; do
+    case $what in help) cmd=("$venv/bin/wirecheck" --help) ;; collect) cmd=("$venv/bin/wirecheck" validate --level quick --collect-only -q) ;; esac
+    start=$(date +%s.%N)
+    (cd "$WORK" && timeout 60 "${cmd[@]}" > /dev/null 2>&1)
+    rc=$?
+    printf '%s\t%s\t%s\t%s\n' "$what" "$i" "$rc" "$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')" >> "$OUT/start.tsv"
+  done
+done
+log "the command's start: $(awk 'NR > 1 { printf "%s %s s; ", $1, $4 }' "$OUT/start.tsv")"
 printf 'level\trepeat\texit\twall_s\n' > "$OUT/times.tsv"
 for level in "${LEVELS[@]}"; do
   case $level in quick) args=(--level quick); need=40 ;; acceptance) args=(); need=130 ;;
