@@ -317,3 +317,62 @@ def test_a_forked_rank_leaves_the_zygotes_objects_out_of_its_collections(stock):
         (plain,) = new.run(f"{FAULTY}:collector", None, 30)
     assert seen["frozen"] > 10_000 and seen["tracked"] < seen["frozen"] / 2, seen  # torch's objects, left out
     assert plain["frozen"] == 0 and plain["tracked"] > 10_000, plain  # a new interpreter walks all of its own
+
+
+# The zygote's SIGCHLD handler runs between any two bytecodes, an import's included. It once opened the status file
+# with encoding="ascii": a codec lookup, which is an import, inside the zygote's import of torch._dynamo; the lookup
+# failed, the handler raised into the import, half of torch's modules stayed imported, and every forked rank's DDP
+# failed registering torch's operators a second time (a flake under load, three tests at a time).
+REAP_WITHOUT_IMPORTS = r"""
+import os, sys, tempfile, time
+from wirecheck.workers import zygote
+
+class NoImports:
+    def find_spec(self, name, path=None, target=None):
+        raise ImportError(f"the handler imported {name}")
+
+folder = tempfile.mkdtemp()
+reap = zygote._reaper(folder)
+pid = os.fork()
+if pid == 0:
+    os._exit(3)
+while open(f"/proc/{pid}/stat").read().split()[2] != "Z":  # exited, not yet reaped
+    time.sleep(0.01)
+sys.meta_path.insert(0, NoImports())
+reap()  # in a fresh interpreter: no codec looked up before it
+sys.meta_path.pop(0)
+print(open(os.path.join(folder, str(pid))).read())
+"""
+
+
+def test_the_zygotes_child_handler_imports_nothing_and_raises_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", REAP_WITHOUT_IMPORTS], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "3", done.stderr
+    gone = tmp_path / "gone"
+    reap = zygote._reaper(str(gone))  # the stock's folder removed: the status is dropped, nothing raised
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    deadline = time.monotonic() + 30
+    while open(f"/proc/{child}/stat").read().split()[2] != "Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    reap()
+    assert not gone.exists()
+
+
+def test_a_preload_that_fails_part_way_stops_the_zygotes_forks(monkeypatch, tmp_path):
+    """A module a torch lacks is skipped; one that fails part way (whatever it raised) makes the zygote fork no
+    more: its children would import the rest again, and torch's operators would be registered twice."""
+    (tmp_path / "half_imported.py").write_text("import sys\nSTARTED = True\nraise LookupError('unknown encoding: ascii')\n")
+    (tmp_path / "needs_missing.py").write_text("import no_such_module_anywhere\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert zygote._import_whole(("no_such_trainer_module", "json")) is None
+    said = zygote._import_whole(("json", "half_imported"))
+    assert said and "half_imported" in said and "LookupError" in said and "forks no more" in said
+    said = zygote._import_whole(("needs_missing",))
+    assert said and "needs_missing" in said and "no_such_module_anywhere" in said
+    assert signal.SIGCHLD not in signal.pthread_sigmask(signal.SIG_BLOCK, set())  # unblocked again

@@ -193,6 +193,11 @@ class Zygote:
 
 
 def _reaper(status_dir: str):
+    """The SIGCHLD handler. A handler runs between any two bytecodes of the zygote, an import's included, and what
+    it raises is raised there: so it only makes system calls, and raises nothing. `open(..., encoding=...)` looked
+    its codec up, an import, and inside the zygote's import of torch._dynamo that failed ("unknown encoding:
+    ascii"), leaving half of torch's modules imported for every child to import again (a child's DDP then failed:
+    "Only a single TORCH_LIBRARY can be used to register the namespace c10d_functional")."""
     def reap(*_args) -> None:
         while True:
             try:
@@ -202,25 +207,48 @@ def _reaper(status_dir: str):
             if pid == 0:
                 return
             tmp = os.path.join(status_dir, f".{pid}")
-            with open(tmp, "w", encoding="ascii") as fh:
-                fh.write(str(os.waitstatus_to_exitcode(status)))
-            os.replace(tmp, os.path.join(status_dir, str(pid)))
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+                try:
+                    os.write(fd, str(os.waitstatus_to_exitcode(status)).encode())
+                finally:
+                    os.close(fd)
+                os.replace(tmp, os.path.join(status_dir, str(pid)))
+            except OSError:  # the folder is gone (the stock ended): no one is left to read it
+                pass
 
     return reap
 
 
-def _import_trainer_modules() -> str | None:
-    """TRAINER_MODULES imported here (one a torch lacks is skipped); why the zygote may fork no more after
-    them, or None."""
+def _import_whole(names) -> str | None:
+    """`names` imported here, SIGCHLD held until they are (its handler runs after); a module missing itself is
+    skipped (a torch without it: the trainer that needs it fails in its own process). Why one failed part way, or
+    None: torch registers operators as its modules run, so a child importing the rest again would register them
+    twice, and the zygote must fork no more."""
     import importlib
 
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    try:
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except ModuleNotFoundError as exc:
+                if exc.name != name:  # something it imports is missing: part of it ran
+                    return f"importing {name} failed in the zygote ({exc}); it forks no more"
+            except Exception as exc:  # noqa: BLE001 - whatever it raised, its children would inherit half of it
+                return f"importing {name} failed in the zygote ({type(exc).__name__}: {exc}); it forks no more"
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+    return None
+
+
+def _import_trainer_modules() -> str | None:
+    """TRAINER_MODULES imported here (`_import_whole`); why the zygote may fork no more after them, or None."""
     import torch
 
-    for name in TRAINER_MODULES:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - a torch without it: the trainer that needs it fails in its own process
-            pass
+    failed = _import_whole(TRAINER_MODULES)
+    if failed:
+        return failed
     if torch.cuda.is_initialized():
         return f"importing {', '.join(TRAINER_MODULES)} initialised CUDA in the zygote"
     threads = len(os.listdir("/proc/self/task"))
