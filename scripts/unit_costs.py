@@ -42,6 +42,7 @@ from pathlib import Path
 import yaml
 
 from wirecheck.core import jsondata
+from wirecheck.plan.collect import prepared_in_load
 from wirecheck.thresholds.file import load_thresholds
 from wirecheck.vocab.work import BENCHMARK_FIRST_ROUND_SWEPT, BENCHMARK_SWEPT_ONLY
 
@@ -408,7 +409,7 @@ def one_gpu_pool(paths: list[Path]) -> dict | None:
         if copy.get("workers") != "pool" or alone.get("workers") != "pool":
             raise SystemExit(f"unit_costs.py: {path}: its copies and one-GPU training did not run in the one-GPU pool's "
                              "worker (their details' workers are not \"pool\"): pass a 1x GPU node's acceptance record")
-        prepared = bool((made.get("gpu_sustained", {}).get("settings") or {}).get("aside"))
+        prepared = prepared_in_load(x for x in lines if x.get("type") == "measurement")
         durations = next((x for x in reversed(lines) if x.get("type") == "end"), {}).get("test_durations_s") or {}
         copy_test = max((s for t, s in durations.items() if t.startswith(COPY_TEST)), default=0.0)  # the one that copied
         timed = sum((copy["warmup_iters"] + copy["iters"]) * (h["h2d_time_s"] + h["d2h_time_s"]) for h in copy["host"])

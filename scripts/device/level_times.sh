@@ -33,11 +33,15 @@ fresh_venv "$WORK"
 printf 'command\trepeat\texit\twall_s\n' > "$OUT/start.tsv"
 for i in 1 2 3; do
   for what in help collect; do
-    case $what in help) cmd=("$venv/bin/wirecheck" --help) ;; collect) cmd=("$venv/bin/wirecheck" validate --level quick --collect-only -q) ;; esac
+    case $what in
+      help) cmd=("$venv/bin/wirecheck" --help) ;;
+      collect) cmd=("$venv/bin/wirecheck" validate --level quick --collect-only -q) ;;
+    esac
     start=$(date +%s.%N)
     (cd "$WORK" && timeout 60 "${cmd[@]}" > /dev/null 2>&1)
     rc=$?
-    printf '%s\t%s\t%s\t%s\n' "$what" "$i" "$rc" "$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')" >> "$OUT/start.tsv"
+    wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    printf '%s\t%s\t%s\t%s\n' "$what" "$i" "$rc" "$wall" >> "$OUT/start.tsv"
   done
 done
 log "the command's start: $(awk 'NR > 1 { printf "%s %s s; ", $1, $4 }' "$OUT/start.tsv")"

@@ -23,8 +23,8 @@ from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL
 from wirecheck.core.paths import suite_paths, suite_plugin_args, suite_pytest_env
 from wirecheck.plan.header_probe import HEADER_FILE_ENV, WORK_FILE_ENV
 from wirecheck.records.file import read_run
-from wirecheck.workers.bytecode import worker_env
 from wirecheck.vocab.strategies import SINGLE_GPU_PREPARED_IN_LOAD
+from wirecheck.workers.bytecode import worker_env
 
 COLLECT_TIMEOUT_S = 300.0
 
@@ -127,9 +127,14 @@ def from_record(path: str | Path) -> tuple[Collected, dict]:
 
 def _header(run) -> dict:
     """The run's header; one written before the header named how the one-GPU training was prepared (`single_gpu`)
-    gets it from its sustained load's recorded settings, which name the aside where the load ran it."""
+    gets it from its sustained load's recorded settings (`prepared_in_load`)."""
     if "single_gpu" in run.run:
         return run.run
-    prepared = any(((m.get("details") or {}).get("settings") or {}).get("aside") for m in run.measurements
-                   if m.get("kind") == "gpu_sustained")
-    return dict(run.run, single_gpu=SINGLE_GPU_PREPARED_IN_LOAD) if prepared else run.run
+    return dict(run.run, single_gpu=SINGLE_GPU_PREPARED_IN_LOAD) if prepared_in_load(run.measurements) else run.run
+
+
+def prepared_in_load(measurements) -> bool:
+    """Whether a run's sustained load prepared the one-GPU training in its shadow: its recorded settings name the
+    aside where the load ran it."""
+    return any(((m.get("details") or {}).get("settings") or {}).get("aside") for m in measurements
+               if m.get("kind") == "gpu_sustained")

@@ -13,8 +13,8 @@ the GPU load's phases. A test costs pytest's per-test share plus what it is the 
   reduction (an axis sweep) is priced as its op at the floor size (every size with --sweep full);
 - test_busbw's benchmark rounds (the first taken from its sweep, the others only where the run kept them, as the
   header says); NCCL's path (read from the pool's logs: a pool start where none of its environment ran yet; before
-  the pool, a probe in a group of its own); the copy-bandwidth measurement (a start, host copies per GPU, peer copies per NVLink pair at the
-  pair's NV#); a strategy run (its recorded run on that wire, whatever the GPU count: see README; one GPU alone
+  the pool, a probe in a group of its own); the copy-bandwidth measurement (a start, host copies per GPU, peer
+  copies per NVLink pair at the pair's NV#); a strategy run (its recorded run on that wire, whatever the GPU count: see README; one GPU alone
   as the reference strategy's run); the GPU load's phases (figures, the level's sustained duration, the level's
   memory passes); a burn-in's loop (tests/test_burn_in.py: its worker group's start, its --duration from the
   run's header, and the memory test after each of its rounds).

@@ -183,8 +183,8 @@ def run_header(*, simulated: bool, simulation_source: str | None, thresholds: st
     `spare_workers`: "on" where a run on a GPU node takes its workers' ranks from spares (wirecheck.workers.spares),
     "off" where told not to, None where it has none (a multi-node job); `training`: where each strategy trains
     (wirecheck.training.selection's header; None where nothing trains); `benchmark`: how the run's pytest-benchmark
-    rounds were made (wirecheck.vocab.work.BENCHMARK_FIRST_ROUND_SWEPT or BENCHMARK_SWEPT_ONLY; None where it makes none); `single_gpu`: how
-    the one-GPU training's one-time work is done (wirecheck.vocab.strategies.SINGLE_GPU_PREPARED_IN_LOAD; None where
+    rounds were made (wirecheck.vocab.work.BENCHMARK_FIRST_ROUND_SWEPT or BENCHMARK_SWEPT_ONLY; None where it makes
+    none); `single_gpu`: how the one-GPU training's one-time work is done (wirecheck.vocab.strategies.SINGLE_GPU_PREPARED_IN_LOAD; None where
     the run has no GPU load).
     Every header has every key, so that the suite's and the multi-node job's read alike."""
     fields = topology_fields(topology)
