@@ -34,6 +34,8 @@ from wirecheck.cli.validate import (
     simulation_target,
 )
 from wirecheck.cli.foreground import Outcome
+from wirecheck.core.paths import suite_paths
+from wirecheck.node.topo_text import load_recorded
 
 PROJECT = Path(__file__).resolve().parents[1]
 NVML_ERROR = "NVML could not start (NVMLError_DriverNotLoaded: Driver Not Loaded)"
@@ -70,9 +72,28 @@ def test_simulation_target_reads_the_option_as_pytest_will(args, target):
     assert simulation_target(args) == target
 
 
-def test_working_nvml_means_a_hardware_run():
+def test_working_nvml_means_a_hardware_run(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     mode = choose_mode([], read_topology=lambda: SimpleNamespace(n_gpus=2), detect_driver=_never)
-    assert mode == Mode(gpus=2)
+    assert mode == Mode(gpus=2, node_gpus=2)
+
+
+def test_the_last_line_counts_the_gpus_cuda_visible_devices_names(monkeypatch):
+    """NVML lists all 8 GPUs; a run under CUDA_VISIBLE_DEVICES=4,5,6,7 validated 4, and its last line says so
+    (a script reading "8 GPU(s)" would take the whole node as validated). A value the suite refuses: pytest
+    names it, the last line claims no count."""
+    node = load_recorded("h200-sxm-8", suite_paths().topologies)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
+    mode = choose_mode([], read_topology=lambda: node, detect_driver=_never)
+    assert mode == Mode(gpus=4, node_gpus=8, narrowed_by="CUDA_VISIBLE_DEVICES=4,5,6,7")
+    assert last_line(0, mode) == ("wirecheck validate: every selected check passed on 4 of this node's 8 GPUs "
+                                  "(CUDA_VISIBLE_DEVICES=4,5,6,7): the others were not validated; exit 0")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7")
+    assert last_line(0, choose_mode([], read_topology=lambda: node, detect_driver=_never)).endswith(
+        "every selected check passed on this node's 8 GPU(s); exit 0")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "9")
+    mode = choose_mode([], read_topology=lambda: node, detect_driver=_never)
+    assert mode == Mode(node_gpus=8) and last_line(4, mode).endswith("exit 4")
 
 
 def test_simulation_on_purpose_does_not_ask_nvml():

@@ -18,8 +18,9 @@ from selftests import fake_pynvml
 from wirecheck.cli import validate as validate_cli
 from wirecheck.cli.foreground import Outcome
 from wirecheck.cli.main import main
+from wirecheck.core import exit_codes
 from wirecheck.core.paths import suite_paths
-from wirecheck.node import kernel_xid, snapshot
+from wirecheck.node import kernel_xid, nvml, snapshot, visible
 from wirecheck.records import trust
 from wirecheck.records.run import COMPLETE, RunWriter, run_header
 
@@ -42,7 +43,8 @@ def _read(monkeypatch, scenario) -> dict:
 def _pass(snap: dict, **changes) -> trust.LastRun:
     fields = dict(path="/var/lib/wirecheck/prolog-previous.jsonl", started="2027-01-15T08:00:00+00:00",
                   ended_at=NOW - HOUR, level="quick", status="complete", exit_status=0, simulated=False, failed=0,
-                  thresholds_digest="abc", snapshot=snap, selection=())
+                  thresholds_digest="abc", snapshot=snap, selection=(),
+                  ran_on=tuple(trust.gpu_key(g) for g in snap["gpus"]))
     fields.update({key: value(snap) if callable(value) else value for key, value in changes.items()})
     return trust.LastRun(**fields)
 
@@ -73,6 +75,10 @@ CHANGES = {
     # the drain hook's re-test of one failed check passed: it says nothing of the level's other checks
     "a re-test's selection": (None, {"selection": ("-k (test_collectives.py and test_busbw)",)}, None, "selection"),
     "a record that does not say its selection": (None, {"selection": None}, None, "selection"),
+    # a pass under CUDA_VISIBLE_DEVICES=0 validated GPU 0 alone; NVML's snapshot lists both GPUs all the same
+    "a pass on some of the GPUs": (None, {"ran_on": lambda snap: (trust.gpu_key(snap["gpus"][0]),),
+                                          "visible_then": "0"}, None, "gpus_not_run"),
+    "a record that lists no GPU": (None, {"ran_on": None}, None, "gpus_unlisted"),
 }
 
 
@@ -99,11 +105,16 @@ def test_an_acceptance_run_is_not_stood_for_by_a_quick_pass(monkeypatch):
     assert [r.kind for r in decision.refusals] == ["level"]
 
 
-def _write_pass(path, scenario, monkeypatch) -> None:
+def _write_pass(path, scenario, monkeypatch, visible_devices: str | None = None) -> None:
+    """A quick pass's record, as the suite writes it: its header lists the GPUs it ran on (those
+    CUDA_VISIBLE_DEVICES names), its end line the node's snapshot (every GPU)."""
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml.build(scenario))
+    if visible_devices is not None:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible_devices)  # the header keeps it among its env
+    topology = visible.from_environment(nvml.read_topology())
     writer = RunWriter(path)
     writer.header(run_header(simulated=False, simulation_source=None, thresholds=suite_paths().thresholds,
-                             versions={}, placements=[], level="quick", selection=[]))
+                             versions={}, placements=[], topology=topology, level="quick", selection=[]))
     writer.end(COMPLETE, 0, {"passed": 12}, node_snapshot=snapshot.snapshot_or_reason())
     writer.close()
 
@@ -143,3 +154,32 @@ def test_the_window_comes_from_the_option_else_the_thresholds_key_and_a_bad_one_
         trust.trust_window({"trust_window": "soon"}, "t.yaml")
     with pytest.raises(trust.TrustWindowError, match="give a mapping of trust_window and source"):
         trust.trust_window({"window": "6 h"}, "t.yaml")
+
+
+def test_a_pass_on_some_gpus_stands_only_for_a_run_on_those(tmp_path, monkeypatch, capsys):
+    """A pass of `CUDA_VISIBLE_DEVICES=0 wirecheck validate` says nothing of GPU 1: a prolog for the whole node
+    runs the level, one for GPU 0 alone may trust it; a CUDA_VISIBLE_DEVICES the suite would refuse is refused
+    here too, naming it."""
+    record = tmp_path / "prolog-previous.jsonl"
+    _write_pass(record, _scenario(), monkeypatch, visible_devices="0")
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text("6,1,1000,-;Linux version 6.8.0\n")
+    monkeypatch.setattr(kernel_xid, "KMSG", str(kmsg))
+    ran = []
+    monkeypatch.setattr(validate_cli, "run_foreground", lambda cmd, *a, **k: ran.append(cmd) or Outcome(0, 0, False))
+    args = ["validate", "--level", "quick", "--trust-recent", "--wirecheck-json", str(tmp_path / "prolog.jsonl")]
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert main(args) == 0 and ran, "the whole node: refused, the level ran"
+    err = capsys.readouterr().err
+    assert "the pass ran on GPU 0 only (CUDA_VISIBLE_DEVICES=0); this run would validate GPU 1 too" in err
+
+    ran.clear()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert main(args) == 0 and not ran, "GPU 0 alone: the pass stands"
+    out = capsys.readouterr()
+    assert "the pass ran on every GPU this run would validate (1)" in out.err and "trusted the quick pass" in out.out
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
+    assert main(args) == exit_codes.USAGE_ERROR and not ran
+    assert "CUDA_VISIBLE_DEVICES=7: there is no GPU 7 on this node" in capsys.readouterr().err

@@ -3,12 +3,14 @@ nothing could have changed since (wirecheck.records.trust decides), reading only
 
 It gathers what the decision needs: the latest run of this host in the record folder (that of
 --wirecheck-json, else .wirecheck/) and --history DIR, the node now (wirecheck.node.snapshot), the kernel
-log's Xid lines since the pass began (wirecheck.node.kernel_xid), the thresholds' digest and window
-(prolog.trust_window) and wirecheck's version. validate runs the level as before when it is refused.
+log's Xid lines since the pass began (wirecheck.node.kernel_xid), the GPUs this run would validate (its
+CUDA_VISIBLE_DEVICES, as the suite reads it), the thresholds' digest and window (prolog.trust_window) and
+wirecheck's version. validate runs the level as before when it is refused.
 """
 
 from __future__ import annotations
 
+import os
 import platform
 import time
 from pathlib import Path
@@ -17,7 +19,8 @@ from typing import Callable, Sequence
 import wirecheck
 from wirecheck.core.levels import DEFAULT_LEVEL
 from wirecheck.core.paths import suite_paths
-from wirecheck.node import kernel_xid, snapshot
+from wirecheck.node import kernel_xid, snapshot, visible
+from wirecheck.node.topology import Gpu
 from wirecheck.records import trust
 from wirecheck.records.run import thresholds_fields
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
@@ -43,7 +46,8 @@ def thresholds_path(option_value: Callable[[Sequence[str], str], str | None], py
 def attempt(pytest_args: Sequence[str], level: str | None, window: str,
             option_value: Callable[[Sequence[str], str], str | None]) -> tuple[trust.Decision, str, float]:
     """The decision, where its window comes from, and the seconds it took. ValueError (ThresholdsError,
-    TrustWindowError) for a thresholds file or window that cannot be read: the caller's usage error."""
+    TrustWindowError, VisibleDevicesError) for a thresholds file, window or CUDA_VISIBLE_DEVICES that cannot be
+    read: the caller's usage error."""
     started = time.monotonic()
     path = thresholds_path(option_value, pytest_args)
     try:
@@ -55,14 +59,27 @@ def attempt(pytest_args: Sequence[str], level: str | None, window: str,
     searched = folders(option_value, pytest_args)
     run = trust.last_run(searched, host)
     now_snapshot = snapshot.snapshot_or_reason()
+    asked = asked_gpus(now_snapshot)
     since = trust.epoch(run.started) if run is not None else None
     xids = kernel_xid.read_since(since) if since is not None else kernel_xid.KernelXids(())
     decision = trust.decide(
         run, now_snapshot, now=time.time(), window_s=seconds, window_where=where, asked_level=level or DEFAULT_LEVEL,
         thresholds=trust.thresholds_digest(thresholds_fields(path)), version=wirecheck.__version__,
         xid_lines=[line.as_record() for line in xids.lines], xid_unreadable=xids.unreadable,
-        xid_oldest_at=xids.oldest_at, host=host, folders=", ".join(str(f) for f in searched))
+        xid_oldest_at=xids.oldest_at, host=host, folders=", ".join(str(f) for f in searched), asked_gpus=asked)
     return decision, where, time.monotonic() - started
+
+
+def asked_gpus(now_snapshot: dict, environ=None) -> tuple[int, ...] | None:
+    """The NVML indices of the GPUs this run would validate: those its CUDA_VISIBLE_DEVICES names (read as
+    wirecheck.node.visible reads it for the suite), None for every GPU. VisibleDevicesError for a value the
+    suite would refuse too."""
+    gpus = tuple(Gpu(index=g["index"], name=g.get("name"), uuid=g.get("uuid")) for g in now_snapshot.get("gpus") or [])
+    env = os.environ if environ is None else environ
+    spec = env.get(visible.ENV)
+    if spec is None or not gpus:
+        return None
+    return visible.visible_indices(spec, gpus, env.get(visible.ORDER_ENV))
 
 
 def trusted_lines(decision: trust.Decision, window_where: str, seconds: float) -> list[str]:

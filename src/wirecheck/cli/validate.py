@@ -21,7 +21,7 @@ from wirecheck.cli.protocol import entry
 from wirecheck.core import exit_codes as codes
 from wirecheck.core import problems
 from wirecheck.core.harness import WRAPPER_FD_ENV
-from wirecheck.node import driver, nvml, pci
+from wirecheck.node import driver, nvml, pci, visible
 from wirecheck.cli.foreground import Outcome, run_foreground
 from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL, LEVELS, PURPOSE, check_level
 from wirecheck.core.paths import suite_paths, suite_plugin_args, suite_pytest_env
@@ -174,7 +174,9 @@ class Mode:
     """What this machine allows: a hardware run, a simulation, or no run at all."""
 
     simulate: str | None = None  # the topology to simulate, or None for the node's GPUs
-    gpus: int | None = None  # GPUs NVML saw (hardware)
+    gpus: int | None = None  # GPUs the run may use (hardware): those CUDA_VISIBLE_DEVICES names, else all NVML saw
+    node_gpus: int | None = None  # GPUs NVML saw
+    narrowed_by: str | None = None  # "CUDA_VISIBLE_DEVICES=..." where it names fewer GPUs than the node has
     refusal: str | None = None  # why nothing may run (driver present, NVML failing)
     nvml_error: str | None = None  # NVML's own error, with the refusal
     notice: str | None = None  # said before the run (why it is a simulation)
@@ -211,7 +213,18 @@ def choose_mode(
             f"Running the suite in SIMULATION on the recorded topology {DEFAULT_SIMULATION}: CPU processes and gloo "
             "stand in for GPUs and NCCL, nothing about this machine is validated."
         ))
-    return Mode(gpus=topology.n_gpus)
+    return _hardware(topology)
+
+
+def _hardware(topology) -> Mode:
+    """The GPUs the run validates: NVML lists every GPU of the node, CUDA_VISIBLE_DEVICES narrows the suite's
+    (wirecheck.node.visible). A value the suite refuses is left to pytest, which names it."""
+    try:
+        gpus = visible.from_environment(topology).n_gpus
+    except visible.VisibleDevicesError:
+        return Mode(node_gpus=topology.n_gpus)
+    narrowed = f"{visible.ENV}={os.environ[visible.ENV]}" if gpus != topology.n_gpus else None
+    return Mode(gpus=gpus, node_gpus=topology.n_gpus, narrowed_by=narrowed)
 
 
 def exit_code(outcome: Outcome, simulated: bool) -> int:
@@ -264,6 +277,9 @@ def last_line(code: int, mode: Mode, fault: str | None = None) -> str:
         return f"{PROG}: SIMULATION of {mode.simulate} — no GPU was validated; {what}, exit {code}"
     if code == codes.OK and mode.gpus:
         what = f"every selected check passed on this node's {mode.gpus} GPU(s)"
+        if mode.narrowed_by:
+            what = (f"every selected check passed on {mode.gpus} of this node's {mode.node_gpus} GPUs "
+                    f"({mode.narrowed_by}): the others were not validated")
     return f"{PROG}: {what}; exit {code}"
 
 

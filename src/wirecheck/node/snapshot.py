@@ -2,7 +2,7 @@
 in its record's end line and that `wirecheck validate --trust-recent` compares the node with now
 (wirecheck.records.trust decides; this module only reads).
 
-One NVML session: the driver version, and per GPU its identity (UUID, serial, bus id), its uncorrectable
+One NVML session: the driver version, and per GPU its identity (model, UUID, serial, bus id), its uncorrectable
 ECC counts (volatile: since the driver loaded; aggregate: since the GPU was made), its remapped rows
 (pending and failed remaps), which NVLinks are up and each up link's error counters, and the compute
 processes on it. Nothing here starts work on a GPU. A reading this GPU or driver cannot give is None.
@@ -66,6 +66,7 @@ def _gpu(nv: Any, i: int, h: Any) -> dict[str, Any]:
     processes = health.compute_processes
     return {
         "index": i,
+        "name": nvml._text(nvml._try(nv, i, "nvmlDeviceGetName", h)),  # for CUDA_VISIBLE_DEVICES on mixed nodes
         "bus_id": health.bus_id,
         "uuid": nvml._text(nvml._try(nv, i, "nvmlDeviceGetUUID", h)),
         "serial": nvml._serial(nv, i, h),

@@ -46,6 +46,10 @@ class LastRun:
     # What narrowed the run below its level (-k, -m, --placement, named tests: the header's `selection`);
     # None where the header does not say (a record written before runs said it)
     selection: tuple[str, ...] | None = None
+    # The GPUs the pass ran on (the header's `gpus`, each by UUID, else bus id): NVML's snapshot lists every GPU
+    # of the node whatever CUDA_VISIBLE_DEVICES said, the header only those validated. None: it lists none.
+    ran_on: tuple[str, ...] | None = None
+    visible_then: str | None = None  # the pass's CUDA_VISIBLE_DEVICES (the header's env), to say why
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,8 @@ REASONS = {
     "simulated": "the latest run was a SIMULATION ({path}): no GPU of this node was validated",
     "level": "the latest run was at level {level}, below the asked {asked}",
     "selection": "the latest run ran a part of its level's checks ({what}), not all of them",
+    "gpus_not_run": "the pass ran on {then} only{why}; this run would validate {missing} too",
+    "gpus_unlisted": "the pass's record does not list the GPUs it ran on: nothing says it validated {missing}",
     "expired": "the pass is {age} old, past the trust window of {window} ({where})",
     "future": "the pass ended {age} in the future: the clock moved back; not trusted",
     "no_snapshot": "the pass's record keeps no node snapshot ({why}): nothing to compare the node with",
@@ -146,12 +152,24 @@ def summary(record) -> LastRun:
         failed=sum(v.get("outcome") == "fail" for v in record.verdicts),
         thresholds_digest=thresholds_digest(record.run),
         snapshot=snapshot if isinstance(snapshot, dict) else None,
-        selection=_selection(record.run))
+        selection=_selection(record.run), ran_on=_ran_on(record.run),
+        visible_then=(record.run.get("env") or {}).get("CUDA_VISIBLE_DEVICES"))
 
 
 def _selection(header: dict) -> tuple[str, ...] | None:
     given = header.get("selection")
     return tuple(str(s) for s in given) if isinstance(given, list) else None
+
+
+def gpu_key(gpu: dict) -> str | None:
+    """What names a GPU across a header and a snapshot: its UUID, else its bus id."""
+    return gpu.get("uuid") or gpu.get("bus_id")
+
+
+def _ran_on(header: dict) -> tuple[str, ...] | None:
+    gpus = [g for g in header.get("gpus") or [] if isinstance(g, dict)]
+    keys = tuple(gpu_key(g) for g in gpus)
+    return keys if keys and all(keys) else None
 
 
 def _files(folder: Path) -> Iterable[Path]:
@@ -299,6 +317,26 @@ def _node_refusals(then: dict, now: dict) -> tuple[list[Refusal], list[str]]:
     return out, checked
 
 
+def _coverage_refusals(run: LastRun, then: dict, now: dict,
+                       asked: tuple[int, ...] | None) -> tuple[list[Refusal], list[str]]:
+    """Whether the pass ran on every GPU the new run would validate (`asked`: the NVML indices its
+    CUDA_VISIBLE_DEVICES names; None: every GPU of the node). By index, through the pass's own snapshot: a GPU
+    swapped since is refused as such (gpu_swapped), not again here."""
+    wanted = sorted(g.get("index") for g in now.get("gpus") or [] if asked is None or g.get("index") in asked)
+    if run.ran_on is None:
+        return [Refusal("gpus_unlisted", {"missing": _gpu_names(wanted)})], []
+    ran = sorted(g.get("index") for g in then.get("gpus") or [] if gpu_key(g) in run.ran_on)
+    missing = [i for i in wanted if i not in ran]
+    if not missing:
+        return [], [f"the pass ran on every GPU this run would validate ({len(wanted)})"]
+    why = f" (CUDA_VISIBLE_DEVICES={run.visible_then})" if run.visible_then is not None else ""
+    return [Refusal("gpus_not_run", {"then": _gpu_names(ran), "why": why, "missing": _gpu_names(missing)})], []
+
+
+def _gpu_names(indices: list[int]) -> str:
+    return "GPU " + ",".join(map(str, indices)) if indices else "no GPU"
+
+
 def _process_refusals(now: dict) -> tuple[list[Refusal], list[str], list[str]]:
     out, unknown = [], []
     for gpu in now.get("gpus") or []:
@@ -328,10 +366,11 @@ def _xid_refusals(xid_lines: list[dict] | None, unreadable: str | None, oldest_a
 def decide(run: LastRun | None, now_snapshot: dict, *, now: float, window_s: float, window_where: str,
            asked_level: str, thresholds: str | None, version: str, xid_lines: list[dict] | None = None,
            xid_unreadable: str | None = None, xid_oldest_at: float | None = None, host: str = "",
-           folders: str = "") -> Decision:
+           folders: str = "", asked_gpus: tuple[int, ...] | None = None) -> Decision:
     """Whether `run` (this node's latest, or None) stands for a run at `asked_level` now. `now_snapshot`:
     the node now (wirecheck.node.snapshot; {"unreadable": why} when NVML failed); xid_*: the kernel log's
-    Xid lines since the pass's start (plain dicts with xid and where), or why it could not be read."""
+    Xid lines since the pass's start (plain dicts with xid and where), or why it could not be read;
+    asked_gpus: the NVML indices of the GPUs the new run would validate (its CUDA_VISIBLE_DEVICES), None for all."""
     if run is None:
         return Decision(None, (Refusal("no_run", {"host": host, "folders": folders}),))
     refusals = _run_refusals(run, now=now, window_s=window_s, window_where=window_where, asked_level=asked_level,
@@ -342,7 +381,8 @@ def decide(run: LastRun | None, now_snapshot: dict, *, now: float, window_s: flo
     elif run.snapshot is not None and "unreadable" not in run.snapshot:
         node, checked = _node_refusals(run.snapshot, now_snapshot)
         processes, said, idle = _process_refusals(now_snapshot)
-        refusals += node + processes
-        checked += idle
+        coverage, covered = _coverage_refusals(run, run.snapshot, now_snapshot, asked_gpus)
+        refusals += node + coverage + processes
+        checked += covered + idle
     xid, xid_said, xid_checked = _xid_refusals(xid_lines, xid_unreadable, xid_oldest_at, epoch(run.started))
     return Decision(run, tuple(refusals + xid), tuple(said + xid_said), tuple(checked + xid_checked))
