@@ -79,6 +79,8 @@ CHANGES = {
     "a pass on some of the GPUs": (None, {"ran_on": lambda snap: (trust.gpu_key(snap["gpus"][0]),),
                                           "visible_then": "0"}, None, "gpus_not_run"),
     "a record that lists no GPU": (None, {"ran_on": None}, None, "gpus_unlisted"),
+    # a pass without --profile skipped the profile's GPU count and fabric checks, and had other limits
+    "a pass under another profile": (None, {"profile": "h200-sxm-8"}, None, "profile"),
 }
 
 
@@ -158,8 +160,8 @@ def test_the_window_comes_from_the_option_else_the_thresholds_key_and_a_bad_one_
 
 def test_a_pass_on_some_gpus_stands_only_for_a_run_on_those(tmp_path, monkeypatch, capsys):
     """A pass of `CUDA_VISIBLE_DEVICES=0 wirecheck validate` says nothing of GPU 1: a prolog for the whole node
-    runs the level, one for GPU 0 alone may trust it; a CUDA_VISIBLE_DEVICES the suite would refuse is refused
-    here too, naming it."""
+    runs the level, one for GPU 0 alone may trust it, unless it asks a --profile the pass was not held to; a
+    CUDA_VISIBLE_DEVICES the suite would refuse is refused here too, naming it."""
     record = tmp_path / "prolog-previous.jsonl"
     _write_pass(record, _scenario(), monkeypatch, visible_devices="0")
     kmsg = tmp_path / "kmsg"
@@ -180,6 +182,11 @@ def test_a_pass_on_some_gpus_stands_only_for_a_run_on_those(tmp_path, monkeypatc
     out = capsys.readouterr()
     assert "the pass ran on every GPU this run would validate (1)" in out.err and "trusted the quick pass" in out.out
 
+    assert main(args + ["--profile", "h200-sxm-2"]) == 0 and ran, "a profile the pass was not held to: refused"
+    assert ("the pass was held to no --profile (the limits derived from the node), this run to --profile "
+            "h200-sxm-2") in capsys.readouterr().err
+
+    ran.clear()
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
     assert main(args) == exit_codes.USAGE_ERROR and not ran
     assert "CUDA_VISIBLE_DEVICES=7: there is no GPU 7 on this node" in capsys.readouterr().err

@@ -66,7 +66,8 @@ def attempt(pytest_args: Sequence[str], level: str | None, window: str,
         run, now_snapshot, now=time.time(), window_s=seconds, window_where=where, asked_level=level or DEFAULT_LEVEL,
         thresholds=trust.thresholds_digest(thresholds_fields(path)), version=wirecheck.__version__,
         xid_lines=[line.as_record() for line in xids.lines], xid_unreadable=xids.unreadable,
-        xid_oldest_at=xids.oldest_at, host=host, folders=", ".join(str(f) for f in searched), asked_gpus=asked)
+        xid_oldest_at=xids.oldest_at, host=host, folders=", ".join(str(f) for f in searched), asked_gpus=asked,
+        asked_profile=option_value(pytest_args, "--profile"))
     return decision, where, time.monotonic() - started
 
 

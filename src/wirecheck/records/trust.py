@@ -50,6 +50,7 @@ class LastRun:
     # of the node whatever CUDA_VISIBLE_DEVICES said, the header only those validated. None: it lists none.
     ran_on: tuple[str, ...] | None = None
     visible_then: str | None = None  # the pass's CUDA_VISIBLE_DEVICES (the header's env), to say why
+    profile: str | None = None  # the pass's --profile (the header's): the limits it was held to
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ REASONS = {
     "level": "the latest run was at level {level}, below the asked {asked}",
     "selection": "the latest run ran a part of its level's checks ({what}), not all of them",
     "gpus_not_run": "the pass ran on {then} only{why}; this run would validate {missing} too",
+    "profile": "the pass was held to {then}, this run to {now}: other limits and checks",
     "gpus_unlisted": "the pass's record does not list the GPUs it ran on: nothing says it validated {missing}",
     "expired": "the pass is {age} old, past the trust window of {window} ({where})",
     "future": "the pass ended {age} in the future: the clock moved back; not trusted",
@@ -153,7 +155,7 @@ def summary(record) -> LastRun:
         thresholds_digest=thresholds_digest(record.run),
         snapshot=snapshot if isinstance(snapshot, dict) else None,
         selection=_selection(record.run), ran_on=_ran_on(record.run),
-        visible_then=(record.run.get("env") or {}).get("CUDA_VISIBLE_DEVICES"))
+        visible_then=(record.run.get("env") or {}).get("CUDA_VISIBLE_DEVICES"), profile=record.run.get("profile"))
 
 
 def _selection(header: dict) -> tuple[str, ...] | None:
@@ -230,7 +232,7 @@ def _grew(then: Any, now: Any) -> bool:
 
 
 def _run_refusals(run: LastRun, *, now: float, window_s: float, window_where: str, asked_level: str,
-                  thresholds: str | None, version: str) -> list[Refusal]:
+                  asked_profile: str | None, thresholds: str | None, version: str) -> list[Refusal]:
     out = []
     if run.status is None:
         return [Refusal("cut_short", {"path": run.path})]
@@ -250,6 +252,8 @@ def _run_refusals(run: LastRun, *, now: float, window_s: float, window_where: st
             out.append(Refusal("future", {"age": _age(age)}))
         elif age > window_s:
             out.append(Refusal("expired", {"age": _age(age), "window": _age(window_s), "where": window_where}))
+    if run.profile != asked_profile:  # a profile adds checks (the GPU count, the fabric) and sets limits of its own
+        out.append(Refusal("profile", {"then": _profile(run.profile), "now": _profile(asked_profile)}))
     if run.thresholds_digest != thresholds:
         out.append(Refusal("thresholds", {"then": (run.thresholds_digest or "unknown")[:12],
                                           "now": (thresholds or "unknown")[:12]}))
@@ -260,6 +264,10 @@ def _run_refusals(run: LastRun, *, now: float, window_s: float, window_where: st
     elif snap.get("wirecheck") != version:
         out.append(Refusal("version", {"then": snap.get("wirecheck"), "now": version}))
     return out
+
+
+def _profile(name: str | None) -> str:
+    return f"--profile {name}" if name else "no --profile (the limits derived from the node)"
 
 
 def _identity(gpu: dict) -> str:
@@ -366,15 +374,17 @@ def _xid_refusals(xid_lines: list[dict] | None, unreadable: str | None, oldest_a
 def decide(run: LastRun | None, now_snapshot: dict, *, now: float, window_s: float, window_where: str,
            asked_level: str, thresholds: str | None, version: str, xid_lines: list[dict] | None = None,
            xid_unreadable: str | None = None, xid_oldest_at: float | None = None, host: str = "",
-           folders: str = "", asked_gpus: tuple[int, ...] | None = None) -> Decision:
+           folders: str = "", asked_gpus: tuple[int, ...] | None = None,
+           asked_profile: str | None = None) -> Decision:
     """Whether `run` (this node's latest, or None) stands for a run at `asked_level` now. `now_snapshot`:
     the node now (wirecheck.node.snapshot; {"unreadable": why} when NVML failed); xid_*: the kernel log's
     Xid lines since the pass's start (plain dicts with xid and where), or why it could not be read;
-    asked_gpus: the NVML indices of the GPUs the new run would validate (its CUDA_VISIBLE_DEVICES), None for all."""
+    asked_gpus: the NVML indices of the GPUs the new run would validate (its CUDA_VISIBLE_DEVICES), None for all;
+    asked_profile: the new run's --profile."""
     if run is None:
         return Decision(None, (Refusal("no_run", {"host": host, "folders": folders}),))
     refusals = _run_refusals(run, now=now, window_s=window_s, window_where=window_where, asked_level=asked_level,
-                             thresholds=thresholds, version=version)
+                             asked_profile=asked_profile, thresholds=thresholds, version=version)
     said, checked = [], []
     if "unreadable" in now_snapshot:
         refusals.append(Refusal("unreadable_now", {"why": now_snapshot["unreadable"]}))
