@@ -111,3 +111,19 @@ def test_version_is_written_once_and_said_by_the_command(capsys):
     project = tomllib.loads((README.parent / "pyproject.toml").read_text())
     assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
     assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "wirecheck.__version__"}
+
+
+def test_a_crash_of_a_command_exits_70_never_1(monkeypatch, capsys):
+    """A bug of ours (here a TypeError raised by `codes`) ends as a crash, exit 70, which the drain hooks read as
+    unknown: Python's own exit status for an uncaught exception is 1, which says a check failed and drains."""
+    from wirecheck.cli import codes
+
+    def broken(args, extra):
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(codes, "run", broken)
+    assert main(["codes"]) == 70
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert err.rstrip().splitlines()[-1] == ("wirecheck codes: crashed (TypeError: a bug): a bug of wirecheck, not a "
+                                            "finding about the node; the traceback above is for a bug report; exit 70")

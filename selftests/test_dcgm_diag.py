@@ -25,6 +25,7 @@ from wirecheck.records.file import read_run
 
 DATA = Path(__file__).parent / "data" / "dcgm"
 R2, R3, BROKE = DATA / "dcgm-diag-r2.json", DATA / "dcgm-diag-r3.json", DATA / "dcgm-diag-runtime-error.json"
+RECORD = Path(__file__).parents[1] / "fixtures" / "reference" / "h200-sxm-2" / "wirecheck-2026-12-01" / "run1.jsonl"
 GPUS = [{"index": 0, "serial": "1655123400011", "bus_id": "00000000:19:00.0", "uuid": "GPU-aaaa-0"},
         {"index": 1, "serial": "1655123400012", "bus_id": "00000000:3B:00.0", "uuid": "GPU-aaaa-1"}]
 
@@ -106,6 +107,28 @@ def test_bad_input_is_named(tmp_path, text, capsys):
         dcgm.load(bad)
     assert main(["dcgm", str(bad), "-o", str(tmp_path / "out.jsonl")]) == exit_codes.BAD_INPUT
     assert str(bad) in capsys.readouterr().err and not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_binary_file_is_named_never_a_traceback(tmp_path, capsys):
+    """A crash would exit 1, which for this command says a DCGM test failed."""
+    binary = tmp_path / "dcgm.json"
+    binary.write_bytes(b"{\xff\xfe}")
+    assert main(["dcgm", str(binary), "-o", str(tmp_path / "out.jsonl")]) == exit_codes.BAD_INPUT
+    assert f"{binary}: not UTF-8 text (byte 1): not `dcgmi diag -r LEVEL -j` output" in capsys.readouterr().err
+
+
+def test_out_onto_a_validation_record_is_refused(tmp_path, capsys):
+    """-o onto the --record it reads, or any validation record, would hide that run's verdicts from judge, report
+    and node-state, which read a file's last run; a file of dcgm runs takes more."""
+    validation = tmp_path / "run.jsonl"
+    validation.write_bytes(RECORD.read_bytes())
+    for args in (["--record", str(validation)], []):
+        assert main(["dcgm", str(R2), *args, "-o", str(validation)]) == exit_codes.BAD_INPUT
+        assert "pass a new path" in capsys.readouterr().err
+        assert validation.read_bytes() == RECORD.read_bytes()
+    out = tmp_path / "dcgm.jsonl"
+    assert main(["dcgm", str(R2), "-o", str(out)]) == main(["dcgm", str(R2), "-o", str(out)]) == exit_codes.FAILED
+    assert read_run(out).earlier_runs == 1
 
 
 def test_the_command_writes_a_record_node_state_drains_and_judge_reads(tmp_path, capsys):

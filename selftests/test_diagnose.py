@@ -74,6 +74,12 @@ def test_a_quad_failure_plans_every_pair_inside_it_and_a_clean_record_nothing(tm
     assert suspects(clean) == [] and main(["diagnose", str(clean.path), "--run"]) == exit_codes.NOTHING_TO_LOCALIZE
     assert "nothing to localize" in capsys.readouterr().out
 
+    # --json onto the record it diagnoses would make the findings that file's last run, which judge, report and the
+    # drain hooks read instead of the validation: refused before any probe runs
+    before = run.path.read_bytes()
+    assert main(["diagnose", str(run.path), "--run", "--json", str(run.path)]) == exit_codes.BAD_INPUT
+    assert "is the record this command reads" in capsys.readouterr().err and run.path.read_bytes() == before
+
 
 def test_one_gpu_s_grown_counters_are_probed_on_its_pairs_with_its_nvlink_peers(tmp_path):
     grew = Verdict("counter_growth", "error counters", "GPU5", FAIL, "error counters on GPU5: NVLink 11 CRC grew",

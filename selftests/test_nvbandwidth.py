@@ -114,3 +114,33 @@ def test_an_error_of_nvbandwidth_and_bad_input(tmp_path, capsys):
     no_copies = Path(__file__).parent / "data" / "sim-h200-sxm-2.jsonl"
     assert main(["nvbandwidth", "--json", str(SAMPLE), "--record", str(no_copies)]) == exit_codes.BAD_INPUT
     assert "holds no copy figures" in capsys.readouterr().err
+    # a binary file, a --binary that is not there, and bad input with --out: named, exit 2, no record written
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    assert main(["nvbandwidth", "--json", str(binary), "--record", str(RECORD)]) == exit_codes.BAD_INPUT
+    assert f"{binary}: not UTF-8 text (byte 0): not `nvbandwidth -j` output" in capsys.readouterr().err
+    assert main(["nvbandwidth", "--binary", str(tmp_path / "nowhere"), "--record", str(RECORD)]) == exit_codes.BAD_INPUT
+    assert "--binary" in capsys.readouterr().err
+    out = tmp_path / "kept.jsonl"
+    assert main(["nvbandwidth", "--json", str(SAMPLE), "--record", str(no_copies), "--out", str(out)]) == 2
+    assert not out.exists(), "bad input and nothing measured here: no record"
+
+
+def test_out_never_hides_the_run_it_reads(tmp_path, capsys):
+    """Runs append and every reader takes a file's last run: --out onto the --record it reads (or onto any
+    validation record) would make judge, report and the drain hooks read nvbandwidth's figures instead of the
+    validation's verdicts. Refused before nvbandwidth runs; a file of nvbandwidth runs takes more."""
+    record = tmp_path / "run.jsonl"
+    record.write_bytes(RECORD.read_bytes())
+    for out in (record, tmp_path / "other-validation.jsonl"):
+        if out != record:
+            out.write_bytes(RECORD.read_bytes())
+        assert main(["nvbandwidth", "--json", str(SAMPLE), "--record", str(record), "--out", str(out)]) == 2
+        assert "pass a new path" in capsys.readouterr().err
+        assert out.read_bytes() == RECORD.read_bytes()
+    out = tmp_path / "nvb.jsonl"
+    for _ in range(2):
+        assert main(["nvbandwidth", "--json", str(SAMPLE), "--record", str(record), "--out", str(out)]) == 0
+    assert read_run(out).earlier_runs == 1
+    assert main(["judge", str(out)]) == exit_codes.BAD_INPUT  # figures, no check: never PASSED
+    assert "holds no verdict (a `wirecheck nvbandwidth` run: figures, no check)" in capsys.readouterr().err

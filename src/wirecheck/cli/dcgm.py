@@ -59,9 +59,11 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     from wirecheck.core.verdict import FAIL, PASS, SKIP, WARN
     from wirecheck.node import dcgm
     from wirecheck.records.file import RecordFileError
-    from wirecheck.records.run import RunWriter, cannot_write
+    from wirecheck.records.run import RunWriter, cannot_write, refuse_other_runs
 
     try:
+        if args.out:
+            refuse_other_runs(args.out, NAME, [args.record] if args.record else [])
         _, diag = dcgm.load(args.file)
         gpus = _node_gpus(args.record)
     except (dcgm.DcgmError, RecordFileError, OSError) as exc:

@@ -17,7 +17,7 @@ from wirecheck.cli.protocol import entry
 from wirecheck.core import exit_codes as codes
 from wirecheck.core.paths import suite_paths
 from wirecheck.diagnose import plan
-from wirecheck.diagnose.command import diagnose
+from wirecheck.diagnose.command import KIND, diagnose
 from wirecheck.diagnose.context import context_for
 from wirecheck.diagnose.suspects import suspects
 from wirecheck.diagnose.context import WORKERS
@@ -25,7 +25,7 @@ from wirecheck.gpu.load import WORKERS as GPU_WORKERS
 from wirecheck.node import nvml
 from wirecheck.records.culprit import diagnosed_culprit
 from wirecheck.records.file import RecordFileError, read_run
-from wirecheck.records.run import recorded_thresholds
+from wirecheck.records.run import recorded_thresholds, refuse_other_runs
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
 
 NAME = "diagnose"
@@ -80,6 +80,8 @@ def _topology(run):
 
 def run(args, extra_args) -> int:
     try:
+        if args.out and args.run_probes:  # before the probes: a path that cannot take their record loses it
+            refuse_other_runs(args.out, KIND, [args.record])
         record = read_run(args.record)
         thresholds = _thresholds(args, record)
     except (RecordFileError, ThresholdsError, ValueError) as exc:

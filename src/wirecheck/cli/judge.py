@@ -16,7 +16,7 @@ skipped as a torn line is; every other line is judged, and the outcome says the 
 
 Exit codes: 0 every verdict passes (or warns) on a complete hardware run; 1 a verdict fails (FAILED), or a run
 was cut short (no end record) or interrupted with nothing failed (INCOMPLETE; a torn last line is
-named and skipped); 2 bad input (a file that is not a record, a
+named and skipped); 2 bad input (a file that is not a record, a run that ended with no verdict to judge, a
 malformed thresholds file); 10 the runs passed but one of them was a simulation (no node
 was validated); 12 nothing failed, but a record has lines that could not be read (DAMAGED: what they
 held is lost).
@@ -65,6 +65,12 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
                                       "from probes run on the node, not from inputs a check can judge again; read it "
                                       f"with `wirecheck report {run.path}`, or judge the record it diagnosed "
                                       f"({run.run.get('diagnosed')})")
+            if not run.verdicts and run.end is not None:  # ended with nothing to judge: never PASSED
+                kind = run.run.get("kind")
+                what = (f"a `wirecheck {kind}` run: figures, no check" if kind else "its selected tests each skipped "
+                        f"before their check ran (`wirecheck report {run.path}` shows why)")
+                raise RecordFileError(f"{run.path}: its last run holds no verdict ({what}): nothing to judge, and no "
+                                      "pass")
         if args.thresholds:
             try:
                 given = load_thresholds(Path(args.thresholds))

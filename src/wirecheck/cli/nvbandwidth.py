@@ -13,12 +13,15 @@ Prints nvbandwidth's matrices, then each suite copy beside nvbandwidth's with su
 Exit codes: 0 both sides gave their figures (the ratios are reported, not judged: the suite's copy checks judge
 the node); 1 nvbandwidth reported an error (a testcase's Error: its own data check after the copy), or could not run, or
 the suite's copies could not be measured on this node; 2 bad input (a file that is not nvbandwidth's JSON, a
-record without copy figures, no GPU and no --record), or nvbandwidth not installed and no --json given.
+record without copy figures, no GPU and no --record, an --out that holds another kind of run), or nvbandwidth
+not installed (or --binary naming no executable file) and no --json given. --out is written unless the input was
+bad and nothing was measured here.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 
 from wirecheck.cli.protocol import entry
@@ -51,6 +54,8 @@ def _nvbandwidth(args) -> tuple[object | None, str | None, bool]:
             return nvb.load(args.json), None, False
         except nvb.NvbandwidthError as exc:
             return None, str(exc), True
+    if args.binary and shutil.which(args.binary) is None:
+        return None, f"--binary {args.binary}: no such executable file; pass the path of the nvbandwidth binary", True
     binary = args.binary or nvb.find()
     if binary is None:
         return None, ("nvbandwidth is not installed (not on PATH): nothing to compare with; build it from "
@@ -98,6 +103,14 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     from wirecheck.records.file import RecordFileError
     from wirecheck.thresholds.file import ThresholdsError
 
+    if args.out:  # before nvbandwidth runs: a path it cannot write to would lose what it measured
+        from wirecheck.records.run import refuse_other_runs
+
+        try:
+            refuse_other_runs(args.out, NAME, [args.record] if args.record else [])
+        except RecordFileError as exc:
+            print(f"wirecheck {NAME}: --out: {exc}", file=sys.stderr)
+            return exit_codes.BAD_INPUT
     reading, why, bad = _nvbandwidth(args)
     if reading is None:
         print(f"wirecheck {NAME}: {why}", file=sys.stderr)
@@ -114,7 +127,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     errors = [f"{c.name}: {c.error or c.status}" for c in reading.testcases.values() if c.status == "Error"]
     if reading.error:
         errors.append(reading.error)
-    if args.out:
+    nothing_measured = args.json and missing and where != MEASURED_NOW  # bad input, and nothing ran here
+    if args.out and not nothing_measured:
         status = _write(args, reading, rows, where, missing, errors)
         if status is not None:
             return status

@@ -126,6 +126,16 @@ def dispatch(argv: list[str] | None = None) -> int:
     except DeclarationsError as exc:  # the install is broken (no checks to read limits against), whatever the command
         print(f"wirecheck: {exc}", file=sys.stderr)
         return exit_codes.INTERNAL_ERROR
+    except Exception as exc:  # noqa: BLE001 - a bug of ours must never exit 1, which says a check failed (drain)
+        import traceback
+
+        traceback.print_exc()
+        given = sys.argv[1:] if argv is None else argv
+        named = given[0] if given and not given[0].startswith("-") else None
+        print(f"wirecheck{' ' + named if named else ''}: crashed ({type(exc).__name__}: {exc}): a bug of wirecheck, "
+              f"not a finding about the node; the traceback above is for a bug report; exit {exit_codes.HARNESS_CRASH}",
+              file=sys.stderr)
+        return exit_codes.HARNESS_CRASH
 
 
 def _main(argv: list[str] | None) -> int:

@@ -122,6 +122,8 @@ def load(path: str | Path) -> tuple[dict, DiagRun]:
         text = Path(path).read_text()
     except OSError as exc:
         raise DcgmError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:  # a binary file, or one damaged on a disk or in a copy
+        raise DcgmError(f"{path}: not UTF-8 text (byte {exc.start}): not `dcgmi diag -r LEVEL -j` output") from None
     doc = _json_in(text, str(path))
     return doc, parse(doc, str(path))
 

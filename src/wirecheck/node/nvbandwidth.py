@@ -97,6 +97,8 @@ def load(path: str | Path) -> Reading:
         text = Path(path).read_text()
     except OSError as exc:
         raise NvbandwidthError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:  # a binary file, or one damaged on a disk or in a copy
+        raise NvbandwidthError(f"{path}: not UTF-8 text (byte {exc.start}): not `nvbandwidth -j` output") from None
     return parse(_json_in(text, str(path)), str(path))
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -25,7 +26,7 @@ from wirecheck.core import code_digest, exit_codes
 from wirecheck.core.harness import REMOVED, HarnessFault
 from wirecheck.core.paths import extends_target
 from wirecheck.core.verdict import Verdict
-from wirecheck.records.file import Measurement, RecordFile, env_switches
+from wirecheck.records.file import Measurement, RecordFile, RecordFileError, env_switches, read_run
 
 COMPLETE = "complete"
 INTERRUPTED = "interrupted"
@@ -159,6 +160,37 @@ def cannot_write(exc: Exception, option: str, named: bool, folder: str | Path) -
         return f"{option}: {exc}; pass a writable path"
     return (f"{exc}: without {option}, a run keeps its record in {folder}; start it from a writable directory, "
             f"or pass {option} PATH")
+
+
+def refuse_other_runs(path: str | Path, kind: str, reads: Iterable[str | Path] = ()) -> None:
+    """A command that writes runs of its own `kind` (dcgm, nvbandwidth, diagnosis) into a path it was given:
+    RecordFileError where that path is a record the command reads (`reads`), or a file whose last run is of
+    another kind. Runs append, and every reader takes a file's last run: a DCGM run appended to a
+    validation record would hide the validation's verdicts from judge, report and the drain hooks."""
+    target = Path(path)
+    try:
+        if not target.is_file() or target.stat().st_size == 0:
+            return
+    except OSError:
+        return  # the writer names what is wrong with the path
+    for given in reads:
+        try:
+            same = os.path.samefile(target, given)
+        except OSError:
+            continue
+        if same:
+            raise RecordFileError(f"{path} is the record this command reads: writing its {kind} run there would "
+                                  "make it the file's last run, which every reader takes, and hide the run it "
+                                  "holds; pass a new path")
+    try:
+        last = read_run(target).run.get("kind")
+    except (RecordFileError, OSError, ValueError):
+        raise RecordFileError(f"{path} exists and is no wirecheck record file: pass a new path") from None
+    if last != kind:
+        held = f"a `wirecheck {last}` run" if last else "a validation run"
+        raise RecordFileError(f"{path} holds {held}: runs append, and a `wirecheck {kind}` run after it would be the "
+                              f"last one every reader takes, hiding it; pass a new path (a file of `wirecheck {kind}` "
+                              "runs takes more of them)")
 
 
 # The header's "workers" when the run's workers are one pool (one worker per GPU for the run, a sub-group per
