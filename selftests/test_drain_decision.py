@@ -174,6 +174,12 @@ def test_a_retest_without_a_verdict_drains_on_the_first_failure_and_says_why(sit
                                                           "gave no verdict (node busy"), line
     rc, line, _ = hook(site, "--time-left", "2", capsys=capsys)  # the last --time-left counts
     assert rc == codes.NODE_UNHEALTHY and re.search(r"\(not re-tested: [0-2] s of the hook's time left\)$", line), line
+    # a --wirecheck that names nothing that runs: the first failure drains, the line says why, no traceback
+    rc, line, err = hook(site, "--wirecheck", str(site / "nowhere"), capsys=capsys)
+    # (the third failure of this GPU in the test's week: it escalates to replace, as any third failure does)
+    assert rc == codes.NODE_REPLACE and (f"(not re-tested: --wirecheck {site / 'nowhere'} cannot be run (No such file "
+                                         "or directory); fix the hook's WIRECHECK setting)") in line, line
+    assert "Traceback" not in err
 
 
 def test_the_guard_holds_above_half_the_partition_until_its_file_is_removed(site, capsys):

@@ -142,8 +142,12 @@ def retest_once(hook: Hook, first: RunRecord) -> Retested:
     record = hook.records / f"{hook.mode}-retest.jsonl"
     output = hook.records / f"{hook.mode}-retest.log"
     record.unlink(missing_ok=True)
-    code = _run([*hook.wirecheck, "validate", *hook.validate_args, "-k", selection, "--wirecheck-json", str(record)],
-                left, output)
+    try:
+        code = _run([*hook.wirecheck, "validate", *hook.validate_args, "-k", selection, "--wirecheck-json", str(record)],
+                    left, output)
+    except OSError as exc:  # --wirecheck names nothing that runs: the failure stands as the first run said it
+        return Retested(None, f"not re-tested: --wirecheck {hook.wirecheck[0]} cannot be run ({exc.strerror or exc}); "
+                        "fix the hook's WIRECHECK setting", None)
     run = ns.read_record(str(record))[0]
     state = ns.decide(code, run, ns.output_tail(str(output)), hook.limit)
     if state.state == ns.HEALTHY:
@@ -159,8 +163,11 @@ def diagnosed(hook: Hook, record: Path | None) -> tuple[str | None, Path | None]
         return None, None
     out = hook.records / f"{hook.mode}-diagnosis.jsonl"
     out.unlink(missing_ok=True)
-    _run([*hook.wirecheck, "diagnose", str(record), "--run", "--json", str(out)], hook.left(),
-         hook.records / f"{hook.mode}-diagnosis.log")
+    try:
+        _run([*hook.wirecheck, "diagnose", str(record), "--run", "--json", str(out)], hook.left(),
+             hook.records / f"{hook.mode}-diagnosis.log")
+    except OSError:  # said by the re-test, which ran the same command first
+        return None, None
     run = ns.read_record(str(out))[0]
     return (diagnosed_culprit(run) if run is not None else None), (out if out.is_file() else None)
 
