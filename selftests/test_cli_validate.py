@@ -475,3 +475,15 @@ def test_an_option_of_a_plugin_not_loaded_is_a_usage_error_that_says_how(tmp_pat
     lines = done.stdout.strip().splitlines()
     assert done.returncode == 4, done.stderr + done.stdout
     assert "-p MODULE" in lines[-2] and lines[-1].endswith("usage error, exit 4"), done.stdout
+
+
+def test_the_plugin_hint_only_for_an_option_pytest_does_not_know(capfd):
+    """A usage error with a cause of its own (a bad --sweep value) ends on that cause; an option no loaded plugin
+    knows (pytest-timeout's --timeout) ends naming it and how to load its plugin, read from pytest's own --help."""
+    assert main(["validate", "--simulate=h200-sxm-2", "--sweep", "huge", "--collect-only"]) == 4
+    out, err = capfd.readouterr()
+    assert "invalid choice: 'huge'" in out + err and "pytest knows no" not in out + err
+    assert main(["validate", "--simulate=h200-sxm-2", "--timeout", "5", "--collect-only"]) == 4
+    out = capfd.readouterr().out.splitlines()
+    assert out[-2].startswith("wirecheck validate: pytest knows no --timeout: ") and "-p pytest_timeout" in out[-2]
+    assert out[-1].endswith("usage error, exit 4")

@@ -12,6 +12,8 @@ import argparse
 import dataclasses
 import json
 import os
+import re
+import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -283,8 +285,39 @@ def last_line(code: int, mode: Mode, fault: str | None = None) -> str:
     return f"{PROG}: {what}; exit {code}"
 
 
-PLUGIN_HINT = (f"{PROG}: the suite runs with its own pytest plugins only (wirecheck's and pytest-benchmark): an option "
-               "of another plugin needs it loaded with -p MODULE (e.g. -p pytest_timeout --timeout 600)")
+HELP_TIMEOUT_S = 60  # pytest --help, read after a usage error: pytest's start, never a run
+
+
+def plugin_hint(unknown: Sequence[str]) -> str:
+    return (f"{PROG}: pytest knows no {', '.join(unknown)}: the suite runs with its own pytest plugins only (wirecheck's "
+            "and pytest-benchmark); an option of another plugin needs it loaded with -p MODULE (e.g. -p pytest_timeout "
+            "--timeout 600)")
+
+
+def unknown_options(base: Sequence[str], pytest_args: Sequence[str]) -> list[str]:
+    """The long options among pytest_args that pytest, with the plugins the run loads (the suite's and each -p
+    MODULE), does not know: read from its --help, so only after a usage error (half a second of pytest's start)."""
+    given, plugins = [], []
+    for i, arg in enumerate(pytest_args):
+        if arg == "--":
+            break
+        if arg.startswith("--"):
+            given.append(arg.split("=", 1)[0])
+        elif arg == "-p" and i + 1 < len(pytest_args):
+            plugins += ["-p", pytest_args[i + 1]]
+        elif arg.startswith("-p") and len(arg) > 2:
+            plugins.append(arg)
+    if not given:
+        return []
+    try:
+        shown = subprocess.run([*base, *plugins, "--help"], capture_output=True, text=True, env=pytest_env(),
+                               timeout=HELP_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if shown.returncode != 0:
+        return []  # a -p MODULE that does not load: pytest said so itself
+    known = set(re.findall(r"(?<![\w-])--[A-Za-z0-9][\w-]*", shown.stdout))
+    return [option for option in dict.fromkeys(given) if option not in known]
 
 
 def _say(message: str) -> None:
@@ -361,8 +394,9 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
         lines = busy_lines(pytest_args)
     else:
         lines = [fault.state] if fault.state and code in (codes.HARNESS_FAULT, codes.HARNESS_CRASH) else []
-        if code == codes.USAGE_ERROR and any(arg.startswith("--") for arg in passed_on):
-            lines.append(PLUGIN_HINT)
+        unknown = unknown_options(base, passed_on) if code == codes.USAGE_ERROR else []
+        if unknown:  # pytest's "unrecognized arguments" scrolled above; its other usage errors name their own cause
+            lines.append(plugin_hint(unknown))
         lines.append(last_line(code, mode, fault.line))
     print("\n".join(lines), flush=True)
     return code
