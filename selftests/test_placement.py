@@ -162,15 +162,27 @@ def _snapshot(**changes) -> dict:
     [
         ({"gpus": []}, 'node.json: not a wirecheck topology snapshot (expected "format": "wirecheck-topology/1")'),
         ([1, 2], "node.json: not a wirecheck topology snapshot"),
-        ({k: v for k, v in _snapshot().items() if k != "nvlinks"}, "node.json: malformed topology snapshot (KeyError('nvlinks'))"),
-        (_snapshot(nvlinks=[[0, "x"], ["x", 0]]), "node.json: malformed topology snapshot (ValueError("),
-        (_snapshot(gpus=[{"index": 0, "colour": "green"}, {"index": 1}]), "node.json: malformed topology snapshot (TypeError("),
+        ({k: v for k, v in _snapshot().items() if k != "nvlinks"}, 'node.json: "nvlinks" is not 2x2, one row and column'),
+        (_snapshot(nvlinks=[[0, "x"], ["x", 0]]), "node.json: \"nvlinks\"[0][1]: 'x' is not a whole number; re-save"),
+        (_snapshot(gpus=[{"index": 0, "colour": "green"}, {"index": 1}]), "node.json: gpus[0]: unknown key(s) 'colour'"),
         (_snapshot(nvlinks=[[0, 18], [12, 0]]), "node.json: NVLink matrix is not symmetric at GPU0/GPU1 (18 vs 12)"),
-        (_snapshot(nvlinks=[[0]]), "node.json: NVLink matrix is not 2x2"),
+        (_snapshot(nvlinks=[[0]]), 'node.json: "nvlinks" is not 2x2'),
         (_snapshot(pcie_paths=[[None]]), 'node.json: "pcie_paths" is not 2x2'),
         (_snapshot(declared_fabric="infiniband"), "node.json: unknown fabric 'infiniband'"),
+        # a wrong type met later would be a traceback in the placements (sorting an index that is text)
+        (_snapshot(gpus=[{"index": "zero"}, {"index": 1}]), "node.json: gpus[0].index: 'zero' is not a whole number"),
+        (_snapshot(gpus=[{"index": 0, "nvlinks": [{"index": 0, "active": "yes", "remote_type": "gpu"}]}, {"index": 1}]),
+         "node.json: gpus[0].nvlinks[0].active: 'yes' is not true or false"),
+        (_snapshot(gpus=[{"index": True}, {"index": 1}]), "node.json: gpus[0].index: True is not a whole number"),
+        (_snapshot(gpus=[{"index": 1}, {"index": 1}]), "node.json: the GPUs' indices [1, 1] are not distinct"),
+        (_snapshot(gpus="oops"), 'node.json: "gpus" is no list'),
+        (_snapshot(gpus=[]), 'node.json: "gpus" is empty'),
+        (_snapshot(fabric=42), 'node.json: "fabric": 42 is not text'),
+        (_snapshot(nics=[1]), 'node.json: "nics": [1] is not a list of NIC names'),
     ],
-    ids=["no-format", "not-an-object", "missing-key", "non-int-nv", "unknown-gpu-key", "asymmetric", "wrong-shape", "pcie-shape", "bad-fabric"],
+    ids=["no-format", "not-an-object", "missing-key", "non-int-nv", "unknown-gpu-key", "asymmetric", "wrong-shape",
+         "pcie-shape", "bad-fabric", "text-index", "text-bool", "bool-index", "same-index", "gpus-text", "no-gpus",
+         "fabric-number", "nic-number"],
 )
 def test_malformed_snapshot(data, message):
     with pytest.raises(ValueError) as info:

@@ -9,7 +9,7 @@ thresholds lookup, tests) reads only this model.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 # Fabric classes. "bridged" = NVLink only inside small groups (H200 NVL quads, A100 pairs).
@@ -214,18 +214,23 @@ class Topology:
                 f"{where}: not a wirecheck topology snapshot (expected \"format\": \"{SNAPSHOT_FORMAT}\"); "
                 "write one on the node with `wirecheck topo --save FILE`"
             )
-        try:
-            gpus = tuple(
-                Gpu(**{**g, "nvlinks": tuple(NvLink(**link) for link in g.get("nvlinks", ()))})
-                for g in data["gpus"]
-            )
-            nvlinks = tuple(tuple(int(c) for c in row) for row in data["nvlinks"])
-            pcie_paths = tuple(tuple(row) for row in data["pcie_paths"])
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ValueError(f"{where}: malformed topology snapshot ({exc!r}); re-save it with `wirecheck topo --save`") from exc
-        if len(pcie_paths) != len(gpus) or any(len(row) != len(gpus) for row in pcie_paths):
-            raise ValueError(f"{where}: \"pcie_paths\" is not {len(gpus)}x{len(gpus)}; re-save it with `wirecheck topo --save`")
-        # Built outside the try: the model's own checks already name the file.
+        fix = "; re-save it with `wirecheck topo --save`"
+        listed = data.get("gpus")
+        if not isinstance(listed, (list, tuple)) or not listed:
+            raise ValueError(f"{where}: \"gpus\" is {'empty' if isinstance(listed, (list, tuple)) else 'no list'}: a snapshot "
+                             f"lists the node's GPUs{fix}")
+        gpus = tuple(_from_object(Gpu, g, f"{where}: gpus[{i}]", fix) for i, g in enumerate(listed))
+        if len({g.index for g in gpus}) != len(gpus) or any(g.index < 0 for g in gpus):
+            raise ValueError(f"{where}: the GPUs' indices {[g.index for g in gpus]} are not distinct and >= 0{fix}")
+        nvlinks = _square(data, "nvlinks", len(gpus), (int,), "a whole number", where, fix)
+        pcie_paths = _square(data, "pcie_paths", len(gpus), (str, type(None)), "text or null", where, fix)
+        for key in ("fabric", "declared_fabric", "driver_version", "cuda_driver_version", "source"):
+            if not isinstance(data.get(key), (str, type(None))):
+                raise ValueError(f"{where}: \"{key}\": {data[key]!r} is not text{fix}")
+        nics = data.get("nics", [])
+        if not isinstance(nics, (list, tuple)) or not all(isinstance(n, str) for n in nics):
+            raise ValueError(f"{where}: \"nics\": {nics!r} is not a list of NIC names{fix}")
+        # The model's own checks (a symmetric NV# matrix, a known fabric) name the file too.
         return cls(
             gpus=gpus,
             nvlinks=nvlinks,
@@ -233,7 +238,7 @@ class Topology:
             source=source,
             driver_version=data.get("driver_version"),
             cuda_driver_version=data.get("cuda_driver_version"),
-            nics=tuple(data.get("nics", ())),
+            nics=tuple(nics),
             declared_fabric=data.get("declared_fabric"),
         )
 
@@ -242,6 +247,59 @@ class Topology:
         from wirecheck.core.safefs import umask, write_atomically
 
         write_atomically(path, json.dumps(self.to_dict(), indent=1) + "\n", mode=0o666 & ~umask())
+
+
+# A snapshot's field types, by the dataclass's own annotations (strings, under `from __future__ import annotations`).
+_JSON_TYPES = {"int": ((int,), "a whole number"), "float": ((int, float), "a number"), "str": ((str,), "text"),
+               "bool": ((bool,), "true or false")}
+
+
+def _from_object(cls, obj, where: str, fix: str):
+    """A Gpu or NvLink from its snapshot object, each field's type checked against the dataclass, so that a
+    damaged file is named with its key, never met later as a TypeError in the placements."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"{where}: {_shown(obj)} is not an object{fix}")
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(obj) - set(known))
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}{fix}")
+    values = {}
+    for name, f in known.items():
+        if name not in obj:
+            if f.default is MISSING and f.default_factory is MISSING:
+                raise ValueError(f"{where}: no \"{name}\"{fix}")
+            continue
+        value = obj[name]
+        if name == "nvlinks":  # Gpu's links
+            if not isinstance(value, (list, tuple)):
+                raise ValueError(f"{where}.nvlinks: {_shown(value)} is not a list{fix}")
+            values[name] = tuple(_from_object(NvLink, link, f"{where}.nvlinks[{j}]", fix) for j, link in enumerate(value))
+            continue
+        kinds = [part.strip() for part in str(f.type).split("|")]
+        types, said = _JSON_TYPES[kinds[0]]
+        is_bool = isinstance(value, bool) and bool not in types  # JSON's true is no number here
+        if not ((value is None and "None" in kinds) or (isinstance(value, types) and not is_bool)):
+            raise ValueError(f"{where}.{name}: {_shown(value)} is not {said}{fix}")
+        values[name] = value
+    return cls(**values)
+
+
+def _shown(value, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _square(data: dict, key: str, n: int, types: tuple, said: str, where: str, fix: str) -> tuple:
+    """A GPU-by-GPU matrix of the snapshot (its NV# counts, its PCIe path codes), each cell of `types`."""
+    rows = data.get(key)
+    if not isinstance(rows, (list, tuple)) or len(rows) != n or any(
+            not isinstance(r, (list, tuple)) or len(r) != n for r in rows):
+        raise ValueError(f"{where}: \"{key}\" is not {n}x{n}, one row and column per GPU{fix}")
+    for i, row in enumerate(rows):
+        for j, cell in enumerate(row):
+            if not isinstance(cell, types) or (isinstance(cell, bool) and bool not in types):
+                raise ValueError(f"{where}: \"{key}\"[{i}][{j}]: {_shown(cell)} is not {said}{fix}")
+    return tuple(tuple(row) for row in rows)
 
 
 def nvlink_groups(nvlinks: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
