@@ -157,8 +157,8 @@ def advise(paths: list[str], advice: int) -> None:
 
 
 def prefetch(paths: list[str]) -> float:
-    """Reads the files through once (posix_fadvise WILLNEED alone did not fill the page cache on this project's
-    CPU machine); the seconds it took."""
+    """Reads the files through once (posix_fadvise WILLNEED alone did not fill the page cache on a 2-core
+    CPU machine without a GPU); the seconds it took."""
     t0 = time.monotonic()
     for path in paths:
         with open(path, "rb", buffering=0) as f:

@@ -12,7 +12,7 @@ sustained TFLOP/s) against every other GPU of its model in the fleet (`fleet.<mo
 the node and the GPU), and the pair schedule's verdict on it. A node 10 % below its peers is named
 even when it clears its own floors.
 
-Linear in nodes (10,000 records in about a minute on 2 cores): records are read and judged by one
+Linear in nodes (10,000 records in 40-53 s on 2 cores, docs/fleet.md): records are read and judged by one
 process per CPU and kept as counts, failures and figures; each fleet verdict keeps the others'
 median, scaled MAD and n, not their values. The output leads with the failures, then a summary
 (nodes per state, the worst, each figure's spread); every node's row up to 50 nodes or with --full.
