@@ -101,7 +101,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
                   "its disk filled while writing it): skipped")
         if run.damaged:
             for d in run.damaged:
-                print(f"wirecheck judge: {run.path}:{d.line}: not UTF-8 text (byte {d.byte} of the file, column "
+                print(f"wirecheck judge: {run.path}:{d.line}: {d.reason} (byte {d.byte} of the file, column "
                       f"{d.column}): skipped, as a torn line is; what it held is lost")
         if run.earlier_runs:
             print(f"wirecheck judge: {run.path} holds {run.earlier_runs + 1} runs; judging the last one "

@@ -120,7 +120,7 @@ def _read(path: Path, directory: Path, digest: Callable[[NodeRun], Any] | None) 
     try:  # read for what the digest keeps of it (fleet.judging.LeanLines; a multi-node run is read whole)
         run = read_run(path, getattr(digest, "lines", None))
     except RecordFileError as exc:
-        if not _is_run_header(path) or exc.other_schema:
+        if (not _is_run_header(path) and not exc.lost) or exc.other_schema:
             raise FleetInputError(f"{exc}; move it out of {directory} (the directory must hold only wirecheck "
                                   "records, one per node)") from None
         return NodeRun(node, path, None, f"unreadable record: {exc}", problems.UNREADABLE)

@@ -70,12 +70,14 @@ class Measurement:
 
 class RecordFileError(ValueError):
     """A record file that cannot be written or read. `taken`: a new file's name was already there;
-    `other_schema`: a record of another schema than this wirecheck reads (not a damaged one)."""
+    `other_schema`: a record of another schema than this wirecheck reads (not a damaged one); `lost`: a
+    record file whose content the disk lost (zeros from its first byte), a record all the same."""
 
-    def __init__(self, message: str, taken: bool = False, other_schema: bool = False):
+    def __init__(self, message: str, taken: bool = False, other_schema: bool = False, lost: bool = False):
         super().__init__(message)
         self.taken = taken
         self.other_schema = other_schema
+        self.lost = lost
 
 
 def default_name(prefix: str = "results", n: int = 1) -> str:
@@ -133,6 +135,11 @@ class RecordFile:
         # Where this run's lines start: a run that measured nothing takes them back (discard).
         self.start_size = os.fstat(self._fh.fileno()).st_size
         self.size = self.start_size  # the end of the last whole line this run wrote
+        if self.start_size and not self._ends_a_line():
+            # An earlier run was cut mid-line (killed, power lost): this run starts on a line of its own, so the
+            # cut line stays one torn line that ends that run, never joined to this run's header.
+            self.write_raw(b"\n")
+            self.start_size = self.size
 
     @classmethod
     def fresh(cls, folder: str | Path, prefix: str = "results") -> RecordFile:
@@ -163,6 +170,23 @@ class RecordFile:
             raise
         except OSError as exc:
             self._take_back_torn(fd)
+            raise harness.from_os_error(exc, "the record file", self.path) from None
+        self.size += len(data)
+
+    def _ends_a_line(self) -> bool:
+        """Whether the file before this run ends on a newline: read through this very descriptor's file (it was
+        opened write-only, never through a link: safefs.open_append), not through the path again."""
+        try:
+            with open(f"/proc/self/fd/{self._fh.fileno()}", "rb") as same:
+                return os.pread(same.fileno(), 1, self.start_size - 1) == b"\n"
+        except OSError:
+            return True  # no /proc: as before, this run's lines follow whatever is there
+
+    def write_raw(self, data: bytes) -> None:
+        fd = self._fh.fileno()
+        try:
+            self._put(fd, data)
+        except OSError as exc:
             raise harness.from_os_error(exc, "the record file", self.path) from None
         self.size += len(data)
 
@@ -257,14 +281,14 @@ class RunRecord:
     earlier_runs: int = 0  # runs before this one in the same file (runs append)
     torn_line: int | None = None  # the number of a torn last line that was dropped (killed mid-write)
     skipped: dict[str, int] = field(default_factory=dict)  # read_run's `skip`: this run's lines not parsed, by tag
-    damaged: tuple["DamagedLine", ...] = ()  # lines that are not UTF-8 text: skipped, what they held is lost
+    damaged: tuple["DamagedLine", ...] = ()  # lines that cannot be read (not UTF-8, not JSON): skipped, their content lost
 
     def damage(self) -> str | None:
         """The record's damage in one sentence (file, line, byte), or None when every line could be read."""
         if not self.damaged:
             return None
         shown = "; ".join(d.describe() for d in self.damaged[:3]) + ("; ..." if len(self.damaged) > 3 else "")
-        return (f"{self.path}: {len(self.damaged)} line(s) not UTF-8 text ({shown}), skipped: what they held (a "
+        return (f"{self.path}: {len(self.damaged)} line(s) unreadable ({shown}), skipped: what they held (a "
                 "verdict, a measurement) is lost")
 
     @property
@@ -278,14 +302,16 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class DamagedLine:
-    """A line of a record that does not decode as UTF-8 (a bad byte on the disk or in a copy)."""
+    """A line of a record that cannot be read: one that does not decode as UTF-8 (a bad byte on the disk or in a
+    copy), or one inside a run that is not JSON (a block of NUL bytes a crash left, a line cut in the middle)."""
 
     line: int  # 1-based
-    byte: int  # the first bad byte's offset in the file
+    byte: int  # the first bad byte's offset in the file (the line's start, for a line that is not JSON)
     column: int  # ... and in its line, from 0
+    reason: str = "not UTF-8 text"
 
     def describe(self) -> str:
-        return f"line {self.line}, byte {self.byte}"
+        return f"line {self.line}, byte {self.byte}: {self.reason}"
 
 
 # How every run header line begins (json.dumps of a dict whose first key is "type"): read_run's `skip`
@@ -322,25 +348,30 @@ def read_run(path: str | Path, lines_of: Callable[[dict], Callable[[str], str | 
 
     Runs append (a second nightly run of a day into the same file keeps the first): the file is
     read as runs, each from its `run` header on, and the last one is returned with the number of
-    earlier ones. A torn line (killed mid-write) is dropped where it ends a run; anything else
-    that is not a record raises RecordFileError naming the file and line. A torn last line's number is
-    kept (`torn_line`), so that readers say what they skipped.
+    earlier ones. A torn line (killed mid-write) is dropped where it ends a run, and its number kept
+    (`torn_line`) where it ends the file, so that readers say what they skipped. A line inside a run that
+    is not JSON (NUL bytes a crash left, a line cut mid-file) or not UTF-8 text is damage: named in
+    `damaged` and skipped, so one bad line costs that line, never the record. A file whose first line is
+    no run header, or a line that is JSON but no record line, raises RecordFileError naming the file and line.
 
     `lines_of(header)`, for a reader that needs only some lines of a run (a fleet report reads
     thousands of records): given each run header, a `skip(line)` for the lines of that run, or None
     to parse them all. `skip` gives a tag for a line the reader need not have parsed (counted by tag in
     the run's `skipped`, never parsed), or None to parse it. It never sees a run header nor the last
     line (a torn last line is dropped, never counted); a skipped line after a torn one is refused as a
-    full read refuses it."""
+    full read takes it."""
     path = Path(path)
     try:
         data = _read_regular(path)
     except OSError as exc:
         raise RecordFileError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    if data[:1] == b"\x00":  # a crash before the file's blocks were written back: the disk kept zeros
+        raise RecordFileError(f"{path}: NUL bytes from its first byte: the disk lost this record (a crash before it "
+                              "was written back); nothing in it can be read", lost=True)
     guarded = not jsondata.no_long_digits(data)  # a fleet report reads thousands: integers parsed in C
     lines, damaged = _decoded_lines(data)
     if damaged and damaged[0].line == 1:
-        raise RecordFileError(f"{path}:1: the run header is not UTF-8 text ({damaged[0].describe()}): not a "
+        raise RecordFileError(f"{path}:1: the run header is not UTF-8 text (line 1, byte {damaged[0].byte}): not a "
                               "wirecheck record file, or one whose header is damaged")
     objs, torn, skip = [], None, None
     skipped: list[tuple[int, str]] = []  # (how many lines were parsed before it, its tag)
@@ -350,8 +381,9 @@ def read_run(path: str | Path, lines_of: Callable[[dict], Callable[[str], str | 
             continue
         tag = skip(line) if skip is not None and number != last and not line.startswith(_RUN_PREFIX) else None
         if tag is not None:
-            if torn is not None:
-                raise RecordFileError(f"{path}:{torn[0]}: not JSON ({torn[1]}); is this a wirecheck record file?")
+            if torn is not None:  # a run's line after it: it ended no run
+                damaged.append(_not_json(data, torn))
+                torn = None
             skipped.append((len(objs), tag))
             continue
         try:
@@ -362,7 +394,9 @@ def read_run(path: str | Path, lines_of: Callable[[dict], Callable[[str], str | 
         except ValueError as exc:  # records come from other nodes: data, never a traceback
             raise RecordFileError(f"{path}:{number}: {exc}; not a wirecheck record file") from None
         if torn is not None and obj.get("type") != "run":
-            raise RecordFileError(f"{path}:{torn[0]}: not JSON ({torn[1]}); is this a wirecheck record file?")
+            if not objs:  # before any run header: no record file, or one whose header is lost
+                raise RecordFileError(f"{path}:{torn[0]}: not JSON ({torn[1]}); is this a wirecheck record file?")
+            damaged.append(_not_json(data, torn))
         torn = None
         objs.append(obj)
         if lines_of is not None and obj.get("type") == "run":
@@ -385,7 +419,15 @@ def read_run(path: str | Path, lines_of: Callable[[dict], Callable[[str], str | 
             counted[tag] = counted.get(tag, 0) + 1
     return RunRecord(path, run, by_type["measurement"], by_type["verdict"], ends[-1] if ends else None,
                      earlier_runs=len(starts) - 1, torn_line=torn[0] if torn else None, skipped=counted,
-                     damaged=tuple(damaged))
+                     damaged=tuple(sorted(damaged, key=lambda d: d.line)))
+
+
+def _not_json(data: bytes, torn: tuple[int, str]) -> DamagedLine:
+    """A line inside a run that is not JSON, as damage: where it starts in the file (counted only here, for the
+    rare damaged file), and why."""
+    number, why = torn
+    start = sum(len(raw) + 1 for raw in data.split(b"\n", number - 1)[:number - 1])
+    return DamagedLine(number, start, 0, f"not JSON ({why})")
 
 
 def _decoded_lines(data: bytes) -> tuple[list[str], list[DamagedLine]]:
