@@ -158,3 +158,16 @@ def test_the_drain_hook_writes_its_decision_as_events(tmp_path):
     assert {e["recommendedAction"] for e in doc["events"] if e["isFatal"]} == {"CONTACT_SUPPORT"}
     drain_hook.write_events(hook, FAILED, 2)  # unknown: nothing said about the node
     assert json.loads((tmp_path / drain_hook.EVENTS_OUT).read_text()) == {"version": 1, "events": []}
+
+
+@pytest.mark.parametrize("args, said", [(["--exit-code", "999"], "999 is not an exit code"),
+                                        (["--exit-code", "-7"], "-7 is not an exit code"),
+                                        (["--node", "bad\nname"], "is not a node name")])
+def test_an_exit_code_or_node_name_that_cannot_be_is_refused(tmp_path, capsys, args, said):
+    """node-state refuses them; events wrote drain events for exit 999 and a node name with a newline into
+    NVSentinel's nodeName."""
+    record = tmp_path / "r.jsonl"
+    record.write_text('{"type": "run", "schema": 2, "simulated": false, "gpus": [], "placements": []}\n')
+    with pytest.raises(SystemExit) as info:
+        events_main([str(record), "--format", "nvsentinel", *args])
+    assert info.value.code == 2 and said in capsys.readouterr().err

@@ -68,6 +68,14 @@ def test_a_failed_check_drains_even_when_the_run_then_timed_out(tmp_path):
         UNKNOWN, "wirecheck: no verdict: timed out (the hook's time limit) (exit 124)")
 
 
+@pytest.mark.parametrize("code", [0, 4, 5])
+def test_a_record_that_is_not_this_runs_is_never_acted_on(tmp_path, code):
+    """A failed check in the record, yet validate passed, or ran no test (a usage error, nothing collected): the
+    record is another run's (left from an earlier one, or the wrong path). Draining on it takes a healthy node out."""
+    got, line = state(tmp_path, code, verdicts=[busbw(FAIL, 12.34)], end={"status": "complete", "exit_status": 1})
+    assert got == UNKNOWN and line.startswith("wirecheck: record mismatch: ") and f"validate exited {code}" in line, line
+
+
 def test_nvml_failing_on_a_driver_is_unhealthy_with_nvmls_words():
     error = "NVML could not start (NVMLError_LibRmVersionMismatch: RM has detected an NVML/RM version mismatch.)"
     # validate's output as it prints it: NVML's words, its state line (the data), its last line

@@ -26,6 +26,23 @@ from wirecheck.core import exit_codes
 NAME = "events"
 
 
+def node_name(text: str) -> str:
+    """--node: a node's name as schedulers write them (letters, digits, '.', '-', '_'); a name with a newline or
+    a space would be written into NVSentinel's nodeName as given."""
+    from wirecheck.fleet.records import NODE_NAME  # the fleet's rule for a node's name
+
+    if not NODE_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a node name: letters, digits, '.', '-' and '_', at most "
+                                         "253 characters (e.g. --node \"$(hostname -s)\")")
+    return text
+
+
+def exit_code(text: str) -> int:
+    from wirecheck.cli.node_state import exit_code as node_state_exit_code  # one reading of an exit status
+
+    return node_state_exit_code(text)
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
     from wirecheck.records.events import DECISIONS, FORMATS
 
@@ -36,8 +53,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--format", required=True, choices=FORMATS, help="NVSentinel's HealthEvents or gpud's states")
     how = parser.add_mutually_exclusive_group()
     how.add_argument("--decision", choices=DECISIONS, help="the drain decision the events follow (the drain hook's)")
-    how.add_argument("--exit-code", type=int, metavar="N", help="validate's exit code: the decision node-state makes of it")
-    parser.add_argument("--node", help="the node's name in the events (default: the record's host)")
+    how.add_argument("--exit-code", type=exit_code, metavar="N", help="validate's exit code (0-255): the decision "
+                     "node-state makes of it")
+    parser.add_argument("--node", type=node_name, help="the node's name in the events (default: the record's host)")
     parser.add_argument("-o", "--out", metavar="FILE", help="write the JSON there (atomically) instead of stdout")
     return parser
 

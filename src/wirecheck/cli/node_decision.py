@@ -15,7 +15,7 @@ from pathlib import Path
 from wirecheck.cli.validate import EXIT_CODES
 from wirecheck.core import problems
 from wirecheck.core.exit_codes import (FAILED, HARNESS_CRASH, HARNESS_FAULT, NODE_BUSY, NODE_HEALTHY, NODE_UNHEALTHY,
-                                       NODE_UNKNOWN, NVML_BROKEN, OK, SIMULATED)
+                                       NODE_UNKNOWN, NO_TESTS, NVML_BROKEN, OK, SIMULATED, USAGE_ERROR)
 from wirecheck.records import reason
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 
@@ -28,6 +28,9 @@ TIMED_OUT = 124  # timeout(1)'s code when the command ran past its limit (the ho
 # are no signal's.
 SIGNAL_MAX = int(getattr(signal, "SIGRTMAX", 64))
 HOOKS = ("slurm", "k8s")  # --hook: whose fleet guard reads the cluster (sinfo, kubectl)
+# Exit codes of a validate run after which no check of this run can have failed: a passed run, a usage error
+# (pytest ran no test), no test collected.
+NOTHING_RAN_OR_FAILED = (OK, USAGE_ERROR, NO_TESTS)
 OUTPUT_TAIL = 64 * 1024  # validate's output is read from its end: the lines that matter are the last ones
 
 
@@ -57,6 +60,12 @@ def decide(exit_code: int, run: RunRecord | None, output: str = "", limit: int =
     if exit_code == NVML_BROKEN:
         return say(UNHEALTHY, f"NVML failed: {_nvml_error(said, run)}")
     failure = reason.failure_line(run, limit) if run is not None else None
+    if failure and exit_code in NOTHING_RAN_OR_FAILED:
+        # The record holds a failed check, yet this run passed or never ran a test: the record is another run's
+        # (left from an earlier one, or the wrong path). Drain on it and a healthy node goes out of service.
+        ended = (run.end or {}).get("exit_status")
+        return say(UNKNOWN, f"record mismatch: {run.path} holds a failed check (its run ended with exit {ended}), but "
+                   f"validate exited {exit_code}: not this run's record; not acted on")
     if failure:
         return NodeState(UNHEALTHY, failure)
     if exit_code == FAILED:
