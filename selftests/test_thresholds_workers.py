@@ -67,6 +67,9 @@ BROKEN = {
                          ["workers.node_lock.wiat: unknown key", "did you mean 'wait'?"]),
     "negative wait": (lambda d: d["workers"]["node_lock"].update(wait="-1 s"),
                       ['workers.node_lock.wait: "-1 s" is negative']),
+    # "120 ms" for "120 s": every call would be taken for a hang, and the node drained for a typo
+    "a call's timeout below a second": (lambda d: d["collectives"]["simulated"].update(timeout="120 ms"),
+                                        ['collectives.simulated.timeout: "120 ms" is below 1 s', 'e.g. "120 s"']),
 }
 
 

@@ -32,16 +32,22 @@ class Reader:
 
 @dataclass(frozen=True)
 class Qty(Reader):
-    """A quantity of `kind` ("290 GB/s"), in base units; `below`: (bound, inclusive, problem, fix) refused."""
+    """A quantity of `kind` ("290 GB/s"), in base units; `below`: (bound, inclusive, problem, fix) refused above
+    it; `at_least`: (bound, problem, fix) refused below it."""
     kind: str = ""
     positive: bool = False
     below: tuple | None = None
+    at_least: tuple | None = None
 
     def __call__(self, at: _At) -> float:
         value = at.quantity(self.kind, positive=self.positive)
         if self.below:
             bound, inclusive, problem, fix = self.below
             if value > bound or (not inclusive and value >= bound):
+                raise at.error(problem.format(value=at.value), fix.format(example=self.example))
+        if self.at_least:
+            bound, problem, fix = self.at_least
+            if value < bound:
                 raise at.error(problem.format(value=at.value), fix.format(example=self.example))
         return value
 

@@ -20,6 +20,11 @@ from wirecheck.thresholds.yaml_reader import _At
 from wirecheck.workers.deadlines import DeadlineRule
 
 TIME, SIZE = (lambda example: Qty(example, "time", positive=True)), (lambda example: Qty(example, "size", positive=True))
+# A call's `timeout`: the ceiling of its deadline. Below a second no worker call (a process round trip, NCCL's
+# connection set-up) can finish, so every call would "hang" and the node would be drained for a unit typo.
+CEILING = (lambda example: Qty(example, "time", positive=True, at_least=(
+    1.0, '"{value}" is below 1 s: no worker call finishes that fast, every call would be taken for a hang',
+    "write the seconds a call may take at most, e.g. {example}")))
 
 
 # --- profiles ------------------------------------------------------------------------------------------
@@ -152,7 +157,7 @@ class CollectiveSettings:
     floor_size: int = spec(SIZE('"1 GiB"'))  # bytes; floors are judged at this size only (in every sweep)
     warmup_iters: int = spec(Count(), "5")
     iters: int = spec(Count(minimum=1), "20")
-    timeout_s: float = spec(TIME('"120 s"'), key="timeout")
+    timeout_s: float = spec(CEILING('"120 s"'), key="timeout")
     benchmark_rounds: int = spec(Count(minimum=1), "3")
     # Sizes up to this are also timed as CUDA-graph replays (the faster path counts); None: eager only
     # (always so in simulation: gloo has no graphs).
@@ -264,7 +269,7 @@ class TrainingSettings:
     warmup_steps: int = spec(Count(), "3")
     min_steps: int = spec(Call("{min: 8, max: 30}", _steps), key="steps")  # timed steps: at least this many...
     median_ci: MedianBound = spec(Nested('{confidence: "95 %", max_halfwidth: "2 %", source: ...}', MedianBound))
-    timeout_s: float = spec(TIME('"600 s"'), key="timeout")
+    timeout_s: float = spec(CEILING('"600 s"'), key="timeout")
     precision: str = spec(Call("bf16", _precision))  # a name in wirecheck.core.precision.PRECISIONS
     max_steps: int  # ...then until the median settles (median_ci), at most this many
     gc_freq: int = spec(Count(), "50", default=0)  # steps between manual GC collections; 0: Python's automatic GC
@@ -390,7 +395,7 @@ class GpuHealthSettings:
                                         MemoryPattern), key="memory_pattern")
     sustained: Sustained = spec(Nested('{duration: {quick: "5 s", acceptance: "60 s", burn_in: "600 s"}, window: "1 s", '
                                        'check_every: 8, sample_interval: "0.5 s"}', Sustained))
-    timeout_s: float = spec(TIME('"300 s"'), key="timeout")  # a call (figures, memory test); the sustained call: + this
+    timeout_s: float = spec(CEILING('"300 s"'), key="timeout")  # a call (figures, memory test); the sustained call: + this
     yaml_path: str
 
     @classmethod
@@ -453,7 +458,7 @@ class CopySettings:
     size: int = spec(SIZE('"1 GiB"'))  # bytes per copy
     warmup_iters: int = spec(Count(), "2")
     iters: int = spec(Count(minimum=1), "10")
-    timeout_s: float = spec(TIME('"120 s"'), key="timeout")
+    timeout_s: float = spec(CEILING('"120 s"'), key="timeout")
 
     @classmethod
     def check(cls, v: dict, f: dict, at: _At) -> dict:

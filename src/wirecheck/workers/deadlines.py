@@ -61,7 +61,9 @@ def collective_deadline(rule: DeadlineRule, ceiling_s: float, op: str, size_byte
     expected = expected_collective_s(size_bytes, bus_factor, calls, floor_busbw)
     scaled = rule.safety_factor * expected
     at = f"{work} should take {_seconds(expected)} at the {floor_what} {floor_busbw / 1e9:.3g} GB/s"
-    if scaled <= rule.minimum_s:
+    if rule.minimum_s >= ceiling_s and scaled <= rule.minimum_s:  # the ceiling wins: say so, not the minimum
+        seconds, why = ceiling_s, f"the ceiling, the section's timeout, at or below the minimum ({rule.yaml_path}); {at}"
+    elif scaled <= rule.minimum_s:
         seconds, why = rule.minimum_s, f"the minimum ({rule.yaml_path}); {at}"
     elif scaled >= ceiling_s:
         seconds, why = ceiling_s, f"the ceiling; {at}, x {rule.safety_factor:g} is more"
