@@ -487,3 +487,14 @@ def test_the_plugin_hint_only_for_an_option_pytest_does_not_know(capfd):
     out = capfd.readouterr().out.splitlines()
     assert out[-2].startswith("wirecheck validate: pytest knows no --timeout: ") and "-p pytest_timeout" in out[-2]
     assert out[-1].endswith("usage error, exit 4")
+
+
+def test_the_echoed_pytest_command_can_be_pasted_back(capfd):
+    """The line validate prints before pytest's output is the command as a shell takes it: a -k expression stays
+    one argument. --trust-recent's window is checked in a simulation too (the prolog's line, rehearsed)."""
+    assert main(["validate", "--simulate=h200-sxm-2", "-k", "test_gpus_visible and not nothing", "--collect-only",
+                 "-q"]) == SIMULATED
+    echoed = next(line for line in capfd.readouterr().err.splitlines() if " -m pytest " in line)
+    assert echoed.endswith("-k 'test_gpus_visible and not nothing' --collect-only -q"), echoed
+    assert main(["validate", "--simulate=h200-sxm-2", "--trust-recent=banana", "--collect-only"]) == 4
+    assert '--trust-recent: "banana" is not a duration' in capfd.readouterr().err

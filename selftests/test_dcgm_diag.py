@@ -187,3 +187,12 @@ def test_the_suite_takes_dcgm_as_an_option(pytester):
     bad = run_suite(pytester, "--simulate=h200-sxm-2", "--dcgm", "r9", "tests/test_dcgm.py")
     assert bad.ret == exit_codes.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--dcgm r9: give a DCGM diagnostics level*"])
+
+
+def test_a_thresholds_file_that_cannot_be_read_is_refused(tmp_path, capsys):
+    """The record names it as the file its verdicts are judged against: a broken one was kept silently."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("collectives: 3\n")
+    out = tmp_path / "out.jsonl"
+    assert main(["dcgm", str(R2), "--thresholds", str(bad), "-o", str(out)]) == exit_codes.BAD_INPUT
+    assert str(bad) in capsys.readouterr().err and not out.exists()

@@ -212,3 +212,12 @@ def test_no_gpu_visible_reads_as_a_floor_of_one_gpu(tmp_path):
         UNHEALTHY, "wirecheck: gpus_visible node 0 < 1 GPUs")
     assert gpus_visible(None, n_gpus=2, unavailable=None, simulated=False).ok
     assert not gpus_visible(None, n_gpus=2, unavailable="NVML: Driver Not Loaded", simulated=False).ok
+
+
+def test_a_hook_mode_that_is_no_hooks_is_refused(tmp_path, capsys):
+    """--mode names the hook's files in --records: an unknown one wrote `bogus-retest.jsonl` beside them."""
+    with pytest.raises(SystemExit) as info:
+        main(["node-state", "--exit-code", "1", "--hook", "slurm", "--records", str(tmp_path),
+                         "--mode", "bogus", "--"])
+    assert info.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -144,3 +144,10 @@ def test_out_never_hides_the_run_it_reads(tmp_path, capsys):
     assert read_run(out).earlier_runs == 1
     assert main(["judge", str(out)]) == exit_codes.BAD_INPUT  # figures, no check: never PASSED
     assert "holds no verdict (a `wirecheck nvbandwidth` run: figures, no check)" in capsys.readouterr().err
+
+
+def test_a_thresholds_file_that_cannot_be_read_is_refused(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("collectives: 3\n")
+    assert main(["nvbandwidth", "--json", str(SAMPLE), "--record", str(RECORD), "--thresholds", str(bad)]) == 2
+    assert f"--thresholds: {bad}" in capsys.readouterr().err

@@ -60,13 +60,16 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     from wirecheck.node import dcgm
     from wirecheck.records.file import RecordFileError
     from wirecheck.records.run import RunWriter, cannot_write, refuse_other_runs
+    from wirecheck.thresholds.file import ThresholdsError, load_thresholds
 
     try:
         if args.out:
             refuse_other_runs(args.out, NAME, [args.record] if args.record else [])
+        if args.thresholds:  # the record keeps it as the file its verdicts are judged against: it must be one
+            load_thresholds(args.thresholds)
         _, diag = dcgm.load(args.file)
         gpus = _node_gpus(args.record)
-    except (dcgm.DcgmError, RecordFileError, OSError) as exc:
+    except (dcgm.DcgmError, RecordFileError, ThresholdsError, OSError) as exc:
         print(f"wirecheck {NAME}: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT
     verdicts = dcgm_check.judge(diag, gpus)

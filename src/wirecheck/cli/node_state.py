@@ -38,6 +38,7 @@ from wirecheck.cli.node_decision import (HEALTHY, HOOKS, SLURM_REASON_MAX, UNHEA
 from wirecheck.cli.protocol import entry
 
 NAME = "node-state"
+HOOK_MODES = ("hook", "prolog", "healthcheck", "plugin")  # the shipped hooks' (scripts/lib/wirecheck-hook.sh), and the default
 # What the command's callers (the hooks' self-tests, `wirecheck events`) read of the decision, named here too.
 __all__ = ["HEALTHY", "UNHEALTHY", "UNKNOWN", "NodeState", "decide", "read_record", "output_tail", "NAME", "run", "main"]
 
@@ -78,7 +79,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     hook.add_argument("--node", default=platform.node().split(".")[0], help="this node's scheduler name")
     hook.add_argument("--records", metavar="DIR", help="the hook's folder: the state file drain-events.jsonl, the "
                       "guard file, the re-test's record, bundles")
-    hook.add_argument("--mode", default="hook", help="the hook's name, the prefix of its files (prolog, healthcheck, plugin)")
+    hook.add_argument("--mode", default="hook", choices=HOOK_MODES,
+                      help="the hook's name, the prefix of its files in --records (default: hook)")
     hook.add_argument("--wirecheck", metavar="PATH", help="the wirecheck command that re-runs validate (default: this one)")
     hook.add_argument("--time-left", type=float, default=60.0, metavar="S",
                       help="seconds the re-test and a diagnosis may take together (default 60)")

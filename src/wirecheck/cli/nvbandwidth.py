@@ -111,6 +111,14 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         except RecordFileError as exc:
             print(f"wirecheck {NAME}: --out: {exc}", file=sys.stderr)
             return exit_codes.BAD_INPUT
+    if args.thresholds:  # read before nvbandwidth runs, whether or not the suite's side is measured now
+        from wirecheck.thresholds.file import load_thresholds
+
+        try:
+            load_thresholds(args.thresholds)
+        except (ThresholdsError, OSError) as exc:
+            print(f"wirecheck {NAME}: --thresholds: {exc}", file=sys.stderr)
+            return exit_codes.BAD_INPUT
     reading, why, bad = _nvbandwidth(args)
     if reading is None:
         print(f"wirecheck {NAME}: {why}", file=sys.stderr)

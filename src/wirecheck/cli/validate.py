@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -384,7 +385,7 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     if mode.notice:
         _say(mode.notice)
         cmd.append(f"--simulate={mode.simulate}")
-    _say(" ".join(cmd))
+    _say(shlex.join(cmd))  # as a shell takes it back: `-k "a and b"` stays one argument
     with FaultLine() as fault:
         code = exit_code(run_foreground(cmd, PROG, pass_fds=fault.pass_fds, env=pytest_env()),
                          simulated=mode.simulate is not None)
@@ -408,6 +409,14 @@ def _trust_recent(args: argparse.Namespace, pytest_args: list[str]) -> int | Non
     from wirecheck.cli import trusted
 
     if simulation_target(pytest_args) is not None:
+        from wirecheck.records import trust
+
+        try:  # the value is checked all the same: the prolog's line, rehearsed in simulation, must hold on the node
+            trust.trust_window(None, "", args.trust_recent or None)
+        except ValueError as exc:
+            _say(str(exc))
+            print(f"{PROG}: {EXIT_CODES[codes.USAGE_ERROR][0]}; exit {codes.USAGE_ERROR}", flush=True)
+            return codes.USAGE_ERROR
         _say("--trust-recent: a simulation is never trusted (nothing of a node was validated): running it")
         return None
     try:

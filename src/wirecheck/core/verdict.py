@@ -17,7 +17,7 @@ node and figure, and shows the words of the few that fail) and recorded with the
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, replace
 from typing import Any
 
 from wirecheck.core import failure_codes, problems, render
@@ -104,7 +104,12 @@ class Verdict:
 
     @classmethod
     def from_record(cls, rec: dict) -> "Verdict":
+        """A recorded verdict line as a Verdict; ValueError naming what a damaged or foreign line lacks."""
         names = cls.__dataclass_fields__
+        missing = [n for n, f in names.items() if n not in rec and f.default is MISSING and f.default_factory is MISSING]
+        if missing:
+            raise ValueError(f"the verdict of {rec.get('test') or 'a test'} has no {', '.join(missing)}: a damaged or "
+                             "edited record line")
         return cls(**{k: v for k, v in rec.items() if k in names})
 
     def with_inputs(self, check: str, inputs: dict) -> "Verdict":
