@@ -194,3 +194,13 @@ def test_runs_of_fewer_than_three_hosts_are_said_in_the_output_and_the_file(tmp_
     assert main(["calibrate", *map(str, hosts), "-o", str(tmp_path / "three.yaml"), "--leave-out", "gemm_bf16",
                  "--leave-out", "gemm_fp8"]) == 0
     assert "WARNING" not in capsys.readouterr().out and "WARNING" not in (tmp_path / "three.yaml").read_text()
+
+
+def test_one_run_given_twice_and_a_leave_out_that_names_nothing_are_refused(tmp_path, capsys):
+    """The same run three times said "the runs hold no figure to calibrate"; it would count one run's noise thrice.
+    A --leave-out that matches no figure (a typo) would calibrate the figure it meant to leave out."""
+    err = _refused(capsys, CLEAN[0], CLEAN[0], CLEAN[0], "-o", tmp_path / "s.yaml")
+    assert f"{CLEAN[0]}: the same run as {CLEAN[0]}" in err and "each run counts once" in err, err
+    err = _refused(capsys, *CLEAN, "-o", tmp_path / "s.yaml", "--leave-out", "gemm_bf61")
+    assert "--leave-out gemm_bf61: no figure or key path of these runs; their figures: " in err and "gemm_bf16" in err
+    assert not (tmp_path / "s.yaml").exists()

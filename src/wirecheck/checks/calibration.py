@@ -194,6 +194,12 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
     thresholds it lays its floors over, whose table floor, peer and fleet rules' resolutions it states too."""
     gpu = gpu_figures()  # which verdicts hold a GPU figure, and its kind and unit: as the checks declare them
     problems = [f"{run.path}: {why}" for run in runs if (why := run_problem(run, gpu))]
+    seen: dict[tuple, RunRecord] = {}
+    for run in runs:  # one run given twice would count its noise twice and narrow the floor on nothing
+        same = seen.setdefault((run.run.get("host"), run.run.get("started")), run)
+        if same is not run:
+            problems.append(f"{run.path}: the same run as {same.path} (host {run.run.get('host')}, started "
+                            f"{run.run.get('started')}): each run counts once; give different runs")
     if problems:
         raise CalibrationError("\n".join(problems))
     if len(runs) < rule.min_runs:
@@ -205,6 +211,12 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
         out.notes += limit_failures(run, gpu)
         for fig in run_figures(run, gpu):
             by_key.setdefault(fig.key, []).append(fig)
+    named = {figs[0].figure for figs in by_key.values()} | {".".join(str(k) for k in key) for key in by_key}
+    unknown = [given for given in leave_out if given not in named]
+    if unknown:  # a typo would calibrate the very figure it meant to leave out
+        figures = ", ".join(sorted({figs[0].figure for figs in by_key.values()}))
+        raise CalibrationError(f"--leave-out {', '.join(unknown)}: no figure or key path of these runs; their "
+                               f"figures: {figures} (or a key path, as the output file writes it)")
     for key, figs in sorted(by_key.items(), key=lambda kv: [str(k) for k in kv[0]]):
         path = ".".join(str(k) for k in key)
         figure = figs[0].figure
