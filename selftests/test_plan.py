@@ -416,6 +416,19 @@ def test_a_recorded_topology_text_is_priced_with_the_hardware_of_the_profile_tha
     assert simulated["slowest_floor_priced"] == profiled["slowest_floor_priced"] == []
 
 
+def test_simulate_profile_name_is_the_profiles_node_in_plan_topo_and_limits(capsys):
+    """`--simulate profile:NAME` (a form the suite takes) priced reduce at the slowest floor in plan (3.5 min
+    against --profile's 2.9 on 2x H200 SXM), and topo and limits refused it as "not found"."""
+    assert main(["plan", "--simulate", "profile:h200-sxm-2", "--json"]) == 0
+    simulated = json.loads(capsys.readouterr().out)
+    assert main(["plan", "--profile", "h200-sxm-2", "--json"]) == 0
+    assert simulated["total_s"] == json.loads(capsys.readouterr().out)["total_s"]
+    assert main(["topo", "--simulate", "profile:b200-8"]) == 0
+    assert capsys.readouterr().out.startswith("source: the node profile b200-8 (wired as recorded in ")
+    assert main(["limits", "--simulate", "profile:h200-sxm-2"]) == 0
+    assert "limits at acceptance on the node profile h200-sxm-2 describes" in capsys.readouterr().out
+
+
 def test_benchmark_rounds_are_priced_where_the_run_keeps_them(capsys):
     """The suite collected for a plan keeps no pytest-benchmark round, so the plan prices test_busbw's sweep's own
     round alone and says what a nightly run that keeps them adds; --benchmark-kept prices them in."""

@@ -86,11 +86,12 @@ def _from_record(path: str) -> tuple[Topology, node_hardware.Hardware | None, bo
 
 def _node(args, thresholds) -> tuple[Topology, node_hardware.Hardware | None, bool, str]:
     paths = suite_paths()
-    if args.profile:
-        profile = thresholds.profile(args.profile)  # an unknown name is refused, naming the known ones
-        topology = (load_recorded(profile.topology, paths.topologies) if profile.topology
-                    else profile_topology.from_profile(profile, str(thresholds.path)))
-        return topology, node_hardware.from_profile(profile), False, f"the node profile {args.profile} describes"
+    named = profile_topology.profile_name(args.simulate)
+    if args.profile or named:  # `--simulate profile:NAME` is the node the profile describes, its hardware too
+        name = args.profile or named
+        profile = thresholds.profile(name)  # an unknown name is refused, naming the known ones
+        topology = profile_topology.simulated(profile_topology.PREFIX + name, thresholds, paths.topologies)
+        return topology, node_hardware.from_profile(profile), False, f"the node profile {name} describes"
     if args.simulate:
         topology = load_recorded(args.simulate, paths.topologies)
         return topology, node_hardware.from_topology(topology), False, f"the node {topology.source} describes"

@@ -14,6 +14,7 @@ import sys
 
 from wirecheck.cli.protocol import entry
 from wirecheck.cli.validate import choose_mode
+from wirecheck.node import profile_topology
 from wirecheck.core import exit_codes as codes
 from wirecheck.core.levels import BURN_IN, DEFAULT_LEVEL, LEVELS
 from wirecheck.core.paths import suite_paths
@@ -79,6 +80,8 @@ def _topology_of(args, thresholds, choose=None) -> str | None:
     `wirecheck validate --profile NAME` resolves it on a machine without GPUs), or, given neither, what
     `wirecheck validate` would run here (`choose`: this node's GPUs (None), or the default simulation on
     a machine without a driver, said on stderr). A driver whose NVML fails is a ValueError, as for validate."""
+    if args.profile is None and profile_topology.profile_name(args.simulate):
+        args.profile, args.simulate = profile_topology.profile_name(args.simulate), None  # one node, one plan
     if args.profile is not None:
         thresholds.profile(args.profile)  # an unknown profile is refused here, naming the known ones
         return f"profile:{args.profile}"

@@ -12,7 +12,7 @@ from wirecheck.core import exit_codes
 from wirecheck.node import nvml, visible
 from wirecheck.core.paths import suite_paths
 from wirecheck.node.placement import enumerate_placements, pinning_advice
-from wirecheck.node.topo_text import DEFAULT_SIMULATION, load_recorded
+from wirecheck.node.topo_text import DEFAULT_SIMULATION
 from wirecheck.node.topology import Topology
 
 NAME = "topo"
@@ -33,7 +33,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def _topology(simulate: str | None) -> Topology:
     if simulate:
-        return load_recorded(simulate, suite_paths().topologies)
+        from wirecheck.node import profile_topology
+        from wirecheck.thresholds.file import load_thresholds
+
+        paths = suite_paths()
+        thresholds = load_thresholds(paths.thresholds) if profile_topology.profile_name(simulate) else None
+        return profile_topology.simulated(simulate, thresholds, paths.topologies)
     # The GPUs this process may use, as `wirecheck validate` sees them (placement ids match).
     return visible.from_environment(nvml.read_topology())
 

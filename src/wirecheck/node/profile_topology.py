@@ -13,7 +13,11 @@ sits below the thresholds loader.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 from wirecheck.core.gpu_arch import NVLINK_VERSION_TO_GENERATION
+from wirecheck.node.topo_text import load_recorded
 from wirecheck.node.topology import Gpu, NvLink, Topology
 
 # The Gpu fields a profile's hardware description fills (None where it describes none).
@@ -57,3 +61,28 @@ def from_profile(profile, where: str = "thresholds.yaml") -> Topology:
         source=f"the node profile {profile.name} describes ({where}: profiles.{profile.name})",
         declared_fabric=fabric,
     )
+
+
+def profile_name(spec: str | None) -> str | None:
+    """NAME of a `--simulate profile:NAME`; None for any other topology."""
+    return spec[len(PREFIX):] if spec and spec.startswith(PREFIX) else None
+
+
+def simulated(spec: str, thresholds, topologies: Path) -> Topology:
+    """The topology a dry run replays (`--simulate SPEC`, for the suite and every command that takes it):
+    `profile:NAME` (the recorded topology the thresholds profile names, else the node its figures describe), a
+    recorded NAME in `topologies`, or a file. ValueError (or OSError) naming SPEC and what is wrong."""
+    name = profile_name(spec)
+    if name is None:
+        return load_recorded(spec, topologies)
+    profile = thresholds.profile(name)  # an unknown name: ThresholdsError naming the known ones
+    if profile.topology is None:
+        return from_profile(profile, str(thresholds.path))
+    # The profile names a recorded node of its type (profiles.NAME.topology): the truer picture (NICs, real bus
+    # ids), and what `wirecheck plan --profile NAME` plans on too. The run still simulates the profile's node, so
+    # the source names the profile first: "SIMULATION on .../h100-sxm-8-nics.txt" read as another node.
+    try:
+        recorded = load_recorded(profile.topology, topologies)
+    except (ValueError, OSError) as exc:
+        raise ValueError(f"profiles.{name}.topology {profile.topology}: {exc}") from None
+    return replace(recorded, source=f"the node profile {name} (wired as recorded in {recorded.source})")
