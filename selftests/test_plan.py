@@ -573,3 +573,16 @@ def test_the_script_refuses_a_cpu_rehearsal_of_the_preload_check(tmp_path):
     assert taken.returncode == 0 and "zero1:" in taken.stdout, taken.stderr
     refused = subprocess.run([*script, str(rehearsal)], capture_output=True, text=True, timeout=120)
     assert refused.returncode != 0 and "a CPU rehearsal of preload_check.py (--cpu)" in refused.stderr, refused.stderr
+
+
+def test_a_group_line_counts_what_its_tests_vary_over(capsys):
+    """GEMM's bf16 and fp8 read "1 variant' other dtypes and reductions" (taken for a collective axis test), and a
+    one-GPU node "1 GPUs"."""
+    assert main(["plan", "--profile", "h200-sxm-2", "--level", "quick"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert any("test_gemm_throughput (4 tests: 2 GPUs x 2 dtypes)" in line for line in lines), lines
+    assert main(["plan", "--profile", "h200-sxm-2"]) == 0
+    assert "(39 tests: 6 ops' other dtypes and reductions)" in capsys.readouterr().out
+    from wirecheck.plan.table import describe_node
+
+    assert describe_node(types.SimpleNamespace(header={"fabric": "pcie", "gpus": [{}]})) == "pcie, 1 GPU"

@@ -113,10 +113,13 @@ class Group:
         self.seconds[kind] += seconds
 
 
+GEMM_PRECISIONS = ("bf16", "fp8")  # test_gemm_throughput's parameters (wirecheck.checks.gpu_health's GEMM floors)
+
+
 def _param_kind(value: str) -> str:
     if value in OPS:
         return "ops"
-    if value in DTYPES:
+    if value in DTYPES or value in GEMM_PRECISIONS:
         return "dtypes"
     if value in REDUCTIONS:
         return "reductions"

@@ -21,7 +21,9 @@ def _counted(n: int, plural: str) -> str:
 def params_text(g: Group) -> str:
     """`6 placements x 5 ops`: what the group's tests are parametrized over."""
     parts = [_counted(len(g.placements), "placements")] if len(g.placements) > 1 else []
-    axes = "dtypes" in g.params or "reductions" in g.params  # an axis test: its combinations, not a product
+    # A collective axis test (ops x their dtypes and reductions): its combinations, not a product. A GEMM's
+    # dtypes are no collective axis: they count as they are.
+    axes = "ops" in g.params and ("dtypes" in g.params or "reductions" in g.params)
     parts += [_counted(len(values), kind) for kind, values in g.params.items()
               if values != {"none"} and not (axes and kind in ("dtypes", "reductions"))]
     if axes:
@@ -54,7 +56,7 @@ def _minutes(seconds: float) -> str:
 
 def describe_node(plan: Plan) -> str:
     header = plan.header
-    return f"{header.get('fabric') or 'no fabric'}, {len(header.get('gpus') or [])} GPUs"
+    return f"{header.get('fabric') or 'no fabric'}, {_counted(len(header.get('gpus') or []), 'GPUs')}"
 
 
 def slowest_priced_lines(plan: Plan) -> list[str]:
