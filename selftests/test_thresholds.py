@@ -324,6 +324,11 @@ def _set(value):
 
 
 BROKEN = {
+    # 10**20 iterations would wait out every call's ceiling, read as hangs: a typo that drains the node
+    "a count no run can make": (
+        lambda d: d["collectives"]["hardware"].update(iters=10**20),
+        ["collectives.hardware.iters: 100000000000000000000 is above 10,000,000", "write the count meant"],
+    ),
     "unknown top-level key": (
         lambda d: d.update(collective_floors={}),
         ["collective_floors: unknown key 'collective_floors'", "expected one of: profiles, collectives, training"],

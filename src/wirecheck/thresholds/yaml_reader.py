@@ -42,6 +42,8 @@ MAX_VALUES = 100_000
 # The shipped file is about 60 KB. Parsing costs about a second and 80 MB per megabyte (a 50 MB file took
 # 58 s and 3.9 GB before it was refused), so a file past this bound is refused before it is read whole.
 MAX_BYTES = 4 * 1024 * 1024
+# The largest count the file may hold (a vocabulary of a quarter million, iterations by the thousand fit).
+COUNT_MAX = 10_000_000
 
 
 def _children(node: yaml.Node) -> list:
@@ -292,6 +294,9 @@ class _At:
             raise self.error(f"{value} is negative", f"write a count of at least {minimum}")
         if value < minimum:
             raise self.error(f"{value} is too small", f"write a count of at least {minimum}")
+        if value > COUNT_MAX:  # a run of 10**20 iterations would wait out every call's ceiling: read as hangs
+            raise self.error(f"{value} is above {COUNT_MAX:,}: no count of the thresholds is that large",
+                             "write the count meant (iterations and steps run to tens or thousands)")
         return value
 
     def text(self) -> str:
