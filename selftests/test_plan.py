@@ -586,3 +586,10 @@ def test_a_group_line_counts_what_its_tests_vary_over(capsys):
     from wirecheck.plan.table import describe_node
 
     assert describe_node(types.SimpleNamespace(header={"fabric": "pcie", "gpus": [{}]})) == "pcie, 1 GPU"
+
+
+def test_an_empty_simulate_is_refused_never_read_as_this_node(capsys):
+    """`--simulate ""` (an empty variable in a script) went to NVML, as if no --simulate were given."""
+    for command in ("topo", "limits"):
+        assert main([command, "--simulate", ""]) == 2
+        assert "an empty topology: give a recorded topology NAME" in capsys.readouterr().err

@@ -21,7 +21,7 @@ from wirecheck.core.levels import DEFAULT_LEVEL, LEVELS
 from wirecheck.core.paths import suite_paths
 from wirecheck.node import hardware as node_hardware
 from wirecheck.node import nvml, profile_topology, visible
-from wirecheck.node.topo_text import DEFAULT_SIMULATION, load_recorded
+from wirecheck.node.topo_text import DEFAULT_SIMULATION
 from wirecheck.node.topology import Gpu, NvLink, Topology
 from wirecheck.records.file import RecordFileError, read_run
 from wirecheck.thresholds import listing
@@ -92,8 +92,8 @@ def _node(args, thresholds) -> tuple[Topology, node_hardware.Hardware | None, bo
         profile = thresholds.profile(name)  # an unknown name is refused, naming the known ones
         topology = profile_topology.simulated(profile_topology.PREFIX + name, thresholds, paths.topologies)
         return topology, node_hardware.from_profile(profile), False, f"the node profile {name} describes"
-    if args.simulate:
-        topology = load_recorded(args.simulate, paths.topologies)
+    if args.simulate is not None:
+        topology = profile_topology.simulated(args.simulate, thresholds, paths.topologies)
         return topology, node_hardware.from_topology(topology), False, f"the node {topology.source} describes"
     if args.record:
         return _from_record(args.record)

@@ -32,7 +32,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _topology(simulate: str | None) -> Topology:
-    if simulate:
+    if simulate is not None:
         from wirecheck.node import profile_topology
         from wirecheck.thresholds.file import load_thresholds
 

@@ -72,6 +72,8 @@ def simulated(spec: str, thresholds, topologies: Path) -> Topology:
     """The topology a dry run replays (`--simulate SPEC`, for the suite and every command that takes it):
     `profile:NAME` (the recorded topology the thresholds profile names, else the node its figures describe), a
     recorded NAME in `topologies`, or a file. ValueError (or OSError) naming SPEC and what is wrong."""
+    if not spec.strip():  # `--simulate ""`: an empty variable in a script, never "no simulation"
+        raise ValueError("an empty topology: give a recorded topology NAME, a file, or profile:NAME")
     name = profile_name(spec)
     if name is None:
         return load_recorded(spec, topologies)
