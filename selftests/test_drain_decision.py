@@ -262,21 +262,24 @@ def test_the_guard_on_kubernetes_counts_node_conditions(site, capsys):
     retest_outcome(site, "fail")
     now = datetime.now(timezone.utc)
 
-    def node(name: str, failed_ago: float | None) -> dict:
+    def node(name: str, failed_ago: float | None, plugin: bool = True) -> dict:
         conditions = [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]
-        if failed_ago is not None:
-            conditions.append({"type": "WirecheckFailed", "status": "True", "lastTransitionTime":
-                               (now - timedelta(seconds=failed_ago)).strftime("%Y-%m-%dT%H:%M:%SZ")})
+        if plugin:  # node-problem-detector sets the condition (False while healthy) where the plugin runs
+            conditions.append({"type": "WirecheckFailed", "status": "False" if failed_ago is None else "True",
+                               "lastTransitionTime": (now - timedelta(seconds=failed_ago or 9000)).strftime(
+                                   "%Y-%m-%dT%H:%M:%SZ")})
         return {"metadata": {"name": name}, "status": {"conditions": conditions}}
 
+    # four GPU nodes the plugin watches, and CPU and control-plane nodes it does not: no share of the GPU fleet
+    cpu = [node(f"cpu{i}", None, plugin=False) for i in range(30)]
     (site / "nodes.json").write_text(json.dumps({"items": [node("wc1", 20), node("wc2", None), node("wc3", 40),
-                                                           node("wc4", 4000)]}))
+                                                           node("wc4", 4000), *cpu]}))
     kubectl = site / "kubectl"
     kubectl.write_text(f"#!/bin/bash\ncat {site}/nodes.json\n")
     kubectl.chmod(0o755)
     rc, line, _ = hook(site, "--kubectl", str(kubectl), hook_kind="k8s", capsys=capsys)
     assert rc == codes.NODE_GUARD_HOLD and "2 of 4 nodes drained by wirecheck in 5 min" in line and \
-        line.endswith("[cluster]"), line
+        line.endswith("[nodes with WirecheckFailed]"), line
     (site / "records" / "guard").unlink()
     kubectl.write_text("#!/bin/bash\necho 'Error from server (Forbidden): nodes is forbidden' >&2; exit 1\n")
     rc, line, err = hook(site, "--kubectl", str(kubectl), hook_kind="k8s", capsys=capsys)

@@ -113,7 +113,8 @@ def install(tmp_path):
     return root
 
 
-def run_hook(root: Path, hook: str, outcome: str, node_state: str = "IDLE", retest: str | None = None):
+def run_hook(root: Path, hook: str, outcome: str, node_state: str = "IDLE", retest: str | None = None,
+             env: dict | None = None):
     (root / "outcome").write_text(outcome)
     (root / "node-state").write_text(node_state)
     (root / "retest").unlink(missing_ok=True)
@@ -125,7 +126,7 @@ def run_hook(root: Path, hook: str, outcome: str, node_state: str = "IDLE", rete
               "plugin": "scripts/k8s/node-problem-detector/wirecheck-plugin.sh"}[hook]
     # What slurmd gives a prolog, and what a careless caller might leave: none of it may reach the run.
     env = {"SLURMD_NODENAME": "wc2", "SLURM_JOB_ID": "7", "PYTHONPATH": "/home/user/evil", "PYTEST_ADDOPTS": "-k evil",
-           "PYTHONHOME": "/home/user/evil"}
+           "PYTHONHOME": "/home/user/evil", **(env or {})}
     done = subprocess.run([str(root / script)], env=env, cwd=root, capture_output=True, text=True, timeout=60)
     calls = (root / "scontrol-calls").read_text().splitlines() if (root / "scontrol-calls").exists() else []
     return done, calls
@@ -175,7 +176,7 @@ def test_the_prolog_runs_the_quick_level_cleanly_and_keeps_the_evidence(install)
     # this run's, its re-test's and the decision's warnings, replaced by the next; the unhealthy run's stay
     unhealthy = [name for name in kept if name.startswith("prolog-unhealthy-")]
     assert sorted(set(kept) - set(unhealthy)) == ["prolog-decision.err", "prolog-retest.jsonl", "prolog-retest.log",
-                                                  "prolog.jsonl", "prolog.log"], kept
+                                                  "prolog.jsonl", "prolog.lock", "prolog.log"], kept
     assert len(unhealthy) == 2 and unhealthy[0].endswith(".jsonl") and unhealthy[1].endswith(".log"), kept
     assert (records / "drain-events.jsonl").is_file() and (records / "wirecheck-drain.prom").is_file()
     assert "drained wc2: wirecheck: busbw nvswitch-2gpu-0.1 12.34 < 360 GB/s" in done.stderr
@@ -258,13 +259,34 @@ def test_the_npd_config_runs_this_plugin_within_its_limits():
 
 @pytest.mark.skipif(os.path.exists("/proc/driver/nvidia") or os.path.exists("/dev/nvidiactl"),
                     reason="this machine has the NVIDIA kernel driver")
+def _pci(install: Path, *functions: tuple[str, str]) -> None:
+    """The PCI functions the hooks see (vendor, class each), in a folder of the install's own."""
+    pci = install / "pci"
+    shutil.rmtree(pci, ignore_errors=True)
+    pci.mkdir()
+    for i, (vendor, klass) in enumerate(functions):
+        (pci / f"0000:{i + 0x17:02x}:00.0").mkdir()
+        (pci / f"0000:{i + 0x17:02x}:00.0" / "vendor").write_text(vendor + "\n")
+        (pci / f"0000:{i + 0x17:02x}:00.0" / "class").write_text(klass + "\n")
+    lib = install / "scripts/lib/wirecheck-hook.sh"
+    lib.write_text(lib.read_text().replace("HOOK_PCI=/sys/bus/pci/devices", f"HOOK_PCI={pci}"))
+
+
+@pytest.mark.skipif(Path("/proc/driver/nvidia").exists() or Path("/dev/nvidiactl").exists(),
+                    reason="this machine has the NVIDIA driver: every node is a GPU node here")
 def test_a_node_without_the_nvidia_driver_is_left_alone_unless_it_must_be_a_gpu_node(install):
-    """GPU_NODE=auto (the default): CPU nodes under the same slurm.conf are not checked, and never drained."""
+    """GPU_NODE=auto (the default): CPU nodes under the same slurm.conf are not checked, and never drained. A node
+    whose NVIDIA module did not load (a kernel update whose module build failed) still shows its GPUs on the PCI
+    bus: it is checked, and NVML's failure drains it (it was left alone as a CPU node)."""
     conf = install / "scripts/slurm/wirecheck-drain.conf"
     conf.write_text(conf.read_text().replace("GPU_NODE=yes\n", "GPU_NODE=auto\n"))
+    _pci(install, ("0x8086", "0x060000"), ("0x15b3", "0x020700"))  # a host bridge, a ConnectX NIC
     done, calls = run_hook(install, "prolog", "nvml")
     assert (done.returncode, calls) == (0, []) and not (install / "validate-call").exists(), done.stderr
-    assert "no NVIDIA kernel driver here" in done.stderr
+    assert "no NVIDIA GPU here (no NVIDIA driver, no NVIDIA GPU on the PCI bus)" in done.stderr
+    _pci(install, ("0x8086", "0x060000"), ("0x10de", "0x030200"))  # an H100's 3D controller
+    done, calls = run_hook(install, "prolog", "nvml")
+    assert (done.returncode, calls) == (1, [DRAIN_NVML]), done.stderr
 
 
 def test_a_flaky_check_or_the_guard_keeps_the_node_in_service(install):
@@ -282,3 +304,82 @@ def test_a_flaky_check_or_the_guard_keeps_the_node_in_service(install):
     assert "NOT DRAINED wc2: wirecheck: GUARD" in done.stderr
     done, calls = run_hook(install, "plugin", "fail")  # NPD: Unknown, no condition for a controller to drain on
     assert done.returncode == 2 and done.stdout.startswith("wirecheck: GUARD (held since"), done.stdout
+
+
+def _nvidia_smi(install: Path, output: str, code: int = 0) -> None:
+    """The nvidia-smi the hooks ask which processes use the GPUs: prints `output`, exits `code`."""
+    fake = install / "bin" / "nvidia-smi"
+    fake.write_text(f"#!/bin/bash\nprintf '%s' '{output}'\nexit {code}\n")
+    fake.chmod(0o755)
+    lib = install / "scripts/lib/wirecheck-hook.sh"
+    lib.write_text(lib.read_text().replace("HOOK_NVIDIA_SMI=nvidia-smi", f"HOOK_NVIDIA_SMI={fake}"))
+
+
+def _validate_env(install: Path, call: str = "validate-call") -> dict:
+    lines = (install / call).read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines[2:] if "=" in line)
+
+
+def test_the_prolog_checks_the_jobs_gpus_on_a_node_other_jobs_share(install):
+    """Another job's processes on a shared node failed no_foreign_processes on every GPU, and the prolog drained a
+    healthy node. It checks the job's GPUs (Slurm's SLURM_JOB_GPUS, also for the re-test); without them, a node
+    whose GPUs are in use is not checked, as the health check does."""
+    _nvidia_smi(install, "4242\n")
+    done, calls = run_hook(install, "prolog", "fail", retest="fail", env={"SLURM_JOB_GPUS": "2-3,6"})
+    assert done.returncode == 1 and calls == [DRAIN_BUSBW], done.stderr  # a failure on the job's GPUs still drains
+    assert _validate_env(install)["CUDA_VISIBLE_DEVICES"] == "2,3,6"
+    assert _validate_env(install, "retest-call")["CUDA_VISIBLE_DEVICES"] == "2,3,6"
+    done, calls = run_hook(install, "prolog", "fail")
+    assert (done.returncode, calls) == (0, []) and not (install / "validate-call").exists(), done.stderr
+    assert "1 process(es) on the GPUs and no SLURM_JOB_GPUS: not checked, the job runs" in done.stderr
+
+
+def test_an_nvidia_smi_that_fails_is_no_process_on_the_gpus(install):
+    """A driver/library mismatch makes nvidia-smi print numbers and fail: read as processes, the health check and
+    the plugin skipped the very node whose driver was broken. Now validate runs and names it."""
+    _nvidia_smi(install, "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 550.144\n", 18)
+    done, calls = run_hook(install, "healthcheck", "nvml")
+    assert (done.returncode, calls) == (1, [DRAIN_NVML]), done.stderr
+    done, _ = run_hook(install, "plugin", "nvml")
+    assert done.returncode == 1 and done.stdout.startswith("wirecheck: NVML failed"), done.stdout
+
+
+def test_a_bad_max_length_or_an_output_that_cannot_be_written_is_never_a_drain(install):
+    """MAX_LENGTH=abc broke the plugin's own line under `set -u` (exit 1: NonOK on every node of the image); a
+    records file that cannot be written made validate's redirection fail with 1, read as a failed check."""
+    conf = install / "scripts/k8s/node-problem-detector/wirecheck-plugin.conf"
+    conf.write_text(conf.read_text().replace("MAX_LENGTH=80\n", "MAX_LENGTH=abc\n"))
+    done, _ = run_hook(install, "plugin", "pass")
+    assert done.returncode == 2 and done.stdout.startswith("wirecheck: cannot run: MAX_LENGTH=abc"), done.stdout
+    (install / "records" / "prolog.log").mkdir(parents=True)
+    done, calls = run_hook(install, "prolog", "fail")
+    assert (done.returncode, calls) == (0, []) and "cannot write" in done.stderr, done.stderr
+
+
+def test_the_guard_on_kubernetes_reaches_the_cluster_from_the_pod(install):
+    """kubectl finds the cluster from the pod's KUBERNETES_SERVICE_HOST and _PORT: the hook's clean environment
+    dropped them, so the guard was never available on Kubernetes."""
+    kubectl = install / "bin" / "kubectl"
+    kubectl.write_text(f"#!/bin/bash\nenv > {install}/kubectl-env\necho '{{\"items\": []}}'\n")
+    kubectl.chmod(0o755)
+    conf = install / "scripts/k8s/node-problem-detector/wirecheck-plugin.conf"
+    conf.write_text(conf.read_text() + f"KUBECTL={kubectl}\n")
+    run_hook(install, "plugin", "fail", env={"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"})
+    seen = dict(line.split("=", 1) for line in (install / "kubectl-env").read_text().splitlines() if "=" in line)
+    assert seen["KUBERNETES_SERVICE_HOST"] == "10.96.0.1" and seen["KUBERNETES_SERVICE_PORT"] == "443"
+
+
+def test_two_runs_of_one_hook_take_turns(install):
+    """Two prologs at once (jobs sharing a node): the second moved the first one's record aside while it was
+    written, and the first drained on "tests failed without a recorded verdict", never re-tested. One runs at a
+    time; one that waits out its time limit checks nothing."""
+    import fcntl
+
+    conf = install / "scripts/slurm/wirecheck-drain.conf"
+    conf.write_text(conf.read_text().replace("PROLOG_TIMEOUT=30", "PROLOG_TIMEOUT=2"))
+    (install / "records").mkdir(exist_ok=True)
+    with open(install / "records" / "prolog.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another prolog's run
+        done, calls = run_hook(install, "prolog", "fail")
+    assert (done.returncode, calls) == (0, []) and not (install / "validate-call").exists(), done.stderr
+    assert "another prolog run held" in done.stderr

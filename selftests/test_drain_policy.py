@@ -67,6 +67,18 @@ def test_the_guard_counts_recent_wirecheck_drains_and_holds_above_its_share():
     assert held.hold and "GUARD: not draining wc4" in held.line and "75% > 50%" in held.line
 
 
+def test_a_small_partition_is_no_fleet_to_guard():
+    """A node alone in its partition (1 of 1: 100 %) was held, and its guard file then held every later drain: a
+    failed node was never drained. The guard holds from guard_min drains on (3), this one with them."""
+    assert not dp.guard([], 1, "wc2", POLICY).hold
+    small = dp.guard(["wc1"], 2, "wc2", POLICY)
+    assert not small.hold and "fewer than guard_min 3 drains" in small.line
+    assert dp.guard(["wc1", "wc3"], 4, "wc2", POLICY).hold  # 3 of 4
+    with pytest.raises(dp.DrainPolicyError, match="guard_min: 0: give a whole number of at least 1"):
+        dp.parse_policy({"guard_min": 0})
+    assert dp.parse_policy({"guard_min": 5}).guard_min == 5
+
+
 def test_a_gpu_failing_n_times_is_replace_and_an_ecc_failure_at_once():
     header = {"gpus": [{"index": 0, "serial": "1653A"}, {"index": 1, "uuid": "GPU-b"}]}
     verdict = {"outcome": "fail", "check": "busbw", "what": "all_reduce", "gpus": [1]}

@@ -139,20 +139,55 @@ hook_setup() {
   return 0
 }
 
-hook_has_driver() {  # the NVIDIA kernel driver shows on this machine
-  [ -e /proc/driver/nvidia ] || [ -e /dev/nvidiactl ]
+# hook_gpu_node: the NVIDIA kernel driver shows on this machine, or an NVIDIA GPU sits on its PCI bus (a node
+# whose module did not load after a kernel update is still a GPU node: validate names what is missing, exit 11).
+HOOK_PCI=/sys/bus/pci/devices  # where the PCI functions are (a self-test points it at a folder of its own)
+hook_gpu_node() {
+  [ -e /proc/driver/nvidia ] || [ -e /dev/nvidiactl ] && return 0
+  local dev vendor class
+  for dev in "$HOOK_PCI"/*; do
+    read -r vendor <"$dev/vendor" 2>/dev/null || continue
+    read -r class <"$dev/class" 2>/dev/null || continue
+    # NVIDIA (0x10de), a display controller: VGA (0x0300xx) or 3D (0x0302xx), as wirecheck.node.pci reads it
+    [ "$vendor" = 0x10de ] && case $class in 0x0300*|0x0302*) return 0 ;; esac
+  done
+  return 1
 }
 
-hook_gpus_in_use() {  # the number of compute processes on the GPUs (another workload), empty when unknown
-  command -v nvidia-smi >/dev/null 2>&1 || return 0
-  nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | grep -c '[0-9]'
+# hook_gpus_in_use: the number of compute processes on the GPUs (another workload); empty when unknown (no
+# nvidia-smi, or one that fails or hangs: a broken driver is validate's to name, never "in use").
+HOOK_NVIDIA_SMI=nvidia-smi  # on the fixed PATH (a self-test points it at a fake)
+hook_gpus_in_use() {
+  command -v "$HOOK_NVIDIA_SMI" >/dev/null 2>&1 || return 0
+  local pids
+  pids=$(timeout --kill-after=5 20 "$HOOK_NVIDIA_SMI" --query-compute-apps=pid --format=csv,noheader 2>/dev/null) || return 0
+  printf '%s\n' "$pids" | grep -c '^[[:space:]]*[0-9][0-9]*[[:space:]]*$'
 }
+
+# hook_job_gpus IDS: Slurm's SLURM_JOB_GPUS (the job's GPUs, global ids: "0,1" or "0-3,6") as a
+# CUDA_VISIBLE_DEVICES list; empty for anything else.
+hook_job_gpus() {
+  local part out=() i
+  local -a parts
+  [[ $1 =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] || return 0
+  IFS=, read -r -a parts <<<"$1"
+  for part in "${parts[@]}"; do
+    if [[ $part == *-* ]]; then
+      for ((i = ${part%-*}; i <= ${part#*-}; i++)); do out+=("$i"); done
+    else
+      out+=("$part")
+    fi
+  done
+  (IFS=,; echo "${out[*]}")
+}
+
+HOOK_GPUS=  # the GPUs this run validates (CUDA_VISIBLE_DEVICES), empty for all: the prolog's job's GPUs
 
 hook_check() {
   local record=$RECORDS/$HOOK_MODE.jsonl output=$RECORDS/$HOOK_MODE.log code home word left said
   local -a env_vars=() args=() validate_args=()
-  if [ "$HOOK_GPU_NODE" != yes ] && ! hook_has_driver; then
-    hook_unknown "no NVIDIA kernel driver here (/proc/driver/nvidia, /dev/nvidiactl): not a GPU node, not checked (GPU_NODE=yes checks anyway)"
+  if [ "$HOOK_GPU_NODE" != yes ] && ! hook_gpu_node; then
+    hook_unknown "no NVIDIA GPU here (no NVIDIA driver, no NVIDIA GPU on the PCI bus): not a GPU node, not checked (GPU_NODE=yes checks anyway)"
     return 0
   fi
   set -f  # ARGS and ENV are split into words, never globbed
@@ -165,16 +200,24 @@ hook_check() {
   home=$(getent passwd "$(id -u)" | cut -d: -f6)
   # Never the job's folder: `python -m` puts the working directory first on the import path.
   cd -- "$RECORDS" || { hook_unknown "cannot run: cannot enter $RECORDS"; return 0; }
+  # One run of this hook at a time on the node (two prologs of jobs sharing it): the second would move the first
+  # one's record aside while it is written. The lock goes with this shell.
+  if command -v flock >/dev/null 2>&1; then
+    exec {HOOK_LOCK_FD}>>"$RECORDS/$HOOK_MODE.lock" && flock -w "$HOOK_TIMEOUT" "$HOOK_LOCK_FD" \
+      || { hook_unknown "not checked: another $HOOK_MODE run held $RECORDS/$HOOK_MODE.lock for ${HOOK_TIMEOUT} s"; return 0; }
+  fi
   # The last run's record is kept aside, not removed: `validate --trust-recent` (the prolog) finds the pass in it.
   [ -e "$record" ] && mv -f -- "$record" "$RECORDS/$HOOK_MODE-previous.jsonl"
   rm -f -- "$record" "$output"
+  # A redirection that fails runs nothing and leaves 1, validate's "a check failed": refused before the run.
+  : >"$output" 2>/dev/null || { hook_unknown "cannot run: cannot write $output"; return 0; }
   # validate's arguments, the first run's and the re-test's alike (node-state re-runs the failed tests with
   # them, adding -k and its own record): an option every run of this hook should take goes here.
   validate_args=(--level quick --wait-for-node "$HOOK_WAIT" "${args[@]}")
   # A clean environment: nothing the job or slurmd's caller set (PYTHONPATH, PYTEST_ADDOPTS, LD_PRELOAD)
   # reaches a run as root; only the fixed PATH, HOME, LANG and the settings' ENV.
   SECONDS=0
-  env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 "${env_vars[@]}" \
+  env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 ${HOOK_GPUS:+CUDA_VISIBLE_DEVICES="$HOOK_GPUS"} "${env_vars[@]}" \
     timeout --kill-after=10 "$HOOK_TIMEOUT" "$WIRECHECK" validate --wirecheck-json "$record" "${HOOK_VALIDATE_ARGS[@]}" \
     "${validate_args[@]}" >"$output" 2>&1 </dev/null
   code=$?
@@ -183,7 +226,11 @@ hook_check() {
   left=$((HOOK_TIMEOUT - SECONDS))
   [ "$left" -gt 0 ] || left=0
   said=$RECORDS/$HOOK_MODE-decision.err
-  HOOK_LINE=$(env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 ${SLURM_CONF:+SLURM_CONF="$SLURM_CONF"} "${env_vars[@]}" \
+  # node-state re-runs validate on the same GPUs; kubectl (the guard, on Kubernetes) finds its cluster from the
+  # pod's KUBERNETES_SERVICE_HOST and _PORT, and scontrol and sinfo theirs from SLURM_CONF.
+  HOOK_LINE=$(env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 ${SLURM_CONF:+SLURM_CONF="$SLURM_CONF"} \
+    ${HOOK_GPUS:+CUDA_VISIBLE_DEVICES="$HOOK_GPUS"} ${KUBERNETES_SERVICE_HOST:+KUBERNETES_SERVICE_HOST="$KUBERNETES_SERVICE_HOST"} \
+    ${KUBERNETES_SERVICE_PORT:+KUBERNETES_SERVICE_PORT="$KUBERNETES_SERVICE_PORT"} "${env_vars[@]}" \
     timeout --kill-after=10 "$((left + 30))" "$WIRECHECK" node-state --exit-code "$code" --record "$record" \
     --output "$output" --max-length "$HOOK_MAX_LENGTH" "${HOOK_RULES[@]}" --time-left "$left" \
     -- "${validate_args[@]}" </dev/null 2>"$said")

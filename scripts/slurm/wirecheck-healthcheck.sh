@@ -5,7 +5,9 @@
 #
 #   slurm.conf:  HealthCheckProgram=/opt/wirecheck/scripts/slurm/wirecheck-healthcheck.sh
 #                HealthCheckInterval=3600
-#                HealthCheckNodeState=IDLE   # the check takes every GPU for its seconds: never beside a job
+#                HealthCheckNodeState=IDLE,CYCLE   # every GPU for its seconds: never beside a job; CYCLE spreads
+#                                                  # the nodes over the interval, so the fleet guard sees the drains
+#                                                  # of a push that breaks every node (all at once, none is held)
 #   settings:    wirecheck-drain.conf beside this file (HEALTHCHECK_TIMEOUT 50 s: Slurm kills the program at 60 s)
 #
 #   passed        exit 0.

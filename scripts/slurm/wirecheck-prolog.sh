@@ -49,6 +49,14 @@ node=$(hook_node)
 # A pass of this node within prolog.trust_window (thresholds.yaml, 6 h) stands for the run while NVML and the
 # kernel log show nothing changed since (docs/commands.md, the trusted path): about a second, no pytest.
 HOOK_VALIDATE_ARGS=(--trust-recent)
+# The job's GPUs (Slurm's SLURM_JOB_GPUS): on a node shared with other jobs, their processes and GPUs are theirs,
+# and a check of every GPU would fail this one on them (no_foreign_processes) and drain a healthy node. Without
+# it (a job without GPUs) a node whose GPUs another job uses is not checked, as the health check does.
+HOOK_GPUS=$(hook_job_gpus "${SLURM_JOB_GPUS:-}")
+if [ -z "$HOOK_GPUS" ]; then
+  in_use=$(hook_gpus_in_use)
+  [ "${in_use:-0}" = 0 ] || { hook_log "$node: $in_use process(es) on the GPUs and no SLURM_JOB_GPUS: not checked, the job runs"; exit 0; }
+fi
 hook_check
 hook_act "$node" || exit 1
 exit 0

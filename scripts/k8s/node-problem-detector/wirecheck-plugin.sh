@@ -30,7 +30,9 @@ done
 . "$lib"
 
 say() {  # STATE LINE: NPD's protocol, one line
-  echo "${2:0:$HOOK_MAX_LENGTH}"
+  local max=$HOOK_MAX_LENGTH
+  [[ $max =~ ^[0-9]+$ ]] || max=80  # a bad MAX_LENGTH setting is said by hook_setup; it must not break this line
+  echo "${2:0:$max}"
   exit "$1"
 }
 HOOK_MAX_LENGTH=80

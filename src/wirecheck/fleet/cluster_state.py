@@ -5,9 +5,10 @@ wirecheck drained within the guard's window, and how many peers there are.
   '%N|%E|%H'` (each unavailable node, its reason and the reason's time); the guard is judged per partition the
   node is in, and the fullest partition counts (a node in a small partition and a large one is held by the
   small one).
-- Kubernetes: `kubectl get nodes -o json`, where kubectl is installed and allowed to list nodes: every node is a
-  peer, and one whose condition `WirecheckFailed` (the node-problem-detector plugin's) turned True within the
-  window is a recent drain (a remediation controller drains on it).
+- Kubernetes: `kubectl get nodes -o json`, where kubectl is installed and allowed to list nodes: the peers are the
+  nodes that carry the condition `WirecheckFailed` at all (those node-problem-detector runs the plugin on: CPU
+  and control-plane nodes are no share of the GPU fleet), and one whose condition turned True within the window
+  is a recent drain (a remediation controller drains on it).
 Where neither can be read, `GuardUnavailable` says why: the hook says so loudly and acts without the guard
 (the guard can only hold a drain back; it never makes one).
 
@@ -90,15 +91,20 @@ def k8s_peers(now: float, policy: dp.Policy, kubectl: str = "kubectl", run: Runn
         items = json.loads(text).get("items") or []
     except (ValueError, AttributeError):
         raise GuardUnavailable("`kubectl get nodes -o json` did not print a node list") from None
-    drained = []
+    drained, watched = [], set()
     for item in items:
         name = (item.get("metadata") or {}).get("name")
         for c in (item.get("status") or {}).get("conditions") or []:
+            if c.get("type") != CONDITION or not name:
+                continue
+            watched.add(name)
             when = _stamp(c.get("lastTransitionTime"))
-            if (c.get("type") == CONDITION and c.get("status") == "True" and when is not None
-                    and now - when <= policy.guard_window_s and name):
+            if c.get("status") == "True" and when is not None and now - when <= policy.guard_window_s:
                 drained.append(name)
-    return [Peers("cluster", sorted(set(drained)), len(items))]
+    if not watched:
+        raise GuardUnavailable(f"no node carries the {CONDITION} condition yet (node-problem-detector sets it where "
+                               "the plugin runs): no fleet to count")
+    return [Peers(f"nodes with {CONDITION}", sorted(set(drained)), len(watched))]
 
 
 def fullest(peers: list[Peers], node: str, policy: dp.Policy) -> tuple[Peers, dp.Guard]:

@@ -6,8 +6,9 @@ escalate a GPU that keeps failing. Pure functions over plain data (a state file'
   node's state file), reported, not drained; `flaky_max` such events within `flaky_window` drain with a
   reason that says so.
 - Guard: before draining, the partition's nodes drained with a `wirecheck:` reason within
-  `guard_window` are counted; at or above `guard_share` of the partition, the hook does not drain and
-  says so until a person removes the guard file.
+  `guard_window` are counted; above `guard_share` of the partition, and `guard_min` drains or more (this
+  one with them: a partition of one or two nodes is no fleet to guard), the hook does not drain and says
+  so until a person removes the guard file.
 - Escalate: each failed run's GPUs (by serial, else UUID) are recorded; the same GPU failing
   `replace_after` times within `replace_window`, or any uncorrectable ECC / row-remap failure, is
   "replace the GPU".
@@ -41,6 +42,7 @@ class Policy:
     guard_window_s: float = 300.0
     replace_after: int = 3
     replace_window_s: float = 7 * 86400.0
+    guard_min: int = 3  # the fewest drains in the window (this one with them) the guard can hold
 
 
 def parse_policy(section: dict | None, where: str = "thresholds.yaml: drain") -> Policy:
@@ -49,8 +51,9 @@ def parse_policy(section: dict | None, where: str = "thresholds.yaml: drain") ->
         return Policy()
     if not isinstance(section, dict):
         raise DrainPolicyError(f"{where}: give a mapping of flaky_max, flaky_window, guard_share, guard_window, "
-                               "replace_after, replace_window")
-    known = {"flaky_max", "flaky_window", "guard_share", "guard_window", "replace_after", "replace_window", "source"}
+                               "guard_min, replace_after, replace_window")
+    known = {"flaky_max", "flaky_window", "guard_share", "guard_window", "guard_min", "replace_after",
+             "replace_window", "source"}
     unknown = sorted(set(section) - known)
     if unknown:
         raise DrainPolicyError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
@@ -71,7 +74,7 @@ def parse_policy(section: dict | None, where: str = "thresholds.yaml: drain") ->
         raise DrainPolicyError(f"{where}.guard_share: give a share of the partition above 0 and up to 100 %, e.g. \"50 %\"")
     return Policy(count("flaky_max", default.flaky_max), duration("flaky_window", default.flaky_window_s), share,
                   duration("guard_window", default.guard_window_s), count("replace_after", default.replace_after),
-                  duration("replace_window", default.replace_window_s))
+                  duration("replace_window", default.replace_window_s), count("guard_min", default.guard_min))
 
 
 # ---- the node's state file: one JSON line per event ---------------------------------------------------
@@ -165,10 +168,13 @@ def guard(drained: list[str], partition_size: int, node: str, policy: Policy) ->
         return Guard(True, f"guard: the partition's size is unknown; not draining {node}")
     share = after / partition_size
     window = _span(policy.guard_window_s)
-    if share > policy.guard_share:
+    if share > policy.guard_share and after >= policy.guard_min:
         return Guard(True, f"GUARD: not draining {node}: {len(others)} of {partition_size} nodes drained by wirecheck "
                            f"in {window}, {after} would be {share:.0%} > {policy.guard_share:.0%} (a bad push or a "
                            "fabric-wide event?); remove the guard file to drain again")
+    if share > policy.guard_share:  # a small partition: this drain is no fleet-wide event
+        return Guard(False, f"guard: {after} of {partition_size} drained in {window} ({share:.0%}, fewer than "
+                            f"guard_min {policy.guard_min} drains: a partition this small is no fleet to guard)")
     return Guard(False, f"guard: {after} of {partition_size} drained in {window} ({share:.0%} <= {policy.guard_share:.0%})")
 
 
