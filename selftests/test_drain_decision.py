@@ -230,6 +230,15 @@ def test_a_gpu_failing_the_third_time_in_a_week_is_replaced_with_its_evidence(si
         xid = tar.extractfile("kernel-xid.txt").read().decode()
     assert {"first.jsonl", "prolog-retest.jsonl", "prolog.log", "decision.txt", "kernel-xid.txt"} <= names, names
     assert xid.startswith("# "), xid  # where the Xid lines came from, or why none could be read
+    # node-problem-detector keeps 80 characters: the reason stays whole enough to read, the bundle's path goes to
+    # the log (a cut "...; bundle /var/lib/wirecheck/replace-ip-10-0-12-34.us-west-2.compute.int" said nothing)
+    for days in (2, 1):
+        dp.append_event(events, {"event": "failed", "at": time.time() - days * 3600, "gpus": ["1650123456790"]})
+    retest_outcome(site, "fail")
+    rc, line, err = hook(site, "--max-length", "80", capsys=capsys)
+    assert rc == codes.NODE_REPLACE and line.startswith("wirecheck: replace the GPU 1650123456790 (failed ") and \
+        "bundle" not in line and len(line) <= 80, line
+    assert "replace-the-GPU evidence bundle: " in err and str(site / "records" / "replace-wc2-") in err, err
     # the other GPU failed once more only: its second time, no replacement; a run without a serial neither
     dp.append_event(events, {"event": "failed", "at": 0, "gpus": []})
     (site / "first.jsonl").write_text(_lines(HEADER, dict(FAILED, gpus=[0]), END))

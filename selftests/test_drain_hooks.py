@@ -376,10 +376,27 @@ def test_two_runs_of_one_hook_take_turns(install):
     import fcntl
 
     conf = install / "scripts/slurm/wirecheck-drain.conf"
-    conf.write_text(conf.read_text().replace("PROLOG_TIMEOUT=30", "PROLOG_TIMEOUT=2"))
+    conf.write_text(conf.read_text().replace("PROLOG_TIMEOUT=30", "PROLOG_TIMEOUT=25"))  # the lock: 5 s
     (install / "records").mkdir(exist_ok=True)
     with open(install / "records" / "prolog.lock", "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # another prolog's run
         done, calls = run_hook(install, "prolog", "fail")
     assert (done.returncode, calls) == (0, []) and not (install / "validate-call").exists(), done.stderr
     assert "another prolog run held" in done.stderr
+
+
+def test_a_hook_ends_within_its_time_limit_whatever_hangs(install):
+    """slurmd kills a HealthCheckProgram at 60 s: the re-test had all that was left of the limit and node-state 30 s
+    more on top, so a hung re-test and a slow controller ended the hook after the limit, killed before it drained.
+    The runs share the limit less node-state's reserve (15 s), and the guard's reads fit in it."""
+    import time
+
+    conf = install / "scripts/slurm/wirecheck-drain.conf"
+    conf.write_text(conf.read_text() + "HEALTHCHECK_TIMEOUT=30\n")
+    sinfo = install / "bin" / "sinfo"
+    sinfo.write_text("#!/bin/bash\nsleep 4\n" + sinfo.read_text().split("\n", 1)[1])  # a loaded slurmctld
+    started = time.monotonic()
+    done, calls = run_hook(install, "healthcheck", "fail", retest="hang")
+    took = time.monotonic() - started
+    assert done.returncode == 1 and len(calls) == 1 and calls[0].startswith(DRAIN_BUSBW), calls  # on the first run
+    assert took < 35, f"the hook took {took:.1f} s of its 30-s limit (and timeout's 5-s grace to kill)"

@@ -24,6 +24,10 @@ HOOK_KEYS+="HEALTHCHECK_WAIT HEALTHCHECK_TIMEOUT PLUGIN_WAIT PLUGIN_TIMEOUT "
 HOOK_KEYS+="DIAGNOSE BUG_REPORT GUARD_FILE PROMETHEUS SINFO KUBECTL "
 HOOK_STATE=2
 HOOK_LINE=
+# Of the hook's time limit (*_TIMEOUT), what node-state keeps for its own work after the runs: the guard's reads
+# (5 s each at most), the events and gauges. The lock's wait, the run and the re-test share the rest, so the
+# hook ends within its limit (slurmd kills a HealthCheckProgram at 60 s; a prolog it kills drains the node).
+HOOK_RESERVE=15
 HOOK_VALIDATE_ARGS=()  # the hook's own validate options, set by the hook after sourcing (the prolog: --trust-recent)
 declare -A HOOK_CONF=()
 
@@ -98,7 +102,8 @@ hook_setup() {
   HOOK_GPU_NODE=$(hook_get GPU_NODE auto)
   case $WIRECHECK in /*) ;; *) hook_unknown "cannot run: WIRECHECK=$WIRECHECK: give an absolute path"; return 1 ;; esac
   case $RECORDS in /*) ;; *) hook_unknown "cannot run: RECORDS=$RECORDS: give an absolute path"; return 1 ;; esac
-  [[ $HOOK_TIMEOUT =~ ^[0-9]+$ ]] || { hook_unknown "cannot run: ${upper}_TIMEOUT=$HOOK_TIMEOUT: give whole seconds"; return 1; }
+  [[ $HOOK_TIMEOUT =~ ^[0-9]+$ ]] && [ "$HOOK_TIMEOUT" -ge $((HOOK_RESERVE + 10)) ] \
+    || { hook_unknown "cannot run: ${upper}_TIMEOUT=$HOOK_TIMEOUT: give whole seconds, at least $((HOOK_RESERVE + 10))"; return 1; }
   [[ $HOOK_MAX_LENGTH =~ ^[0-9]+$ ]] || { hook_unknown "cannot run: MAX_LENGTH=$HOOK_MAX_LENGTH: give a number"; return 1; }
   [ -x "$WIRECHECK" ] || { hook_unknown "cannot run: WIRECHECK=$WIRECHECK is not an executable (set WIRECHECK in $conf)"; return 1; }
   # What root runs: the command, its venv, and the checkout around the venv when it is one (tests, thresholds).
@@ -184,7 +189,9 @@ hook_job_gpus() {
 HOOK_GPUS=  # the GPUs this run validates (CUDA_VISIBLE_DEVICES), empty for all: the prolog's job's GPUs
 
 hook_check() {
-  local record=$RECORDS/$HOOK_MODE.jsonl output=$RECORDS/$HOOK_MODE.log code home word left said
+  local record=$RECORDS/$HOOK_MODE.jsonl output=$RECORDS/$HOOK_MODE.log code home word left said runs
+  SECONDS=0
+  runs=$((HOOK_TIMEOUT - HOOK_RESERVE))  # the lock's wait, the run and the re-test, together
   local -a env_vars=() args=() validate_args=()
   if [ "$HOOK_GPU_NODE" != yes ] && ! hook_gpu_node; then
     hook_unknown "no NVIDIA GPU here (no NVIDIA driver, no NVIDIA GPU on the PCI bus): not a GPU node, not checked (GPU_NODE=yes checks anyway)"
@@ -203,8 +210,8 @@ hook_check() {
   # One run of this hook at a time on the node (two prologs of jobs sharing it): the second would move the first
   # one's record aside while it is written. The lock goes with this shell.
   if command -v flock >/dev/null 2>&1; then
-    exec {HOOK_LOCK_FD}>>"$RECORDS/$HOOK_MODE.lock" && flock -w "$HOOK_TIMEOUT" "$HOOK_LOCK_FD" \
-      || { hook_unknown "not checked: another $HOOK_MODE run held $RECORDS/$HOOK_MODE.lock for ${HOOK_TIMEOUT} s"; return 0; }
+    exec {HOOK_LOCK_FD}>>"$RECORDS/$HOOK_MODE.lock" && flock -w "$((runs / 2))" "$HOOK_LOCK_FD" \
+      || { hook_unknown "not checked: another $HOOK_MODE run held $RECORDS/$HOOK_MODE.lock for $((runs / 2)) s"; return 0; }
   fi
   # The last run's record is kept aside, not removed: `validate --trust-recent` (the prolog) finds the pass in it.
   [ -e "$record" ] && mv -f -- "$record" "$RECORDS/$HOOK_MODE-previous.jsonl"
@@ -216,14 +223,13 @@ hook_check() {
   validate_args=(--level quick --wait-for-node "$HOOK_WAIT" "${args[@]}")
   # A clean environment: nothing the job or slurmd's caller set (PYTHONPATH, PYTEST_ADDOPTS, LD_PRELOAD)
   # reaches a run as root; only the fixed PATH, HOME, LANG and the settings' ENV.
-  SECONDS=0
   env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 ${HOOK_GPUS:+CUDA_VISIBLE_DEVICES="$HOOK_GPUS"} "${env_vars[@]}" \
-    timeout --kill-after=10 "$HOOK_TIMEOUT" "$WIRECHECK" validate --wirecheck-json "$record" "${HOOK_VALIDATE_ARGS[@]}" \
+    timeout --kill-after=5 "$((runs - SECONDS))" "$WIRECHECK" validate --wirecheck-json "$record" "${HOOK_VALIDATE_ARGS[@]}" \
     "${validate_args[@]}" >"$output" 2>&1 </dev/null
   code=$?
   # The re-test and a diagnosis share what is left of the hook's time limit (the first run's failure
   # drains when too little is left); node-state's warnings (the guard not available) go to syslog.
-  left=$((HOOK_TIMEOUT - SECONDS))
+  left=$((runs - SECONDS))
   [ "$left" -gt 0 ] || left=0
   said=$RECORDS/$HOOK_MODE-decision.err
   # node-state re-runs validate on the same GPUs; kubectl (the guard, on Kubernetes) finds its cluster from the
@@ -231,7 +237,7 @@ hook_check() {
   HOOK_LINE=$(env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 ${SLURM_CONF:+SLURM_CONF="$SLURM_CONF"} \
     ${HOOK_GPUS:+CUDA_VISIBLE_DEVICES="$HOOK_GPUS"} ${KUBERNETES_SERVICE_HOST:+KUBERNETES_SERVICE_HOST="$KUBERNETES_SERVICE_HOST"} \
     ${KUBERNETES_SERVICE_PORT:+KUBERNETES_SERVICE_PORT="$KUBERNETES_SERVICE_PORT"} "${env_vars[@]}" \
-    timeout --kill-after=10 "$((left + 30))" "$WIRECHECK" node-state --exit-code "$code" --record "$record" \
+    timeout --kill-after=5 "$((left + HOOK_RESERVE))" "$WIRECHECK" node-state --exit-code "$code" --record "$record" \
     --output "$output" --max-length "$HOOK_MAX_LENGTH" "${HOOK_RULES[@]}" --time-left "$left" \
     -- "${validate_args[@]}" </dev/null 2>"$said")
   HOOK_STATE=$?

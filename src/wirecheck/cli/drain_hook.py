@@ -266,7 +266,11 @@ def decide_after_failure(hook: Hook, first_path: Path, first: RunRecord | None, 
         said = held.line + (f"; bundle {path}" if path else "")
         return codes.NODE_GUARD_HOLD, reason.line(said, hook.limit), held
     if path is not None:
-        return codes.NODE_REPLACE, reason.cut(reason.PREFIX + reason.ascii_text(line), hook.limit, f"; bundle {path}"), held
+        keep = f"; bundle {path}"
+        if len(keep) > hook.limit // 2:  # node-problem-detector's 80 characters: the reason first, the path to the log
+            print(f"replace-the-GPU evidence bundle: {path}", file=sys.stderr)
+            keep = ""
+        return codes.NODE_REPLACE, reason.cut(reason.PREFIX + reason.ascii_text(line), hook.limit, keep), held
     return codes.NODE_UNHEALTHY, reason.line(line, hook.limit), held
 
 

@@ -27,7 +27,7 @@ from typing import Callable
 from wirecheck.records import drain_policy as dp
 
 CONDITION = "WirecheckFailed"  # scripts/k8s/node-problem-detector/wirecheck-monitor.json
-TIMEOUT_S = 15.0  # a controller that does not answer within this is no guard
+TIMEOUT_S = 5.0  # a controller that does not answer within this is no guard (two reads fit the hook's reserve)
 
 
 class GuardUnavailable(RuntimeError):
