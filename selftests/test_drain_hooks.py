@@ -400,3 +400,20 @@ def test_a_hook_ends_within_its_time_limit_whatever_hangs(install):
     took = time.monotonic() - started
     assert done.returncode == 1 and len(calls) == 1 and calls[0].startswith(DRAIN_BUSBW), calls  # on the first run
     assert took < 35, f"the hook took {took:.1f} s of its 30-s limit (and timeout's 5-s grace to kill)"
+
+
+def test_the_evidence_of_a_node_that_keeps_failing_does_not_grow_without_bound(install):
+    """node-problem-detector runs the plugin every 30 minutes on a NonOK node too: each run kept a record and an
+    output. The newest 20 of each stay."""
+    records = install / "records"
+    records.mkdir(exist_ok=True)
+    for i in range(25):  # earlier runs' evidence, oldest first
+        for ext in ("jsonl", "log"):
+            old = records / f"plugin-unhealthy-2026010{i // 10}T0000{i % 10:02d}Z.{ext}"
+            old.write_text("")
+            os.utime(old, (1_700_000_000 + i, 1_700_000_000 + i))
+    done, _ = run_hook(install, "plugin", "fail")
+    assert done.returncode == 1, done.stdout
+    kept = sorted(p.name for p in records.glob("plugin-unhealthy-*.jsonl"))
+    assert len(kept) == 20 and not (records / "plugin-unhealthy-20260100T000000Z.jsonl").exists(), kept
+    assert len(list(records.glob("plugin-unhealthy-*.log"))) == 20

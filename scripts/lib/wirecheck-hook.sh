@@ -169,6 +169,13 @@ hook_gpus_in_use() {
   printf '%s\n' "$pids" | grep -c '^[[:space:]]*[0-9][0-9]*[[:space:]]*$'
 }
 
+HOOK_KEEP=20  # unhealthy records, outputs and replace bundles kept in RECORDS, each kind, newest first
+
+hook_prune() {  # PATTERN KEEP: the files of RECORDS named PATTERN but the KEEP newest are removed
+  find "$RECORDS" -maxdepth 1 -type f -name "$1" -printf '%T@ %p\n' 2>/dev/null | sort -rn | tail -n +"$(($2 + 1))" \
+    | cut -d' ' -f2- | while IFS= read -r old; do rm -f -- "$old"; done
+}
+
 # hook_job_gpus IDS: Slurm's SLURM_JOB_GPUS (the job's GPUs, global ids: "0,1" or "0-3,6") as a
 # CUDA_VISIBLE_DEVICES list; empty for anything else.
 hook_job_gpus() {
@@ -176,7 +183,7 @@ hook_job_gpus() {
   local -a parts
   [[ $1 =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] || return 0
   IFS=, read -r -a parts <<<"$1"
-  for part in "${parts[@]}"; do
+  for part in ${parts[@]+"${parts[@]}"}; do
     if [[ $part == *-* ]]; then
       for ((i = ${part%-*}; i <= ${part#*-}; i++)); do out+=("$i"); done
     else
@@ -220,11 +227,13 @@ hook_check() {
   : >"$output" 2>/dev/null || { hook_unknown "cannot run: cannot write $output"; return 0; }
   # validate's arguments, the first run's and the re-test's alike (node-state re-runs the failed tests with
   # them, adding -k and its own record): an option every run of this hook should take goes here.
-  validate_args=(--level quick --wait-for-node "$HOOK_WAIT" "${args[@]}")
+  # ${a[@]+"${a[@]}"}: an empty array under `set -u` is an error in bash before 4.4 (RHEL 7's 4.2), which
+  # would end every prolog with a non-zero exit: Slurm drains the node.
+  validate_args=(--level quick --wait-for-node "$HOOK_WAIT" ${args[@]+"${args[@]}"})
   # A clean environment: nothing the job or slurmd's caller set (PYTHONPATH, PYTEST_ADDOPTS, LD_PRELOAD)
   # reaches a run as root; only the fixed PATH, HOME, LANG and the settings' ENV.
-  env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 ${HOOK_GPUS:+CUDA_VISIBLE_DEVICES="$HOOK_GPUS"} "${env_vars[@]}" \
-    timeout --kill-after=5 "$((runs - SECONDS))" "$WIRECHECK" validate --wirecheck-json "$record" "${HOOK_VALIDATE_ARGS[@]}" \
+  env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 ${HOOK_GPUS:+CUDA_VISIBLE_DEVICES="$HOOK_GPUS"} ${env_vars[@]+"${env_vars[@]}"} \
+    timeout --kill-after=5 "$((runs - SECONDS))" "$WIRECHECK" validate --wirecheck-json "$record" ${HOOK_VALIDATE_ARGS[@]+"${HOOK_VALIDATE_ARGS[@]}"} \
     "${validate_args[@]}" >"$output" 2>&1 </dev/null
   code=$?
   # The re-test and a diagnosis share what is left of the hook's time limit (the first run's failure
@@ -236,7 +245,7 @@ hook_check() {
   # pod's KUBERNETES_SERVICE_HOST and _PORT, and scontrol and sinfo theirs from SLURM_CONF.
   HOOK_LINE=$(env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 ${SLURM_CONF:+SLURM_CONF="$SLURM_CONF"} \
     ${HOOK_GPUS:+CUDA_VISIBLE_DEVICES="$HOOK_GPUS"} ${KUBERNETES_SERVICE_HOST:+KUBERNETES_SERVICE_HOST="$KUBERNETES_SERVICE_HOST"} \
-    ${KUBERNETES_SERVICE_PORT:+KUBERNETES_SERVICE_PORT="$KUBERNETES_SERVICE_PORT"} "${env_vars[@]}" \
+    ${KUBERNETES_SERVICE_PORT:+KUBERNETES_SERVICE_PORT="$KUBERNETES_SERVICE_PORT"} ${env_vars[@]+"${env_vars[@]}"} \
     timeout --kill-after=5 "$((left + HOOK_RESERVE))" "$WIRECHECK" node-state --exit-code "$code" --record "$record" \
     --output "$output" --max-length "$HOOK_MAX_LENGTH" "${HOOK_RULES[@]}" --time-left "$left" \
     -- "${validate_args[@]}" </dev/null 2>"$said")
@@ -250,6 +259,11 @@ hook_check() {
     cp -p -- "$record" "$RECORDS/$HOOK_MODE-unhealthy-$stamp.jsonl" 2>/dev/null
     cp -p -- "$output" "$RECORDS/$HOOK_MODE-unhealthy-$stamp.log" 2>/dev/null
   fi
+  # A failing node is checked again and again (node-problem-detector every 30 minutes, a cordoned node too):
+  # the newest evidence stays, the folder does not grow without bound.
+  hook_prune "$HOOK_MODE-unhealthy-*.jsonl" "$HOOK_KEEP"
+  hook_prune "$HOOK_MODE-unhealthy-*.log" "$HOOK_KEEP"
+  hook_prune "replace-*.tar.gz" "$HOOK_KEEP"
   return 0
 }
 
