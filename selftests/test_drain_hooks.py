@@ -351,6 +351,9 @@ def test_a_bad_max_length_or_an_output_that_cannot_be_written_is_never_a_drain(i
     conf.write_text(conf.read_text().replace("MAX_LENGTH=80\n", "MAX_LENGTH=abc\n"))
     done, _ = run_hook(install, "plugin", "pass")
     assert done.returncode == 2 and done.stdout.startswith("wirecheck: cannot run: MAX_LENGTH=abc"), done.stdout
+    conf.write_text(conf.read_text().replace("MAX_LENGTH=abc\n", "MAX_LENGTH=12\n"))  # node-state takes 20 at least
+    done, _ = run_hook(install, "plugin", "pass")
+    assert done.returncode == 2 and "MAX_LENGTH=12: give a number of characters, at least 20" in done.stdout
     (install / "records" / "prolog.log").mkdir(parents=True)
     done, calls = run_hook(install, "prolog", "fail")
     assert (done.returncode, calls) == (0, []) and "cannot write" in done.stderr, done.stderr

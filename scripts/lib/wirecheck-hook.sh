@@ -104,7 +104,9 @@ hook_setup() {
   case $RECORDS in /*) ;; *) hook_unknown "cannot run: RECORDS=$RECORDS: give an absolute path"; return 1 ;; esac
   [[ $HOOK_TIMEOUT =~ ^[0-9]+$ ]] && [ "$HOOK_TIMEOUT" -ge $((HOOK_RESERVE + 10)) ] \
     || { hook_unknown "cannot run: ${upper}_TIMEOUT=$HOOK_TIMEOUT: give whole seconds, at least $((HOOK_RESERVE + 10))"; return 1; }
-  [[ $HOOK_MAX_LENGTH =~ ^[0-9]+$ ]] || { hook_unknown "cannot run: MAX_LENGTH=$HOOK_MAX_LENGTH: give a number"; return 1; }
+  # node-state refuses a line shorter than 20 characters: every decision would be its usage error, never a drain
+  [[ $HOOK_MAX_LENGTH =~ ^[0-9]+$ ]] && [ "$HOOK_MAX_LENGTH" -ge 20 ] \
+    || { hook_unknown "cannot run: MAX_LENGTH=$HOOK_MAX_LENGTH: give a number of characters, at least 20"; return 1; }
   [ -x "$WIRECHECK" ] || { hook_unknown "cannot run: WIRECHECK=$WIRECHECK is not an executable (set WIRECHECK in $conf)"; return 1; }
   # What root runs: the command, its venv, and the checkout around the venv when it is one (tests, thresholds).
   local trees=("$WIRECHECK") venv
