@@ -31,7 +31,8 @@ done
 
 say() {  # STATE LINE: NPD's protocol, one line
   local max=$HOOK_MAX_LENGTH
-  [[ $max =~ ^[0-9]+$ ]] || max=80  # a bad MAX_LENGTH setting is said by hook_setup; it must not break this line
+  # a bad MAX_LENGTH setting is said by hook_setup, in a line it must not break or cut to nothing
+  [[ $max =~ ^[0-9]+$ ]] && [ "$max" -ge 20 ] || max=80
   echo "${2:0:$max}"
   exit "$1"
 }
