@@ -178,6 +178,9 @@ def test_a_pass_on_some_gpus_stands_only_for_a_run_on_those(tmp_path, monkeypatc
 
     ran.clear()
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    busy = _scenario()
+    busy.gpus[1].processes.append((4242, "another job", 2**30))  # another job's process on GPU 1: not ours
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml.build(busy))
     assert main(args) == 0 and not ran, "GPU 0 alone: the pass stands"
     out = capsys.readouterr()
     assert "the pass ran on every GPU this run would validate (1)" in out.err and "trusted the quick pass" in out.out

@@ -345,9 +345,13 @@ def _gpu_names(indices: list[int]) -> str:
     return "GPU " + ",".join(map(str, indices)) if indices else "no GPU"
 
 
-def _process_refusals(now: dict) -> tuple[list[Refusal], list[str], list[str]]:
+def _process_refusals(now: dict, asked: tuple[int, ...] | None) -> tuple[list[Refusal], list[str], list[str]]:
+    """A compute process on a GPU this run would validate (`asked`; None: every GPU): on a node shared with
+    other jobs, theirs on their GPUs are no change to the GPUs asked for."""
     out, unknown = [], []
     for gpu in now.get("gpus") or []:
+        if asked is not None and gpu.get("index") not in asked:
+            continue
         processes = gpu.get("processes")
         if processes is None:
             unknown.append(str(gpu.get("index")))
@@ -390,7 +394,7 @@ def decide(run: LastRun | None, now_snapshot: dict, *, now: float, window_s: flo
         refusals.append(Refusal("unreadable_now", {"why": now_snapshot["unreadable"]}))
     elif run.snapshot is not None and "unreadable" not in run.snapshot:
         node, checked = _node_refusals(run.snapshot, now_snapshot)
-        processes, said, idle = _process_refusals(now_snapshot)
+        processes, said, idle = _process_refusals(now_snapshot, asked_gpus)
         coverage, covered = _coverage_refusals(run, run.snapshot, now_snapshot, asked_gpus)
         refusals += node + coverage + processes
         checked += covered + idle
