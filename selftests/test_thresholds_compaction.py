@@ -37,7 +37,8 @@ ADDED_CHECKS = ("drift",)  # wirecheck limits' row of the drift rule over each G
 # prediction bound, the drift rule): docs/records.md#sensitivity says how, test_resolution and test_drift hold them.
 # The simulated fleet rule, widened from 80 % to 90 % when three simulated nodes beside the self-tests measured
 # 5.6x apart (thresholds.yaml's source says it).
-RETUNED = ("/'history'/", "/'calibration'/", "/'fleet'/simulated/")
+# The drain rules' guard, from guard_min drains on (the only node of a partition held its own failure forever).
+RETUNED = ("/'history'/", "/'calibration'/", "/'fleet'/simulated/", "/'drain'")
 # The training throughput guesses made from an H200 (or H200 NVL) node's figures now judge that GPU model
 # only: YAML path -> the `hardware:` added. Nothing else may differ.
 TAGGED = {
