@@ -4,6 +4,7 @@ real gloo groups of 2 and 8 ranks (the 8 stand in for an 8-GPU node)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import pytest
@@ -534,3 +535,20 @@ def test_a_capture_that_fails_on_one_rank_leaves_every_rank_on_eager(pair):
     assert small.graph_time_s is None and small.path == "eager" and small.ok
     assert small.graph_note.startswith("capture failed on rank 1: CUDA error: operation not permitted")
     assert pair.alive and measure(pair, "all_reduce")[0].ok  # the group goes on
+
+
+@pytest.mark.parametrize("n", [512, 1024])
+def test_a_multi_node_job_over_256_ranks_has_buffers_and_exact_sums(n):
+    """A fleet job of 64 or 128 nodes of 8 GPUs failed at its first measurement ("sums stay exact in float32 only
+    up to 256"), a limit the value table had outgrown: its values shrink with the ranks. The fp32 sum's reduced
+    value, added in float32 in any order, is the exact one."""
+    from wirecheck.measure.collective_worker import Values
+    from wirecheck.vocab.ops import buffer_elements
+
+    assert buffer_elements("all_reduce", 2**30, n, "fp32") == 2**28
+    values = Values("fp32", n, "sum")
+    idx = torch.arange(0, 4096, dtype=torch.int64)
+    exact = sum(values._y(idx, r) for r in range(n))  # int64: no rounding
+    assert int(exact.max()) < 2**24
+    backwards = functools.reduce(torch.add, [values.put(idx, r) for r in reversed(range(n))])  # float32, reversed
+    assert torch.equal(backwards.to(torch.int64), exact) and torch.equal(values.reduced(idx), backwards)

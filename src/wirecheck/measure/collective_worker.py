@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 TORCH_DTYPES = {name: getattr(torch, d.torch) for name, d in vocab.DTYPES.items()}
 # Element i of rank r holds table[(i + RANK_STRIDE*r) mod len(table)] (`value_table`): a prime table
 # length, so that a shift by a chunk or a swap of two ranks' data changes the value.
-PATTERN_MODULUS = 65521  # the longest table: fp32 sums of up to vocab.MAX_RANKS ranks stay below 2^24
+PATTERN_MODULUS = 65521  # the longest table (a prime): fp32 sums of up to 256 ranks at its top stay below 2^24
 RANK_STRIDE = 7919
 # Elements generated/compared at a time: keeps the checker's temporaries small next to 1 GiB buffers.
 CHUNK_ELEMENTS = 1 << 24
