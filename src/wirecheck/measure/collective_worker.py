@@ -10,9 +10,10 @@ on the rank that produced it and on its index, integers small enough that every 
 the dtype whatever order NCCL reduces in (nccl-tests' verifiable data does the same): a wrong, stale
 (not written) or misplaced element therefore differs from the expected value, in bf16 and fp16 as in
 fp32, for avg as for sum. A max or min shows a missing contribution only where that rank holds the
-extreme: with the rank-shifted pattern each rank decides 10-12 % or more of the elements at the floor
-size, but below about 57k elements per rank (fp32) the top rank decides them all, so at the small sizes
-of `--sweep full` a max or min catches a rank's loss only where it is that rank. Outputs start as NaN before the checked pass so an element the
+extreme: with the rank-shifted pattern each rank decides 12 % or more of the elements of a buffer that
+spans the table (the floor size; 2, 4 and 8 ranks in fp32), but in the first 16k elements the top rank
+(on 8 ranks the top two) decides them all, so at the small sizes of `--sweep full` a max or min catches
+the loss of another rank's data only where it is the sum's. Outputs start as NaN before the checked pass so an element the
 collective never wrote cannot pass. Only the ranks where the op's result lives are checked (reduce:
 the root; gloo leaves partial sums on the others).
 
