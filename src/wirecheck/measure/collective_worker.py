@@ -12,8 +12,8 @@ the dtype whatever order NCCL reduces in (nccl-tests' verifiable data does the s
 fp32, for avg as for sum. A max or min shows a missing contribution only where that rank holds the
 extreme: with the rank-shifted pattern each rank decides 12 % or more of the elements of a buffer that
 spans the table (the floor size; 2, 4 and 8 ranks in fp32), but in the first 16k elements the top rank
-(on 8 ranks the top two) decides them all, so at the small sizes of `--sweep full` a max or min catches
-the loss of another rank's data only where it is the sum's. Outputs start as NaN before the checked pass so an element the
+(on 8 ranks the top two) decides them all, so at the small sizes of `--sweep full` a max or min does
+not see another rank's data go missing (the sum at the same size does). Outputs start as NaN before the checked pass so an element the
 collective never wrote cannot pass. Only the ranks where the op's result lives are checked (reduce:
 the root; gloo leaves partial sums on the others).
 
