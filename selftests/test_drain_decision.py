@@ -311,3 +311,27 @@ def test_bad_drain_keys_or_folder_never_stop_a_failed_check_from_draining(site, 
     assert not (site / "validate-calls").exists()
     args[args.index("--records") + 1] = str(site / "nowhere")
     assert main(args) == 2 and "--hook needs --records DIR, an existing folder" in capsys.readouterr().err
+
+
+def test_after_its_drain_a_hook_finds_whether_it_was_one_too_many(site, capsys):
+    """Hooks that fail in the same second (a multi-node job's prologs after a bad push) each read the partition
+    before the others' drains landed, and each drained: 16 of 16. Once its own drain has landed, each reads the
+    order the controller stamped the drains in: the one beyond the share (here the third of four, with guard_min
+    3) is told to take its drain back (exit 31, the guard file written); one within it keeps it (exit 0)."""
+    reason = "wirecheck: busbw nvswitch-2gpu-0.1 12.34 < 360 GB/s"
+    set_sinfo(site, nodes=("wc1", "wc2", "wc3", "wc4"), drained=(("wc1", reason, 20), ("wc3", reason, 20),
+                                                                  ("wc2", reason, 0)))
+    args = ["node-state", "--exit-code", "1", "--after-drain", "--hook", "slurm", "--node", "wc2", "--records",
+            str(site / "records"), "--sinfo", str(site / "sinfo"), "--max-length", "2000", "--", "--level", "quick"]
+    assert main(args) == codes.NODE_GUARD_HOLD
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("wirecheck: GUARD: took back the drain of wc2: 2 of 4 nodes drained by wirecheck in 5 min, "
+                           "3 would be 75% > 50%") and line.endswith("[partition gpu]"), line
+    assert (site / "records" / "guard").is_file()
+    (site / "records" / "guard").unlink()
+    # the same drains, wc2's stamped first: the other two were the ones beyond the share
+    set_sinfo(site, nodes=("wc1", "wc2", "wc3", "wc4"), drained=(("wc1", reason, 0), ("wc3", reason, 0),
+                                                                  ("wc2", reason, 20)))
+    assert main(args) == 0
+    assert capsys.readouterr().out.startswith("wirecheck: the drain stands: 0 drained before it in partition gpu")
+    assert not (site / "records" / "guard").exists()

@@ -12,6 +12,7 @@
 #                            not drained), 31 the fleet guard holds (not drained, the line says until when),
 #                            32 drain and replace a GPU (the evidence bundle's path ends the line)
 #   hook_drain NODE LINE   drains a Slurm node with LINE as the reason, unless it is drained already
+#   hook_confirm_drain NODE  after its own drain: takes it back where it was one too many (the fleet guard)
 #   hook_comment NODE LINE sets a Slurm node's comment (the guard's hold: the node is not drained)
 #   hook_log LINE          syslog (tag wirecheck-MODE) and stderr
 #
@@ -25,9 +26,9 @@ HOOK_KEYS+="DIAGNOSE BUG_REPORT GUARD_FILE PROMETHEUS SINFO KUBECTL "
 HOOK_STATE=2
 HOOK_LINE=
 # Of the hook's time limit (*_TIMEOUT), what node-state keeps for its own work after the runs: the guard's reads
-# (5 s each at most), the events and gauges. The lock's wait, the run and the re-test share the rest, so the
+# (5 s each at most), the events and gauges, and the drain's confirmation (hook_confirm_drain). The lock's wait, the run and the re-test share the rest, so the
 # hook ends within its limit (slurmd kills a HealthCheckProgram at 60 s; a prolog it kills drains the node).
-HOOK_RESERVE=15
+HOOK_RESERVE=25  # node-state's decision (15 s) and, after a Slurm drain, its confirmation (10 s)
 HOOK_VALIDATE_ARGS=()  # the hook's own validate options, set by the hook after sourcing (the prolog: --trust-recent)
 declare -A HOOK_CONF=()
 
@@ -102,8 +103,8 @@ hook_setup() {
   HOOK_GPU_NODE=$(hook_get GPU_NODE auto)
   case $WIRECHECK in /*) ;; *) hook_unknown "cannot run: WIRECHECK=$WIRECHECK: give an absolute path"; return 1 ;; esac
   case $RECORDS in /*) ;; *) hook_unknown "cannot run: RECORDS=$RECORDS: give an absolute path"; return 1 ;; esac
-  [[ $HOOK_TIMEOUT =~ ^[0-9]+$ ]] && [ "$HOOK_TIMEOUT" -ge $((HOOK_RESERVE + 10)) ] \
-    || { hook_unknown "cannot run: ${upper}_TIMEOUT=$HOOK_TIMEOUT: give whole seconds, at least $((HOOK_RESERVE + 10))"; return 1; }
+  [[ $HOOK_TIMEOUT =~ ^[0-9]+$ ]] && [ "$HOOK_TIMEOUT" -ge $((HOOK_RESERVE + 5)) ] \
+    || { hook_unknown "cannot run: ${upper}_TIMEOUT=$HOOK_TIMEOUT: give whole seconds, at least $((HOOK_RESERVE + 5))"; return 1; }
   # node-state refuses a line shorter than 20 characters: every decision would be its usage error, never a drain
   [[ $HOOK_MAX_LENGTH =~ ^[0-9]+$ ]] && [ "$HOOK_MAX_LENGTH" -ge 20 ] \
     || { hook_unknown "cannot run: MAX_LENGTH=$HOOK_MAX_LENGTH: give a number of characters, at least 20"; return 1; }
@@ -232,6 +233,7 @@ hook_check() {
   # ${a[@]+"${a[@]}"}: an empty array under `set -u` is an error in bash before 4.4 (RHEL 7's 4.2), which
   # would end every prolog with a non-zero exit: Slurm drains the node.
   validate_args=(--level quick --wait-for-node "$HOOK_WAIT" ${args[@]+"${args[@]}"})
+  HOOK_RUN_ARGS=("${validate_args[@]}")  # for hook_confirm_drain: the drain rules come from the thresholds they name
   # A clean environment: nothing the job or slurmd's caller set (PYTHONPATH, PYTEST_ADDOPTS, LD_PRELOAD)
   # reaches a run as root; only the fixed PATH, HOME, LANG and the settings' ENV.
   env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 ${HOOK_GPUS:+CUDA_VISIBLE_DEVICES="$HOOK_GPUS"} ${env_vars[@]+"${env_vars[@]}"} \
@@ -248,7 +250,7 @@ hook_check() {
   HOOK_LINE=$(env -i PATH="$PATH" HOME="${home:-/}" LANG=C.UTF-8 ${SLURM_CONF:+SLURM_CONF="$SLURM_CONF"} \
     ${HOOK_GPUS:+CUDA_VISIBLE_DEVICES="$HOOK_GPUS"} ${KUBERNETES_SERVICE_HOST:+KUBERNETES_SERVICE_HOST="$KUBERNETES_SERVICE_HOST"} \
     ${KUBERNETES_SERVICE_PORT:+KUBERNETES_SERVICE_PORT="$KUBERNETES_SERVICE_PORT"} ${env_vars[@]+"${env_vars[@]}"} \
-    timeout --kill-after=5 "$((left + HOOK_RESERVE))" "$WIRECHECK" node-state --exit-code "$code" --record "$record" \
+    timeout --kill-after=5 "$((left + HOOK_RESERVE - 10))" "$WIRECHECK" node-state --exit-code "$code" --record "$record" \
     --output "$output" --max-length "$HOOK_MAX_LENGTH" "${HOOK_RULES[@]}" --time-left "$left" \
     -- "${validate_args[@]}" </dev/null 2>"$said")
   HOOK_STATE=$?
@@ -283,13 +285,38 @@ hook_node_state() {  # NODE: Slurm's state of the node (IDLE, ALLOCATED, IDLE+DR
 # or by an earlier run): the first reason is the one to read.
 hook_drain() {
   local node=$1 reason=$2 state
+  HOOK_DRAINED_NOW=0
   [ -n "$SCONTROL" ] || { hook_log "cannot drain $node: no scontrol (set SCONTROL): $reason"; return 1; }
   state=$(hook_node_state "$node")
   case $state in
     *DRAIN*|DOWN*|*+DOWN*) hook_log "$node is $state already: left as it is; this run found: $reason"; return 0 ;;
   esac
   "$SCONTROL" update NodeName="$node" State=DRAIN Reason="$reason" || { hook_log "scontrol could not drain $node: $reason"; return 1; }
+  HOOK_DRAINED_NOW=1
   hook_log "drained $node: $reason"
+}
+
+# hook_confirm_drain NODE: after this hook drained NODE (Slurm), node-state reads the order the controller stamped
+# the partition's wirecheck drains in; where this one was beyond the fleet guard's share (hooks that failed in
+# the same second each read the partition before the others' drains landed), it is taken back: the node is
+# resumed, only while its reason is still this hook's, and its comment says GUARD. Returns 0 when taken back.
+hook_confirm_drain() {
+  local node=$1 line code shown
+  line=$(env -i PATH="$PATH" HOME="${HOME:-/}" LANG=C.UTF-8 ${SLURM_CONF:+SLURM_CONF="$SLURM_CONF"} \
+    timeout --kill-after=2 8 "$WIRECHECK" node-state --exit-code 1 --after-drain --max-length "$HOOK_MAX_LENGTH" \
+    "${HOOK_RULES[@]}" -- ${HOOK_RUN_ARGS[@]+"${HOOK_RUN_ARGS[@]}"} </dev/null 2>>"$RECORDS/$HOOK_MODE-decision.err")
+  code=$?
+  [ "$code" = 31 ] || { [ -z "$line" ] || hook_log "$node: $line"; return 1; }
+  shown=$("$SCONTROL" show node -o "$node" 2>/dev/null)
+  case $shown in
+    *"Reason=wirecheck:"*) ;;
+    *) hook_log "$node: one drain too many, but its reason is no longer this hook's: left drained; $line"; return 1 ;;
+  esac
+  "$SCONTROL" update NodeName="$node" State=RESUME || { hook_log "scontrol could not take back the drain of $node: $line"; return 1; }
+  HOOK_STATE=31
+  HOOK_LINE=$line
+  hook_comment "$node" "$line"
+  return 0
 }
 
 # hook_comment NODE LINE: the fleet guard held this node's drain: the node stays in service, its comment
@@ -306,7 +333,11 @@ hook_comment() {
 hook_act() {
   local node=$1
   case $HOOK_STATE in
-    1|32) hook_drain "$node" "$HOOK_LINE"; return 1 ;;
+    1|32)
+      hook_drain "$node" "$HOOK_LINE" || return 1
+      # one too many of a partition's drains made in the same second: taken back, the node stays in service
+      [ "$HOOK_DRAINED_NOW" = 1 ] && [ "$HOOK_KIND" = slurm ] && hook_confirm_drain "$node" && return 0
+      return 1 ;;
     31) hook_comment "$node" "$HOOK_LINE" ;;
     30) hook_log "$node not drained: $HOOK_LINE" ;;
     0) hook_log "$node $HOOK_LINE" ;;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Slurm HealthCheckProgram: wirecheck's quick level on an idle node at an interval (and when slurmd starts);
 # a node that fails a check is drained with the failed check as its reason, and never resumed by this
-# script (LBNL NHC's place, for the GPUs).
+# script (LBNL NHC's place, for the GPUs), but for a drain of its own beyond the fleet guard's share, taken
+# back seconds after it was made (hook_confirm_drain).
 #
 #   slurm.conf:  HealthCheckProgram=/opt/wirecheck/scripts/slurm/wirecheck-healthcheck.sh
 #                HealthCheckInterval=3600
@@ -14,8 +15,9 @@
 #   unhealthy     a check failed on this node's GPUs, or NVML failed where a driver is installed: the node is
 #                 drained, `Reason="wirecheck: <check> <where> <measured> < <limit>"`; exit 1 (slurmd logs it).
 #   flaky         failed, then passed its one re-test: recorded (RECORDS/drain-events.jsonl), exit 0.
-#   guard holds   too many of the partition drained at once (or RECORDS/guard is there): not drained, the
-#                 node's comment says GUARD, exit 0, until a person removes the guard file.
+#   guard holds   too many of the partition drained at once (or RECORDS/guard is there): not drained (or its
+#                 drain, one too many of drains made in the same second, taken back), the node's comment says
+#                 GUARD, exit 0, until a person removes the guard file.
 #   replace a GPU drained, the reason "wirecheck: replace the GPU ...; bundle <archive>", exit 1.
 #   not checked   the node is drained or down already (left as it is, its reason too), processes are on the
 #                 GPUs, node busy (another wirecheck run holds them: HEALTHCHECK_WAIT 0 s), a simulation, a fault

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Slurm Prolog: wirecheck's quick level on this node before each job (or its recent pass, when nothing changed
 # since: validate --trust-recent); a node that fails a check is drained
-# with the failed check as its reason, and never resumed by this script.
+# with the failed check as its reason, and never resumed by this script, but for a drain of its own beyond the
+# fleet guard's share, taken back seconds after it was made (hook_confirm_drain): then the job runs.
 #
 #   slurm.conf:  Prolog=/opt/wirecheck/scripts/slurm/wirecheck-prolog.sh   (this file, in the install, as root's)
 #                PrologFlags=Alloc          # at allocation: salloc and srun allocations are checked too
@@ -18,8 +19,9 @@
 #   flaky            a check failed, then passed its one re-test (node-state --hook): recorded in
 #                    RECORDS/drain-events.jsonl, exit 0, the job runs (the third in a day drains).
 #   guard holds      it should drain, but more than the guard's share of the partition was drained by wirecheck
-#                    within its window (or RECORDS/guard is there): not drained, the node's comment and syslog
-#                    say GUARD, exit 0, until a person removes the guard file.
+#                    within its window (or RECORDS/guard is there), or its drain was one too many of drains
+#                    made in the same second (taken back): not drained, the node's comment and syslog say GUARD,
+#                    exit 0, until a person removes the guard file.
 #   replace a GPU    drained like unhealthy, the reason "wirecheck: replace the GPU ...; bundle <archive>".
 #   not checked      node busy (another wirecheck run held the GPUs past PROLOG_WAIT, 60 s), a simulation, a
 #                    fault of the harness (74: a full or read-only disk under RECORDS; 70: a crash of wirecheck), a

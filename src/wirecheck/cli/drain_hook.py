@@ -200,6 +200,14 @@ class Held:
     figures: tuple[str, int, int] | None  # (where, drained recently, peers)
 
 
+def _trip(hook: Hook, now: float, line: str, where: cluster_state.Peers) -> str:
+    """The guard trips: its file holds every later drain of the node until a person removes it; its line."""
+    line = line.replace("remove the guard file", f"remove {hook.guard_file}") + f" [{where.where}]"
+    write_atomically(hook.guard_file, json.dumps({"since": datetime.fromtimestamp(now, timezone.utc).isoformat(
+        timespec="seconds"), "node": hook.node, "line": line}) + "\n")
+    return line
+
+
 def guard_check(hook: Hook, now: float, policy: dp.Policy) -> Held:
     """Whether the guard holds this drain: a guard file left by an earlier trip, or the count now."""
     held = read_guard(hook)
@@ -214,11 +222,37 @@ def guard_check(hook: Hook, now: float, policy: dp.Policy) -> Held:
         return Held(False, "", None)
     figures = (where.where, len(set(where.drained) - {hook.node}), where.size)
     if judged.hold:
-        line = judged.line.replace("remove the guard file", f"remove {hook.guard_file}") + f" [{where.where}]"
-        write_atomically(hook.guard_file, json.dumps({"since": datetime.fromtimestamp(now, timezone.utc).isoformat(
-            timespec="seconds"), "node": hook.node, "line": line}) + "\n")
-        return Held(True, line, figures)
+        return Held(True, _trip(hook, now, judged.line, where), figures)
     return Held(False, judged.line, figures)
+
+
+SETTLE_S = 2.0  # after the hook's drain: drains stamped in the same second as ours land within it
+
+
+def confirm_drain(hook: Hook, policy: dp.Policy, settle_s: float = SETTLE_S) -> Held:
+    """After the hook drained this node (Slurm): whether its drain was one too many. Hooks failing in the same
+    second each read the partition before the others' drains landed, and each drained; the controller stamps
+    every reason, so each hook reads, once its own has landed, the drains stamped before it and judges its own
+    as the guard would have, had it come last. The one that finds itself beyond the share takes its drain back
+    (the hook resumes the node while its reason is still ours): exactly the share stays drained, whatever the
+    timing. Held(True, the guard's line) for one too many."""
+    time.sleep(settle_s)
+    now = time.time()
+    try:
+        judged = []
+        for where in peers(hook, now, policy):
+            before = dp.drained_before(where.drained, hook.node)
+            if before is not None:
+                judged.append((where, dp.guard(before, where.size, hook.node, policy)))
+    except cluster_state.GuardUnavailable as exc:
+        hook.warnings.append(f"GUARD NOT AVAILABLE after the drain: {exc}: the drain stands")
+        return Held(False, "", None)
+    for where, guard in judged:
+        if guard.hold:
+            line = _trip(hook, now, guard.line.replace("GUARD: not draining", "GUARD: took back the drain of"), where)
+            return Held(True, line, (where.where, len(set(where.drained) - {hook.node}), where.size))
+    return Held(False, "the drain stands: " + "; ".join(f"{len(dp.drained_before(w.drained, hook.node) or [])} drained "
+                                                        f"before it in {w.where}" for w, _ in judged), None)
 
 
 def bundle(hook: Hook, now: float, files: list[Path], why: str) -> Path:
@@ -342,6 +376,23 @@ def run_hook(hook: Hook, exit_code: int, record: str | None, output: str | None)
     write_figures(hook, code, now, policy, held)
     write_events(hook, first, code)
     return code, line
+
+
+def after_drain(hook: Hook) -> tuple[int, str]:
+    """node-state --after-drain: NODE_GUARD_HOLD and the guard's line where this node's drain, just made, was one
+    too many (confirm_drain); OK and what was counted where it stands. Slurm's only: a Kubernetes condition is
+    node-problem-detector's, not the hook's to take back."""
+    if hook.hook != "slurm":
+        return codes.OK, reason.line("the drain stands (--after-drain reads Slurm's drains only)", hook.limit)
+    try:
+        policy = policy_for(hook.validate_args)
+    except (ThresholdsError, ValueError, OSError) as exc:
+        hook.warnings.append(f"DRAIN RULES NOT APPLIED after the drain: {' '.join(str(exc).split())}")
+        return codes.OK, reason.line("the drain stands (the drain rules could not be read)", hook.limit)
+    held = confirm_drain(hook, policy)
+    if held.hold:
+        return codes.NODE_GUARD_HOLD, reason.line(held.line, hook.limit)
+    return codes.OK, reason.line(held.line or "the drain stands", hook.limit)
 
 
 def hook_from_args(args, validate_args: list[str]) -> Hook:

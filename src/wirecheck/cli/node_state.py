@@ -95,6 +95,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                       "(NVSentinel's HealthEvents, gpud's component states; `wirecheck events`): one per failed or warned "
                       "verdict, one healthy per component that passed, the action following the decision")
     hook.add_argument("--events-file", metavar="FILE", help="where --events go (default DIR/wirecheck-health-events.json)")
+    hook.add_argument("--after-drain", action="store_true", help="(Slurm) the hook drained this node just now: "
+                      "exit 31 where, by the order the controller stamped the partition's drains, this one was beyond "
+                      "the guard's share (the hook takes it back), else 0")
     hook.add_argument("--sinfo", default="sinfo", metavar="PATH", help="Slurm's sinfo, for the guard")
     hook.add_argument("--kubectl", default="kubectl", metavar="PATH", help="kubectl, for the guard on Kubernetes")
     parser.set_defaults(passes_extra_args=True)
@@ -118,7 +121,10 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
                   f"guard file and re-test records go there); got {args.records!r}", file=sys.stderr)
             return UNKNOWN
         hook = drain_hook.hook_from_args(args, validate_args or [])
-        code, line = drain_hook.run_hook(hook, args.exit_code, args.record, args.output)
+        if args.after_drain:
+            code, line = drain_hook.after_drain(hook)
+        else:
+            code, line = drain_hook.run_hook(hook, args.exit_code, args.record, args.output)
         for warning in hook.warnings:
             print(f"wirecheck {NAME}: {warning}", file=sys.stderr, flush=True)
         print(line, flush=True)

@@ -37,7 +37,7 @@ class GuardUnavailable(RuntimeError):
 @dataclass(frozen=True)
 class Peers:
     where: str  # "partition gpu" or "cluster"
-    drained: list[str]  # drained by wirecheck within the window
+    drained: list[str]  # drained by wirecheck within the window, in the order their reasons were stamped (Slurm)
     size: int
 
 
@@ -72,8 +72,8 @@ def slurm_peers(node: str, now: float, policy: dp.Policy, sinfo: str = "sinfo", 
     mine = sorted(p for p, nodes in members.items() if node in nodes)
     if not mine:
         raise GuardUnavailable(f"sinfo lists no partition with the node {node} (is the hook's node name Slurm's?)")
-    recent = set(dp.recently_drained(run([sinfo, "-R", "-N", "-h", "-o", "%N|%E|%H"]), now, policy))
-    return [Peers(f"partition {p}", sorted(recent & members[p]), len(members[p])) for p in mine]
+    recent = dp.recently_drained(run([sinfo, "-R", "-N", "-h", "-o", "%N|%E|%H"]), now, policy)
+    return [Peers(f"partition {p}", [n for n in recent if n in members[p]], len(members[p])) for p in mine]
 
 
 def _stamp(text: object) -> float | None:

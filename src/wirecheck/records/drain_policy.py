@@ -142,16 +142,23 @@ def _when(text: str) -> float | None:
 
 def recently_drained(sinfo_reasons: str, now: float, policy: Policy) -> list[str]:
     """Nodes drained with a `wirecheck:` reason within the guard's window, from
-    `sinfo -R -N -h -o '%N|%E|%H'` (node, reason, when: wirecheck.fleet.cluster_state runs it)."""
-    nodes = []
+    `sinfo -R -N -h -o '%N|%E|%H'` (node, reason, when: wirecheck.fleet.cluster_state runs it), in the order
+    the controller stamped their reasons (then by name, for one second's): the order `drained_before` reads."""
+    when_of: dict[str, float] = {}
     for raw in sinfo_reasons.splitlines():
         parts = raw.split("|")
         if len(parts) < 3:
             continue
         node, reason, when = parts[0].strip(), "|".join(parts[1:-1]).strip(), _when(parts[-1])
-        if reason.startswith(PREFIX) and when is not None and now - when <= policy.guard_window_s and node not in nodes:
-            nodes.append(node)
-    return nodes
+        if reason.startswith(PREFIX) and when is not None and now - when <= policy.guard_window_s and node not in when_of:
+            when_of[node] = when
+    return sorted(when_of, key=lambda n: (when_of[n], n))
+
+
+def drained_before(drained: list[str], node: str) -> list[str] | None:
+    """The drains stamped before `node`'s own in `drained` (recently_drained's order); None where its own is not
+    among them (a person changed the reason, or it is out of the window)."""
+    return drained[:drained.index(node)] if node in drained else None
 
 
 @dataclass(frozen=True)
