@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e import PROJECT, make_project, records, run_suite, thresholds_with
+from e2e import PROJECT, make_project, pythonpath, records, run_suite, thresholds_with
 from wirecheck.cli.judge import main as judge
 from wirecheck.core.exit_codes import FAILED as EXIT_FAILED, SIMULATED as EXIT_SIMULATION
 from wirecheck.thresholds.file import load_thresholds
@@ -199,3 +199,49 @@ def test_an_interrupted_run_keeps_its_records_and_says_so(pytester):
     end = records(out)[-1]
     assert end["type"] == "end" and end["status"] == "interrupted"
     assert end["signal"] == "SIGINT" and end["exit_status"] == 130
+
+
+def test_a_run_of_a_part_of_the_checks_says_so_and_options_that_drop_checks_are_refused(pytester):
+    """`--lf` re-ran the failed checks alone and its record read as the selection's whole run, which
+    `--trust-recent` would let stand for the prolog's (here a -k is there too; alone, the header said []); `--benchmark-skip` skipped every busbw floor and passed
+    the node on the rest, `--benchmark-only` the reverse."""
+    from wirecheck.records import trust
+    from wirecheck.records.file import read_run
+
+    raised = thresholds_with(lambda d: d["collectives"]["simulated_floors"].update(
+        {"all_reduce": {"any": {"min": "5000 GB/s", "source": "raised for this test"}}}))
+    make_project(pytester, raised)
+    selection = ("-k", "test_busbw and nvswitch and (all_reduce or broadcast) and not axis")
+    pytester._monkeypatch.setenv("PYTHONPATH", pythonpath())
+    first = pytester.runpytest_subprocess("--simulate=h200-sxm-2", *selection, timeout=600)
+    first.assert_outcomes(passed=1, failed=1)
+    (pytester.path / "thresholds.yaml").write_text((PROJECT / "thresholds.yaml").read_text())
+    record = pytester.path / "lf.jsonl"
+    again = pytester.runpytest_subprocess("--simulate=h200-sxm-2", *selection, "--lf", f"--wirecheck-json={record}",
+                                          timeout=600)
+    again.assert_outcomes(passed=1)
+    run = read_run(record)
+    assert trust.summary(run).selection == ("-k test_busbw and nvswitch and (all_reduce or broadcast) and not axis",
+                                            "--lf")
+    for option, said in (("--benchmark-skip", "skips test_busbw and test_throughput"),
+                         ("--benchmark-only", "skips every check but test_busbw and test_throughput")):
+        refused = run_suite(pytester, "--simulate=h200-sxm-2", *selection, option)
+        assert refused.ret == 4, refused.stdout.str()
+        assert said in refused.stderr.str() + refused.stdout.str()
+
+
+def test_a_nightly_regression_is_taken_from_pytest_benchmark_into_the_run(monkeypatch):
+    """pytest-benchmark raises --benchmark-compare-fail's regressions from its terminal summary, after the record's
+    end said 0, and the run ended on a traceback with Python's 1. They are taken at the session's finish (its
+    comparison is made by then): the record and the exit status fail on them, and nothing is raised later."""
+    from types import SimpleNamespace
+
+    from pytest_wirecheck.nightly import take_regressions
+
+    session = SimpleNamespace(performance_regressions=[("test_busbw[nvswitch-2gpu-0.1-all_reduce]",
+                                                         "Field 'median' has failed PercentageRegressionCheck: 12.3 > 10")])
+    config = SimpleNamespace(_benchmarksession=session)
+    assert take_regressions(config) == ["test_busbw[nvswitch-2gpu-0.1-all_reduce]: Field 'median' has failed "
+                                        "PercentageRegressionCheck: 12.3 > 10"]
+    assert session.performance_regressions == []  # pytest-benchmark's check_regressions finds none to raise
+    assert take_regressions(SimpleNamespace()) == []  # pytest-benchmark not loaded

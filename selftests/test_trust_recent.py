@@ -193,3 +193,11 @@ def test_a_pass_on_some_gpus_stands_only_for_a_run_on_those(tmp_path, monkeypatc
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
     assert main(args) == exit_codes.USAGE_ERROR and not ran
     assert "CUDA_VISIBLE_DEVICES=7: there is no GPU 7 on this node" in capsys.readouterr().err
+
+
+def test_tests_deselected_by_other_than_the_level_make_a_part():
+    """A plugin or --sw deselects tests the header's options cannot name: the end line counts them, and the pass is
+    of a part."""
+    assert trust._selection({"selection": []}, {"deselected_other": 3}) == ("3 test(s) deselected (--lf, --sw or a plugin)",)
+    assert trust._selection({"selection": []}, {"deselected_other": 0}) == ()
+    assert trust._selection({}, None) is None

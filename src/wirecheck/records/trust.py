@@ -154,13 +154,19 @@ def summary(record) -> LastRun:
         failed=sum(v.get("outcome") == "fail" for v in record.verdicts),
         thresholds_digest=thresholds_digest(record.run),
         snapshot=snapshot if isinstance(snapshot, dict) else None,
-        selection=_selection(record.run), ran_on=_ran_on(record.run),
+        selection=_selection(record.run, end), ran_on=_ran_on(record.run),
         visible_then=(record.run.get("env") or {}).get("CUDA_VISIBLE_DEVICES"), profile=record.run.get("profile"))
 
 
-def _selection(header: dict) -> tuple[str, ...] | None:
+def _selection(header: dict, end: dict | None = None) -> tuple[str, ...] | None:
+    """The header's selection, and the tests its end says were deselected by other than the level (--lf, --sw, a
+    plugin: known only once collected)."""
     given = header.get("selection")
-    return tuple(str(s) for s in given) if isinstance(given, list) else None
+    if not isinstance(given, list):
+        return None
+    other = (end or {}).get("deselected_other")
+    return tuple(str(s) for s in given) + ((f"{other} test(s) deselected (--lf, --sw or a plugin)",)
+                                           if isinstance(other, int) and other > 0 else ())
 
 
 def gpu_key(gpu: dict) -> str | None:
