@@ -161,3 +161,16 @@ def _env() -> dict:
     env.pop("PYTEST_ADDOPTS", None)
     return env
 
+
+
+def test_the_whole_burn_in_level_on_an_nvlink_node_runs_the_burn_in_once(pytester):
+    """The run order put test_nccl_path's forced_pcie test between test_burn_in's shared-pool tests and its
+    forced_pcie ones: pytest tore the module's burn_in fixture down and ran the burn-in again, so --duration 4h
+    held an NVLink node 8 h. The self-tests ran test_burn_in.py alone and never saw it."""
+    make_project(pytester)
+    record = pytester.path / "burn-in.jsonl"
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "--level", "burn-in", "--duration", "10s",
+                       f"--wirecheck-json={record}")
+    assert result.ret == SIMULATED, result.stdout.str()
+    kinds = [line.get("kind") for line in records(record) if line["type"] == "measurement"]
+    assert kinds.count("burn_in") == 1, kinds
