@@ -174,3 +174,28 @@ def test_the_whole_burn_in_level_on_an_nvlink_node_runs_the_burn_in_once(pyteste
     assert result.ret == SIMULATED, result.stdout.str()
     kinds = [line.get("kind") for line in records(record) if line["type"] == "measurement"]
     assert kinds.count("burn_in") == 1, kinds
+
+
+def test_sigterm_is_said_as_sigterm(tmp_path):
+    """A scheduler's SIGTERM (a job's time limit) was said as "interrupted (Ctrl-C)"; its exit 143 and the record
+    were right."""
+    import signal
+    import subprocess
+
+    from wirecheck.core.exit_codes import TERMINATED
+
+    thresholds = tmp_path / "thresholds.yaml"
+    thresholds.write_text(thresholds_with(_short_rounds))
+    cmd = [sys.executable, "-m", "wirecheck.cli.main", "validate", "--level", "burn-in", "-p", "no:cacheprovider",
+           "--simulate=h200-sxm-2", "--placement", "nvswitch", "-k", "burn_in", "--duration", "120s",
+           f"--thresholds={thresholds}", f"--wirecheck-json={tmp_path / 'run.jsonl'}"]
+    proc = subprocess.Popen(cmd, env=_env(), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if "round 2 |" in line:
+            proc.send_signal(signal.SIGTERM)
+            break
+    seen += proc.stdout.readlines()
+    assert proc.wait(timeout=120) == TERMINATED, "".join(seen)
+    assert any("wirecheck: burn-in interrupted (SIGTERM): every round so far is in" in line for line in seen), seen
