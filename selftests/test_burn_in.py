@@ -123,7 +123,8 @@ class FakeRig:
         self.stopped = why
 
     def progress(self):
-        return [Progress(1, time.time() - 30, "step 3: all_reduce on nvswitch-2gpu-0.1")]
+        return self.behaviour.get(self.rounds, {}).get("progress") or [
+            Progress(1, time.time() - 30, "step 3: all_reduce on nvswitch-2gpu-0.1")]
 
     def start_round(self, number, round_s, first_step):
         self.rounds = number
@@ -222,14 +223,23 @@ def test_a_wrong_collective_element_stops_it_naming_placement_and_step():
 
 
 def test_a_hang_is_named_with_what_each_rank_was_doing():
+    """Every rank of a hung round waits (in the vote, or a collective), so the launcher's root cause is its lowest
+    rank, whichever GPU stopped: that GPU was named, and the one silent this round left out. The silent rank is
+    the suspect, said and named; ranks all caught in one collective name no GPU."""
     plan = _plan(duration_s=100.0)
-    error = RuntimeError("burn-in round 2 on burn-in: no reply within 95 s")
-    error.failure = SimpleNamespace(kind=HUNG, root=SimpleNamespace(rank=1))
-    burn, recorded, _ = _run(plan, FakeRig(plan, {2: {"error": error}}))
+    error = RuntimeError("burn-in round 2 on burn-in: no reply within 95 s; rank stacks:\n--- rank 0 ---\n  vote\n"
+                         "logs of every rank kept in /var/lib/wirecheck/x-logs/pool-1")
+    error.failure = SimpleNamespace(kind=HUNG, root=SimpleNamespace(rank=0))
+    voting = [Progress(0, time.time() - 30, "vote before step 13")]
+    burn, recorded, _ = _run(plan, FakeRig(plan, {2: {"error": error, "progress": voting}}))
     assert burn.fault.kind == HANG and burn.fault.where == "GPU1" and burn.fault.round == 2
-    assert re.search(r"no reply within 95 s \[last seen: GPU1 \(rank 1\): step 3: all_reduce on nvswitch-2gpu-0.1 "
-                     r"since \d\d:\d\d:\d\d\]", burn.fault.message), burn.fault.message
-    assert recorded[1].details["error"].startswith("burn-in round 2")
+    assert re.search(r"no reply within 95 s \[last seen: GPU0 \(rank 0\): vote before step 13 since \d\d:\d\d:\d\d; "
+                     r"GPU1 \(rank 1\): nothing this round\]; logs of every rank kept in /var/lib/wirecheck/x-logs/pool-1$",
+                     burn.fault.message), burn.fault.message
+    assert recorded[1].details["error"].startswith("burn-in round 2") and "--- rank 0 ---" in recorded[1].details["error"]
+    both = [Progress(r, time.time() - 30, "step 3: all_reduce on nvswitch-2gpu-0.1") for r in (0, 1)]
+    burn, _, _ = _run(plan, FakeRig(plan, {2: {"error": error, "progress": both}}))
+    assert burn.fault.where is None, burn.fault  # both in the collective: no one GPU to blame
 
 
 def _hang(ras_reading):

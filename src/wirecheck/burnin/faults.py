@@ -96,17 +96,28 @@ def from_health(thresholds, gpu: int, bus_id: str | None, before, after, seconds
 
 
 def from_error(error, number: int, doing: dict[int, str], gpus: tuple[int, ...]) -> Fault:
-    """The round's or the memory test's worker failure; `doing`: rank -> what it last said it did."""
+    """The round's or the memory test's worker failure; `doing`: rank -> what it last said it did this round.
+
+    A hang leaves every rank waiting (in the round's vote, or a collective), so the launcher's root cause, the
+    lowest rank, says nothing of which GPU stopped. What does: a rank that said nothing this round while the
+    others did. Where exactly one is silent it is named; where none or several are, the fault names no one GPU.
+    The message keeps the error's first line, every rank's last word (the silent ones too) and where the logs
+    are; the stacks stay in the round's record."""
     failure = getattr(error, "failure", None)
     hung = failure is not None and failure.kind == HUNG
     lines = str(error).strip().splitlines()
-    state = "; ".join(f"GPU{gpus[r]} (rank {r}): {what}" for r, what in sorted(doing.items()))
-    message = lines[0] if lines else type(error).__name__
-    if state:
-        message += f" [last seen: {state}]"
+    message = (lines[0] if lines else type(error).__name__).removesuffix(" rank stacks:").rstrip(";: ")
+    silent = [r for r in range(len(gpus)) if r not in doing] if doing else []
+    seen = [f"GPU{gpus[r]} (rank {r}): {doing[r]}" if r in doing else f"GPU{gpus[r]} (rank {r}): nothing this round"
+            for r in range(len(gpus))] if doing else []
+    if seen:
+        message += f" [last seen: {'; '.join(seen)}]"
+    message += "".join(f"; {line.strip()}" for line in lines[1:] if line.strip().startswith("logs of every rank"))
     where = None
-    if failure is not None and 0 <= failure.root.rank < len(gpus):
-        where = f"GPU{gpus[failure.root.rank]}"
+    if hung:
+        where = f"GPU{gpus[silent[0]]}" if len(silent) == 1 else None
+    elif failure is not None and 0 <= failure.root.rank < len(gpus):
+        where = f"GPU{gpus[failure.root.rank]}"  # a rank that raised or died: the launcher's root cause
     return Fault(HANG if hung else CRASH, number, time.time(), where, message, _ras_of(failure))
 
 
