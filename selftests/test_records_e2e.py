@@ -245,3 +245,16 @@ def test_a_nightly_regression_is_taken_from_pytest_benchmark_into_the_run(monkey
                                         "PercentageRegressionCheck: 12.3 > 10"]
     assert session.performance_regressions == []  # pytest-benchmark's check_regressions finds none to raise
     assert take_regressions(SimpleNamespace()) == []  # pytest-benchmark not loaded
+
+
+@pytest.mark.parametrize("args, said", [(("-n", "2"), "-n (pytest-xdist): the suite measures the node's GPUs"),
+                                        (("-p", "no:benchmark"), "pytest-benchmark is not loaded")])
+def test_plugins_the_suite_cannot_run_with_are_refused(pytester, args, said):
+    """pytest -n 2 ran each test file's sweeps in two processes at once, kept three records and none held the
+    run's failures; -p no:benchmark made test_busbw error on its missing fixture, read as a failed check (exit 1,
+    a drained node). Both are usage errors now (exit 4), before any record is made."""
+    make_project(pytester)
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_gpus_visible", *args)
+    assert result.ret == 4, result.stdout.str() + result.stderr.str()
+    assert said in result.stdout.str() + result.stderr.str()
+    assert not list(pytester.path.glob(".wirecheck/*.jsonl"))
