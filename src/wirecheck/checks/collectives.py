@@ -139,8 +139,9 @@ AXES_FLOOR = Rule("collectives.axes_floor", AxesFloor,
                   '{share: "100 %", source: ...}  (the floor of an op\'s further dtypes and reductions)', optional=True)
 
 _BANDWIDTH_TODO = ("compare `wirecheck topo` with the expected wiring (a link down halves a pair), check "
-                   "`nvidia-smi nvlink -s` and `nvidia-smi -q -d CLOCK,PERFORMANCE`, then run `pytest -k "
-                   "<placement> -v` again for the size sweep")
+                   "`nvidia-smi nvlink -s` and `nvidia-smi -q -d CLOCK,PERFORMANCE` (on the host path, pcie and "
+                   "forced_pcie: `nvidia-smi -q -d PCIE` for the link's generation and width, and the slot), then "
+                   "run `pytest -k <placement> -v` again for the size sweep")
 
 CORRECT = Words(
     what="{op} result",
