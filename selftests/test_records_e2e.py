@@ -258,3 +258,17 @@ def test_plugins_the_suite_cannot_run_with_are_refused(pytester, args, said):
     assert result.ret == 4, result.stdout.str() + result.stderr.str()
     assert said in result.stdout.str() + result.stderr.str()
     assert not list(pytester.path.glob(".wirecheck/*.jsonl"))
+
+
+def test_junit_xml_says_a_simulation_is_one(pytester):
+    """accept.xml from `pytest --simulate --junitxml` looked like a hardware acceptance to a CI dashboard: only the
+    exit code (10) told them apart. Its testsuite's properties say SIMULATION, of what, the GPUs and the level."""
+    import xml.etree.ElementTree as ET
+
+    make_project(pytester)
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_gpus_visible", "--junitxml=accept.xml")
+    assert result.ret == 10, result.stdout.str()
+    suite = ET.parse(pytester.path / "accept.xml").getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["wirecheck_simulated"] == "true" and props["wirecheck_simulation_of"].endswith("h200-sxm-2.txt")
+    assert props["wirecheck_gpus"] == "2" and props["wirecheck_level"] == "acceptance"
