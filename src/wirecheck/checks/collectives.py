@@ -140,7 +140,7 @@ AXES_FLOOR = Rule("collectives.axes_floor", AxesFloor,
 
 _BANDWIDTH_TODO = ("compare `wirecheck topo` with the expected wiring (a link down halves a pair), check "
                    "`nvidia-smi nvlink -s` and `nvidia-smi -q -d CLOCK,PERFORMANCE` (on the host path, pcie and "
-                   "forced_pcie: `nvidia-smi -q -d PCIE` for the link's generation and width, and the slot), then "
+                   "forced_pcie: `nvidia-smi -q -d PCIE` for the generation and width of the link, and the slot), then "
                    "run `pytest -k <placement> -v` again for the size sweep")
 
 CORRECT = Words(
