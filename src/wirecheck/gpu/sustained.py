@@ -12,7 +12,7 @@ A burn-in's rounds (wirecheck.burnin.worker) queue and finish the same windows, 
 
 `aside`: host work of what the run does next (the one-GPU training's imports and first kernels:
 training/single_gpu.py `prepare`), done once in the load's shadow: in a thread of its own, started once a
-full window has run, on a CUDA stream of its own, while this thread keeps the device fed. A window queued
+full window has run (or half the load, where a busy host never sizes one that long), on a CUDA stream of its own, while this thread keeps the device fed. A window queued
 ahead cannot hide it: the driver blocks a launch once about a thousand are pending (0.46 s of this load on
 a 1x H200 node), so host work done between two windows left the device idle for all but 0.46 s of it
 (fixtures/reference/h200-1/aside-2026-12-05). While it runs, Python's switch interval is ASIDE_SWITCH_S, so
@@ -111,8 +111,10 @@ def run(device: torch.device, n: int, duration_s: float, window_s: float, check_
     beside: Aside | None = None
     try:
         while pending is not None or time.time() < end_at:
-            # once a full window has run (the first ones are a few products each)
-            if aside is not None and beside is None and windows and windows[-1]["seconds"] >= 0.5 * window_s:
+            # once a full window has run (the first ones are a few products each), or half the load has: a short
+            # load on a busy host may never size a window that long, and its aside would never run
+            if aside is not None and beside is None and windows and (
+                    windows[-1]["seconds"] >= 0.5 * window_s or time.time() - began >= 0.5 * duration_s):
                 beside = Aside(aside, device)
             queued = None
             start = max(time.time(), busy_until)
