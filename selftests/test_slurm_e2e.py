@@ -238,43 +238,55 @@ scontrol show node wc4 >{root}/wc4-node
 """
 
 
-@pytest.fixture(scope="module")
-def drained_cluster(tmp_path_factory):
+def _needs_slurm() -> None:
     missing = _missing()
     if missing:
         if os.environ.get("WIRECHECK_REQUIRE_SLURM"):
             pytest.fail(f"WIRECHECK_REQUIRE_SLURM is set but {missing}")
         pytest.skip(missing)
-    root = tmp_path_factory.mktemp("drain")
+
+
+def _hook_site(root: Path, fake_text: str, settings: str, slurm_lines: tuple[str, ...], jobs: str,
+               what: str) -> subprocess.CompletedProcess:
+    """The drain hooks installed under `root`/site as root's, their WIRECHECK the fake `fake_text` (formatted with
+    the record lines of DRAIN_RECORD), `settings` after WIRECHECK in wirecheck-drain.conf; a four-node cluster
+    with `slurm_lines` (`{site}` in them: the install) runs `jobs` (`{root}` in it)."""
     site = root / "site"
     for rel in DRAIN_HOOKS:
         (site / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(PROJECT / rel, site / rel)
     fake = site / "wirecheck"
-    fake.write_text(DRAIN_FAKE.format(src=PROJECT / "src", python=sys.executable,
-                                      **{k: json.dumps(v) for k, v in DRAIN_RECORD.items()}))
+    fake.write_text(fake_text.format(src=PROJECT / "src", python=sys.executable,
+                                     **{k: json.dumps(v) for k, v in DRAIN_RECORD.items()}))
     fake.chmod(0o755)
+    (site / "scripts/slurm/wirecheck-drain.conf").write_text(f"WIRECHECK={fake}\n{settings}")
+    _write_cluster(root, tuple(line.format(site=site) for line in slurm_lines), nodes=DRAIN_NODES)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
+    try:
+        done = subprocess.run([*UNSHARE, "bash", str(CLUSTER), str(root), "--", "bash", "-c", jobs.format(root=root)],
+                              env=env, cwd=root, capture_output=True, text=True, timeout=180)
+    except subprocess.TimeoutExpired as exc:
+        _stop_daemons(root)
+        pytest.fail(f"{what} took over {exc.timeout} s\n{_logs(root)}")
+    assert done.returncode == 0, done.stdout + done.stderr + _logs(root)
+    return done
+
+
+@pytest.fixture(scope="module")
+def drained_cluster(tmp_path_factory):
+    _needs_slurm()
+    root = tmp_path_factory.mktemp("drain")
     # GPU 1 of wc3 failed twice this week already: the state file its hook keeps.
     (root / "records" / "wc3").mkdir(parents=True)
     now = time.time()
     (root / "records" / "wc3" / "drain-events.jsonl").write_text("".join(
         json.dumps({"event": "failed", "at": now - days * 86400, "gpus": [GPU_SERIALS[1]]}) + "\n" for days in (4, 2)))
-    # Root's settings: the fake, one records folder per node (the four share this machine's disk), GPU_NODE=yes
-    # (no NVIDIA driver here: the hooks would otherwise leave these nodes alone), a diagnosis on a second failure.
-    (site / "scripts/slurm/wirecheck-drain.conf").write_text(
-        f"WIRECHECK={fake}\nRECORDS={root}/records/%n\nGPU_NODE=yes\nSLURM_CONF={root}/slurm.conf\nDIAGNOSE=yes\n")
-    _write_cluster(root, (f"Prolog={site}/scripts/slurm/wirecheck-prolog.sh", "PrologFlags=Alloc",
-                          "PrologEpilogTimeout=180", f"HealthCheckProgram={site}/scripts/slurm/wirecheck-healthcheck.sh",
-                          "HealthCheckInterval=3600", "HealthCheckNodeState=IDLE"), nodes=DRAIN_NODES)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
-    try:
-        done = subprocess.run([*UNSHARE, "bash", str(CLUSTER), str(root), "--", "bash", "-c",
-                               DRAIN_JOBS.format(root=root)], env=env, cwd=root, capture_output=True, text=True,
-                              timeout=180)
-    except subprocess.TimeoutExpired as exc:
-        _stop_daemons(root)
-        pytest.fail(f"the drain jobs took over {exc.timeout} s\n{_logs(root)}")
-    assert done.returncode == 0, done.stdout + done.stderr + _logs(root)
+    # Root's settings: one records folder per node (the four share this machine's disk), GPU_NODE=yes (no NVIDIA
+    # driver here: the hooks would otherwise leave these nodes alone), a diagnosis on a second failure.
+    done = _hook_site(root, DRAIN_FAKE, f"RECORDS={root}/records/%n\nGPU_NODE=yes\nSLURM_CONF={root}/slurm.conf\nDIAGNOSE=yes\n",
+                      ("Prolog={site}/scripts/slurm/wirecheck-prolog.sh", "PrologFlags=Alloc", "PrologEpilogTimeout=180",
+                       "HealthCheckProgram={site}/scripts/slurm/wirecheck-healthcheck.sh", "HealthCheckInterval=3600",
+                       "HealthCheckNodeState=IDLE"), DRAIN_JOBS, "the drain jobs")
     states = {line.split("|")[0]: line.split("|")[1:] for line in (root / "node-states").read_text().splitlines()}
     return root, states, done.stderr + _logs(root)
 
@@ -353,34 +365,12 @@ def test_a_push_that_fails_every_prolog_at_once_drains_only_the_guards_share(tmp
     nothing was drained yet). Under a real slurmctld, the drains beyond the guard's share (50 %, from 3 drains)
     are taken back by their own hooks: exactly two nodes stay drained, the other two are idle with the GUARD
     comment."""
-    missing = _missing()
-    if missing:
-        if os.environ.get("WIRECHECK_REQUIRE_SLURM"):
-            pytest.fail(missing)
-        pytest.skip(missing)
+    _needs_slurm()
     root = tmp_path_factory.mktemp("together")
-    site = root / "site"
-    for rel in DRAIN_HOOKS:
-        (site / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(PROJECT / rel, site / rel)
-    fake = site / "wirecheck"
-    fake.write_text(TOGETHER_FAKE.format(src=PROJECT / "src", python=sys.executable,
-                                         **{k: json.dumps(v) for k, v in DRAIN_RECORD.items()}))
-    fake.chmod(0o755)
-    (site / "scripts/slurm/wirecheck-drain.conf").write_text(
-        f"WIRECHECK={fake}\nRECORDS={root}/records/%n\nGPU_NODE=yes\nSLURM_CONF={root}/slurm.conf\n")
-    _write_cluster(root, (f"Prolog={site}/scripts/slurm/wirecheck-prolog.sh", "PrologFlags=Alloc",
-                          "PrologEpilogTimeout=180"), nodes=DRAIN_NODES)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM")}
-    try:
-        done = subprocess.run([*UNSHARE, "bash", str(CLUSTER), str(root), "--", "bash", "-c",
-                               TOGETHER_JOBS.format(root=root)], env=env, cwd=root, capture_output=True, text=True,
-                              timeout=180)
-    except subprocess.TimeoutExpired as exc:
-        _stop_daemons(root)
-        pytest.fail(f"the prologs took over {exc.timeout} s\n{_logs(root)}")
+    done = _hook_site(root, TOGETHER_FAKE, f"RECORDS={root}/records/%n\nGPU_NODE=yes\nSLURM_CONF={root}/slurm.conf\n",
+                      ("Prolog={site}/scripts/slurm/wirecheck-prolog.sh", "PrologFlags=Alloc", "PrologEpilogTimeout=180"),
+                      TOGETHER_JOBS, "the prologs")
     logs = done.stdout + done.stderr + _logs(root)
-    assert done.returncode == 0, logs
     states = {line.split("|")[0]: line.split("|")[1] for line in (root / "node-states").read_text().splitlines()}
     comments = {line.split("|")[0]: line.split("|", 1)[1] for line in (root / "comments").read_text().splitlines()}
     drained = sorted(n for n, s in states.items() if s.startswith("drain"))
