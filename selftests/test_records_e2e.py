@@ -272,3 +272,18 @@ def test_junit_xml_says_a_simulation_is_one(pytester):
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert props["wirecheck_simulated"] == "true" and props["wirecheck_simulation_of"].endswith("h200-sxm-2.txt")
     assert props["wirecheck_gpus"] == "2" and props["wirecheck_level"] == "acceptance"
+
+
+def test_a_run_stopped_by_maxfail_says_the_rest_did_not_run(pytester):
+    """-x stopped the run at its first failure and the record's end said `complete` beside the checks that never
+    ran; the end line and the last lines now say pytest stopped early."""
+    raised = thresholds_with(lambda d: d["collectives"]["simulated_floors"].update(
+        {"all_reduce": {"any": {"min": "5000 GB/s", "source": "raised for this test"}}}))
+    make_project(pytester, raised)
+    record = pytester.path / "x.jsonl"
+    result = run_suite(pytester, "--simulate=h200-sxm-2", "-k", "test_busbw and nvswitch and not axis", "-x",
+                       f"--wirecheck-json={record}")
+    assert result.ret == 1
+    assert records(record)[-1]["stopped_early"] == "stopping after 1 failures"
+    result.stdout.fnmatch_lines(["wirecheck: pytest stopping after 1 failures (-x / --maxfail): the checks after it "
+                                 "did not run"])
