@@ -151,6 +151,11 @@ def test_a_run_that_read_no_gpu_and_skipped_everything_is_not_accepted(pytester,
     assert result.outlines[-1].startswith("wirecheck: NO GPU was validated, every selected check skipped (exit 11, "
                                           "not 0): NVML could not start (NVMLError_DriverNotLoaded"), text
     assert records(record)[-1]["exit_status"] == 11
+    # --collect-only runs nothing: it said "every selected check skipped"
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-m", "health", "--collect-only",
+                                          f"{root}/tests/test_gpu_health.py")
+    assert result.ret == 11 and result.outlines[-1].startswith(
+        "wirecheck: NO GPU was validated, nothing ran (--collect-only) (exit 11, not 0)"), "\n".join(result.outlines)
     # with the check that names the missing GPUs selected, the run fails as before: 1, not 11
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--wirecheck-json={pytester.path / 'all.jsonl'}",
                                           f"{root}/tests/test_inventory.py")
