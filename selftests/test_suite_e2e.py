@@ -42,6 +42,18 @@ def test_a_one_gpu_node_says_why_the_wire_tests_skip(pytester):
     assert "no nvl_quad placement on this topology (nvswitch, 2 GPUs)" in quad.stdout.str(), quad.stdout.str()
 
 
+def test_placement_narrowing_is_named_where_it_leaves_a_class_out(pytester):
+    """--placement leaves classes out that the node has: the skips said "no pair placement on this topology", and
+    an empty -k listed only what --placement left, as if it were the node's."""
+    make_project(pytester)
+    quad = "nvl_quad-4gpu-0.1.2.3"
+    skipped = run_suite(pytester, "--simulate=h200-nvl-8", "--placement", quad, "-rs", "tests/test_collectives.py",
+                        "-k", "test_pair_busbw")
+    assert f"no pair placement among --placement {quad}" in skipped.stdout.str(), skipped.stdout.str()
+    empty = run_suite(pytester, "--simulate=h200-nvl-8", "--placement", "nvl_quad", "-k", "cross_quad", "--collect-only")
+    assert empty.ret == 4 and "Placement ids on this node (bridged) left by --placement nvl_quad" in empty.stderr.str()
+
+
 def test_no_gpu_fails_visibly_and_skips_the_rest(pytester):
     make_project(pytester)
     result = run_suite(pytester, "tests/test_inventory.py", "-rs")
