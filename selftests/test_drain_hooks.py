@@ -457,3 +457,23 @@ esac
     assert calls[0] == DRAIN_BUSBW and calls[1] == "update NodeName=wc2 State=RESUME", calls
     assert calls[2].startswith("update NodeName=wc2 Comment=wirecheck: GUARD: took back the drain of wc2: 2 of 4 nodes"), calls
     assert (install / "records" / "guard").is_file()
+
+
+def test_a_guard_hold_keeps_a_persons_comment(install):
+    """The GUARD line replaced the node's comment, a person's note (an RMA ticket) with it; it now goes first and
+    the person's stays after it (an earlier GUARD line of ours is replaced)."""
+    scontrol = install / "bin" / "scontrol"
+    scontrol.write_text(f"""#!/bin/bash
+if [ "$1" = show ]; then echo "NodeName=$4 Arch=x86_64 State=IDLE Comment=$(cat {install}/comment) Reason=x"; exit 0; fi
+printf '%s\\n' "$*" >> {install}/scontrol-calls
+""")
+    (install / "records").mkdir(exist_ok=True)
+    (install / "records" / "guard").write_text('{"since": "2026-12-01T10:00:00+00:00", "line": "3 of 4 drained"}\n')
+    (install / "comment").write_text("RMA 4411: PSU swap pending")
+    done, calls = run_hook(install, "healthcheck", "fail")
+    assert done.returncode == 0 and len(calls) == 1, (calls, done.stderr)
+    assert calls[0].startswith("update NodeName=wc2 Comment=wirecheck: GUARD (held since") and \
+        calls[0].endswith(" | RMA 4411: PSU swap pending"), calls
+    (install / "comment").write_text("wirecheck: GUARD (held since yesterday): not draining wc2 | RMA 4411: PSU swap pending")
+    done, calls = run_hook(install, "healthcheck", "fail")
+    assert calls[0].endswith(" | RMA 4411: PSU swap pending") and calls[0].count("wirecheck: GUARD") == 1, calls

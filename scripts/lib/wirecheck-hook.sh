@@ -323,9 +323,16 @@ hook_confirm_drain() {
 # says why (`scontrol show node`, `sinfo -O comment`), and syslog says it on every run until a person removes
 # the guard file.
 hook_comment() {
-  local node=$1 line=$2
+  local node=$1 line=$2 theirs
   hook_log "NOT DRAINED $node: $line"
   [ -n "$SCONTROL" ] || return 0
+  # A person's comment (an RMA ticket, a note to the next shift) stays after ours; an earlier GUARD line of ours
+  # is replaced.
+  # `-o` puts the node's other fields (` Reason=...`) after the comment
+  theirs=$("$SCONTROL" show node -o "$node" 2>/dev/null | grep -o 'Comment=.*' | head -n 1 | cut -d= -f2- \
+    | sed -E 's/ [A-Z][A-Za-z]+=.*$//')
+  theirs=${theirs#*wirecheck: GUARD* | }
+  case $theirs in ''|'(null)'|wirecheck:*) ;; *) line="$line | $theirs" ;; esac
   "$SCONTROL" update NodeName="$node" Comment="$line" || hook_log "scontrol could not set the comment of $node"
 }
 
