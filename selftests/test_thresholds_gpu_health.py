@@ -30,7 +30,12 @@ def test_shipped_gpu_health():
     for figure in ("hbm_copy", "hbm_read", "gemm_bf16", "gemm_fp8", "sustained_bf16"):
         h200 = g.floor(figure, "NVIDIA H200", simulated=False)
         assert h200.source.startswith("measured:") and "fixtures/reference/h200-1/" in h200.source, figure
-        assert g.floor(figure, "NVIDIA H100 80GB HBM3", simulated=False).source.startswith("guess:"), figure
+        h100 = g.floor(figure, "NVIDIA H100 80GB HBM3", simulated=False)
+        if figure == "gemm_fp8":  # measured on a 1x H100 SXM node, where the guess failed a healthy GPU
+            assert h100.source.startswith("measured:") and "fixtures/reference/h100-1/" in h100.source
+            assert h100.min == 1097e12
+        else:
+            assert h100.source.startswith("guess:"), figure
     assert g.floor("hbm_copy", "NVIDIA H200", False).min == 3821e9
     assert g.floor("gemm_fp8", "some other GPU", False) is None
     assert g.floor("gemm_fp8", None, simulated=True) is None  # no fp8 on CPU ranks
