@@ -107,7 +107,8 @@ def test_side_by_side_on_the_reference_run():
 
 
 # A stand-in for an nccl-tests binary: prints nccl-tests' table (util.cu's layout) for the -b/-e/-f/-g it
-# is given, 20 us per call, and writes down its argv and environment.
+# is given, 20 us per call, and writes down its argv and environment. Its size column is 2.19.6's: a split
+# buffer (all_gather, reduce_scatter, alltoall) is n chunks of a multiple of 16 bytes, 0 where none fits.
 STAND_IN = r'''#!{python}
 import json, os, sys
 args = sys.argv[1:]
@@ -126,12 +127,16 @@ print("# nThread 1 nGpus %d minBytes %s maxBytes %s step: %s(factor) warmup iter
       "validation: 1 graph: 0 unalign: 0" % (n, opt["-b"], opt["-e"], opt["-f"], opt["-w"], opt["-n"]))
 print("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong ")
 print("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)         ")
+elt = {{"float": 4, "bfloat16": 2, "half": 2}}[opt.get("-d", "float")]
 size = int(opt["-b"])
 while size <= int(opt["-e"]):
     t = 20.0
-    bw = size / t / 1e3
+    moved = size // elt * elt
+    if name in ("all_gather_perf", "reduce_scatter_perf", "alltoall_perf"):
+        moved = ((size // elt) // n & ~(16 // elt - 1)) * n * elt
+    bw = moved / t / 1e3
     print("%12li  %12li  %8s  %6s  %6i  %7.2f  %6.2f  %6.2f  %6g  %7.2f  %6.2f  %6.2f  %6g"
-          % (size, size // 4, "float", "sum", -1, t, bw, bw, 0, t, bw, bw, 0))
+          % (moved, moved // elt, "float", "sum", -1, t, bw, bw, 0, t, bw, bw, 0))
     size *= int(opt["-f"])
 print("# Out of bounds values : 0 OK")
 print("# Avg bus bandwidth    : 1 ")
@@ -180,6 +185,24 @@ def test_the_command_end_to_end_on_gloo(build_dir, tmp_path, settings, placement
     assert {r["details"]["nccl_tests"]["column"] for r in rows if r["details"]["op"] == "all_reduce"} == {"in_place"}
     assert "all_gather on forced_pcie-2gpu-0.1 (2 GPUs): wirecheck vs nccl-tests 2.19.6 (out-of-place column)" in text
     assert (tmp_path / "raw" / "nvswitch-2gpu-0.1-all_reduce.txt").read_text().startswith(f"$ {build_dir}/all_reduce_perf -b 1024")
+
+
+@pytest.mark.parametrize("ops", [["all_gather", "reduce_scatter"], ["all_to_all"]])
+def test_every_size_pairs_with_nccl_tests_on_three_gpus(build_dir, tmp_path, settings, ops):
+    """On 3 GPUs nccl-tests moves n chunks of a multiple of 16 bytes (1 KiB: 1008 B, not 1020): the suite
+    splits alike, so every size it measures has nccl-tests' row beside it, and a size too small to split
+    (nccl-tests' 0-byte rows) is left out on both sides."""
+    out, lines = tmp_path / "x.jsonl", []
+    three = [Placement("nvswitch", (0, 1, 2))]
+    status = nccl_tests.crosscheck_placements(build_dir, three, ops, SweepSpec(8, 4096, 2), settings, out,
+                                              backend="gloo", echo=lines.append)
+    assert status == 0, "\n".join(lines)
+    rows = [r["details"] for r in map(json.loads, out.read_text().splitlines()) if r.get("kind") == "nccl_tests"]
+    assert {r["op"] for r in rows} == set(ops)
+    for r in rows:
+        assert r["suite"] is not None and r["nccl_tests"] is not None, r
+        assert r["suite"]["wrong"] == 0
+    assert sorted({r["bytes"] for r in rows}) == [48, 96, 240, 480, 1008, 2016, 4080]
 
 
 def test_a_failing_binary_fails_the_command_by_name(build_dir, tmp_path, settings, placements, monkeypatch):

@@ -243,16 +243,16 @@ def confirm_drain(hook: Hook, policy: dp.Policy, settle_s: float = SETTLE_S) -> 
         for where in peers(hook, now, policy):
             before = dp.drained_before(where.drained, hook.node)
             if before is not None:
-                judged.append((where, dp.guard(before, where.size, hook.node, policy)))
+                judged.append((where, before, dp.guard(before, where.size, hook.node, policy)))
     except cluster_state.GuardUnavailable as exc:
         hook.warnings.append(f"GUARD NOT AVAILABLE after the drain: {exc}: the drain stands")
         return Held(False, "", None)
-    for where, guard in judged:
+    for where, _, guard in judged:
         if guard.hold:
             line = _trip(hook, now, guard.line.replace("GUARD: not draining", "GUARD: took back the drain of"), where)
             return Held(True, line, (where.where, len(set(where.drained) - {hook.node}), where.size))
-    return Held(False, "the drain stands: " + "; ".join(f"{len(dp.drained_before(w.drained, hook.node) or [])} drained "
-                                                        f"before it in {w.where}" for w, _ in judged), None)
+    return Held(False, "the drain stands: " + "; ".join(f"{len(before)} drained before it in {w.where}"
+                                                        for w, before, _ in judged), None)
 
 
 def bundle(hook: Hook, now: float, files: list[Path], why: str) -> Path:

@@ -10,10 +10,9 @@ on the rank that produced it and on its index, integers small enough that every 
 the dtype whatever order NCCL reduces in (nccl-tests' verifiable data does the same): a wrong, stale
 (not written) or misplaced element therefore differs from the expected value, in bf16 and fp16 as in
 fp32, for avg as for sum. A max or min shows a missing contribution only where that rank holds the
-extreme: with the rank-shifted pattern each rank decides 12 % or more of the elements of a buffer that
-spans the table (the floor size; 2, 4 and 8 ranks in fp32), but in the first 16k elements the top rank
-(on 8 ranks the top two) decides them all, so at the small sizes of `--sweep full` a max or min does
-not see another rank's data go missing (the sum at the same size does). Outputs start as NaN before the checked pass so an element the
+extreme: the rank's step in the pattern turns with the element, so each rank holds the extreme at
+about 1/n of the elements from the first, and a max or min sees any rank's data go missing at every
+size of a sweep, as a sum does. Outputs start as NaN before the checked pass so an element the
 collective never wrote cannot pass. Only the ranks where the op's result lives are checked (reduce:
 the root; gloo leaves partial sums on the others).
 
@@ -50,8 +49,8 @@ if TYPE_CHECKING:
     from wirecheck.workers.worker import RankContext
 
 TORCH_DTYPES = {name: getattr(torch, d.torch) for name, d in vocab.DTYPES.items()}
-# Element i of rank r holds table[(i + RANK_STRIDE*r) mod len(table)] (`value_table`): a prime table
-# length, so that a shift by a chunk or a swap of two ranks' data changes the value.
+# Element i of rank r holds table[(i + RANK_STRIDE*((r + i) mod n)) mod len(table)] (`value_table`): a
+# prime table length, so that a shift by a chunk or a swap of two ranks' data changes the value.
 PATTERN_MODULUS = 65521  # the longest table (a prime): fp32 sums of up to 256 ranks at its top stay below 2^24
 RANK_STRIDE = 7919
 # Elements generated/compared at a time: keeps the checker's temporaries small next to 1 GiB buffers.
@@ -116,7 +115,11 @@ class Values:
 
     def _y(self, idx: torch.Tensor, rank: torch.Tensor | int) -> torch.Tensor:
         table = value_table(self.dtype, self.n, self.reduction).to(idx.device)
-        return table[(idx + RANK_STRIDE * rank) % len(table)]
+        # The rank's step turns with the element: at each element the ranks take the same n values in
+        # another order, so every reduction is unchanged, and each rank holds the extreme at about 1/n
+        # of the elements from the first one: a max or min misses no rank's data at any size.
+        turn = (rank + idx) % self.n
+        return table[(idx + RANK_STRIDE * turn) % len(table)]
 
     def own(self, idx: torch.Tensor, rank: torch.Tensor | int) -> torch.Tensor:
         """Rank `rank`'s data at `idx` as it arrives elsewhere unreduced (gathered, transposed, broadcast)."""

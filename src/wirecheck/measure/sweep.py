@@ -46,7 +46,7 @@ class Sweep:
 
     def at(self, size: int):
         for r in self.results:
-            if r.requested_bytes == size:  # all_gather & co round down to a multiple of the ranks
+            if r.requested_bytes == size:  # all_gather & co round down to n chunks of 16 bytes
                 return r
         return None
 

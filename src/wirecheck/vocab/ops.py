@@ -20,9 +20,9 @@ worker derives its kernel from the row; an op that is neither (broadcast: its ro
 its own in wirecheck.measure.collective_worker.
 
 A sum catches an output the collective never wrote on every rank. An in-place max or min does not
-on a rank whose own data is already the extreme at an element (with the rank-shifted pattern, the
-highest rank for most elements of small buffers): keep sum first where a reduction is measured for
-correctness, and max or min as further values.
+on a rank whose own data is already the extreme at an element (about 1/n of the elements, every
+rank in turn): keep sum first where a reduction is measured for correctness, and max or min as
+further values.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def _chunk(count: int, n: int) -> int:
 class Op:
     name: str
     binary: str  # the nccl-tests binary that measures it (nccl-tests names all_to_all "alltoall")
-    # Buffers are world_size equal chunks: the element count is rounded down to a multiple of n.
+    # Buffers are world_size equal chunks of a multiple of 16 bytes (`buffer_elements`).
     chunked: bool
     # One buffer is input and output (torch's all_reduce, broadcast and reduce work in place;
     # nccl-tests' in-place column is the one to compare with).
@@ -247,9 +247,22 @@ def element_bytes(op: str, dtype_name: str | None = None) -> int:
     return dtype(dtype_name or get(op).dtype).bytes
 
 
+# nccl-tests (since 2.13.12) trims each rank's chunk of a split buffer to a multiple of 16 bytes, so that
+# chunks on a rank count that is not a power of two start aligned; the suite splits alike, so both tools
+# move the same bytes at each size and their rows pair up (`wirecheck nccl-tests`).
+CHUNK_ALIGN_BYTES = 16
+
+
+def _chunk_step(width: int) -> int:
+    """Elements a rank's chunk is a multiple of, for elements of `width` bytes."""
+    return max(1, CHUNK_ALIGN_BYTES // width)
+
+
 def min_size(op: str, n: int, dtype_name: str | None = None) -> int:
-    """The smallest size in bytes that gives every rank at least one element of `op`'s buffers."""
-    return element_bytes(op, dtype_name) * (n if get(op).chunked else 1)
+    """The smallest size in bytes that gives every rank at least one element of `op`'s buffers (a split
+    buffer: one aligned chunk each)."""
+    width = element_bytes(op, dtype_name)
+    return width * _chunk_step(width) * n if get(op).chunked else width
 
 
 def feasible_sizes(op: str, sizes, n: int, dtype_name: str | None = None) -> list[int]:
@@ -259,15 +272,16 @@ def feasible_sizes(op: str, sizes, n: int, dtype_name: str | None = None) -> lis
 
 
 def buffer_elements(op: str, size: int, n: int, dtype_name: str | None = None) -> int:
-    """Elements of the size-defining buffer for `size` bytes on n ranks (rounded down as nccl-tests does)."""
-    c = get(op)
+    """Elements of the size-defining buffer for `size` bytes on n ranks, rounded down as nccl-tests does:
+    a split buffer is n chunks of a multiple of 16 bytes each."""
     if n < 1:
         raise ValueError(f"{op}: {n} ranks; give at least one")
     width = element_bytes(op, dtype_name)
     count = size // width
-    if c.chunked:
-        count -= count % n
-    if count < (n if c.chunked else 1):
-        need = width * (n if c.chunked else 1)
-        raise ValueError(f"{op}: size {size} B is too small for {n} ranks; need at least {need} B")
+    if get(op).chunked:
+        step = _chunk_step(width)
+        count = count // n // step * step * n
+    if count < 1:
+        raise ValueError(f"{op}: size {size} B is too small for {n} ranks; "
+                         f"need at least {min_size(op, n, dtype_name)} B")
     return count
