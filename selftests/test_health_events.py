@@ -1,6 +1,6 @@
 """Verdicts out as health events: NVSentinel's HealthEvents (checked against a schema made from its
 health_event.proto: field names, types, enum names) and gpud's component health states (against its API's
-types), one per failed or warned verdict and one healthy per component that passed, the action following the
+types), one per failed or warned verdict and one healthy per check and class that passed (clearing that check's earlier failure), the action following the
 drain decision; a simulation or a fault of the harness never yields an event.
 """
 
@@ -70,12 +70,52 @@ def test_a_failed_run_gives_one_event_per_failure_and_warning_and_healthy_compon
     warned = unwell[1]
     assert (warned["errorCode"], warned["recommendedAction"], warned["processingStrategy"]) == (
         ["WC4022"], "NONE", "STORE_ONLY")
-    healthy = {(e["componentClass"], tuple(x["entityValue"] for x in e["entitiesImpacted"] if x["entityType"] == "GPU"))
+    assert (busbw["metadata"]["measured"], busbw["metadata"]["unit"], busbw["metadata"]["limit"]) == (
+        "300.0", "GB/s", '{"min": 360.0}')
+    healthy = {(e["componentClass"], e["checkName"],
+                tuple(x["entityValue"] for x in e["entitiesImpacted"] if x["entityType"] == "GPU"))
                for e in doc["events"] if e["isHealthy"]}
-    # the host path's busbw passed: PCIE on both GPUs; HBM: MEMORY per GPU; GPU0's GEMM: GPU; the node's inventory
-    assert healthy == {("PCIE", ("0", "1")), ("MEMORY", ("0",)), ("MEMORY", ("1",)), ("GPU", ("0",)), ("NODE", ())}
-    assert ("GPU", ("1",)) not in healthy and ("NVLINK", ("0", "1")) not in healthy  # they warned, failed
+    # per check: the host path's busbw passed (PCIE, both GPUs); HBM on both; GEMM on GPU0 only (GPU1 warned);
+    # the node's own check with no GPU
+    assert healthy == {("PCIE", "busbw", ("0", "1")), ("MEMORY", "hbm_bandwidth", ("0", "1")),
+                       ("GPU", "gemm_throughput", ("0",)), ("NODE", "no_foreign_processes", ())}
     assert all(e["errorCode"] == [] and not e["isFatal"] for e in doc["events"] if e["isHealthy"])
+    assert [e["isHealthy"] for e in doc["events"]] == [True] * 4 + [False] * 2  # a run's failures come last
+
+
+def _nvsentinel_store(stored: set, doc: dict) -> set:
+    """What NVSentinel's fault quarantine keeps of a node's events (its health events annotation map): an
+    unhealthy event is stored once per entity, keyed by agent, component class, check name, node and entity;
+    a healthy event removes each stored key of its agent, class, check name and node whose entity it lists,
+    or, listing none, every key of that check. The node is released once nothing is stored."""
+    stored = set(stored)
+    for e in doc["events"]:
+        check = (e["agent"], e["componentClass"], e["checkName"], e["nodeName"], e["version"])
+        entities = {(x["entityType"], x["entityValue"]) for x in e["entitiesImpacted"]}
+        if not e["isHealthy"]:
+            stored |= {(*check, entity) for entity in entities or {None}}
+        else:
+            stored = {k for k in stored if k[:5] != check or (entities and k[5] not in entities)}
+    return stored
+
+
+def test_a_node_that_passes_again_is_cleared_and_one_that_fails_again_is_not():
+    """The healthy events of a run that passes carry each earlier failure's check name, class and entities, so
+    NVSentinel clears every event that failure stored; a run that fails the same way stores it again."""
+    link = _v("counter_growth", "GPU1", FAIL, inputs={"deltas": [{"link": 3, "counter": "nvlink_replay", "grew_by": 9}]})
+    failing = _run([*FAILED.verdicts, link, _v("no_foreign_processes", None, FAIL)])
+    stored = _nvsentinel_store(set(), _nvs(failing))
+    assert {k[2] for k in stored} == {"busbw", "counter_growth", "no_foreign_processes", "gemm_throughput"}  # a warning too
+    assert next(e for e in _nvs(failing)["events"] if e["checkName"] == "counter_growth")["metadata"]["nvlinks"] == "3"
+    passing = _run([_v(v["check"], v.get("where"), PASS) for v in failing.verdicts])
+    assert _nvsentinel_store(stored, _nvs(passing)) == set()
+    assert _nvsentinel_store(stored, _nvs(failing)) == stored
+    # one GPU passing again clears that GPU's keys only
+    half = _run([_v("gemm_throughput", "GPU0", PASS), _v("gemm_throughput", "GPU1", FAIL)])
+    left = _nvsentinel_store(_nvsentinel_store(set(), _nvs(_run([_v("gemm_throughput", "GPU0", FAIL),
+                                                                  _v("gemm_throughput", "GPU1", FAIL)]))), _nvs(half))
+    assert left and all(k[5] in {("GPU", "1"), ("GPU_UUID", "GPU-aaaa-1"), ("GPU_SERIAL", "1655123400011"),
+                                 ("PCI", "00000000:1A:00.0")} for k in left)
 
 
 @pytest.mark.parametrize(("decision", "action", "strategy", "fatal"), [

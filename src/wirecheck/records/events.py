@@ -1,10 +1,13 @@
 """A run's verdicts as health events that a cluster's own remediation acts on: NVIDIA NVSentinel's
 `HealthEvent`s and gpud's component health states.
 
-One event per failed or warned verdict, and one healthy event per component that passed (a GPU, its PCIe
-link, its memory, the NVLinks of a placement, the NICs, the node), each with the component class (GPU,
-NVLINK, PCIE, MEMORY, NIC, NODE: wirecheck.core.failure_codes), the entities (GPU index, UUID, serial, PCI bus
-id, NVLink), whether it is fatal, the stable failure code, the recommended action and the message.
+One event per failed or warned verdict, and one healthy event per check and component class that passed,
+naming the GPUs it passed on and failed on nowhere in the run. Each has the component class (GPU, NVLINK,
+PCIE, MEMORY, NIC, NODE: wirecheck.core.failure_codes), the entities (each GPU's index, UUID, serial and PCI
+bus id), whether it is fatal, the stable failure code, the recommended action and the message; a failure's
+metadata also holds what was measured, its unit, the limit and the NVLinks it names. A healthy event carries
+the check name, class and GPU entities of an earlier failure's event, so NVSentinel, which clears a stored
+event by agent, class, check name and entity, clears it when the check passes again.
 
 The action follows the drain decision (wirecheck.cli.drain_hook's DECISIONS; without one, what the record
 says: a failure drains, an uncorrectable memory fault replaces the GPU):
@@ -25,6 +28,7 @@ api/v1/types.go: `[{"component", "states": [HealthState]}]`, a GPUdComponentHeal
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -131,7 +135,9 @@ class _Node:
             return fc.GPU
         return fc.NVLINK if klass in NVLINK_CLASSES else fc.PCIE
 
-    def entities(self, gpus: list[int], v: dict | None = None) -> list[tuple[str, str]]:
+    def entities(self, gpus: list[int]) -> list[tuple[str, str]]:
+        """The GPUs' entities: index, UUID, serial, PCI bus id (a GPU's, so that a healthy event of the same GPUs
+        matches them all)."""
         out: list[tuple[str, str]] = []
         for index in gpus:
             g = self.gpus.get(index, {})
@@ -139,9 +145,6 @@ class _Node:
             for kind, key in (("GPU_UUID", "uuid"), ("GPU_SERIAL", "serial"), ("PCI", "bus_id")):
                 if g.get(key):
                     out.append((kind, str(g[key])))
-        for d in ((v or {}).get("inputs") or {}).get("deltas") or []:  # link counters name their NVLink
-            if isinstance(d, dict) and d.get("link") is not None:
-                out.append(("NVLINK", str(d["link"])))
         return list(dict.fromkeys(out))
 
 
@@ -169,43 +172,72 @@ def events(run: RunRecord, decision: str | None = None, record_name: str | None 
     node = _Node(run.run)
     meta = {"record": record_name or run.path.name, "decision": decision, "host": str(run.run.get("host") or ""),
             "run_started": str(run.run.get("started") or "")}
-    out: list[Event] = []
-    unwell: set[tuple] = set()
-    passed: dict[tuple, list[dict]] = {}
+    unwell: list[Event] = []
+    failed_on: dict[tuple[str, str], set] = {}  # (component, check) -> GPUs it failed or warned on (None: the node)
+    passed: dict[tuple[str, str], list[dict]] = {}
     for v in run.verdicts:
         outcome = v.get("outcome")
-        component = _component(v, node)
+        key = (_component(v, node), str(v.get("check") or "check"))
         gpus = node.gpu_indices(v)
-        key = (component, tuple(gpus))
         if outcome == "pass":
             passed.setdefault(key, []).append(v)
             continue
         if outcome not in ("fail", "warn"):
             continue
-        unwell.add(key)
+        failed_on.setdefault(key, set()).update(gpus or [None])
         failed = outcome == "fail"
         said = DRAIN if failed and decision == HEALTHY else decision  # a failure never reads as healthy
-        out.append(Event(
-            component=component, check=str(v.get("check") or "check"), healthy=False,
-            fatal=failed and said in (DRAIN, REPLACE),
+        unwell.append(Event(
+            component=key[0], check=key[1], healthy=False, fatal=failed and said in (DRAIN, REPLACE),
             message=str(v.get("message") or v.get("what") or ""), codes=_codes(v),
             action=ACTION[said] if failed else "NONE", strategy=STRATEGY[said] if failed else "STORE_ONLY",
             repair=REPAIR[said] if failed else "IGNORE_NO_ACTION_REQUIRED",
-            health="Unhealthy" if failed else "Degraded", entities=node.entities(gpus, v), time=_rfc3339(v.get("time")),
+            health="Unhealthy" if failed else "Degraded", entities=node.entities(gpus), time=_rfc3339(v.get("time")),
             metadata={**meta, "code": _codes(v)[0] if _codes(v) else "", "where": str(v.get("where") or "node"),
-                      "test": str(v.get("test") or "")}))
-    for (component, gpus), verdicts in passed.items():
-        if (component, gpus) in unwell:
+                      "test": str(v.get("test") or ""), **_figures(v)}))
+    # Healthy first: a consumer that clears by check and GPU (NVSentinel matches agent, component class, check
+    # name and entity) then reads this run's failures after them, whatever it cleared.
+    return [*_healthy(passed, failed_on, node, meta), *unwell], decision
+
+
+def _figures(v: dict) -> dict:
+    """What a failed or warned verdict measured, against what, for automation that acts on the figure."""
+    out = {}
+    if v.get("measured") is not None:
+        out["measured"] = v["measured"] if isinstance(v["measured"], (int, float, str)) else json.dumps(v["measured"])
+    if v.get("unit"):
+        out["unit"] = v["unit"]
+    if isinstance(v.get("limit"), dict) and v["limit"]:
+        out["limit"] = json.dumps(v["limit"], sort_keys=True)
+    links = sorted({str(d["link"]) for d in (v.get("inputs") or {}).get("deltas") or []
+                    if isinstance(d, dict) and d.get("link") is not None})
+    if links:  # a link number names no GPU on its own: said here, not as an entity
+        out["nvlinks"] = ",".join(links)
+    return out
+
+
+def _healthy(passed: dict, failed_on: dict, node: _Node, meta: dict) -> list[Event]:
+    """One healthy event per check and component class, naming the GPUs it passed on and failed or warned on
+    nowhere in the run: the same check name, class and entities as the event of an earlier failure, so it
+    clears that one. A check that passed on the node (no GPU) names no entity; one that failed on the node
+    has none."""
+    out = []
+    for (component, check), verdicts in passed.items():
+        bad = failed_on.get((component, check), set())
+        if None in bad:
             continue
-        checks = sorted({str(v.get("check")) for v in verdicts})
+        gpus = sorted({g for v in verdicts for g in node.gpu_indices(v)} - bad)
+        node_level = any(not node.gpu_indices(v) for v in verdicts)
+        if not gpus and not (node_level and not bad):
+            continue
         where = ", ".join(f"GPU{g}" for g in gpus) or "the node"
         out.append(Event(
-            component=component, check=checks[0] if len(checks) == 1 else "wirecheck", healthy=True, fatal=False,
-            message=f"{len(verdicts)} check(s) passed on {where} ({component}): {', '.join(checks)}", codes=[],
+            component=component, check=check, healthy=True, fatal=False,
+            message=f"{check} passed on {where} ({component}, {len(verdicts)} verdict(s))", codes=[],
             action="NONE", strategy="EXECUTE_REMEDIATION", repair="IGNORE_NO_ACTION_REQUIRED", health="Healthy",
-            entities=node.entities(list(gpus)), time=_rfc3339(max(str(v.get("time") or "") for v in verdicts)),
-            metadata={**meta, "checks": ",".join(checks), "where": where}))
-    return out, decision
+            entities=node.entities(gpus), time=_rfc3339(max(str(v.get("time") or "") for v in verdicts)),
+            metadata={**meta, "where": where}))
+    return out
 
 
 def nvsentinel(found: list[Event], node_name: str) -> dict:
