@@ -55,6 +55,15 @@ def test_a_passing_hardware_run_is_healthy(tmp_path):
         HEALTHY, "wirecheck: passed: 2 checks on 2 GPU(s), 1 skipped")
 
 
+@pytest.mark.parametrize("verdicts", [[], [Verdict("dcgm_diag", "DCGM diagnostics", None, SKIP, "no host engine")]],
+                         ids=["no-verdict", "only-skips"])
+def test_a_record_with_no_passed_check_is_never_healthy(tmp_path, verdicts):
+    """Nothing to judge is never a pass: a DCGM run that could not reach its host engine exits 0 with one skip,
+    and a file of another kind of run holds no verdict."""
+    got, line = state(tmp_path, 0, verdicts=verdicts, end={"status": "complete", "exit_status": 0})
+    assert got == UNKNOWN and line.startswith("wirecheck: no verdict: ") and "holds no passed check" in line, line
+
+
 def test_a_failed_check_is_unhealthy_and_names_the_first_failure(tmp_path):
     verdicts = [busbw(PASS, 400.0, "pair-0.1"), busbw(FAIL, 12.34), busbw(FAIL, 11.0, "pair-0.1")]
     assert state(tmp_path, 1, verdicts=verdicts, end={"status": "complete", "tests": {"failed": 2}}) == (

@@ -73,6 +73,10 @@ def decide(exit_code: int, run: RunRecord | None, output: str = "", limit: int =
         count = f"{failed} test(s)" if isinstance(failed, int) else "tests"
         return say(UNHEALTHY, f"{count} failed without a recorded verdict ({record_note or 'see the log'})")
     if exit_code == OK:
+        if run is not None and not any(v.get("outcome") in ("pass", "warn") for v in run.verdicts):
+            # nothing to judge is never a pass: a DCGM run that could not reach its host engine, a file of another
+            # kind of run
+            return say(UNKNOWN, f"no verdict: {run.path} holds no passed check ({_passed(run)}); not acted on")
         return say(HEALTHY, _passed(run))
     return say(UNKNOWN, f"no verdict: {_meaning(exit_code)} (exit {exit_code})")
 
