@@ -82,20 +82,50 @@ def test_level_3_skips_said_and_an_uncorrectable_memory_fault_replaces_the_gpu()
 
 
 @pytest.mark.parametrize(("status", "outcome"), [("Pass", "pass"), ("Warn", "warn"), ("Fail", "fail"),
-                                                 ("Skip", "skip"), ("Not Run", "skip"), ("Bogus", "skip")])
+                                                 ("Skip", "skip"), ("Not Run", "skip"), ("PASS", "pass"),
+                                                 ("FAIL", "fail"), ("not run", "skip"), ("Bogus", "fail")])
 def test_each_dcgm_status(status, outcome):
+    """Each version's spelling (DCGM 3.x writes PASS, FAIL); a status wirecheck cannot read fails, saying so: a
+    skip would let the node pass on a test DCGM did not pass."""
     v = dcgm_check.dcgm_diag(None, test="memory", category="Hardware", gpu=0, status=status, warnings=[])
     assert v.outcome == outcome
-    if status == "Not Run":
+    if status.lower() == "not run":
         assert "DCGM did not run it" in v.message
     if status == "Bogus":
-        assert "not judged" in v.message
+        assert "DCGM status 'Bogus' is none of Pass, Warn, Fail, Skip, Not Run: read as a failure" in v.message
 
 
-def test_a_broken_dcgm_run_is_no_verdict_on_the_node():
+def test_a_broken_dcgm_run_is_no_verdict_on_the_node(tmp_path, capsys):
     _, diag = dcgm.load(BROKE)
     (only,) = dcgm_check.judge(diag)
-    assert only.outcome == "skip" and "nv-hostengine" in only.message
+    assert only.outcome == "skip" and "nv-hostengine" in only.message and only.check == "dcgm_diag"
+    out = tmp_path / "broke.jsonl"
+    assert main(["dcgm", str(BROKE), "-o", str(out)]) == exit_codes.OK
+    capsys.readouterr()
+    assert main(["node-state", "--exit-code", "0", "--record", str(out)]) == 2  # no verdict: never healthy
+    assert "no verdict" in capsys.readouterr().out
+    main(["judge", str(out)])
+    assert "does not have" not in capsys.readouterr().err  # judged as the check it is, not as a damaged line
+
+
+def test_a_dcgm_run_is_the_node_of_its_record_and_another_nodes_is_refused(tmp_path, capsys):
+    """--record names the node DCGM ran on: its host and GPUs go into the record; a DCGM run whose GPU serials are
+    none of the record's ran elsewhere, and matching by index would put its failures on other GPUs."""
+    record = tmp_path / "node17.jsonl"
+    lines = RECORD.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["host"], header["gpus"] = "gpu-node-17", [{**g, **GPUS[g["index"]]} for g in header["gpus"]]
+    record.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    out = tmp_path / "dcgm.jsonl"
+    assert main(["dcgm", str(R2), "--record", str(record), "-o", str(out)]) == exit_codes.FAILED
+    assert read_run(out).run["host"] == "gpu-node-17"
+    header["gpus"] = [{**g, "serial": f"99{g['index']}"} for g in header["gpus"]]
+    record.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    capsys.readouterr()
+    assert main(["dcgm", str(R2), "--record", str(record), "-o", str(tmp_path / "other.jsonl")]) == exit_codes.BAD_INPUT
+    err = capsys.readouterr().err
+    assert "DCGM's GPU serial(s) 1655123400011, 1655123400012 are none of --record" in err and "(serials 990, 991)" in err
+    assert not (tmp_path / "other.jsonl").exists()
 
 
 @pytest.mark.parametrize("text", ["", "not json", '{"x": 1}', '{"DCGM Diagnostic": {"test_categories": [{"tests": 3}]}}',

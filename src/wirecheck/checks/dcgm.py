@@ -14,6 +14,8 @@ from wirecheck.core.verdict import FAIL, PASS, WARN, Verdict, skip
 from wirecheck.node.dcgm import HARD_MEMORY_ERRORS
 
 OUTCOME = {"Pass": PASS, "Warn": WARN, "Fail": FAIL}
+# DCGM's statuses as each version spells them (4.x "Pass", 3.x "PASS"), by their lower case.
+STATUSES = {name.lower(): name for name in (*OUTCOME, "Skip", "Not Run")}
 # What each DCGM test is about, for the health events (its plugin names: nvvs/include/PluginStrings.h).
 COMPONENT = {"software": NODE, "memory": MEMORY, "memtest": MEMORY, "memory_bandwidth": MEMORY, "pcie": PCIE,
              "nvbandwidth": NVLINK, "nccl_tests": NVLINK}
@@ -31,7 +33,7 @@ DCGM_DIAG = Words(
          "skipped": "DCGM {status}: {said}",
          "dcgm_skipped": "DCGM skipped it",
          "not_run": "DCGM did not run it",
-         "unknown_status": "DCGM status {status!r} is none of {known}, Skip, Not Run: not judged",
+         "unknown_status": "DCGM status {status!r} is none of {known}: read as a failure (check dcgmi's output)",
          "silent": "DCGM {status} without a message",
          "said": "DCGM's {test} test said {status}",
          "broken": "DCGM could not run its diagnostics: {error}",
@@ -51,11 +53,12 @@ def _measured_text(measured: dict) -> str:
 
 
 @check("dcgm_diag", words=DCGM_DIAG)
-def dcgm_diag(thresholds, *, test: str, category: str, gpu: int | None, status: str, warnings: list,
+def dcgm_diag(thresholds, *, test: str, category: str, gpu: int | None, status: str | None, warnings: list,
               info: list | None = None, measured: dict | None = None, serial: str | None = None,
-              bus_id: str | None = None, dcgm_version: str | None = None) -> Verdict:
-    """`status`: DCGM's (Pass, Warn, Fail, Skip, Not Run); `warnings`: its {error_id, warning, error_severity,
-    error_category}; `measured`: the values its info lines give ({name: {value, unit}})."""
+              bus_id: str | None = None, dcgm_version: str | None = None, error: str | None = None) -> Verdict:
+    """`status`: DCGM's (Pass, Warn, Fail, Skip, Not Run, in any case); `warnings`: its {error_id, warning,
+    error_severity, error_category}; `measured`: the values its info lines give ({name: {value, unit}}); `error`:
+    why DCGM could not run its diagnostics at all (its runtime error): a skip, not a verdict on the node."""
     what = DCGM_DIAG.judged(test=test)
     where = f"GPU{gpu}" if gpu is not None else None
     ids = [w.get("error_id") for w in warnings if isinstance(w, dict)]
@@ -66,14 +69,20 @@ def dcgm_diag(thresholds, *, test: str, category: str, gpu: int | None, status: 
                          DCGM_DIAG.said("version", version=dcgm_version, category=category) if dcgm_version else category)
              if x]
     extra = {"place": place, "note": "; ".join(notes)}
+    if error is not None:
+        return skip(what, where, DCGM_DIAG.said("broken", error=error), **extra)
+    status = STATUSES.get(" ".join(str(status).split()).lower(), status)
     if status in ("Skip", "Not Run"):
         said = "; ".join(_problem(w) for w in warnings) or DCGM_DIAG.said("dcgm_skipped" if status == "Skip" else "not_run")
         return skip(what, where, DCGM_DIAG.said("skipped", status=status, said=said), **extra)
-    outcome = OUTCOME.get(status)
-    if outcome is None:
-        return skip(what, where, DCGM_DIAG.said("unknown_status", status=status, known=", ".join(OUTCOME)), **extra)
+    # A status wirecheck cannot read fails: DCGM judged the test something other than a pass, and a skip would let
+    # the node pass on it.
+    outcome = OUTCOME.get(status, FAIL)
     details = {"gpus": [gpu] if gpu is not None else [], "dcgm_status": status, "dcgm_error_ids": ids,
                "component": COMPONENT.get(test, GPU)}
+    if status not in OUTCOME:
+        warnings = [{"warning": DCGM_DIAG.said("unknown_status", status=status, known=", ".join(STATUSES.values()))},
+                    *warnings]
     if any(i in HARD_MEMORY_ERRORS for i in ids) and outcome == FAIL:
         details["hard_memory"] = True  # records.drain_policy: replace the GPU
     problems = [_problem(w) for w in warnings if isinstance(w, dict)]
@@ -91,14 +100,16 @@ def judge(diag, gpus: list[dict] | None = None, thresholds=None) -> list[Verdict
     from wirecheck.node import dcgm as node_dcgm
 
     if diag.runtime_error and not diag.results:
-        return [skip(DCGM_DIAG.said("diagnostics"), None, DCGM_DIAG.said("broken", error=diag.runtime_error))]
+        return [dcgm_diag(thresholds, test="diagnostics", category="", gpu=None, status=None, warnings=[],
+                          dcgm_version=diag.version, error=diag.runtime_error)]
     return [dcgm_diag(thresholds, **inputs) for inputs in node_dcgm.check_inputs(diag, gpus)]
 
 
 def write_record(writer, diag, verdicts: list[Verdict], *, source: str, gpus: list[dict], thresholds: str,
-                 versions: dict | None = None) -> None:
+                 versions: dict | None = None, host: str | None = None) -> None:
     """A record of its own for a DCGM run read from a file (`wirecheck dcgm`): a header naming the file, DCGM's
-    version and the GPUs, a `dcgm_diag` measurement, the verdicts, the end line with its exit status."""
+    version and the GPUs, a `dcgm_diag` measurement, the verdicts, the end line with its exit status. `host`: the
+    node DCGM ran on, where known (--record's); else this one."""
     from wirecheck.core import exit_codes
     from wirecheck.node import dcgm as node_dcgm
     from wirecheck.records.file import Measurement
@@ -108,7 +119,8 @@ def write_record(writer, diag, verdicts: list[Verdict], *, source: str, gpus: li
     writer.header(run_header(simulated=False, simulation_source=None, thresholds=thresholds,
                              versions={**(versions or {}), "dcgm": diag.version, "driver": diag.driver},
                              placements=[], gpus=node_dcgm.header_gpus(diag, gpus), kind="dcgm",
-                             dcgm={"source": source, "version": diag.version, "runtime_error": diag.runtime_error}))
+                             dcgm={"source": source, "version": diag.version, "runtime_error": diag.runtime_error},
+                             **({"host": host} if host else {})))
     writer.measurement(Measurement(kinds.DCGM_DIAG, None, f"DCGM diagnostics from {source}", None, None,
                                    {"source": source, "version": diag.version, "driver": diag.driver,
                                     "results": len(diag.results), "runtime_error": diag.runtime_error}))

@@ -36,20 +36,34 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def _node_gpus(record: str | None) -> list[dict]:
-    """The GPUs of --record's header, else NVML's on this node, else none (DCGM's own serials then name them)."""
+def _node(record: str | None) -> tuple[list[dict], str | None]:
+    """The node DCGM ran on: the GPUs and host of --record's header, else NVML's GPUs on this node (and this
+    host), else no GPUs (DCGM's own serials then name them)."""
     if record:
         from wirecheck.records.file import read_run
 
-        return [g for g in read_run(record).run.get("gpus") or [] if isinstance(g, dict)]
+        header = read_run(record).run
+        return [g for g in header.get("gpus") or [] if isinstance(g, dict)], header.get("host")
     from wirecheck.node import nvml
 
     try:
         topology = nvml.read_topology()
     except nvml.NvmlUnavailable:
-        return []
+        return [], None
     return [{"index": g.index, "serial": getattr(g, "serial", None), "bus_id": g.bus_id, "uuid": getattr(g, "uuid", None),
-             "name": g.name} for g in topology.gpus]
+             "name": g.name} for g in topology.gpus], None
+
+
+def _same_node(diag, gpus: list[dict], record: str | None) -> None:
+    """Refuse a DCGM run whose GPUs are not the node's: its verdicts would land on other GPUs by index."""
+    from wirecheck.node import dcgm
+
+    foreign = dcgm.foreign_serials(diag, gpus)
+    if foreign:
+        ours = ", ".join(sorted(str(g.get("serial")) for g in gpus if g.get("serial")))
+        node = f"--record {record}" if record else "this node's GPUs (NVML)"
+        raise dcgm.DcgmError(f"DCGM's GPU serial(s) {', '.join(foreign)} are none of {node} (serials {ours}): DCGM ran "
+                             f"on another node; give a record of the node it ran on{'' if record else ' with --record'}")
 
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
@@ -68,7 +82,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         if args.thresholds:  # the record keeps it as the file its verdicts are judged against: it must be one
             load_thresholds(args.thresholds)
         _, diag = dcgm.load(args.file)
-        gpus = _node_gpus(args.record)
+        gpus, host = _node(args.record)
+        _same_node(diag, gpus, args.record)
     except (dcgm.DcgmError, RecordFileError, ThresholdsError, OSError) as exc:
         print(f"wirecheck {NAME}: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT
@@ -76,7 +91,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     thresholds = args.thresholds or str(suite_paths().thresholds)
     try:
         writer = RunWriter(args.out, prefix="dcgm")
-        dcgm_check.write_record(writer, diag, verdicts, source=str(args.file), gpus=gpus, thresholds=thresholds)
+        dcgm_check.write_record(writer, diag, verdicts, source=str(args.file), gpus=gpus, thresholds=thresholds,
+                                host=host)
         writer.close()
     except RecordFileError as exc:
         print(f"wirecheck {NAME}: {cannot_write(exc, '--out', bool(args.out), '.wirecheck')}", file=sys.stderr)

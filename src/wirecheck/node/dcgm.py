@@ -215,6 +215,14 @@ def check_inputs(diag: DiagRun, gpus: list[dict] | None = None) -> list[dict]:
     return out
 
 
+def foreign_serials(diag: DiagRun, gpus: list[dict] | None) -> list[str]:
+    """DCGM's GPU serials that none of the node's `gpus` has, where both name serials: DCGM ran on another node
+    (matching by index would then put its verdicts on the wrong GPUs)."""
+    ours = {str(g.get("serial")) for g in gpus or [] if g.get("serial")}
+    theirs = [str(e.get("serial")) for _, e in sorted(diag.entities.items()) if e.get("serial")]
+    return [s for s in theirs if s not in ours] if ours else []
+
+
 def header_gpus(diag: DiagRun, gpus: list[dict] | None = None) -> list[dict]:
     """The GPUs a record of DCGM's run names: DCGM's entities, with the node's bus id and UUID where known."""
     by_serial = {str(g.get("serial")): g for g in gpus or [] if g.get("serial")}
