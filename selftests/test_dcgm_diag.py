@@ -92,7 +92,7 @@ def test_each_dcgm_status(status, outcome):
     if status.lower() == "not run":
         assert "DCGM did not run it" in v.message
     if status == "Bogus":
-        assert "DCGM status 'Bogus' is none of Pass, Warn, Fail, Skip, Not Run: read as a failure" in v.message
+        assert "DCGM status 'Bogus' is none of Pass, Skip, Warn, Fail, Not Run: read as a failure" in v.message
 
 
 def test_a_broken_dcgm_run_is_no_verdict_on_the_node(tmp_path, capsys):

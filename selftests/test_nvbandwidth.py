@@ -77,6 +77,42 @@ def test_gpus_are_matched_by_bus_id_and_a_missing_testcase_is_said():
     assert all(r["ratio"] is None for r in rows if r["copy"] != "peer")
 
 
+def test_another_nodes_gpus_are_refused_never_matched_by_number(tmp_path, capsys):
+    """By number, another node's nvbandwidth would stand beside this record's copies with ratios near 1."""
+    doc = _doc()
+    doc["nvbandwidth"]["GPU Device list"] = ["0: NVIDIA H200 (00000000:9A:00): (other)",
+                                             "1: NVIDIA H200 (00000000:1B:00): (other)"]
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(doc))
+    assert main(["nvbandwidth", "--json", str(other), "--record", str(RECORD)]) == exit_codes.BAD_INPUT
+    assert "is none of nvbandwidth's" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("cell", "said"), [("nan", "'nan' is no bandwidth"), (float("inf"), "inf is no bandwidth"),
+                                            (-5, "-5 is no bandwidth"), ({"x": 1}, '{"x": 1} is neither a number nor text')])
+def test_a_cell_that_is_no_bandwidth_is_named(tmp_path, capsys, cell, said):
+    """NaN would pass as "within 5 %" (no comparison with NaN is below the band), a negative figure as slow."""
+    doc = _doc()
+    doc["nvbandwidth"]["testcases"][0]["bandwidth_matrix"][0][0] = cell
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    assert main(["nvbandwidth", "--json", str(bad), "--record", str(RECORD)]) == exit_codes.BAD_INPUT
+    assert f"testcases[0] ({doc['nvbandwidth']['testcases'][0]['name']}): bandwidth_matrix[0][0]: {said}" in \
+        capsys.readouterr().err
+
+
+def test_a_cut_file_names_its_own_line(tmp_path, capsys):
+    """Lines before the JSON (nvbandwidth's own) count: the line said is the file's, as an editor shows it."""
+    half = SAMPLE.read_text()[:len(SAMPLE.read_text()) // 2]
+    lines = []
+    for before in ("", "a line of its own\nand another\n"):
+        cut = tmp_path / "cut.json"
+        cut.write_text(before + half)
+        assert main(["nvbandwidth", "--json", str(cut), "--record", str(RECORD)]) == exit_codes.BAD_INPUT
+        lines.append(int(capsys.readouterr().err.rsplit("line ", 1)[1].split(")")[0]))
+    assert lines[1] == lines[0] + 2 and lines[0] > half[:half.index("{")].count("\n") + 1
+
+
 def _fake(tmp_path: Path, body: str) -> Path:
     tool = tmp_path / "nvbandwidth"
     tool.write_text(f"#!/bin/sh\necho \"CUDA_DEVICE_ORDER=$CUDA_DEVICE_ORDER $*\" >&2\ncat <<'JSON'\n{body}\nJSON\n")

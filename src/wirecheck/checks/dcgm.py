@@ -11,11 +11,11 @@ from wirecheck.checks import check
 from wirecheck.checks.words import Words
 from wirecheck.core.failure_codes import GPU, MEMORY, NODE, NVLINK, PCIE
 from wirecheck.core.verdict import FAIL, PASS, WARN, Verdict, skip
-from wirecheck.node.dcgm import HARD_MEMORY_ERRORS
+from wirecheck.node.dcgm import HARD_MEMORY_ERRORS, STATUSES as node_statuses
 
 OUTCOME = {"Pass": PASS, "Warn": WARN, "Fail": FAIL}
 # DCGM's statuses as each version spells them (4.x "Pass", 3.x "PASS"), by their lower case.
-STATUSES = {name.lower(): name for name in (*OUTCOME, "Skip", "Not Run")}
+STATUSES = {name.lower(): name for name in node_statuses}
 # What each DCGM test is about, for the health events (its plugin names: nvvs/include/PluginStrings.h).
 COMPONENT = {"software": NODE, "memory": MEMORY, "memtest": MEMORY, "memory_bandwidth": MEMORY, "pcie": PCIE,
              "nvbandwidth": NVLINK, "nccl_tests": NVLINK}

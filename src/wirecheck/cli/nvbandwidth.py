@@ -128,7 +128,11 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     except (RecordFileError, ThresholdsError, OSError, ValueError) as exc:
         print(f"wirecheck {NAME}: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT
-    rows = copy_crosscheck.side_by_side(suite, reading, gpus) if suite else []
+    try:
+        rows = copy_crosscheck.side_by_side(suite, reading, gpus) if suite else []
+    except ValueError as exc:  # another node's nvbandwidth
+        print(f"wirecheck {NAME}: {exc}", file=sys.stderr)
+        return exit_codes.BAD_INPUT
     print(copy_crosscheck.format_side_by_side(rows, reading))
     if missing:
         print(f"wirecheck {NAME}: the suite's copies ({where}): {missing}", file=sys.stderr)

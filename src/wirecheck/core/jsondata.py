@@ -73,3 +73,17 @@ def loads(text: str, guarded: bool = True) -> Any:
     if text.count("[") + text.count("{") > MAX_DEPTH and too_deep(obj):
         raise deep
     return obj
+
+
+def object_in(text: str) -> Any:
+    """The JSON object in a tool's output, which may print lines of its own before and after it (dcgmi,
+    nvbandwidth): ValueError saying why not, a line counted in `text` as the file has it."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        raise ValueError("no JSON object")
+    try:
+        return json.loads(text[start:end + 1])
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg}, line {text.count(chr(10), 0, start) + exc.lineno})") from None
+    except RecursionError:
+        raise ValueError(f"JSON nested more than {MAX_DEPTH} levels deep") from None

@@ -19,12 +19,16 @@ PARITY_BAND = 0.95  # the suite within 5 % of NVIDIA's own tool, or better
 
 def ordinals(reading: nvb.Reading, gpus: Sequence[dict]) -> dict[int, int]:
     """NVML index -> nvbandwidth's device ordinal: by bus id where both name one, else the same number (it runs in
-    PCI bus order, as NVML counts)."""
+    PCI bus order, as NVML counts). ValueError for a GPU whose bus id is none of nvbandwidth's: nvbandwidth ran on
+    another node, and by number its figures would stand beside another node's."""
     by_bus = {d["bus_id"]: d["ordinal"] for d in reading.devices}
     out = {}
     for g in gpus:
         bus = str(g.get("bus_id") or "").upper()
         match = next((o for b, o in by_bus.items() if bus.startswith(b)), None) if bus else None
+        if match is None and bus and by_bus:
+            raise ValueError(f"GPU{g['index']}'s bus id {bus} is none of nvbandwidth's ({', '.join(by_bus)}): "
+                             "nvbandwidth ran on another node; give its output from the node of the suite's figures")
         out[g["index"]] = match if match is not None else g["index"]
     return out
 

@@ -12,7 +12,6 @@ the DCGM and driver versions; `DCGM Diagnostic.runtime_error` when the run itsel
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -20,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from wirecheck.core import jsondata
 
 LEVELS = {"r1": 1, "r2": 2, "r3": 3, "r4": 4}
 # How long each level may run before it is stopped: DCGM's documented durations (dcgmi diag reference: level 1
@@ -130,13 +131,11 @@ def load(path: str | Path) -> tuple[dict, DiagRun]:
 
 def _json_in(text: str, where: str) -> dict:
     """The JSON object in dcgmi's output (lines of its own may come before it, as DCGM's own tests trim)."""
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end < start:
-        raise DcgmError(f"{where}: no JSON object: give `dcgmi diag -r LEVEL -j` output")
     try:
-        return json.loads(text[start:end + 1])
-    except json.JSONDecodeError as exc:
-        raise DcgmError(f"{where}: not JSON ({exc.msg}, line {exc.lineno})") from None
+        return jsondata.object_in(text)
+    except ValueError as exc:
+        hint = ": give `dcgmi diag -r LEVEL -j` output" if str(exc) == "no JSON object" else ""
+        raise DcgmError(f"{where}: {exc}{hint}") from None
 
 
 def level(text: str) -> int:

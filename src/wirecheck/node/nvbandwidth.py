@@ -16,6 +16,7 @@ COMPARED's testcases. nvbandwidth numbers CUDA devices in CUDA's order: it runs 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -24,6 +25,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from wirecheck.core import jsondata
 
 # testcase -> what the suite's copy figure is: h2d and d2h per GPU (one row: the CPU), peer src -> dst.
 H2D, D2H, PEER = "host_to_device_memcpy_ce", "device_to_host_memcpy_ce", "device_to_device_memcpy_write_ce"
@@ -59,12 +62,34 @@ class Reading:
 
 
 def _cell(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+    """A matrix cell in GB/s; None for a pair the testcase does not copy ("N/A": a GPU with itself, no peer
+    access). ValueError for what is no bandwidth: NaN, infinite or negative, or neither a number nor text."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{json.dumps(value)} is neither a number nor text")
     try:
-        return float(str(value))
+        number = float(value)
     except ValueError:
-        return None  # "N/A": a pair the testcase does not copy (a GPU with itself, no peer access)
+        return None
+    except OverflowError:  # an integer beyond a float
+        number = math.inf
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"{value!r} is no bandwidth (GB/s: a finite number, at least 0)")
+    return number
+
+
+def _matrix(rows: list, where: str) -> list[list[float | None]]:
+    out = []
+    for r, row in enumerate(rows):
+        cells = []
+        for c, value in enumerate(row):
+            try:
+                cells.append(_cell(value))
+            except ValueError as exc:
+                raise NvbandwidthError(f"{where}: bandwidth_matrix[{r}][{c}]: {exc}") from None
+        out.append(cells)
+    return out
 
 
 def parse(doc: Any, where: str = "the nvbandwidth output") -> Reading:
@@ -85,7 +110,7 @@ def parse(doc: Any, where: str = "the nvbandwidth output") -> Reading:
         if not isinstance(matrix, list) or not all(isinstance(row, list) for row in matrix):
             raise NvbandwidthError(f"{where}: testcases[{i}] ({raw['name']}): bandwidth_matrix is not a list of rows")
         cases[raw["name"]] = Testcase(raw["name"], str(raw.get("status") or ""), raw.get("bandwidth_description"),
-                                      [[_cell(c) for c in row] for row in matrix], raw.get("error"))
+                                      _matrix(matrix, f"{where}: testcases[{i}] ({raw['name']})"), raw.get("error"))
     if not cases and not body.get("error"):
         raise NvbandwidthError(f"{where}: no testcases and no error: nothing nvbandwidth ran")
     return Reading(body.get("version"), body.get("CUDA Runtime Version"), body.get("Driver Version"), devices, cases,
@@ -103,13 +128,11 @@ def load(path: str | Path) -> Reading:
 
 
 def _json_in(text: str, where: str) -> Any:
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end < start:
-        raise NvbandwidthError(f"{where}: no JSON object: give `nvbandwidth -j` output")
     try:
-        return json.loads(text[start:end + 1])
-    except json.JSONDecodeError as exc:
-        raise NvbandwidthError(f"{where}: not JSON ({exc.msg}, line {exc.lineno})") from None
+        return jsondata.object_in(text)
+    except ValueError as exc:
+        hint = ": give `nvbandwidth -j` output" if str(exc) == "no JSON object" else ""
+        raise NvbandwidthError(f"{where}: {exc}{hint}") from None
 
 
 def find() -> str | None:
