@@ -139,6 +139,15 @@ def test_bad_input_is_named(tmp_path, text, capsys):
     assert str(bad) in capsys.readouterr().err and not (tmp_path / "out.jsonl").exists()
 
 
+def test_dcgm_3s_layout_is_named_with_the_fix(tmp_path, capsys):
+    old = tmp_path / "dcgm3.json"
+    old.write_text(json.dumps({"DCGM GPU Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [
+        {"name": "Memory", "results": [{"gpu_ids": "1", "status": "FAIL"}]}]}]}}))
+    assert main(["dcgm", str(old), "-o", str(tmp_path / "out.jsonl")]) == exit_codes.BAD_INPUT
+    assert "DCGM 3's layout" in capsys.readouterr().err and "with DCGM 4 or later" in str(
+        pytest.raises(dcgm.DcgmError, dcgm.load, old).value)
+
+
 def test_a_binary_file_is_named_never_a_traceback(tmp_path, capsys):
     """A crash would exit 1, which for this command says a DCGM test failed."""
     binary = tmp_path / "dcgm.json"

@@ -82,6 +82,9 @@ def measured_values(info: list[str]) -> dict:
 
 def parse(doc: Any, where: str = "the DCGM output") -> DiagRun:
     """dcgmi's JSON as a DiagRun; DcgmError naming `where` and the key when it is not DCGM's diagnostics."""
+    if isinstance(doc, dict) and isinstance(doc.get("DCGM GPU Diagnostic"), dict):
+        raise DcgmError(f"{where}: DCGM 3's layout (\"DCGM GPU Diagnostic\"): wirecheck reads DCGM 4's `dcgmi diag -j` "
+                        "(\"DCGM Diagnostic\", per-entity results); run the diagnostics with DCGM 4 or later")
     if not isinstance(doc, dict) or not isinstance(doc.get("DCGM Diagnostic"), dict):
         raise DcgmError(f"{where}: no \"DCGM Diagnostic\" object: not `dcgmi diag -j` output")
     diag = doc["DCGM Diagnostic"]
