@@ -28,7 +28,7 @@ TH = load_thresholds(PROJECT / "thresholds.yaml")
 
 
 def write_node(path: Path, scale: dict | None = None, *, simulated: bool = False, end: bool = True,
-               jitter: float = 0.0, thresholds=TH, header: dict | None = None) -> Path:
+               jitter: float = 0.0, thresholds=TH, header: dict | None = None, end_extra: dict | None = None) -> Path:
     """One node's record: busbw at the floor size per op (REFERENCE x scale x (1 + jitter)), judged by
     the busbw check against `thresholds` as tests/test_collectives.py does, and a DDP training run.
     `header`: keys added to the run header (what a run records of its thresholds and wirecheck)."""
@@ -52,7 +52,7 @@ def write_node(path: Path, scale: dict | None = None, *, simulated: bool = False
                                {"strategy": "ddp", "n_gpus": 2, "ranks": [], "error": None}))
     if end:
         rf.end({"status": "complete", "exit_status": 0, "simulated": simulated, "tests": {"passed": 3},
-                "verdicts": {"pass": 3}, "wall_s": 1.0})
+                "verdicts": {"pass": 3}, "wall_s": 1.0, **(end_extra or {})})
     rf.close()
     return path
 
@@ -130,6 +130,27 @@ def test_a_cut_short_or_empty_record_is_a_failed_node(tmp_path, capsys):
     assert code == 1
     assert _row(out, "gpu04").split()[1] == "CUT" and "cut short (no end line)" in out
     assert _row(out, "gpu05").split()[1] == "BROKEN" and "empty: the run died before writing its header" in out
+
+
+def test_a_narrowed_or_stopped_run_is_no_pass_of_the_node(tmp_path, capsys):
+    """A node whose run checked other than the fleet's (a -k, another level) or stopped at its first failure (-x)
+    ran part of what the others ran: its passes are not the node's acceptance. A fleet that all ran one selection
+    is judged on it."""
+    d = fleet(tmp_path, n=4)
+    write_node(d / "gpu04.jsonl", header={"level": "quick", "selection": ["-k", "test_hbm_bandwidth"]})
+    write_node(d / "gpu05.jsonl", end_extra={"stopped_early": True})
+    code, out, _ = run(capsys, d)
+    assert code == 1
+    assert _row(out, "gpu04").split()[1] == "PARTIAL", out
+    assert "it ran quick, -k test_hbm_bandwidth, where 4 of the fleet's nodes ran no level" in out
+    assert _row(out, "gpu05").split()[1] == "PARTIAL" and "stopped at a failure (-x or --maxfail)" in out
+    assert _row(out, "gpu03").split()[1] == "complete" and "2 PARTIAL, 4 PASS" in out
+    same = tmp_path / "same"
+    same.mkdir()
+    for k in range(3):
+        write_node(same / f"gpu{k:02d}.jsonl", jitter=JITTER[k], header={"selection": ["-k", "test_busbw"]})
+    code, out, _ = run(capsys, same)
+    assert code == 0 and "PARTIAL" not in out, out
 
 
 def test_its_own_verdicts_are_judged_again(tmp_path, capsys):

@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 
 # A record, as the fleet reads a node's: cut short (no end line: killed, hung, out of disk), stopped before
-# its end (a signal, pytest's own stop), missing (the node wrote none), unreadable (empty, or no record at
-# all), damaged (lines that are not text: the rest is judged, the record as a whole is not).
+# its end (a signal, pytest's own stop), narrowed (-k, -m, a test id, or -x at a failure: part of its level
+# ran), missing (the node wrote none), unreadable (empty, or no record at all), damaged (lines that are not
+# text: the rest is judged, the record as a whole is not).
 CUT_SHORT = "cut_short"
 STOPPED = "stopped"
+NARROWED = "narrowed"
 MISSING = "missing"
 UNREADABLE = "unreadable"
 DAMAGED = "damaged"
@@ -33,7 +35,7 @@ NVML_UNREADABLE = "nvml_unreadable"
 NOT_MEASURED = "not_measured"
 BROKEN = "broken"
 
-KINDS = (CUT_SHORT, STOPPED, MISSING, UNREADABLE, DAMAGED, HARNESS_FAULT, HARNESS_CRASH, BUSY, NVML_UNREADABLE,
+KINDS = (CUT_SHORT, STOPPED, NARROWED, MISSING, UNREADABLE, DAMAGED, HARNESS_FAULT, HARNESS_CRASH, BUSY, NVML_UNREADABLE,
          NOT_MEASURED, BROKEN)
 
 STATE_PREFIX = "wirecheck-state: "

@@ -9,13 +9,15 @@ Pure data in, data out: `wirecheck fleet report` prints it, `--json` keeps it, `
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from wirecheck.core import exit_codes, problems
 from wirecheck.checks import fleet as fleet_checks
 from wirecheck.fleet.changes import FleetChange, absorb, fleet_changes
 from wirecheck.fleet.figures import KINDS_READ, Figure, GpuFigure, gpu_figures, node_figures
-from wirecheck.fleet.records import Fleet, NodeRun
+from wirecheck.fleet.records import Fleet, NodeRun, scope as records_scope
 from wirecheck.checks import CHECKS
 from wirecheck.checks.judge import rejudge_run
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
@@ -47,6 +49,7 @@ class NodeResult:
     damaged: tuple = ()  # its record's lines that could not be read (records.file.DamagedLine)
     versions: dict = field(default_factory=dict)  # the driver and CUDA its record's header names
     in_changes: list[Verdict] = field(default_factory=list)  # its history failures a fleet-wide change explains
+    scope: str | None = None  # what its run set out to check (fleet.records.scope); None: no record read
 
     @property
     def failed(self) -> list[Verdict]:
@@ -84,11 +87,14 @@ class NodeResult:
 
     @property
     def record_status(self) -> str:
-        """The node's record in one word: complete, MISSING, CUT (cut short), DAMAGED (lines unreadable) or BROKEN."""
+        """The node's record in one word: complete, MISSING, CUT (cut short), DAMAGED (lines unreadable), PARTIAL
+        (narrowed, or stopped at a failure) or BROKEN."""
         if self.record.outcome == FAIL:
             if self.path is None:
                 return "MISSING"
             kind = self.record.problem
+            if kind == problems.NARROWED:
+                return "PARTIAL"
             return "DAMAGED" if kind == problems.DAMAGED else "CUT" if kind == problems.CUT_SHORT else "BROKEN"
         return "complete"
 
@@ -173,6 +179,7 @@ def node_result(thresholds: Thresholds, n: NodeRun, under: tuple | None = None) 
         if verdicts is None:
             verdicts = _as_data(n.path, rejudge_run, n.run, thresholds)[1]
         result.judged = True
+        result.scope = records_scope(n.run)
         versions = n.run.run.get("versions") or {}
         result.versions = {k: versions[k] for k in ("driver", "cuda") if versions.get(k)}
         result.counts = {o: 0 for o in (FAIL, PASS, SKIP)}
@@ -351,6 +358,24 @@ def _judge_gpus(nodes: list[NodeResult], thresholds: Thresholds, simulated: bool
         n.gpus.sort(key=lambda v: order.get((v.where, v.details.get("figure")), 0))
 
 
+def _hold_other_scopes(nodes: list[NodeResult], thresholds: Thresholds) -> None:
+    """A node whose run checked other than what most of the fleet's ran (another level, a -k): its passes are not
+    the fleet's acceptance of it, so its record fails as PARTIAL. A fleet that all ran one narrowed selection is
+    judged on it; with no scope shared by more than half the nodes, none is held."""
+    scopes = Counter(n.scope for n in nodes if n.scope is not None and n.record.outcome != FAIL)
+    if not scopes:
+        return
+    common, count = scopes.most_common(1)[0]
+    if count * 2 <= sum(scopes.values()):
+        return
+    for n in nodes:
+        if n.scope is not None and n.scope != common and n.record.outcome != FAIL:
+            problem = (f"record {Path(n.path).name}: it ran {n.scope}, where {count} of the fleet's nodes ran {common}: "
+                       "not the same checks; run that on this node")
+            n.record = fleet_checks.node_record(thresholds, node=n.node, path=n.path, problem=problem,
+                                                problem_kind=problems.NARROWED)
+
+
 def _network(run: RunRecord, thresholds: Thresholds) -> NetworkResult:
     problem, kind = None, None
     if run.end is None:
@@ -392,6 +417,7 @@ def judge_fleet(fleet: Fleet, thresholds: Thresholds, expect_network: bool = Fal
         result = n.digest if isinstance(n.digest, NodeResult) else node_result(thresholds, n)
         result.unexpected = n.unexpected  # set by collect after the record was read
         nodes.append(result)
+    _hold_other_scopes(nodes, thresholds)
     _judge_figures(nodes, thresholds, fleet.simulated)
     _judge_gpus(nodes, thresholds, fleet.simulated)
     changes = fleet_changes(nodes, thresholds.fleet(fleet.simulated).min_nodes)

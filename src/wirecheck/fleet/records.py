@@ -74,7 +74,18 @@ def _problem(run: RunRecord) -> tuple[str | None, str | None]:
     if status != "complete":
         return (f"record {run.path.name}: the run was {status} (exit status {run.end.get('exit_status')}): not every "
                 "check ran"), problems.STOPPED
+    if run.end.get("stopped_early"):
+        return (f"record {run.path.name}: the run stopped at a failure (-x or --maxfail): the checks after it never "
+                "ran"), problems.NARROWED
     return None, None
+
+
+def scope(run: RunRecord) -> str:
+    """What a run set out to check, in words: its level and what narrowed it (-k, -m, test ids). The fleet holds a
+    node that ran other checks than the others ran to account (fleet.judging)."""
+    selection = run.run.get("selection") or []
+    level = run.run.get("level") or "no level"
+    return f"{level}, {' '.join(map(str, selection))[:120]}" if selection else str(level)
 
 
 # What a host or Slurm node name is made of (RFC 1123 labels, and the '_' some sites use), 253 at most.
