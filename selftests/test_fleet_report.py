@@ -196,6 +196,25 @@ def test_bad_input_is_named(tmp_path, capsys):
     assert code == 2 and "no record files" in err
 
 
+def test_an_output_that_is_a_record_or_an_input_is_refused_before_anything_is_written(tmp_path, capsys):
+    """`--json DIR/node.jsonl` replaced a node's record with the fleet's JSON, exit 0: the node was gone from the
+    next report. A record, or a file the report reads, is refused by the option, before the records are read."""
+    d = fleet(tmp_path, n=3)
+    node = d / "gpu01.jsonl"
+    before = node.read_bytes()
+    nodes = tmp_path / "nodes.txt"
+    nodes.write_text("gpu00\ngpu01\ngpu02\n")
+    for option, target, extra in (("--json", node, ()), ("--html", node, ()), ("--json", nodes, ("--nodes", nodes))):
+        code, out, err = run(capsys, d, option, target, *extra)
+        assert code == 2 and f"--{option.lstrip('-')}: {target}" in err and "pass a new path" in err, err
+        assert "nothing was written" in err and "Traceback" not in err and not out
+    assert node.read_bytes() == before and nodes.read_text() == "gpu00\ngpu01\ngpu02\n"
+    # a file of its own from an earlier day is replaced, as before
+    (tmp_path / "fleet.json").write_text("{}\n")
+    code, _, _ = run(capsys, d, "--json", tmp_path / "fleet.json")
+    assert code == 0 and json.loads((tmp_path / "fleet.json").read_text())["nodes"]
+
+
 def _network_record(path: Path, nodes: list[str], slow: str) -> None:
     """A multi-node record as rank 0 of wirecheck.fleet.multinode writes it: pairs and their verdicts."""
     rf = RecordFile(path)

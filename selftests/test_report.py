@@ -383,6 +383,34 @@ def test_an_output_that_cannot_be_written_is_refused_before_anything_is_read_or_
     assert "Traceback" not in err
 
 
+def test_an_output_that_is_an_input_or_a_record_is_refused_before_anything_is_written(tmp_path, capsys):
+    """`report a.jsonl -o a.jsonl` replaced the record with its page, exit 0; so did `--prometheus` naming a record,
+    and the default -o of a record named rec.html (the input itself). Each is refused by its option, the record
+    kept; a page of an earlier day is replaced as before."""
+    record = tmp_path / "a.jsonl"
+    record.write_bytes(SIM.read_bytes())
+    other = tmp_path / "b.jsonl"
+    other.write_bytes(SIM.read_bytes())
+    named_html = tmp_path / "rec.html"
+    named_html.write_bytes(SIM.read_bytes())
+    link = tmp_path / "link.html"
+    link.symlink_to(record)
+    for argv, option, target in (([record, "-o", record], "-o", record),
+                                 ([record, "-o", link], "-o", link),
+                                 ([record, "-o", tmp_path / "a.html", "--prometheus", other], "--prometheus", other),
+                                 ([record, "-o", tmp_path / "a.html", "--prometheus", record], "--prometheus", record),
+                                 ([named_html], "-o (not given: the first RESULTS file with .html)", named_html)):
+        assert report([str(a) for a in argv]) == 2
+        captured = capsys.readouterr()
+        assert f"wirecheck report: {option}: {target} " in captured.err and "pass a new path" in captured.err
+        assert "nothing was written" in captured.err and "Traceback" not in captured.err and not captured.out
+    assert record.read_bytes() == other.read_bytes() == named_html.read_bytes() == SIM.read_bytes()
+    assert not (tmp_path / "a.html").exists()
+    (tmp_path / "a.html").write_text("<html>an earlier page</html>")
+    assert report([str(record), "-o", str(tmp_path / "a.html")]) == 0
+    assert "an earlier page" not in (tmp_path / "a.html").read_text()
+
+
 def test_evidence_sections_nccl_path_and_copies(tmp_path):
     from reference_record import with_evidence
 

@@ -12,8 +12,8 @@ A line of the run's record that is not UTF-8 text (a bad byte) is named (file, l
 the page is drawn from every other line and says DAMAGED RECORD.
 
 Exit codes: 0 written; 2 bad input (a file that is not a record, an unreadable --history
-directory, an unwritable output path, refused before anything is drawn); 12 written, but the run's
-record is damaged (lines that could not be read: what they held is lost).
+directory, an unwritable output path, or one that is an input or holds a record, refused before anything
+is drawn); 12 written, but the run's record is damaged (lines that could not be read: what they held is lost).
 """
 
 from __future__ import annotations
@@ -49,13 +49,22 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
     from wirecheck.records.file import RecordFileError
+    from wirecheck.records.run import refuse_other_runs
     from wirecheck.report.command import build_html, trend_runs, unwritable
     from wirecheck.report.model import load_history, load_runs
     from wirecheck.report.prometheus import exposition
     from wirecheck.core.safefs import write_atomically
 
     output = Path(args.output) if args.output else Path(args.records[0]).with_suffix(".html")
-    for target in [output] + ([Path(args.prometheus)] if args.prometheus else []):
+    targets = [("-o" if args.output else "-o (not given: the first RESULTS file with .html)", output)]
+    targets += [("--prometheus", Path(args.prometheus))] if args.prometheus else []
+    for option, target in targets:
+        try:  # the page and the Prometheus file replace what is there: never a record, least of all an input
+            refuse_other_runs(target, None, args.records)
+        except RecordFileError as exc:
+            print(f"wirecheck report: {option}: {exc} (nothing was written)", file=sys.stderr)
+            return exit_codes.BAD_INPUT
+    for option, target in targets:
         why = unwritable(target)  # before anything is read or drawn: a page takes seconds
         if why:
             print(f"wirecheck report: cannot write {target}: {why}; nothing was drawn: pass a path in a folder you "

@@ -15,6 +15,7 @@ from wirecheck.fleet.judging import (FleetResult, digest, gpus_below_fleet, judg
 from wirecheck.fleet import summary
 from wirecheck.fleet.diagnosis_view import DiagnosisView, html_section, read_diagnosis, text_lines
 from wirecheck.records.file import RecordFileError
+from wirecheck.records.run import refuse_other_runs
 from wirecheck.fleet.records import FleetInputError, collect, default_jobs, read_node_list
 from wirecheck.fleet.settings import FULL_TABLE_UP_TO, MAX_LINES  # a small fleet's every row; failures listed
 from wirecheck.core.paths import suite_paths
@@ -218,6 +219,14 @@ def run(args) -> int:
     """`wirecheck fleet report` with its options parsed (wirecheck.cli.fleet.report): the fleet's exit code
     (wirecheck.core.exit_codes), after its text and any --json and --html file."""
     th_path = Path(args.thresholds) if args.thresholds else suite_paths().thresholds
+    inputs = [p for p in (args.thresholds, args.nodes, args.diagnosis) if p]
+    for option in ("--json", "--html"):  # before the records are read: a fleet takes up to a minute
+        target = getattr(args, option.lstrip("-"))
+        try:  # the file is replaced: never a node's record (the next report would miss the node) nor an input
+            refuse_other_runs(target, None, inputs) if target else None
+        except RecordFileError as exc:
+            print(f"wirecheck fleet report: {option}: {exc} (nothing was written)", file=sys.stderr)
+            return exit_codes.BAD_INPUT
     try:
         thresholds = load_thresholds(th_path)
         expected = read_node_list(args.nodes) if args.nodes else None

@@ -319,6 +319,23 @@ class DamagedLine:
 _RUN_PREFIX = '{"type": "run"'
 
 
+def starts_a_run(path: Path) -> bool:
+    """Whether the file's first line is a run header: a record file, however damaged its other lines (only the
+    first line is read). Its keys in another order (a record passed through jq) are a header too."""
+    try:
+        with open(path, "rb") as fh:
+            line = fh.readline(1 << 22)  # a header with its thresholds' bytes is ~30 kB
+    except OSError:
+        return False
+    if line.startswith(_RUN_PREFIX.encode()):
+        return True
+    try:
+        obj = json.loads(line)
+    except ValueError:  # not UTF-8 or not JSON (an HTML page): no record
+        return False
+    return isinstance(obj, dict) and obj.get("type") == "run"
+
+
 def _record_line(line: str, guarded: bool = True) -> dict:
     """One line of a record file as data: JSONDecodeError for a line that is not JSON (a torn last
     line), ValueError for JSON that is no record line (jsondata's limits, or not an object).

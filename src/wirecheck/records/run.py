@@ -26,7 +26,7 @@ from wirecheck.core import code_digest, exit_codes
 from wirecheck.core.harness import REMOVED, HarnessFault
 from wirecheck.core.paths import extends_target
 from wirecheck.core.verdict import Verdict
-from wirecheck.records.file import Measurement, RecordFile, RecordFileError, env_switches, read_run
+from wirecheck.records.file import Measurement, RecordFile, RecordFileError, env_switches, read_run, starts_a_run
 
 COMPLETE = "complete"
 INTERRUPTED = "interrupted"
@@ -162,11 +162,15 @@ def cannot_write(exc: Exception, option: str, named: bool, folder: str | Path) -
             f"or pass {option} PATH")
 
 
-def refuse_other_runs(path: str | Path, kind: str, reads: Iterable[str | Path] = ()) -> None:
+def refuse_other_runs(path: str | Path, kind: str | None, reads: Iterable[str | Path] = ()) -> None:
     """A command that writes runs of its own `kind` (dcgm, nvbandwidth, diagnosis) into a path it was given:
     RecordFileError where that path is a record the command reads (`reads`), or a file whose last run is of
     another kind. Runs append, and every reader takes a file's last run: a DCGM run appended to a
-    validation record would hide the validation's verdicts from judge, report and the drain hooks."""
+    validation record would hide the validation's verdicts from judge, report and the drain hooks.
+
+    `kind` None: the command writes no run, it replaces the file (a page, a JSON or Prometheus file): the path
+    is refused where it is a file the command reads or holds a record (its first line a run header), which
+    the new file would destroy; any other file there is the command's own output of an earlier day."""
     target = Path(path)
     try:
         if not target.is_file() or target.stat().st_size == 0:
@@ -178,10 +182,18 @@ def refuse_other_runs(path: str | Path, kind: str, reads: Iterable[str | Path] =
             same = os.path.samefile(target, given)
         except OSError:
             continue
+        if same and kind is None:
+            raise RecordFileError(f"{path} is a file this command reads: writing there would replace it, and what "
+                                  "it holds would be lost; pass a new path")
         if same:
             raise RecordFileError(f"{path} is the record this command reads: writing its {kind} run there would "
                                   "make it the file's last run, which every reader takes, and hide the run it "
                                   "holds; pass a new path")
+    if kind is None:
+        if starts_a_run(target):
+            raise RecordFileError(f"{path} holds a wirecheck record: writing there would replace it, and the run it "
+                                  "holds would be lost; pass a new path")
+        return
     try:
         last = read_run(target).run.get("kind")
     except (RecordFileError, OSError, ValueError):

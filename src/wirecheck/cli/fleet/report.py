@@ -19,7 +19,8 @@ median, scaled MAD and n, not their values. The output leads with the failures, 
 
 Exit codes: 0 every node passed (hardware); 1 a node failed, is missing or cut short, or a
 multi-node run failed (or, with --expect-network, left no record); 2 bad input (no such directory,
-a file that is not a wirecheck record, a malformed thresholds or node list file); 10 everything
+a file that is not a wirecheck record, a malformed thresholds or node list file, a --json or --html
+path that holds a record or is an input, refused before anything is read); 10 everything
 passed but the records are a simulation.
 """
 
