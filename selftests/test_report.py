@@ -132,6 +132,25 @@ def test_failures_come_first_each_in_a_few_lines_and_each_limit_is_sourced_once(
     assert page.count('class="banner') == 1 and '<div class="banner sim">SIMULATION' in page
 
 
+def test_the_terminal_says_a_failed_run_failed_naming_its_failures(tmp_path, capsys):
+    """`report` printed only "wrote x.html" for a run with failures, though it said SIMULATION, INCOMPLETE and
+    DAMAGED: a log or a script never learned the run failed. The line counts the verdicts as judge does and names
+    each failure as its drain reason does; the exit code stays 0 (written)."""
+    objs = lines(SIM)
+    failing = [o for o in objs if o["type"] == "verdict" and o["check"] == "busbw"][:7]
+    for o in failing:
+        o.update(outcome="fail", limit={"min": 5000.0, "max": None})
+    counts = {k: sum(o["type"] == "verdict" and o["outcome"] == k for o in objs) for k in ("pass", "skip")}
+    make(tmp_path, write(tmp_path / "fail.jsonl", objs))
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "FAILED" in x)
+    assert line.startswith(f"wirecheck report: {tmp_path / 'fail.jsonl'}: FAILED: 7 failed, {counts['pass']} passed, ")
+    assert f"busbw {failing[0]['where']} " in line and "< 5000 GB/s" in line and line.count("busbw ") == 5
+    assert "; and 2 more; the page leads with them" in line
+    make(tmp_path, SIM)  # nothing failed: no such line
+    assert "FAILED" not in capsys.readouterr().out
+
+
 def _sweeps(spec: dict, slow: str):
     from wirecheck.report.model import Floor, SizePoint, Sweep
 

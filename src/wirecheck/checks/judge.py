@@ -21,7 +21,7 @@ from wirecheck.training.strategy_run import workload_of
 from wirecheck.records.file import RecordFileError, RunRecord
 from wirecheck.records.run import recorded_bases, recorded_thresholds
 from wirecheck.thresholds.file import Thresholds, ThresholdsError, load_thresholds
-from wirecheck.core.verdict import SKIP, Verdict
+from wirecheck.core.verdict import FAIL, PASS, SKIP, WARN, Verdict
 from wirecheck.vocab import records as kinds
 
 
@@ -105,6 +105,12 @@ def format_verdict(j: Judged) -> str:
     if j.changed:
         lines.append(f"     (was {j.recorded.outcome} when recorded{': ' + j.test if j.test else ''})")
     return "\n".join(lines)
+
+
+def counted(counts: dict[str, int]) -> str:
+    """Verdicts counted by outcome, as judge's last line says them (report's says a failed run's so too)."""
+    warned = f"{counts[WARN]} warned, " if counts.get(WARN) else ""
+    return f"{counts.get(FAIL, 0)} failed, {counts.get(PASS, 0)} passed, {warned}{counts.get(SKIP, 0)} skipped"
 
 
 def run_status(run: RunRecord) -> str | None:

@@ -50,7 +50,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
-    from wirecheck.checks.judge import format_verdict, judge_run, own_thresholds, run_status, skips_explained
+    from wirecheck.checks.judge import counted, format_verdict, judge_run, own_thresholds, run_status, skips_explained
     from wirecheck.core.paths import suite_paths
     from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, WARN
     from wirecheck.records.file import RecordFileError, read_run
@@ -126,8 +126,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     for p in problems:
         print(f"wirecheck judge: {p}")
     simulated = [str(run.path) for run in runs if run.simulated]
-    summary = (f"{counts[FAIL]} failed, {counts[PASS]} passed, " + (f"{counts[WARN]} warned, " if counts[WARN] else "")
-               + f"{counts[SKIP]} skipped; {changed} changed since recorded")
+    summary = f"{counted(counts)}; {changed} changed since recorded"
     # Said in every outcome, failed or cut short too: a dry run's verdicts never stand for a node.
     simulation = (f"; SIMULATION: {', '.join(simulated)} judged a simulated run, no node was validated"
                   if simulated else "")

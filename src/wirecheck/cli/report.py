@@ -11,6 +11,9 @@ the trend. --prometheus writes the key figures for node_exporter's textfile coll
 A line of the run's record that is not UTF-8 text (a bad byte) is named (file, line, byte) and skipped;
 the page is drawn from every other line and says DAMAGED RECORD.
 
+The terminal says the run's state beside the page's name: FAILED (the verdicts counted, each failure
+named), INCOMPLETE, SIMULATION, DAMAGED. A failed run's page is written: exit 0 (judge exits 1 for it).
+
 Exit codes: 0 written; 2 bad input (a file that is not a record, an unreadable --history
 directory, an unwritable output path, or one that is an input or holds a record, refused before anything
 is drawn); 12 written, but the run's record is damaged (lines that could not be read: what they held is lost).
@@ -47,7 +50,27 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                                 formatter_class=argparse.RawDescriptionHelpFormatter))
 
 
+# Failures named on the terminal; the page has every one.
+NAMED_FAILURES = 5
+
+
+def _failures(failures: list[dict]) -> str:
+    """The failed verdicts, each as the drain reason names it (check, where, measured against its limit)."""
+    from wirecheck.core import render
+    from wirecheck.core.verdict import Verdict
+
+    def named(v: dict) -> str:
+        try:
+            return render.drain_reason(Verdict.from_record(v))
+        except (TypeError, ValueError):  # a verdict line not as wirecheck writes them: its check and place
+            return f"{v.get('check')} {v.get('where') or 'node'}"
+
+    more = len(failures) - NAMED_FAILURES
+    return "; ".join(named(v) for v in failures[:NAMED_FAILURES]) + (f"; and {more} more" if more > 0 else "")
+
+
 def run(args: argparse.Namespace, extra: list[str]) -> int:
+    from wirecheck.checks.judge import counted
     from wirecheck.records.file import RecordFileError
     from wirecheck.records.run import refuse_other_runs
     from wirecheck.report.command import build_html, trend_runs, unwritable
@@ -104,6 +127,9 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         print(f"wirecheck report: left out of the trend: {why if why.startswith(str(path)) else f'{path}: {why}'}")
     if args.prometheus:
         print(f"wirecheck report: wrote {args.prometheus} (Prometheus text format)")
+    if view.failures:  # the terminal names the run's state as judge does: a log or a script reads no page
+        print(f"wirecheck report: {args.records[0]}: FAILED: {counted(view.verdict_counts)}: "
+              f"{_failures(view.failures)}; the page leads with them, each with what to do")
     if view.status != "complete":
         print(f"wirecheck report: {args.records[0]}: the run was {view.status}: the page says INCOMPLETE (not every "
               "check ran)")
