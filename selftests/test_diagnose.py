@@ -24,14 +24,15 @@ from wirecheck.node.placement import enumerate_placements
 from wirecheck.node.topo_text import load_recorded
 from wirecheck.records.culprit import diagnosed_culprit
 from wirecheck.records.file import Measurement, read_run
-from wirecheck.records.run import COMPLETE, RunWriter, placement_entry, run_header
+from wirecheck.records.run import COMPLETE, INTERRUPTED, RunWriter, placement_entry, run_header
 from wirecheck.thresholds.file import load_thresholds
 
 FAULTS = "selftests.diagnose_faults"
 QUAD = "nvl_quad-4gpu-4.5.6.7"
 
 
-def _record(tmp_path, topology_name: str, verdicts=(), measurements=(), name="run.jsonl"):
+def _record(tmp_path, topology_name: str, verdicts=(), measurements=(), name="run.jsonl", end=COMPLETE):
+    """`end`: how the run ended (records.run's status), None for a run cut short (no end line)."""
     paths = suite_paths()
     topo = load_recorded(topology_name, paths.topologies)
     writer = RunWriter(tmp_path / name)
@@ -42,7 +43,9 @@ def _record(tmp_path, topology_name: str, verdicts=(), measurements=(), name="ru
         writer.measurement(m)
     for v in verdicts:
         writer.verdict(v, "tests/test_x.py::test_x")
-    writer.end(COMPLETE, exit_codes.FAILED)
+    if end is not None:
+        writer.end(end, exit_codes.FAILED if end == COMPLETE else exit_codes.TERMINATED,
+                   signal=None if end == COMPLETE else "SIGTERM")
     writer.close()
     return read_run(tmp_path / name)
 
@@ -79,6 +82,44 @@ def test_a_quad_failure_plans_every_pair_inside_it_and_a_clean_record_nothing(tm
     before = run.path.read_bytes()
     assert main(["diagnose", str(run.path), "--run", "--json", str(run.path)]) == exit_codes.BAD_INPUT
     assert "is the record this command reads" in capsys.readouterr().err and run.path.read_bytes() == before
+
+
+@pytest.mark.parametrize("end, said", [(None, "the run was cut short (no end record)"),
+                                       (INTERRUPTED, "the run was interrupted: not every check ran")])
+def test_a_run_that_did_not_finish_is_no_clean_record(tmp_path, capsys, end, said):
+    """A run cut short or interrupted with no failure recorded exited 0, "the record has no failure", which only a
+    clean record may: a check it did not reach may fail. Said as judge says it, not localized, with or without --run;
+    its failures recorded are planned as any, the state said above them."""
+    passed = Verdict("busbw", "all_reduce busbw at 4 MiB", QUAD, "pass", "all_reduce busbw at 4 MiB: fine")
+    run = _record(tmp_path, "h200-nvl-8.synthetic", [passed], end=end)
+    for extra in ([], ["--run"]):
+        assert main(["diagnose", str(run.path), *extra]) == exit_codes.DIAGNOSIS_NOT_LOCALIZED
+        out = capsys.readouterr().out
+        assert f"wirecheck diagnose: {run.path}: {said}" in out and "the record has no failure" not in out, out
+        assert "run the level again (`wirecheck validate`)" in out
+    failed = _record(tmp_path, "h200-nvl-8.synthetic", [_quad_busbw_failed(1.0)], name="failed.jsonl", end=end)
+    assert main(["diagnose", str(failed.path)]) == exit_codes.DIAGNOSIS_PLANNED
+    out = capsys.readouterr().out
+    assert out.index(said) < out.index(f"1. busbw on {QUAD}")
+
+
+def test_a_damaged_record_without_a_failure_read_is_said_damaged(tmp_path, capsys):
+    """A record whose failed verdict's line is damaged (a bad byte) read as no failure, exit 0. The lost lines are
+    named as judge names them, exit 12 as judge's and report's; a failure that could be read is planned as any."""
+    run = _record(tmp_path, "h200-nvl-8.synthetic", [_quad_busbw_failed(1.0)])
+    data = run.path.read_bytes().replace(b'"outcome": "fail"', b'"outcome": "fa\xffil"')
+    run.path.write_bytes(data)
+    for extra in ([], ["--run"]):
+        assert main(["diagnose", str(run.path), *extra]) == exit_codes.RECORD_DAMAGED
+        out = capsys.readouterr().out
+        assert "1 line(s) unreadable (line 2, byte" in out and "a failed verdict may be on a lost one" in out, out
+        assert "the record has no failure" not in out
+    both = _record(tmp_path, "h200-nvl-8.synthetic", [_quad_busbw_failed(1.0), _quad_busbw_failed(2.0)], name="b.jsonl")
+    lines = both.path.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b'"outcome": "fail"', b'"outcome": "fa\xffil"')
+    both.path.write_bytes(b"\n".join(lines))
+    assert main(["diagnose", str(both.path)]) == exit_codes.DIAGNOSIS_PLANNED
+    assert "1 line(s) unreadable" in capsys.readouterr().out
 
 
 def test_one_gpu_s_grown_counters_are_probed_on_its_pairs_with_its_nvlink_peers(tmp_path):

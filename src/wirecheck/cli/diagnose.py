@@ -2,9 +2,15 @@
 it (printed as a plan); with --run, run them here and name the part with its evidence, in a record of its
 own (verdicts of check `diagnosis`), the culprit last.
 
-Exit codes (wirecheck.core.exit_codes): 0 nothing to localize (the record has no failure), 20 found (a part
-is named), 21 not reproduced (no failure came back), 22 not localized (a failure came back, or could not be
-ruled out, and no probe singled out a part), 23 planned (without --run: the plan was printed), 2 bad input.
+A record that is not all of its run (cut short, interrupted, or with lines that cannot be read) is said so
+first; its failures are planned or probed as any, and where none was read it is no clean record: a check it
+did not reach, or a verdict on a lost line, may have failed.
+
+Exit codes (wirecheck.core.exit_codes): 0 nothing to localize (a complete, undamaged record without failure),
+20 found (a part is named), 21 not reproduced (no failure came back), 22 not localized (a failure came back,
+or could not be ruled out, and no probe singled out a part; also a run cut short or interrupted with no
+failure recorded), 23 planned (without --run: the plan was printed), 12 no failure in the lines that could
+be read, but others could not (DAMAGED, as judge), 2 bad input.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import argparse
 import platform
 import sys
 
+from wirecheck.checks.judge import run_status
 from wirecheck.cli.protocol import entry
 from wirecheck.core import exit_codes as codes
 from wirecheck.core.paths import suite_paths
@@ -78,6 +85,23 @@ def _topology(run):
                          "run diagnose --run on the node the record came from") from None
 
 
+def _unclean(record) -> list[str]:
+    """What keeps a record from being all of its run, as judge says it: a run cut short or interrupted, lines lost."""
+    return [line for line in (run_status(record), record.damage()) if line]
+
+
+def _nothing_read_failed(record) -> int:
+    """No failure in a record that is not all of its run: not the clean record 0 stands for. A check the run did not
+    reach, or a verdict on a lost line, may have failed; so incomplete first, as judge orders them."""
+    if run_status(record):
+        print(f"nothing to localize in what the run recorded, but the run did not finish: a check it did not reach may "
+              f"fail; run the level again (`wirecheck validate`) and `{PROG}` its record")
+        return codes.DIAGNOSIS_NOT_LOCALIZED
+    print(f"nothing to localize in the lines that could be read, but a failed verdict may be on a lost one: `wirecheck "
+          f"judge {record.path}` says what is left; run the level again (`wirecheck validate`) for a whole record")
+    return codes.RECORD_DAMAGED
+
+
 def run(args, extra_args) -> int:
     try:
         if args.out and args.run_probes:  # before the probes: a path that cannot take their record loses it
@@ -88,6 +112,11 @@ def run(args, extra_args) -> int:
         _say(str(exc))
         return codes.BAD_INPUT
     found = suspects(record)
+    unclean = _unclean(record)
+    for line in unclean:  # said before the plan or the probes: the failures read may not be all of the run's
+        print(f"{PROG}: {line}")
+    if not found and unclean:
+        return _nothing_read_failed(record)
     if not args.run_probes:
         print(plan.render(found))
         if found:
