@@ -299,6 +299,40 @@ def test_judge_and_the_trend_leave_a_diagnosis_record_alone(tmp_path, capsys):
     assert [v.run.path.name for v in views] == ["run.jsonl"] and "diagnosis record" in skipped[0][1]
 
 
+def test_a_diagnosis_record_is_refused_as_judge_refuses_it(tmp_path, capsys):
+    """`diagnose` on its own findings planned a diagnosis of the diagnosis (exit 23) where judge refuses the file:
+    refused the same way, naming the record it diagnosed."""
+    failure = {"label": QUAD, "what": "all_reduce at 4 MiB", "kind": "died", "log_dir": None,
+               "root": {"rank": 2, "kind": "died", "summary": "killed by SIGKILL"}, "ranks": []}
+    m = Measurement("collective", QUAD, "all_reduce at 4 MiB", None, "GB/s", {"op": "all_reduce", "failure": failure})
+    run = _record(tmp_path, "h200-nvl-8.synthetic", measurements=[m])
+    _, path, _ = _run(tmp_path, run)
+    for extra in ([], ["--run"]):
+        assert main(["diagnose", str(path), *extra]) == exit_codes.BAD_INPUT
+        captured = capsys.readouterr()
+        assert "a diagnosis record (wirecheck diagnose --run)" in captured.err and not captured.out
+        assert f"`wirecheck diagnose {run.path}`" in captured.err and "Traceback" not in captured.err
+
+
+def test_a_failure_no_probe_localizes_says_what_to_do_not_to_run_probes(tmp_path, capsys):
+    """A GPU slower than its own history has no probe: the plan said so and still said "run them: ... --run". Each
+    such failure's step is its check's own `to do` (a GPU matter for history), and no probe is offered."""
+    from wirecheck.checks.words import WORDS
+
+    slow = Verdict("history", "hbm_copy against its own history", "GPU0", FAIL, "hbm_copy on GPU0: 10.1 % below its "
+                   "own median", measured=3840.4, unit="GB/s", limit={"min": 4144.7}, inputs={"gpu": 0})
+    run = _record(tmp_path, "h200-nvl-8.synthetic", [slow])
+    assert main(["diagnose", str(run.path)]) == exit_codes.DIAGNOSIS_PLANNED
+    out = capsys.readouterr().out
+    assert f"no probe localizes history; to do: {WORDS['history'].todo}" in out and "replace the GPU" in out
+    assert "--run" not in out and "no probe to run: act on each failure as its `to do` above says" in out
+    # beside a failure a probe localizes, the probes are offered
+    both = _record(tmp_path, "h200-nvl-8.synthetic", [slow, _quad_busbw_failed(1.0)], name="both.jsonl")
+    assert main(["diagnose", str(both.path)]) == exit_codes.DIAGNOSIS_PLANNED
+    out = capsys.readouterr().out
+    assert f"run them: wirecheck diagnose {both.path} --run" in out and WORDS["history"].todo in out
+
+
 def test_nccl_s_path_per_pair_is_read_from_its_log():
     from pathlib import Path
 

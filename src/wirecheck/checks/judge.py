@@ -107,6 +107,16 @@ def format_verdict(j: Judged) -> str:
     return "\n".join(lines)
 
 
+def refuse_diagnosis(run: RunRecord, command: str) -> None:
+    """RecordFileError for a diagnosis record (`wirecheck diagnose --run`'s findings) given to a command that reads a
+    validation's verdicts (judge, diagnose): naming how to read it, and the record it diagnosed."""
+    if run.run.get("kind") == "diagnosis":  # probes' findings, not inputs
+        raise RecordFileError(f"{run.path}: a diagnosis record (wirecheck diagnose --run): its findings come from "
+                              "probes run on the node, not from inputs a check can judge again; read it with "
+                              f"`wirecheck report {run.path}`, or {command} the record it diagnosed: `wirecheck "
+                              f"{command} {run.run.get('diagnosed')}`")
+
+
 def counted(counts: dict[str, int]) -> str:
     """Verdicts counted by outcome, as judge's last line says them (report's says a failed run's so too)."""
     warned = f"{counts[WARN]} warned, " if counts.get(WARN) else ""

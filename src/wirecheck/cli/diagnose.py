@@ -19,7 +19,7 @@ import argparse
 import platform
 import sys
 
-from wirecheck.checks.judge import run_status
+from wirecheck.checks.judge import refuse_diagnosis, run_status
 from wirecheck.cli.protocol import entry
 from wirecheck.core import exit_codes as codes
 from wirecheck.core.paths import suite_paths
@@ -107,6 +107,7 @@ def run(args, extra_args) -> int:
         if args.out and args.run_probes:  # before the probes: a path that cannot take their record loses it
             refuse_other_runs(args.out, KIND, [args.record])
         record = read_run(args.record)
+        refuse_diagnosis(record, NAME)  # its failures are findings already: diagnose the record it diagnosed
         thresholds = _thresholds(args, record)
     except (RecordFileError, ThresholdsError, ValueError) as exc:
         _say(str(exc))
@@ -119,8 +120,10 @@ def run(args, extra_args) -> int:
         return _nothing_read_failed(record)
     if not args.run_probes:
         print(plan.render(found))
-        if found:
+        if plan.probed(found):
             print(f"\nrun them: {PROG} {args.record} --run")
+        elif found:  # --run would only record them as not localized: the failures' own steps are the way on
+            print("\nno probe to run: act on each failure as its `to do` above says")
         return codes.DIAGNOSIS_PLANNED if found else codes.NOTHING_TO_LOCALIZE
     if not found:
         print("nothing to localize: the record has no failure")

@@ -50,7 +50,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace, extra: list[str]) -> int:
-    from wirecheck.checks.judge import counted, format_verdict, judge_run, own_thresholds, run_status, skips_explained
+    from wirecheck.checks.judge import (counted, format_verdict, judge_run, own_thresholds, refuse_diagnosis,
+                                        run_status, skips_explained)
     from wirecheck.core.paths import suite_paths
     from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, WARN
     from wirecheck.records.file import RecordFileError, read_run
@@ -60,11 +61,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     try:
         runs = [read_run(p) for p in args.records]
         for run in runs:
-            if run.run.get("kind") == "diagnosis":  # wirecheck diagnose's findings: probes, not inputs
-                raise RecordFileError(f"{run.path}: a diagnosis record (wirecheck diagnose --run): its findings come "
-                                      "from probes run on the node, not from inputs a check can judge again; read it "
-                                      f"with `wirecheck report {run.path}`, or judge the record it diagnosed "
-                                      f"({run.run.get('diagnosed')})")
+            refuse_diagnosis(run, NAME)
             if not run.verdicts and run.end is not None:  # ended with nothing to judge: never PASSED
                 kind = run.run.get("kind")
                 what = (f"a `wirecheck {kind}` run: figures, no check" if kind else "its selected tests each skipped "

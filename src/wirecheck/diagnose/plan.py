@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from wirecheck.diagnose.suspects import COLLECTIVE, HANG, HOST_COPY, SLOW_GPU, WRONG_COLLECTIVE, WRONG_GPU, Suspect
+from wirecheck.checks.words import words_for
+from wirecheck.diagnose.suspects import (COLLECTIVE, HANG, HOST_COPY, OTHER, SLOW_GPU, WRONG_COLLECTIVE, WRONG_GPU,
+                                        Suspect)
 
 
 def pairs_of(gpus: tuple[int, ...]) -> list[tuple[int, int]]:
@@ -48,7 +50,13 @@ def steps(s: Suspect) -> list[str]:
                 "alone is the GPU"]
     if s.kind == HANG:
         return ["from the record and the ranks' logs: which rank, op and step failed first (no probe runs)"]
-    return [f"no probe localizes {s.check}: re-run it with `wirecheck validate` and read its message"]
+    details = s.verdict.get("details") if isinstance(s.verdict.get("details"), dict) else None
+    return [f"no probe localizes {s.check}; to do: {words_for(s.check, details).todo}"]
+
+
+def probed(suspects: list[Suspect]) -> bool:
+    """Whether --run has anything to localize: a suspect of a kind with probes (or a hang, read from the record)."""
+    return any(s.kind != OTHER for s in suspects)
 
 
 def render(suspects: list[Suspect]) -> str:
