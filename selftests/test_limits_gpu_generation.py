@@ -42,7 +42,7 @@ def foreign_limits(thresholds, level: str = "acceptance") -> list[str]:
         topology = (load_recorded(profile.topology, suite_paths().topologies) if profile.topology
                     else profile_topology.from_profile(profile, str(thresholds.path)))
         for row in listing.node_limits(thresholds, topology, hardware, level):
-            if row.rule not in ("measured", "calibrated"):
+            if row.rule not in ("measured", "guess", "calibrated"):  # a guess from another generation's figures too
                 continue
             named = (row.measured_on or {}).get("gpu_model") or row.source
             gpus = {g for g in _GPU.findall(named) if g in generations}

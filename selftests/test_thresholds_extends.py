@@ -8,11 +8,13 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import json
 import re
 import shutil
 
 import pytest
 
+from wirecheck.cli.main import main
 from wirecheck.core.paths import suite_paths
 from wirecheck.records.run import recorded_bases, recorded_thresholds, thresholds_fields
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
@@ -55,6 +57,11 @@ def test_a_relative_chain_and_a_list_replaced_whole(tmp_path):
      "provenance"),
     ("extends: wirecheck\ngpu_health:\n  floors:\n    \"NVIDIA H200\":\n      hbm_copy: {min: \"4100 GB/s\", "
      "source: x, rule: guessed}\n", "hbm_copy.rule: the string \"guessed\" is not allowed"),
+    # a rule its own source contradicts: a guess said measured, or a measurement said guess
+    ("extends: wirecheck\ngpu_health:\n  floors:\n    \"NVIDIA H200\":\n      hbm_copy: {min: \"4100 GB/s\", "
+     "source: \"guess: ours\", rule: measured}\n", "hbm_copy.rule: rule: measured, but its source is a guess"),
+    ("extends: wirecheck\ngpu_health:\n  floors:\n    \"NVIDIA H200\":\n      hbm_copy: {min: \"4100 GB/s\", "
+     "source: \"measured: ours\", rule: guess}\n", "hbm_copy.rule: rule: guess, but its source is no guess"),
     ("extends: nowhere.yaml\n", "site.yaml: extends: 'nowhere.yaml' names"),
     ("extends: 3\n", "site.yaml: extends: expected the thresholds file this one is laid over"),
     ("extends: site.yaml\n", "the files extend each other in a circle"),
@@ -107,3 +114,45 @@ def test_a_record_made_on_another_machine_is_judged_against_its_own_base(tmp_pat
     data, _ = recorded_thresholds(header)
     t = load_thresholds(site, content=data, bases=recorded_bases(header))
     assert t.gpu_health.floor("hbm_copy", "NVIDIA H200", False).min == 3333e9
+
+
+def _listed(capsys, *args) -> dict:
+    assert main(["limits", "--profile", "h200-sxm-2", "--json", *args]) == 0
+    rows = json.loads(capsys.readouterr().out)["limits"]
+    return next(r for r in rows if r["key"] == "gpu_health.floors.NVIDIA H200.hbm_copy" and r["rule"] != "history")
+
+
+def test_a_bound_set_over_another_files_entry_keeps_none_of_its_source_rule_or_resolution(tmp_path, capsys):
+    """`{min: "3000 GB/s"}` over the shipped entry was listed with the shipped floor's source, `measured`, and the
+    10.6 % step the recorded runs measured for 3821 GB/s; a site's calibrated entry overridden so, as calibrated."""
+    shipped = _listed(capsys)
+    assert (round(shipped["min"]), shipped["rule"], shipped["resolution"]["step"]) == (3821, "measured", 0.1059)
+    bare = _write(tmp_path / "bare.yaml", 'extends: wirecheck\ngpu_health:\n  floors:\n    "NVIDIA H200":\n'
+                                          '      hbm_copy: {min: "3000 GB/s"}\n')
+    row = _listed(capsys, "--thresholds", str(bare))
+    assert (round(row["min"]), row["rule"], row["resolution"]) == (3000, "site", None), row
+    assert row["source"].startswith("none: bare.yaml sets min here without a source: of its own"), row
+    # its own source and rule count; the recorded resolution is the shipped value's, not this one's
+    own = _write(tmp_path / "own.yaml", 'extends: wirecheck\ngpu_health:\n  floors:\n    "NVIDIA H200":\n'
+                                        '      hbm_copy: {min: "3000 GB/s", source: "guess: half of nothing"}\n')
+    row = _listed(capsys, "--thresholds", str(own))
+    assert (row["rule"], row["source"], row["resolution"]) == ("guess", "guess: half of nothing", None), row
+    same = _write(tmp_path / "same.yaml", 'extends: wirecheck\ngpu_health:\n  floors:\n    "NVIDIA H200":\n'
+                                          '      hbm_copy: {min: "3821 GB/s", source: "measured: ours"}\n')
+    assert _listed(capsys, "--thresholds", str(same))["resolution"] == shipped["resolution"]
+    # a calibrated entry's rule and provenance (its resolution) stay with the value they were written for
+    site = _write(tmp_path / "site.yaml", f'extends: wirecheck\ngpu_health:\n  floors:\n    "NVIDIA H200":\n'
+                                          f'      hbm_copy: {CALIBRATED}\n')
+    over = _write(tmp_path / "over.yaml", 'extends: site.yaml\ngpu_health:\n  floors:\n    "NVIDIA H200":\n'
+                                          '      hbm_copy: {min: "3000 GB/s"}\n')
+    floor = load_thresholds(over).gpu_health.floor("hbm_copy", "NVIDIA H200", False)
+    assert (floor.min, floor.rule, floor.resolution) == (3000e9, "site", None) and "site.yaml" in floor.source, floor
+
+
+def test_a_guess_is_listed_as_a_guess(capsys):
+    """46 limits of an 8x H200 SXM node whose source says `guess: ... replace after a run` were listed `measured`."""
+    assert main(["limits", "--profile", "h200-sxm-8", "--json"]) == 0
+    rows = [r for r in json.loads(capsys.readouterr().out)["limits"] if r["rule"] in ("measured", "guess")]
+    guesses = [r for r in rows if r["source"].startswith("guess")]
+    assert guesses and all(r["rule"] == "guess" for r in guesses), [r["yaml_path"] for r in guesses if r["rule"] != "guess"]
+    assert all(r["rule"] == "measured" for r in rows if not r["source"].startswith("guess"))

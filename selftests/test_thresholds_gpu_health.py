@@ -33,9 +33,10 @@ def test_shipped_gpu_health():
         h100 = g.floor(figure, "NVIDIA H100 80GB HBM3", simulated=False)
         if figure == "gemm_fp8":  # measured on a 1x H100 SXM node, where the guess failed a healthy GPU
             assert h100.source.startswith("measured:") and "fixtures/reference/h100-1/" in h100.source
-            assert h100.min == 1097e12
-        else:
-            assert h100.source.startswith("guess:"), figure
+            assert h100.min == 1097e12 and h100.rule == "measured"
+        else:  # no run measured it: its rule says so, as its source does (it was `measured` by default)
+            assert h100.source.startswith("guess:") and h100.rule == "guess", figure
+        assert h200.rule == "measured", figure
     assert g.floor("hbm_copy", "NVIDIA H200", False).min == 3821e9
     assert g.floor("gemm_fp8", "some other GPU", False) is None
     assert g.floor("gemm_fp8", None, simulated=True) is None  # no fp8 on CPU ranks

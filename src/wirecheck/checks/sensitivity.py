@@ -181,7 +181,10 @@ def shipped_floors(thresholds, key: str, hardware=None, link_ceiling: float | No
     out: dict = {}
     for limit in found:
         if limit is not None and getattr(limit, "min", None):
-            out.setdefault(getattr(limit, "rule", "measured"), limit.min)
+            # the table floor is `measured` here whichever rule made it (a guess, a site's): the rules these
+            # resolutions are kept under (thresholds.limits.RESOLUTION_KEYS, the recorded file's) are the rules
+            # that judge, and the table is one of them
+            out.setdefault("derived" if getattr(limit, "rule", None) == "derived" else "measured", limit.min)
     return out
 
 

@@ -29,10 +29,18 @@ PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 OUTCOMES = (PASS, WARN, FAIL, SKIP)
 
 # Which rule made a limit: a table entry measured on this very hardware (GPU model, or NVLink
-# generation and link count), derived from the node's physics (links x speed, HBM and math peaks
-# from NVML), calibrated on the site's good nodes, this GPU's or placement's own history, the node's
-# peers (its median), the fleet's, or a CPU sanity bound of a simulated run.
-RULES = ("measured", "derived", "calibrated", "history", "peers", "fleet", "simulated")
+# generation and link count), a table entry nobody measured yet (its source a `guess:`), derived from the
+# node's physics (links x speed, HBM and math peaks from NVML), calibrated on the site's good nodes, a
+# bound a site file sets over another file's entry with no source or rule of its own (`site`: nobody says
+# how it was made), this GPU's or placement's own history, the node's peers (its median), the fleet's, or
+# a CPU sanity bound of a simulated run.
+RULES = ("measured", "guess", "derived", "calibrated", "site", "history", "peers", "fleet", "simulated")
+
+
+def source_rule(source: str | None) -> str:
+    """The rule a table entry's `source:` says made it: `guess` where it starts so (no run measured it),
+    else `measured`. Also read from a record's verdict written before verdicts kept their rule."""
+    return "guess" if str(source or "").lstrip().lower().startswith("guess") else "measured"
 
 
 class _Message:

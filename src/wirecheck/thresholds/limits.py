@@ -7,10 +7,12 @@ strategy, fabric, copy direction, GPU model, GPU count), read and looked up here
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from wirecheck.core.quantity import EXAMPLES, Quantity
+from wirecheck.core.verdict import source_rule
 from wirecheck.thresholds.yaml_reader import SOURCE_HINT, STAR, _At, _trace
 
 ANY = "any"  # a GPU-count (or placement-class) key that matches whatever has no entry of its own
@@ -85,9 +87,10 @@ def check_name(value: str, known: tuple[str, ...], what: str) -> None:
 
 # --- an entry: {min: ..., max: ..., source: ..., rule: ..., provenance: ..., hardware: ...} ------------------
 
-FILE_RULES = ("measured", "calibrated")  # the rules a file can state; the others are made by code
+FILE_RULES = ("measured", "guess", "calibrated")  # the rules a file can state; the others are made by code
 ENTRY_EXTRAS = {
-    "rule": "calibrated  (measured: the default, a reading on this hardware; calibrated: wirecheck calibrate)",
+    "rule": "calibrated  (measured: a reading on this hardware; guess: none yet, its source starts `guess:`; "
+            "calibrated: wirecheck calibrate; without it the source says which of the first two)",
     "provenance": "{nodes: [...], gpus: [...], dates: [...], n: 5, spread: \"0.6 %\", resolution: {step: \"2.1 %\", "
                   "false_alarms: \"0.0 %\", history: \"0.6 %\", measured: ..., peers: ..., fleet: ...}}  (what a "
                   "calibrated limit was made from, and the losses it and the other rules catch on those runs)",
@@ -118,10 +121,20 @@ def entry_resolution(f: dict[str, _At]) -> Mapping[str, float] | None:
     return MappingProxyType({k: fields[k].quantity("percent") for k in RESOLUTION_KEYS if k in fields})
 
 
-def entry_rule(f: dict[str, _At], at: _At) -> str:
-    """The `rule:` of a limit entry (default measured); a calibrated one must say what it was made from."""
-    rule = f["rule"].choice(FILE_RULES) if "rule" in f else "measured"
-    if "provenance" in f:
+def entry_rule(f: dict[str, _At], at: _At, own: Callable[[str], bool]) -> str:
+    """The `rule:` of a limit entry: as it states it, else as its source says (`guess:` or a measurement), else
+    `site` (a bound set over another file's entry with neither of its own); a rule its source contradicts is
+    refused, and a calibrated one must say what it was made from. `own(key)`: the key describes this bound."""
+    if own("rule"):
+        rule = f["rule"].choice(FILE_RULES)
+        if own("source") and (rule == "guess") != (source_rule(f["source"].value) == "guess"):
+            said = "a guess" if rule != "guess" else "no guess"
+            raise f["rule"].error(f"rule: {rule}, but its source is {said} ({str(f['source'].value)[:60]!r})",
+                                  "a limit no run measured is rule: guess with a source starting `guess:`; make the "
+                                  "two agree, or drop rule: and the source says which")
+    else:
+        rule = source_rule(f["source"].value) if own("source") else "site"
+    if own("provenance"):
         f["provenance"].mapping("provenance fields (nodes, gpus, dates, n, spread)", allow_empty=False)
     elif rule == "calibrated":
         raise at.error("rule: calibrated without provenance",
@@ -161,9 +174,21 @@ class Entry:
         low, high = (f[k].quantity(self.kind, positive=self.positive) if k in f else None for k in ("min", "max"))
         if low is not None and high is not None and low > high:
             raise at.error(f"min {f['min'].value} is above max {f['max'].value}", "no value could pass; swap them or fix one")
-        return Limit(min=low, max=high, source=f["source"].source(), yaml_path=at.cite, kind=self.kind,
-                     rule=entry_rule(f, at), hardware=hardware_spec(f["hardware"]) if "hardware" in f else None,
-                     resolution=entry_resolution(f))
+        # A file laid over another (`extends:`) merges an entry key by key: a bound it sets there keeps the lower
+        # file's source, rule and provenance, which were for that file's value. Only what the bound's own file
+        # says of it counts (`at.file`: the file that wrote the entry last).
+        here = [k for k in ("min", "max") if k in f and f[k].file == at.file]
+
+        def own(key: str) -> bool:
+            return key in f and (not here or f[key].file == at.file)
+
+        source = f["source"].source()
+        if not own("source"):
+            source = (f"none: {Path(at.file).name} sets {' and '.join(here)} here without a source: of its own (the one "
+                      f"under it, in {Path(f['source'].file).name}, was for that file's value)")
+        return Limit(min=low, max=high, source=source, yaml_path=at.cite, kind=self.kind,
+                     rule=entry_rule(f, at, own), hardware=hardware_spec(f["hardware"]) if "hardware" in f else None,
+                     resolution=entry_resolution(f) if own("provenance") else None)
 
 
 # --- a table -------------------------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """Every limit a node would be held to, before anything runs (`wirecheck limits`).
 
 The same lookups the checks make (wirecheck.checks), for each placement and op, each GPU figure,
-host and peer copies and training: the bound, its unit, the rule that made it (measured, derived,
-simulated, peers) and its source; a check no limit judges is listed with the reason; at acceptance the
+host and peer copies and training: the bound, its unit, the rule that made it (measured, guess, derived,
+calibrated, site, simulated, peers) and its source; a check no limit judges is listed with the reason; at acceptance the
 history and drift rules over each figure they judge. Beside each bound its resolution: the loss it
 catches in 95 % of runs and its false alarms, as a calibrated entry states it or as the recorded noise
 of the reference nodes measured it (wirecheck.thresholds.sensitivity, fixtures/pytest_wirecheck/resolution.yaml); a
@@ -13,9 +13,12 @@ NVML, a profile, a recorded topology or a run's record. Which checks a level run
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
+from typing import Mapping
 
 from wirecheck.core.levels import ACCEPTANCE, BURN_IN, QUICK, check_level
+from wirecheck.core.paths import suite_paths
 from wirecheck.core.quantity import Quantity, in_unit
 from wirecheck.vocab.ops import OPS, all_axes
 from wirecheck.node.hardware import Hardware
@@ -23,6 +26,8 @@ from wirecheck.node.placement import CLASS_PAIR, COLLECTIVE_CLASSES, TRAINING_CL
 from wirecheck.node.topology import Topology
 from wirecheck.core.resolution import Resolution
 from wirecheck.thresholds import declared, sensitivity
+from wirecheck.thresholds.file import load_thresholds
+from wirecheck.thresholds.limits import Limit
 from wirecheck.vocab import strategies
 
 # The unit each quantity kind is shown in (as the verdicts record it); the limits stay typed (Quantity) until shown.
@@ -78,12 +83,35 @@ class Row:
 
 
 def _resolution(limit, rule: str | None, key: str | None) -> dict | None:
-    """A bound's resolution: what its calibrated entry states, else what the recorded noise measured."""
+    """A bound's resolution: what its calibrated entry states, else what the recorded noise measured for this
+    very bound. The recorded table floors' are the shipped file's values (scripts/bench/sensitivity.py): a bound
+    another file writes at the same key has none (a site's 3000 GB/s is not the shipped floor's 10.6 % step)."""
     stated = limit.resolution if limit is not None else None
     if stated and "step" in stated:
         return Resolution(stated["step"], stated.get("false_alarms", 0.0), "as calibrated").as_dict()
-    found = sensitivity.measured(key, rule) if key and rule else None
+    if limit is not None and _shipped_bounds().get(limit.yaml_path.split(": ", 1)[-1], (limit.min, limit.max)) != \
+            (limit.min, limit.max):
+        return None
+    # the recorded file keeps a table floor's as `measured` whether a run or a guess made it
+    found = sensitivity.measured(key, "measured" if rule == "guess" else rule) if key and rule else None
     return found.as_dict() if found else None
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_bounds() -> dict[str, tuple]:
+    """YAML path -> (min, max) of every table entry of the shipped thresholds.yaml, through the one loader: the
+    bounds whose resolutions scripts/bench/sensitivity.py recorded."""
+    out: dict[str, tuple] = {}
+
+    def walk(value) -> None:
+        if isinstance(value, Limit):
+            out[value.yaml_path.split(": ", 1)[-1]] = (value.min, value.max)
+        elif isinstance(value, Mapping):
+            for v in value.values():
+                walk(v)
+
+    walk(load_thresholds(suite_paths().thresholds).values)
+    return out
 
 
 def _row(check: str, where: str, limit, kind: str, why: str, key: str | None = None) -> Row:
@@ -291,6 +319,7 @@ def text(rows: list[Row], title: str) -> list[str]:
     out += ["", f"{judged} limits ({', '.join(f'{n} {rule}' for rule, n in sorted(by_rule.items()))}); "
                 f"{len(rows) - judged} checks without a limit (the reason is their source); --json for every source whole",
             f"catches: the loss each bound fails in 95 % of runs on the recorded noise (a calibrated entry: its own runs; "
-            f"{coarse} coarser than 10 %: a smaller loss passes them; 'not measured': no recorded run of this hardware; "
+            f"{coarse} coarser than 10 %: a smaller loss passes them; 'not measured': no recorded run of this hardware, or "
+            f"another value than the shipped one's (a site's own); "
             f"scripts/bench/sensitivity.py, docs/records.md#sensitivity)"]
     return out
