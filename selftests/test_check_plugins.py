@@ -150,7 +150,7 @@ def test_a_site_gpu_figure_reaches_calibrate_and_history_with_no_edit_to_records
     out = tmp_path / "site.yaml"
     assert main(["calibrate", *map(str, runs), "-o", str(out)]) == 0, capsys.readouterr().err
     said = capsys.readouterr().out
-    assert f"gpu_health.floors.NVIDIA H200.{FIGURE}: floor 9" in said and " %, spread " in said, said
+    assert f"gpu_health.floors.NVIDIA H200.{FIGURE}: floor 9" in said and " % = lowest 9" in said, said
     floor = load_thresholds(out).gpu_health.floor(FIGURE, "NVIDIA H200", simulated=False)
     assert floor.rule == "calibrated" and 0.85 < floor.min < 0.930, floor
 

@@ -4,8 +4,9 @@ Each stable figure of the runs (wirecheck.records.figures) is grouped by the thr
 judges it (a GPU model's figure, a fabric's host copy, a class/op/count's busbw, a strategy's or one
 GPU's tokens/s); its readings give a median, a spread (scaled MAD / median) and a floor by the
 `calibration` rule of thresholds.yaml. Runs that cannot be trusted are refused, never averaged in:
-a failed, interrupted or cut-short run, a simulation, a key that mixes GPU models, too few runs, and
-a figure too noisy to hold the rule (its spread named, with what would narrow it).
+a failed, interrupted or cut-short run, one whose GPU failed the floor measured on its own GPU model (a slow
+GPU, not a floor to make anew), a simulation, a key that mixes GPU models, too few runs, and a figure too
+noisy to hold the rule (the noise the rule used named, with what would narrow it).
 
 Each floor also states its resolution (wirecheck.checks.sensitivity, by resampling these runs): the loss it
 catches in 95 % of runs and its false alarms on them, and the loss the history rule catches on the same
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from wirecheck.core.peer_stats import relative_spread
 from wirecheck.core import trend
 from wirecheck.core.resolution import Resolution, prediction_factor
+from wirecheck.core.verdict import source_rule
 from wirecheck.checks import gpu_figures, sensitivity
 from wirecheck.records.figures import Figure, GpuFigures, limit_only, run_figures
 from wirecheck.records.file import RunRecord
@@ -51,6 +53,9 @@ class Calibrated:
     median: float
     lowest: float  # the reading nearest the limit: the lowest (a ceiling's: the highest)
     spread: float  # scaled MAD / median
+    noise: float  # the noise the rule made the limit from (noise_of): the larger statistic, or the spread
+    noise_name: str  # which statistic `noise` is ("standard deviation / mean", "scaled MAD / median")
+    margin: float  # how far under the lowest reading the floor sits (over the highest, a ceiling's), a fraction
     n: int  # readings
     runs: int
     nodes: tuple
@@ -63,6 +68,7 @@ class Calibrated:
     resolution: Resolution | None = None  # what the floor catches on these runs (None: a ceiling, not measured)
     history: Resolution | None = None  # what the history rule catches on these runs' noise (None: no rule given)
     others: dict = field(default_factory=dict)  # rule -> Resolution on these runs: the base file's floor, peers, fleet
+    base_floor: float | None = None  # the base file's table floor at the same key (base units); None: it has none
 
     @property
     def yaml_path(self) -> str:
@@ -119,6 +125,17 @@ def margin_of(values: list[float], rule: CalibrationRule) -> float:
     return max(rule.min_margin, prediction_factor(len(values), rule.false_alarms) * trend.noise(values))
 
 
+def noise_of(values: list[float], rule: CalibrationRule, ceiling: bool = False) -> tuple[float, str]:
+    """(the noise the rule makes the limit from, which statistic it is): with `false_alarms` the larger of
+    standard deviation / mean and scaled MAD / median (trend.noise), else (and for a ceiling) the spread. Said
+    beside the floor so that it can be made again by hand from what is printed."""
+    if ceiling or not rule.false_alarms:
+        return spread(values), "scaled MAD / median"
+    sd = trend.noise(values)
+    mad = spread(values)
+    return (mad, "scaled MAD / median") if mad >= sd else (sd, "standard deviation / mean")
+
+
 def floor_of(values: list[float], rule: CalibrationRule) -> float:
     """lowest x (1 - margin_of): below every reading it was made from, and wider where the readings are
     noisy or few. A rule without `false_alarms` (a file written before it): min(lowest x (1 - min_margin),
@@ -136,7 +153,35 @@ def ceiling_of(values: list[float], rule: CalibrationRule) -> float:
     return max(max(values) * (1 + rule.min_margin), statistics.median(values) * (1 + (rule.mad_k or 3.0) * spread(values)))
 
 
-def run_problem(run: RunRecord, gpu: GpuFigures) -> str | None:
+def own_floor(v: dict, gpu: GpuFigures) -> bool:
+    """A GPU figure's verdict judged by the floor measured (or calibrated) on its own GPU model: failing it
+    says the GPU is slow, not that the floor is another model's to make anew. A guessed or derived floor, or
+    another model's, is what calibration replaces. (A record written before verdicts kept their rule: its
+    source says which.)"""
+    if v.get("check") not in gpu.checks:
+        return False
+    model = (v.get("inputs") or {}).get("gpu_model")
+    path = str(v.get("yaml_path") or "").rpartition(": ")[2]
+    return path.startswith(f"gpu_health.floors.{model}.") and \
+        (v.get("rule") or source_rule(v.get("source"))) in ("measured", "calibrated")
+
+
+def _figure_of(v: dict, gpu: GpuFigures) -> str:
+    return gpu.checks[v["check"]](v.get("inputs") or {})
+
+
+def _left_out(v: dict, gpu: GpuFigures, leave_out: tuple[str, ...]) -> bool:
+    figure = _figure_of(v, gpu)
+    return figure in leave_out or f"gpu_health.floors.{(v.get('inputs') or {}).get('gpu_model')}.{figure}" in leave_out
+
+
+def _bound(v: dict) -> str:
+    limit = v.get("limit") or {}
+    which = "floor" if limit.get("min") is not None else "ceiling"
+    return f"{which} {limit.get('min', limit.get('max')):.1f} {v.get('unit') or ''}".rstrip()
+
+
+def run_problem(run: RunRecord, gpu: GpuFigures, leave_out: tuple[str, ...] = ()) -> str | None:
     """Why a run is no calibration run, or None (`gpu`: the declared GPU figures, gpu_figures())."""
     if run.simulated:
         return "a simulated run (CPU figures say nothing about the site's GPUs): calibrate hardware runs only"
@@ -151,21 +196,28 @@ def run_problem(run: RunRecord, gpu: GpuFigures) -> str | None:
         first = failed[0]
         return (f"failed: {len(failed)} verdict(s) failed (first: {first.get('check')} on {first.get('where') or 'the node'}): "
                 "calibrate only clean runs on nodes the site trusts")
+    slow = [v for v in run.verdicts if v.get("outcome") == "fail" and own_floor(v, gpu) and not _left_out(v, gpu, leave_out)]
+    if slow:  # a floor measured on this GPU model that these runs fail would be loosened to their slow GPU
+        return "not clean: " + "; ".join(
+            f"{v.get('check')} on {v.get('where') or 'the node'} measured {v.get('measured'):.1f} {v.get('unit') or ''}, "
+            f"under the {_bound(v)} measured on {(v.get('inputs') or {}).get('gpu_model')} ({v.get('yaml_path')})"
+            for v in slow) + (": a GPU under its own model's floor is slow, and floors from it would pass the next slow "
+                              "one; calibrate from runs on nodes you trust, or leave the figure out (--leave-out "
+                              f"{', --leave-out '.join(sorted({_figure_of(v, gpu) for v in slow}))}: the base file's "
+                              "floor stays)")
     if run.end.get("exit_status") not in (0, 1, None):  # 1: the limits calibrate replaces failed, nothing else
         return f"exited {run.end.get('exit_status')}: calibrate only clean runs"
     return None
 
 
 def limit_failures(run: RunRecord, gpu: GpuFigures) -> list[str]:
-    """The calibrated figures a run failed only by their table limit, said so (their limits are made anew)."""
-    def bound(v: dict) -> str:
-        limit = v.get("limit") or {}
-        which = "floor" if limit.get("min") is not None else "ceiling"
-        return f"{which} {limit.get('min', limit.get('max')):.1f} {v.get('unit') or ''}".rstrip()
-
+    """The calibrated figures a run failed only by their table limit, said so (their limits are made anew); a
+    floor of its own GPU model that it failed was left out (run_problem refuses it otherwise), and stays."""
     return [f"{run.path}: {v.get('check')} on {v.get('where') or 'the node'}: {v.get('measured'):.1f} "
-            f"{v.get('unit') or ''} failed the {bound(v)} of {v.get('yaml_path')}: its limit is calibrated anew from "
-            "these runs" for v in run.verdicts if v.get("outcome") == "fail" and limit_only(v, gpu)]
+            f"{v.get('unit') or ''} failed the {_bound(v)} of {v.get('yaml_path')}: "
+            + ("measured on this GPU model; left out (--leave-out), that floor stays" if own_floor(v, gpu)
+               else "its limit is calibrated anew from these runs")
+            for v in run.verdicts if v.get("outcome") == "fail" and limit_only(v, gpu)]
 
 
 def _more_runs(values: list[float], rule: CalibrationRule, ceiling: bool) -> str:
@@ -177,12 +229,29 @@ def _more_runs(values: list[float], rule: CalibrationRule, ceiling: bool) -> str
            f"as noisy it would be {then * 100:.1f} % under the lowest)"
 
 
+def _settled(values: list[float], rule: CalibrationRule, ceiling: bool) -> str:
+    """What the margin is from these readings and would be from tight_runs as noisy (a prediction bound's factor
+    shrinks with the readings: 8.0 x the noise from 3, 3.0 x from 10)."""
+    if ceiling or not rule.false_alarms:
+        return ""
+    n, tight = len(values), max(rule.tight_runs, len(values))
+    now, then = (prediction_factor(k, rule.false_alarms) for k in (n, tight))
+    return (f": the margin under the lowest is max(min_margin {rule.min_margin * 100:g} %, {now:.2f} x the noise) from "
+            f"{n} readings, max({rule.min_margin * 100:g} %, {then:.2f} x) from {tight}")
+
+
 def _narrowing(key: tuple, figure: str) -> str:
     if key[:2] == ("collectives", "latency"):
         return NARROWING["latency"]
     if key[0] == "gpu_health":
         return NARROWING[next((k for k in ("gemm", "hbm", "sustained") if figure.startswith(k)), "gpu_health")]
     return NARROWING[key[0]]
+
+
+def _base_floor(base, path: str) -> float | None:
+    """The base file's own table floor at `path` (not one derived from a GPU's peaks), base units."""
+    found = sensitivity.shipped_floors(base, path)
+    return found.get("measured")
 
 
 def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str, ...] = (),
@@ -193,7 +262,7 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
     resolution on these runs each entry states beside its floor's (None: the floor's alone); `base`: the
     thresholds it lays its floors over, whose table floor, peer and fleet rules' resolutions it states too."""
     gpu = gpu_figures()  # which verdicts hold a GPU figure, and its kind and unit: as the checks declare them
-    problems = [f"{run.path}: {why}" for run in runs if (why := run_problem(run, gpu))]
+    problems = [f"{run.path}: {why}" for run in runs if (why := run_problem(run, gpu, leave_out))]
     seen: dict[tuple, RunRecord] = {}
     for run in runs:  # one run given twice would count its noise twice and narrow the floor on nothing
         same = seen.setdefault((run.run.get("host"), run.run.get("started")), run)
@@ -243,7 +312,8 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
             continue
         values = [f.value for f in figs]
         ceiling = figs[0].bound == "max"
-        median, noise = statistics.median(values), spread(values)
+        median = statistics.median(values)
+        noise, noise_name = noise_of(values, rule, ceiling)
         floor = ceiling_of(values, rule) if ceiling else floor_of(values, rule)
         off = floor / median - 1 if ceiling else 1 - floor / median
         allowed, key_name = ((rule.max_above_median, "max_above_median") if ceiling
@@ -251,7 +321,7 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
         if off > allowed:
             edge = (f"highest {figs[0].shown(max(values))}" if ceiling else f"lowest {figs[0].shown(min(values))}")
             problems.append(
-                f"{path}: spread {noise * 100:.1f} % over {len(values)} readings in {len(records)} runs ({edge}, "
+                f"{path}: noise {noise * 100:.1f} % ({noise_name}) over {len(values)} readings in {len(records)} runs ({edge}, "
                 f"median {figs[0].shown(median)}): the {'ceiling' if ceiling else 'floor'} these runs allow, "
                 f"{figs[0].shown(floor)}, is {off * 100:.1f} % {'above' if ceiling else 'below'} the median, wider "
                 f"than the {allowed * 100:g} % rule ({rule.yaml_path}.{key_name}) can hold; "
@@ -260,13 +330,16 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
             continue
         if len(records) < rule.tight_runs:
             out.notes.append(f"{path}: {len(records)} runs; {rule.tight_runs - len(records)} more would settle its "
-                             f"spread ({noise * 100:.2f} % now; {rule.yaml_path}.tight_runs)")
+                             f"noise ({noise * 100:.2f} % now, {noise_name}; {rule.yaml_path}.tight_runs)"
+                             f"{_settled(values, rule, ceiling)}")
         judged_by_history = history is not None and figure in history.figures
         floor_res, history_res, others = (resolutions(figs, floor, history if judged_by_history else None, base)
                                           if not ceiling else (None, None, {}))
         out.entries.append(Calibrated(
             key=key, figure=figure, kind=figs[0].kind, floor=floor, median=median, lowest=max(values) if ceiling else min(values),
-            spread=noise,
+            spread=spread(values), noise=noise, noise_name=noise_name,
+            margin=floor / max(values) - 1 if ceiling else 1 - floor / min(values),
+            base_floor=None if ceiling or base is None else _base_floor(base, path),
             n=len(values), runs=len(records), nodes=tuple(sorted({f.host for f in figs})),
             gpus=tuple(sorted({g for f in figs for g in f.gpus})), dates=tuple(sorted({f.started[:10] for f in figs})),
             identified=all(f.identified for f in figs), bound=figs[0].bound, unit=figs[0].unit, gpu_models=tuple(models),

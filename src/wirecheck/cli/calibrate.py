@@ -25,7 +25,7 @@ from wirecheck.cli.protocol import entry
 from wirecheck.checks.calibration import Calibrated, CalibrationError, calibrate
 from wirecheck.core import exit_codes
 from wirecheck.core.paths import SHIPPED_THRESHOLDS, suite_paths
-from wirecheck.core.resolution import COARSE, percent
+from wirecheck.core.resolution import COARSE, percent, prediction_factor
 from wirecheck.records.figures import display
 from wirecheck.records.file import RecordFileError, read_run
 from wirecheck.thresholds.file import ThresholdsError, load_thresholds
@@ -126,6 +126,9 @@ def _entry(c: Calibrated, rule_path: str, calibration, few_hosts: str | None = N
         "median": shown(c.median),
         "lowest": shown(c.lowest),
         "spread": f"{c.spread * 100:.2f} %",
+        # what the rule made the limit from, so that it can be made again by hand
+        "noise": f"{c.noise * 100:.3f} % ({c.noise_name})",
+        "margin": f"{c.margin * 100:.3f} %",
     }
     if few_hosts:
         provenance["nodes_note"] = f"WARNING: {few_hosts}"
@@ -143,7 +146,8 @@ def _entry(c: Calibrated, rule_path: str, calibration, few_hosts: str | None = N
         edge = f"lowest {shown(c.lowest)}"
     rule = _formula(calibration, c.bound == "max")
     source = (f"calibrated: {c.n} readings in {c.runs} clean runs on {', '.join(c.nodes)} ({', '.join(c.dates)}): "
-              f"median {shown(c.median)}, {edge}, spread {c.spread * 100:.2f} %; {rule} ({rule_path})")
+              f"median {shown(c.median)}, {edge}, noise {c.noise * 100:.3f} % ({c.noise_name}), margin "
+              f"{c.margin * 100:.3f} %; {rule} ({rule_path})")
     bound = _quantity(c, c.floor, up=c.bound == "max")
     entry = {c.bound: bound, "rule": "calibrated", "source": source, "provenance": provenance}
     if c.key[0] == "collectives" or c.key[:2] == ("training", "throughput_floors"):
@@ -152,6 +156,32 @@ def _entry(c: Calibrated, rule_path: str, calibration, few_hosts: str | None = N
         if len(c.gpu_models) == 1 and c.gpu_models[0] != "?":
             entry["hardware"] = {"gpu_model": c.gpu_models[0]}
     return entry
+
+
+def looser(c: Calibrated) -> str | None:
+    """Said where the floor written is under the base file's own floor at its key: it lets through what that
+    floor failed, and nobody should find it only by reading the numbers."""
+    if c.base_floor is None or c.bound != "min" or c.floor >= c.base_floor:
+        return None
+    return (f"{c.yaml_path}: the floor written, {_quantity(c, c.floor)}, is LOWER (looser) than the base file's "
+            f"{_quantity(c, c.base_floor)} by {(1 - c.floor / c.base_floor) * 100:.1f} %: a GPU between the two passes "
+            "it now; make sure the runs are of nodes you trust, or --leave-out this figure to keep the base floor")
+
+
+def _how(c: Calibrated, rule) -> str:
+    """How the limit was made from what the line shows: the noise the rule used and the margin it gave."""
+    if c.bound == "max":
+        return (f"ceiling {_quantity(c, c.floor, up=True)} (highest {_quantity(c, c.lowest)}, median "
+                f"{_quantity(c, c.median)}, spread {c.spread * 100:.2f} % ({c.noise_name})")
+    if not rule.false_alarms:
+        return (f"floor {_quantity(c, c.floor)} (lowest {_quantity(c, c.lowest)}, median {_quantity(c, c.median)}, "
+                f"spread {c.spread * 100:.2f} % ({c.noise_name}); {_formula(rule, False)}")
+    factor = prediction_factor(c.n, rule.false_alarms)
+    return (f"floor {_quantity(c, c.floor)} = lowest {_quantity(c, c.lowest)} x (1 - {c.margin * 100:.2f} %), the margin "
+            f"max(min_margin {rule.min_margin * 100:g} %, {factor:.2f} x noise {c.noise * 100:.3f} %) ({factor:.2f}: the "
+            f"one-sided {rule.false_alarms * 100:g} % prediction bound of {c.n} readings; noise: the larger of their "
+            f"standard deviation / mean and scaled MAD / median, here the {c.noise_name}; scaled MAD / median "
+            f"{c.spread * 100:.2f} %); median {_quantity(c, c.median)}")
 
 
 def _document(entries: list[Calibrated], rule_path: str, calibration, few_hosts: str | None = None) -> dict:
@@ -191,7 +221,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         f"# Written by wirecheck calibrate from {len(runs)} clean runs: {', '.join(str(r.path) for r in runs)}",
         f"# Laid over {base_path} ({why}); only the calibrated entries are here. The rule: {rule.yaml_path}.",
         "# Retune by running calibrate again over more runs, never by editing a floor by hand without its source.",
-    ] + ([f"# WARNING: {result.few_hosts}."] if result.few_hosts else [])
+    ] + ([f"# WARNING: {result.few_hosts}."] if result.few_hosts else []) + [
+        f"# WARNING: {said}." for c in result.entries if (said := looser(c))]
     body = yaml.safe_dump({"extends": extends, **_document(result.entries, rule.yaml_path, rule, result.few_hosts)},
                           sort_keys=False, allow_unicode=True, width=100000)
     text = "\n".join(header) + "\n" + body
@@ -210,14 +241,15 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
               file=sys.stderr)
         return exit_codes.USAGE_ERROR
     for c in result.entries:
-        what = "ceiling" if c.bound == "max" else "floor"
-        print(f"wirecheck calibrate: {c.yaml_path}: {what} {_quantity(c, c.floor, up=c.bound == 'max')} (median "
-              f"{_quantity(c, c.median)}, spread {c.spread * 100:.2f} %, {c.n} readings in {c.runs} runs)")
+        print(f"wirecheck calibrate: {c.yaml_path}: {_how(c, rule)}, {c.n} readings in {c.runs} runs)")
         line = resolution_line(c)
         if line:
             print(f"wirecheck calibrate:   loss caught in 95 % of runs: {line}")
     for note in result.notes:
         print(f"wirecheck calibrate: {note}")
+    for c in result.entries:
+        if said := looser(c):
+            print(f"wirecheck calibrate: WARNING: {said} (said in the file's header)")
     if result.few_hosts:
         print(f"wirecheck calibrate: WARNING: {result.few_hosts} (said in the file: its header and each entry's "
               "provenance.nodes_note)")
