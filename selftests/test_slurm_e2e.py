@@ -204,6 +204,10 @@ DRAIN_RECORD = {"header": {"type": "run", "schema": 2, "simulated": False,
                            "check": "busbw", "what": "all_reduce busbw at 1 GiB", "where": "nvswitch-2gpu-0.1",
                            "outcome": "fail", "message": "m", "measured": 12.34, "unit": "GB/s",
                            "limit": {"min": 360.0, "max": None}, "gpus": [1]},
+                "passed": {"type": "verdict", "test": "tests/test_collectives.py::test_busbw[nvswitch-2gpu-0.1-all_reduce]",
+                           "check": "busbw", "what": "all_reduce busbw at 1 GiB", "where": "nvswitch-2gpu-0.1",
+                           "outcome": "pass", "message": "m", "measured": 401.2, "unit": "GB/s",
+                           "limit": {"min": 360.0, "max": None}, "gpus": [1]},
                 "diagnosis": {"type": "verdict", "check": "diagnosis", "what": "busbw", "where": "nvswitch-2gpu-0.1",
                               "outcome": "fail", "message": "m",
                               "details": {"result": "found", "culprit": "GPU1 NVLink 11 CRC +412 under pair load"}},
@@ -217,7 +221,7 @@ if [ "$1" != validate ]; then PYTHONPATH={src} exec {python} -m wirecheck.cli.ma
 record=; prev=; for a in "$@"; do [ "$prev" = --wirecheck-json ] && record=$a; prev=$a; done
 case "$(hostname)/${{record##*/}}" in
   wc1/prolog.jsonl|wc[24]/prolog*.jsonl|wc3/healthcheck*.jsonl) printf '%s\\n' '{header}' '{failed}' '{end}' >"$record"; exit 1 ;;
-  *) printf '%s\\n' '{header}' '{end}' >"$record"; exit 0 ;;
+  *) printf '%s\\n' '{header}' '{passed}' '{end}' >"$record"; exit 0 ;;
 esac
 """
 # The flaky and the failing job at once; once wc2 and wc3 are drained, the job on wc4; then every node's state.
