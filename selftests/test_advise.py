@@ -690,6 +690,25 @@ def test_advise_takes_the_profiles_every_command_takes(capsys):
     assert "nvswitch-4gpu-0.1.2.3" in out and "recommendation: " in out
 
 
+def test_advise_takes_a_site_files_profiles_as_limits_and_plan_do(tmp_path, capsys):
+    """--thresholds SITE.yaml is read by the loader limits and plan use: a site's own profile (`extends: wirecheck`)
+    is advised on, and an unknown one is refused naming the file read, not the shipped one."""
+    site = tmp_path / "site.yaml"
+    site.write_text('extends: wirecheck\nprofiles:\n  my-hgx: {inherit: h200-sxm-8, source: "site"}\n')
+    assert main(["limits", "--profile", "my-hgx", "--thresholds", str(site)]) == 0
+    capsys.readouterr()
+    assert main(["advise", "--params", "7B", "--gpus", "4", "--profile", "my-hgx", "--thresholds", str(site)]) == 0
+    assert "the profile my-hgx's physics for nvswitch" in capsys.readouterr().out
+    assert main(["advise", "--params", "7B", "--gpus", "4", "--profile", "my-hgxx", "--thresholds", str(site)]) == 4
+    err = capsys.readouterr().err
+    assert f"add a profiles.my-hgxx entry to {site}" in err and "'my-hgx'" in err, err
+    assert main(["advise", "--params", "7B", "--gpus", "4", "--profile", "my-hgx"]) == 4  # the shipped file has none
+    assert "a site file that starts `extends: wirecheck` and pass it as --thresholds FILE" in capsys.readouterr().err
+    assert main(["advise", "--params", "7B", "--gpus", "4", "--profile", "my-hgx", "--thresholds",
+                 str(tmp_path / "none.yaml")]) == 2  # a file it cannot read: bad input, no traceback
+    assert "none.yaml does not exist" in capsys.readouterr().err
+
+
 def test_a_profiles_physics_is_its_wire_times_the_measured_share():
     """a100-sxm-8: 12 NVLink 3 links of 25 GB/s into every placement x the 67.2 % all_reduce reached of 18 NVLink 4
     links on 2x H200 SXM; compute the A100's 312 TFLOP/s dense bf16 peak x the 47.4 % MFU of one H200."""

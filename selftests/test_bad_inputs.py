@@ -96,6 +96,8 @@ READERS = {
                                    {"non-UTF-8": {0}}),
     "topo --simulate": (cli.main, lambda p, t: ["topo", "--simulate", str(p)], TOPOLOGY, {"non-UTF-8": {0}}),
     "plan --thresholds": (cli.main, lambda p, t: ["plan", "--thresholds", str(p)], THRESHOLDS, {}),
+    "advise --thresholds": (cli.main, lambda p, t: ["advise", "--params", "7B", "--gpus", "2", "--profile",
+                                                    "h200-sxm-2", "--thresholds", str(p)], THRESHOLDS, {}),
     "plan --unit-costs": (cli.main, lambda p, t: ["plan", "--unit-costs", str(p)], UNIT_COSTS, {}),
     "plan --record": (cli.main, lambda p, t: ["plan", "--record", str(p)], RECORD, {"truncated": {0}}),
     # validate said 1 (a check failed): the node is unhealthy whatever the record, whose fault is named in the line

@@ -44,6 +44,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                                          "thresholds.yaml, as every command's --profile: `wirecheck "
                                                          "limits --profile NAME` takes the same): its measured figures "
                                                          "where advise has them, else its physics")
+    parser.add_argument("--thresholds", metavar="PATH", help="thresholds file (its profiles: and its training "
+                                                            "peaks); default: the suite's, as limits and plan")
     parser.add_argument("--accounting", metavar="A", default=IMPLEMENTATION,
                         help=f"whose strategies: {IMPLEMENTATION} (this suite's, as its records measure them; default) "
                              f"or {ARTICLE} (the article's: bf16 gradients, ZeRO-3/FSDP gathering each block twice)")
@@ -109,9 +111,13 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     from wirecheck.thresholds.file import load_thresholds
 
     try:
-        thresholds = load_thresholds(suite_paths().thresholds)
+        # Read as limits and plan read it, so that a site file's profiles (`extends: wirecheck`) are advised on too.
+        thresholds = load_thresholds(args.thresholds or suite_paths().thresholds)
         limits = thresholds.training_limits(False)
-
+    except (ValueError, OSError) as exc:  # ThresholdsError is a ValueError; it names the file and the fix
+        print(f"wirecheck advise: {exc}", file=sys.stderr)
+        return exit_codes.BAD_INPUT
+    try:
         def peak(model, precision):
             found = limits.peak_flops(model, precision)
             return found.flops if found else None

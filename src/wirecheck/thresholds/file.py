@@ -15,6 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from wirecheck.core.paths import suite_paths
 from wirecheck.thresholds import declared
 from wirecheck.thresholds.baselines import CalibrationRule
 from wirecheck.thresholds.declared import Floor, Rule
@@ -261,9 +262,12 @@ class Thresholds:
             return self.profiles[name]
         except KeyError:
             known = ", ".join(self.profiles)
+            # The shipped file is replaced by the next install: a site's own node type belongs in a site file.
+            where = (f"a site file that starts `extends: wirecheck` and pass it as --thresholds FILE"
+                     if Path(self.path).resolve() == suite_paths().thresholds.resolve() else str(self.path))
             raise ThresholdsError(
                 f"{self.path}: profiles: no profile {name!r}{_suggest(name, tuple(self.profiles))}; known profiles: "
-                f"{known}. Pass one of them as --profile NAME, or add a profiles.{name} entry to the file") from None
+                f"{known}. Pass one of them as --profile NAME, or add a profiles.{name} entry to {where}") from None
 
 
 class _Part:
