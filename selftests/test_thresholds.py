@@ -64,6 +64,13 @@ def test_unknown_profile_lists_the_known_ones(shipped):
         assert name in message
 
 
+def test_a_profile_written_in_capitals_is_suggested_as_the_file_writes_it(shipped):
+    """The suggestion every --profile shows (advise, limits, plan) ignores case: difflib alone found 'b200-8'."""
+    with pytest.raises(ThresholdsError) as info:
+        shipped.profile("H200-SXM-8")
+    assert "(did you mean 'h200-sxm-8'?)" in str(info.value)
+
+
 def _q(text: str, kind: str) -> float:
     """A value of the shipped file as the loader must read it (the file, not a copy, is the truth)."""
     return parse_quantity(text, kind, "selftest")

@@ -164,8 +164,11 @@ def _describe(value: Any) -> str:
 
 
 def _suggest(word: Any, known: tuple[str, ...] | list[str]) -> str:
-    close = difflib.get_close_matches(str(word), [str(k) for k in known], n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    # Compared without case, so that H200-SXM-8 finds h200-sxm-8 (the case of a name says nothing of its
+    # closeness: difflib finds 'b200-8' closer to 'H200-SXM-8' than 'h200-sxm-8'); the name is given as written.
+    by_lower = {str(k).lower(): str(k) for k in known}
+    close = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1)
+    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""
 
 
 @dataclass(frozen=True)
