@@ -6,6 +6,7 @@ Every usage error exits 4 naming the option; a record or profile advise cannot r
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from wirecheck.cli.protocol import entry
@@ -23,6 +24,7 @@ from wirecheck.training.memory_model import ACCOUNTINGS, ARTICLE, IMPLEMENTATION
 
 NAME = "advise"
 DEFAULT_SEQ, DEFAULT_MICRO_BATCH = 1024, 8  # the suite's own training workload (thresholds.yaml training)
+MIN_GPU_MEMORY = 1e9  # bytes: the least --gpu-memory takes (the smallest GPU advise could plan a model on has more)
 
 
 class _Usage(Exception):
@@ -54,6 +56,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
     def usage_error(message: str):
         # argparse's own errors (an unknown option, a missing value) are usage errors too: exit 4, as ours.
+        missing = re.fullmatch(r"argument (--[\w-]+): expected one argument", message)
+        if missing:  # `--gpu-memory -5GB`: argparse takes a value that starts with '-' for an option
+            message += f"; a value that starts with '-' must be written {missing.group(1)}=VALUE"
         parser.print_usage(sys.stderr)
         print(f"wirecheck advise: {message}", file=sys.stderr)
         raise SystemExit(exit_codes.USAGE_ERROR)
@@ -72,6 +77,23 @@ def _whole(text: str, option: str, low: int) -> int:
     return value
 
 
+def _gpu_memory(text: str | None) -> int | None:
+    """--gpu-memory in bytes. Below 1 GB is a slip of the unit ("1KB", "80MB") or the sign, never a GPU's memory."""
+    if text is None:
+        return None
+    too_small = _Usage(f"--gpu-memory {text}: one GPU's memory, at least {MIN_GPU_MEMORY / 1e9:.0f} GB; write it "
+                       "with its unit, e.g. --gpu-memory 80GB")
+    if text.strip().startswith("-"):
+        raise too_small  # the same words as "1KB": parse_quantity's "negative" speaks of limits
+    try:
+        memory = int(parse_quantity(text, "size", where="--gpu-memory"))
+    except (QuantityError, ValueError) as exc:
+        raise _Usage(str(exc)) from None
+    if memory < MIN_GPU_MEMORY:
+        raise too_small
+    return memory
+
+
 def _options(args):
     if args.params is None:
         raise _Usage("--params is required: the model's parameter count, e.g. --params 7B")
@@ -85,16 +107,8 @@ def _options(args):
         raise _Usage(f"--precision {args.precision!r}: one of {', '.join(PRECISIONS)}")
     if args.accounting not in ACCOUNTINGS:
         raise _Usage(f"--accounting {args.accounting!r}: one of {', '.join(ACCOUNTINGS)}")
-    memory = None
-    if args.gpu_memory is not None:
-        try:
-            memory = int(parse_quantity(args.gpu_memory, "size", where="--gpu-memory"))
-        except (QuantityError, ValueError) as exc:
-            raise _Usage(str(exc)) from None
-        if memory <= 0:
-            raise _Usage("--gpu-memory: must be above 0, e.g. 80GB")
     values = (n_params, _whole(args.gpus, "--gpus", 1), _whole(args.seq, "--seq", 1),
-              _whole(args.micro_batch, "--micro-batch", 1), memory)
+              _whole(args.micro_batch, "--micro-batch", 1), _gpu_memory(args.gpu_memory))
     # Only once every value is read: a wrong value is named before what is missing beside it.
     if bool(args.record) == bool(args.profile):
         raise _Usage("give one of --record RUN.jsonl ... (the node's records) or --profile NAME (a node profile of "
