@@ -716,6 +716,18 @@ def test_advise_takes_a_site_files_profiles_as_limits_and_plan_do(tmp_path, caps
     assert "none.yaml does not exist" in capsys.readouterr().err
 
 
+def test_a_profile_plans_with_the_memory_a_record_of_its_node_has(capsys):
+    """h200-sxm-2's GPU memory is NVML's total, as its record's header has it (150754820096 bytes), not the
+    datasheet's 141 GB read as 141e9 bytes: 6.5B under DDP fits on both, where the profile said it did not."""
+    record = from_records([RUNS[0]])
+    assert _profile("h200-sxm-2").gpu_memory == record.gpu_memory == 143771 * 2**20
+    for source in (["--profile", "h200-sxm-2"], ["--record", RUNS[0]]):
+        assert main(["advise", "--params", "6.5B", "--gpus", "2", *source]) == 0
+        out = capsys.readouterr().out
+        ddp = next(line for line in out.splitlines() if line.startswith("ddp      nvswitch-2gpu-0.1"))
+        assert "GPU: NVIDIA H200, 151 GB;" in out and "does not fit" not in ddp, ddp
+
+
 def test_a_profiles_physics_is_its_wire_times_the_measured_share():
     """a100-sxm-8: 12 NVLink 3 links of 25 GB/s into every placement x the 67.2 % all_reduce reached of 18 NVLink 4
     links on 2x H200 SXM; compute the A100's 312 TFLOP/s dense bf16 peak x the 47.4 % MFU of one H200."""

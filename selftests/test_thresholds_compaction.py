@@ -39,8 +39,11 @@ ADDED_CHECKS = ("drift",)  # wirecheck limits' row of the drift rule over each G
 # 5.6x apart (thresholds.yaml's source says it).
 # The drain rules' guard, from guard_min drains on (the only node of a partition held its own failure forever).
 # The H100's fp8 GEMM floor, measured on a 1x H100 SXM node where the guess failed a healthy GPU.
+# The profiles' GPU memory, NVML's total as the H200 and H100 records read it (it was the datasheet's "141 GB" and
+# "80 GB" read as decimal GB): the sources that say so (the values: CHANGED).
 RETUNED = ("/'history'/", "/'calibration'/", "/'fleet'/simulated/", "/'drain'",
-           "/'gpu_health.floors'/('NVIDIA H100 80GB HBM3', 'gemm_fp8')/")
+           "/'gpu_health.floors'/('NVIDIA H100 80GB HBM3', 'gemm_fp8')/",
+           *(f"/'profiles'/'{name}'/source: " for name in ("h200-sxm-2", "h200-nvl-8", "h100-sxm-8", "a100-sxm-8")))
 # The training throughput guesses made from an H200 (or H200 NVL) node's figures now judge that GPU model
 # only: YAML path -> the `hardware:` added. Nothing else may differ.
 TAGGED = {
@@ -58,6 +61,10 @@ MEASURED_SINCE = ("gpu_health.floors.NVIDIA H100 80GB HBM3.gemm_fp8",)
 CHANGED = {
     # the HGX H200's dry run is wired as its own recorded topology, not an H100's (the profile inherited it)
     "/'profiles'/'h200-sxm-8'/topology": ("h100-sxm-8-nics", "h200-sxm-8.synthetic"),
+    # one GPU's memory as NVML reports it (an H200 143771 MiB, an H100 81559 MiB), not the datasheet's GB
+    **{f"/'profiles'/'{name}'/gpu_memory": (141_000_000_000, 143771 * 2**20)
+       for name in ("h200-sxm-2", "h200-sxm-8", "h200-nvl-8")},
+    "/'profiles'/'h100-sxm-8'/gpu_memory": (80_000_000_000, 81559 * 2**20),
 }
 
 

@@ -51,7 +51,9 @@ class Profile:
     nvlinks_per_gpu: int = spec(Count(), "18")
     pcie_gen: int = spec(Count(minimum=1), "5")
     pcie_width: int = spec(Count(minimum=1), "16")
-    gpu_memory: int = spec(Qty('"141 GB"', "memory", positive=True))  # bytes, nominal
+    # bytes: one GPU's total as NVML reports it (nvidia-smi's MiB), so that a profile and a record of such a node
+    # agree; a datasheet's "141 GB" is neither GB nor GiB (an H200 reads 143771 MiB = 150.75 GB = 140.4 GiB).
+    gpu_memory: int = spec(Qty('"143771 MiB"  (NVML\'s total, as nvidia-smi shows it)', "memory", positive=True))
     source: str = spec(Source())
     yaml_path: str
     nvlink_speed: float | None = spec(Qty('"26.562 GB/s"', "bandwidth", positive=True), default=None)  # per link, direction
