@@ -331,6 +331,33 @@ def test_a_run_that_read_no_gpu_is_not_called_a_hardware_run(tmp_path, capsys):
         "a simulation; this one is a hardware run"]
 
 
+def test_the_trend_compares_like_with_like_and_each_run_once(tmp_path, capsys):
+    """A band of the same node's runs, but of another GPU model, GPU count, level or selection, or with a copy of
+    tonight's record in it, flagged a healthy run: only runs like this one enter it, each once, and the page says
+    in one line what was left out and why."""
+    objs = lines(SIM)
+    hist = tmp_path / "history"
+    hist.mkdir()
+    for day in (1, 2, 3):
+        _night(objs, day, 1.0, hist / f"night{day}.jsonl")
+    unlike = {"h100": {"gpus": [dict(g, name="NVIDIA H100 80GB HBM3") for g in objs[0]["gpus"]]},
+              "one-gpu": {"gpus": objs[0]["gpus"][:1]}, "quick": {"level": "quick"},
+              "narrowed": {"selection": ["-k", "test_busbw"]}}
+    for day, (name, header) in enumerate(unlike.items(), 6):
+        night = json.loads(json.dumps(objs))
+        night[0].update(header, started=f"2026-11-{day:02d}T02:00:00+00:00")
+        write(hist / f"{name}.jsonl", night)
+    tonight = _night(objs, 5, 1.0, tmp_path / "tonight.jsonl")
+    (hist / "copy.jsonl").write_bytes(tonight.read_bytes())
+    page = make(tmp_path, tonight, extra=["--history", str(hist)])
+    trends = section(page, "trends")
+    assert "4 run(s) in the trend" in trends, "tonight and its three like nights, tonight once"
+    assert "5 file(s) left out of the trend: 2 other GPUs, 1 another level, 1 another selection, 1 the same run" in trends
+    out = capsys.readouterr().out
+    assert "other GPUs (1 x ?; this run: 2 x ?)" in out and "another level (quick; this run: none recorded)" in out
+    assert "other GPUs (2 x NVIDIA H100 80GB HBM3; this run: 2 x ?)" in out
+
+
 def test_mad_band():
     assert mad_band([1.0, 2.0]) is None
     med, low, high = mad_band([10.0, 12.0, 11.0, 9.0, 10.0])  # MAD 1: +- 3 x 1.4826

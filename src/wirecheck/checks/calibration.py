@@ -25,6 +25,7 @@ from wirecheck.core.verdict import source_rule
 from wirecheck.checks import gpu_figures, sensitivity
 from wirecheck.records.figures import Figure, GpuFigures, limit_only, run_figures
 from wirecheck.records.file import RunRecord
+from wirecheck.records.same_run import run_key, same_run_words
 from wirecheck.thresholds.baselines import CalibrationRule
 
 # What narrows a figure's spread, by the section its floor sits in (the settings that time it).
@@ -265,10 +266,10 @@ def calibrate(runs: list[RunRecord], rule: CalibrationRule, leave_out: tuple[str
     problems = [f"{run.path}: {why}" for run in runs if (why := run_problem(run, gpu, leave_out))]
     seen: dict[tuple, RunRecord] = {}
     for run in runs:  # one run given twice would count its noise twice and narrow the floor on nothing
-        same = seen.setdefault((run.run.get("host"), run.run.get("started")), run)
+        same = seen.setdefault(run_key(run.run), run)
         if same is not run:
-            problems.append(f"{run.path}: the same run as {same.path} (host {run.run.get('host')}, started "
-                            f"{run.run.get('started')}): each run counts once; give different runs")
+            problems.append(f"{run.path}: the same run as {same.path} ({same_run_words(run.run)}): each run counts "
+                            "once; give different runs")
     if problems:
         raise CalibrationError("\n".join(problems))
     if len(runs) < rule.min_runs:

@@ -5,8 +5,9 @@ source, placement), the node, bus bandwidth against size per collective and plac
 the floors, NVLink against the host path, the link matrix, the strategy dial, NCCL's path,
 copy bandwidth, each GPU under load, a burn-in over its whole run, error-counter growth; with more record files or --history, each key figure
 over time with its noise band. The first RESULTS file is the run described; every file given
-and every record under --history DIR of the same host (and the same simulated-or-not) forms
-the trend. --prometheus writes the key figures for node_exporter's textfile collector.
+and every record under --history DIR of the same host that is a run like it (the same kind of run,
+simulated or not, level, selection and GPUs) forms the trend, each run once; one line says what was
+left out and why. --prometheus writes the key figures for node_exporter's textfile collector.
 
 A line of the run's record that is not UTF-8 text (a bad byte) is named (file, line, byte) and skipped;
 the page is drawn from every other line and says DAMAGED RECORD.
@@ -76,6 +77,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     from wirecheck.report.command import build_html, trend_runs, unwritable
     from wirecheck.report.model import load_history, load_runs
     from wirecheck.report.prometheus import exposition
+    from wirecheck.report.trends import left_out_line
     from wirecheck.core.safefs import write_atomically
 
     output = Path(args.output) if args.output else Path(args.records[0]).with_suffix(".html")
@@ -123,6 +125,8 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     size = len(page.encode("utf-8"))
     print(f"wirecheck report: wrote {output} ({size / 1024:.0f} KiB, {len(images)} figures: "
           f"{' '.join(i.id for i in images) or 'none'})")
+    if skipped:
+        print(f"wirecheck report: {left_out_line(skipped)}; {len(trend) + 1} run(s) in the trend")
     for path, why in skipped:  # listed on the page too ("Over time")
         print(f"wirecheck report: left out of the trend: {why if why.startswith(str(path)) else f'{path}: {why}'}")
     if args.prometheus:

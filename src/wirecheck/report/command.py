@@ -37,17 +37,30 @@ _KINDS = {"simulation": "a simulation", "hardware": "a hardware run",
 
 
 def trend_runs(view, others, history, skipped):
-    """Runs of the same host and kind (hardware, simulation, or a run that read no GPU), and for a simulation of the same simulated
-    topology: another node's nights, a dry run, or a dry run of another node would only blur this band."""
+    """Runs like this one (records.same_run.unlike: the same kind of run, level, selection and GPUs) of the same
+    host and kind (hardware, simulation, or a run that read no GPU), and for a simulation of the same simulated
+    topology, each run once: another node's nights, another GPU's, a quick run among acceptance runs or a copy
+    of a run counted twice would only blur this band."""
+    from wirecheck.records.same_run import run_key, same_run_words, unlike
+
     kept = []
+    seen = {run_key(view.header): view.run.path}
     for other in [*others, *history]:
+        why = None
         if other.header.get("host") != view.header.get("host"):
-            skipped.append((other.run.path, f"another host ({other.header.get('host')})"))
+            why = f"another host ({other.header.get('host')})"
         elif other.kind != view.kind:
-            skipped.append((other.run.path, f"{_KINDS[other.kind]}; this one is {_KINDS[view.kind]}"))
+            why = f"{_KINDS[other.kind]}; this one is {_KINDS[view.kind]}"
         elif view.simulated and _topology_of(other) != _topology_of(view):
-            skipped.append((other.run.path, f"a simulation of another topology ({other.header.get('simulation_source')})"))
+            why = f"a simulation of another topology ({other.header.get('simulation_source')})"
+        elif run_key(other.header) in seen:
+            why = f"the same run ({same_run_words(other.header)}) as {seen[run_key(other.header)]}: counted once"
         else:
+            why = unlike(view.header, other.header)
+        if why:
+            skipped.append((other.run.path, why))
+        else:
+            seen[run_key(other.header)] = other.run.path
             kept.append(other)
     return kept
 

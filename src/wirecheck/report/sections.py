@@ -21,7 +21,7 @@ from wirecheck.report.drain import drain_section
 from wirecheck.report.gpus import GPU_FIGURES, GPU_HEALTH_CHECKS
 from wirecheck.report.history_view import history_series
 from wirecheck.report.model import HOST_PATH_CLASS, RunView
-from wirecheck.report.trends import FAMILIES, drifts, gather
+from wirecheck.report.trends import FAMILIES, drifts, gather, left_out_line
 from wirecheck.core import render
 from wirecheck.core.verdict import FAIL, PASS, SKIP, WARN, Verdict
 
@@ -652,6 +652,7 @@ def trends_section(view: RunView, history: list[RunView], skipped: list) -> Sect
         [[v.run.path, v.header.get("started"), v.status, "yes" if v.simulated else "no", v.verdict_counts[FAIL]]
          for v in views])))
     if skipped:
+        s.add(note(left_out_line(skipped)))
         s.add(details(f"{len(skipped)} file(s) of the history left out", table(
             ["file", "why"], [[str(p), why] for p, why in skipped])))
     return s

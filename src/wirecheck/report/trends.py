@@ -8,7 +8,7 @@ one node line up. The band is median +- 3 scaled MAD over the series (figures.ma
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from wirecheck.report.figures import mad_band
@@ -92,3 +92,18 @@ def drifts(table, latest_started) -> list[Drift]:
                 if band and latest:
                     out.append(Drift(family, panel, name, latest[-1], *band, len(values)))
     return out
+
+
+def left_out_line(skipped) -> str:
+    """The runs left out of the trend in one line: how many, and how many for each reason."""
+    reasons = Counter(_reason(why) for _, why in skipped)
+    return (f"{len(skipped)} file(s) left out of the trend: "
+            + ", ".join(f"{n} {reason}" for reason, n in sorted(reasons.items(), key=lambda rn: (-rn[1], rn[0]))))
+
+
+def _reason(why: str) -> str:
+    """A reason without its particulars: what comes before its first parenthesis or semicolon; a file that
+    could not be read names itself first (its reader's message)."""
+    if why.startswith(("/", ".")) or ".jsonl" in why.split(" ", 1)[0]:
+        return "not a readable record"
+    return why.split(" (", 1)[0].split(";", 1)[0]
