@@ -33,6 +33,7 @@ def write_node(path: Path, scale: dict | None = None, *, simulated: bool = False
     the busbw check against `thresholds` as tests/test_collectives.py does, and a DDP training run.
     `header`: keys added to the run header (what a run records of its thresholds and wirecheck)."""
     scale = scale or {}
+    header = {"host": path.stem, **(header or {})}  # each node's record names its own host, as a node's does
     size = thresholds.collective_settings(simulated).floor_size
     rf = RecordFile(path)
     rf.header({"simulated": simulated, "profile": "h200-sxm-2", "thresholds": str(thresholds.path), "versions": {},
@@ -151,6 +152,31 @@ def test_a_narrowed_or_stopped_run_is_no_pass_of_the_node(tmp_path, capsys):
         write_node(same / f"gpu{k:02d}.jsonl", jitter=JITTER[k], header={"selection": ["-k", "test_busbw"]})
     code, out, _ = run(capsys, same)
     assert code == 0 and "PARTIAL" not in out, out
+
+
+def test_node_figures_are_held_against_nodes_of_the_same_gpu_model(tmp_path, capsys):
+    """An H100 node among H200 nodes has the H200 nodes' placement ids: its DDP tokens/s, 40 % under theirs, was
+    named below its peers. Each node's figures are held against nodes of its GPU models only, and the report
+    says once that the fleet mixes models."""
+    d = tmp_path / "results"
+    d.mkdir()
+
+    def gpus(model):
+        return {"gpus": [{"index": i, "name": model, "uuid": f"GPU-{model[-4:]}-{d.name}-{i}"} for i in (0, 1)]}
+
+    for k in range(4):
+        write_node(d / f"gpu{k:02d}.jsonl", jitter=JITTER[k], header=gpus("NVIDIA H200"))
+    write_node(d / "gpu04.jsonl", {"ddp": 0.6}, jitter=JITTER[4], header=gpus("NVIDIA H100 80GB HBM3"))
+    code, out, _ = run(capsys, d, "--json", tmp_path / "fleet.json")
+    assert "[fleet_outlier]" not in out and _row(out, "gpu04").endswith("PASS"), out
+    assert code == 0, out
+    assert ("GPU models: 2 in this fleet (NVIDIA H200 on 4 node(s); NVIDIA H100 80GB HBM3 on 1 node(s)): each node's "
+            "and GPU's figures are held against nodes and GPUs of the same model(s) only") in out
+    assert "ddp tokens/s on nvswitch-2gpu-0.1 (NVIDIA H200): 4 values" in out
+    data = json.loads((tmp_path / "fleet.json").read_text())
+    assert len(data["notes"]) == 1
+    node = next(n for n in data["nodes"] if n["node"] == "gpu04")
+    assert node["figures"]["tokens:ddp:nvswitch-2gpu-0.1"]["models"] == ["NVIDIA H100 80GB HBM3"]
 
 
 def test_its_own_verdicts_are_judged_again(tmp_path, capsys):

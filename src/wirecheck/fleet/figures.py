@@ -6,7 +6,9 @@
 - one GPU alone training the strategies' model (tests/test_strategies.py::test_single_gpu_training).
 
 Keys carry the placement id, so only like is compared with like: nodes of another topology have other
-ids and are never each other's peers.
+ids and are never each other's peers. Placements of one id on another GPU model (an H100 node among H200
+nodes) have the same id: each figure keeps the models of its placement's GPUs (`models`), and the fleet
+rule compares a figure with the nodes of the same models only.
 
 Apart from those, `gpu_figures` reads each GPU's health figures (HBM copy and read, GEMM bf16 and fp8,
 sustained TFLOP/s): they are compared with every other GPU of the same model in the fleet, whatever
@@ -33,6 +35,7 @@ class Figure:
     kind: str  # busbw | throughput: which fleet rule judges it
     unit: str  # GB/s | tokens/s
     value: float
+    models: tuple = ()  # the GPU models of its placement's GPUs, as the header names them (): none named)
 
 
 # The measurement kinds node_figures and gpu_figures read whole (a collective only at the floor size):
@@ -42,6 +45,9 @@ KINDS_READ = frozenset((kinds.STRATEGY, kinds.NETWORK, kinds.SINGLE_GPU_TRAINING
 
 def node_figures(run: RunRecord, floor_size: int) -> dict[str, Figure]:
     """Every key figure in `run`; a figure measured twice keeps the last reading."""
+    names = {g.get("index"): str(g.get("name") or "?") for g in run.run.get("gpus") or [] if isinstance(g, dict)}
+    models = {p.get("id"): tuple(sorted({names.get(i, "?") for i in p.get("gpus") or []}))
+              for p in run.run.get("placements") or [] if isinstance(p, dict) and names}
     out: dict[str, Figure] = {}
     for m in run.measurements:
         d = m.get("details") or {}
@@ -50,15 +56,17 @@ def node_figures(run: RunRecord, floor_size: int) -> dict[str, Figure]:
             name, words = axes_name(d)  # each dtype and reduction a figure of its own: all_reduce-bf16-max
             key = f"busbw:{name}:{where}"
             out[key] = Figure(key, f"{words} busbw on {where} at {format_bytes(floor_size)}", BUSBW, "GB/s",
-                              d["busbw"] / 1e9)
+                              d["busbw"] / 1e9, models.get(where, ()))
         elif kind == kinds.STRATEGY and m.get("value") is not None and not d.get("error"):
             key = f"tokens:{d['strategy']}:{where}"
-            out[key] = Figure(key, f"{d['strategy']} tokens/s on {where}", THROUGHPUT, "tokens/s", float(m["value"]))
+            out[key] = Figure(key, f"{d['strategy']} tokens/s on {where}", THROUGHPUT, "tokens/s", float(m["value"]),
+                              models.get(where, ()))
         elif kind == kinds.NETWORK and m.get("value") is not None:
-            out["line_rate"] = Figure("line_rate", "NIC line rate", BUSBW, "GB/s", float(m["value"]))
+            out["line_rate"] = Figure("line_rate", "NIC line rate", BUSBW, "GB/s", float(m["value"]))  # a NIC's: any GPUs
         elif kind == kinds.SINGLE_GPU_TRAINING and m.get("value") is not None and not d.get("error"):
             key = f"tokens:single_gpu:{where}"
-            out[key] = Figure(key, f"one GPU alone tokens/s on {where}", THROUGHPUT, "tokens/s", float(m["value"]))
+            out[key] = Figure(key, f"one GPU alone tokens/s on {where}", THROUGHPUT, "tokens/s", float(m["value"]),
+                              models.get(where, ()))
     return out
 
 

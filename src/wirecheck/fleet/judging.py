@@ -50,6 +50,7 @@ class NodeResult:
     versions: dict = field(default_factory=dict)  # the driver and CUDA its record's header names
     in_changes: list[Verdict] = field(default_factory=list)  # its history failures a fleet-wide change explains
     scope: str | None = None  # what its run set out to check (fleet.records.scope); None: no record read
+    gpu_models: tuple = ()  # the GPU models its record's header names (); none named, or no record read)
 
     @property
     def failed(self) -> list[Verdict]:
@@ -133,6 +134,7 @@ class FleetResult:
     missing_unnamed: int = 0
     network_record: Verdict | None = None  # judged only when a multi-node run was expected
     changes: list[FleetChange] = field(default_factory=list)  # figures most nodes failed against their past at once
+    notes: list[str] = field(default_factory=list)  # what the report says once, before its summary
 
     @property
     def network_missing(self) -> bool:
@@ -180,6 +182,8 @@ def node_result(thresholds: Thresholds, n: NodeRun, under: tuple | None = None) 
             verdicts = _as_data(n.path, rejudge_run, n.run, thresholds)[1]
         result.judged = True
         result.scope = records_scope(n.run)
+        result.gpu_models = tuple(sorted({str(g.get("name")) for g in n.run.run.get("gpus") or []
+                                          if isinstance(g, dict) and g.get("name")}))
         versions = n.run.run.get("versions") or {}
         result.versions = {k: versions[k] for k in ("driver", "cuda") if versions.get(k)}
         result.counts = {o: 0 for o in (FAIL, PASS, SKIP)}
@@ -319,17 +323,20 @@ def _others(values: list[tuple[str, float]]):
 
 
 def _judge_figures(nodes: list[NodeResult], thresholds: Thresholds, simulated: bool) -> None:
-    """The fleet rule: each node's figure against every other node that has it."""
+    """The fleet rule: each node's figure against every other node that has it on GPUs of the same models (an
+    H100 node's placement has the id an H200 node's has, not its speed)."""
     by_name = {n.node: n for n in nodes}
-    having: dict[str, list[tuple[str, float]]] = {}
+    having: dict[tuple[str, tuple], list[tuple[str, float]]] = {}
     for n in nodes:
         for key, fig in n.figures.items():
-            having.setdefault(key, []).append((n.node, fig.value))
-    for key in sorted(having):
-        for who, value, ref, slowest in _others(having[key]):
+            having.setdefault((key, fig.models), []).append((n.node, fig.value))
+    mixed = Counter(key for key, _ in having)  # a figure measured on more than one set of models says its models
+    for key, models in sorted(having):
+        for who, value, ref, slowest in _others(having[(key, models)]):
             n = by_name[who]
             fig = n.figures[key]
-            n.outliers.append(_as_data(n.path, fleet_checks.fleet_outlier, thresholds, node=n.node, figure=fig.label,
+            label = f"{fig.label} ({', '.join(models) or 'GPUs not named'})" if mixed[key] > 1 else fig.label
+            n.outliers.append(_as_data(n.path, fleet_checks.fleet_outlier, thresholds, node=n.node, figure=label,
                                        kind=fig.kind, value=fig.value, unit=fig.unit, simulated=simulated,
                                        fleet=fleet_checks.fleet_statistics(ref, slowest)))
 
@@ -430,8 +437,19 @@ def judge_fleet(fleet: Fleet, thresholds: Thresholds, expect_network: bool = Fal
                 by_name[v.where].pairs.append(v)
     expected = (fleet_checks.network_record(thresholds, directory=str(fleet.directory), found=len(network))
                 if expect_network else None)
+    notes = [line for line in (_models_line(nodes),) if line]
     return FleetResult(str(fleet.directory), str(thresholds.path), fleet.simulated, nodes, network,
-                       fleet.missing_unnamed, expected, changes)
+                       fleet.missing_unnamed, expected, changes, notes)
+
+
+def _models_line(nodes: list[NodeResult]) -> str | None:
+    """A fleet of more than one GPU model, said once: its figures are held against their own model's only."""
+    models = Counter(n.gpu_models for n in nodes if n.gpu_models)
+    if len(models) < 2:
+        return None
+    each = "; ".join(f"{' + '.join(m)} on {k} node(s)" for m, k in sorted(models.items(), key=lambda mk: -mk[1]))
+    return (f"GPU models: {len(models)} in this fleet ({each}): each node's and GPU's figures are held against "
+            "nodes and GPUs of the same model(s) only")
 
 
 def named_by_pairs(result: FleetResult) -> list[str]:

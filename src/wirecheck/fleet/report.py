@@ -84,7 +84,7 @@ def _network_lines(result: FleetResult) -> list[str]:
 def render(result: FleetResult, quiet: bool = False, full: bool = False) -> str:
     """The failures first, then the summary, then the table (every node's up to FULL_TABLE_UP_TO nodes
     or with `full`, the failed nodes' otherwise), the network runs and the verdict."""
-    lines = []
+    lines = [f"wirecheck fleet report: {note}" for note in result.notes]
     if result.changes:
         lines.append(f"fleet-wide changes ({len(result.changes)}): one finding each, not a failure of every node:")
         lines += [f"  {c.describe()}; nodes: {summary.shortened(c.nodes)}" for c in result.changes]
@@ -182,7 +182,7 @@ def as_json(result: FleetResult) -> dict:
         "directory": result.directory, "thresholds": result.thresholds, "simulated": result.simulated,
         "exit_status": result.exit_code, "ok": result.ok, "missing_unnamed": result.missing_unnamed,
         "network_record": _record(result.network_record) if result.network_record else None,
-        "changes": [c.as_dict() for c in result.changes],
+        "changes": [c.as_dict() for c in result.changes], "notes": result.notes,
         "named": {"fleet_rule": named_by_fleet_rule(result), "pair_schedule": named_by_pairs(result),
                   "slow_links": slow_links(result), "gpus": gpus_below_fleet(result)},
         "summary": {
@@ -204,7 +204,7 @@ def as_json(result: FleetResult) -> dict:
             "outliers": [_record(v) for v in n.outliers if v.outcome != PASS],
             "pairs": [_record(v) for v in n.pairs],
             "gpus": [_record(v) for v in n.gpus if v.outcome != PASS],
-            "figures": {key: {"label": f.label, "kind": f.kind, "unit": f.unit, "value": f.value}
+            "figures": {key: {"label": f.label, "kind": f.kind, "unit": f.unit, "value": f.value, "models": list(f.models)}
                         for key, f in n.figures.items()},
             "judged": [_figure_row(v) for v in n.outliers],
             "gpu_figures": [{"where": v.where, "gpu_model": v.details.get("gpu_model"), **_figure_row(v)}
