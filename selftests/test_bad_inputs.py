@@ -19,6 +19,7 @@ from wirecheck.cli import judge
 from wirecheck.cli import main as cli
 from wirecheck.cli import fleet as fleet_cli
 from wirecheck.cli import report
+from wirecheck.core import exit_codes
 
 RECORD = PROJECT / "selftests" / "data" / "sim-h200-sxm-2.jsonl"
 THRESHOLDS = PROJECT / "thresholds.yaml"
@@ -150,6 +151,18 @@ def test_judge_on_a_cut_simulated_record_says_incomplete_simulation_and_the_torn
     code, text = call(judge.main, [str(RECORD), "--thresholds", str(_failing_thresholds(tmp_path))], capsys)
     last = text.splitlines()[-1]
     assert code == 1 and last.startswith("wirecheck judge: FAILED: ") and "; SIMULATION: " in last, text
+
+
+def test_judge_refuses_one_run_given_twice(tmp_path, capsys):
+    """`judge x.jsonl x.jsonl` counted every verdict twice, without a word; a copy of it under another name too."""
+    code, text = call(judge.main, [str(RECORD), str(RECORD)], capsys)
+    assert_clean(code, text, {exit_codes.BAD_INPUT}, f"{RECORD}: the same file as {RECORD} (host vm, started "
+                                                     "2026-11-30T22:20:00+00:00): each run is judged once")
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(RECORD.read_bytes())
+    code, text = call(judge.main, [str(RECORD), str(copy)], capsys)
+    assert_clean(code, text, {exit_codes.BAD_INPUT}, f"{copy}: the same run as {RECORD}")
+    assert "verdicts from" not in text, "refused before anything is judged"
 
 
 def _failing_thresholds(tmp_path: Path) -> Path:

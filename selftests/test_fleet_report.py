@@ -179,6 +179,20 @@ def test_node_figures_are_held_against_nodes_of_the_same_gpu_model(tmp_path, cap
     assert node["figures"]["tokens:ddp:nvswitch-2gpu-0.1"]["models"] == ["NVIDIA H100 80GB HBM3"]
 
 
+def test_a_copy_of_a_nodes_record_is_one_run_judged_once(tmp_path, capsys):
+    """gpu01's record copied as gpu09 was a node of its own that passed and entered every median twice: it is the
+    same run (host and start), judged once as gpu01; gpu09 fails as DUPLICATE, its figures left out."""
+    d = fleet(tmp_path, n=4)
+    (d / "gpu09.jsonl").write_bytes((d / "gpu01.jsonl").read_bytes())
+    code, out, _ = run(capsys, d, "--json", tmp_path / "fleet.json")
+    assert code == 1, out
+    assert _row(out, "gpu09").split()[1] == "DUPLICATE" and _row(out, "gpu01").endswith("PASS"), out
+    assert "record gpu09.jsonl is the same run as gpu01.jsonl (host gpu01, started " in out
+    assert "a copy, judged once as gpu01; gpu09 has no run of its own here" in out
+    assert "1 DUPLICATE, 4 PASS" in out
+    assert "ddp tokens/s on nvswitch-2gpu-0.1: 4 values" in out, "gpu01 in the medians once"
+
+
 def test_its_own_verdicts_are_judged_again(tmp_path, capsys):
     d = fleet(tmp_path)
     data = yaml.safe_load((PROJECT / "thresholds.yaml").read_text())

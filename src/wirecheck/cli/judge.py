@@ -16,9 +16,9 @@ skipped as a torn line is; every other line is judged, and the outcome says the 
 
 Exit codes: 0 every verdict passes (or warns) on a complete hardware run; 1 a verdict fails (FAILED), or a run
 was cut short (no end record) or interrupted with nothing failed (INCOMPLETE; a torn last line is
-named and skipped); 2 bad input (a file that is not a record, a run that ended with no verdict to judge, a
-malformed thresholds file); 10 the runs passed but one of them was a simulation (no node
-was validated); 12 nothing failed, but a record has lines that could not be read (DAMAGED: what they
+named and skipped); 2 bad input (a file that is not a record, a run that ended with no verdict to judge, one
+run given twice: the same file or a copy of it, a malformed thresholds file); 10 the runs passed but one of
+them was a simulation (no node was validated); 12 nothing failed, but a record has lines that could not be read (DAMAGED: what they
 held is lost).
 """
 
@@ -49,6 +49,21 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def refuse_copies(runs) -> None:
+    """One run given twice (the same file, or a copy of it) would count each of its verdicts twice: refused,
+    naming both files. RecordFileError."""
+    from wirecheck.records.file import RecordFileError
+    from wirecheck.records.same_run import run_key, same_run_words
+
+    seen = {}
+    for run in runs:
+        first = seen.setdefault(run_key(run.run), run)
+        if first is not run:
+            what = "the same file as" if Path(run.path).resolve() == Path(first.path).resolve() else "the same run as"
+            raise RecordFileError(f"{run.path}: {what} {first.path} ({same_run_words(run.run)}): each run is judged "
+                                  "once; give each record once")
+
+
 def run(args: argparse.Namespace, extra: list[str]) -> int:
     from wirecheck.checks.judge import (counted, format_verdict, judge_run, own_thresholds, refuse_diagnosis,
                                         run_status, skips_explained)
@@ -60,6 +75,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     notes = []
     try:
         runs = [read_run(p) for p in args.records]
+        refuse_copies(runs)
         for run in runs:
             refuse_diagnosis(run, NAME)
             if not run.verdicts and run.end is not None:  # ended with nothing to judge: never PASSED

@@ -17,13 +17,15 @@ import json
 # A record, as the fleet reads a node's: cut short (no end line: killed, hung, out of disk), stopped before
 # its end (a signal, pytest's own stop), narrowed (-k, -m, a test id, or -x at a failure: part of its level
 # ran), missing (the node wrote none), unreadable (empty, or no record at all), damaged (lines that are not
-# text: the rest is judged, the record as a whole is not).
+# text: the rest is judged, the record as a whole is not), duplicate (a copy of another node's record: the same
+# run, judged once under the other name).
 CUT_SHORT = "cut_short"
 STOPPED = "stopped"
 NARROWED = "narrowed"
 MISSING = "missing"
 UNREADABLE = "unreadable"
 DAMAGED = "damaged"
+DUPLICATE = "duplicate"
 # A run that judged nothing of the node: the harness could not write (exit 74) or crashed (70), another run
 # held the GPUs (75), a driver is installed but NVML cannot read the GPUs (11).
 HARNESS_FAULT = "harness_fault"
@@ -35,7 +37,7 @@ NVML_UNREADABLE = "nvml_unreadable"
 NOT_MEASURED = "not_measured"
 BROKEN = "broken"
 
-KINDS = (CUT_SHORT, STOPPED, NARROWED, MISSING, UNREADABLE, DAMAGED, HARNESS_FAULT, HARNESS_CRASH, BUSY, NVML_UNREADABLE,
+KINDS = (CUT_SHORT, STOPPED, NARROWED, MISSING, UNREADABLE, DAMAGED, DUPLICATE, HARNESS_FAULT, HARNESS_CRASH, BUSY, NVML_UNREADABLE,
          NOT_MEASURED, BROKEN)
 
 STATE_PREFIX = "wirecheck-state: "

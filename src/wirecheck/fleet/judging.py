@@ -22,6 +22,7 @@ from wirecheck.checks import CHECKS
 from wirecheck.checks.judge import rejudge_run
 from wirecheck.records.file import RecordFileError, RunRecord, read_run
 from wirecheck.records.run import judged_under, judging_under
+from wirecheck.records.same_run import run_key
 from wirecheck.thresholds.file import Thresholds, ThresholdsError
 from wirecheck.core.peer_stats import Reference, leave_one_out
 from wirecheck.core.verdict import FAIL, OUTCOMES, PASS, SKIP, Verdict
@@ -51,6 +52,9 @@ class NodeResult:
     in_changes: list[Verdict] = field(default_factory=list)  # its history failures a fleet-wide change explains
     scope: str | None = None  # what its run set out to check (fleet.records.scope); None: no record read
     gpu_models: tuple = ()  # the GPU models its record's header names (); none named, or no record read)
+    run: tuple | None = None  # which run its record holds (records.same_run.run_key); None: no record read
+    started: str | None = None  # its header's start, to name a copy by
+    host: str | None = None  # its header's host
 
     @property
     def failed(self) -> list[Verdict]:
@@ -89,13 +93,15 @@ class NodeResult:
     @property
     def record_status(self) -> str:
         """The node's record in one word: complete, MISSING, CUT (cut short), DAMAGED (lines unreadable), PARTIAL
-        (narrowed, or stopped at a failure) or BROKEN."""
+        (narrowed, or stopped at a failure), DUPLICATE (a copy of another node's record) or BROKEN."""
         if self.record.outcome == FAIL:
             if self.path is None:
                 return "MISSING"
             kind = self.record.problem
             if kind == problems.NARROWED:
                 return "PARTIAL"
+            if kind == problems.DUPLICATE:
+                return "DUPLICATE"
             return "DAMAGED" if kind == problems.DAMAGED else "CUT" if kind == problems.CUT_SHORT else "BROKEN"
         return "complete"
 
@@ -182,6 +188,7 @@ def node_result(thresholds: Thresholds, n: NodeRun, under: tuple | None = None) 
             verdicts = _as_data(n.path, rejudge_run, n.run, thresholds)[1]
         result.judged = True
         result.scope = records_scope(n.run)
+        result.run, result.host, result.started = run_key(n.run.run), n.run.run.get("host"), n.run.run.get("started")
         result.gpu_models = tuple(sorted({str(g.get("name")) for g in n.run.run.get("gpus") or []
                                           if isinstance(g, dict) and g.get("name")}))
         versions = n.run.run.get("versions") or {}
@@ -365,6 +372,29 @@ def _judge_gpus(nodes: list[NodeResult], thresholds: Thresholds, simulated: bool
         n.gpus.sort(key=lambda v: order.get((v.where, v.details.get("figure")), 0))
 
 
+def _judge_copies_once(nodes: list[NodeResult], thresholds: Thresholds) -> None:
+    """Two records of one run (a node's record copied under another node's name) are judged once: as the node its
+    header names as host, else as the first by name. The copy fails as DUPLICATE (that node wrote no run of its
+    own here) and leaves its verdicts and figures out: counted twice they would enter every median twice."""
+    runs: dict[tuple, list[NodeResult]] = {}
+    for n in nodes:
+        if n.run is not None and n.record.outcome != FAIL:
+            runs.setdefault(n.run, []).append(n)
+    for same in runs.values():
+        if len(same) < 2:
+            continue
+        kept = next((n for n in same if n.node == n.host), min(same, key=lambda n: n.node))
+        for n in same:
+            if n is kept:
+                continue
+            problem = (f"record {Path(n.path).name} is the same run as {Path(kept.path).name} (host {n.host}, started "
+                       f"{n.started}): a copy, judged once as {kept.node}; {n.node} has no run of its own here: run "
+                       "wirecheck on it")
+            n.record = fleet_checks.node_record(thresholds, node=n.node, path=n.path, problem=problem,
+                                                problem_kind=problems.DUPLICATE)
+            n.counts, n.own_failed, n.warnings, n.figures, n.gpu_figures = {}, [], [], {}, []
+
+
 def _hold_other_scopes(nodes: list[NodeResult], thresholds: Thresholds) -> None:
     """A node whose run checked other than what most of the fleet's ran (another level, a -k): its passes are not
     the fleet's acceptance of it, so its record fails as PARTIAL. A fleet that all ran one narrowed selection is
@@ -424,6 +454,7 @@ def judge_fleet(fleet: Fleet, thresholds: Thresholds, expect_network: bool = Fal
         result = n.digest if isinstance(n.digest, NodeResult) else node_result(thresholds, n)
         result.unexpected = n.unexpected  # set by collect after the record was read
         nodes.append(result)
+    _judge_copies_once(nodes, thresholds)
     _hold_other_scopes(nodes, thresholds)
     _judge_figures(nodes, thresholds, fleet.simulated)
     _judge_gpus(nodes, thresholds, fleet.simulated)

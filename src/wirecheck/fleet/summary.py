@@ -15,7 +15,7 @@ from wirecheck.fleet.judging import FleetResult
 from wirecheck.core.verdict import FAIL, SKIP
 
 # The order a person reads the states in: what failed first, PASS last.
-STATES = ("MISSING", "CUT", "DAMAGED", "BROKEN", "PARTIAL", "own checks", "below peers", "GPUs below fleet", "slow in pairs", "PASS")
+STATES = ("MISSING", "CUT", "DAMAGED", "BROKEN", "DUPLICATE", "PARTIAL", "own checks", "below peers", "GPUs below fleet", "slow in pairs", "PASS")
 
 
 def state_counts(result: FleetResult) -> dict[str, int]:
