@@ -207,6 +207,22 @@ def test_runs_whose_gpu_failed_its_own_models_floor_are_refused_not_calibrated_a
     assert "calibrated anew" not in err and not out.exists()
 
 
+def test_runs_that_failed_a_floor_the_site_set_for_their_model_are_refused_too(tmp_path, capsys):
+    """A floor a site file sets by hand (rule site) is the site's word on its own GPUs: runs under it are slow GPUs,
+    not a floor to make anew from them."""
+    slow = []
+    for i, p in enumerate(LIMITS[:3], 1):
+        path = _failed_floor(p, tmp_path / f"slow-{i}.jsonl", "hbm_copy", 0.8)
+        lines = [json.loads(x) for x in path.read_text().splitlines()]
+        for obj in lines:
+            if obj.get("outcome") == "fail":
+                obj["rule"], obj["source"] = "site", "none: site.yaml sets min here without a source: of its own"
+        path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+        slow.append(path)
+    err = _refused(capsys, *slow, "-o", tmp_path / "site-slow.yaml")
+    assert "not clean: hbm_bandwidth on GPU0 measured 3418." in err and "calibrated anew" not in err, err
+
+
 def test_a_floor_looser_than_the_base_files_is_said_in_the_output_and_the_file(tmp_path, capsys):
     base = tmp_path / "base.yaml"
     text = suite_paths().thresholds.read_text()
@@ -231,6 +247,8 @@ def test_the_printed_floor_can_be_made_again_from_the_printed_noise(tmp_path, ca
     assert "floor 1142.2 TFLOP/s = lowest 1201.9 TFLOP/s x (1 - 4.96 %)" in line, line
     assert "max(min_margin 1 %, 5.08 x noise 0.977 %)" in line and "here the standard deviation / mean" in line, line
     assert 1201.9 * (1 - 5.08 * 0.00977) == pytest.approx(1142.2, abs=0.2)  # by hand, from what is printed
+    floors = [x for x in said.splitlines() if "readings in" in x]
+    assert floors and all(x.count("(") == x.count(")") for x in floors), floors  # every bracket closed
     note = next(x for x in said.splitlines() if "NVIDIA H200.gemm_fp8: 4 runs" in x)
     assert "more would settle its noise (0.98 % now, standard deviation / mean" in note, note
 

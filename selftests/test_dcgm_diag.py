@@ -126,6 +126,13 @@ def test_a_dcgm_run_is_the_node_of_its_record_and_another_nodes_is_refused(tmp_p
     err = capsys.readouterr().err
     assert "DCGM's GPU serial(s) 1655123400011, 1655123400012 are none of --record" in err and "(serials 990, 991)" in err
     assert not (tmp_path / "other.jsonl").exists()
+    # a record of a run on GPU1 alone (CUDA_VISIBLE_DEVICES=1) is the same node: DCGM's GPU0 is one it did not run on
+    header["gpus"] = [{**g, **GPUS[1]} for g in header["gpus"][:1]]
+    record.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    part = tmp_path / "part.jsonl"
+    assert main(["dcgm", str(R2), "--record", str(record), "-o", str(part)]) == exit_codes.FAILED
+    named = {g["index"]: g["bus_id"] for g in read_run(part).run["gpus"]}
+    assert named == {0: None, 1: GPUS[1]["bus_id"]}  # never GPU1's bus id on DCGM's GPU0
 
 
 @pytest.mark.parametrize("text", ["", "not json", '{"x": 1}', '{"DCGM Diagnostic": {"test_categories": [{"tests": 3}]}}',

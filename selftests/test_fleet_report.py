@@ -191,6 +191,34 @@ def test_a_copy_of_a_nodes_record_is_one_run_judged_once(tmp_path, capsys):
     assert "a copy, judged once as gpu01; gpu09 has no run of its own here" in out
     assert "1 DUPLICATE, 4 PASS" in out
     assert "ddp tokens/s on nvswitch-2gpu-0.1: 4 values" in out, "gpu01 in the medians once"
+    # the host an FQDN, the file the short name: still the node that ran it; a run whose host names no file fails both
+    fqdn = tmp_path / "fqdn"
+    fqdn.mkdir()
+    write_node(fqdn / "gpu-a00.jsonl", header={"host": "gpu-a01.cluster.local"})
+    write_node(fqdn / "gpu-a01.jsonl", header={"host": "gpu-a01.cluster.local"})
+    (fqdn / "gpu-a00.jsonl").write_bytes((fqdn / "gpu-a01.jsonl").read_bytes())
+    write_node(fqdn / "gpu-a02.jsonl")
+    code, out, _ = run(capsys, fqdn)
+    assert _row(out, "gpu-a00").split()[1] == "DUPLICATE" and _row(out, "gpu-a01").endswith("PASS"), out
+    (fqdn / "gpu-a01.jsonl").unlink()
+    (fqdn / "gpu-a03.jsonl").write_bytes((fqdn / "gpu-a00.jsonl").read_bytes())
+    code, out, _ = run(capsys, fqdn)
+    assert _row(out, "gpu-a00").split()[1] == _row(out, "gpu-a03").split()[1] == "DUPLICATE", out
+    assert "none of them named by its host gpu-a01.cluster.local: none judged" in out
+
+
+def test_a_record_whose_header_lists_no_placements_meets_its_peers(tmp_path, capsys):
+    """An older record names its GPUs but not its placements: its figures are of the node's GPU models, and so held
+    against the same figures of the newer records of those GPUs, never a group of their own without peers."""
+    d = tmp_path / "mixed"
+    d.mkdir()
+    gpus = [{"index": i, "name": "NVIDIA H200"} for i in range(2)]
+    for k in range(4):
+        header = {"gpus": gpus, **({"placements": []} if k == 3 else {})}
+        write_node(d / f"gpu{k:02d}.jsonl", {"ddp": 0.5} if k == 3 else None, jitter=JITTER[k], header=header)
+    code, out, _ = run(capsys, d)
+    assert code == 1 and _row(out, "gpu03").endswith("FAIL"), out  # half the tokens/s of its three peers
+    assert "ddp tokens/s on nvswitch-2gpu-0.1: 4 values" in out, out
 
 
 def test_its_own_verdicts_are_judged_again(tmp_path, capsys):

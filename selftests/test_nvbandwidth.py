@@ -85,7 +85,13 @@ def test_another_nodes_gpus_are_refused_never_matched_by_number(tmp_path, capsys
     other = tmp_path / "other.json"
     other.write_text(json.dumps(doc))
     assert main(["nvbandwidth", "--json", str(other), "--record", str(RECORD)]) == exit_codes.BAD_INPUT
-    assert "is none of nvbandwidth's" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "is one of nvbandwidth's" in err and "nvbandwidth ran on another node" in err
+    # nvbandwidth on fewer GPUs than the suite's (its own CUDA_VISIBLE_DEVICES): the GPU it did not see is said
+    doc["nvbandwidth"]["GPU Device list"] = ["0: NVIDIA H200 (00000000:00:06): (vm)"]
+    other.write_text(json.dumps(doc))
+    assert main(["nvbandwidth", "--json", str(other), "--record", str(RECORD)]) == exit_codes.OK
+    assert "a GPU nvbandwidth did not run on" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("cell", "said"), [("nan", "'nan' is no bandwidth"), (float("inf"), "inf is no bandwidth"),

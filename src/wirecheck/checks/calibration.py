@@ -155,16 +155,16 @@ def ceiling_of(values: list[float], rule: CalibrationRule) -> float:
 
 
 def own_floor(v: dict, gpu: GpuFigures) -> bool:
-    """A GPU figure's verdict judged by the floor measured (or calibrated) on its own GPU model: failing it
-    says the GPU is slow, not that the floor is another model's to make anew. A guessed or derived floor, or
-    another model's, is what calibration replaces. (A record written before verdicts kept their rule: its
-    source says which.)"""
+    """A GPU figure's verdict judged by the floor measured (or calibrated) on its own GPU model, or set there by
+    the site's own file: failing it says the GPU is slow, not that the floor is another model's to make anew. A
+    guessed or derived floor, or another model's, is what calibration replaces. (A record written before verdicts
+    kept their rule: its source says which.)"""
     if v.get("check") not in gpu.checks:
         return False
     model = (v.get("inputs") or {}).get("gpu_model")
     path = str(v.get("yaml_path") or "").rpartition(": ")[2]
     return path.startswith(f"gpu_health.floors.{model}.") and \
-        (v.get("rule") or source_rule(v.get("source"))) in ("measured", "calibrated")
+        (v.get("rule") or source_rule(v.get("source"))) in ("measured", "calibrated", "site")
 
 
 def _figure_of(v: dict, gpu: GpuFigures) -> str:

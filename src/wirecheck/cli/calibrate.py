@@ -172,10 +172,10 @@ def _how(c: Calibrated, rule) -> str:
     """How the limit was made from what the line shows: the noise the rule used and the margin it gave."""
     if c.bound == "max":
         return (f"ceiling {_quantity(c, c.floor, up=True)} (highest {_quantity(c, c.lowest)}, median "
-                f"{_quantity(c, c.median)}, spread {c.spread * 100:.2f} % ({c.noise_name})")
+                f"{_quantity(c, c.median)}, spread {c.spread * 100:.2f} % ({c.noise_name}))")
     if not rule.false_alarms:
         return (f"floor {_quantity(c, c.floor)} (lowest {_quantity(c, c.lowest)}, median {_quantity(c, c.median)}, "
-                f"spread {c.spread * 100:.2f} % ({c.noise_name}); {_formula(rule, False)}")
+                f"spread {c.spread * 100:.2f} % ({c.noise_name}); {_formula(rule, False)})")
     factor = prediction_factor(c.n, rule.false_alarms)
     return (f"floor {_quantity(c, c.floor)} = lowest {_quantity(c, c.lowest)} x (1 - {c.margin * 100:.2f} %), the margin "
             f"max(min_margin {rule.min_margin * 100:g} %, {factor:.2f} x noise {c.noise * 100:.3f} %) ({factor:.2f}: the "
@@ -241,7 +241,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
               file=sys.stderr)
         return exit_codes.USAGE_ERROR
     for c in result.entries:
-        print(f"wirecheck calibrate: {c.yaml_path}: {_how(c, rule)}, {c.n} readings in {c.runs} runs)")
+        print(f"wirecheck calibrate: {c.yaml_path}: {_how(c, rule)}; {c.n} readings in {c.runs} runs")
         line = resolution_line(c)
         if line:
             print(f"wirecheck calibrate:   loss caught in 95 % of runs: {line}")

@@ -17,6 +17,7 @@ node or index it has (wirecheck.fleet.judging).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
 from wirecheck.core.quantity import format_bytes
@@ -48,6 +49,10 @@ def node_figures(run: RunRecord, floor_size: int) -> dict[str, Figure]:
     names = {g.get("index"): str(g.get("name") or "?") for g in run.run.get("gpus") or [] if isinstance(g, dict)}
     models = {p.get("id"): tuple(sorted({names.get(i, "?") for i in p.get("gpus") or []}))
               for p in run.run.get("placements") or [] if isinstance(p, dict) and names}
+    # A placement the header does not list (an older record): the node's models, so that it meets the same figure
+    # of a newer record of the same GPUs rather than a group of its own with no peers
+    node_models = tuple(sorted(set(names.values())))
+    models = defaultdict(lambda: node_models, models)
     out: dict[str, Figure] = {}
     for m in run.measurements:
         d = m.get("details") or {}
@@ -56,17 +61,17 @@ def node_figures(run: RunRecord, floor_size: int) -> dict[str, Figure]:
             name, words = axes_name(d)  # each dtype and reduction a figure of its own: all_reduce-bf16-max
             key = f"busbw:{name}:{where}"
             out[key] = Figure(key, f"{words} busbw on {where} at {format_bytes(floor_size)}", BUSBW, "GB/s",
-                              d["busbw"] / 1e9, models.get(where, ()))
+                              d["busbw"] / 1e9, models[where])
         elif kind == kinds.STRATEGY and m.get("value") is not None and not d.get("error"):
             key = f"tokens:{d['strategy']}:{where}"
             out[key] = Figure(key, f"{d['strategy']} tokens/s on {where}", THROUGHPUT, "tokens/s", float(m["value"]),
-                              models.get(where, ()))
+                              models[where])
         elif kind == kinds.NETWORK and m.get("value") is not None:
             out["line_rate"] = Figure("line_rate", "NIC line rate", BUSBW, "GB/s", float(m["value"]))  # a NIC's: any GPUs
         elif kind == kinds.SINGLE_GPU_TRAINING and m.get("value") is not None and not d.get("error"):
             key = f"tokens:single_gpu:{where}"
             out[key] = Figure(key, f"one GPU alone tokens/s on {where}", THROUGHPUT, "tokens/s", float(m["value"]),
-                              models.get(where, ()))
+                              models[where])
     return out
 
 

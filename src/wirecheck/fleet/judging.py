@@ -374,8 +374,10 @@ def _judge_gpus(nodes: list[NodeResult], thresholds: Thresholds, simulated: bool
 
 def _judge_copies_once(nodes: list[NodeResult], thresholds: Thresholds) -> None:
     """Two records of one run (a node's record copied under another node's name) are judged once: as the node its
-    header names as host, else as the first by name. The copy fails as DUPLICATE (that node wrote no run of its
-    own here) and leaves its verdicts and figures out: counted twice they would enter every median twice."""
+    header names as host (its short name, in any case: a Slurm node name against an FQDN host). A copy fails as
+    DUPLICATE (that node wrote no run of its own here) and leaves its verdicts and figures out: counted twice they
+    would enter every median twice. Where the host names none of them, every copy fails: which node ran it is
+    not known, and a guess could pass the copy and fail the node that ran it."""
     runs: dict[tuple, list[NodeResult]] = {}
     for n in nodes:
         if n.run is not None and n.record.outcome != FAIL:
@@ -383,16 +385,21 @@ def _judge_copies_once(nodes: list[NodeResult], thresholds: Thresholds) -> None:
     for same in runs.values():
         if len(same) < 2:
             continue
-        kept = next((n for n in same if n.node == n.host), min(same, key=lambda n: n.node))
+        kept = next((n for n in same if _short(n.node) == _short(n.host)), None)
         for n in same:
             if n is kept:
                 continue
-            problem = (f"record {Path(n.path).name} is the same run as {Path(kept.path).name} (host {n.host}, started "
-                       f"{n.started}): a copy, judged once as {kept.node}; {n.node} has no run of its own here: run "
-                       "wirecheck on it")
+            others = ", ".join(Path(o.path).name for o in same if o is not n)
+            judged = f"judged once as {kept.node}" if kept else f"none of them named by its host {n.host}: none judged"
+            problem = (f"record {Path(n.path).name} is the same run as {others} (host {n.host}, started {n.started}): a "
+                       f"copy, {judged}; {n.node} has no run of its own here: run wirecheck on it")
             n.record = fleet_checks.node_record(thresholds, node=n.node, path=n.path, problem=problem,
                                                 problem_kind=problems.DUPLICATE)
             n.counts, n.own_failed, n.warnings, n.figures, n.gpu_figures = {}, [], [], {}, []
+
+
+def _short(host) -> str:
+    return str(host or "").split(".", 1)[0].lower()
 
 
 def _hold_other_scopes(nodes: list[NodeResult], thresholds: Thresholds) -> None:

@@ -11,8 +11,8 @@ the dtype whatever order NCCL reduces in (nccl-tests' verifiable data does the s
 (not written) or misplaced element therefore differs from the expected value, in bf16 and fp16 as in
 fp32, for avg as for sum. A max or min shows a missing contribution only where that rank holds the
 extreme: the rank's step in the pattern turns with the element, so each rank holds the extreme at
-about 1/n of the elements from the first, and a max or min sees any rank's data go missing at every
-size of a sweep, as a sum does. Outputs start as NaN before the checked pass so an element the
+about 1/n of the elements from the first, and a max or min sees any rank's data go missing in any
+buffer of n elements or more (a sweep's smallest sizes hold fewer: 8 B is 2 fp32 elements). Outputs start as NaN before the checked pass so an element the
 collective never wrote cannot pass. Only the ranks where the op's result lives are checked (reduce:
 the root; gloo leaves partial sums on the others).
 
@@ -117,7 +117,7 @@ class Values:
         table = value_table(self.dtype, self.n, self.reduction).to(idx.device)
         # The rank's step turns with the element: at each element the ranks take the same n values in
         # another order, so every reduction is unchanged, and each rank holds the extreme at about 1/n
-        # of the elements from the first one: a max or min misses no rank's data at any size.
+        # of the elements from the first one: a max or min misses no rank's data in n elements or more.
         turn = (rank + idx) % self.n
         return table[(idx + RANK_STRIDE * turn) % len(table)]
 

@@ -17,19 +17,27 @@ from wirecheck.node import nvbandwidth as nvb
 PARITY_BAND = 0.95  # the suite within 5 % of NVIDIA's own tool, or better
 
 
-def ordinals(reading: nvb.Reading, gpus: Sequence[dict]) -> dict[int, int]:
+def ordinals(reading: nvb.Reading, gpus: Sequence[dict]) -> dict[int, int | None]:
     """NVML index -> nvbandwidth's device ordinal: by bus id where both name one, else the same number (it runs in
-    PCI bus order, as NVML counts). ValueError for a GPU whose bus id is none of nvbandwidth's: nvbandwidth ran on
-    another node, and by number its figures would stand beside another node's."""
+    PCI bus order, as NVML counts); None for a GPU nvbandwidth did not see (it ran on fewer GPUs). ValueError where
+    no GPU's bus id is one of nvbandwidth's: it ran on another node, and by number its figures would stand beside
+    another node's."""
     by_bus = {d["bus_id"]: d["ordinal"] for d in reading.devices}
-    out = {}
+    out: dict[int, int | None] = {}
+    unseen = []
     for g in gpus:
         bus = str(g.get("bus_id") or "").upper()
         match = next((o for b, o in by_bus.items() if bus.startswith(b)), None) if bus else None
-        if match is None and bus and by_bus:
-            raise ValueError(f"GPU{g['index']}'s bus id {bus} is none of nvbandwidth's ({', '.join(by_bus)}): "
-                             "nvbandwidth ran on another node; give its output from the node of the suite's figures")
-        out[g["index"]] = match if match is not None else g["index"]
+        if match is not None:
+            out[g["index"]] = match
+        elif bus and by_bus:  # both name bus ids, and nvbandwidth's are not this GPU's
+            out[g["index"]] = None
+            unseen.append(f"GPU{g['index']} {bus}")
+        else:
+            out[g["index"]] = g["index"]
+    if unseen and len(unseen) == len(gpus):
+        raise ValueError(f"no GPU's bus id ({'; '.join(unseen)}) is one of nvbandwidth's ({', '.join(by_bus)}): "
+                         "nvbandwidth ran on another node; give its output from the node of the suite's figures")
     return out
 
 
@@ -52,8 +60,10 @@ def side_by_side(suite: dict, reading: nvb.Reading, gpus: Sequence[dict]) -> lis
     where = ordinals(reading, known)
     rows = []
 
-    def add(copy: str, gpu: int, peer: int | None, bytes_per_s: float | None, testcase: str, r: int, c: int) -> None:
-        theirs, note = _cell(reading, testcase, r, c)
+    def add(copy: str, gpu: int, peer: int | None, bytes_per_s: float | None, testcase: str, r: int | None,
+            c: int | None) -> None:
+        theirs, note = _cell(reading, testcase, r, c) if r is not None and c is not None else (
+            None, "a GPU nvbandwidth did not run on")
         ours = bytes_per_s / 1e9 if bytes_per_s else None
         rows.append({"copy": copy, "gpu": gpu, "peer": peer, "suite_GBps": ours, "nvbandwidth_GBps": theirs,
                      "ratio": ours / theirs if ours and theirs else None, "testcase": testcase, "note": note})

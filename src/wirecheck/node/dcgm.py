@@ -201,16 +201,22 @@ def run(dcgmi: str, diag_level: int, timeout_s: float | None = None) -> Ran:
     return Ran(argv, proc.returncode, seconds, proc.stdout, parsed)
 
 
+def _node_gpu(serial, index: int | None, gpus: list[dict] | None) -> dict:
+    """The node's GPU a DCGM GPU is: by serial; by index only where either side names no serial (a GPU whose
+    serial the node's list lacks is one the record did not run on, never the GPU of its index)."""
+    by_serial = {str(g.get("serial")): g for g in gpus or [] if g.get("serial")}
+    if serial and by_serial:
+        return by_serial.get(str(serial), {})
+    return next((g for g in gpus or [] if index is not None and g.get("index") == index), {})
+
+
 def check_inputs(diag: DiagRun, gpus: list[dict] | None = None) -> list[dict]:
     """wirecheck.checks.dcgm.dcgm_diag's inputs for each result. `gpus`: the node's GPUs ({index, serial,
     bus_id}: a record header's or NVML's), to name each DCGM GPU by its serial (else its index) with its bus id."""
-    by_serial = {str(g.get("serial")): g for g in gpus or [] if g.get("serial")}
-    by_index = {g.get("index"): g for g in gpus or []}
     out = []
     for r in diag.results:
         serial = diag.entities.get(r.gpu, {}).get("serial") if r.gpu is not None else None
-        ours = by_serial.get(str(serial)) if serial else None
-        ours = ours or (by_index.get(r.gpu) if r.gpu is not None else None) or {}
+        ours = _node_gpu(serial, r.gpu, gpus)
         out.append({"test": r.test, "category": r.category, "gpu": r.gpu, "status": r.status,
                     "warnings": r.warnings, "info": r.info, "measured": r.measured,
                     "serial": serial or ours.get("serial"), "bus_id": ours.get("bus_id"), "dcgm_version": diag.version})
@@ -218,19 +224,19 @@ def check_inputs(diag: DiagRun, gpus: list[dict] | None = None) -> list[dict]:
 
 
 def foreign_serials(diag: DiagRun, gpus: list[dict] | None) -> list[str]:
-    """DCGM's GPU serials that none of the node's `gpus` has, where both name serials: DCGM ran on another node
-    (matching by index would then put its verdicts on the wrong GPUs)."""
+    """DCGM's GPU serials, where both sides name serials and none of them is one of the node's `gpus`: DCGM ran on
+    another node (matching by index would put its verdicts on the wrong GPUs). Some in common is the same node: a
+    record of a run on some of its GPUs (CUDA_VISIBLE_DEVICES) names only those, and dcgmi diagnoses every GPU."""
     ours = {str(g.get("serial")) for g in gpus or [] if g.get("serial")}
     theirs = [str(e.get("serial")) for _, e in sorted(diag.entities.items()) if e.get("serial")]
-    return [s for s in theirs if s not in ours] if ours else []
+    return theirs if ours and theirs and not ours.intersection(theirs) else []
 
 
 def header_gpus(diag: DiagRun, gpus: list[dict] | None = None) -> list[dict]:
     """The GPUs a record of DCGM's run names: DCGM's entities, with the node's bus id and UUID where known."""
-    by_serial = {str(g.get("serial")): g for g in gpus or [] if g.get("serial")}
     out = []
     for index, e in sorted(diag.entities.items()):
-        ours = by_serial.get(str(e.get("serial"))) or next((g for g in gpus or [] if g.get("index") == index), {})
+        ours = _node_gpu(e.get("serial"), index, gpus)
         out.append({"index": index, "name": ours.get("name"), "bus_id": ours.get("bus_id"), "uuid": ours.get("uuid"),
                     "serial": e.get("serial") or ours.get("serial"), "device_id": e.get("device_id")})
     return out
