@@ -178,7 +178,9 @@ def test_a_failing_aside_is_recorded_and_the_load_goes_on(monkeypatch):
 
     out = sustained.run(torch.device("cpu"), n=N, duration_s=1.5, window_s=0.25, check_every=8, seed=0, aside=broken)
     assert out["aside"]["error"] == "RuntimeError: CUDA out of memory" and out["aside"]["result"] is None
-    assert len(full_windows(out)) >= 2 and out["math"]["mismatched_results"] == 0
+    # the windows still cover the load (their count is the host's: on a busy 2-core machine one window took 1.6 s)
+    windows = full_windows(out)
+    assert windows and sum(w["seconds"] for w in windows) >= 0.75 and out["math"]["mismatched_results"] == 0
     assert sustained.run(torch.device("cpu"), n=N, duration_s=0.3, window_s=0.1, check_every=8, seed=0)["aside"] is None
 
 

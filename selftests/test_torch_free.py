@@ -8,7 +8,6 @@ torch installed.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
@@ -68,8 +67,11 @@ def test_the_refusing_finder_does_refuse(tmp_path):
 def test_judge_report_fleet_report_node_state_and_plan_need_no_torch(tmp_path):
     fleet = tmp_path / "fleet"
     fleet.mkdir()
-    for node in ("node01", "node02", "node03"):
-        shutil.copy(HARDWARE_RUN, fleet / f"{node}.jsonl")
+    lines = HARDWARE_RUN.read_text().splitlines(keepends=True)
+    for node in ("node01", "node02", "node03"):  # each node's own run: its host in the header (one run copied is one)
+        header = json.loads(lines[0])
+        header["host"] = node
+        (fleet / f"{node}.jsonl").write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
     commands = [
         ["judge", "-q", str(HARDWARE_RUN)],
         ["judge", "-q", str(SIMULATED_RUN)],

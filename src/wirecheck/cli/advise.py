@@ -6,7 +6,6 @@ Every usage error exits 4 naming the option; a record or profile advise cannot r
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
 from wirecheck.cli.protocol import entry
@@ -56,9 +55,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
     def usage_error(message: str):
         # argparse's own errors (an unknown option, a missing value) are usage errors too: exit 4, as ours.
-        missing = re.fullmatch(r"argument (--[\w-]+): expected one argument", message)
-        if missing:  # `--gpu-memory -5GB`: argparse takes a value that starts with '-' for an option
-            message += f"; a value that starts with '-' must be written {missing.group(1)}=VALUE"
         parser.print_usage(sys.stderr)
         print(f"wirecheck advise: {message}", file=sys.stderr)
         raise SystemExit(exit_codes.USAGE_ERROR)
