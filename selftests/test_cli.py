@@ -46,6 +46,17 @@ def test_every_command_answers_its_own_help(name, capsys):
     assert code == 0 and f"usage: wirecheck {name}" in out, out
 
 
+def test_the_no_gpu_message_names_a_help_that_lists_the_recorded_topologies(capsys):
+    """The failure without a GPU says `wirecheck topo --help` lists the recorded topologies: it must."""
+    from wirecheck.checks.inventory import GPUS_VISIBLE
+
+    assert "`wirecheck topo --help` lists the recorded ones" in GPUS_VISIBLE.said("dry_run")
+    with pytest.raises(SystemExit):
+        main(["topo", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert all(name in shown for name in ("h200-sxm-2", "h200-nvl-8", "a100-sxm-8", "l40s-8")), shown
+
+
 def test_a_command_imports_its_own_module_and_no_other_commands():
     """`wirecheck topo ...` builds topo's parser alone: every command's module imported cost each start 0.4 s."""
     names = {c.__name__ for c in protocol.commands()}

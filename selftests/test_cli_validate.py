@@ -20,7 +20,7 @@ import pytest
 from terminal import Terminal
 from wirecheck.cli import node_decision
 from wirecheck.cli import validate as cli_validate
-from wirecheck.core import problems
+from wirecheck.core import problems, refused_options
 from wirecheck.node import driver, nvml
 from wirecheck.cli.main import main
 from wirecheck.core.exit_codes import CTRL_C, NODE_BUSY, NVML_BROKEN as NO_GPU_READABLE, SIMULATED, TERMINATED
@@ -487,6 +487,16 @@ def test_the_plugin_hint_only_for_an_option_pytest_does_not_know(capfd):
     out = capfd.readouterr().out.splitlines()
     assert out[-2].startswith("wirecheck validate: pytest knows no --timeout: ") and "-p pytest_timeout" in out[-2]
     assert out[-1].endswith("usage error, exit 4")
+
+
+@pytest.mark.parametrize("args", [("-n", "2"), ("-n2",), ("--numprocesses=auto",)])
+def test_xdist_is_refused_in_the_words_bare_pytest_uses(capfd, args):
+    """validate loads only the suite's plugins, so pytest itself refuses -n as an unknown argument: the last lines
+    say why, as the suite's plugin says it under bare pytest."""
+    assert main(["validate", "--simulate=h200-sxm-2", *args, "--collect-only"]) == 4
+    out = capfd.readouterr().out.splitlines()
+    assert out[-2] == f"wirecheck validate: {refused_options.XDIST}" and out[-1].endswith("usage error, exit 4"), out
+    assert refused_options.xdist_asked(["-k", "x", "--", "-n"]) is False  # after a bare --: a test id's, not pytest's
 
 
 def test_the_echoed_pytest_command_can_be_pasted_back(capfd):

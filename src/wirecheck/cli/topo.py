@@ -23,9 +23,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         NAME, help="show the NVLink/PCIe topology, fabric, groups, placements and pinning advice",
         description=__doc__,
     )
+    from wirecheck.core.paths import suite_paths
+    from wirecheck.node.topo_text import recorded_names
+
+    names = ", ".join(recorded_names(suite_paths().topologies))  # only this command's parser is built: no cost elsewhere
     parser.add_argument("--simulate", nargs="?", const=DEFAULT_SIMULATION, metavar="FILE|NAME",
-                        help=f"read a recorded topology (topo -m text, snapshot JSON or a NAME in "
-                             f"fixtures/pytest_wirecheck/topologies; default {DEFAULT_SIMULATION}) instead of NVML")
+                        help=f"read a recorded topology (topo -m text, snapshot JSON, profile:PROFILE or a NAME of "
+                             f"the recorded ones: {names}; default {DEFAULT_SIMULATION}) instead of NVML")
     parser.add_argument("--json", action="store_true", help="print JSON: fabric, gpus, matrix, groups, placements")
     parser.add_argument("--save", metavar="FILE", help="write a snapshot JSON that --simulate FILE replays")
     return parser

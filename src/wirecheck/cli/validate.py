@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 from wirecheck.cli.protocol import entry
 from wirecheck.core import exit_codes as codes
-from wirecheck.core import problems
+from wirecheck.core import problems, refused_options
 from wirecheck.core.harness import WRAPPER_FD_ENV
 from wirecheck.node import driver, nvml, pci, visible
 from wirecheck.cli.foreground import Outcome, run_foreground
@@ -396,7 +396,9 @@ def _run(args: argparse.Namespace, pytest_args: list[str]) -> int:
     else:
         lines = [fault.state] if fault.state and code in (codes.HARNESS_FAULT, codes.HARNESS_CRASH) else []
         unknown = unknown_options(base, passed_on) if code == codes.USAGE_ERROR else []
-        if unknown:  # pytest's "unrecognized arguments" scrolled above; its other usage errors name their own cause
+        if code == codes.USAGE_ERROR and refused_options.xdist_asked(passed_on):  # xdist is not loaded here
+            lines.append(f"{PROG}: {refused_options.XDIST}")
+        elif unknown:  # pytest's "unrecognized arguments" scrolled above; its other usage errors name their own cause
             lines.append(plugin_hint(unknown))
         lines.append(last_line(code, mode, fault.line))
     print("\n".join(lines), flush=True)
