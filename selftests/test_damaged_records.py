@@ -87,8 +87,9 @@ def test_report_draws_the_rest_and_says_damaged(tmp_path, capsys):
 def test_the_fleet_judges_the_rest_of_a_damaged_node_and_fails_it(tmp_path, capsys):
     fleet = tmp_path / "fleet"
     fleet.mkdir()
-    for node in ("node01", "node02"):
-        shutil.copy(COMMITTED, fleet / f"{node}.jsonl")
+    lines = COMMITTED.read_text().splitlines(keepends=True)
+    for node in ("node01", "node02"):  # each node's own run: its host in the header (one run copied is one)
+        (fleet / f"{node}.jsonl").write_text(json.dumps({**json.loads(lines[0]), "host": node}) + "\n" + "".join(lines[1:]))
     path, line, byte = damaged_copy(fleet, name="node03.jsonl")
     out_json = tmp_path / "fleet.json"
     assert fleet_cli.main(["report", str(fleet), "--json", str(out_json)]) == exit_codes.FAILED

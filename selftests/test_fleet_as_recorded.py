@@ -116,9 +116,10 @@ REFERENCE_RUN = Path(__file__).resolve().parents[1] / "fixtures/reference/h200-s
 
 def _as_now(source: Path, dest: Path, drop: str | None = None) -> Path:
     """`source` with a header that says it was judged under the shipped thresholds by this wirecheck
-    (its verdicts are then taken as recorded); `drop`: leave out the first line holding it."""
+    (its verdicts are then taken as recorded), as the run of the node `dest` names (its host: one run copied to
+    several nodes is one run); `drop`: leave out the first line holding it."""
     lines = source.read_text().splitlines()
-    lines[0] = json.dumps({**json.loads(lines[0]), **NOW})
+    lines[0] = json.dumps({**json.loads(lines[0]), **NOW, "host": dest.stem})
     for k, line in enumerate(lines):  # each verdict as this wirecheck writes it
         rec = json.loads(line)
         if rec["type"] == "verdict":

@@ -90,7 +90,10 @@ cp "$HW/wirecheck-2026-12-01b/run1.jsonl" "$REC/2xh200.jsonl"  # a 2x H200 accep
 cp "$ROOT/fixtures/reference/h200-1/wirecheck-2026-12-01-after/quick.jsonl" "$REC/1xh200-quick.jsonl"  # passes too
 for i in 1 2 3; do cp "$HW/wirecheck-2026-12-01/run$i.jsonl" "$REC/clean$i.jsonl"; done  # three clean runs
 cp "$ROOT/fixtures/reference/h200-1/wirecheck-2026-12-01-after/diagnose/slowed.jsonl" "$REC/slowed.jsonl"  # one failure
-mkdir -p "$REC/fleet" && for n in node01 node02 node03; do cp "$REC/2xh200.jsonl" "$REC/fleet/$n.jsonl"; done
+# each node's own run: its host in the header (one record copied under three names is one run, judged once)
+mkdir -p "$REC/fleet" && for n in node01 node02 node03; do
+  sed '1s/"host": "[^"]*"/"host": "'"$n"'"/' "$REC/2xh200.jsonl" > "$REC/fleet/$n.jsonl"
+done
 
 failed=()
 n=0
