@@ -548,3 +548,21 @@ def test_a_simulated_page_counts_the_nvlinks_its_topology_shows(topology, links,
     rows = re.findall(r"<tr[^>]*><td[^>]*>(\d)</td><td[^>]*>\(not recorded\)</td><td[^>]*>[^<]*</td><td[^>]*>[^<]*</td>"
                       r"<td[^>]*>(\d+)</td>", make(tmp_path, w.path))
     assert rows == [(str(i), str(links)) for i in range(8)], rows
+
+
+DIAGNOSES = Path(__file__).resolve().parents[1] / "fixtures/reference/h200-1/wirecheck-2026-12-01-after/diagnose"
+
+
+@pytest.mark.parametrize(("name", "found"), [("diag-gone.jsonl", "0 finding(s) of a fault, 1 not reproduced"),
+                                             ("diag-slowed.jsonl", "1 finding(s) of a fault, 0 not reproduced")])
+def test_a_diagnosis_record_reads_as_a_diagnosis_never_as_a_passed_node(tmp_path, capsys, name, found):
+    """A diagnosis whose fault was not reproduced read "PASSED: 1 checks" on the page and, to Prometheus, as a
+    complete healthy run; one that found its fault read FAILED, as a node's run."""
+    record = tmp_path / name
+    record.write_bytes((DIAGNOSES / name).read_bytes())
+    page, prom = tmp_path / "d.html", tmp_path / "d.prom"
+    assert report([str(record), "-o", str(page), "--prometheus", str(prom)]) == 0
+    said = capsys.readouterr().out
+    assert f"DIAGNOSIS of /tmp/w/diag/slowed.jsonl ({found}): not a validation of the node" in said, said
+    assert "FAILED" not in said and "PASSED" not in html.unescape(page.read_text())
+    assert 'kind="diagnosis"' in next(line for line in prom.read_text().splitlines() if line.startswith("wirecheck_run_info"))

@@ -77,6 +77,7 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     from wirecheck.report.command import build_html, trend_runs, unwritable
     from wirecheck.report.model import load_history, load_runs
     from wirecheck.report.prometheus import exposition
+    from wirecheck.report.sections import headline
     from wirecheck.report.trends import left_out_line
     from wirecheck.core.safefs import write_atomically
 
@@ -131,7 +132,9 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
         print(f"wirecheck report: left out of the trend: {why if why.startswith(str(path)) else f'{path}: {why}'}")
     if args.prometheus:
         print(f"wirecheck report: wrote {args.prometheus} (Prometheus text format)")
-    if view.failures:  # the terminal names the run's state as judge does: a log or a script reads no page
+    if view.header.get("kind") == "diagnosis":  # the page's banner says so: findings about another record
+        print(f"wirecheck report: {args.records[0]}: {headline(view)[1]}")
+    elif view.failures:  # the terminal names the run's state as judge does: a log or a script reads no page
         print(f"wirecheck report: {args.records[0]}: FAILED: {counted(view.verdict_counts)}: "
               f"{_failures(view.failures)}; the page leads with them, each with what to do")
     if view.status != "complete":

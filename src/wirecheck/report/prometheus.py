@@ -56,9 +56,11 @@ class Family:
 
 
 def families(view: RunView) -> list[Family]:
-    run = Family("wirecheck_run_info", "The run this file describes (value always 1): host, profile, fabric, status")
+    run = Family("wirecheck_run_info", "The run this file describes (value always 1): host, kind (validation, "
+                 "diagnosis, dcgm, ...), profile, fabric, status")
     h = view.header
-    run.add(1, host=h.get("host"), profile=h.get("profile") or "", fabric=h.get("fabric") or "", status=view.status,
+    run.add(1, host=h.get("host"), kind=h.get("kind") or "validation", profile=h.get("profile") or "",
+            fabric=h.get("fabric") or "", status=view.status,
             nccl=(h.get("versions") or {}).get("nccl") or "", torch=(h.get("versions") or {}).get("torch") or "")
     simulated = Family("wirecheck_run_simulated", "1 if the run was a simulation on CPU (nothing was validated), else 0")
     simulated.add(1 if view.simulated else 0)

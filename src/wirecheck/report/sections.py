@@ -71,6 +71,10 @@ def _counted(counts: dict) -> tuple:
 def headline(view: RunView) -> tuple[str, str]:
     """(css class, text) of the banner at the top of the page."""
     counts = view.verdict_counts
+    if view.header.get("kind") == "diagnosis":  # probes' findings about another record's failures: no verdict on a node
+        found = f"{counts[FAIL]} finding(s) of a fault, {counts[PASS]} not reproduced"
+        return "cut", (f"DIAGNOSIS of {view.header.get('diagnosed')} ({found}): not a validation of the node; its "
+                       f"run's page: wirecheck report {view.header.get('diagnosed')}")
     if view.simulated:
         failed = f"{counts[FAIL]} of {sum(counts.values())} checks FAILED" if counts[FAIL] else "no failures"
         return "sim", f"SIMULATION ({failed}): nothing on this machine was validated"
