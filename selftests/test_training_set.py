@@ -120,3 +120,15 @@ def test_a_run_asks_for_the_trainers_imports_only_where_a_selected_test_trains(p
     (Path(root) / "one.txt").write_text("\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t0-15\t0\n")
     result = run_suite(pytester, f"--simulate={simulate}", "-k", selection, "--collect-only", "-s")
     result.stdout.fnmatch_lines([f"TRAINS {trains}"])
+
+
+def test_a_node_whose_placements_train_nothing_says_so_without_a_bare_colon():
+    """One GPU (or no GPU read) trains alone: the line counts no placement and ends there."""
+    import types
+
+    from pytest_wirecheck.training_set import collection_lines
+
+    marker = types.SimpleNamespace(kwargs={"training": True})
+    item = types.SimpleNamespace(get_closest_marker=lambda name: marker if name == "placements" else None)
+    assert collection_lines([], "selected", [item]) == [
+        "wirecheck: training set selected (--training): 0 strategy runs on 0 placements"]
