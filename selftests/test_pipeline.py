@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import signal
 from types import SimpleNamespace
 
@@ -249,3 +250,40 @@ def test_a_rank_that_raises_leaves_torch_elastics_error_file(tmp_path, monkeypat
     assert "in broken" in message["extraInfo"]["py_callstack"]
     # the stop signals are this process's again: its Ctrl-C, and its later subprocesses' SIGTERM
     assert not {signal.SIGINT, signal.SIGTERM, signal.SIGHUP} & signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def test_a_rendezvous_that_never_completes_is_stopped_and_said(monkeypatch, capsys):
+    """A port another service holds (here a listener that never answers) held torchrun forever, with no word: the
+    step is stopped once no worker has started by --join-timeout and the grace, and says what to check (exit 2)."""
+    import socket
+    import time
+    from types import SimpleNamespace
+
+    from wirecheck.fleet import launch
+
+    monkeypatch.setattr(launch, "RENDEZVOUS_GRACE_S", 3.0)
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(8)
+        port = held.getsockname()[1]
+        args = SimpleNamespace(nnodes=1, nproc_per_node=1, rdzv_endpoint=f"127.0.0.1:{port}", rdzv_id="held",
+                               join_timeout=2, dry_run=False, multinode_args=["--", "--simulate", "--node-name", "a"])
+        start = time.monotonic()
+        code = launch.run(args)
+    err = capsys.readouterr().err
+    assert code == 2 and time.monotonic() - start < 60, err
+    assert f"the rendezvous at 127.0.0.1:{port} did not complete in" in err and "no worker started" in err, err
+
+
+def test_a_tool_that_does_not_answer_is_named_never_waited_on(monkeypatch, tmp_path):
+    """nvidia-smi -L on a wedged driver held the multinode step before torchrun started, even with --dry-run."""
+    from wirecheck.fleet import launch
+
+    slow = tmp_path / "nvidia-smi"
+    slow.write_text("#!/bin/sh\nsleep 30\n")
+    slow.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(launch, "TOOL_TIMEOUT_S", 1)
+    with pytest.raises(launch.LaunchError, match=r"`nvidia-smi -L` did not answer in 1 s"):
+        launch._gpu_count()

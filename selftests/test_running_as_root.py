@@ -303,3 +303,27 @@ def test_the_recipes_set_path_and_run_absolute_paths():
                 assert first.startswith("/opt/wirecheck/"), (path.name, program)
                 env = {e["name"]: e.get("value") for e in container.get("env", [])}
                 assert env["PATH"].split(":")[0] == "/opt/wirecheck/.venv/bin" and "." not in env["PATH"].split(":")
+
+
+def test_every_manifest_that_runs_on_gpus_shares_the_nodes_one_lock():
+    """The health check's DaemonSet says an acceptance Job that mounts the node lock too is never measured beside
+    it: each pod that requests GPUs mounts the host's /run/wirecheck, else each has a lock of its own."""
+    import yaml
+
+    manifests = [*K8S, *sorted((PROJECT / "scripts" / "k8s" / "node-problem-detector").glob("*.yaml"))]
+    gpu_pods = 0
+    for path in manifests:
+        for doc in yaml.safe_load_all(path.read_text()):
+            if not isinstance(doc, dict) or "spec" not in doc:
+                continue
+            spec = doc["spec"].get("template", {}).get("spec", doc["spec"])
+            volumes = {v["name"]: v for v in spec.get("volumes", [])}
+            for container in spec.get("containers", []):
+                env = {e["name"] for e in container.get("env", [])}
+                if "nvidia.com/gpu" not in str(container.get("resources")) and "NVIDIA_VISIBLE_DEVICES" not in env:
+                    continue  # a pod that reads records only (the fleet report)
+                gpu_pods += 1
+                mounts = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
+                assert "/run/wirecheck" in mounts, (path.name, container["name"])
+                assert volumes[mounts["/run/wirecheck"]]["hostPath"]["path"] == "/run/wirecheck", path.name
+    assert gpu_pods >= 2

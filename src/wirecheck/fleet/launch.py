@@ -21,6 +21,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections import deque
 
 from wirecheck.core import exit_codes
@@ -38,12 +40,28 @@ class LaunchError(ValueError):
     pass
 
 
+TOOL_TIMEOUT_S = 10  # scontrol, nvidia-smi -L: a wedged driver or controller must not hold the step forever
+# How long after --join-timeout the rendezvous may take before the step is stopped: torchrun itself waits
+# without end on a port another service holds, and minutes on a host that does not resolve.
+RENDEZVOUS_GRACE_S = 30.0
+WATCH_EVERY_S = 0.5
+
+
+def _tool(argv: list[str]) -> subprocess.CompletedProcess:
+    """argv run with a time limit; LaunchError naming it where it does not answer."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise LaunchError(f"`{' '.join(argv)}` did not answer in {TOOL_TIMEOUT_S} s (a wedged driver or controller?); "
+                          "fix it on this node, or pass the value as an option") from None
+
+
 def _slurm_first_host() -> str | None:
     nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
     if not nodelist:
         return None
     if shutil.which("scontrol"):
-        done = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True, text=True)
+        done = _tool(["scontrol", "show", "hostnames", nodelist])
         if done.returncode == 0 and done.stdout.split():
             return done.stdout.split()[0]
     return nodelist if "[" not in nodelist and "," not in nodelist else None
@@ -54,10 +72,43 @@ def _gpu_count() -> int | None:
     if visible:
         return len([d for d in visible.split(",") if d.strip()])
     if shutil.which("nvidia-smi"):
-        done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+        done = _tool(["nvidia-smi", "-L"])
         if done.returncode == 0:
             return sum(line.startswith("GPU ") for line in done.stdout.splitlines()) or None
     return None
+
+
+def _has_children(pid: int) -> bool:
+    """Whether the process has started a child (torchrun starts its workers once the rendezvous completed)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True  # no /proc to read: never stop a job on a guess
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                if fh.read().split():
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def _watch_rendezvous(proc: subprocess.Popen, deadline_s: float, timed_out: list[float]) -> None:
+    """Stop torchrun when no worker has started by `deadline_s` after its start: the rendezvous did not complete."""
+    start = time.monotonic()
+    while proc.poll() is None:
+        if _has_children(proc.pid):
+            return
+        if time.monotonic() - start > deadline_s:
+            timed_out.append(time.monotonic() - start)
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            return
+        time.sleep(WATCH_EVERY_S)
 
 
 def torchrun_command(args) -> list[str]:
@@ -159,6 +210,9 @@ def run(args) -> int:
         return exit_codes.OK
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, errors="replace", env=_ranks_env())
     stopped_by: list[int] = []
+    timed_out: list[float] = []
+    threading.Thread(target=_watch_rendezvous, args=(proc, args.join_timeout + RENDEZVOUS_GRACE_S, timed_out),
+                     daemon=True, name="wirecheck-rendezvous-watch").start()
 
     def pass_on(signum, _frame) -> None:
         stopped_by.append(signum)
@@ -181,6 +235,13 @@ def run(args) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     sys.stderr.writelines(without_signal_traceback(held))
+    if timed_out:
+        print(f"wirecheck fleet multinode: the rendezvous at {endpoint} did not complete in {timed_out[0]:.0f} s "
+              f"(--join-timeout {args.join_timeout} s and {RENDEZVOUS_GRACE_S:.0f} s more): no worker started, torchrun "
+              "was stopped; check that the endpoint's port is free for the rendezvous (no other service listens "
+              "there), that its host resolves and is reachable from every node, and that every node runs this same "
+              "command with the same --rdzv-endpoint and --rdzv-id", file=sys.stderr)
+        return exit_codes.BAD_INPUT
     if stopped_by:
         name = signal.Signals(stopped_by[0]).name
         print(f"wirecheck fleet multinode: stopped by {name} (torchrun exited {code}): the job is incomplete, not "
