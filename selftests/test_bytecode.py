@@ -180,6 +180,11 @@ def test_fleet_multinode_gives_torchrun_ranks_the_cache(monkeypatch, tmp_path, c
             seen.update(cmd=cmd, env=env)
             self.stderr = iter(())
 
+        pid = 0
+
+        def poll(self):  # the rendezvous watch's: a torchrun that has exited
+            return 0
+
         def wait(self):
             return 0
 
