@@ -287,3 +287,15 @@ def test_a_tool_that_does_not_answer_is_named_never_waited_on(monkeypatch, tmp_p
     monkeypatch.setattr(launch, "TOOL_TIMEOUT_S", 1)
     with pytest.raises(launch.LaunchError, match=r"`nvidia-smi -L` did not answer in 1 s"):
         launch._gpu_count()
+
+
+@pytest.mark.parametrize(("option", "value", "said"), [("--nnodes", "0", "argument --nnodes: 0: at least 1"),
+                                                       ("--join-timeout", "-5", "argument --join-timeout: -5: at least 1"),
+                                                       ("--nproc-per-node", "x", "'x' is not a whole number")])
+def test_a_count_or_timeout_below_one_is_refused_by_name(capsys, option, value, said):
+    """--nnodes 0 read as "not given" and a negative --join-timeout was passed to torchrun."""
+    from wirecheck.cli.fleet.multinode import main as multinode
+
+    with pytest.raises(SystemExit) as stopped:
+        multinode([f"{option}={value}", "--rdzv-endpoint", "h:1", "--rdzv-id", "1", "--dry-run"])
+    assert stopped.value.code == 2 and said in capsys.readouterr().err
