@@ -25,7 +25,7 @@ def _run(capsys, *argv):
         (["--params", "nan", "--gpus", "2"], "argument --params: 'nan' is not a finite number"),
         (["--params", "0.5", "--gpus", "2"], "argument --params: 0.5 is not a parameter count"),  # a table of zeros before
         (["--params", "7.5", "--gpus", "2"], "argument --params: 7.5 is not a whole number of parameters"),
-        (["--params", "7e9", "--gpus", "0"], "argument --gpus: 0 GPUs: at least 1 GPU"),
+        (["--params", "7e9", "--gpus", "0"], "argument --gpus: 0 GPUs: at least 1 is needed"),
         (["--params", "7e9", "--gpus", "two"], "argument --gpus: 'two' is not a whole number of GPUs"),
         (["--params", "7e9", "--gpus", "2", "--precision", "fp16"], "argument --precision: invalid choice: 'fp16'"),
         (["--params", "7e9", "--gpus", "2", "--extra"], "unrecognized arguments: --extra"),

@@ -289,9 +289,10 @@ def test_a_tool_that_does_not_answer_is_named_never_waited_on(monkeypatch, tmp_p
         launch._gpu_count()
 
 
-@pytest.mark.parametrize(("option", "value", "said"), [("--nnodes", "0", "argument --nnodes: 0: at least 1"),
-                                                       ("--join-timeout", "-5", "argument --join-timeout: -5: at least 1"),
-                                                       ("--nproc-per-node", "x", "'x' is not a whole number")])
+@pytest.mark.parametrize(("option", "value", "said"), [
+    ("--nnodes", "0", "argument --nnodes: 0 nodes: at least 1 is needed"),
+    ("--join-timeout", "-5", "argument --join-timeout: -5 seconds: at least 1 is needed"),
+    ("--nproc-per-node", "x", "'x' is not a whole number of GPUs")])
 def test_a_count_or_timeout_below_one_is_refused_by_name(capsys, option, value, said):
     """--nnodes 0 read as "not given" and a negative --join-timeout was passed to torchrun."""
     from wirecheck.cli.fleet.multinode import main as multinode

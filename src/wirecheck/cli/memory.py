@@ -6,7 +6,7 @@ import argparse
 import decimal
 import math
 
-from wirecheck.cli.protocol import entry
+from wirecheck.cli.protocol import at_least_one, entry
 from wirecheck.core import exit_codes
 from wirecheck.training.memory_model import ACCOUNTINGS, ARTICLE, format_memory_table
 from wirecheck.core.precision import DEFAULT as DEFAULT_PRECISION
@@ -57,15 +57,7 @@ def parameter_count(text: str) -> int:
     return int(value)
 
 
-def gpu_count(text: str) -> int:
-    """--gpus: a whole number of GPUs (data-parallel ranks) of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of GPUs; write e.g. 4") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} GPUs: at least 1 GPU is needed; write e.g. 4")
-    return value
+gpu_count = at_least_one("GPUs", "4")  # --gpus: data-parallel ranks
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

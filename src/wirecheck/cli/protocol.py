@@ -89,6 +89,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def at_least_one(what: str, example: str) -> Callable[[str], int]:
+    """An option's type: a whole number of `what` of at least 1 (GPUs, nodes, seconds), refused by argparse with
+    the value, the bound and an example."""
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {what}; write e.g. {example}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{value} {what}: at least 1 is needed; write e.g. {example}")
+        return value
+    return convert
+
+
 def version_line() -> str:
     """`wirecheck --version`: the version (wirecheck.__version__, the one place it is written; every record's
     header keeps it too), the folder it runs from (an editable checkout's src/ or an environment's

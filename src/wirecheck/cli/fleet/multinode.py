@@ -7,33 +7,21 @@ from __future__ import annotations
 
 import argparse
 
-from wirecheck.cli.protocol import entry
+from wirecheck.cli.protocol import at_least_one, entry
 from wirecheck.fleet.settings import DEFAULT_JOIN_TIMEOUT_S, DEFAULT_PORT
 
 NAME = "multinode"
 HELP = "torchrun (c10d) on wirecheck.fleet.multinode: collectives across nodes and pairs"
 
 
-def _at_least_one(text: str) -> int:
-    """A count or a number of seconds: a whole number of at least 1 (0 or -5 would be read as "not given", or
-    make a rendezvous that can never complete)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: at least 1")
-    return value
-
-
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(NAME, help=HELP, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--nnodes", type=_at_least_one, help="nodes in the job (default: $SLURM_JOB_NUM_NODES)")
-    p.add_argument("--nproc-per-node", type=_at_least_one,
+    p.add_argument("--nnodes", type=at_least_one("nodes", "4"), help="nodes in the job (default: $SLURM_JOB_NUM_NODES)")
+    p.add_argument("--nproc-per-node", type=at_least_one("GPUs", "8"),
                    help="GPUs per node (default: $CUDA_VISIBLE_DEVICES, else nvidia-smi -L; 1 with --simulate)")
     p.add_argument("--rdzv-endpoint", help=f"HOST:PORT of the c10d rendezvous (default: the job's first node:{DEFAULT_PORT})")
     p.add_argument("--rdzv-id", help="job id shared by every node (default: $SLURM_JOB_ID)")
-    p.add_argument("--join-timeout", type=_at_least_one, default=DEFAULT_JOIN_TIMEOUT_S,
+    p.add_argument("--join-timeout", type=at_least_one("seconds", "600"), default=DEFAULT_JOIN_TIMEOUT_S,
                    help=f"seconds to wait for every node to join (default {DEFAULT_JOIN_TIMEOUT_S})")
     p.add_argument("--dry-run", action="store_true", help="print the torchrun command and exit")
     p.add_argument("multinode_args", nargs=argparse.REMAINDER,
