@@ -201,22 +201,27 @@ def run(dcgmi: str, diag_level: int, timeout_s: float | None = None) -> Ran:
     return Ran(argv, proc.returncode, seconds, proc.stdout, parsed)
 
 
-def _node_gpu(serial, index: int | None, gpus: list[dict] | None) -> dict:
-    """The node's GPU a DCGM GPU is: by serial; by index only where either side names no serial (a GPU whose
-    serial the node's list lacks is one the record did not run on, never the GPU of its index)."""
+def _node_gpus(gpus: list[dict] | None):
+    """The node's GPU a DCGM GPU (serial, index) is: by serial; by index only where either side names no serial (a
+    GPU whose serial the node's list lacks is one the record did not run on, never the GPU of its index)."""
     by_serial = {str(g.get("serial")): g for g in gpus or [] if g.get("serial")}
-    if serial and by_serial:
-        return by_serial.get(str(serial), {})
-    return next((g for g in gpus or [] if index is not None and g.get("index") == index), {})
+    by_index = {g.get("index"): g for g in gpus or []}
+
+    def of(serial, index: int | None) -> dict:
+        if serial and by_serial:
+            return by_serial.get(str(serial), {})
+        return by_index.get(index, {}) if index is not None else {}
+    return of
 
 
 def check_inputs(diag: DiagRun, gpus: list[dict] | None = None) -> list[dict]:
     """wirecheck.checks.dcgm.dcgm_diag's inputs for each result. `gpus`: the node's GPUs ({index, serial,
     bus_id}: a record header's or NVML's), to name each DCGM GPU by its serial (else its index) with its bus id."""
     out = []
+    node_gpu = _node_gpus(gpus)
     for r in diag.results:
         serial = diag.entities.get(r.gpu, {}).get("serial") if r.gpu is not None else None
-        ours = _node_gpu(serial, r.gpu, gpus)
+        ours = node_gpu(serial, r.gpu)
         out.append({"test": r.test, "category": r.category, "gpu": r.gpu, "status": r.status,
                     "warnings": r.warnings, "info": r.info, "measured": r.measured,
                     "serial": serial or ours.get("serial"), "bus_id": ours.get("bus_id"), "dcgm_version": diag.version})
@@ -235,8 +240,9 @@ def foreign_serials(diag: DiagRun, gpus: list[dict] | None) -> list[str]:
 def header_gpus(diag: DiagRun, gpus: list[dict] | None = None) -> list[dict]:
     """The GPUs a record of DCGM's run names: DCGM's entities, with the node's bus id and UUID where known."""
     out = []
+    node_gpu = _node_gpus(gpus)
     for index, e in sorted(diag.entities.items()):
-        ours = _node_gpu(e.get("serial"), index, gpus)
+        ours = node_gpu(e.get("serial"), index)
         out.append({"index": index, "name": ours.get("name"), "bus_id": ours.get("bus_id"), "uuid": ours.get("uuid"),
                     "serial": e.get("serial") or ours.get("serial"), "device_id": e.get("device_id")})
     return out

@@ -174,26 +174,27 @@ def events(run: RunRecord, decision: str | None = None, record_name: str | None 
             "run_started": str(run.run.get("started") or "")}
     unwell: list[Event] = []
     failed_on: dict[tuple[str, str], set] = {}  # (component, check) -> GPUs it failed or warned on (None: the node)
-    passed: dict[tuple[str, str], list[dict]] = {}
+    passed: dict[tuple[str, str], list[tuple[dict, list[int]]]] = {}  # (component, check) -> (verdict, its GPUs)
     for v in run.verdicts:
         outcome = v.get("outcome")
         key = (_component(v, node), str(v.get("check") or "check"))
         gpus = node.gpu_indices(v)
         if outcome == "pass":
-            passed.setdefault(key, []).append(v)
+            passed.setdefault(key, []).append((v, gpus))
             continue
         if outcome not in ("fail", "warn"):
             continue
         failed_on.setdefault(key, set()).update(gpus or [None])
         failed = outcome == "fail"
+        codes = _codes(v)
         said = DRAIN if failed and decision == HEALTHY else decision  # a failure never reads as healthy
         unwell.append(Event(
             component=key[0], check=key[1], healthy=False, fatal=failed and said in (DRAIN, REPLACE),
-            message=str(v.get("message") or v.get("what") or ""), codes=_codes(v),
+            message=str(v.get("message") or v.get("what") or ""), codes=codes,
             action=ACTION[said] if failed else "NONE", strategy=STRATEGY[said] if failed else "STORE_ONLY",
             repair=REPAIR[said] if failed else "IGNORE_NO_ACTION_REQUIRED",
             health="Unhealthy" if failed else "Degraded", entities=node.entities(gpus), time=_rfc3339(v.get("time")),
-            metadata={**meta, "code": _codes(v)[0] if _codes(v) else "", "where": str(v.get("where") or "node"),
+            metadata={**meta, "code": codes[0] if codes else "", "where": str(v.get("where") or "node"),
                       "test": str(v.get("test") or ""), **_figures(v)}))
     # Healthy first: a consumer that clears by check and GPU (NVSentinel matches agent, component class, check
     # name and entity) then reads this run's failures after them, whatever it cleared.
@@ -222,12 +223,13 @@ def _healthy(passed: dict, failed_on: dict, node: _Node, meta: dict) -> list[Eve
     clears that one. A check that passed on the node (no GPU) names no entity; one that failed on the node
     has none."""
     out = []
-    for (component, check), verdicts in passed.items():
+    for (component, check), passes in passed.items():
         bad = failed_on.get((component, check), set())
         if None in bad:
             continue
-        gpus = sorted({g for v in verdicts for g in node.gpu_indices(v)} - bad)
-        node_level = any(not node.gpu_indices(v) for v in verdicts)
+        verdicts = [v for v, _ in passes]
+        gpus = sorted({g for _, on in passes for g in on} - bad)
+        node_level = any(not on for _, on in passes)
         if not gpus and not (node_level and not bad):
             continue
         where = ", ".join(f"GPU{g}" for g in gpus) or "the node"
